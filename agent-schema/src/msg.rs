@@ -1,0 +1,41 @@
+//! The `AgentMsg` trait implemented by `#[derive(AgentMsg)]`.
+
+use crate::annotations::{StaticAnnotations, StaticFieldTags};
+
+/// Everything the derive knows about one variant, in declaration order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VariantDescriptor {
+    /// The wire name serde reads as the `type` discriminant.
+    pub wire_name: &'static str,
+    /// The variant's annotation record.
+    pub annotations: StaticAnnotations,
+    /// Tags of the variant's own named fields (empty for unit and newtype variants).
+    pub fields: &'static [StaticFieldTags],
+}
+
+impl VariantDescriptor {
+    /// The tags of the named field `wire_name`, if the variant has such a field.
+    pub fn field(&self, wire_name: &str) -> Option<&StaticFieldTags> {
+        self.fields.iter().find(|f| f.wire_name == wire_name)
+    }
+}
+
+/// A TEA message enum that agents can drive. Implemented by `#[derive(AgentMsg)]`.
+///
+/// The enum must be serde-internally-tagged with `#[serde(tag = "type")]`; its JSON Schema
+/// (from schemars) is the source of truth for payload shapes, the derive supplies the tags.
+pub trait AgentMsg:
+    serde::Serialize + serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static
+{
+    /// Every variant that is part of the agent surface, in declaration order
+    /// (variants with `#[serde(skip)]` / `#[serde(skip_deserializing)]` are left out).
+    fn variants() -> &'static [VariantDescriptor];
+
+    /// The wire name of this value's variant.
+    fn variant_name(&self) -> &'static str;
+
+    /// The descriptor of the variant with this wire name.
+    fn variant(wire_name: &str) -> Option<&'static VariantDescriptor> {
+        Self::variants().iter().find(|v| v.wire_name == wire_name)
+    }
+}

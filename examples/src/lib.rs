@@ -1,0 +1,1 @@
+//! Example apps (library part, shared by the runnable examples and the tests).
