@@ -1,1 +1,11 @@
-//! Agent runtime.
+//! The runtime of the agent surface: everything that runs.
+//!
+//! Pure algorithms (validation, affordances, diff, reads), the session host, tokens and the
+//! rest of the security surface, and the LAP / MCP servers.
+
+#![warn(missing_docs)]
+
+pub mod clock;
+
+pub use agent_derive::AgentMsg;
+pub use agent_schema;
