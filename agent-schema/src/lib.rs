@@ -10,6 +10,7 @@
 
 pub mod annotations;
 pub mod msg;
+pub mod protocol;
 
 pub use annotations::{
     DispatchMode, FieldTags, MessageAnnotations, StaticAnnotations, StaticFieldTags,

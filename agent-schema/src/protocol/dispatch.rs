@@ -1,0 +1,193 @@
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Action, ValidationIssue};
+
+/// One JSON Patch operation (the RFC 6902 subset the state diff produces).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum PatchOp {
+    /// Adds `value` at `path`.
+    Add {
+        /// RFC 6901 pointer.
+        path: String,
+        /// The new value.
+        value: Value,
+    },
+    /// Removes the value at `path`.
+    Remove {
+        /// RFC 6901 pointer.
+        path: String,
+    },
+    /// Replaces the value at `path`.
+    Replace {
+        /// RFC 6901 pointer.
+        path: String,
+        /// The new value.
+        value: Value,
+    },
+}
+
+impl PatchOp {
+    /// The op's path.
+    pub fn path(&self) -> &str {
+        match self {
+            PatchOp::Add { path, .. } | PatchOp::Remove { path } | PatchOp::Replace { path, .. } => {
+                path
+            }
+        }
+    }
+}
+
+/// How long `send_message` waits before answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitFor {
+    /// Enqueue and answer at once.
+    None,
+    /// Wait for the message's own commit.
+    Idle,
+    /// Wait until no commit happened for `drainQuietMs` (capped by `timeoutMs`).
+    #[default]
+    Drained,
+}
+
+impl WaitFor {
+    /// Parses the wire string.
+    pub fn parse(s: &str) -> Option<WaitFor> {
+        match s {
+            "none" => Some(WaitFor::None),
+            "idle" => Some(WaitFor::Idle),
+            "drained" => Some(WaitFor::Drained),
+            _ => None,
+        }
+    }
+}
+
+/// Kind of a drain error entry (the reference's wire names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DrainErrorKind {
+    /// `update` panicked.
+    Error,
+    /// An effect task failed or panicked.
+    Unhandledrejection,
+}
+
+/// An error reported by the session during a drain window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainError {
+    /// What failed.
+    pub kind: DrainErrorKind,
+    /// `update panicked: …`, `effect failed: …` or `effect panicked: …`.
+    pub message: String,
+}
+
+/// What happened while `send_message` waited.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DrainReport {
+    /// Commits seen between enqueue and return, the message's own included.
+    pub effects_observed: u64,
+    /// Whole milliseconds waited.
+    pub duration_ms: u64,
+    /// The cap passed before the session went quiet.
+    pub timed_out: bool,
+    /// Update panics and effect failures reported during the window.
+    pub errors: Vec<DrainError>,
+    /// Validation warnings (strict policy), only when non-empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<ValidationIssue>,
+}
+
+/// The answer of `send_message` (and of the human dispatch).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum SendResult {
+    /// The message was applied.
+    #[serde(rename_all = "camelCase")]
+    Dispatched {
+        /// Diff from the state at enqueue to the state at return.
+        state_diff: Vec<PatchOp>,
+        /// `list_actions` after the drain.
+        actions: Vec<Action>,
+        /// The drain report.
+        drain: DrainReport,
+        /// The redacted state at return, only with `includeState: true`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state_after: Option<Value>,
+    },
+    /// A `@requiresConfirm` message is waiting for the human.
+    #[serde(rename_all = "camelCase")]
+    PendingConfirmation {
+        /// The proposal's id.
+        confirm_id: String,
+    },
+    /// The human approved and the message committed.
+    #[serde(rename_all = "camelCase")]
+    Confirmed {
+        /// The redacted state right after the approved message's commit.
+        state_after: Value,
+        /// The applied message, only when the human edited it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        msg: Option<Value>,
+    },
+    /// Refused.
+    Rejected {
+        /// `human-only`, `invalid`, `user-cancelled`, `timeout`, …
+        reason: String,
+        /// Details, when there are any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+}
+
+/// The outcome of a confirmation as seen by a waiting agent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfirmOutcome {
+    /// Approved and committed.
+    Confirmed {
+        /// The redacted state right after the commit.
+        state_after: Value,
+        /// The edited message that was applied, if the human edited it.
+        msg: Option<Value>,
+    },
+    /// Rejected by the human.
+    UserCancelled,
+    /// Expired before a decision.
+    Expired,
+    /// Still waiting.
+    Pending,
+}
+
+/// The answer of `would_dispatch`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum WouldDispatchResult {
+    /// The predicted diff and effects (not run).
+    #[serde(rename_all = "camelCase")]
+    Predicted {
+        /// Diff of the redacted state before and after.
+        state_diff: Vec<PatchOp>,
+        /// The effects `update` returned, as JSON.
+        effects: Vec<Value>,
+    },
+    /// Lenient validation failed.
+    SchemaMismatch {
+        /// The validation errors.
+        errors: Vec<ValidationIssue>,
+    },
+    /// `update` panicked on the clone.
+    ReducerThrew {
+        /// `update panicked: …`.
+        message: String,
+    },
+    /// Refused before validation.
+    Rejected {
+        /// `invalid` or `human-only`.
+        reason: String,
+        /// Details.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+}

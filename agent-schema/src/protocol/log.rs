@@ -1,0 +1,68 @@
+use serde::{Deserialize, Serialize};
+
+use super::PatchOp;
+
+/// Kind of an activity log entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogKind {
+    /// A proposal was stored.
+    Proposed,
+    /// A message was dispatched.
+    Dispatched,
+    /// The human approved a proposal and it committed.
+    Confirmed,
+    /// The human rejected a proposal, or it expired.
+    Rejected,
+    /// A message was refused before dispatch.
+    Blocked,
+    /// A read endpoint was called.
+    Read,
+    /// A handler failed inside the server.
+    Error,
+    /// The agent narrated.
+    Narrate,
+}
+
+impl LogKind {
+    /// The wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogKind::Proposed => "proposed",
+            LogKind::Dispatched => "dispatched",
+            LogKind::Confirmed => "confirmed",
+            LogKind::Rejected => "rejected",
+            LogKind::Blocked => "blocked",
+            LogKind::Read => "read",
+            LogKind::Error => "error",
+            LogKind::Narrate => "narrate",
+        }
+    }
+}
+
+/// One entry of a session's activity log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogEntry {
+    /// UUID v4, or `narrate-<at>-<8 chars>` for narrations.
+    pub id: String,
+    /// Milliseconds since the Unix epoch.
+    pub at: u64,
+    /// The kind.
+    pub kind: LogKind,
+    /// The message's wire name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    /// A human-readable label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<String>,
+    /// Payload summary, narration text or decision detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The diff of the commit, for `dispatched` and `confirmed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_diff: Option<Vec<PatchOp>>,
+    /// The token that caused the entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tid: Option<String>,
+}

@@ -1,0 +1,19 @@
+//! Serde types of the LAP protocol shared by the runtime, the MCP surface and clients.
+//!
+//! Keys are camelCase and appear in the order the spec writes them; optional keys are absent,
+//! never `null`, when they have no value.
+
+mod actions;
+mod confirm;
+mod dispatch;
+mod log;
+mod validation;
+
+pub use actions::{Action, ActionSource};
+pub use confirm::{ConfirmEntry, ConfirmStatus};
+pub use dispatch::{
+    ConfirmOutcome, DrainError, DrainErrorKind, DrainReport, PatchOp, SendResult, WaitFor,
+    WouldDispatchResult,
+};
+pub use log::{LogEntry, LogKind};
+pub use validation::{IssueCode, ValidationIssue, ValidationOutcome};
