@@ -5,7 +5,10 @@
 
 #![warn(missing_docs)]
 
+pub mod cel_eval;
 pub mod clock;
+pub mod diff;
+pub mod reads;
 
 pub use agent_derive::AgentMsg;
 pub use agent_schema;

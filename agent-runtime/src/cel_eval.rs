@@ -1,0 +1,429 @@
+//! CEL predicates: `@routeGated` gates and `@validates` checks (semantics §3).
+//!
+//! - Bindings: `state` (the redacted state) for route gates, `v` (the field's JSON value) for
+//!   `@validates`.
+//! - JSON → CEL: null → null, bool → bool, string → string, an integer that fits `i64` → int,
+//!   a larger non-negative integer → uint, any other number → double, array → list, object →
+//!   map with string keys.
+//! - **Fail-closed**: a predicate passes only when it evaluates to the boolean `true`. `false`,
+//!   a non-boolean result, an evaluation error and a program that does not compile all fail.
+//! - Programs are compiled once per source string and cached, failures included
+//!   ([`PredicateCache`]).
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, OnceLock, RwLock};
+
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
+};
+use cel::common::value::Val;
+use cel::objects::{Key, Map};
+use cel::{Context, Env, Program};
+use serde_json::Value;
+
+/// The variable a route gate sees.
+pub const STATE_VAR: &str = "state";
+/// The variable a `@validates` predicate sees.
+pub const VALUE_VAR: &str = "v";
+
+/// The standard CEL environment (functions, macros), built once for the process.
+fn env() -> &'static Arc<Env> {
+    static ENV: OnceLock<Arc<Env>> = OnceLock::new();
+    ENV.get_or_init(|| Arc::new(Env::stdlib()))
+}
+
+/// Compiles `src` with the standard environment; a panic inside the parser counts as a
+/// compile error.
+fn compile(src: &str) -> Result<Program, String> {
+    match catch_unwind(AssertUnwindSafe(|| env().compile(src))) {
+        Ok(Ok(program)) => Ok(program),
+        Ok(Err(errors)) => Err(first_line(&errors.to_string())),
+        Err(_) => Err("the CEL parser failed on this expression".to_string()),
+    }
+}
+
+fn first_line(message: &str) -> String {
+    message.lines().next().unwrap_or_default().to_string()
+}
+
+/// Checks that `src` parses as CEL; on failure returns the first line of the parse error
+/// (`ERROR: <input>:1:3: …`). Used when a host is built, to refuse malformed `@validates`.
+pub fn check_syntax(src: &str) -> Result<(), String> {
+    compile(src).map(|_| ())
+}
+
+/// Converts a JSON value to a CEL value with the mapping of semantics §3.
+///
+/// Predicates are evaluated on an equivalent, borrowing representation; this owned form is
+/// for callers that want to inspect or bind a value themselves.
+pub fn json_to_cel(value: &Value) -> cel::Value {
+    match value {
+        Value::Null => cel::Value::Null,
+        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Number(n) => match number(n) {
+            Number::Int(i) => cel::Value::Int(i),
+            Number::UInt(u) => cel::Value::UInt(u),
+            Number::Double(d) => cel::Value::Float(d),
+        },
+        Value::String(s) => cel::Value::String(Arc::new(s.clone())),
+        Value::Array(items) => cel::Value::List(Arc::new(items.iter().map(json_to_cel).collect())),
+        Value::Object(map) => {
+            let entries: HashMap<Key, cel::Value> = map
+                .iter()
+                .map(|(k, v)| (Key::String(Arc::new(k.clone())), json_to_cel(v)))
+                .collect();
+            cel::Value::Map(Map {
+                map: Arc::new(entries),
+            })
+        }
+    }
+}
+
+/// A JSON number classified per semantics §3.
+enum Number {
+    Int(i64),
+    UInt(u64),
+    Double(f64),
+}
+
+fn number(n: &serde_json::Number) -> Number {
+    if let Some(i) = n.as_i64() {
+        Number::Int(i)
+    } else if let Some(u) = n.as_u64() {
+        Number::UInt(u)
+    } else {
+        // Without `arbitrary_precision` every non-integer number is an f64.
+        Number::Double(n.as_f64().unwrap_or(f64::NAN))
+    }
+}
+
+/// The same mapping as [`json_to_cel`], built directly as the interpreter's values and
+/// borrowing strings and keys from `value` (no string is copied).
+fn json_to_val(value: &Value) -> Box<dyn Val + '_> {
+    match value {
+        Value::Null => Box::new(CelNull),
+        Value::Bool(b) => Box::new(CelBool::from(*b)),
+        Value::Number(n) => match number(n) {
+            Number::Int(i) => Box::new(CelInt::from(i)),
+            Number::UInt(u) => Box::new(CelUInt::from(u)),
+            Number::Double(d) => Box::new(CelDouble::from(d)),
+        },
+        Value::String(s) => Box::new(CelString::from(s.as_str())),
+        Value::Array(items) => Box::new(CelList::from(
+            items.iter().map(json_to_val).collect::<Vec<_>>(),
+        )),
+        Value::Object(map) => Box::new(CelMap::from(
+            map.iter()
+                .map(|(k, v)| (CelMapKey::from(k.as_str()), json_to_val(v)))
+                .collect::<HashMap<_, _>>(),
+        )),
+    }
+}
+
+/// A compiled program, or the first line of its compile error.
+type Compiled = Result<Arc<Program>, String>;
+
+/// Compiled CEL programs keyed by source string. Thread-safe; a source is compiled at most
+/// once per cache (a compile failure is remembered as a failure).
+#[derive(Default)]
+pub struct PredicateCache {
+    programs: RwLock<HashMap<String, Compiled>>,
+}
+
+impl std::fmt::Debug for PredicateCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cached = self.programs.read().map(|p| p.len()).unwrap_or_default();
+        f.debug_struct("PredicateCache")
+            .field("cached", &cached)
+            .finish()
+    }
+}
+
+impl PredicateCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The process-wide cache used by the free functions [`evaluate_gate`] and
+    /// [`evaluate_validates`].
+    pub fn global() -> &'static PredicateCache {
+        static GLOBAL: OnceLock<PredicateCache> = OnceLock::new();
+        GLOBAL.get_or_init(PredicateCache::new)
+    }
+
+    /// The compiled program for `src` (compiling and caching it on first use), or the first
+    /// line of its compile error.
+    pub fn program(&self, src: &str) -> Result<Arc<Program>, String> {
+        // A poisoned lock only means another thread panicked while holding it; the map itself
+        // is always in a consistent state (single inserts), so keep using it.
+        if let Some(hit) = self
+            .programs
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(src)
+        {
+            return hit.clone();
+        }
+        let compiled = compile(src).map(Arc::new);
+        let mut programs = self.programs.write().unwrap_or_else(|e| e.into_inner());
+        programs.entry(src.to_string()).or_insert(compiled).clone()
+    }
+
+    /// Number of distinct sources compiled so far (failures included).
+    pub fn len(&self) -> usize {
+        self.programs
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
+    /// True when nothing has been compiled yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Evaluates the route gate `src` with `state` bound; true only when the result is the
+    /// boolean `true`.
+    pub fn evaluate_gate(&self, src: &str, state: &Value) -> bool {
+        self.evaluate(src, STATE_VAR, state)
+    }
+
+    /// Evaluates the `@validates` predicate `src` with `v` bound to `value`; true only when
+    /// the result is the boolean `true`.
+    pub fn evaluate_validates(&self, src: &str, value: &Value) -> bool {
+        self.evaluate(src, VALUE_VAR, value)
+    }
+
+    /// Binds `state` once, to evaluate several route gates against the same state without
+    /// converting it again for each.
+    pub fn gate_scope<'c, 's>(&'c self, state: &'s Value) -> GateScope<'c, 's> {
+        GateScope {
+            cache: self,
+            context: bind(STATE_VAR, state),
+        }
+    }
+
+    fn evaluate(&self, src: &str, var: &str, value: &Value) -> bool {
+        match self.program(src) {
+            Ok(program) => run(&program, &bind(var, value)),
+            Err(_) => false,
+        }
+    }
+}
+
+/// A state bound once for many route gates (see [`PredicateCache::gate_scope`]).
+pub struct GateScope<'c, 's> {
+    cache: &'c PredicateCache,
+    context: Context<'s, 's>,
+}
+
+impl std::fmt::Debug for GateScope<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GateScope").finish_non_exhaustive()
+    }
+}
+
+impl GateScope<'_, '_> {
+    /// Evaluates the route gate `src` against the bound state; true only on boolean `true`.
+    pub fn passes(&self, src: &str) -> bool {
+        match self.cache.program(src) {
+            Ok(program) => run(&program, &self.context),
+            Err(_) => false,
+        }
+    }
+}
+
+/// A standard context with `var` bound to the CEL form of `value`.
+fn bind<'v>(var: &str, value: &'v Value) -> Context<'v, 'v> {
+    let mut context = Context::with_env(Arc::clone(env()));
+    context.add_variable_as_val(var, json_to_val(value));
+    context
+}
+
+/// Runs `program`; only a boolean `true` passes. Errors and panics inside the interpreter
+/// fail.
+fn run(program: &Program, context: &Context<'_, '_>) -> bool {
+    matches!(
+        catch_unwind(AssertUnwindSafe(|| program.execute(context))),
+        Ok(Ok(cel::Value::Bool(true)))
+    )
+}
+
+/// Evaluates the route gate `src` with `state` bound, using [`PredicateCache::global`].
+pub fn evaluate_gate(src: &str, state: &Value) -> bool {
+    PredicateCache::global().evaluate_gate(src, state)
+}
+
+/// Evaluates the `@validates` predicate `src` with `v` bound, using
+/// [`PredicateCache::global`].
+pub fn evaluate_validates(src: &str, value: &Value) -> bool {
+    PredicateCache::global().evaluate_validates(src, value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn cache_is_shareable_across_threads() {
+        assert_send_sync::<PredicateCache>();
+        let cache = Arc::new(PredicateCache::new());
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let cache = Arc::clone(&cache);
+                std::thread::spawn(move || cache.evaluate_validates("v > 1", &json!(i)))
+            })
+            .collect();
+        let results: Vec<bool> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(results, vec![false, false, true, true]);
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn mixed_numeric_comparisons() {
+        let cache = PredicateCache::new();
+        assert!(cache.evaluate_validates("50.5 >= 0", &json!(null)));
+        assert!(cache.evaluate_validates("1.0 == 1", &json!(null)));
+        assert!(cache.evaluate_validates("v >= 0 && v <= 100", &json!(50)));
+        assert!(cache.evaluate_validates("v >= 0 && v <= 100", &json!(50.5)));
+        assert!(!cache.evaluate_validates("v >= 0 && v <= 100", &json!(150)));
+        // u64 beyond i64 is a uint, still comparable with an int literal.
+        assert!(cache.evaluate_validates("v > 0", &json!(u64::MAX)));
+        assert!(cache.evaluate_validates("v < 0", &json!(-3)));
+    }
+
+    #[test]
+    fn regex_matches() {
+        let cache = PredicateCache::new();
+        let src = "v.matches('^[a-z0-9-]+$')";
+        assert!(cache.evaluate_validates(src, &json!("my-cool-slug")));
+        assert!(!cache.evaluate_validates(src, &json!("My Slug!")));
+        // A non-string `v` is an evaluation error → fails.
+        assert!(!cache.evaluate_validates(src, &json!(5)));
+    }
+
+    #[test]
+    fn evaluation_errors_fail() {
+        let cache = PredicateCache::new();
+        assert!(!cache.evaluate_validates("size(v) > 0", &json!(null)));
+        assert!(cache.evaluate_validates("size(v) > 0", &json!("x")));
+        assert!(cache.evaluate_validates("size(v) > 0", &json!([1])));
+        assert!(!cache.evaluate_gate("state.deeply.nested.value == 1", &json!({})));
+        assert!(cache.evaluate_gate(
+            "state.deeply.nested.value == 1",
+            &json!({"deeply": {"nested": {"value": 1}}})
+        ));
+        assert!(!cache.evaluate_gate("nobody == 1", &json!({})));
+        assert!(!cache.evaluate_gate("unknownFn(state)", &json!({})));
+        // `v` is not bound in a gate, `state` is not bound in a predicate.
+        assert!(!cache.evaluate_gate("v == 1", &json!(1)));
+        assert!(!cache.evaluate_validates("state == 1", &json!(1)));
+    }
+
+    #[test]
+    fn only_boolean_true_passes() {
+        let cache = PredicateCache::new();
+        assert!(!cache.evaluate_gate("state.count", &json!({"count": 3})));
+        // `state.count` evaluating to the boolean `true` passes.
+        assert!(cache.evaluate_gate("state.count", &json!({"count": true})));
+        assert!(!cache.evaluate_gate("state.count", &json!({"count": false})));
+        assert!(!cache.evaluate_gate("state.name", &json!({"name": "true"})));
+        assert!(!cache.evaluate_gate("'true'", &json!({})));
+    }
+
+    #[test]
+    fn route_gate_on_kind() {
+        let cache = PredicateCache::new();
+        let gate = "state.matrixState.kind == 'loaded'";
+        assert!(!cache.evaluate_gate(gate, &json!({"matrixState": {"kind": "idle"}})));
+        assert!(cache.evaluate_gate(gate, &json!({"matrixState": {"kind": "loaded"}})));
+        assert!(cache.evaluate_gate("has(state.a) && has(state.a.b)", &json!({"a": {"b": null}})));
+        assert!(!cache.evaluate_gate("has(state.a) && has(state.a.b)", &json!({})));
+        assert!(cache.evaluate_gate("type(state.s) == string", &json!({"s": "x"})));
+        assert!(cache.evaluate_gate(
+            "state.items.all(i, i.qty > 0)",
+            &json!({"items": [{"qty": 1}, {"qty": 2.5}]})
+        ));
+        assert!(cache.evaluate_gate("state.n == null", &json!({"n": null})));
+    }
+
+    #[test]
+    fn compile_errors_fail_and_are_cached() {
+        let cache = PredicateCache::new();
+        assert!(!cache.evaluate_gate("state.a ==", &json!({"a": 1})));
+        assert!(!cache.evaluate_gate("state.a ==", &json!({"a": 1})));
+        assert_eq!(cache.len(), 1);
+        assert!(cache.program("state.a ==").is_err());
+        let first = cache.program("state.a == 1").unwrap();
+        let second = cache.program("state.a == 1").unwrap();
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn syntax_check_reports_first_line() {
+        assert_eq!(check_syntax("v >= 0 && v <= 100"), Ok(()));
+        let err = check_syntax("v >= ").unwrap_err();
+        assert!(err.starts_with("ERROR: <input>:"), "{err}");
+        assert!(!err.contains('\n'));
+        assert!(check_syntax("").is_err());
+    }
+
+    #[test]
+    fn gate_scope_binds_state_once() {
+        let cache = PredicateCache::new();
+        let state = json!({"count": 2, "user": {"role": "admin"}});
+        let scope = cache.gate_scope(&state);
+        assert!(scope.passes("state.count == 2"));
+        assert!(scope.passes("state.user.role == 'admin'"));
+        assert!(!scope.passes("state.count == 3"));
+        assert!(!scope.passes("state.missing"));
+        assert!(!scope.passes("state.count =="));
+    }
+
+    #[test]
+    fn json_conversion_mapping() {
+        assert_eq!(json_to_cel(&json!(null)), cel::Value::Null);
+        assert_eq!(json_to_cel(&json!(true)), cel::Value::Bool(true));
+        assert_eq!(json_to_cel(&json!(-5)), cel::Value::Int(-5));
+        assert_eq!(json_to_cel(&json!(i64::MAX)), cel::Value::Int(i64::MAX));
+        assert_eq!(
+            json_to_cel(&json!(i64::MAX as u64 + 1)),
+            cel::Value::UInt(i64::MAX as u64 + 1)
+        );
+        assert_eq!(json_to_cel(&json!(1.0)), cel::Value::Float(1.0));
+        assert_eq!(json_to_cel(&json!("s")), cel::Value::from("s"));
+        assert_eq!(
+            json_to_cel(&json!([1, "a"])),
+            cel::Value::from(vec![cel::Value::Int(1), cel::Value::from("a")])
+        );
+        let map = HashMap::from([("k".to_string(), cel::Value::Int(1))]);
+        assert_eq!(json_to_cel(&json!({"k": 1})), cel::Value::from(map));
+    }
+
+    #[test]
+    fn borrowed_and_owned_conversions_agree() {
+        let samples = [
+            json!(null),
+            json!({"a": [1, -2, 3.5, u64::MAX, "x", null, true], "b": {"c": {}}, "": []}),
+            json!([[], {}, "", 0]),
+        ];
+        for sample in &samples {
+            let borrowed = json_to_val(sample);
+            let back = cel::Value::try_from(&*borrowed).unwrap();
+            assert_eq!(back, json_to_cel(sample), "{sample}");
+        }
+    }
+
+    #[test]
+    fn free_functions_use_the_global_cache() {
+        assert!(evaluate_gate("state.ok == true", &json!({"ok": true})));
+        assert!(evaluate_validates("v == 'x'", &json!("x")));
+        assert!(PredicateCache::global().program("state.ok == true").is_ok());
+    }
+}

@@ -1,0 +1,328 @@
+//! State reads by path (semantics §8.1 and §8.2).
+//!
+//! - [`get_state`] is lenient: a missing path, `""` or `"/"` give the whole state, empty
+//!   segments are dropped (`a/b` works without a leading slash), and any miss is simply "no
+//!   value".
+//! - [`query_state`] is strict RFC 6901 and explains every miss with the spec's `detail` text.
+//!
+//! Both unescape a segment by replacing `~1` with `/`, then `~0` with `~` (so `~01` is `~1`).
+//! The state given to them is the redacted state; these functions do no redaction.
+
+use std::borrow::Cow;
+
+use serde_json::{json, Value};
+
+/// Lenient read (`get_state`): the value at `path`, or `None` when any segment misses.
+///
+/// No path, `""` and `"/"` give the whole state. Otherwise the path is split on `/`, empty
+/// segments are dropped, each segment is unescaped, and an array needs a segment of decimal
+/// digits within bounds. A walk through a scalar or null is a miss.
+pub fn get_state<'a>(state: &'a Value, path: Option<&str>) -> Option<&'a Value> {
+    let Some(path) = path else {
+        return Some(state);
+    };
+    let mut current = state;
+    for raw in path.split('/').filter(|s| !s.is_empty()) {
+        let segment = unescape(raw);
+        current = match current {
+            Value::Object(map) => map.get(segment.as_ref())?,
+            Value::Array(items) => {
+                if !segment.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                // All digits: the only parse failure is overflow, which is out of bounds anyway.
+                let index: usize = segment.parse().ok()?;
+                items.get(index)?
+            }
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
+/// The `get_state` answer: `{"state": V}`, or `{}` when the path misses.
+pub fn get_state_response(state: &Value, path: Option<&str>) -> Value {
+    match get_state(state, path) {
+        Some(value) => json!({ "state": value }),
+        None => json!({}),
+    }
+}
+
+/// Strict read (`query_state`, RFC 6901): the value at `pointer`, or the `detail` explaining
+/// why there is none.
+///
+/// `""` gives the whole state. A pointer not starting with `/` is refused. A value that is
+/// `null` is found; walking *through* a null is a miss. Array indices must be `0` or
+/// `[1-9][0-9]*` and within bounds (`01` is refused).
+pub fn query_state<'a>(state: &'a Value, pointer: &str) -> Result<&'a Value, String> {
+    if pointer.is_empty() {
+        return Ok(state);
+    }
+    let Some(rest) = pointer.strip_prefix('/') else {
+        return Err(format!(
+            "path must be empty or start with '/' (got: {})",
+            json_string(pointer)
+        ));
+    };
+    let mut current = state;
+    for (i, raw) in rest.split('/').enumerate() {
+        let segment = unescape(raw);
+        current = match current {
+            Value::Null => {
+                return Err(format!(
+                    "path {} walks through null at segment {i} ({})",
+                    json_string(pointer),
+                    json_string(&segment)
+                ));
+            }
+            Value::Object(map) => match map.get(segment.as_ref()) {
+                Some(value) => value,
+                None => {
+                    return Err(format!(
+                        "path {} — key {} not present at segment {i}",
+                        json_string(pointer),
+                        json_string(&segment)
+                    ));
+                }
+            },
+            Value::Array(items) => match strict_index(&segment).and_then(|k| items.get(k)) {
+                Some(value) => value,
+                None => {
+                    return Err(format!(
+                        "path {} — array at segment {i} has length {}, can't index by {}",
+                        json_string(pointer),
+                        items.len(),
+                        json_string(&segment)
+                    ));
+                }
+            },
+            scalar => {
+                return Err(format!(
+                    "path {} walks through non-object ({}) at segment {i} ({})",
+                    json_string(pointer),
+                    scalar_kind(scalar),
+                    json_string(&segment)
+                ));
+            }
+        };
+    }
+    Ok(current)
+}
+
+/// The `query_state` answer: `{"found":true,"value":V}` or `{"found":false,"detail":D}`.
+pub fn query_state_response(state: &Value, pointer: &str) -> Value {
+    match query_state(state, pointer) {
+        Ok(value) => json!({ "found": true, "value": value }),
+        Err(detail) => json!({ "found": false, "detail": detail }),
+    }
+}
+
+/// `~1` → `/`, then `~0` → `~`; borrows when the segment has no `~`.
+fn unescape(segment: &str) -> Cow<'_, str> {
+    if segment.contains('~') {
+        Cow::Owned(segment.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(segment)
+    }
+}
+
+/// An RFC 6901 array index: `0` or `[1-9][0-9]*` (no sign, no leading zero).
+fn strict_index(segment: &str) -> Option<usize> {
+    let bytes = segment.as_bytes();
+    let well_formed = match bytes {
+        [] => false,
+        [b'0'] => true,
+        [first, rest @ ..] => {
+            (b'1'..=b'9').contains(first) && rest.iter().all(|b| b.is_ascii_digit())
+        }
+    };
+    if well_formed {
+        segment.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// The kind name of a scalar, as the detail messages print it.
+fn scalar_kind(value: &Value) -> &'static str {
+    match value {
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "boolean",
+        Value::Null => "null",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// `s` as a JSON string literal (quoted and escaped).
+fn json_string(s: &str) -> String {
+    Value::from(s).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app_state() -> Value {
+        json!({
+            "count": 42,
+            "user": {"name": "Bob"},
+            "items": ["first", "second"]
+        })
+    }
+
+    // §11.6 #2
+    #[test]
+    fn get_state_acceptance() {
+        let state = app_state();
+        assert_eq!(get_state(&state, None), Some(&state));
+        assert_eq!(get_state(&state, Some("/count")), Some(&json!(42)));
+        assert_eq!(get_state(&state, Some("/user/name")), Some(&json!("Bob")));
+        assert_eq!(get_state(&state, Some("")), Some(&state));
+        assert_eq!(get_state(&state, Some("/")), Some(&state));
+        assert_eq!(get_state(&state, Some("/missing")), None);
+        assert_eq!(get_state(&state, Some("/items/0")), Some(&json!("first")));
+        assert_eq!(get_state(&state, Some("user/name")), Some(&json!("Bob")));
+
+        assert_eq!(
+            get_state_response(&state, None),
+            json!({ "state": state.clone() })
+        );
+        assert_eq!(
+            get_state_response(&state, Some("/count")),
+            json!({"state": 42})
+        );
+        assert_eq!(
+            serde_json::to_string(&get_state_response(&state, Some("/missing"))).unwrap(),
+            "{}"
+        );
+    }
+
+    #[test]
+    fn get_state_misses_and_escapes() {
+        let state = json!({"a/b": 1, "c~d": {"x": null}, "list": [1, 2], "s": "str"});
+        assert_eq!(get_state(&state, Some("/a~1b")), Some(&json!(1)));
+        assert_eq!(get_state(&state, Some("/c~0d/x")), Some(&json!(null)));
+        assert_eq!(get_state(&state, Some("//list//1")), Some(&json!(2)));
+        assert_eq!(get_state(&state, Some("/list/2")), None);
+        assert_eq!(get_state(&state, Some("/list/-1")), None);
+        assert_eq!(get_state(&state, Some("/list/x")), None);
+        assert_eq!(
+            get_state(&state, Some("/list/99999999999999999999999")),
+            None
+        );
+        assert_eq!(get_state(&state, Some("/s/0")), None);
+        assert_eq!(get_state(&state, Some("/c~0d/x/y")), None);
+    }
+
+    // §11.6 #3
+    #[test]
+    fn query_state_acceptance() {
+        let state = json!({
+            "user": "alice",
+            "auth": {"user": {"id": "u1"}},
+            "items": [{"id": "a"}, {"id": "b"}],
+            "a/b": 1,
+            "c~d": 2,
+            "~1": 3
+        });
+        assert_eq!(query_state(&state, ""), Ok(&state));
+        assert_eq!(query_state(&state, "/user"), Ok(&json!("alice")));
+        assert_eq!(query_state(&state, "/auth/user/id"), Ok(&json!("u1")));
+        assert_eq!(query_state(&json!([10, 20, 30]), "/1"), Ok(&json!(20)));
+        assert_eq!(query_state(&state, "/items/1/id"), Ok(&json!("b")));
+
+        let missing = query_state(&state, "/missing").unwrap_err();
+        assert!(missing.contains("missing"));
+        assert_eq!(
+            missing,
+            r#"path "/missing" — key "missing" not present at segment 0"#
+        );
+
+        assert_eq!(
+            query_state(&state, "/items/5").unwrap_err(),
+            r#"path "/items/5" — array at segment 1 has length 2, can't index by "5""#
+        );
+
+        let through_null = query_state(&json!({"a": null}), "/a/b").unwrap_err();
+        assert!(through_null.contains("null"));
+        assert_eq!(
+            through_null,
+            r#"path "/a/b" walks through null at segment 1 ("b")"#
+        );
+
+        let through_number = query_state(&json!({"a": 5}), "/a/b").unwrap_err();
+        assert!(through_number.contains("non-object (number)"));
+        assert_eq!(
+            through_number,
+            r#"path "/a/b" walks through non-object (number) at segment 1 ("b")"#
+        );
+
+        assert_eq!(query_state(&state, "/a~1b"), Ok(&json!(1)));
+        assert_eq!(query_state(&state, "/c~0d"), Ok(&json!(2)));
+        assert_eq!(query_state(&state, "/~01"), Ok(&json!(3)));
+
+        let relative = query_state(&state, "a").unwrap_err();
+        assert!(relative.contains("start with"));
+        assert_eq!(
+            relative,
+            r#"path must be empty or start with '/' (got: "a")"#
+        );
+
+        assert_eq!(
+            query_state_response(&json!({"user": null}), "/user"),
+            json!({"found": true, "value": null})
+        );
+        assert_eq!(
+            serde_json::to_string(&query_state_response(&json!({"user": null}), "/user")).unwrap(),
+            r#"{"found":true,"value":null}"#
+        );
+
+        assert_eq!(
+            query_state(&state, "/items/01").unwrap_err(),
+            r#"path "/items/01" — array at segment 1 has length 2, can't index by "01""#
+        );
+        assert_eq!(
+            query_state_response(&state, "/items/01"),
+            json!({
+                "found": false,
+                "detail": r#"path "/items/01" — array at segment 1 has length 2, can't index by "01""#
+            })
+        );
+    }
+
+    #[test]
+    fn query_state_strict_details() {
+        let state = json!({"": {"k": true}, "list": [1], "flag": false, "s": "x"});
+        // An empty segment is the key "".
+        assert_eq!(query_state(&state, "/"), Ok(&json!({"k": true})));
+        assert_eq!(query_state(&state, "//k"), Ok(&json!(true)));
+        assert_eq!(
+            query_state(&state, "/list/"),
+            Err(r#"path "/list/" — array at segment 1 has length 1, can't index by """#.into())
+        );
+        assert_eq!(
+            query_state(&state, "/list/-"),
+            Err(r#"path "/list/-" — array at segment 1 has length 1, can't index by "-""#.into())
+        );
+        assert_eq!(query_state(&state, "/list/0"), Ok(&json!(1)));
+        assert_eq!(
+            query_state(&state, "/flag/x"),
+            Err(r#"path "/flag/x" walks through non-object (boolean) at segment 1 ("x")"#.into())
+        );
+        assert_eq!(
+            query_state(&state, "/s/0"),
+            Err(r#"path "/s/0" walks through non-object (string) at segment 1 ("0")"#.into())
+        );
+        assert_eq!(
+            query_state(&json!(null), "/x"),
+            Err(r#"path "/x" walks through null at segment 0 ("x")"#.into())
+        );
+        // Segments are reported unescaped, as JSON strings.
+        assert_eq!(
+            query_state(&state, "/a~1\"b"),
+            Err(r#"path "/a~1\"b" — key "a/\"b" not present at segment 0"#.into())
+        );
+    }
+}
