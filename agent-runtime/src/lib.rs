@@ -9,6 +9,7 @@ pub mod cel_eval;
 pub mod clock;
 pub mod diff;
 pub mod reads;
+pub mod security;
 
 pub use agent_derive::AgentMsg;
 pub use agent_schema;

@@ -1,0 +1,466 @@
+//! The audit trail (lap.md §3.4): entries, the sink trait and three sinks.
+//!
+//! Entry `{at, tid, uid, event, detail}`; `tid` and `uid` may be null. The default sink emits
+//! one `tracing` event per entry (target `agent_audit`, level INFO) carrying the entry as one
+//! JSON field named `entry`.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::future::{self, BoxFuture, FutureExt as _};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt as _;
+
+/// The `tracing` target of audit events.
+pub const AUDIT_TARGET: &str = "agent_audit";
+
+/// What an audit entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuditEvent {
+    /// A successful mint; detail `{origin, sessionId}`.
+    Mint,
+    /// A throttled mint or MCP allocation; detail `{endpoint}` (plus `reason`).
+    RateLimited,
+    /// A successful revoke; detail `{}`.
+    Revoke,
+    /// A successful LAP call other than `/message`.
+    LapCall,
+    /// `/message` answered `dispatched`; detail `{variant, status}`.
+    MsgDispatched,
+    /// `/message` answered `rejected`; detail `{variant, status}`.
+    MsgBlocked,
+    /// `/message` stored a proposal; detail `{variant, confirmId}`.
+    ConfirmProposed,
+    /// The human approved a proposal; detail `{variant, confirmId, by}` (plus `edited`).
+    ConfirmApproved,
+    /// The human rejected a proposal, or it expired; detail `{variant, confirmId, by}`.
+    ConfirmRejected,
+    /// MCP initialize with a bad bearer; detail `{endpoint, code}`.
+    AuthFailed,
+}
+
+impl AuditEvent {
+    /// The wire spelling (`mint`, `rate-limited`, …).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AuditEvent::Mint => "mint",
+            AuditEvent::RateLimited => "rate-limited",
+            AuditEvent::Revoke => "revoke",
+            AuditEvent::LapCall => "lap-call",
+            AuditEvent::MsgDispatched => "msg-dispatched",
+            AuditEvent::MsgBlocked => "msg-blocked",
+            AuditEvent::ConfirmProposed => "confirm-proposed",
+            AuditEvent::ConfirmApproved => "confirm-approved",
+            AuditEvent::ConfirmRejected => "confirm-rejected",
+            AuditEvent::AuthFailed => "auth-failed",
+        }
+    }
+}
+
+impl fmt::Display for AuditEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One audit entry, serialized as `{"at","tid","uid","event","detail"}` in that order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// When (ms since the epoch).
+    pub at: u64,
+    /// The token concerned, if any.
+    pub tid: Option<String>,
+    /// The identity concerned, if any.
+    pub uid: Option<String>,
+    /// What happened.
+    pub event: AuditEvent,
+    /// Event-specific detail (an object).
+    pub detail: Value,
+}
+
+impl AuditEntry {
+    /// An entry without `tid` and `uid`.
+    pub fn new(at: u64, event: AuditEvent, detail: Value) -> Self {
+        AuditEntry {
+            at,
+            tid: None,
+            uid: None,
+            event,
+            detail,
+        }
+    }
+
+    /// Sets the token id.
+    pub fn with_tid(mut self, tid: impl Into<String>) -> Self {
+        self.tid = Some(tid.into());
+        self
+    }
+
+    /// Sets the identity (none leaves it null).
+    pub fn with_uid(mut self, uid: Option<impl Into<String>>) -> Self {
+        self.uid = uid.map(Into::into);
+        self
+    }
+
+    /// `mint` with detail `{origin, sessionId}`.
+    pub fn mint(at: u64, tid: &str, uid: Option<&str>, origin: &str, session_id: &str) -> Self {
+        AuditEntry::new(
+            at,
+            AuditEvent::Mint,
+            json!({ "origin": origin, "sessionId": session_id }),
+        )
+        .with_tid(tid)
+        .with_uid(uid)
+    }
+
+    /// `rate-limited` with detail `{endpoint}` (e.g. `/agent/mint`).
+    pub fn rate_limited(at: u64, uid: Option<&str>, endpoint: &str) -> Self {
+        AuditEntry::new(at, AuditEvent::RateLimited, json!({ "endpoint": endpoint })).with_uid(uid)
+    }
+
+    /// `revoke` with detail `{}`.
+    pub fn revoke(at: u64, tid: &str, uid: Option<&str>) -> Self {
+        AuditEntry::new(at, AuditEvent::Revoke, json!({}))
+            .with_tid(tid)
+            .with_uid(uid)
+    }
+
+    /// The entry as one line of JSON.
+    pub fn to_json(&self) -> String {
+        // Serializing plain data into a string cannot fail; keep a total fallback anyway.
+        serde_json::to_string(self).unwrap_or_else(|e| {
+            json!({ "at": self.at, "event": self.event.as_str(), "error": e.to_string() })
+                .to_string()
+        })
+    }
+}
+
+/// Where audit entries go. `write` is awaited on HTTP paths; a sink reports its own failures
+/// (a write error must not fail the request).
+pub trait AuditSink: Send + Sync {
+    /// Records one entry.
+    fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()>;
+}
+
+impl<T: AuditSink + ?Sized> AuditSink for Arc<T> {
+    fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()> {
+        (**self).write(entry)
+    }
+}
+
+/// The default sink: one `tracing` event per entry, target `agent_audit`, level INFO, with the
+/// entry's JSON in the field `entry`. The event is emitted when `write` is called.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TracingAuditSink;
+
+impl AuditSink for TracingAuditSink {
+    fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()> {
+        let json = entry.to_json();
+        tracing::info!(target: AUDIT_TARGET, entry = %json);
+        future::ready(()).boxed()
+    }
+}
+
+/// Appends one JSON line per entry to a file. Writes are serialized (one at a time, in the
+/// order they take the lock) and flushed; a failed write is reported through `tracing` (WARN)
+/// and never fails the caller.
+#[derive(Clone)]
+pub struct JsonLinesAuditSink {
+    path: Arc<PathBuf>,
+    file: Arc<tokio::sync::Mutex<tokio::fs::File>>,
+}
+
+impl fmt::Debug for JsonLinesAuditSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JsonLinesAuditSink")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl JsonLinesAuditSink {
+    /// Opens (creating it when missing) `path` for appending.
+    pub async fn open(path: impl AsRef<Path>) -> io::Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let file = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .await?;
+        Ok(JsonLinesAuditSink {
+            path: Arc::new(path),
+            file: Arc::new(tokio::sync::Mutex::new(file)),
+        })
+    }
+
+    /// The file written to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AuditSink for JsonLinesAuditSink {
+    /// The append runs as its own tokio task when a runtime is available, so a caller that
+    /// stops waiting (a dropped request) never leaves half a line behind; the returned future
+    /// completes when the line is written.
+    fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()> {
+        let file = Arc::clone(&self.file);
+        let path = Arc::clone(&self.path);
+        let mut line = entry.to_json();
+        line.push('\n');
+        let append = async move {
+            let mut file = file.lock().await;
+            let result = match file.write_all(line.as_bytes()).await {
+                Ok(()) => file.flush().await,
+                Err(e) => Err(e),
+            };
+            if let Err(error) = result {
+                tracing::warn!(
+                    target: AUDIT_TARGET,
+                    path = %path.display(),
+                    %error,
+                    "audit write failed"
+                );
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let task = runtime.spawn(append);
+                async move {
+                    // A failed task (panic, runtime shutdown) has nothing left to report.
+                    let _ = task.await;
+                }
+                .boxed()
+            }
+            Err(_) => append.boxed(),
+        }
+    }
+}
+
+/// Collects entries in memory (for tests). Clones share the same list.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryAuditSink {
+    entries: Arc<Mutex<Vec<AuditEntry>>>,
+}
+
+impl MemoryAuditSink {
+    /// An empty sink.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<AuditEntry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A copy of the entries written so far, in order.
+    pub fn entries(&self) -> Vec<AuditEntry> {
+        self.lock().clone()
+    }
+
+    /// The events written so far, in order.
+    pub fn events(&self) -> Vec<AuditEvent> {
+        self.lock().iter().map(|e| e.event).collect()
+    }
+
+    /// The number of entries written.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Forgets the entries written so far.
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+}
+
+impl AuditSink for MemoryAuditSink {
+    fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()> {
+        self.lock().push(entry);
+        future::ready(()).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing::field::{Field, Visit};
+    use tracing::{Event, Level, Subscriber};
+    use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
+
+    #[derive(Debug, Clone)]
+    struct Captured {
+        target: String,
+        level: Level,
+        fields: Vec<(String, String)>,
+    }
+
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<Captured>>>);
+
+    struct Fields<'a>(&'a mut Vec<(String, String)>);
+
+    impl Visit for Fields<'_> {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.push((field.name().to_owned(), value.to_owned()));
+        }
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            self.0.push((field.name().to_owned(), format!("{value:?}")));
+        }
+    }
+
+    impl<S: Subscriber> Layer<S> for Capture {
+        fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+            let mut fields = Vec::new();
+            event.record(&mut Fields(&mut fields));
+            self.0.lock().unwrap().push(Captured {
+                target: event.metadata().target().to_owned(),
+                level: *event.metadata().level(),
+                fields,
+            });
+        }
+    }
+
+    fn sample() -> AuditEntry {
+        AuditEntry::mint(1_000, "tid-1", Some("user-1"), "https://app.example", "s-1")
+    }
+
+    #[test]
+    fn entry_json_shape() {
+        assert_eq!(
+            sample().to_json(),
+            r#"{"at":1000,"tid":"tid-1","uid":"user-1","event":"mint","detail":{"origin":"https://app.example","sessionId":"s-1"}}"#
+        );
+        assert_eq!(
+            AuditEntry::rate_limited(5, None, "/agent/mint").to_json(),
+            r#"{"at":5,"tid":null,"uid":null,"event":"rate-limited","detail":{"endpoint":"/agent/mint"}}"#
+        );
+        assert_eq!(
+            AuditEntry::revoke(6, "t", Some("u")).to_json(),
+            r#"{"at":6,"tid":"t","uid":"u","event":"revoke","detail":{}}"#
+        );
+        let back: AuditEntry = serde_json::from_str(&sample().to_json()).unwrap();
+        assert_eq!(back, sample());
+    }
+
+    #[test]
+    fn event_spellings() {
+        for event in [
+            AuditEvent::Mint,
+            AuditEvent::RateLimited,
+            AuditEvent::Revoke,
+            AuditEvent::LapCall,
+            AuditEvent::MsgDispatched,
+            AuditEvent::MsgBlocked,
+            AuditEvent::ConfirmProposed,
+            AuditEvent::ConfirmApproved,
+            AuditEvent::ConfirmRejected,
+            AuditEvent::AuthFailed,
+        ] {
+            assert_eq!(serde_json::to_value(event).unwrap(), event.as_str());
+        }
+        assert_eq!(AuditEvent::MsgDispatched.as_str(), "msg-dispatched");
+        assert_eq!(AuditEvent::LapCall.as_str(), "lap-call");
+    }
+
+    #[test]
+    fn tracing_sink_emits_exactly_one_event_with_the_json() {
+        let capture = Capture::default();
+        let subscriber = tracing_subscriber::registry().with(capture.clone());
+        tracing::subscriber::with_default(subscriber, || {
+            futures::executor::block_on(TracingAuditSink.write(sample()));
+        });
+        let events = capture.0.lock().unwrap().clone();
+        assert_eq!(events.len(), 1, "{events:?}");
+        let event = &events[0];
+        assert_eq!(event.target, "agent_audit");
+        assert_eq!(event.level, Level::INFO);
+        assert_eq!(event.fields.len(), 1, "{:?}", event.fields);
+        assert_eq!(event.fields[0].0, "entry");
+        let carried: Value = serde_json::from_str(&event.fields[0].1).unwrap();
+        assert_eq!(carried, serde_json::to_value(sample()).unwrap());
+    }
+
+    #[tokio::test]
+    async fn memory_sink_collects_in_order() {
+        let sink = MemoryAuditSink::new();
+        let shared: Arc<dyn AuditSink> = Arc::new(sink.clone());
+        assert!(sink.is_empty());
+        shared.write(sample()).await;
+        shared
+            .write(AuditEntry::revoke(2_000, "tid-1", Some("user-1")))
+            .await;
+        assert_eq!(sink.events(), [AuditEvent::Mint, AuditEvent::Revoke]);
+        assert_eq!(sink.entries()[0], sample());
+        assert_eq!(sink.len(), 2);
+        sink.clear();
+        assert!(sink.is_empty());
+    }
+
+    #[tokio::test]
+    async fn json_lines_sink_appends_one_line_per_entry() {
+        let path = std::env::temp_dir().join(format!("agent-audit-{}.jsonl", uuid::Uuid::new_v4()));
+        let sink = JsonLinesAuditSink::open(&path).await.unwrap();
+        assert_eq!(sink.path(), path.as_path());
+        let mut writes = Vec::new();
+        for i in 0..20u64 {
+            let sink = sink.clone();
+            writes.push(tokio::spawn(async move {
+                sink.write(AuditEntry::revoke(i, &format!("t{i}"), None))
+                    .await;
+            }));
+        }
+        for w in writes {
+            w.await.unwrap();
+        }
+        // Reopening appends rather than truncating.
+        let again = JsonLinesAuditSink::open(&path).await.unwrap();
+        again.write(sample()).await;
+
+        let text = tokio::fs::read_to_string(&path).await.unwrap();
+        let _ = tokio::fs::remove_file(&path).await;
+        assert!(text.ends_with('\n'));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 21);
+        let mut ats: Vec<u64> = lines[..20]
+            .iter()
+            .map(|l| serde_json::from_str::<AuditEntry>(l).unwrap().at)
+            .collect();
+        ats.sort_unstable();
+        assert_eq!(ats, (0..20).collect::<Vec<_>>());
+        assert_eq!(
+            serde_json::from_str::<AuditEntry>(lines[20]).unwrap(),
+            sample()
+        );
+    }
+
+    #[tokio::test]
+    async fn json_lines_write_survives_a_dropped_caller() {
+        let path = std::env::temp_dir().join(format!("agent-audit-{}.jsonl", uuid::Uuid::new_v4()));
+        let sink = JsonLinesAuditSink::open(&path).await.unwrap();
+        drop(sink.write(sample()));
+        let mut lines = 0;
+        for _ in 0..200 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            lines = tokio::fs::read_to_string(&path)
+                .await
+                .unwrap()
+                .lines()
+                .count();
+            if lines == 1 {
+                break;
+            }
+        }
+        let _ = tokio::fs::remove_file(&path).await;
+        assert_eq!(lines, 1);
+    }
+}

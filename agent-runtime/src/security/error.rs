@@ -1,0 +1,110 @@
+//! Error plumbing shared by the security building blocks.
+//!
+//! Request-time failures (a bad bearer, a throttled caller, a cross-origin POST) implement
+//! [`WireError`], which knows the HTTP status, the error `code`, the optional `detail` and the
+//! optional `retryAfterMs`, and renders the contract's error body
+//! `{"error":{"code":C,"detail"?:D,"retryAfterMs"?:N}}`. Each of them also implements axum's
+//! `IntoResponse` through [`wire_error_response`]. Start-up failures (a short identity key, a bad
+//! rate-limit spec) are [`ConfigError`]s and never reach the wire.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Map, Value};
+
+/// An error that maps onto an HTTP answer of the LAP server.
+pub trait WireError {
+    /// The HTTP status of the answer.
+    fn status(&self) -> StatusCode;
+
+    /// The `error.code` of the body (`auth-failed`, `revoked`, `rate-limited`, …).
+    fn code(&self) -> &'static str;
+
+    /// The `error.detail` of the body, when there is one.
+    fn detail(&self) -> Option<String> {
+        None
+    }
+
+    /// The `error.retryAfterMs` of the body, when there is one.
+    fn retry_after_ms(&self) -> Option<u64> {
+        None
+    }
+
+    /// The JSON body `{"error":{"code","detail"?,"retryAfterMs"?}}`, keys in that order.
+    fn body(&self) -> Value {
+        let mut error = Map::new();
+        error.insert("code".to_owned(), Value::from(self.code()));
+        if let Some(detail) = self.detail() {
+            error.insert("detail".to_owned(), Value::from(detail));
+        }
+        if let Some(ms) = self.retry_after_ms() {
+            error.insert("retryAfterMs".to_owned(), Value::from(ms));
+        }
+        json!({ "error": Value::Object(error) })
+    }
+}
+
+/// The HTTP answer for a [`WireError`]: its status, `content-type: application/json` and its
+/// body. No other header is added (the MCP endpoint adds its own `retry-after`).
+pub fn wire_error_response<E: WireError + ?Sized>(error: &E) -> Response {
+    let body = error.body().to_string();
+    let mut response = (error.status(), body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// A configuration value the server refuses to start with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The identity cookie signing key is shorter than 32 bytes (or empty).
+    #[error("the identity cookie key must be at least 32 bytes, got {0}")]
+    IdentityKeyTooShort(usize),
+    /// The identity cookie name is empty or not a valid cookie name.
+    #[error("invalid identity cookie name {0:?}")]
+    InvalidCookieName(String),
+    /// A rate-limit spec that is not `<count>/(second|minute|hour)` with a count of at least 1.
+    #[error("invalid rate limit {0:?}: expected <count>/second, <count>/minute or <count>/hour with a count of at least 1")]
+    InvalidRateLimit(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Sample;
+
+    impl WireError for Sample {
+        fn status(&self) -> StatusCode {
+            StatusCode::TOO_MANY_REQUESTS
+        }
+        fn code(&self) -> &'static str {
+            "rate-limited"
+        }
+        fn detail(&self) -> Option<String> {
+            Some("d".to_owned())
+        }
+        fn retry_after_ms(&self) -> Option<u64> {
+            Some(7)
+        }
+    }
+
+    #[test]
+    fn body_keys_in_contract_order() {
+        assert_eq!(
+            Sample.body().to_string(),
+            r#"{"error":{"code":"rate-limited","detail":"d","retryAfterMs":7}}"#
+        );
+    }
+
+    #[test]
+    fn response_has_status_and_json_content_type() {
+        let response = wire_error_response(&Sample);
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            response.headers().get(header::CONTENT_TYPE).unwrap(),
+            "application/json"
+        );
+    }
+}

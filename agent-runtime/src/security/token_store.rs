@@ -1,0 +1,365 @@
+//! The token store (lap.md §2.3): a trait and the default in-memory implementation.
+
+use std::collections::HashMap;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::tokens::{TokenRecord, TokenStatus};
+
+/// Where token records live. Reads return copies; a mutation on an unknown `tid` is a silent
+/// no-op.
+///
+/// The methods are synchronous and are called from async handlers: an implementation must
+/// answer quickly. A durable store may block briefly on its own I/O (a local database write),
+/// but one that talks to a remote service should keep a local cache and write behind.
+/// List methods answer records in creation order.
+pub trait TokenStore: Send + Sync {
+    /// Stores a new record (replacing one with the same `tid`, whose hash entry then goes).
+    fn create(&self, record: TokenRecord);
+
+    /// The record with this `tid`.
+    fn find_by_tid(&self, tid: &str) -> Option<TokenRecord>;
+
+    /// The record whose token hashes to `token_hash` (revoked records included).
+    fn find_by_token_hash(&self, token_hash: &str) -> Option<TokenRecord>;
+
+    /// The records owned by exactly `uid`; records without an owner are never returned.
+    fn list_by_identity(&self, uid: &str) -> Vec<TokenRecord>;
+
+    /// The records that drive session `session_id`.
+    fn list_by_session(&self, session_id: &str) -> Vec<TokenRecord>;
+
+    /// Sets `lastSeenAt` (nothing else).
+    fn touch(&self, tid: &str, now: u64);
+
+    /// Sets status `active`, the label and `lastSeenAt`.
+    fn mark_active(&self, tid: &str, label: &str, now: u64);
+
+    /// Sets status `revoked`, keeping the record and its hash entry (so the token answers 403).
+    fn revoke(&self, tid: &str);
+
+    /// Deletes the records with `expiresAt + retention <= now` and their hash entries; answers
+    /// how many went.
+    fn sweep_expired(&self, now: u64, retention_ms: u64) -> usize;
+}
+
+impl<T: TokenStore + ?Sized> TokenStore for std::sync::Arc<T> {
+    fn create(&self, record: TokenRecord) {
+        (**self).create(record)
+    }
+    fn find_by_tid(&self, tid: &str) -> Option<TokenRecord> {
+        (**self).find_by_tid(tid)
+    }
+    fn find_by_token_hash(&self, token_hash: &str) -> Option<TokenRecord> {
+        (**self).find_by_token_hash(token_hash)
+    }
+    fn list_by_identity(&self, uid: &str) -> Vec<TokenRecord> {
+        (**self).list_by_identity(uid)
+    }
+    fn list_by_session(&self, session_id: &str) -> Vec<TokenRecord> {
+        (**self).list_by_session(session_id)
+    }
+    fn touch(&self, tid: &str, now: u64) {
+        (**self).touch(tid, now)
+    }
+    fn mark_active(&self, tid: &str, label: &str, now: u64) {
+        (**self).mark_active(tid, label, now)
+    }
+    fn revoke(&self, tid: &str) {
+        (**self).revoke(tid)
+    }
+    fn sweep_expired(&self, now: u64, retention_ms: u64) -> usize {
+        (**self).sweep_expired(now, retention_ms)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Maps {
+    /// tid → (creation sequence, record).
+    records: HashMap<String, (u64, TokenRecord)>,
+    /// token hash → tid.
+    by_hash: HashMap<String, String>,
+    next_seq: u64,
+}
+
+impl Maps {
+    fn collect(&self, keep: impl Fn(&TokenRecord) -> bool) -> Vec<TokenRecord> {
+        let mut found: Vec<&(u64, TokenRecord)> =
+            self.records.values().filter(|(_, r)| keep(r)).collect();
+        found.sort_by_key(|(seq, _)| *seq);
+        found.into_iter().map(|(_, r)| r.clone()).collect()
+    }
+
+    fn update(&mut self, tid: &str, change: impl FnOnce(&mut TokenRecord)) {
+        if let Some((_, record)) = self.records.get_mut(tid) {
+            change(record);
+        }
+    }
+}
+
+/// The default token store: two maps behind one lock (`tid` → record, hash → `tid`). Records
+/// are lost when the process ends.
+#[derive(Debug, Default)]
+pub struct InMemoryTokenStore {
+    maps: RwLock<Maps>,
+}
+
+impl InMemoryTokenStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of records held.
+    pub fn len(&self) -> usize {
+        self.read().records.len()
+    }
+
+    /// Whether the store holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    // A panic while holding the lock cannot leave the maps half-updated in a way that matters
+    // (every mutation is a single insert/remove pair), so a poisoned lock is used as is.
+    fn read(&self) -> RwLockReadGuard<'_, Maps> {
+        self.maps.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Maps> {
+        self.maps.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl TokenStore for InMemoryTokenStore {
+    fn create(&self, record: TokenRecord) {
+        let mut maps = self.write();
+        if let Some((_, old)) = maps.records.remove(&record.tid) {
+            if maps.by_hash.get(&old.token_hash) == Some(&old.tid) {
+                maps.by_hash.remove(&old.token_hash);
+            }
+        }
+        let seq = maps.next_seq;
+        maps.next_seq += 1;
+        maps.by_hash
+            .insert(record.token_hash.clone(), record.tid.clone());
+        maps.records.insert(record.tid.clone(), (seq, record));
+    }
+
+    fn find_by_tid(&self, tid: &str) -> Option<TokenRecord> {
+        self.read().records.get(tid).map(|(_, r)| r.clone())
+    }
+
+    fn find_by_token_hash(&self, token_hash: &str) -> Option<TokenRecord> {
+        let maps = self.read();
+        let tid = maps.by_hash.get(token_hash)?;
+        maps.records.get(tid).map(|(_, r)| r.clone())
+    }
+
+    fn list_by_identity(&self, uid: &str) -> Vec<TokenRecord> {
+        self.read().collect(|r| r.uid.as_deref() == Some(uid))
+    }
+
+    fn list_by_session(&self, session_id: &str) -> Vec<TokenRecord> {
+        self.read().collect(|r| r.session_id == session_id)
+    }
+
+    fn touch(&self, tid: &str, now: u64) {
+        self.write().update(tid, |r| r.last_seen_at = now);
+    }
+
+    fn mark_active(&self, tid: &str, label: &str, now: u64) {
+        self.write().update(tid, |r| {
+            r.status = TokenStatus::Active;
+            r.label = Some(label.to_owned());
+            r.last_seen_at = now;
+        });
+    }
+
+    fn revoke(&self, tid: &str) {
+        self.write()
+            .update(tid, |r| r.status = TokenStatus::Revoked);
+    }
+
+    fn sweep_expired(&self, now: u64, retention_ms: u64) -> usize {
+        let mut maps = self.write();
+        let expired: Vec<(String, String)> = maps
+            .records
+            .values()
+            .filter(|(_, r)| r.expires_at.saturating_add(retention_ms) <= now)
+            .map(|(_, r)| (r.tid.clone(), r.token_hash.clone()))
+            .collect();
+        for (tid, hash) in &expired {
+            maps.records.remove(tid);
+            if maps.by_hash.get(hash) == Some(tid) {
+                maps.by_hash.remove(hash);
+            }
+        }
+        expired.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::security::tokens::{mint_token, verify_bearer, AuthError};
+
+    fn record(tid: &str, uid: Option<&str>, session: &str, expires_at: u64) -> TokenRecord {
+        TokenRecord {
+            tid: tid.into(),
+            token_hash: format!("hash-{tid}"),
+            uid: uid.map(Into::into),
+            session_id: session.into(),
+            status: TokenStatus::AwaitingClaude,
+            created_at: 10,
+            expires_at,
+            last_seen_at: 10,
+            pending_resume_until: None,
+            origin: "http://localhost".into(),
+            label: None,
+        }
+    }
+
+    #[test]
+    fn create_and_find_round_trip() {
+        let store = InMemoryTokenStore::new();
+        let r = record("t1", Some("u1"), "s1", 100);
+        store.create(r.clone());
+        assert_eq!(store.find_by_tid("t1"), Some(r.clone()));
+        assert_eq!(store.find_by_token_hash("hash-t1"), Some(r));
+        assert_eq!(store.find_by_tid("nope"), None);
+        assert_eq!(store.find_by_token_hash("hash-nope"), None);
+    }
+
+    #[test]
+    fn reads_are_copies() {
+        let store = InMemoryTokenStore::new();
+        store.create(record("t1", Some("u1"), "s1", 100));
+        let mut copy = store.find_by_tid("t1").unwrap();
+        copy.status = TokenStatus::Revoked;
+        assert_eq!(
+            store.find_by_tid("t1").unwrap().status,
+            TokenStatus::AwaitingClaude
+        );
+    }
+
+    #[test]
+    fn list_by_identity_is_exact_and_skips_ownerless() {
+        let store = InMemoryTokenStore::new();
+        store.create(record("a", Some("u1"), "s1", 100));
+        store.create(record("b", None, "s1", 100));
+        store.create(record("c", Some("u2"), "s2", 100));
+        store.create(record("d", Some("u1"), "s3", 100));
+        store.create(record("e", Some("u1x"), "s3", 100));
+        let tids: Vec<String> = store
+            .list_by_identity("u1")
+            .into_iter()
+            .map(|r| r.tid)
+            .collect();
+        assert_eq!(tids, ["a", "d"]);
+        assert!(store.list_by_identity("").is_empty());
+        let by_session: Vec<String> = store
+            .list_by_session("s1")
+            .into_iter()
+            .map(|r| r.tid)
+            .collect();
+        assert_eq!(by_session, ["a", "b"]);
+    }
+
+    #[test]
+    fn touch_changes_only_last_seen() {
+        let store = InMemoryTokenStore::new();
+        let before = record("t", Some("u"), "s", 100);
+        store.create(before.clone());
+        store.touch("t", 77);
+        let after = store.find_by_tid("t").unwrap();
+        assert_eq!(after.last_seen_at, 77);
+        assert_eq!(
+            TokenRecord {
+                last_seen_at: before.last_seen_at,
+                ..after
+            },
+            before
+        );
+    }
+
+    #[test]
+    fn mark_active_sets_status_label_and_last_seen() {
+        let store = InMemoryTokenStore::new();
+        let before = record("t", Some("u"), "s", 100);
+        store.create(before.clone());
+        store.mark_active("t", "agent", 55);
+        let after = store.find_by_tid("t").unwrap();
+        assert_eq!(after.status, TokenStatus::Active);
+        assert_eq!(after.label.as_deref(), Some("agent"));
+        assert_eq!(after.last_seen_at, 55);
+        assert_eq!(after.created_at, before.created_at);
+        assert_eq!(after.expires_at, before.expires_at);
+    }
+
+    #[test]
+    fn revoke_keeps_record_and_hash_so_token_answers_403() {
+        let store = InMemoryTokenStore::new();
+        let (token, hash) = mint_token();
+        let r = TokenRecord::minted(hash.clone(), Some("u".into()), "s".into(), "o".into(), 0);
+        let tid = r.tid.clone();
+        store.create(r);
+        store.revoke(&tid);
+        let kept = store.find_by_token_hash(&hash).unwrap();
+        assert_eq!(kept.tid, tid);
+        assert_eq!(kept.status, TokenStatus::Revoked);
+        let header = format!("Bearer {}", token.expose());
+        assert_eq!(
+            verify_bearer(Some(&header), &store, 1, None),
+            Err(AuthError::Revoked)
+        );
+        // Idempotent.
+        store.revoke(&tid);
+        assert_eq!(
+            store.find_by_tid(&tid).unwrap().status,
+            TokenStatus::Revoked
+        );
+    }
+
+    #[test]
+    fn mutations_on_missing_tid_are_noops() {
+        let store = InMemoryTokenStore::new();
+        store.create(record("t", Some("u"), "s", 100));
+        let before = store.find_by_tid("t");
+        store.touch("x", 1);
+        store.mark_active("x", "l", 1);
+        store.revoke("x");
+        assert_eq!(store.len(), 1);
+        assert_eq!(store.find_by_tid("x"), None);
+        assert_eq!(store.find_by_tid("t"), before);
+    }
+
+    #[test]
+    fn sweep_expired_deletes_records_and_hash_entries() {
+        let store = InMemoryTokenStore::new();
+        store.create(record("old", Some("u"), "s", 1_000));
+        store.create(record("mid", Some("u"), "s", 4_500));
+        store.create(record("new", Some("u"), "s", 10_000));
+        assert_eq!(store.sweep_expired(5_000, 1_000), 1);
+        assert_eq!(store.find_by_tid("old"), None);
+        assert_eq!(store.find_by_token_hash("hash-old"), None);
+        assert!(store.find_by_tid("mid").is_some());
+        assert!(store.find_by_token_hash("hash-mid").is_some());
+        assert!(store.find_by_tid("new").is_some());
+        // Boundary: expiresAt + retention == now is swept.
+        assert_eq!(store.sweep_expired(5_500, 1_000), 1);
+        assert_eq!(store.find_by_tid("mid"), None);
+        assert_eq!(store.sweep_expired(5_500, 1_000), 0);
+    }
+
+    #[test]
+    fn create_replacing_a_tid_drops_the_old_hash() {
+        let store = InMemoryTokenStore::new();
+        store.create(record("t", Some("u"), "s", 100));
+        let mut replacement = record("t", Some("u"), "s", 100);
+        replacement.token_hash = "hash-new".into();
+        store.create(replacement.clone());
+        assert_eq!(store.find_by_token_hash("hash-t"), None);
+        assert_eq!(store.find_by_token_hash("hash-new"), Some(replacement));
+        assert_eq!(store.len(), 1);
+    }
+}

@@ -1,0 +1,531 @@
+//! Agent bearer tokens: format, hash, record, wire form and verification (lap.md §2).
+//!
+//! A token is `agt_` followed by the unpadded base64url form of 32 CSPRNG bytes (47 chars). Only
+//! its SHA-256 hash is stored; the token itself is handed out once, by mint, wrapped in
+//! [`SecretToken`] whose `Debug` never shows it.
+
+use std::fmt;
+
+use axum::http::StatusCode;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use rand::RngCore as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::error::WireError;
+use super::token_store::TokenStore;
+
+/// The prefix of every agent token.
+pub const TOKEN_PREFIX: &str = "agt_";
+
+/// The hard lifetime of a token: 24 h from mint (not configurable).
+pub const TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// How long an expired record is kept before a mint sweeps it: 1 h.
+pub const SWEEP_RETENTION_MS: u64 = 60 * 60 * 1000;
+
+/// The label a record takes on activation when it has none.
+pub const DEFAULT_ACTIVE_LABEL: &str = "agent";
+
+/// The label the wire form shows for a record without one.
+pub const UNKNOWN_LABEL: &str = "(unknown)";
+
+/// A freshly minted agent token. `Debug` and `Display` are redacted; read it with
+/// [`SecretToken::expose`] only to put it into the mint answer.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretToken(String);
+
+impl SecretToken {
+    /// The token text, to be returned exactly once to the minting caller.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The token text, consuming the wrapper.
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Debug for SecretToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretToken(agt_<redacted>)")
+    }
+}
+
+impl fmt::Display for SecretToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("agt_<redacted>")
+    }
+}
+
+/// Mints a new token: `(token, hash)` where the hash is [`token_hash_of`] the token.
+pub fn mint_token() -> (SecretToken, String) {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    let token = format!("{TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes));
+    let hash = sha256_hex(&token);
+    (SecretToken(token), hash)
+}
+
+/// The stored hash of a token: lowercase hex SHA-256 of the whole string, prefix included.
+/// `None` when `token` does not start with `agt_` (nothing is hashed then); any other `agt_…`
+/// string is hashed without further checks.
+pub fn token_hash_of(token: &str) -> Option<String> {
+    token.starts_with(TOKEN_PREFIX).then(|| sha256_hex(token))
+}
+
+fn sha256_hex(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    let mut out = String::with_capacity(64);
+    for byte in digest {
+        out.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
+        out.push(char::from_digit(u32::from(byte & 0x0f), 16).unwrap_or('0'));
+    }
+    out
+}
+
+/// The life-cycle status of a token record (lap.md §2.2, §2.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenStatus {
+    /// Minted, waiting for a browser tab (remote pairing only; not used in this phase).
+    AwaitingWs,
+    /// Minted, no successful LAP call yet.
+    AwaitingClaude,
+    /// At least one successful LAP call.
+    Active,
+    /// The tab dropped and may resume (remote pairing only; not used in this phase).
+    PendingResume,
+    /// Revoked; the token answers 403 `revoked`.
+    Revoked,
+}
+
+impl TokenStatus {
+    /// The wire spelling (`awaiting-claude`, `active`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenStatus::AwaitingWs => "awaiting-ws",
+            TokenStatus::AwaitingClaude => "awaiting-claude",
+            TokenStatus::Active => "active",
+            TokenStatus::PendingResume => "pending-resume",
+            TokenStatus::Revoked => "revoked",
+        }
+    }
+}
+
+impl fmt::Display for TokenStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stored token record (lap.md §2.2). Holds the token's hash, never the token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenRecord {
+    /// Token id, a UUID v4.
+    pub tid: String,
+    /// Lowercase hex SHA-256 of the whole token.
+    pub token_hash: String,
+    /// The owner identity, if any.
+    pub uid: Option<String>,
+    /// The session the token drives.
+    pub session_id: String,
+    /// The life-cycle status.
+    pub status: TokenStatus,
+    /// Mint time (ms since the epoch).
+    pub created_at: u64,
+    /// Hard expiry: mint time + 24 h.
+    pub expires_at: u64,
+    /// Time of the last successful use (mint time initially).
+    pub last_seen_at: u64,
+    /// Resume deadline of remote pairing; always `None` in this phase.
+    pub pending_resume_until: Option<u64>,
+    /// `scheme://host[:port]` of the mint request.
+    pub origin: String,
+    /// The agent's label, set on activation.
+    pub label: Option<String>,
+}
+
+impl TokenRecord {
+    /// The record a mint creates at `now`: a fresh UUID v4 `tid`, status `awaiting-claude`,
+    /// `createdAt = lastSeenAt = now`, `expiresAt = now + 24 h`, no label.
+    pub fn minted(
+        token_hash: String,
+        uid: Option<String>,
+        session_id: String,
+        origin: String,
+        now: u64,
+    ) -> TokenRecord {
+        TokenRecord {
+            tid: uuid::Uuid::new_v4().to_string(),
+            token_hash,
+            uid,
+            session_id,
+            status: TokenStatus::AwaitingClaude,
+            created_at: now,
+            expires_at: now.saturating_add(TOKEN_TTL_MS),
+            last_seen_at: now,
+            pending_resume_until: None,
+            origin,
+            label: None,
+        }
+    }
+
+    /// The label activation gives the record: its own, or `agent` when it has none.
+    pub fn activation_label(&self) -> &str {
+        self.label.as_deref().unwrap_or(DEFAULT_ACTIVE_LABEL)
+    }
+
+    /// The wire form of this record.
+    pub fn to_agent_session(&self) -> AgentSession {
+        AgentSession::from(self)
+    }
+}
+
+/// The wire form of a token record, `{tid, label, status, createdAt, lastSeenAt, sessionId}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSession {
+    /// Token id.
+    pub tid: String,
+    /// The record's label, or `(unknown)`.
+    pub label: String,
+    /// The life-cycle status.
+    pub status: TokenStatus,
+    /// Mint time.
+    pub created_at: u64,
+    /// Time of the last successful use.
+    pub last_seen_at: u64,
+    /// The session the token drives (an addition to the reference's shape).
+    pub session_id: String,
+}
+
+impl From<&TokenRecord> for AgentSession {
+    fn from(record: &TokenRecord) -> Self {
+        AgentSession {
+            tid: record.tid.clone(),
+            label: record
+                .label
+                .clone()
+                .unwrap_or_else(|| UNKNOWN_LABEL.to_owned()),
+            status: record.status,
+            created_at: record.created_at,
+            last_seen_at: record.last_seen_at,
+            session_id: record.session_id.clone(),
+        }
+    }
+}
+
+/// Why a bearer token was refused (lap.md §2.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// Missing or malformed header, unknown, expired or idle token: 401 `auth-failed`.
+    #[error("auth-failed")]
+    AuthFailed,
+    /// The token was revoked: 403 `revoked`.
+    #[error("revoked")]
+    Revoked,
+}
+
+impl WireError for AuthError {
+    fn status(&self) -> StatusCode {
+        match self {
+            AuthError::AuthFailed => StatusCode::UNAUTHORIZED,
+            AuthError::Revoked => StatusCode::FORBIDDEN,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            AuthError::AuthFailed => "auth-failed",
+            AuthError::Revoked => "revoked",
+        }
+    }
+}
+
+impl axum::response::IntoResponse for AuthError {
+    fn into_response(self) -> axum::response::Response {
+        super::error::wire_error_response(&self)
+    }
+}
+
+/// Verifies the value of an `Authorization` header (lap.md §2.5) and answers the token's `tid`.
+///
+/// First failure wins: no `Bearer ` prefix (case-sensitive), no `agt_` token, no record, hard
+/// expiry (`expiresAt <= now`), sliding TTL (`lastSeenAt + slidingTtlMs < now`) → `AuthFailed`;
+/// a revoked record → `Revoked`. `sliding_ttl_ms` of `None` or `Some(0)` disables the sliding
+/// TTL (a configuration of zero or less means off). Nothing is modified.
+pub fn verify_bearer(
+    authorization_header: Option<&str>,
+    store: &dyn TokenStore,
+    now: u64,
+    sliding_ttl_ms: Option<u64>,
+) -> Result<String, AuthError> {
+    let token = authorization_header
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .ok_or(AuthError::AuthFailed)?;
+    let hash = token_hash_of(token).ok_or(AuthError::AuthFailed)?;
+    let record = store
+        .find_by_token_hash(&hash)
+        .ok_or(AuthError::AuthFailed)?;
+    if record.expires_at <= now {
+        return Err(AuthError::AuthFailed);
+    }
+    if let Some(ttl) = sliding_ttl_ms.filter(|ttl| *ttl > 0) {
+        if record.last_seen_at.saturating_add(ttl) < now {
+            return Err(AuthError::AuthFailed);
+        }
+    }
+    if record.status == TokenStatus::Revoked {
+        return Err(AuthError::Revoked);
+    }
+    Ok(record.tid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::security::token_store::InMemoryTokenStore;
+
+    #[test]
+    fn minted_token_format_and_hash() {
+        let (token, hash) = mint_token();
+        let text = token.expose();
+        assert!(text.starts_with("agt_"));
+        assert_eq!(text.len(), 47);
+        assert!(text[4..]
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        assert_eq!(URL_SAFE_NO_PAD.decode(&text[4..]).unwrap().len(), 32);
+        assert_eq!(hash.len(), 64);
+        assert!(hash
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        let expected: String = Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(hash, expected);
+        assert_eq!(token_hash_of(text).as_deref(), Some(hash.as_str()));
+        let (other, other_hash) = mint_token();
+        assert_ne!(other.expose(), text);
+        assert_ne!(other_hash, hash);
+    }
+
+    #[test]
+    fn known_hash_vectors() {
+        // Computed independently (sha256sum).
+        assert_eq!(
+            token_hash_of("agt_abc").unwrap(),
+            "a51a27c49730321b2565c7b58fbb3208840b6a5ebc4404958a0014f3da091559"
+        );
+        assert_eq!(
+            sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn token_hash_of_requires_prefix() {
+        assert_eq!(token_hash_of("not-a-token"), None);
+        assert_eq!(token_hash_of("Bearer xyz"), None);
+        assert_eq!(token_hash_of(""), None);
+        assert_eq!(token_hash_of("AGT_x"), None);
+        assert!(token_hash_of("agt_x").is_some());
+        assert!(token_hash_of("agt_ anything at all").is_some());
+    }
+
+    #[test]
+    fn secret_token_is_redacted() {
+        let (token, _) = mint_token();
+        let debug = format!("{token:?}");
+        let display = format!("{token}");
+        assert!(!debug.contains(&token.expose()[4..]));
+        assert!(!display.contains(&token.expose()[4..]));
+    }
+
+    #[test]
+    fn minted_record_shape() {
+        let record = TokenRecord::minted(
+            "h".into(),
+            Some("user-1".into()),
+            "s1".into(),
+            "https://app.example".into(),
+            1_000,
+        );
+        assert!(uuid::Uuid::parse_str(&record.tid).is_ok());
+        assert_eq!(record.status, TokenStatus::AwaitingClaude);
+        assert_eq!(record.created_at, 1_000);
+        assert_eq!(record.last_seen_at, 1_000);
+        assert_eq!(record.expires_at, 1_000 + 86_400_000);
+        assert_eq!(record.label, None);
+        assert_eq!(record.activation_label(), "agent");
+        let json = serde_json::to_value(&record).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "tid",
+                "tokenHash",
+                "uid",
+                "sessionId",
+                "status",
+                "createdAt",
+                "expiresAt",
+                "lastSeenAt",
+                "pendingResumeUntil",
+                "origin",
+                "label"
+            ]
+        );
+        assert_eq!(json["status"], "awaiting-claude");
+        assert_eq!(json["pendingResumeUntil"], serde_json::Value::Null);
+        let back: TokenRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, record);
+    }
+
+    #[test]
+    fn status_spellings() {
+        for (status, text) in [
+            (TokenStatus::AwaitingWs, "awaiting-ws"),
+            (TokenStatus::AwaitingClaude, "awaiting-claude"),
+            (TokenStatus::Active, "active"),
+            (TokenStatus::PendingResume, "pending-resume"),
+            (TokenStatus::Revoked, "revoked"),
+        ] {
+            assert_eq!(serde_json::to_value(status).unwrap(), text);
+            assert_eq!(status.as_str(), text);
+        }
+    }
+
+    #[test]
+    fn agent_session_wire_form() {
+        let mut record = TokenRecord::minted("h".into(), None, "s9".into(), "http://x".into(), 5);
+        let wire = serde_json::to_string(&record.to_agent_session()).unwrap();
+        assert_eq!(
+            wire,
+            format!(
+                r#"{{"tid":"{}","label":"(unknown)","status":"awaiting-claude","createdAt":5,"lastSeenAt":5,"sessionId":"s9"}}"#,
+                record.tid
+            )
+        );
+        record.label = Some("claude".into());
+        assert_eq!(record.to_agent_session().label, "claude");
+        assert_eq!(record.activation_label(), "claude");
+    }
+
+    fn store_with(now: u64) -> (InMemoryTokenStore, SecretToken, String) {
+        let store = InMemoryTokenStore::new();
+        let (token, hash) = mint_token();
+        let record =
+            TokenRecord::minted(hash, Some("u".into()), "s".into(), "http://h".into(), now);
+        let tid = record.tid.clone();
+        store.create(record);
+        (store, token, tid)
+    }
+
+    fn bearer(token: &SecretToken) -> String {
+        format!("Bearer {}", token.expose())
+    }
+
+    #[test]
+    fn verify_accepts_a_valid_token() {
+        let (store, token, tid) = store_with(1_000);
+        assert_eq!(
+            verify_bearer(Some(&bearer(&token)), &store, 1_001, None),
+            Ok(tid)
+        );
+    }
+
+    #[test]
+    fn verify_refuses_missing_or_malformed_headers() {
+        let (store, token, _) = store_with(1_000);
+        let bare = token.expose().to_owned();
+        for header in [
+            None,
+            Some(""),
+            Some(bare.as_str()),
+            Some(&*format!("bearer {bare}")),
+            Some(&*format!("Bearer  {bare}")),
+            Some(&*format!("Basic {bare}")),
+            Some("Bearer xyz"),
+            Some("Bearer agt_unknown"),
+        ] {
+            assert_eq!(
+                verify_bearer(header, &store, 1_001, None),
+                Err(AuthError::AuthFailed),
+                "{header:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn verify_refuses_expired_tokens() {
+        let (store, token, _) = store_with(0);
+        let header = bearer(&token);
+        assert!(verify_bearer(Some(&header), &store, TOKEN_TTL_MS - 1, None).is_ok());
+        assert_eq!(
+            verify_bearer(Some(&header), &store, TOKEN_TTL_MS, None),
+            Err(AuthError::AuthFailed)
+        );
+    }
+
+    #[test]
+    fn verify_applies_the_sliding_ttl() {
+        let (store, token, tid) = store_with(1_000);
+        let header = bearer(&token);
+        assert!(verify_bearer(Some(&header), &store, 1_500, Some(500)).is_ok());
+        assert_eq!(
+            verify_bearer(Some(&header), &store, 1_501, Some(500)),
+            Err(AuthError::AuthFailed)
+        );
+        // Off when unset or zero.
+        assert!(verify_bearer(Some(&header), &store, 50_000, None).is_ok());
+        assert!(verify_bearer(Some(&header), &store, 50_000, Some(0)).is_ok());
+        // A touch revives it.
+        store.touch(&tid, 50_000);
+        assert!(verify_bearer(Some(&header), &store, 50_400, Some(500)).is_ok());
+    }
+
+    #[test]
+    fn verify_revoked_is_403_but_expiry_wins() {
+        let (store, token, tid) = store_with(0);
+        store.revoke(&tid);
+        let header = bearer(&token);
+        assert_eq!(
+            verify_bearer(Some(&header), &store, 10, None),
+            Err(AuthError::Revoked)
+        );
+        // First failure wins: an expired revoked token is indistinguishable from unknown.
+        assert_eq!(
+            verify_bearer(Some(&header), &store, TOKEN_TTL_MS, None),
+            Err(AuthError::AuthFailed)
+        );
+        assert_eq!(
+            verify_bearer(Some(&header), &store, 5_000, Some(1_000)),
+            Err(AuthError::AuthFailed)
+        );
+    }
+
+    #[test]
+    fn auth_error_wire_mapping() {
+        assert_eq!(AuthError::AuthFailed.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            AuthError::AuthFailed.body().to_string(),
+            r#"{"error":{"code":"auth-failed"}}"#
+        );
+        assert_eq!(AuthError::Revoked.status(), StatusCode::FORBIDDEN);
+        assert_eq!(
+            AuthError::Revoked.body().to_string(),
+            r#"{"error":{"code":"revoked"}}"#
+        );
+    }
+}
