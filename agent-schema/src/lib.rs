@@ -11,6 +11,7 @@
 pub mod annotations;
 pub mod msg;
 pub mod protocol;
+pub mod tags;
 
 pub use annotations::{
     DispatchMode, FieldTags, MessageAnnotations, StaticAnnotations, StaticFieldTags,

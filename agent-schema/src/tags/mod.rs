@@ -1,0 +1,42 @@
+//! The agent tag grammar (`annotations.md` §1–§6), shared by `#[derive(AgentMsg)]` at compile
+//! time and by the schema builder at run time (tags on nested fields, read from schemars
+//! descriptions).
+//!
+//! - [`doc_text`] builds an item's doc text from its `#[doc]` values.
+//! - [`parse_variant_doc`], [`parse_field_doc`], [`parse_nested_field_doc`] and
+//!   [`check_enum_doc`] read the tags of a variant, a field, a nested field and the enum.
+//! - [`cel_sources`] lists the CEL expressions to syntax-check (this crate has no CEL
+//!   parser; the caller reports failures with [`TagError::invalid_cel`]).
+//! - [`TagError`] carries the byte offset of the offending `@` and formats the exact message
+//!   text of §6.
+//!
+//! ```
+//! use agent_schema::tags::{doc_text, parse_variant_doc};
+//!
+//! let doc = doc_text([" Removes a row.", " @intent(\"Delete a row\") @requiresConfirm"]);
+//! let ann = parse_variant_doc(&doc.text, "deleteRow").unwrap();
+//! assert_eq!(ann.intent.as_deref(), Some("Delete a row"));
+//! assert!(ann.requires_confirm);
+//! ```
+
+mod args;
+mod cursor;
+mod doc;
+mod errors;
+mod json_form;
+mod records;
+mod scanner;
+pub(crate) mod suggest;
+mod tag;
+
+#[cfg(test)]
+mod tests;
+
+pub use doc::{doc_text, DocText};
+pub use errors::{excerpt, first_line, Detail, TagError, TagErrorKind};
+pub use records::{
+    cel_sources, check_enum_doc, parse_field_doc, parse_nested_field_doc, parse_variant_doc,
+    CelSource,
+};
+pub use suggest::{osa_distance, suggest};
+pub use tag::Tag;
