@@ -3,17 +3,26 @@
 //! - [`AgentMsg`]: the trait `#[derive(AgentMsg)]` implements on an app's `Msg` enum.
 //! - [`MessageAnnotations`], [`DispatchMode`], [`FieldTags`]: what the doc-comment tags say.
 //! - [`tags`]: the tag grammar, shared by the derive (at compile time) and the runtime.
+//! - [`shape`]: the message model built from the schemars schema and its `MsgSchemaShape`;
+//!   [`synth`]: `payloadHint` and field hints; [`describe`](mod@describe) and [`hash`]: the describe
+//!   document and `schemaHash`.
 //!
 //! No async and no HTTP live here.
 
 #![warn(missing_docs)]
 
 pub mod annotations;
+pub mod describe;
+pub mod hash;
 pub mod msg;
 pub mod protocol;
+pub mod shape;
+pub mod synth;
 pub mod tags;
 
 pub use annotations::{
     DispatchMode, FieldTags, MessageAnnotations, StaticAnnotations, StaticFieldTags,
 };
+pub use describe::{describe, AgentContext, AgentDocs, DescribeDocument};
 pub use msg::{AgentMsg, VariantDescriptor};
+pub use shape::{MsgModel, SchemaError};

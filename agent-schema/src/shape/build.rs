@@ -1,0 +1,167 @@
+//! Building the [`MsgModel`] of a `Msg` enum from its schemars schema and the derive's
+//! variant descriptors (`annotations.md` §4.2, §7.3).
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::msg::{AgentMsg, VariantDescriptor};
+use crate::shape::keywords::union_members;
+use crate::shape::object::Spend;
+use crate::shape::resolve::{Resolver, FIELD_BUDGET};
+use crate::shape::{MsgModel, SchemaError, TagSource, TypeKind, TypeNode, VariantModel};
+
+/// A nested `@validates` found in a property's doc: the runtime must check its CEL syntax at
+/// host start-up (E7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NestedValidates {
+    /// JSON Pointer of the property inside the `Msg` schema.
+    pub pointer: String,
+    /// The CEL source.
+    pub source: String,
+}
+
+impl MsgModel {
+    /// Builds the model of `M` from its schemars schema (default settings: draft 2020-12,
+    /// deserialize contract) and `M::variants()`.
+    pub fn build<M: AgentMsg>() -> Result<MsgModel, SchemaError> {
+        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<M>();
+        MsgModel::from_schema(schema.as_value(), M::variants())
+    }
+
+    /// Builds the model from a `Msg` JSON Schema (draft 2020-12 or draft-07 forms) and the
+    /// derive's descriptors.
+    ///
+    /// The root's `oneOf` (or `anyOf`) members are the variants, in order; a root without
+    /// either is a single variant. Each must be an object schema whose `type` property is a
+    /// string literal (else [`SchemaError::VariantNotObject`]); the literals must equal the
+    /// descriptors' wire names in the same order (else [`SchemaError::VariantMismatch`]).
+    /// Fields of the variant's own properties take their tags from the descriptor; every other
+    /// property's tags are parsed from its schemars doc ([`SchemaError::NestedTag`] when
+    /// malformed). The CEL syntax of those nested `@validates` is not checked here: see
+    /// [`MsgModel::nested_validates`] and [`MsgModel::check_nested_validates`].
+    pub fn from_schema(
+        root: &Value,
+        variants: &[VariantDescriptor],
+    ) -> Result<MsgModel, SchemaError> {
+        let root_src = Cow::Borrowed(root);
+        let members =
+            union_members(&root_src, "").unwrap_or_else(|| vec![(root_src, String::new())]);
+        let mut resolver = Resolver::new(root);
+
+        let mut found = Vec::with_capacity(members.len());
+        for (index, (member, pointer)) in members.iter().enumerate() {
+            let not_object = || SchemaError::VariantNotObject {
+                index,
+                variant: variants.get(index).map(|d| d.wire_name.to_owned()),
+                pointer: pointer.clone(),
+            };
+            let mut raw = resolver
+                .raw_object(member, pointer, FIELD_BUDGET, Spend::No)
+                .ok_or_else(not_object)?;
+            let at = raw
+                .props
+                .iter()
+                .position(|p| p.name == "type")
+                .ok_or_else(not_object)?;
+            let tag = raw.props.remove(at);
+            let literal = resolver.resolve(&tag.schema, &tag.pointer, tag.budget)?;
+            let wire_name = string_literal(&literal).ok_or_else(not_object)?;
+            found.push((wire_name, raw, pointer.clone()));
+        }
+
+        let schema_names: Vec<String> = found.iter().map(|(n, _, _)| n.clone()).collect();
+        for (i, name) in schema_names.iter().enumerate() {
+            if schema_names[..i].contains(name) {
+                return Err(SchemaError::DuplicateVariant {
+                    wire_name: name.clone(),
+                });
+            }
+        }
+        let derive_names: Vec<String> = variants.iter().map(|d| d.wire_name.to_owned()).collect();
+        if derive_names != schema_names {
+            return Err(SchemaError::VariantMismatch {
+                derive: derive_names,
+                schema: schema_names,
+            });
+        }
+
+        let mut out = Vec::with_capacity(found.len());
+        for ((wire_name, raw, pointer), descriptor) in found.into_iter().zip(variants) {
+            let payload = resolver.object_model(raw, Some(descriptor))?;
+            out.push(VariantModel {
+                wire_name,
+                payload,
+                annotations: descriptor.annotations.to_annotations(),
+                pointer,
+            });
+        }
+        Ok(MsgModel {
+            discriminant: "type".to_owned(),
+            variants: out,
+        })
+    }
+
+    /// Every `@validates` read from a property doc (not from the derive), once per property
+    /// pointer, in model order. Their CEL syntax must be checked before the host starts.
+    pub fn nested_validates(&self) -> Vec<NestedValidates> {
+        let mut out = Vec::new();
+        for v in &self.variants {
+            collect_fields(&v.payload.fields, &mut out);
+        }
+        out
+    }
+
+    /// Runs `check` (a CEL syntax check returning the parser's first error line) over
+    /// [`MsgModel::nested_validates`]; the first failure becomes
+    /// [`SchemaError::NestedValidates`] naming the property's pointer.
+    pub fn check_nested_validates(
+        &self,
+        mut check: impl FnMut(&str) -> Result<(), String>,
+    ) -> Result<(), SchemaError> {
+        for n in self.nested_validates() {
+            check(&n.source).map_err(|parser_message| SchemaError::NestedValidates {
+                pointer: n.pointer.clone(),
+                parser_message,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+fn string_literal(node: &TypeNode) -> Option<String> {
+    match &node.kind {
+        TypeKind::Enum(values) => match values.as_slice() {
+            [Value::String(s)] => Some(s.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn collect_fields(fields: &[crate::shape::FieldModel], out: &mut Vec<NestedValidates>) {
+    for f in fields {
+        if let (TagSource::SchemaDescription, Some(source)) = (f.tag_source, &f.validates) {
+            if !out.iter().any(|n| n.pointer == f.pointer) {
+                out.push(NestedValidates {
+                    pointer: f.pointer.clone(),
+                    source: source.clone(),
+                });
+            }
+        }
+        collect_node(&f.ty, out);
+    }
+}
+
+fn collect_node(node: &TypeNode, out: &mut Vec<NestedValidates>) {
+    match &node.kind {
+        TypeKind::Object(o) => collect_fields(&o.fields, out),
+        TypeKind::Array(element) => collect_node(element, out),
+        TypeKind::Union(u) => {
+            for b in &u.branches {
+                collect_fields(&b.payload.fields, out);
+            }
+        }
+        _ => {}
+    }
+}

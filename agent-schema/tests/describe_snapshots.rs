@@ -1,0 +1,161 @@
+//! Snapshots of the compact shape and of the describe document for a rich `Msg` enum: nested
+//! structs, `Option`, `Vec`, a nested tagged enum (discriminated union), renames, a newtype
+//! variant, annotations and field tags.
+//!
+//! `AgentMsg` is implemented by hand (the descriptors a derive would emit), so the snapshot
+//! covers the schema side alone.
+
+#![allow(dead_code)]
+
+use agent_schema::annotations::{StaticAnnotations, StaticFieldTags};
+use agent_schema::{describe, AgentDocs, AgentMsg, DispatchMode, MsgModel, VariantDescriptor};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(JsonSchema, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Criterion {
+    /// The criterion's name.
+    label: String,
+    /// @should("Between 0 and 100.")
+    /// @validates("v >= 0.0 && v <= 100.0")
+    weight: f64,
+    tags: Vec<String>,
+    scale: Scale,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+enum Scale {
+    Ordinal {
+        levels: Vec<String>,
+    },
+    Range {
+        min: f64,
+        /// @should("Upper bound.")
+        max: f64,
+    },
+    Flag,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Priority {
+    Low,
+    High,
+    MustHave,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize)]
+struct Row {
+    id: String,
+    qty: u32,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum Msg {
+    /// Adds a criterion.
+    AddCriterion {
+        criterion: Criterion,
+        priority: Option<Priority>,
+        #[serde(rename = "why")]
+        reason: Option<String>,
+        #[serde(default)]
+        position: u16,
+    },
+    #[serde(rename = "Matrix/Clear")]
+    Clear,
+    ImportRows(Row),
+    SetFormats {
+        formats: Vec<Scale>,
+    },
+}
+
+static ADD_FIELDS: [StaticFieldTags; 1] = [StaticFieldTags {
+    wire_name: "why",
+    hint: Some("Say why."),
+    validates: None,
+}];
+static ADD_EXAMPLES: [&str; 1] = [r#"{"type":"addCriterion"}"#];
+static CLEAR_EMITS: [&str; 1] = ["cloud/save"];
+
+static VARIANTS: [VariantDescriptor; 4] = [
+    VariantDescriptor {
+        wire_name: "addCriterion",
+        annotations: StaticAnnotations {
+            intent: Some("Add a criterion"),
+            always_affordable: true,
+            examples: &ADD_EXAMPLES,
+            ..StaticAnnotations::DEFAULT
+        },
+        fields: &ADD_FIELDS,
+    },
+    VariantDescriptor {
+        wire_name: "Matrix/Clear",
+        annotations: StaticAnnotations {
+            requires_confirm: true,
+            warning: Some("Deletes every row."),
+            emits: &CLEAR_EMITS,
+            route_gate: Some("state.rows > 0"),
+            route_gate_reason: Some("nothing to clear"),
+            ..StaticAnnotations::DEFAULT
+        },
+        fields: &[],
+    },
+    VariantDescriptor {
+        wire_name: "importRows",
+        annotations: StaticAnnotations {
+            dispatch_mode: DispatchMode::HumanOnly,
+            ..StaticAnnotations::DEFAULT
+        },
+        fields: &[],
+    },
+    VariantDescriptor {
+        wire_name: "setFormats",
+        annotations: StaticAnnotations::DEFAULT,
+        fields: &[],
+    },
+];
+
+impl AgentMsg for Msg {
+    fn variants() -> &'static [VariantDescriptor] {
+        &VARIANTS
+    }
+
+    fn variant_name(&self) -> &'static str {
+        match self {
+            Msg::AddCriterion { .. } => "addCriterion",
+            Msg::Clear => "Matrix/Clear",
+            Msg::ImportRows(_) => "importRows",
+            Msg::SetFormats { .. } => "setFormats",
+        }
+    }
+}
+
+#[derive(JsonSchema, Serialize)]
+struct State {
+    rows: u32,
+    criteria: Vec<Criterion>,
+}
+
+#[test]
+fn compact_shape() {
+    let model = MsgModel::build::<Msg>().unwrap();
+    insta::assert_json_snapshot!("compact_shape", model.to_wire());
+}
+
+#[test]
+fn describe_document() {
+    let docs = AgentDocs {
+        purpose: "Compare alternatives against weighted criteria.".into(),
+        overview: None,
+        cautions: Some(vec!["Clearing cannot be undone.".into()]),
+        examples: None,
+    };
+    let doc = describe::<Msg, State>("matrix", "0.1.0", Some(&docs)).unwrap();
+    insta::assert_json_snapshot!("describe_document", doc);
+    // The hash is deterministic and covers what it should.
+    let again = describe::<Msg, State>("other-name", "9.9.9", None).unwrap();
+    assert_eq!(doc.schema_hash, again.schema_hash);
+}
