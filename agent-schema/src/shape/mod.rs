@@ -31,7 +31,11 @@
 //!
 //! Rules R1–R14 of §7.3, with these readings:
 //! - `$ref` hops spend budget (5 for a top-level field); nothing else does. At the variant level
-//!   no budget is spent.
+//!   no budget is spent. Besides R2's annotation keywords, `$schema`, `$comment`, `$defs` and
+//!   `definitions` may sit beside a `$ref` without making it an `allOf`, and so may
+//!   `nullable: true` (which marks the node nullable).
+//! - Nested properties are resolved depth-first with a nesting guard (see `resolve.rs`): a
+//!   schema nested deeper than that resolves to `"unknown"` rather than exhausting the stack.
 //! - A `$ref` or an `allOf` with non-annotation siblings is `allOf: [{"$ref"}, members…,
 //!   {siblings}]`; every part must be an object and they merge in that order. In such a merge,
 //!   a bare `{"type":"object"}` part (the schema of an empty struct) counts as an object with no
