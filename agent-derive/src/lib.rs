@@ -1,1 +1,62 @@
-//! `#[derive(AgentMsg)]`.
+//! `#[derive(AgentMsg)]`: reads agent tags from the doc comments of a serde-internally-tagged
+//! `Msg` enum, checks them at compile time, and implements `agent_schema::AgentMsg`.
+//!
+//! ```ignore
+//! #[derive(AgentMsg, Serialize, Deserialize, JsonSchema)]
+//! #[serde(tag = "type", rename_all = "camelCase")]
+//! enum Msg {
+//!     /// Removes a row.
+//!     /// @intent("Delete a row") @requiresConfirm
+//!     DeleteRow { id: String },
+//! }
+//! ```
+//!
+//! The grammar of the tags and the exact error texts are those of `agent_schema::tags`; every
+//! error of one enum is reported at once, each on the `///` line holding the offending `@`.
+//!
+//! Emitted code names the runtime types through `::agent_schema`, so the app depends on
+//! `agent-schema`. An app that only depends on a crate re-exporting it writes
+//! `#[agent(crate = "that_crate::schema")]` on the enum.
+
+mod agent_attr;
+mod case;
+mod cel_check;
+mod checks;
+mod docs;
+mod emit;
+mod errors;
+mod model;
+mod serde_attrs;
+
+use proc_macro::TokenStream;
+use syn::{parse_macro_input, DeriveInput};
+
+use crate::errors::Errors;
+use crate::model::Model;
+
+/// Implements `agent_schema::AgentMsg` for a `#[serde(tag = "type")]` enum.
+///
+/// Wire names follow serde: `rename` (the deserialize name), `rename_all`, `rename_all_fields`;
+/// `#[serde(skip)]` / `#[serde(skip_deserializing)]` variants get no record. Supported
+/// variants: unit, struct (`V { … }`), and newtype holding a struct (`V(Payload)`).
+///
+/// `serde` is also declared as a helper attribute (as schemars does), so the derive reads the
+/// enum's `#[serde(…)]` attributes whichever derives sit beside it.
+#[proc_macro_derive(AgentMsg, attributes(agent, serde))]
+pub fn derive_agent_msg(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    expand(&input).into()
+}
+
+/// The expansion: the impl, or every error found.
+fn expand(input: &DeriveInput) -> proc_macro2::TokenStream {
+    let mut errors = Errors::default();
+    let Some(model) = Model::build(input, &mut errors) else {
+        return errors.to_compile_errors();
+    };
+    let records = checks::check(&model, &mut errors);
+    if !errors.is_empty() {
+        return errors.to_compile_errors();
+    }
+    emit::emit(&model, &records)
+}

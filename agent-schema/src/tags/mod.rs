@@ -36,7 +36,7 @@ pub use doc::{doc_text, DocText};
 pub use errors::{excerpt, first_line, Detail, TagError, TagErrorKind};
 pub use records::{
     cel_sources, check_enum_doc, parse_field_doc, parse_nested_field_doc, parse_variant_doc,
-    CelSource,
+    written_tags, CelSource,
 };
 pub use suggest::{osa_distance, suggest};
 pub use tag::Tag;

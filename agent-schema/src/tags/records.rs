@@ -155,6 +155,19 @@ pub fn cel_sources(doc: &str) -> Vec<CelSource> {
         .collect()
 }
 
+/// Every known tag really written in `doc` (a flag, or a call tag followed by `(`, whether
+/// well-formed or not), with the byte offset of its `@`, in order. Prose mentions of call tags
+/// are left out. The derive uses it to report E10 on fields that have no wire name.
+pub fn written_tags(doc: &str) -> Vec<(usize, Tag)> {
+    scan(doc)
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::Known { at, tag, call } if call.is_written() => Some((at, tag)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Shared body of [`parse_field_doc`] (`strict`) and [`parse_nested_field_doc`].
 fn field_tags(doc: &str, strict: bool) -> Result<FieldTags, Vec<TagError>> {
     let mut tags = FieldTags::default();

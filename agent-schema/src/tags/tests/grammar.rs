@@ -2,7 +2,7 @@
 
 use super::{doc, strings, variant, variant_errors};
 use crate::annotations::DispatchMode;
-use crate::tags::{cel_sources, parse_variant_doc, Tag};
+use crate::tags::{cel_sources, parse_variant_doc, written_tags, Tag};
 
 #[test]
 fn tag_boundaries() {
@@ -148,4 +148,17 @@ fn backslash_at_line_end_and_text_end() {
     let ann = variant("a", &[" @intent(\"a\\", " b\")"]);
     assert_eq!(ann.intent.as_deref(), Some("a\\ b"));
     assert_eq!(variant_errors("a", &[" @intent(\"a\\"])[0].code(), "D5");
+}
+
+#[test]
+fn written_tags_skip_mentions_and_argument_text() {
+    let text = "the @should tag; @should(\"@humanOnly\") @humanOnly @validates(x @Intent";
+    assert_eq!(
+        written_tags(text),
+        vec![
+            (text.find("@should(").unwrap(), Tag::Should),
+            (text.find(" @humanOnly").unwrap() + 1, Tag::HumanOnly),
+            (text.find("@validates").unwrap(), Tag::Validates),
+        ]
+    );
 }

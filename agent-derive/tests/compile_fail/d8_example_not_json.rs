@@ -1,0 +1,10 @@
+use agent_derive::AgentMsg;
+
+#[derive(AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum Msg {
+    /// @example("{ type: 'inc' }")
+    Inc,
+}
+
+fn main() {}

@@ -1,0 +1,12 @@
+use agent_derive::AgentMsg;
+
+#[derive(AgentMsg)]
+#[serde(tag = "type")]
+enum Msg {
+    /// @routeGated("state.")
+    Go,
+    /// @routeGated("", "empty")
+    Stay,
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+use agent_derive::AgentMsg;
+
+#[derive(AgentMsg)]
+#[serde(tag = "type")]
+enum Msg {
+    Save {
+        /// @intent("x")
+        why: String,
+        /// @humanOnly
+        note: String,
+    },
+}
+
+fn main() {}

@@ -1,0 +1,11 @@
+use agent_derive::AgentMsg;
+
+/// The app's messages.
+/// @intent("x")
+#[derive(AgentMsg)]
+#[serde(tag = "type")]
+enum Msg {
+    Inc,
+}
+
+fn main() {}

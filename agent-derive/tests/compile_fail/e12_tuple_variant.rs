@@ -1,0 +1,12 @@
+use agent_derive::AgentMsg;
+
+#[derive(AgentMsg)]
+#[serde(tag = "type")]
+enum Msg {
+    Pair(i32, i32),
+    Empty(),
+    #[serde(skip)]
+    Ignored(i32, i32),
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use agent_derive::AgentMsg;
+
+#[derive(AgentMsg)]
+#[serde(tag = "kind")]
+enum Msg {
+    Inc,
+}
+
+fn main() {}

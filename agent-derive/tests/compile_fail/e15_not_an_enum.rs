@@ -1,0 +1,8 @@
+use agent_derive::AgentMsg;
+
+#[derive(AgentMsg)]
+struct Msg {
+    count: i32,
+}
+
+fn main() {}
