@@ -18,6 +18,8 @@
 //! `agent-schema`. An app that only depends on a crate re-exporting it writes
 //! `#[agent(crate = "that_crate::schema")]` on the enum.
 
+#![warn(missing_docs)]
+
 mod agent_attr;
 mod case;
 mod cel_check;
