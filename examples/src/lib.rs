@@ -1,1 +1,6 @@
-//! Example apps (library part, shared by the runnable examples and the tests).
+//! Example apps driven by agents. The runnable binaries (`cargo run --example counter`,
+//! `cargo run --example todo`) are thin wrappers around [`serve`]; tests use the apps directly.
+
+pub mod counter;
+pub mod serve;
+pub mod todo;

@@ -1,1 +1,159 @@
-//! Workspace-level integration tests live in `tests/tests/`.
+//! Harness for the workspace-level integration tests: starts an app's agent surface on
+//! `127.0.0.1:0` and talks to it over real HTTP.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use agent_runtime::app::App;
+use agent_runtime::lap::{AgentServer, AgentServerBuilder};
+use agent_runtime::Host;
+use reqwest::header::HeaderMap;
+use serde_json::{json, Value};
+
+/// The header the test identity resolver reads: requests carrying it are that user.
+pub const USER_HEADER: &str = "x-test-user";
+
+/// A running server.
+pub struct TestServer<A: App> {
+    /// The agent server (host, token store, …).
+    pub server: AgentServer<A>,
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// A client without cookies.
+    pub http: reqwest::Client,
+}
+
+/// An HTTP answer: status, headers and JSON body (`null` when not JSON).
+#[derive(Debug)]
+pub struct Answer {
+    /// Status code.
+    pub status: u16,
+    /// Headers.
+    pub headers: HeaderMap,
+    /// Parsed body.
+    pub body: Value,
+}
+
+/// A minted agent token.
+#[derive(Debug, Clone)]
+pub struct Minted {
+    /// `agt_…`.
+    pub token: String,
+    /// Token id.
+    pub tid: String,
+    /// Session the token drives.
+    pub session_id: String,
+}
+
+/// Starts `builder`'s server (with the test identity resolver) on a free loopback port.
+pub async fn start<A: App>(builder: AgentServerBuilder<A>) -> TestServer<A> {
+    let resolver = |parts: &axum::http::request::Parts| -> Option<String> {
+        parts
+            .headers
+            .get(USER_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let server = builder
+        .identity_resolver(Arc::new(resolver))
+        .build()
+        .expect("server config");
+    let app = server
+        .router()
+        .into_make_service_with_connect_info::<SocketAddr>();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    TestServer {
+        server,
+        base: format!("http://{addr}"),
+        http: reqwest::Client::new(),
+    }
+}
+
+/// Starts a server for `app` with default host options.
+pub async fn start_app<A: App>(app: A) -> TestServer<A> {
+    let host = Host::new(app).expect("host");
+    start(AgentServer::builder(host)).await
+}
+
+async fn answer(resp: reqwest::Response) -> Answer {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let bytes = resp.bytes().await.unwrap_or_default();
+    Answer {
+        status,
+        headers,
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    }
+}
+
+impl<A: App> TestServer<A> {
+    /// `POST /agent/mint` as `user` (optionally for an existing session).
+    pub async fn mint(&self, user: &str, session: Option<&str>) -> Minted {
+        let body = match session {
+            Some(s) => json!({ "session": s }),
+            None => json!({}),
+        };
+        let a = self
+            .post_json("/agent/mint", Some(user), None, &body)
+            .await;
+        assert_eq!(a.status, 200, "mint failed: {:?}", a.body);
+        Minted {
+            token: a.body["token"].as_str().unwrap().to_string(),
+            tid: a.body["tid"].as_str().unwrap().to_string(),
+            session_id: a.body["sessionId"].as_str().unwrap().to_string(),
+        }
+    }
+
+    /// A POST with a JSON body, as a user (identity header) and/or with a bearer token.
+    pub async fn post_json(
+        &self,
+        path: &str,
+        user: Option<&str>,
+        token: Option<&str>,
+        body: &Value,
+    ) -> Answer {
+        let mut req = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(u) = user {
+            req = req.header(USER_HEADER, u);
+        }
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        answer(req.send().await.expect("request")).await
+    }
+
+    /// A GET as a user.
+    pub async fn get(&self, path: &str, user: Option<&str>) -> Answer {
+        let mut req = self.http.get(format!("{}{path}", self.base));
+        if let Some(u) = user {
+            req = req.header(USER_HEADER, u);
+        }
+        answer(req.send().await.expect("request")).await
+    }
+
+    /// A LAP call: `POST /agent/lap/v1<tail>` with the bearer token.
+    pub async fn lap(&self, token: &str, tail: &str, body: &Value) -> Answer {
+        self.post_json(&format!("/agent/lap/v1{tail}"), None, Some(token), body)
+            .await
+    }
+
+    /// A raw request builder against the server.
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.http.request(method, format!("{}{path}", self.base))
+    }
+
+    /// Sends a prepared request and parses the answer.
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Answer {
+        answer(req.send().await.expect("request")).await
+    }
+}

@@ -1,0 +1,161 @@
+//! The trait an application implements to be driven by agents: a TEA app (`State`, `Msg`,
+//! `update`, effects as data) plus optional hooks that shape what agents see.
+
+use std::future::Future;
+
+use agent_schema::{AgentContext, AgentDocs, AgentMsg};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::session::EffectContext;
+
+/// The error an effect task returns; its `Display` ends up in `drain.errors`
+/// (`effect failed: <error>`).
+pub type EffectError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A TEA application that agents can drive.
+///
+/// One value of the implementing type serves every session of a host; per-session data lives in
+/// [`App::State`].
+pub trait App: Send + Sync + Sized + 'static {
+    /// The application state. Serialized (then [`App::redact`]ed) for everything agents see.
+    type State: Serialize + JsonSchema + Clone + Send + Sync + 'static;
+    /// The message enum, annotated with agent tags.
+    type Msg: AgentMsg + Clone + Sync;
+    /// Effects as data: `would_dispatch` lists them (as JSON) without running them.
+    type Effect: Serialize + Send + 'static;
+
+    /// The app's name (the describe document's `name`).
+    fn name(&self) -> &str;
+    /// The app's version (the describe document's `version`).
+    fn version(&self) -> &str;
+
+    /// The initial state of a new session and the effects to start with.
+    fn init(&self) -> (Self::State, Vec<Self::Effect>);
+
+    /// Applies one message to the state and returns the effects to run.
+    fn update(&self, state: &mut Self::State, msg: Self::Msg) -> Vec<Self::Effect>;
+
+    /// Runs one effect. It may send follow-up messages into the same session through `ctx`.
+    /// An `Err` (or a panic) is reported in `drain.errors`; the session keeps running.
+    fn run_effect(
+        &self,
+        effect: Self::Effect,
+        ctx: EffectContext<Self::Msg>,
+    ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static;
+
+    /// Static documentation for agents (`docs` in the describe document).
+    fn docs(&self) -> Option<AgentDocs> {
+        None
+    }
+
+    /// Per-state narrative and hints (`observe.context`, `describe_context`).
+    fn context(&self, _state: &Self::State) -> Option<AgentContext> {
+        None
+    }
+
+    /// Messages the app explicitly offers now (`list_actions` pass 2). `Some` makes the hook
+    /// explicit: `@agentOnly` variants are then listed only when returned here.
+    fn affordances(&self, _state: &Self::State) -> Option<Vec<Self::Msg>> {
+        None
+    }
+
+    /// Wire names of the variants the app's UI currently lets the user trigger
+    /// (`list_actions` pass 1).
+    fn bindings(&self, _state: &Self::State) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Removes or masks, in place, what agents must not see in the serialized state.
+    fn redact(&self, _state: &mut Value) {}
+
+    /// An outline of what the app shows (`describe_visible_content`).
+    fn outline(&self, _state: &Self::State) -> Option<VisibleContent> {
+        None
+    }
+
+    /// Named regions of the UI (`query_dom`).
+    fn regions(&self, _state: &Self::State) -> Vec<Region> {
+        Vec::new()
+    }
+}
+
+/// What [`App::outline`] returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VisibleContent {
+    /// The app's current route or address.
+    pub url: Option<String>,
+    /// The outline, top to bottom.
+    pub outline: Vec<OutlineNode>,
+}
+
+/// One node of a visible-content outline, tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum OutlineNode {
+    /// A heading.
+    Heading {
+        /// 1 for the top level.
+        level: u8,
+        /// The heading text.
+        text: String,
+    },
+    /// A run of text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A list.
+    List {
+        /// Its items.
+        items: Vec<OutlineNode>,
+    },
+    /// A list item.
+    Item {
+        /// The item text.
+        text: String,
+        /// Nested nodes (absent on the wire when empty).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        children: Vec<OutlineNode>,
+    },
+    /// A button.
+    Button {
+        /// The label.
+        text: String,
+        /// Whether it is disabled.
+        disabled: bool,
+        /// The variant it dispatches, if any.
+        #[serde(rename = "actionVariant")]
+        action_variant: Option<String>,
+    },
+    /// An input.
+    Input {
+        /// Its label.
+        label: Option<String>,
+        /// Its current value.
+        value: Option<String>,
+        /// The input type (`text`, `number`, …).
+        #[serde(rename = "type")]
+        input_type: String,
+    },
+    /// A link.
+    Link {
+        /// The link text.
+        text: String,
+        /// Its target.
+        href: String,
+    },
+}
+
+/// A named region of the UI, answered by `query_dom`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Region {
+    /// The region's name (what `query_dom {name}` looks for).
+    pub name: String,
+    /// Its text content.
+    pub text: String,
+    /// Attributes.
+    #[serde(default)]
+    pub attrs: std::collections::BTreeMap<String, String>,
+}

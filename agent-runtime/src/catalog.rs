@@ -1,0 +1,115 @@
+//! The checked schema of a host's app, built once at start-up: the message model, the
+//! validator, the affordance lister, the annotation records and the cached describe document.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use agent_schema::describe::{state_schema, DescribeDocument};
+use agent_schema::protocol::{Action, ValidationOutcome};
+use agent_schema::{MessageAnnotations, MsgModel, SchemaError};
+use serde_json::Value;
+
+use crate::affordances::Affordances;
+use crate::app::App;
+use crate::cel_eval::{check_syntax, PredicateCache};
+use crate::config::DispatchPolicy;
+use crate::validate::{Validator, ValidatorError};
+
+/// Why a host could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// The `Msg` schema does not fit the derive's records, or a nested tag is malformed.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// A constraint schema could not be compiled.
+    #[error(transparent)]
+    Validator(#[from] ValidatorError),
+}
+
+/// The checked schema of one app.
+pub struct Catalog {
+    model: MsgModel,
+    annotations: HashMap<String, MessageAnnotations>,
+    validator: Validator,
+    affordances: Affordances,
+    describe: Value,
+    schema_hash: String,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("variants", &self.model.variant_names())
+            .field("schema_hash", &self.schema_hash)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Catalog {
+    /// Builds the catalog of `app`: checks the `Msg` schema against the derive (variant lists,
+    /// nested tags, nested `@validates` CEL syntax), compiles the constraint validators and
+    /// caches the describe document.
+    pub fn build<A: App>(app: &A) -> Result<Catalog, CatalogError> {
+        let model = MsgModel::build::<A::Msg>()?;
+        model.check_nested_validates(check_syntax)?;
+        let predicates = Arc::new(PredicateCache::new());
+        let validator = Validator::new(&model, predicates.clone())?;
+        let affordances = Affordances::new(&model, predicates);
+        let docs = app.docs();
+        let document = DescribeDocument::new(
+            app.name(),
+            app.version(),
+            state_schema::<A::State>(),
+            &model,
+            docs.as_ref(),
+        );
+        let annotations = model
+            .variants
+            .iter()
+            .map(|v| (v.wire_name.clone(), v.annotations.clone()))
+            .collect();
+        Ok(Catalog {
+            annotations,
+            validator,
+            affordances,
+            schema_hash: document.schema_hash.clone(),
+            describe: document.to_value(),
+            model,
+        })
+    }
+
+    /// The message model.
+    pub fn model(&self) -> &MsgModel {
+        &self.model
+    }
+
+    /// The annotation record of `variant`.
+    pub fn annotations(&self, variant: &str) -> Option<&MessageAnnotations> {
+        self.annotations.get(variant)
+    }
+
+    /// Validates a message (`semantics.md` §2).
+    pub fn validate(&self, msg: &Value, policy: DispatchPolicy) -> ValidationOutcome {
+        self.validator.validate(msg, policy)
+    }
+
+    /// `list_actions` for a state (`semantics.md` §4); `state` is the redacted JSON state.
+    pub fn list_actions(
+        &self,
+        bindings: &[String],
+        hook: Option<&[Value]>,
+        state: &Value,
+    ) -> Vec<Action> {
+        self.affordances.list(bindings, hook, state)
+    }
+
+    /// The describe document (`lap.md` §5.4).
+    pub fn describe(&self) -> &Value {
+        &self.describe
+    }
+
+    /// The `schemaHash`.
+    pub fn schema_hash(&self) -> &str {
+        &self.schema_hash
+    }
+}

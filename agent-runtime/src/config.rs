@@ -1,0 +1,48 @@
+//! Host options shared by every session.
+
+use crate::clock::{SharedClock, SystemClock};
+use std::sync::Arc;
+
+/// How strictly incoming payloads are validated (`semantics.md` §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DispatchPolicy {
+    /// Extra keys are accepted silently (unless the schema denies them).
+    #[default]
+    Lenient,
+    /// Extra keys are errors, and unknown-typed fields raise `untyped-field` warnings.
+    Strict,
+}
+
+/// Options of a [`crate::Host`].
+#[derive(Clone)]
+pub struct HostConfig {
+    /// Validation policy for agent and human dispatches.
+    pub policy: DispatchPolicy,
+    /// Age after which a pending confirmation expires (default 10 minutes).
+    pub confirm_max_age_ms: u64,
+    /// Events a session keeps for event-stream replay (default 256).
+    pub event_history: usize,
+    /// Source of wall-clock time.
+    pub clock: SharedClock,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            policy: DispatchPolicy::Lenient,
+            confirm_max_age_ms: 600_000,
+            event_history: 256,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl std::fmt::Debug for HostConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostConfig")
+            .field("policy", &self.policy)
+            .field("confirm_max_age_ms", &self.confirm_max_age_ms)
+            .field("event_history", &self.event_history)
+            .finish_non_exhaustive()
+    }
+}

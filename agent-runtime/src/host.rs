@@ -1,0 +1,165 @@
+//! The host: one app, its checked schema ([`Catalog`]), and the sessions running it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+use crate::app::App;
+use crate::catalog::{Catalog, CatalogError};
+use crate::config::HostConfig;
+use crate::security::{AuditSink, TracingAuditSink};
+use crate::session::{Session, SessionError};
+
+struct HostInner<A: App> {
+    app: Arc<A>,
+    catalog: Arc<Catalog>,
+    config: HostConfig,
+    audit: Arc<dyn AuditSink>,
+    sessions: RwLock<HashMap<String, Session<A>>>,
+}
+
+/// Hosts the sessions of one app. Cheap to clone (shared).
+pub struct Host<A: App> {
+    inner: Arc<HostInner<A>>,
+}
+
+impl<A: App> Clone for Host<A> {
+    fn clone(&self) -> Self {
+        Host {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<A: App> std::fmt::Debug for Host<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("app", &self.inner.app.name())
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: App> Host<A> {
+    /// Builds a host with default options (lenient policy, system clock, `tracing` audit).
+    pub fn new(app: A) -> Result<Self, CatalogError> {
+        Self::with_config(app, HostConfig::default(), Arc::new(TracingAuditSink))
+    }
+
+    /// Builds a host: checks the `Msg` schema against the derive's records, compiles nothing
+    /// lazily that could fail later (nested `@validates` syntax included), and caches the
+    /// describe document.
+    pub fn with_config(
+        app: A,
+        config: HostConfig,
+        audit: Arc<dyn AuditSink>,
+    ) -> Result<Self, CatalogError> {
+        let catalog = Catalog::build::<A>(&app)?;
+        Ok(Host {
+            inner: Arc::new(HostInner {
+                app: Arc::new(app),
+                catalog: Arc::new(catalog),
+                config,
+                audit,
+                sessions: RwLock::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The app.
+    pub fn app(&self) -> &A {
+        &self.inner.app
+    }
+
+    /// The checked schema: annotations, validator, describe document.
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
+    /// The options.
+    pub fn config(&self) -> &HostConfig {
+        &self.inner.config
+    }
+
+    /// The audit sink.
+    pub fn audit_sink(&self) -> &Arc<dyn AuditSink> {
+        &self.inner.audit
+    }
+
+    /// The cached describe document (with `schemaHash`).
+    pub fn describe(&self) -> &Value {
+        self.inner.catalog.describe()
+    }
+
+    /// Starts a new session owned by `owner`; must be called inside a tokio runtime.
+    pub fn create_session(&self, owner: Option<String>) -> Result<Session<A>, SessionError> {
+        let id = uuid::Uuid::new_v4().to_string();
+        let session = Session::start(
+            id.clone(),
+            owner,
+            self.inner.app.clone(),
+            self.inner.catalog.clone(),
+            self.inner.config.clone(),
+            self.inner.audit.clone(),
+        )?;
+        self.inner
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, session.clone());
+        Ok(session)
+    }
+
+    /// The open session `id`.
+    pub fn session(&self, id: &str) -> Option<Session<A>> {
+        self.inner
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .filter(|s| !s.is_closed())
+            .cloned()
+    }
+
+    /// The open sessions owned by `owner`, oldest first.
+    pub fn sessions_of(&self, owner: &str) -> Vec<Session<A>> {
+        let mut list: Vec<Session<A>> = self
+            .inner
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|s| !s.is_closed() && s.owner() == Some(owner))
+            .cloned()
+            .collect();
+        list.sort_by_key(|s| s.created_at());
+        list
+    }
+
+    /// Closes and forgets session `id`. Returns whether it existed.
+    pub fn close_session(&self, id: &str) -> bool {
+        let removed = self
+            .inner
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        match removed {
+            Some(s) => {
+                s.close();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Number of open sessions.
+    pub fn session_count(&self) -> usize {
+        self.inner
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+}

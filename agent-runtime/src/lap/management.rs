@@ -1,0 +1,185 @@
+//! Management routes (`lap.md` §4): mint, revoke, and the caller's agent sessions.
+
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, Method};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::Router;
+use serde_json::{json, Value};
+
+use super::body::{check_content_length, read_bytes, read_json, Fields};
+use super::error::{json_ok, ApiError};
+use super::server::AgentServer;
+use crate::app::App;
+use crate::security::{
+    mint_token, request_client_address, AgentSession, AuditEntry, Bucket, TokenRecord,
+    TokenStatus, SWEEP_RETENTION_MS,
+};
+
+/// `/agent/mint`, `/agent/revoke`, `/agent/sessions`.
+pub(crate) fn management_routes<A: App>(server: &AgentServer<A>) -> Router {
+    let (s1, s2, s3) = (server.clone(), server.clone(), server.clone());
+    Router::new()
+        .route("/agent/mint", any(move |req: Request| mint(s1.clone(), req)))
+        .route("/agent/revoke", any(move |req: Request| revoke(s2.clone(), req)))
+        .route(
+            "/agent/sessions",
+            any(move |req: Request| sessions(s3.clone(), req)),
+        )
+}
+
+async fn mint<A: App>(server: AgentServer<A>, req: Request) -> Response {
+    match mint_inner(&server, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Response, ApiError> {
+    let (parts, body) = req.into_parts();
+    if parts.method != Method::POST {
+        return Err(ApiError::method_not_allowed());
+    }
+    check_content_length(&parts.headers)?;
+    server.inner.origin.check(&parts)?;
+    let bytes = read_bytes(body).await?;
+    let bad_body = || ApiError::invalid(r#"body must be empty or {"session": "<sessionId>"}"#);
+    let requested_session = if bytes.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(o)) => match o.get("session") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => return Err(bad_body()),
+            },
+            _ => return Err(bad_body()),
+        }
+    };
+    let now = server.now();
+    let identity = server.inner.identity.resolve(&parts);
+    if identity.is_none() && !server.inner.identity.allows_anonymous() {
+        return Err(ApiError::auth_required());
+    }
+    let limit_key = identity
+        .clone()
+        .unwrap_or_else(|| request_client_address(&parts, server.options().trust_proxy));
+    if let Err(limited) = server.inner.limiter.check(&limit_key, Bucket::Identity) {
+        server
+            .audit(AuditEntry::rate_limited(now, identity.as_deref(), "/agent/mint"))
+            .await;
+        return Err(limited.into());
+    }
+    let origin = server.inner.origin.request_origin(&parts);
+    let (uid, set_cookie) = match identity {
+        Some(uid) => (uid, None),
+        None => {
+            let issued = server
+                .inner
+                .identity
+                .issue_anonymous(origin.is_https())
+                .ok_or_else(ApiError::auth_required)?;
+            (issued.uid, Some(issued.set_cookie))
+        }
+    };
+    let session = match requested_session {
+        Some(id) => server
+            .host()
+            .session(&id)
+            .filter(|s| s.owner() == Some(uid.as_str()))
+            .ok_or_else(|| ApiError::forbidden("unknown session or not yours"))?,
+        None => server
+            .host()
+            .create_session(Some(uid.clone()))
+            .map_err(|e| ApiError::internal(e.to_string()))?,
+    };
+    server.inner.tokens.sweep_expired(now, SWEEP_RETENTION_MS);
+    let (token, hash) = mint_token();
+    let origin_text = origin.url("");
+    let record = TokenRecord::minted(
+        hash,
+        Some(uid.clone()),
+        session.id().to_string(),
+        origin_text.clone(),
+        now,
+    );
+    let body = json!({
+        "token": token.expose(),
+        "tid": record.tid,
+        "sessionId": session.id(),
+        "wsUrl": origin.websocket_url("/agent/ws"),
+        "lapUrl": origin.url(&server.options().lap_base_path),
+        "expiresAt": record.expires_at,
+        "lapVersion": 2,
+    });
+    let tid = record.tid.clone();
+    server.inner.tokens.create(record);
+    server
+        .audit(AuditEntry::mint(now, &tid, Some(&uid), &origin_text, session.id()))
+        .await;
+    let mut response = json_ok(&body);
+    if let Some(c) = set_cookie {
+        if let Ok(v) = HeaderValue::try_from(c) {
+            response.headers_mut().insert(header::SET_COOKIE, v);
+        }
+    }
+    Ok(response)
+}
+
+async fn revoke<A: App>(server: AgentServer<A>, req: Request) -> Response {
+    match revoke_inner(&server, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn revoke_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Response, ApiError> {
+    let (parts, body) = req.into_parts();
+    if parts.method != Method::POST {
+        return Err(ApiError::method_not_allowed());
+    }
+    check_content_length(&parts.headers)?;
+    server.inner.origin.check(&parts)?;
+    let fields = Fields::from_body(read_json(body).await?);
+    let tid = fields
+        .str_or_none("tid")
+        .ok_or_else(|| ApiError::invalid("tid must be a string"))?
+        .to_string();
+    let uid = server
+        .inner
+        .identity
+        .resolve(&parts)
+        .ok_or_else(ApiError::auth_required)?;
+    let record = server
+        .inner
+        .tokens
+        .find_by_tid(&tid)
+        .filter(|r| r.uid.as_deref() == Some(uid.as_str()))
+        .ok_or_else(ApiError::revoked)?;
+    server.inner.tokens.revoke(&record.tid);
+    server.inner.idempotency.forget_token(&record.tid);
+    let _ = server.inner.revocations.send(record.tid.clone());
+    server
+        .audit(AuditEntry::revoke(server.now(), &record.tid, Some(&uid)))
+        .await;
+    Ok(json_ok(&json!({"status": "revoked"})))
+}
+
+async fn sessions<A: App>(server: AgentServer<A>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    if parts.method != Method::GET {
+        return ApiError::method_not_allowed().into_response();
+    }
+    let sessions: Vec<AgentSession> = match server.inner.identity.resolve(&parts) {
+        None => Vec::new(),
+        Some(uid) => server
+            .inner
+            .tokens
+            .list_by_identity(&uid)
+            .iter()
+            .filter(|r| matches!(r.status, TokenStatus::Active | TokenStatus::PendingResume))
+            .map(TokenRecord::to_agent_session)
+            .collect(),
+    };
+    json_ok(&json!({ "sessions": sessions }))
+}

@@ -1,0 +1,233 @@
+//! The server-side confirmation store of one session (`semantics.md` §7).
+//!
+//! Agents propose; only the human decides. Outcomes are level-triggered: a waiter first looks
+//! at the stored outcome, so an approval made before the wait is never lost.
+
+use agent_schema::protocol::{ConfirmEntry, ConfirmOutcome, ConfirmStatus};
+use serde_json::Value;
+
+/// How long decided entries are kept after their decision.
+pub const DECIDED_RETENTION_MS: u64 = 5 * 60 * 1000;
+
+#[derive(Debug)]
+struct Slot {
+    entry: ConfirmEntry,
+    decided_at: Option<u64>,
+    /// Set once an approved message has committed.
+    committed: Option<ConfirmOutcome>,
+}
+
+/// Why a decision was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecisionError {
+    /// No entry with that id.
+    NotFound,
+    /// The entry was decided already (its status).
+    AlreadyDecided(ConfirmStatus),
+}
+
+impl std::fmt::Display for DecisionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecisionError::NotFound => write!(f, "not found"),
+            DecisionError::AlreadyDecided(s) => write!(f, "already {}", s.as_str()),
+        }
+    }
+}
+
+/// The store: entries in proposal order.
+#[derive(Debug)]
+pub struct ConfirmStore {
+    slots: Vec<Slot>,
+    max_age_ms: u64,
+}
+
+impl ConfirmStore {
+    /// An empty store whose pending entries expire after `max_age_ms`.
+    pub fn new(max_age_ms: u64) -> Self {
+        ConfirmStore {
+            slots: Vec::new(),
+            max_age_ms,
+        }
+    }
+
+    /// Appends a pending entry.
+    pub fn propose(&mut self, entry: ConfirmEntry) {
+        self.slots.push(Slot {
+            entry,
+            decided_at: None,
+            committed: None,
+        });
+    }
+
+    /// Expires pending entries older than the maximum age and forgets entries decided more
+    /// than five minutes ago. Returns the entries that just expired.
+    pub fn sweep(&mut self, now: u64) -> Vec<ConfirmEntry> {
+        let mut expired = Vec::new();
+        for slot in &mut self.slots {
+            if slot.entry.status == ConfirmStatus::Pending
+                && now.saturating_sub(slot.entry.proposed_at) > self.max_age_ms
+            {
+                slot.entry.status = ConfirmStatus::Expired;
+                slot.decided_at = Some(now);
+                expired.push(slot.entry.clone());
+            }
+        }
+        self.slots.retain(|s| {
+            s.decided_at
+                .is_none_or(|d| now.saturating_sub(d) < DECIDED_RETENTION_MS)
+        });
+        expired
+    }
+
+    /// Drops every entry (the session closed).
+    pub fn clear(&mut self) {
+        self.slots.clear();
+    }
+
+    /// Pending entries in proposal order.
+    pub fn pending(&self) -> Vec<ConfirmEntry> {
+        self.slots
+            .iter()
+            .filter(|s| s.entry.status == ConfirmStatus::Pending)
+            .map(|s| s.entry.clone())
+            .collect()
+    }
+
+    /// The entry with this id.
+    pub fn get(&self, id: &str) -> Option<&ConfirmEntry> {
+        self.slots.iter().find(|s| s.entry.id == id).map(|s| &s.entry)
+    }
+
+    /// Checks that `id` can be decided (exists and is pending).
+    pub fn check_pending(&self, id: &str) -> Result<&ConfirmEntry, DecisionError> {
+        let entry = self.get(id).ok_or(DecisionError::NotFound)?;
+        if entry.status != ConfirmStatus::Pending {
+            return Err(DecisionError::AlreadyDecided(entry.status));
+        }
+        Ok(entry)
+    }
+
+    /// Marks a pending entry approved (with the edited payload, if any).
+    pub fn approve(
+        &mut self,
+        id: &str,
+        edited_payload: Option<Value>,
+        now: u64,
+    ) -> Result<ConfirmEntry, DecisionError> {
+        self.check_pending(id)?;
+        let slot = self.slot_mut(id).ok_or(DecisionError::NotFound)?;
+        slot.entry.status = ConfirmStatus::Approved;
+        slot.entry.edited_payload = edited_payload;
+        slot.decided_at = Some(now);
+        Ok(slot.entry.clone())
+    }
+
+    /// Marks a pending entry rejected.
+    pub fn reject(&mut self, id: &str, now: u64) -> Result<ConfirmEntry, DecisionError> {
+        self.check_pending(id)?;
+        let slot = self.slot_mut(id).ok_or(DecisionError::NotFound)?;
+        slot.entry.status = ConfirmStatus::Rejected;
+        slot.decided_at = Some(now);
+        Ok(slot.entry.clone())
+    }
+
+    /// Records that an approved entry's message committed.
+    pub fn mark_committed(&mut self, id: &str, state_after: Value, msg: Option<Value>) {
+        if let Some(slot) = self.slot_mut(id) {
+            slot.committed = Some(ConfirmOutcome::Confirmed { state_after, msg });
+        }
+    }
+
+    /// The current outcome of `id`, or `None` for an unknown id. An approved entry whose
+    /// message has not committed yet still reads as pending.
+    pub fn outcome(&self, id: &str) -> Option<ConfirmOutcome> {
+        let slot = self.slots.iter().find(|s| s.entry.id == id)?;
+        Some(match slot.entry.status {
+            ConfirmStatus::Pending => ConfirmOutcome::Pending,
+            ConfirmStatus::Approved => slot.committed.clone().unwrap_or(ConfirmOutcome::Pending),
+            ConfirmStatus::Rejected => ConfirmOutcome::UserCancelled,
+            ConfirmStatus::Expired => ConfirmOutcome::Expired,
+        })
+    }
+
+    fn slot_mut(&mut self, id: &str) -> Option<&mut Slot> {
+        self.slots.iter_mut().find(|s| s.entry.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(id: &str, at: u64) -> ConfirmEntry {
+        ConfirmEntry {
+            id: id.into(),
+            variant: "deleteAccount".into(),
+            payload: json!({"userId":"u1"}),
+            intent: "delete account".into(),
+            reason: None,
+            proposed_at: at,
+            status: ConfirmStatus::Pending,
+            tid: None,
+            edited_payload: None,
+        }
+    }
+
+    #[test]
+    fn proposals_stay_in_order_and_decisions_are_final() {
+        let mut store = ConfirmStore::new(600_000);
+        store.propose(entry("a", 0));
+        store.propose(entry("b", 0));
+        assert_eq!(store.pending().len(), 2);
+        store.approve("a", None, 1).unwrap();
+        assert_eq!(
+            store.approve("a", None, 2),
+            Err(DecisionError::AlreadyDecided(ConfirmStatus::Approved))
+        );
+        assert_eq!(
+            store.reject("a", 2),
+            Err(DecisionError::AlreadyDecided(ConfirmStatus::Approved))
+        );
+        store.reject("b", 3).unwrap();
+        assert_eq!(
+            store.approve("b", None, 4).unwrap_err().to_string(),
+            "already rejected"
+        );
+        assert_eq!(store.reject("zz", 4), Err(DecisionError::NotFound));
+        assert_eq!(store.outcome("b"), Some(ConfirmOutcome::UserCancelled));
+        // Approved but not yet committed reads as pending.
+        assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Pending));
+        store.mark_committed("a", json!({"n":1}), None);
+        assert!(matches!(
+            store.outcome("a"),
+            Some(ConfirmOutcome::Confirmed { .. })
+        ));
+    }
+
+    #[test]
+    fn expiry_is_strictly_after_max_age() {
+        let mut store = ConfirmStore::new(6000);
+        store.propose(entry("a", 1000));
+        store.propose(entry("b", 1000));
+        store.approve("b", None, 1500).unwrap();
+        assert!(store.sweep(7000).is_empty());
+        assert_eq!(store.pending().len(), 1);
+        let expired = store.sweep(7001);
+        assert_eq!(expired.len(), 1);
+        assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Expired));
+        assert_eq!(store.get("b").unwrap().status, ConfirmStatus::Approved);
+    }
+
+    #[test]
+    fn decided_entries_are_forgotten_after_five_minutes() {
+        let mut store = ConfirmStore::new(600_000);
+        store.propose(entry("a", 0));
+        store.reject("a", 10).unwrap();
+        store.sweep(10 + DECIDED_RETENTION_MS - 1);
+        assert!(store.get("a").is_some());
+        store.sweep(10 + DECIDED_RETENTION_MS);
+        assert!(store.get("a").is_none());
+    }
+}

@@ -1,0 +1,159 @@
+//! Enqueue a message and wait per `waitFor` (`semantics.md` §5.2).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_schema::protocol::{DrainError, DrainReport, WaitFor};
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
+
+use super::task::{CommitNote, Envelope, Origin};
+use super::{Session, SessionError};
+use crate::app::App;
+
+/// What a drain observed.
+pub(crate) struct Drained {
+    /// The redacted state when the message was enqueued.
+    pub prev: Arc<Value>,
+    /// The redacted state at return.
+    pub after: Arc<Value>,
+    pub report: DrainReport,
+}
+
+/// The timing options of a dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Timing {
+    pub wait_for: WaitFor,
+    pub quiet_ms: u64,
+    pub cap_ms: u64,
+}
+
+enum Step {
+    Commit { own: bool },
+    Error(DrainError),
+    Lagged,
+    Closed,
+}
+
+impl<A: App> Session<A> {
+    /// Enqueues `msg` and waits as `timing` says.
+    pub(crate) async fn enqueue_and_drain(
+        &self,
+        msg: A::Msg,
+        origin: Origin,
+        timing: Timing,
+    ) -> Result<Drained, SessionError> {
+        let core = &self.core;
+        if self.is_closed() {
+            return Err(SessionError::Closed);
+        }
+        let mut notes = core.notes.subscribe();
+        let mut closed = core.closed.subscribe();
+        let prev = core.published.borrow().state.clone();
+        let ticket = core.ticket();
+        core.inbox
+            .send(Envelope {
+                msg,
+                ticket,
+                origin,
+            })
+            .map_err(|_| SessionError::Closed)?;
+        let t0 = Instant::now();
+        let mut report = DrainReport {
+            effects_observed: 0,
+            duration_ms: 0,
+            timed_out: false,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        };
+        if timing.wait_for == WaitFor::None {
+            return Ok(Drained {
+                after: prev.clone(),
+                prev,
+                report,
+            });
+        }
+        let cap = Duration::from_millis(timing.cap_ms);
+        let quiet = Duration::from_millis(timing.quiet_ms);
+        let deadline = t0 + cap;
+
+        // Wait for the message's own commit.
+        let mut own_done = false;
+        while !own_done {
+            match next_step(&mut notes, &mut closed, ticket, deadline).await {
+                None => {
+                    report.timed_out = true;
+                    break;
+                }
+                Some(Step::Commit { own }) => {
+                    report.effects_observed += 1;
+                    own_done = own;
+                }
+                Some(Step::Error(e)) => report.errors.push(e),
+                Some(Step::Lagged) => {}
+                Some(Step::Closed) => return Err(SessionError::Closed),
+            }
+        }
+
+        if own_done && timing.wait_for == WaitFor::Drained {
+            'drain: loop {
+                let elapsed = t0.elapsed();
+                if elapsed >= cap {
+                    report.timed_out = true;
+                    break;
+                }
+                let budget = quiet.min(cap - elapsed);
+                let full = budget >= quiet;
+                let window_end = Instant::now() + budget;
+                loop {
+                    match next_step(&mut notes, &mut closed, ticket, window_end).await {
+                        None => {
+                            report.timed_out = !full;
+                            break 'drain;
+                        }
+                        Some(Step::Commit { .. }) => {
+                            report.effects_observed += 1;
+                            continue 'drain;
+                        }
+                        Some(Step::Error(e)) => report.errors.push(e),
+                        Some(Step::Lagged) => {}
+                        Some(Step::Closed) => return Err(SessionError::Closed),
+                    }
+                }
+            }
+        }
+        // Errors reported together with the last commit we saw are already queued; take them.
+        while let Ok(note) = notes.try_recv() {
+            if let CommitNote::Error(e) = note {
+                report.errors.push(e);
+            }
+        }
+        report.duration_ms = t0.elapsed().as_millis() as u64;
+        let after = core.published.borrow().state.clone();
+        Ok(Drained {
+            prev,
+            after,
+            report,
+        })
+    }
+}
+
+async fn next_step(
+    notes: &mut tokio::sync::broadcast::Receiver<CommitNote>,
+    closed: &mut tokio::sync::watch::Receiver<bool>,
+    ticket: u64,
+    until: Instant,
+) -> Option<Step> {
+    tokio::select! {
+        biased;
+        _ = closed.wait_for(|c| *c) => Some(Step::Closed),
+        r = notes.recv() => Some(match r {
+            Ok(CommitNote::Commit { ticket: t }) => Step::Commit { own: t == ticket },
+            Ok(CommitNote::Error(e)) => Step::Error(e),
+            Err(RecvError::Lagged(_)) => Step::Lagged,
+            Err(RecvError::Closed) => Step::Closed,
+        }),
+        _ = tokio::time::sleep_until(until) => None,
+    }
+}

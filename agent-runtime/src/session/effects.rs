@@ -1,0 +1,82 @@
+//! Effect tasks: each effect runs on its own tokio task and may send messages back.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use agent_schema::protocol::{DrainError, DrainErrorKind};
+use futures::FutureExt;
+use tokio::sync::{broadcast, mpsc};
+
+use super::task::{CommitNote, Envelope, Origin};
+use super::{panic_text, SessionCore};
+use crate::app::App;
+
+/// Handed to [`App::run_effect`]: lets an effect send follow-up messages into its session.
+pub struct EffectContext<M> {
+    inbox: mpsc::UnboundedSender<Envelope<M>>,
+    tickets: Arc<dyn Fn() -> u64 + Send + Sync>,
+}
+
+impl<M> Clone for EffectContext<M> {
+    fn clone(&self) -> Self {
+        EffectContext {
+            inbox: self.inbox.clone(),
+            tickets: self.tickets.clone(),
+        }
+    }
+}
+
+impl<M> std::fmt::Debug for EffectContext<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EffectContext").finish_non_exhaustive()
+    }
+}
+
+/// The session was closed; the message was not queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("session closed")]
+pub struct SessionClosed;
+
+impl<M> EffectContext<M> {
+    /// Queues `msg` behind everything already in the session's inbox. Effect messages are
+    /// trusted (they come from the app itself): no validation, no confirmation.
+    pub fn dispatch(&self, msg: M) -> Result<(), SessionClosed> {
+        self.inbox
+            .send(Envelope {
+                msg,
+                ticket: (self.tickets)(),
+                origin: Origin::Plain,
+            })
+            .map_err(|_| SessionClosed)
+    }
+}
+
+pub(crate) fn spawn_effect<A: App>(core: &Arc<SessionCore<A>>, effect: A::Effect) {
+    let weak = Arc::downgrade(core);
+    let ctx = EffectContext {
+        inbox: core.inbox.clone(),
+        tickets: Arc::new(move || weak.upgrade().map(|c| c.ticket()).unwrap_or(0)),
+    };
+    let notes = core.notes.clone();
+    let app = core.app.clone();
+    let started = std::panic::catch_unwind(AssertUnwindSafe(|| app.run_effect(effect, ctx)));
+    match started {
+        Ok(fut) => {
+            tokio::spawn(async move {
+                match AssertUnwindSafe(fut).catch_unwind().await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => report(&notes, format!("effect failed: {e}")),
+                    Err(p) => report(&notes, format!("effect panicked: {}", panic_text(&*p))),
+                }
+            });
+        }
+        Err(p) => report(&notes, format!("effect panicked: {}", panic_text(&*p))),
+    }
+}
+
+fn report(notes: &broadcast::Sender<CommitNote>, message: String) {
+    let _ = notes.send(CommitNote::Error(DrainError {
+        kind: DrainErrorKind::Unhandledrejection,
+        message,
+    }));
+}

@@ -1,0 +1,277 @@
+//! Sessions: one running app instance each, driven by a single task that applies messages in
+//! order (`semantics.md` §0).
+//!
+//! Reads never go through the task: after every commit the task publishes the redacted state,
+//! and typed hooks read the state under a short read lock. The task is the only writer.
+
+pub mod activity;
+pub mod confirm;
+mod dispatch;
+mod drain;
+mod effects;
+pub mod events;
+mod outcome;
+mod reads;
+mod task;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use agent_schema::protocol::LogEntry;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, watch};
+
+use crate::app::App;
+use crate::catalog::Catalog;
+use crate::config::HostConfig;
+use crate::security::{AuditEntry, AuditEvent, AuditSink};
+
+pub use dispatch::{DispatchOptions, EditedApprovalError};
+pub use effects::EffectContext;
+pub use events::{SessionEvent, Subscription};
+pub use outcome::LastOutcome;
+
+use activity::ActivityLog;
+use confirm::ConfirmStore;
+use events::{EventBody, EventHub};
+use task::{CommitNote, Envelope};
+
+/// Why a session operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// The host closed the session.
+    #[error("session closed")]
+    Closed,
+    /// A hook or the runtime failed (a panic in a hook, for example).
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// The published, redacted state of a session.
+#[derive(Debug, Clone)]
+pub struct Published {
+    /// Number of commits so far.
+    pub seq: u64,
+    /// The redacted JSON state.
+    pub state: Arc<Value>,
+}
+
+pub(crate) struct SessionCore<A: App> {
+    id: String,
+    owner: Option<String>,
+    created_at: u64,
+    app: Arc<A>,
+    catalog: Arc<Catalog>,
+    config: HostConfig,
+    audit: Arc<dyn AuditSink>,
+    state: RwLock<A::State>,
+    inbox: mpsc::UnboundedSender<Envelope<A::Msg>>,
+    published: watch::Sender<Published>,
+    notes: broadcast::Sender<CommitNote>,
+    confirms: Mutex<ConfirmStore>,
+    confirm_changed: watch::Sender<u64>,
+    log: Mutex<ActivityLog>,
+    events: Mutex<EventHub>,
+    outcomes: Mutex<HashMap<String, LastOutcome>>,
+    closed: watch::Sender<bool>,
+    next_ticket: AtomicU64,
+}
+
+/// One running app instance. Cheap to clone (shared).
+pub struct Session<A: App> {
+    core: Arc<SessionCore<A>>,
+}
+
+impl<A: App> Clone for Session<A> {
+    fn clone(&self) -> Self {
+        Session {
+            core: self.core.clone(),
+        }
+    }
+}
+
+impl<A: App> std::fmt::Debug for Session<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.core.id)
+            .field("owner", &self.core.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Locks a mutex, recovering the data if a panic poisoned it (no lock is held across app code).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The text of a panic payload (`non-string panic payload` when it is neither `&str` nor
+/// `String`).
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}
+
+impl<A: App> Session<A> {
+    /// Starts a new session from the app's `init`; must be called inside a tokio runtime.
+    pub(crate) fn start(
+        id: String,
+        owner: Option<String>,
+        app: Arc<A>,
+        catalog: Arc<Catalog>,
+        config: HostConfig,
+        audit: Arc<dyn AuditSink>,
+    ) -> Result<Self, SessionError> {
+        let (state, effects) =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| app.init()))
+                .map_err(|p| SessionError::Internal(format!("init panicked: {}", panic_text(&*p))))?;
+        let redacted = Arc::new(redact(&*app, &state));
+        let (inbox, rx) = mpsc::unbounded_channel();
+        let (published, _) = watch::channel(Published {
+            seq: 0,
+            state: redacted.clone(),
+        });
+        let (notes, _) = broadcast::channel(4096);
+        let (confirm_changed, _) = watch::channel(0);
+        let (closed, _) = watch::channel(false);
+        let created_at = config.clock.now_ms();
+        let core = Arc::new(SessionCore {
+            id,
+            owner,
+            created_at,
+            confirms: Mutex::new(ConfirmStore::new(config.confirm_max_age_ms)),
+            events: Mutex::new(EventHub::new(config.event_history, redacted)),
+            app,
+            catalog,
+            config,
+            audit,
+            state: RwLock::new(state),
+            inbox,
+            published,
+            notes,
+            confirm_changed,
+            log: Mutex::new(ActivityLog::default()),
+            outcomes: Mutex::new(HashMap::new()),
+            closed,
+            next_ticket: AtomicU64::new(1),
+        });
+        for effect in effects {
+            effects::spawn_effect(&core, effect);
+        }
+        tokio::spawn(task::run(core.clone(), rx));
+        Ok(Session { core })
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.core.id
+    }
+
+    /// The owning identity.
+    pub fn owner(&self) -> Option<&str> {
+        self.core.owner.as_deref()
+    }
+
+    /// Creation time (ms since the epoch).
+    pub fn created_at(&self) -> u64 {
+        self.core.created_at
+    }
+
+    /// Wall-clock now (ms since the epoch) by the host's clock.
+    pub fn now_ms(&self) -> u64 {
+        self.core.now()
+    }
+
+    /// True once the host closed the session.
+    pub fn is_closed(&self) -> bool {
+        *self.core.closed.borrow()
+    }
+
+    /// Closes the session: its task stops, waits answer "session closed", event streams end,
+    /// the confirmation store is dropped.
+    pub fn close(&self) {
+        self.core.closed.send_replace(true);
+        lock(&self.core.events).close();
+        lock(&self.core.confirms).clear();
+        self.core.confirm_changed.send_modify(|v| *v += 1);
+    }
+
+    /// Resolves when the session is closed.
+    pub async fn closed(&self) {
+        let mut rx = self.core.closed.subscribe();
+        let _ = rx.wait_for(|c| *c).await;
+    }
+
+    /// The newest published (redacted) state.
+    pub fn published(&self) -> Published {
+        self.core.published.borrow().clone()
+    }
+
+    /// The redacted state.
+    pub fn state(&self) -> Arc<Value> {
+        self.core.published.borrow().state.clone()
+    }
+
+    /// Runs `f` on the typed state (a short read lock; never call back into the session).
+    pub fn with_state<R>(&self, f: impl FnOnce(&A::State) -> R) -> R {
+        let guard = self.core.state.read().unwrap_or_else(|e| e.into_inner());
+        f(&guard)
+    }
+
+    /// The newest event id.
+    pub fn last_event_id(&self) -> u64 {
+        lock(&self.core.events).newest_id()
+    }
+
+    /// Subscribes to the session's events after `last_event_id` (replay) or from a snapshot.
+    pub fn subscribe(&self, last_event_id: Option<&str>) -> Subscription {
+        let pending = self.pending();
+        lock(&self.core.events).subscribe(last_event_id, pending)
+    }
+
+    /// The log, newest first, at most `n` entries, optionally filtered by kind.
+    pub fn recent_log(&self, n: usize, kind: Option<&str>) -> Vec<LogEntry> {
+        lock(&self.core.log).recent(n, kind)
+    }
+
+    /// Appends a log entry and publishes it as a `log` event.
+    pub fn append_log(&self, entry: LogEntry) {
+        self.core.append_log(entry);
+    }
+}
+
+impl<A: App> SessionCore<A> {
+    fn append_log(&self, entry: LogEntry) {
+        let mut log = lock(&self.log);
+        log.push(entry.clone());
+        lock(&self.events).publish(EventBody::Log(entry));
+    }
+
+    fn now(&self) -> u64 {
+        self.config.clock.now_ms()
+    }
+
+    /// Writes an audit entry (owner as `uid`) without blocking the caller.
+    fn audit(&self, event: AuditEvent, tid: Option<String>, detail: Value) {
+        let mut entry = AuditEntry::new(self.now(), event, detail).with_uid(self.owner.clone());
+        entry.tid = tid;
+        let write = self.audit.write(entry);
+        tokio::spawn(write);
+    }
+
+    fn ticket(&self) -> u64 {
+        self.next_ticket.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Serializes and redacts a state.
+pub(crate) fn redact<A: App>(app: &A, state: &A::State) -> Value {
+    let mut v = serde_json::to_value(state).unwrap_or(Value::Null);
+    app.redact(&mut v);
+    v
+}

@@ -1,0 +1,131 @@
+//! Session reads: state, slices, actions, context, visible content, regions, and the
+//! long-poll for a change (`semantics.md` §4, §8).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use agent_schema::protocol::Action;
+use agent_schema::AgentContext;
+use serde_json::{json, Value};
+
+use super::{Session, SessionError};
+use crate::app::App;
+use crate::reads::{get_state_response, query_state, query_state_response};
+
+impl<A: App> Session<A> {
+    /// Runs an app hook on the typed state; a panic becomes [`SessionError::Internal`].
+    fn hook<R>(&self, name: &str, f: impl FnOnce(&A, &A::State) -> R) -> Result<R, SessionError> {
+        let app = &*self.core.app;
+        self.with_state(|s| catch_unwind(AssertUnwindSafe(|| f(app, s))))
+            .map_err(|p| SessionError::Internal(format!("{name} hook panicked: {}", super::panic_text(&*p))))
+    }
+
+    /// `list_actions` on the current state.
+    pub fn list_actions(&self) -> Result<Vec<Action>, SessionError> {
+        let (bindings, hook) = self.hook("affordances", |app, s| {
+            let hook = app.affordances(s).map(|msgs| {
+                msgs.iter()
+                    .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
+                    .collect::<Vec<_>>()
+            });
+            (app.bindings(s), hook)
+        })?;
+        let state = self.state();
+        Ok(self
+            .core
+            .catalog
+            .list_actions(&bindings, hook.as_deref(), &state))
+    }
+
+    /// `get_state {path?}` → `{"state": V}` or `{}`.
+    pub fn get_state(&self, path: Option<&str>) -> Value {
+        get_state_response(&self.state(), path)
+    }
+
+    /// `query_state {path}` → `{"found":true,"value"}` or `{"found":false,"detail"}`.
+    pub fn query_state(&self, path: &str) -> Value {
+        query_state_response(&self.state(), path)
+    }
+
+    /// The app's context hook output, or `None` without a hook.
+    pub fn context(&self) -> Result<Option<AgentContext>, SessionError> {
+        self.hook("context", |app, s| app.context(s))
+    }
+
+    /// `describe_context` for `tid`: the context (or the empty one) with the last-dispatch hint
+    /// in front of the app's hints.
+    pub fn describe_context(&self, tid: Option<&str>) -> Result<Value, SessionError> {
+        let mut ctx = self.context()?.unwrap_or(AgentContext {
+            summary: String::new(),
+            hints: Vec::new(),
+            cautions: Vec::new(),
+        });
+        if let Some(hint) = tid
+            .and_then(|t| self.last_outcome(t))
+            .and_then(|o| o.hint())
+        {
+            ctx.hints.insert(0, hint);
+        }
+        Ok(json!({ "context": ctx }))
+    }
+
+    /// `describe_visible_content`.
+    pub fn describe_visible(&self) -> Result<Value, SessionError> {
+        Ok(match self.hook("outline", |app, s| app.outline(s))? {
+            Some(v) => json!({"url": v.url, "outline": v.outline, "source": "data-agent"}),
+            None => json!({"url": null, "outline": [], "source": "fallback"}),
+        })
+    }
+
+    /// `query_dom {name, multiple?}`.
+    pub fn query_dom(&self, name: &str, multiple: bool) -> Result<Value, SessionError> {
+        let regions = self.hook("regions", |app, s| app.regions(s))?;
+        let mut elements = Vec::new();
+        for (i, r) in regions.iter().enumerate() {
+            if r.name == name {
+                elements.push(json!({"text": r.text, "attrs": r.attrs, "path": [i]}));
+                if !multiple {
+                    break;
+                }
+            }
+        }
+        Ok(json!({ "elements": elements }))
+    }
+
+    /// `wait {path?, timeoutMs}`: waits for the value at `path` (a JSON Pointer, or the whole
+    /// state) to change. `{"status":"changed","stateAfter"}` or `{"status":"timeout",
+    /// "stateAfter":null}`.
+    pub async fn wait_for_change(
+        &self,
+        path: Option<&str>,
+        timeout_ms: u64,
+    ) -> Result<Value, SessionError> {
+        let resolve = |state: &Value| -> Option<Value> {
+            match path {
+                None => Some(state.clone()),
+                Some(p) => query_state(state, p).ok().cloned(),
+            }
+        };
+        let mut rx = self.core.published.subscribe();
+        let baseline = resolve(&rx.borrow_and_update().state);
+        let mut closed = self.core.closed.subscribe();
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
+        loop {
+            tokio::select! {
+                _ = closed.wait_for(|c| *c) => return Err(SessionError::Closed),
+                r = rx.changed() => {
+                    if r.is_err() {
+                        return Err(SessionError::Closed);
+                    }
+                    let state = rx.borrow_and_update().state.clone();
+                    if resolve(&state) != baseline {
+                        return Ok(json!({"status": "changed", "stateAfter": *state}));
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Ok(json!({"status": "timeout", "stateAfter": null}));
+                }
+            }
+        }
+    }
+}

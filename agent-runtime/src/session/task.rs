@@ -1,0 +1,121 @@
+//! The session task: the only code that mutates a session's state.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_schema::protocol::{DrainError, DrainErrorKind, LogKind};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::events::EventBody;
+use super::{activity, effects, lock, panic_text, redact, Published, SessionCore};
+use crate::app::App;
+use crate::diff::diff;
+
+/// A message waiting in a session's inbox.
+pub(crate) struct Envelope<M> {
+    pub msg: M,
+    pub ticket: u64,
+    pub origin: Origin,
+}
+
+/// Where a queued message comes from; approved confirmations need work after their commit.
+pub(crate) enum Origin {
+    /// An agent, the human, or an effect.
+    Plain,
+    /// A human approval of a proposal.
+    Approved {
+        confirm_id: String,
+        /// The applied message as JSON (the edited one after an edit).
+        applied: Value,
+        /// Set when the human edited the message.
+        edited: bool,
+        intent: String,
+        variant: String,
+        tid: Option<String>,
+    },
+}
+
+/// What the task tells drain waiters.
+#[derive(Debug, Clone)]
+pub(crate) enum CommitNote {
+    /// One `update` was applied.
+    Commit { ticket: u64 },
+    /// An update panicked or an effect failed.
+    Error(DrainError),
+}
+
+pub(crate) async fn run<A: App>(
+    core: Arc<SessionCore<A>>,
+    mut inbox: mpsc::UnboundedReceiver<Envelope<A::Msg>>,
+) {
+    let mut closed = core.closed.subscribe();
+    let mut expiry = tokio::time::interval(Duration::from_secs(1));
+    expiry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            _ = closed.wait_for(|c| *c) => break,
+            env = inbox.recv() => match env {
+                Some(env) => commit(&core, env),
+                None => break,
+            },
+            _ = expiry.tick() => core.sweep_confirms(),
+        }
+    }
+}
+
+fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
+    let prev = core.published.borrow().state.clone();
+    let (outcome, redacted) = {
+        let mut state = core.state.write().unwrap_or_else(|e| e.into_inner());
+        // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
+        // `update` changed before panicking stays (the commit still counts).
+        let outcome = catch_unwind(AssertUnwindSafe(|| core.app.update(&mut state, env.msg)));
+        (outcome, Arc::new(redact(&*core.app, &state)))
+    };
+    let seq = core.published.borrow().seq + 1;
+    core.published.send_replace(Published {
+        seq,
+        state: redacted.clone(),
+    });
+    let effects = match outcome {
+        Ok(effects) => effects,
+        Err(payload) => {
+            let _ = core.notes.send(CommitNote::Error(DrainError {
+                kind: DrainErrorKind::Error,
+                message: format!("update panicked: {}", panic_text(&*payload)),
+            }));
+            Vec::new()
+        }
+    };
+    let _ = core.notes.send(CommitNote::Commit { ticket: env.ticket });
+    lock(&core.events).publish(EventBody::State(redacted.clone()));
+    if let Origin::Approved {
+        confirm_id,
+        applied,
+        edited,
+        intent,
+        variant,
+        tid,
+    } = env.origin
+    {
+        let mut entry = activity::entry(LogKind::Confirmed, core.now());
+        entry.variant = Some(variant);
+        entry.intent = Some(intent);
+        entry.detail = activity::payload_detail(&applied);
+        entry.state_diff = Some(diff(&prev, &redacted));
+        entry.tid = tid;
+        lock(&core.confirms).mark_committed(
+            &confirm_id,
+            (*redacted).clone(),
+            edited.then_some(applied),
+        );
+        core.append_log(entry);
+        core.confirm_changed.send_modify(|v| *v += 1);
+    }
+    for effect in effects {
+        effects::spawn_effect(core, effect);
+    }
+}

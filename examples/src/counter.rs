@@ -1,0 +1,212 @@
+//! The counter: the small conformance app every test suite relies on (`lap.md` §11.8).
+
+use std::future::Future;
+
+use agent_runtime::app::{App, EffectError, OutlineNode, Region, VisibleContent};
+use agent_runtime::session::EffectContext;
+use agent_runtime::{AgentContext, AgentDocs, AgentMsg};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Which page the counter shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum View {
+    /// The counter itself.
+    Home,
+    /// A (pretend) reports page.
+    Reports,
+}
+
+/// The counter's state. On the wire: `{"count":0,"lastDelete":null,"view":"home"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    /// The count.
+    pub count: i64,
+    /// The id of the last deleted row.
+    pub last_delete: Option<String>,
+    /// The page shown.
+    pub view: View,
+}
+
+/// The counter's messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Msg {
+    /// @intent("increment the counter")
+    Inc,
+    /// @intent("decrement the counter")
+    Dec,
+    /// @intent("reset the counter to zero")
+    Reset,
+    /// Deletes a row; the human has to confirm.
+    /// @intent("delete a row") @warning("deleting cannot be undone")
+    /// @example({"type":"delete","id":"42"}) @requiresConfirm
+    Delete {
+        /// The row id.
+        id: String,
+    },
+    /// @humanOnly
+    SignOut,
+    /// @alwaysAffordable @intent("navigate to a page")
+    /// @example({"type":"nav","to":"reports"})
+    Nav {
+        /// The page to show.
+        to: View,
+    },
+    /// @intent("set the counter to a value")
+    SetCount {
+        /// @should("a value between 0 and 1000") @validates("v >= 0 && v <= 1000")
+        value: i64,
+    },
+    /// @agentOnly @intent("add several amounts at once") @emits("audit/write")
+    BulkAdd {
+        /// The amounts to add.
+        amounts: Vec<i64>,
+    },
+}
+
+/// The counter's effects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Effect {
+    /// Writes an audit record (commits nothing, sends no message).
+    #[serde(rename = "audit/write")]
+    AuditWrite {
+        /// The amounts that were added.
+        amounts: Vec<i64>,
+    },
+}
+
+/// The counter app.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counter;
+
+impl App for Counter {
+    type State = State;
+    type Msg = Msg;
+    type Effect = Effect;
+
+    fn name(&self) -> &str {
+        "counter"
+    }
+
+    fn version(&self) -> &str {
+        env!("CARGO_PKG_VERSION")
+    }
+
+    fn init(&self) -> (State, Vec<Effect>) {
+        (
+            State {
+                count: 0,
+                last_delete: None,
+                view: View::Home,
+            },
+            Vec::new(),
+        )
+    }
+
+    fn update(&self, state: &mut State, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::Inc => state.count += 1,
+            Msg::Dec => state.count -= 1,
+            Msg::Reset => state.count = 0,
+            Msg::Delete { id } => state.last_delete = Some(id),
+            Msg::SignOut => {}
+            Msg::Nav { to } => state.view = to,
+            Msg::SetCount { value } => state.count = value,
+            Msg::BulkAdd { amounts } => {
+                state.count = state.count.saturating_add(amounts.iter().sum::<i64>());
+                return vec![Effect::AuditWrite { amounts }];
+            }
+        }
+        Vec::new()
+    }
+
+    fn run_effect(
+        &self,
+        effect: Effect,
+        _ctx: EffectContext<Msg>,
+    ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static {
+        async move {
+            match effect {
+                Effect::AuditWrite { amounts } => {
+                    tracing::info!(target: "counter", ?amounts, "audit/write");
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    fn docs(&self) -> Option<AgentDocs> {
+        Some(AgentDocs {
+            purpose: "A counter with a few extra actions, used to show and test the agent surface."
+                .into(),
+            overview: Some(
+                "inc/dec/reset change the count; setCount sets it (0..=1000); delete asks the human first; nav switches pages."
+                    .into(),
+            ),
+            cautions: Some(vec!["delete cannot be undone and needs the human's approval".into()]),
+            examples: None,
+        })
+    }
+
+    fn context(&self, state: &State) -> Option<AgentContext> {
+        let view = match state.view {
+            View::Home => "home",
+            View::Reports => "reports",
+        };
+        Some(AgentContext {
+            summary: format!("viewing {view}, count is {}", state.count),
+            hints: vec!["use inc/dec for small steps and setCount for big jumps".into()],
+            cautions: Vec::new(),
+        })
+    }
+
+    fn bindings(&self, _state: &State) -> Vec<String> {
+        ["inc", "dec", "reset", "setCount", "delete", "signOut"]
+            .into_iter()
+            .map(String::from)
+            .collect()
+    }
+
+    fn outline(&self, state: &State) -> Option<VisibleContent> {
+        let button = |text: &str, variant: &str| OutlineNode::Button {
+            text: text.into(),
+            disabled: false,
+            action_variant: Some(variant.into()),
+        };
+        Some(VisibleContent {
+            url: Some(match state.view {
+                View::Home => "/".into(),
+                View::Reports => "/reports".into(),
+            }),
+            outline: vec![
+                OutlineNode::Heading {
+                    level: 1,
+                    text: "Counter".into(),
+                },
+                OutlineNode::Text {
+                    text: state.count.to_string(),
+                },
+                button("+", "inc"),
+                button("-", "dec"),
+                button("Reset", "reset"),
+            ],
+        })
+    }
+
+    fn regions(&self, state: &State) -> Vec<Region> {
+        let region = |name: &str, text: String| Region {
+            name: name.into(),
+            text,
+            attrs: Default::default(),
+        };
+        vec![
+            region("count", state.count.to_string()),
+            region("inc", "+".into()),
+            region("dec", "-".into()),
+        ]
+    }
+}

@@ -1,0 +1,128 @@
+//! The command line shared by the runnable examples:
+//! `cargo run --example <name> [--port N] [--rate-limit N/unit]`.
+
+use std::net::SocketAddr;
+
+use agent_runtime::app::App;
+use agent_runtime::lap::{AgentServer, ServerOptions};
+use agent_runtime::security::RateLimitSpec;
+use agent_runtime::Host;
+
+/// Options of an example server.
+#[derive(Debug, Clone)]
+pub struct ExampleOptions {
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Per-token LAP rate limit.
+    pub rate_limit: RateLimitSpec,
+}
+
+/// Parses `--port N` and `--rate-limit N/unit` (also `--port=N`); `default_port` otherwise.
+pub fn parse_args(
+    args: impl IntoIterator<Item = String>,
+    default_port: u16,
+) -> Result<ExampleOptions, String> {
+    let mut opts = ExampleOptions {
+        port: default_port,
+        rate_limit: ServerOptions::default().rate_limit,
+    };
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => (arg.clone(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match name.as_str() {
+            "--port" => {
+                let v = value()?;
+                opts.port = v.parse().map_err(|_| format!("invalid port {v:?}"))?;
+            }
+            "--rate-limit" => {
+                let v = value()?;
+                opts.rate_limit = v.parse().map_err(|e| format!("{e}"))?;
+            }
+            "-h" | "--help" => {
+                return Err("usage: [--port N (0 = any free port)] [--rate-limit N/second|minute|hour]".into())
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(opts)
+}
+
+/// Builds the agent surface for `app` with anonymous minting on (local use).
+pub fn agent_server<A: App>(app: A, opts: &ExampleOptions) -> AgentServer<A> {
+    let host = Host::new(app).unwrap_or_else(|e| panic!("the app's schema is invalid: {e}"));
+    let options = ServerOptions {
+        allow_anonymous: true,
+        rate_limit: opts.rate_limit,
+        ..ServerOptions::default()
+    };
+    AgentServer::builder(host)
+        .options(options)
+        .build()
+        .unwrap_or_else(|e| panic!("invalid server options: {e}"))
+}
+
+/// Runs an example: parses the command line, binds `127.0.0.1`, prints one line with the
+/// base URL and the console, and serves until interrupted.
+pub async fn run<A: App>(app: A, default_port: u16) {
+    let opts = match parse_args(std::env::args().skip(1), default_port) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .try_init();
+    let name = app.name().to_string();
+    let server = agent_server(app, &opts);
+    let listener = match tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("cannot bind 127.0.0.1:{}: {e}", opts.port);
+            std::process::exit(1);
+        }
+    };
+    let addr = listener.local_addr().expect("bound address");
+    println!(
+        "{name} is running at http://{addr} — open http://{addr}/agent/console to mint a token and watch; MCP at http://{addr}/agent/mcp"
+    );
+    let service = server
+        .router()
+        .into_make_service_with_connect_info::<SocketAddr>();
+    if let Err(e) = axum::serve(listener, service).await {
+        eprintln!("server error: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn parses_port_and_rate_limit() {
+        let o = parse_args(args(&["--port", "0", "--rate-limit=5/second"]), 8787).unwrap();
+        assert_eq!(o.port, 0);
+        assert_eq!(o.rate_limit.to_string(), "5/second");
+        assert_eq!(parse_args(args(&[]), 8787).unwrap().port, 8787);
+        assert!(parse_args(args(&["--port"]), 1).is_err());
+        assert!(parse_args(args(&["--rate-limit", "0/minute"]), 1).is_err());
+        assert!(parse_args(args(&["--bogus"]), 1).is_err());
+    }
+}

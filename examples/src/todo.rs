@@ -1,0 +1,396 @@
+//! A realistic todo app: nested fields, a tagged filter, an async save effect that feeds back a
+//! `saved` message (so `waitFor: drained` matters), route-gated and agent-only actions,
+//! confirmations on destructive actions, and a redacted secret.
+
+use std::future::Future;
+use std::time::Duration;
+
+use agent_runtime::app::{App, EffectError, OutlineNode, Region, VisibleContent};
+use agent_runtime::session::EffectContext;
+use agent_runtime::{AgentContext, AgentDocs, AgentMsg};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How urgent a todo is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    /// Whenever.
+    Low,
+    /// Soon.
+    Normal,
+    /// Now.
+    High,
+}
+
+/// Optional details of a todo.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Details {
+    /// Free-form notes.
+    pub notes: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+}
+
+/// One todo.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Todo {
+    /// Stable id (`t1`, `t2`, …).
+    pub id: String,
+    /// What to do.
+    pub title: String,
+    /// Done or not.
+    pub done: bool,
+    /// Urgency.
+    pub priority: Priority,
+    /// Extra details.
+    pub details: Details,
+}
+
+/// Which todos the list shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Filter {
+    /// Everything.
+    All,
+    /// Not done yet.
+    Active,
+    /// Done.
+    Completed,
+    /// Todos carrying a tag.
+    Tagged {
+        /// The tag.
+        tag: String,
+    },
+}
+
+/// Save status of the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SaveStatus {
+    /// Nothing unsaved.
+    Saved,
+    /// A save is running.
+    Saving,
+    /// Changes since the last save.
+    Dirty,
+}
+
+/// The todo app's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    /// The todos, in order.
+    pub todos: Vec<Todo>,
+    /// The current filter.
+    pub filter: Filter,
+    /// Save status.
+    pub save: SaveStatus,
+    /// How many saves completed.
+    pub saves: u32,
+    /// Next id number.
+    pub next_id: u32,
+    /// A secret that agents must never see (redacted).
+    pub api_key: String,
+}
+
+/// A todo as the agent adds it in bulk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewTodo {
+    /// What to do.
+    pub title: String,
+    /// Urgency (normal when absent).
+    pub priority: Option<Priority>,
+}
+
+/// The todo app's messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Msg {
+    /// @intent("add a todo") @example({"type":"add","title":"buy milk","priority":"normal"})
+    Add {
+        /// @should("a short imperative title") @validates("size(v) > 0 && size(v) <= 200")
+        title: String,
+        /// @should("how urgent it is")
+        priority: Option<Priority>,
+    },
+    /// @intent("mark a todo done or not done")
+    Toggle {
+        /// The todo's id.
+        id: String,
+    },
+    /// @intent("rename a todo")
+    Rename {
+        /// The todo's id.
+        id: String,
+        /// @validates("size(v) > 0")
+        title: String,
+    },
+    /// @intent("delete a todo") @requiresConfirm @warning("the todo is gone for good")
+    Delete {
+        /// The todo's id.
+        id: String,
+    },
+    /// @intent("show only some todos") @alwaysAffordable
+    SetFilter {
+        /// The filter.
+        filter: Filter,
+    },
+    /// @intent("delete every completed todo") @requiresConfirm
+    /// @routeGated("state.todos.exists(t, t.done)", "no todo is completed yet")
+    ClearCompleted,
+    /// @intent("add several todos at once") @agentOnly @emits("todo/save")
+    BulkAdd {
+        /// @should("one entry per todo")
+        todos: Vec<NewTodo>,
+    },
+    /// @intent("mark every todo done") @agentOnly
+    /// @routeGated("state.todos.exists(t, !t.done)", "every todo is done already")
+    CompleteAll,
+    /// @intent("save the list") @emits("todo/save")
+    Save,
+    /// Sent by the save effect when it finishes.
+    /// @humanOnly
+    Saved,
+    /// @humanOnly @intent("rotate the API key")
+    RotateKey,
+}
+
+/// The todo app's effects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Effect {
+    /// Persists the list (simulated with a delay), then sends `saved`.
+    #[serde(rename = "todo/save")]
+    Save {
+        /// How many todos are saved.
+        count: usize,
+    },
+}
+
+/// The todo app; `save_delay` simulates the storage round-trip.
+#[derive(Debug, Clone, Copy)]
+pub struct TodoApp {
+    /// How long a save takes.
+    pub save_delay: Duration,
+}
+
+impl Default for TodoApp {
+    fn default() -> Self {
+        TodoApp {
+            save_delay: Duration::from_millis(50),
+        }
+    }
+}
+
+impl TodoApp {
+    fn mark_dirty_and_save(state: &mut State) -> Vec<Effect> {
+        state.save = SaveStatus::Saving;
+        vec![Effect::Save {
+            count: state.todos.len(),
+        }]
+    }
+
+    fn push(state: &mut State, title: String, priority: Option<Priority>) {
+        state.next_id += 1;
+        state.todos.push(Todo {
+            id: format!("t{}", state.next_id),
+            title,
+            done: false,
+            priority: priority.unwrap_or(Priority::Normal),
+            details: Details {
+                notes: None,
+                tags: Vec::new(),
+            },
+        });
+    }
+
+    fn visible<'a>(state: &'a State) -> impl Iterator<Item = &'a Todo> {
+        state.todos.iter().filter(|t| match &state.filter {
+            Filter::All => true,
+            Filter::Active => !t.done,
+            Filter::Completed => t.done,
+            Filter::Tagged { tag } => t.details.tags.contains(tag),
+        })
+    }
+}
+
+impl App for TodoApp {
+    type State = State;
+    type Msg = Msg;
+    type Effect = Effect;
+
+    fn name(&self) -> &str {
+        "todo"
+    }
+
+    fn version(&self) -> &str {
+        env!("CARGO_PKG_VERSION")
+    }
+
+    fn init(&self) -> (State, Vec<Effect>) {
+        let mut state = State {
+            todos: Vec::new(),
+            filter: Filter::All,
+            save: SaveStatus::Saved,
+            saves: 0,
+            next_id: 0,
+            api_key: "sk-demo-secret".into(),
+        };
+        Self::push(&mut state, "try the agent console".into(), Some(Priority::High));
+        Self::push(&mut state, "connect Claude".into(), None);
+        (state, Vec::new())
+    }
+
+    fn update(&self, state: &mut State, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::Add { title, priority } => {
+                Self::push(state, title, priority);
+                state.save = SaveStatus::Dirty;
+            }
+            Msg::Toggle { id } => {
+                if let Some(t) = state.todos.iter_mut().find(|t| t.id == id) {
+                    t.done = !t.done;
+                    state.save = SaveStatus::Dirty;
+                }
+            }
+            Msg::Rename { id, title } => {
+                if let Some(t) = state.todos.iter_mut().find(|t| t.id == id) {
+                    t.title = title;
+                    state.save = SaveStatus::Dirty;
+                }
+            }
+            Msg::Delete { id } => {
+                state.todos.retain(|t| t.id != id);
+                return Self::mark_dirty_and_save(state);
+            }
+            Msg::SetFilter { filter } => state.filter = filter,
+            Msg::ClearCompleted => {
+                state.todos.retain(|t| !t.done);
+                return Self::mark_dirty_and_save(state);
+            }
+            Msg::BulkAdd { todos } => {
+                for t in todos {
+                    Self::push(state, t.title, t.priority);
+                }
+                return Self::mark_dirty_and_save(state);
+            }
+            Msg::CompleteAll => {
+                state.todos.iter_mut().for_each(|t| t.done = true);
+                state.save = SaveStatus::Dirty;
+            }
+            Msg::Save => return Self::mark_dirty_and_save(state),
+            Msg::Saved => {
+                state.save = SaveStatus::Saved;
+                state.saves += 1;
+            }
+            Msg::RotateKey => state.api_key = format!("sk-rotated-{}", state.saves),
+        }
+        Vec::new()
+    }
+
+    fn run_effect(
+        &self,
+        effect: Effect,
+        ctx: EffectContext<Msg>,
+    ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static {
+        let delay = self.save_delay;
+        async move {
+            match effect {
+                Effect::Save { .. } => {
+                    tokio::time::sleep(delay).await;
+                    ctx.dispatch(Msg::Saved)?;
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    fn docs(&self) -> Option<AgentDocs> {
+        Some(AgentDocs {
+            purpose: "A todo list the agent can organise together with the user.".into(),
+            overview: Some(
+                "Todos have an id (t1, t2, …), a title, a done flag, a priority and details. Changes are saved by an async effect; use waitFor \"drained\" to see the save finish."
+                    .into(),
+            ),
+            cautions: Some(vec![
+                "delete and clearCompleted need the user's confirmation".into(),
+            ]),
+            examples: Some(vec![
+                r#"{"type":"add","title":"water the plants"}"#.into(),
+                r#"{"type":"bulkAdd","todos":[{"title":"a"},{"title":"b","priority":"high"}]}"#.into(),
+            ]),
+        })
+    }
+
+    fn context(&self, state: &State) -> Option<AgentContext> {
+        let open = state.todos.iter().filter(|t| !t.done).count();
+        let mut cautions = Vec::new();
+        if state.save != SaveStatus::Saved {
+            cautions.push("there are unsaved changes".into());
+        }
+        Some(AgentContext {
+            summary: format!("{} todos, {open} open", state.todos.len()),
+            hints: vec!["ids are shown in the state; toggle/rename/delete take an id".into()],
+            cautions,
+        })
+    }
+
+    fn bindings(&self, state: &State) -> Vec<String> {
+        let mut b: Vec<String> = ["add", "setFilter", "save", "rotateKey"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        if !state.todos.is_empty() {
+            b.extend(["toggle", "rename", "delete"].map(String::from));
+        }
+        if state.todos.iter().any(|t| t.done) {
+            b.push("clearCompleted".into());
+        }
+        b
+    }
+
+    fn redact(&self, state: &mut Value) {
+        if let Some(obj) = state.as_object_mut() {
+            obj.remove("apiKey");
+        }
+    }
+
+    fn outline(&self, state: &State) -> Option<VisibleContent> {
+        let items = Self::visible(state)
+            .map(|t| OutlineNode::Item {
+                text: format!("[{}] {} ({})", if t.done { "x" } else { " " }, t.title, t.id),
+                children: Vec::new(),
+            })
+            .collect();
+        Some(VisibleContent {
+            url: Some("/todos".into()),
+            outline: vec![
+                OutlineNode::Heading {
+                    level: 1,
+                    text: "Todos".into(),
+                },
+                OutlineNode::List { items },
+                OutlineNode::Button {
+                    text: "Clear completed".into(),
+                    disabled: !state.todos.iter().any(|t| t.done),
+                    action_variant: Some("clearCompleted".into()),
+                },
+            ],
+        })
+    }
+
+    fn regions(&self, state: &State) -> Vec<Region> {
+        Self::visible(state)
+            .map(|t| Region {
+                name: "todo".into(),
+                text: t.title.clone(),
+                attrs: [("id".to_string(), t.id.clone())].into_iter().collect(),
+            })
+            .collect()
+    }
+}
