@@ -5,11 +5,14 @@
 
 #![warn(missing_docs)]
 
+pub mod affordances;
 pub mod cel_eval;
 pub mod clock;
+pub mod config;
 pub mod diff;
 pub mod reads;
 pub mod security;
+pub mod validate;
 
 pub use agent_derive::AgentMsg;
 pub use agent_schema;

@@ -1,0 +1,182 @@
+//! The validator's own form of the message model, built once: the [`MsgModel`] tree with the
+//! constraint validators compiled and the legal-value lists of the messages pre-rendered.
+
+use std::collections::HashMap;
+
+use agent_schema::shape::{FieldModel, ObjectModel, TypeKind, TypeNode, UnionModel};
+use agent_schema::MsgModel;
+use serde_json::Value;
+
+use super::constraints::ConstraintCheck;
+use super::messages::{literal_list, quoted_list};
+use super::ValidatorError;
+
+/// The compiled model of a whole `Msg` enum.
+#[derive(Debug)]
+pub(crate) struct MsgTree {
+    /// The variants' payloads, in schema order.
+    pub(crate) variants: Vec<ObjectTree>,
+    /// Wire name → index in `variants`.
+    pub(crate) index: HashMap<String, usize>,
+    /// `'A', 'B'`: the variants in schema order (M3).
+    pub(crate) legal_variants: String,
+}
+
+/// An object: a variant payload, a nested struct or a union branch.
+#[derive(Debug)]
+pub(crate) struct ObjectTree {
+    pub(crate) fields: Vec<FieldTree>,
+    /// `additionalProperties: false`.
+    pub(crate) deny_unknown: bool,
+    /// `'a', 'b'`, or `(none)` (M12 / M12n).
+    pub(crate) legal_fields: String,
+}
+
+impl ObjectTree {
+    /// True when `key` names one of the fields.
+    pub(crate) fn has_field(&self, key: &str) -> bool {
+        self.fields.iter().any(|f| f.name == key)
+    }
+}
+
+/// One property of an object.
+#[derive(Debug)]
+pub(crate) struct FieldTree {
+    pub(crate) name: String,
+    pub(crate) optional: bool,
+    /// The `@validates` CEL source, if any (empty sources are dropped: nothing to evaluate).
+    pub(crate) validates: Option<String>,
+    pub(crate) ty: NodeTree,
+}
+
+/// A type node.
+#[derive(Debug)]
+pub(crate) struct NodeTree {
+    pub(crate) kind: KindTree,
+    /// `null` is accepted.
+    pub(crate) nullable: bool,
+    /// The compiled constraint keywords (string, number and array nodes only).
+    pub(crate) constraints: Option<ConstraintCheck>,
+}
+
+/// The kind of a [`NodeTree`].
+#[derive(Debug)]
+pub(crate) enum KindTree {
+    Unknown,
+    String,
+    Number,
+    Boolean,
+    Enum {
+        values: Vec<Value>,
+        /// M6's list.
+        legal: String,
+    },
+    Object(ObjectTree),
+    Array(Box<NodeTree>),
+    Union(UnionTree),
+}
+
+/// A discriminated union.
+#[derive(Debug)]
+pub(crate) struct UnionTree {
+    pub(crate) discriminant: String,
+    /// `(value, branch payload)` in schema order.
+    pub(crate) branches: Vec<(String, ObjectTree)>,
+    /// `'a', 'b'` (M10, M11).
+    pub(crate) legal: String,
+}
+
+impl UnionTree {
+    /// The branch selected by `value`.
+    pub(crate) fn branch(&self, value: &str) -> Option<&(String, ObjectTree)> {
+        self.branches.iter().find(|(v, _)| v == value)
+    }
+}
+
+impl MsgTree {
+    /// Compiles `model`.
+    pub(crate) fn build(model: &MsgModel) -> Result<MsgTree, ValidatorError> {
+        let mut variants = Vec::with_capacity(model.variants.len());
+        let mut index = HashMap::with_capacity(model.variants.len());
+        for variant in &model.variants {
+            index
+                .entry(variant.wire_name.clone())
+                .or_insert(variants.len());
+            variants.push(object(&variant.payload)?);
+        }
+        Ok(MsgTree {
+            variants,
+            index,
+            legal_variants: quoted_list(model.variants.iter().map(|v| v.wire_name.as_str())),
+        })
+    }
+}
+
+fn object(model: &ObjectModel) -> Result<ObjectTree, ValidatorError> {
+    let fields = model
+        .fields
+        .iter()
+        .map(field)
+        .collect::<Result<Vec<_>, _>>()?;
+    let legal_fields = if model.fields.is_empty() {
+        "(none)".to_owned()
+    } else {
+        quoted_list(model.fields.iter().map(|f| f.name.as_str()))
+    };
+    Ok(ObjectTree {
+        fields,
+        deny_unknown: model.deny_unknown,
+        legal_fields,
+    })
+}
+
+fn field(model: &FieldModel) -> Result<FieldTree, ValidatorError> {
+    Ok(FieldTree {
+        name: model.name.clone(),
+        optional: model.optional,
+        validates: model.validates.clone().filter(|s| !s.is_empty()),
+        ty: node(&model.ty, &model.pointer)?,
+    })
+}
+
+/// `pointer` locates the node's schema inside the `Msg` schema (for error messages only).
+fn node(model: &TypeNode, pointer: &str) -> Result<NodeTree, ValidatorError> {
+    let constraints =
+        ConstraintCheck::compile(model).map_err(|message| ValidatorError::Constraint {
+            pointer: pointer.to_owned(),
+            message,
+        })?;
+    let kind = match &model.kind {
+        TypeKind::Unknown => KindTree::Unknown,
+        TypeKind::String => KindTree::String,
+        TypeKind::Number { .. } => KindTree::Number,
+        TypeKind::Boolean => KindTree::Boolean,
+        TypeKind::Enum(values) => KindTree::Enum {
+            legal: literal_list(values),
+            values: values.clone(),
+        },
+        TypeKind::Object(object_model) => KindTree::Object(object(object_model)?),
+        TypeKind::Array(element) => {
+            KindTree::Array(Box::new(node(element, &format!("{pointer}/items"))?))
+        }
+        TypeKind::Union(union_model) => KindTree::Union(union(union_model)?),
+    };
+    Ok(NodeTree {
+        kind,
+        nullable: model.nullable,
+        constraints,
+    })
+}
+
+fn union(model: &UnionModel) -> Result<UnionTree, ValidatorError> {
+    let branches = model
+        .branches
+        .iter()
+        .map(|b| Ok((b.value.clone(), object(&b.payload)?)))
+        .collect::<Result<Vec<_>, ValidatorError>>()?;
+    Ok(UnionTree {
+        discriminant: model.discriminant.clone(),
+        legal: quoted_list(model.values()),
+        branches,
+    })
+}
