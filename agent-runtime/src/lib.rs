@@ -6,13 +6,23 @@
 #![warn(missing_docs)]
 
 pub mod affordances;
+pub mod app;
+pub mod catalog;
 pub mod cel_eval;
 pub mod clock;
 pub mod config;
 pub mod diff;
+pub mod host;
+pub mod lap;
 pub mod reads;
 pub mod security;
+pub mod session;
 pub mod validate;
 
 pub use agent_derive::AgentMsg;
-pub use agent_schema;
+pub use agent_schema::{self, AgentContext, AgentDocs, DispatchMode, MessageAnnotations};
+pub use app::App;
+pub use config::{DispatchPolicy, HostConfig};
+pub use host::Host;
+pub use lap::{AgentServer, ServerOptions};
+pub use session::Session;

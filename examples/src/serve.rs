@@ -48,7 +48,10 @@ pub fn parse_args(
                 opts.rate_limit = v.parse().map_err(|e| format!("{e}"))?;
             }
             "-h" | "--help" => {
-                return Err("usage: [--port N (0 = any free port)] [--rate-limit N/second|minute|hour]".into())
+                return Err(
+                    "usage: [--port N (0 = any free port)] [--rate-limit N/second|minute|hour]"
+                        .into(),
+                )
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -82,8 +85,7 @@ pub async fn run<A: App>(app: A, default_port: u16) {
     };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .try_init();
     let name = app.name().to_string();

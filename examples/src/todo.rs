@@ -209,7 +209,7 @@ impl TodoApp {
         });
     }
 
-    fn visible<'a>(state: &'a State) -> impl Iterator<Item = &'a Todo> {
+    fn visible(state: &State) -> impl Iterator<Item = &Todo> {
         state.todos.iter().filter(|t| match &state.filter {
             Filter::All => true,
             Filter::Active => !t.done,
@@ -241,7 +241,11 @@ impl App for TodoApp {
             next_id: 0,
             api_key: "sk-demo-secret".into(),
         };
-        Self::push(&mut state, "try the agent console".into(), Some(Priority::High));
+        Self::push(
+            &mut state,
+            "try the agent console".into(),
+            Some(Priority::High),
+        );
         Self::push(&mut state, "connect Claude".into(), None);
         (state, Vec::new())
     }
@@ -363,7 +367,12 @@ impl App for TodoApp {
     fn outline(&self, state: &State) -> Option<VisibleContent> {
         let items = Self::visible(state)
             .map(|t| OutlineNode::Item {
-                text: format!("[{}] {} ({})", if t.done { "x" } else { " " }, t.title, t.id),
+                text: format!(
+                    "[{}] {} ({})",
+                    if t.done { "x" } else { " " },
+                    t.title,
+                    t.id
+                ),
                 children: Vec::new(),
             })
             .collect();

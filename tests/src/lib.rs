@@ -1,5 +1,7 @@
 //! Harness for the workspace-level integration tests: starts an app's agent surface on
-//! `127.0.0.1:0` and talks to it over real HTTP.
+//! `127.0.0.1:0` and talks to it over real HTTP, plus a probe app for runtime tests.
+
+pub mod probe;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -99,9 +101,7 @@ impl<A: App> TestServer<A> {
             Some(s) => json!({ "session": s }),
             None => json!({}),
         };
-        let a = self
-            .post_json("/agent/mint", Some(user), None, &body)
-            .await;
+        let a = self.post_json("/agent/mint", Some(user), None, &body).await;
         assert_eq!(a.status, 200, "mint failed: {:?}", a.body);
         Minted {
             token: a.body["token"].as_str().unwrap().to_string(),

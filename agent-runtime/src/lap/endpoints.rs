@@ -180,7 +180,10 @@ pub(crate) fn require_msg(fields: &Fields) -> Result<&Value, ApiError> {
 }
 
 /// Reads the dispatch options shared by `/message` and the human dispatch (`lap.md` §5.5).
-pub(crate) fn dispatch_options(fields: &Fields, limits: Limits) -> Result<DispatchOptions, ApiError> {
+pub(crate) fn dispatch_options(
+    fields: &Fields,
+    limits: Limits,
+) -> Result<DispatchOptions, ApiError> {
     let wait_for = match fields.get("waitFor") {
         None => WaitFor::Drained,
         Some(v) => v
@@ -197,7 +200,11 @@ pub(crate) fn dispatch_options(fields: &Fields, limits: Limits) -> Result<Dispat
 }
 
 /// The `/confirm-result` and waiting `/message` answer for an outcome.
-pub(crate) fn confirm_answer(outcome: &ConfirmOutcome, confirm_id: &str, for_message: bool) -> Value {
+pub(crate) fn confirm_answer(
+    outcome: &ConfirmOutcome,
+    confirm_id: &str,
+    for_message: bool,
+) -> Value {
     match outcome {
         ConfirmOutcome::Confirmed { state_after, msg } => {
             let mut v = json!({"status": "confirmed", "stateAfter": state_after});
@@ -270,7 +277,9 @@ pub async fn handle<A: App>(
             tool,
         )),
         Endpoint::Context => Ok(Handled::read(
-            session.describe_context(Some(tid)).map_err(closed_or_internal)?,
+            session
+                .describe_context(Some(tid))
+                .map_err(closed_or_internal)?,
             tool,
         )),
         Endpoint::WouldDispatch => {
@@ -332,9 +341,7 @@ pub async fn handle<A: App>(
             let path = match fields.get("path") {
                 None => None,
                 Some(Value::String(p)) if p.is_empty() || p.starts_with('/') => Some(p.as_str()),
-                Some(_) => {
-                    return Err(ApiError::invalid("path must be empty or start with '/'"))
-                }
+                Some(_) => return Err(ApiError::invalid("path must be empty or start with '/'")),
             };
             let timeout = fields.millis("timeoutMs", 10_000, limits.max_wait_ms);
             let body = session
@@ -345,7 +352,10 @@ pub async fn handle<A: App>(
             Ok(Handled {
                 body,
                 log_read: false,
-                audit: Some((AuditEvent::LapCall, json!({"path": "/lap/v1/wait", "outcome": outcome}))),
+                audit: Some((
+                    AuditEvent::LapCall,
+                    json!({"path": "/lap/v1/wait", "outcome": outcome}),
+                )),
             })
         }
         Endpoint::Narrate => {
@@ -366,14 +376,20 @@ pub async fn handle<A: App>(
             Ok(Handled {
                 body: json!({"ok": true}),
                 log_read: false,
-                audit: Some((AuditEvent::LapCall, json!({"path": "/lap/v1/narrate", "outcome": "ok"}))),
+                audit: Some((
+                    AuditEvent::LapCall,
+                    json!({"path": "/lap/v1/narrate", "outcome": "ok"}),
+                )),
             })
         }
     }
 }
 
 /// Checks `/message`'s 400 rules (`lap.md` §5.5) in order; returns the idempotency key.
-pub(crate) fn check_message_request(fields: &Fields, limits: Limits) -> Result<Option<String>, ApiError> {
+pub(crate) fn check_message_request(
+    fields: &Fields,
+    limits: Limits,
+) -> Result<Option<String>, ApiError> {
     require_msg(fields)?;
     dispatch_options(fields, limits)?;
     match fields.get("idempotencyKey") {
@@ -405,7 +421,10 @@ async fn message<A: App>(
     };
     let (body, audit) = match &result {
         SendResult::PendingConfirmation { confirm_id } => {
-            let audit = (AuditEvent::ConfirmProposed, json!({"variant": variant, "confirmId": confirm_id}));
+            let audit = (
+                AuditEvent::ConfirmProposed,
+                json!({"variant": variant, "confirmId": confirm_id}),
+            );
             let outcome = session
                 .wait_confirm(confirm_id, opts.timeout_ms)
                 .await
@@ -414,11 +433,17 @@ async fn message<A: App>(
         }
         SendResult::Rejected { .. } => (
             serde_json::to_value(&result).unwrap_or(Value::Null),
-            (AuditEvent::MsgBlocked, json!({"variant": variant, "status": "rejected"})),
+            (
+                AuditEvent::MsgBlocked,
+                json!({"variant": variant, "status": "rejected"}),
+            ),
         ),
         _ => (
             serde_json::to_value(&result).unwrap_or(Value::Null),
-            (AuditEvent::MsgDispatched, json!({"variant": variant, "status": "dispatched"})),
+            (
+                AuditEvent::MsgDispatched,
+                json!({"variant": variant, "status": "dispatched"}),
+            ),
         ),
     };
     Ok(Handled {
@@ -430,7 +455,12 @@ async fn message<A: App>(
 
 impl Endpoint {
     /// The `read` log entry for a successful call, if this endpoint writes one.
-    pub fn read_entry(self, fields: &Fields, tid: &str, at: u64) -> Option<agent_schema::protocol::LogEntry> {
+    pub fn read_entry(
+        self,
+        fields: &Fields,
+        tid: &str,
+        at: u64,
+    ) -> Option<agent_schema::protocol::LogEntry> {
         let label = self.read_label()?;
         let mut entry = activity::entry(LogKind::Read, at);
         entry.intent = Some(match (self, fields.str_or_none("name")) {

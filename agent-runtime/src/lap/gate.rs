@@ -18,7 +18,9 @@ use super::error::ApiError;
 use super::idempotency::{Claim, StoredAnswer};
 use super::server::AgentServer;
 use crate::app::App;
-use crate::security::{verify_bearer, AuditEntry, Bucket, TokenRecord, TokenStatus, DEFAULT_ACTIVE_LABEL};
+use crate::security::{
+    verify_bearer, AuditEntry, Bucket, TokenRecord, TokenStatus, DEFAULT_ACTIVE_LABEL,
+};
 use crate::session::{activity, Session};
 use agent_schema::protocol::LogKind;
 
@@ -87,7 +89,11 @@ impl IntoResponse for Reply {
 
 /// The LAP routes: one per endpoint under the base path; anything else falls through.
 pub(crate) fn lap_routes<A: App>(server: &AgentServer<A>) -> Router {
-    let base = server.options().lap_base_path.trim_end_matches('/').to_string();
+    let base = server
+        .options()
+        .lap_base_path
+        .trim_end_matches('/')
+        .to_string();
     let mut router = Router::new();
     for endpoint in Endpoint::ALL {
         let server = server.clone();
@@ -105,14 +111,22 @@ struct Caller<A: App> {
 }
 
 /// Steps 1–5 of the gate.
-fn admit<A: App>(server: &AgentServer<A>, parts: &axum::http::request::Parts) -> Result<Caller<A>, ApiError> {
+fn admit<A: App>(
+    server: &AgentServer<A>,
+    parts: &axum::http::request::Parts,
+) -> Result<Caller<A>, ApiError> {
     check_content_length(&parts.headers)?;
     let auth = parts
         .headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let tokens = &server.inner.tokens;
-    let tid = verify_bearer(auth, &**tokens, server.now(), server.options().sliding_ttl_ms)?;
+    let tid = verify_bearer(
+        auth,
+        &**tokens,
+        server.now(),
+        server.options().sliding_ttl_ms,
+    )?;
     let record = tokens
         .find_by_tid(&tid)
         .filter(|r| r.status != TokenStatus::Revoked)
@@ -247,7 +261,11 @@ async fn with_revocation<A: App>(
     }
 }
 
-async fn message_call<A: App>(server: AgentServer<A>, caller: Caller<A>, fields: Fields) -> Response {
+async fn message_call<A: App>(
+    server: AgentServer<A>,
+    caller: Caller<A>,
+    fields: Fields,
+) -> Response {
     let limits = Limits {
         max_wait_ms: server.options().max_wait_ms,
     };
@@ -259,7 +277,11 @@ async fn message_call<A: App>(server: AgentServer<A>, caller: Caller<A>, fields:
     let msg = fields.get("msg").cloned().unwrap_or(Value::Null);
     let first = match &key {
         None => None,
-        Some(key) => match server.inner.idempotency.claim(&tid, key, &msg, server.now()) {
+        Some(key) => match server
+            .inner
+            .idempotency
+            .claim(&tid, key, &msg, server.now())
+        {
             Claim::First(tx) => Some(tx),
             Claim::Repeat(record) => {
                 if !record.same_message(&msg) {

@@ -32,8 +32,7 @@ pub(crate) fn human_routes<A: App>(server: &AgentServer<A>) -> Router {
     let s = server.clone();
     let one = move |Path(id): Path<String>, req: Request| human_session(s.clone(), id, req);
     let s = server.clone();
-    let dispatch =
-        move |Path(id): Path<String>, req: Request| human_dispatch(s.clone(), id, req);
+    let dispatch = move |Path(id): Path<String>, req: Request| human_dispatch(s.clone(), id, req);
     let s = server.clone();
     let decide = move |Path((id, confirm)): Path<(String, String)>, req: Request| {
         human_decide(s.clone(), id, confirm, req)
@@ -47,9 +46,10 @@ pub(crate) fn human_routes<A: App>(server: &AgentServer<A>) -> Router {
         .route("/agent/human/sessions/{id}", any(one))
         .route("/agent/human/sessions/{id}/dispatch", any(dispatch))
         .route("/agent/human/sessions/{id}/confirms/{confirm}", any(decide))
-        .route("/agent/human/sessions/{id}/events", get(events).fallback(|| async {
-            ApiError::method_not_allowed()
-        }))
+        .route(
+            "/agent/human/sessions/{id}/events",
+            get(events).fallback(|| async { ApiError::method_not_allowed() }),
+        )
 }
 
 /// Access rules 0–5 of `lap.md` §6.1. Returns the caller's identity and, for a session route,
@@ -73,7 +73,13 @@ fn access<A: App>(
             .headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+            .map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            });
         if media.as_deref() != Some("application/json") {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -205,7 +211,11 @@ async fn human_decide<A: App>(
         let outcome = match decision {
             Some("approve") => session.approve(&confirm_id, fields.get("msg")),
             Some("reject") => session.reject(&confirm_id),
-            _ => return Err(ApiError::invalid(r#"decision must be "approve" or "reject""#)),
+            _ => {
+                return Err(ApiError::invalid(
+                    r#"decision must be "approve" or "reject""#,
+                ))
+            }
         };
         outcome.map_err(|e| match e {
             EditedApprovalError::NotFound => ApiError::new(StatusCode::NOT_FOUND, "not-found"),

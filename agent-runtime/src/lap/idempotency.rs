@@ -55,10 +55,13 @@ pub enum Claim {
     Repeat(Arc<Record>),
 }
 
+/// One token's live records, oldest first, each under its idempotency key.
+type TokenRecords = VecDeque<(String, Arc<Record>)>;
+
 /// Records per token.
 #[derive(Debug, Default)]
 pub struct IdempotencyStore {
-    by_token: Mutex<HashMap<String, VecDeque<(String, Arc<Record>)>>>,
+    by_token: Mutex<HashMap<String, TokenRecords>>,
 }
 
 impl IdempotencyStore {

@@ -12,16 +12,22 @@ use super::error::{json_ok, ApiError};
 use super::server::AgentServer;
 use crate::app::App;
 use crate::security::{
-    mint_token, request_client_address, AgentSession, AuditEntry, Bucket, TokenRecord,
-    TokenStatus, SWEEP_RETENTION_MS,
+    mint_token, request_client_address, AgentSession, AuditEntry, Bucket, TokenRecord, TokenStatus,
+    SWEEP_RETENTION_MS,
 };
 
 /// `/agent/mint`, `/agent/revoke`, `/agent/sessions`.
 pub(crate) fn management_routes<A: App>(server: &AgentServer<A>) -> Router {
     let (s1, s2, s3) = (server.clone(), server.clone(), server.clone());
     Router::new()
-        .route("/agent/mint", any(move |req: Request| mint(s1.clone(), req)))
-        .route("/agent/revoke", any(move |req: Request| revoke(s2.clone(), req)))
+        .route(
+            "/agent/mint",
+            any(move |req: Request| mint(s1.clone(), req)),
+        )
+        .route(
+            "/agent/revoke",
+            any(move |req: Request| revoke(s2.clone(), req)),
+        )
         .route(
             "/agent/sessions",
             any(move |req: Request| sessions(s3.clone(), req)),
@@ -66,7 +72,11 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
         .unwrap_or_else(|| request_client_address(&parts, server.options().trust_proxy));
     if let Err(limited) = server.inner.limiter.check(&limit_key, Bucket::Identity) {
         server
-            .audit(AuditEntry::rate_limited(now, identity.as_deref(), "/agent/mint"))
+            .audit(AuditEntry::rate_limited(
+                now,
+                identity.as_deref(),
+                "/agent/mint",
+            ))
             .await;
         return Err(limited.into());
     }
@@ -115,7 +125,13 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
     let tid = record.tid.clone();
     server.inner.tokens.create(record);
     server
-        .audit(AuditEntry::mint(now, &tid, Some(&uid), &origin_text, session.id()))
+        .audit(AuditEntry::mint(
+            now,
+            &tid,
+            Some(&uid),
+            &origin_text,
+            session.id(),
+        ))
         .await;
     let mut response = json_ok(&body);
     if let Some(c) = set_cookie {

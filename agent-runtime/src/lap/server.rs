@@ -11,9 +11,9 @@ use crate::app::App;
 use crate::clock::SharedClock;
 use crate::host::Host;
 use crate::security::{
-    AuditEntry, AuditSink, ConfigError, GovernorRateLimiter, Identity, IdentityCookie,
-    IdentityKey, IdentityResolver, InMemoryTokenStore, OriginPolicy, RateLimitSpec, RateLimiter,
-    TokenStore, TrustProxy, DEFAULT_IDENTITY_COOKIE_NAME,
+    AuditEntry, AuditSink, ConfigError, GovernorRateLimiter, Identity, IdentityCookie, IdentityKey,
+    IdentityResolver, InMemoryTokenStore, OriginPolicy, RateLimitSpec, RateLimiter, TokenStore,
+    TrustProxy, DEFAULT_IDENTITY_COOKIE_NAME,
 };
 
 /// Default per-token LAP limit.
@@ -154,14 +154,13 @@ impl<A: App> AgentServerBuilder<A> {
             None => IdentityKey::random(),
         };
         let cookie = IdentityCookie::new(self.options.identity_cookie_name.clone(), key)?;
-        let mut identity =
-            Identity::new(cookie).with_allow_anonymous(self.options.allow_anonymous);
+        let mut identity = Identity::new(cookie).with_allow_anonymous(self.options.allow_anonymous);
         if let Some(r) = self.resolver {
             identity = identity.with_resolver(r);
         }
-        let limiter = self.limiter.unwrap_or_else(|| {
-            Arc::new(GovernorRateLimiter::new(self.options.rate_limit))
-        });
+        let limiter = self
+            .limiter
+            .unwrap_or_else(|| Arc::new(GovernorRateLimiter::new(self.options.rate_limit)));
         let origin = OriginPolicy {
             trust_proxy: self.options.trust_proxy,
             tls: self.options.tls,

@@ -177,9 +177,14 @@ mod tests {
     #[test]
     fn recent_filters_then_takes() {
         let mut log = ActivityLog::default();
-        for (i, k) in [LogKind::Read, LogKind::Narrate, LogKind::Read, LogKind::Read]
-            .into_iter()
-            .enumerate()
+        for (i, k) in [
+            LogKind::Read,
+            LogKind::Narrate,
+            LogKind::Read,
+            LogKind::Read,
+        ]
+        .into_iter()
+        .enumerate()
         {
             log.push(entry(k, i as u64));
         }

@@ -96,7 +96,10 @@ impl ConfirmStore {
 
     /// The entry with this id.
     pub fn get(&self, id: &str) -> Option<&ConfirmEntry> {
-        self.slots.iter().find(|s| s.entry.id == id).map(|s| &s.entry)
+        self.slots
+            .iter()
+            .find(|s| s.entry.id == id)
+            .map(|s| &s.entry)
     }
 
     /// Checks that `id` can be decided (exists and is pending).

@@ -16,6 +16,10 @@ use super::drain::Timing;
 use super::events::EventBody;
 use super::task::Origin;
 use super::{activity, lock, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
+
+/// Why a message was refused before dispatch: the `invalid` detail and the validation errors
+/// (empty for a serde failure).
+type Rejection = (String, Vec<ValidationIssue>);
 use crate::app::App;
 use crate::config::DispatchPolicy;
 use crate::diff::diff;
@@ -110,7 +114,7 @@ impl<A: App> Session<A> {
         &self,
         msg: &Value,
         policy: DispatchPolicy,
-    ) -> Result<(A::Msg, Vec<ValidationIssue>), (String, Vec<ValidationIssue>)> {
+    ) -> Result<(A::Msg, Vec<ValidationIssue>), Rejection> {
         let outcome = self.core.catalog.validate(msg, policy);
         if !outcome.is_ok() {
             return Err((outcome.detail(), outcome.errors));
@@ -143,7 +147,12 @@ impl<A: App> Session<A> {
         );
     }
 
-    fn message_log_entry(&self, kind: LogKind, msg: &Value, tid: Option<&str>) -> agent_schema::protocol::LogEntry {
+    fn message_log_entry(
+        &self,
+        kind: LogKind,
+        msg: &Value,
+        tid: Option<&str>,
+    ) -> agent_schema::protocol::LogEntry {
         let variant = variant_of(msg);
         let intent = variant
             .and_then(|v| self.core.catalog.annotations(v))
@@ -182,7 +191,10 @@ impl<A: App> Session<A> {
         };
         if let Some(a) = &annotations {
             if a.dispatch_mode == DispatchMode::HumanOnly {
-                return Ok(block(Self::human_only_detail(a.intent.as_deref()), "human-only"));
+                return Ok(block(
+                    Self::human_only_detail(a.intent.as_deref()),
+                    "human-only",
+                ));
             }
         }
         let (typed, warnings) = match self.check_message(msg, self.core.config.policy) {
@@ -241,7 +253,10 @@ impl<A: App> Session<A> {
         opts: DispatchOptions,
     ) -> Result<SendResult, SessionError> {
         if variant_of(msg).is_none() {
-            return Ok(rejected("invalid", Some("msg.type must be a string".into())));
+            return Ok(rejected(
+                "invalid",
+                Some("msg.type must be a string".into()),
+            ));
         }
         match self.check_message(msg, self.core.config.policy) {
             Ok((typed, warnings)) => self.dispatch_checked(typed, warnings, opts).await,
@@ -354,7 +369,9 @@ impl<A: App> Session<A> {
         let applied = match edited {
             Some(m) => {
                 let Some(t) = variant_of(m) else {
-                    return Err(EditedApprovalError::Invalid("msg.type must be a string".into()));
+                    return Err(EditedApprovalError::Invalid(
+                        "msg.type must be a string".into(),
+                    ));
                 };
                 if t != entry.variant {
                     return Err(EditedApprovalError::Invalid(format!(
@@ -384,7 +401,8 @@ impl<A: App> Session<A> {
             lock(&self.core.events).publish(EventBody::Confirm(decided.clone()));
             decided
         };
-        let mut detail = json!({"variant": decided.variant, "confirmId": decided.id, "by": "human"});
+        let mut detail =
+            json!({"variant": decided.variant, "confirmId": decided.id, "by": "human"});
         if edited.is_some() {
             detail["edited"] = json!(true);
         }

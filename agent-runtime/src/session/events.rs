@@ -105,7 +105,11 @@ impl EventHub {
     /// Opens a subscription after `last_event_id` (the `Last-Event-ID` header or the
     /// `lastEventId` query parameter, as given). `pending` are the current pending entries,
     /// used when a snapshot has to be sent.
-    pub fn subscribe(&self, last_event_id: Option<&str>, pending: Vec<ConfirmEntry>) -> Subscription {
+    pub fn subscribe(
+        &self,
+        last_event_id: Option<&str>,
+        pending: Vec<ConfirmEntry>,
+    ) -> Subscription {
         let live = self.live.subscribe();
         let mut initial = VecDeque::new();
         let replay_from = last_event_id

@@ -127,9 +127,10 @@ impl<A: App> Session<A> {
         config: HostConfig,
         audit: Arc<dyn AuditSink>,
     ) -> Result<Self, SessionError> {
-        let (state, effects) =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| app.init()))
-                .map_err(|p| SessionError::Internal(format!("init panicked: {}", panic_text(&*p))))?;
+        let (state, effects) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            app.init()
+        }))
+        .map_err(|p| SessionError::Internal(format!("init panicked: {}", panic_text(&*p))))?;
         let redacted = Arc::new(redact(&*app, &state));
         let (inbox, rx) = mpsc::unbounded_channel();
         let (published, _) = watch::channel(Published {

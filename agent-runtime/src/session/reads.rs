@@ -17,7 +17,9 @@ impl<A: App> Session<A> {
     fn hook<R>(&self, name: &str, f: impl FnOnce(&A, &A::State) -> R) -> Result<R, SessionError> {
         let app = &*self.core.app;
         self.with_state(|s| catch_unwind(AssertUnwindSafe(|| f(app, s))))
-            .map_err(|p| SessionError::Internal(format!("{name} hook panicked: {}", super::panic_text(&*p))))
+            .map_err(|p| {
+                SessionError::Internal(format!("{name} hook panicked: {}", super::panic_text(&*p)))
+            })
     }
 
     /// `list_actions` on the current state.

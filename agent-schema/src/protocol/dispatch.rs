@@ -32,9 +32,9 @@ impl PatchOp {
     /// The op's path.
     pub fn path(&self) -> &str {
         match self {
-            PatchOp::Add { path, .. } | PatchOp::Remove { path } | PatchOp::Replace { path, .. } => {
-                path
-            }
+            PatchOp::Add { path, .. }
+            | PatchOp::Remove { path }
+            | PatchOp::Replace { path, .. } => path,
         }
     }
 }

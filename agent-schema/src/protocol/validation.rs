@@ -70,7 +70,10 @@ impl ValidationOutcome {
         let mut out = serde_json::Map::new();
         out.insert("ok".into(), self.is_ok().into());
         if !self.errors.is_empty() {
-            out.insert("errors".into(), serde_json::to_value(&self.errors).unwrap_or_default());
+            out.insert(
+                "errors".into(),
+                serde_json::to_value(&self.errors).unwrap_or_default(),
+            );
         }
         if !self.warnings.is_empty() {
             out.insert(

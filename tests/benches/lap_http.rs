@@ -1,0 +1,167 @@
+//! HTTP benchmark of the LAP surface on loopback (`cargo bench -p agent-tests --bench lap_http`):
+//! requests/second and p50/p99 latency of `/observe` and `/message` (waitFor idle) on one
+//! session, against a bare axum handler returning the same bytes in the same run; and the
+//! resident memory of idle sessions.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_examples::counter::Counter;
+use agent_runtime::lap::{AgentServer, ServerOptions};
+use agent_runtime::Host;
+use agent_tests::start;
+use axum::routing::post;
+use serde_json::json;
+
+const CONCURRENCY: usize = 16;
+const DURATION: Duration = Duration::from_secs(3);
+
+struct Run {
+    rps: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+async fn load(url: String, token: Option<String>, body: String) -> Run {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(CONCURRENCY)
+        .build()
+        .unwrap();
+    // Warm up the connections.
+    for _ in 0..CONCURRENCY {
+        let mut req = client.post(&url).body(body.clone());
+        if let Some(t) = &token {
+            req = req.bearer_auth(t);
+        }
+        req.send().await.unwrap().bytes().await.unwrap();
+    }
+    let deadline = Instant::now() + DURATION;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..CONCURRENCY {
+        let (client, url, token, body) = (client.clone(), url.clone(), token.clone(), body.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            while Instant::now() < deadline {
+                let t0 = Instant::now();
+                let mut req = client.post(&url).body(body.clone());
+                if let Some(t) = &token {
+                    req = req.bearer_auth(t);
+                }
+                let resp = req.send().await.unwrap();
+                assert!(resp.status().is_success());
+                resp.bytes().await.unwrap();
+                lat.push(t0.elapsed());
+            }
+            lat
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let elapsed = started.elapsed();
+    all.sort();
+    Run {
+        rps: all.len() as f64 / elapsed.as_secs_f64(),
+        p50: all[all.len() / 2],
+        p99: all[all.len() * 99 / 100],
+    }
+}
+
+fn report(name: &str, r: &Run) {
+    println!(
+        "{name:<34} {:>9.0} req/s   p50 {:>8.3} ms   p99 {:>8.3} ms",
+        r.rps,
+        r.p50.as_secs_f64() * 1e3,
+        r.p99.as_secs_f64() * 1e3
+    );
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+async fn bare_server(body: Arc<String>) -> String {
+    let app = axum::Router::new().route(
+        "/bare",
+        post(move || {
+            let body = body.clone();
+            async move {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    body.as_str().to_owned(),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr: SocketAddr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    format!("http://{addr}/bare")
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let host = Host::new(Counter).unwrap();
+        let options = ServerOptions {
+            rate_limit: "1000000000/second".parse().unwrap(),
+            ..ServerOptions::default()
+        };
+        let t = start(AgentServer::builder(host).options(options)).await;
+        let m = t.mint("bench", None).await;
+        let observe_url = format!("{}/agent/lap/v1/observe", t.base);
+        let sample = t.lap(&m.token, "/observe", &json!({})).await.body.to_string();
+        let bare_url = bare_server(Arc::new(sample.clone())).await;
+
+        println!("LAP over loopback, {CONCURRENCY} concurrent clients, {DURATION:?} each");
+        let bare = load(bare_url.clone(), None, "{}".into()).await;
+        report("bare axum (same bytes as observe)", &bare);
+        let observe = load(observe_url, Some(m.token.clone()), "{}".into()).await;
+        report("/observe", &observe);
+        println!(
+            "  /observe throughput = {:.0}% of bare (target >= 50%)",
+            observe.rps / bare.rps * 100.0
+        );
+        let message = load(
+            format!("{}/agent/lap/v1/message", t.base),
+            Some(m.token.clone()),
+            json!({"msg":{"type":"inc"},"waitFor":"idle"}).to_string(),
+        )
+        .await;
+        report("/message (waitFor idle)", &message);
+        println!(
+            "  /message throughput = {:.0}% of bare",
+            message.rps / bare.rps * 100.0
+        );
+
+        // Memory of idle sessions.
+        let n = 10_000;
+        let before = rss_bytes();
+        let mut sessions = Vec::with_capacity(n);
+        for _ in 0..n {
+            sessions.push(t.server.host().create_session(Some("mem".into())).unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let after = rss_bytes();
+        let state_bytes = sessions[0].state().to_string().len();
+        println!(
+            "idle sessions: {n} took {:.1} MB RSS = {:.0} bytes/session (state JSON {state_bytes} bytes; target < 20 KB + state)",
+            (after.saturating_sub(before)) as f64 / 1e6,
+            (after.saturating_sub(before)) as f64 / n as f64
+        );
+    });
+}

@@ -1,0 +1,300 @@
+//! Confirmations and the human routes over real HTTP (`semantics.md` §7, `lap.md` §6).
+
+use std::time::Duration;
+
+use agent_examples::counter::Counter;
+use agent_tests::{start_app, Minted, TestServer, USER_HEADER};
+use serde_json::{json, Value};
+
+async fn pending(t: &TestServer<Counter>, m: &Minted) -> Vec<Value> {
+    let a = t
+        .get(
+            &format!("/agent/human/sessions/{}", m.session_id),
+            Some("alice"),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.body["pending"].as_array().unwrap().clone()
+}
+
+async fn decide(t: &TestServer<Counter>, m: &Minted, id: &str, body: Value) -> (u16, Value) {
+    let a = t
+        .post_json(
+            &format!("/agent/human/sessions/{}/confirms/{id}", m.session_id),
+            Some("alice"),
+            None,
+            &body,
+        )
+        .await;
+    (a.status, a.body)
+}
+
+/// Sends `delete` as the agent on a task; returns the join handle of its answer.
+fn propose(
+    t: &TestServer<Counter>,
+    m: &Minted,
+    id: &str,
+    timeout_ms: u64,
+) -> tokio::task::JoinHandle<Value> {
+    let (base, token) = (t.base.clone(), m.token.clone());
+    let body = json!({"msg":{"type":"delete","id":id},"timeoutMs":timeout_ms,"reason":"cleanup"});
+    tokio::spawn(async move {
+        reqwest::Client::new()
+            .post(format!("{base}/agent/lap/v1/message"))
+            .bearer_auth(token)
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    })
+}
+
+async fn wait_for_pending(t: &TestServer<Counter>, m: &Minted, n: usize) -> Vec<Value> {
+    for _ in 0..100 {
+        let p = pending(t, m).await;
+        if p.len() >= n {
+            return p;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no pending confirmation appeared");
+}
+
+#[tokio::test]
+async fn approval_during_the_wait_answers_confirmed() {
+    let t = start_app(Counter).await;
+    let m = t.mint("alice", None).await;
+    let call = propose(&t, &m, "99", 5000);
+    let p = wait_for_pending(&t, &m, 1).await;
+    assert_eq!(p[0]["variant"], "delete");
+    assert_eq!(p[0]["payload"], json!({"id":"99"}));
+    assert_eq!(p[0]["reason"], "cleanup");
+    assert_eq!(p[0]["status"], "pending");
+    let id = p[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 36);
+    // An agent token cannot decide.
+    let a = t
+        .post_json(
+            &format!("/agent/human/sessions/{}/confirms/{id}", m.session_id),
+            Some("alice"),
+            Some(&m.token),
+            &json!({"decision":"approve"}),
+        )
+        .await;
+    assert_eq!(a.status, 403);
+    assert_eq!(
+        a.body["error"]["detail"],
+        "agent tokens cannot use human routes"
+    );
+    let (status, body) = decide(&t, &m, &id, json!({"decision":"approve"})).await;
+    assert_eq!((status, body), (200, json!({"status":"approved"})));
+    let answer = call.await.unwrap();
+    assert_eq!(answer["status"], "confirmed");
+    assert_eq!(answer["stateAfter"]["lastDelete"], "99");
+    assert!(answer.get("msg").is_none());
+    // Deciding again → 409; unknown → 404; bad decision → 400.
+    let (status, body) = decide(&t, &m, &id, json!({"decision":"reject"})).await;
+    assert_eq!(status, 409);
+    assert_eq!(
+        body["error"]["detail"],
+        format!("confirmation {id} is already approved")
+    );
+    assert_eq!(
+        decide(&t, &m, "nope", json!({"decision":"approve"}))
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        decide(&t, &m, &id, json!({"decision":"maybe"})).await.0,
+        400
+    );
+    // The log has proposed then confirmed (with the diff).
+    let log = t.lap(&m.token, "/recent-actions", &json!({"n":2})).await;
+    assert_eq!(log.body["entries"][0]["kind"], "confirmed");
+    assert_eq!(
+        log.body["entries"][0]["stateDiff"][0]["path"],
+        "/lastDelete"
+    );
+    assert_eq!(log.body["entries"][1]["kind"], "proposed");
+}
+
+#[tokio::test]
+async fn rejection_and_timeouts() {
+    let t = start_app(Counter).await;
+    let m = t.mint("alice", None).await;
+    let call = propose(&t, &m, "42", 5000);
+    let p = wait_for_pending(&t, &m, 1).await;
+    let id = p[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        decide(&t, &m, &id, json!({"decision":"reject"})).await.1,
+        json!({"status":"rejected"})
+    );
+    assert_eq!(
+        call.await.unwrap(),
+        json!({"status":"rejected","reason":"user-cancelled"})
+    );
+    // No decision in time → pending-confirmation; /confirm-result works later.
+    let call = propose(&t, &m, "7", 100);
+    let answer = call.await.unwrap();
+    assert_eq!(answer["status"], "pending-confirmation");
+    let id = answer["confirmId"].as_str().unwrap().to_string();
+    let a = t
+        .lap(
+            &m.token,
+            "/confirm-result",
+            &json!({"confirmId": id, "timeoutMs": 10}),
+        )
+        .await;
+    assert_eq!(a.body, json!({"status":"still-pending"}));
+    decide(&t, &m, &id, json!({"decision":"approve"})).await;
+    let a = t
+        .lap(
+            &m.token,
+            "/confirm-result",
+            &json!({"confirmId": id, "timeoutMs": 1000}),
+        )
+        .await;
+    assert_eq!(a.body["status"], "confirmed");
+    assert_eq!(a.body["stateAfter"]["lastDelete"], "7");
+    let a = t
+        .lap(
+            &m.token,
+            "/confirm-result",
+            &json!({"confirmId": "unknown"}),
+        )
+        .await;
+    assert_eq!(a.status, 400);
+    assert_eq!(a.body["error"]["detail"], "unknown confirmId: unknown");
+}
+
+#[tokio::test]
+async fn an_edited_approval_applies_the_humans_message() {
+    let t = start_app(Counter).await;
+    let m = t.mint("alice", None).await;
+    let call = propose(&t, &m, "42", 5000);
+    let id = wait_for_pending(&t, &m, 1).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (s, b) = decide(
+        &t,
+        &m,
+        &id,
+        json!({"decision":"approve","msg":{"type":"inc"}}),
+    )
+    .await;
+    assert_eq!(s, 400);
+    assert_eq!(
+        b["error"]["detail"],
+        "msg.type must be \"delete\": an edit cannot change the variant"
+    );
+    let (s, b) = decide(
+        &t,
+        &m,
+        &id,
+        json!({"decision":"approve","msg":{"type":"delete"}}),
+    )
+    .await;
+    assert_eq!(s, 400);
+    assert_eq!(b["error"]["detail"], "id: required field is missing");
+    assert_eq!(pending(&t, &m).await.len(), 1);
+    let (s, _) = decide(
+        &t,
+        &m,
+        &id,
+        json!({"decision":"approve","msg":{"type":"delete","id":"43"}}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    let answer = call.await.unwrap();
+    assert_eq!(answer["status"], "confirmed");
+    assert_eq!(answer["stateAfter"]["lastDelete"], "43");
+    assert_eq!(answer["msg"], json!({"type":"delete","id":"43"}));
+    let keys: Vec<&String> = answer.as_object().unwrap().keys().collect();
+    assert_eq!(keys, vec!["status", "stateAfter", "msg"]);
+}
+
+#[tokio::test]
+async fn human_route_access_rules() {
+    let t = start_app(Counter).await;
+    let m = t.mint("alice", None).await;
+    let path = format!("/agent/human/sessions/{}", m.session_id);
+    assert_eq!(t.get(&path, None).await.status, 401);
+    let a = t.get(&path, Some("bob")).await;
+    assert_eq!(a.status, 403);
+    assert_eq!(a.body["error"]["detail"], "unknown session or not yours");
+    assert_eq!(
+        t.get("/agent/human/sessions/unknown", Some("alice"))
+            .await
+            .status,
+        403
+    );
+    let view = t.get(&path, Some("alice")).await;
+    for key in ["state", "actions", "pending", "log", "lastEventId"] {
+        assert!(view.body.get(key).is_some(), "{key}");
+    }
+    // Content type and method.
+    let req = t
+        .request(reqwest::Method::POST, &format!("{path}/dispatch"))
+        .header(USER_HEADER, "alice")
+        .header("content-type", "text/plain")
+        .body("{}");
+    assert_eq!(t.send(req).await.status, 415);
+    let req = t
+        .request(reqwest::Method::POST, &format!("{path}/dispatch"))
+        .header(USER_HEADER, "alice")
+        .header("content-type", "application/json; charset=utf-8")
+        .body(json!({"msg":{"type":"signOut"}}).to_string());
+    let a = t.send(req).await;
+    assert_eq!(
+        a.body["status"], "dispatched",
+        "human-only is fine for the human"
+    );
+    assert_eq!(
+        t.get(&format!("{path}/dispatch"), Some("alice"))
+            .await
+            .status,
+        405
+    );
+    // The human's requiresConfirm dispatch applies directly; it is not logged.
+    let a = t
+        .post_json(
+            &format!("{path}/dispatch"),
+            Some("alice"),
+            None,
+            &json!({"msg":{"type":"delete","id":"5"},"includeState":true}),
+        )
+        .await;
+    assert_eq!(a.body["stateAfter"]["lastDelete"], "5");
+    let a = t
+        .post_json(
+            &format!("{path}/dispatch"),
+            Some("alice"),
+            None,
+            &json!({"msg":{"type":"setCount"}}),
+        )
+        .await;
+    assert_eq!(a.body["reason"], "invalid");
+    assert_eq!(
+        t.lap(&m.token, "/recent-actions", &json!({})).await.body["entries"],
+        json!([])
+    );
+    let list = t.get("/agent/human/sessions", Some("alice")).await;
+    assert_eq!(list.body["sessions"][0]["sessionId"], m.session_id.as_str());
+    assert_eq!(list.body["sessions"][0]["agents"][0]["tid"], m.tid.as_str());
+    // Console page.
+    let page = t
+        .send(t.request(reqwest::Method::GET, "/agent/console"))
+        .await;
+    assert_eq!(page.status, 200);
+    assert_eq!(
+        t.send(t.request(reqwest::Method::POST, "/agent/console"))
+            .await
+            .status,
+        405
+    );
+}
