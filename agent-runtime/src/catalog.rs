@@ -7,6 +7,7 @@ use std::sync::Arc;
 use agent_schema::describe::{state_schema, DescribeDocument};
 use agent_schema::protocol::{Action, ValidationOutcome};
 use agent_schema::{MessageAnnotations, MsgModel, SchemaError};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::affordances::Affordances;
@@ -24,6 +25,9 @@ pub enum CatalogError {
     /// A constraint schema could not be compiled.
     #[error(transparent)]
     Validator(#[from] ValidatorError),
+    /// The describe document could not be serialized.
+    #[error("describe document: {0}")]
+    Describe(String),
 }
 
 /// The checked schema of one app.
@@ -33,6 +37,8 @@ pub struct Catalog {
     validator: Validator,
     affordances: Affordances,
     describe: Value,
+    /// The same document serialized once: `/describe` and `/observe` embed it as is.
+    describe_json: Box<RawValue>,
     schema_hash: String,
 }
 
@@ -73,6 +79,8 @@ impl Catalog {
             validator,
             affordances,
             schema_hash: document.schema_hash.clone(),
+            describe_json: serde_json::value::to_raw_value(&document.to_value())
+                .map_err(|e| CatalogError::Describe(e.to_string()))?,
             describe: document.to_value(),
             model,
         })
@@ -106,6 +114,11 @@ impl Catalog {
     /// The describe document (`lap.md` §5.4).
     pub fn describe(&self) -> &Value {
         &self.describe
+    }
+
+    /// The describe document, serialized.
+    pub fn describe_json(&self) -> &RawValue {
+        &self.describe_json
     }
 
     /// The `schemaHash`.

@@ -92,6 +92,11 @@ impl<A: App> Host<A> {
         self.inner.catalog.describe()
     }
 
+    /// The describe document, serialized once.
+    pub fn describe_json(&self) -> &serde_json::value::RawValue {
+        self.inner.catalog.describe_json()
+    }
+
     /// Starts a new session owned by `owner`; must be called inside a tokio runtime.
     pub fn create_session(&self, owner: Option<String>) -> Result<Session<A>, SessionError> {
         let id = uuid::Uuid::new_v4().to_string();

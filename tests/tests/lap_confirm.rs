@@ -1,9 +1,14 @@
 //! Confirmations and the human routes over real HTTP (`semantics.md` §7, `lap.md` §6).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_tests::{start_app, Minted, TestServer, USER_HEADER};
+use agent_runtime::clock::ManualClock;
+use agent_runtime::lap::AgentServer;
+use agent_runtime::security::MemoryAuditSink;
+use agent_runtime::{Host, HostConfig};
+use agent_tests::{start, start_app, Minted, TestServer, USER_HEADER};
 use serde_json::{json, Value};
 
 async fn pending(t: &TestServer<Counter>, m: &Minted) -> Vec<Value> {
@@ -169,6 +174,47 @@ async fn rejection_and_timeouts() {
         .await;
     assert_eq!(a.status, 400);
     assert_eq!(a.body["error"]["detail"], "unknown confirmId: unknown");
+}
+
+#[tokio::test]
+async fn confirmations_expire_after_the_configured_age() {
+    let clock = ManualClock::new(1_000_000);
+    let config = HostConfig {
+        clock: Arc::new(clock.clone()),
+        confirm_max_age_ms: 60_000,
+        ..HostConfig::default()
+    };
+    let host = Host::with_config(Counter, config, Arc::new(MemoryAuditSink::new())).unwrap();
+    let t = start(AgentServer::builder(host)).await;
+    let m = t.mint("alice", None).await;
+    let answer = propose(&t, &m, "42", 50).await.unwrap();
+    assert_eq!(answer["status"], "pending-confirmation");
+    let id = answer["confirmId"].as_str().unwrap().to_string();
+    // Exactly the maximum age is not yet expired.
+    clock.advance(60_000);
+    let a = t
+        .lap(
+            &m.token,
+            "/confirm-result",
+            &json!({"confirmId": id, "timeoutMs": 1500}),
+        )
+        .await;
+    assert_eq!(a.body, json!({"status":"still-pending"}));
+    clock.advance(1);
+    // The session sweeps once a second: the waiting poll sees the expiry.
+    let a = t
+        .lap(
+            &m.token,
+            "/confirm-result",
+            &json!({"confirmId": id, "timeoutMs": 3000}),
+        )
+        .await;
+    assert_eq!(a.body, json!({"status":"rejected","reason":"timeout"}));
+    assert!(pending(&t, &m).await.is_empty());
+    let (status, body) = decide(&t, &m, &id, json!({"decision":"approve"})).await;
+    assert_eq!(status, 409, "{body}");
+    let s = t.lap(&m.token, "/state", &json!({})).await;
+    assert_eq!(s.body["state"]["lastDelete"], Value::Null);
 }
 
 #[tokio::test]

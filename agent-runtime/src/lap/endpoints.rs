@@ -2,6 +2,7 @@
 //! and what it logs and audits. The gate around them lives in `gate.rs`.
 
 use agent_schema::protocol::{ConfirmOutcome, LogKind, SendResult, WaitFor};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::body::Fields;
@@ -143,11 +144,46 @@ pub struct Limits {
     pub max_wait_ms: u64,
 }
 
+/// A 200 body: a JSON value, or JSON already serialized (hot reads skip a copy).
+#[derive(Debug)]
+pub enum Answer {
+    /// A value to serialize.
+    Value(Value),
+    /// Serialized JSON.
+    Serialized(String),
+}
+
+impl From<Value> for Answer {
+    fn from(v: Value) -> Self {
+        Answer::Value(v)
+    }
+}
+
+impl Answer {
+    /// The JSON text.
+    pub fn into_json(self) -> String {
+        match self {
+            Answer::Value(v) => v.to_string(),
+            Answer::Serialized(s) => s,
+        }
+    }
+}
+
+/// The `/observe` body, serialized without building a `Value` (the description is embedded
+/// from its cached serialization).
+#[derive(serde::Serialize)]
+struct ObserveBody<'a> {
+    state: &'a Value,
+    actions: &'a [agent_schema::protocol::Action],
+    description: &'a RawValue,
+    context: &'a Option<agent_schema::AgentContext>,
+}
+
 /// A handler's successful answer plus what the success tail writes.
 #[derive(Debug)]
 pub struct Handled {
     /// The 200 body.
-    pub body: Value,
+    pub body: Answer,
     /// Whether to write the endpoint's `read` log entry.
     pub log_read: bool,
     /// The audit entry `(event, detail)`, if any.
@@ -155,9 +191,9 @@ pub struct Handled {
 }
 
 impl Handled {
-    fn read(body: Value, tool: &str) -> Self {
+    fn read(body: impl Into<Answer>, tool: &str) -> Self {
         Handled {
-            body,
+            body: body.into(),
             log_read: true,
             audit: Some((AuditEvent::LapCall, json!({ "tool": tool }))),
         }
@@ -235,7 +271,7 @@ fn outcome_name(outcome: &ConfirmOutcome) -> &'static str {
 pub async fn handle<A: App>(
     endpoint: Endpoint,
     session: &Session<A>,
-    describe: &Value,
+    describe: &RawValue,
     tid: &str,
     fields: Fields,
     limits: Limits,
@@ -243,7 +279,7 @@ pub async fn handle<A: App>(
     let tool = endpoint.tool();
     match endpoint {
         Endpoint::Describe => Ok(Handled {
-            body: describe.clone(),
+            body: Answer::Serialized(describe.get().to_string()),
             log_read: false,
             audit: Some((AuditEvent::LapCall, json!({"path": "/lap/v1/describe"}))),
         }),
@@ -293,13 +329,14 @@ pub async fn handle<A: App>(
         Endpoint::Observe => {
             let actions = session.list_actions().map_err(closed_or_internal)?;
             let context = session.context().map_err(closed_or_internal)?;
-            let body = json!({
-                "state": *session.state(),
-                "actions": actions,
-                "description": describe,
-                "context": context,
-            });
-            Ok(Handled::read(body, tool))
+            let body = serde_json::to_string(&ObserveBody {
+                state: &session.state(),
+                actions: &actions,
+                description: describe,
+                context: &context,
+            })
+            .map_err(|e| ApiError::internal(format!("observe: {e}")))?;
+            Ok(Handled::read(Answer::Serialized(body), tool))
         }
         Endpoint::RecentActions => {
             let n = match fields.get("n").and_then(Value::as_f64) {
@@ -310,7 +347,7 @@ pub async fn handle<A: App>(
             let entries = session.recent_log(n, kind);
             let count = entries.len();
             Ok(Handled {
-                body: json!({ "entries": entries }),
+                body: json!({ "entries": entries }).into(),
                 log_read: false,
                 audit: Some((
                     AuditEvent::LapCall,
@@ -329,7 +366,7 @@ pub async fn handle<A: App>(
                 .await
                 .ok_or_else(|| ApiError::invalid(format!("unknown confirmId: {id}")))?;
             Ok(Handled {
-                body: confirm_answer(&outcome, id, false),
+                body: confirm_answer(&outcome, id, false).into(),
                 log_read: false,
                 audit: Some((
                     AuditEvent::LapCall,
@@ -350,7 +387,7 @@ pub async fn handle<A: App>(
                 .map_err(closed_or_internal)?;
             let outcome = body["status"].as_str().unwrap_or("timeout").to_string();
             Ok(Handled {
-                body,
+                body: body.into(),
                 log_read: false,
                 audit: Some((
                     AuditEvent::LapCall,
@@ -374,7 +411,7 @@ pub async fn handle<A: App>(
             entry.tid = Some(tid.to_string());
             session.append_log(entry);
             Ok(Handled {
-                body: json!({"ok": true}),
+                body: json!({"ok": true}).into(),
                 log_read: false,
                 audit: Some((
                     AuditEvent::LapCall,
@@ -447,7 +484,7 @@ async fn message<A: App>(
         ),
     };
     Ok(Handled {
-        body,
+        body: body.into(),
         log_read: false,
         audit: Some(audit),
     })

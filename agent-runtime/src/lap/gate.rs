@@ -33,10 +33,10 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    fn ok(body: &Value) -> Reply {
+    fn ok(body: String) -> Reply {
         Reply {
             status: StatusCode::OK,
-            body: body.to_string(),
+            body,
             headers: Vec::new(),
         }
     }
@@ -171,7 +171,7 @@ async fn run_endpoint<A: App>(
         max_wait_ms: server.options().max_wait_ms,
     };
     let tid = caller.record.tid.clone();
-    let describe = server.host().describe();
+    let describe = server.host().describe_json();
     let handled = AssertUnwindSafe(handle(
         endpoint,
         &caller.session,
@@ -233,7 +233,7 @@ async fn success_tail<A: App>(
             .with_uid(record.uid.clone());
         server.audit(entry).await;
     }
-    Reply::ok(&handled.body)
+    Reply::ok(handled.body.into_json())
 }
 
 /// Races a long-poll against the revocation of `tid` (→ 403 `revoked`).

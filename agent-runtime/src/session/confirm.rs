@@ -80,6 +80,11 @@ impl ConfirmStore {
         expired
     }
 
+    /// True when the store holds no entry, pending or decided.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
     /// Drops every entry (the session closed).
     pub fn clear(&mut self) {
         self.slots.clear();

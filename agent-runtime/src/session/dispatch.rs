@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 use super::confirm::DecisionError;
 use super::drain::Timing;
 use super::events::EventBody;
-use super::task::Origin;
+use super::task::{Approval, Origin};
 use super::{activity, lock, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
 
 /// Why a message was refused before dispatch: the `invalid` detail and the validation errors
@@ -408,21 +408,16 @@ impl<A: App> Session<A> {
         }
         self.core
             .audit(AuditEvent::ConfirmApproved, decided.tid.clone(), detail);
-        let envelope_origin = Origin::Approved {
+        let envelope_origin = Origin::Approved(Box::new(Approval {
             confirm_id: decided.id.clone(),
             applied,
             edited: edited.is_some(),
             intent: decided.intent.clone(),
             variant: decided.variant.clone(),
             tid: decided.tid.clone(),
-        };
+        }));
         self.core
-            .inbox
-            .send(super::task::Envelope {
-                msg: typed,
-                ticket: self.core.ticket(),
-                origin: envelope_origin,
-            })
+            .enqueue(typed, envelope_origin)
             .map_err(|_| EditedApprovalError::Closed)?;
         self.core.confirm_changed.send_modify(|v| *v += 1);
         Ok(())

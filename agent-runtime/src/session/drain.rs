@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use super::task::{CommitNote, Envelope, Origin};
+use super::task::{CommitNote, Origin};
 use super::{Session, SessionError};
 use crate::app::App;
 
@@ -32,7 +32,8 @@ pub(crate) struct Timing {
 enum Step {
     Commit { own: bool },
     Error(DrainError),
-    Lagged,
+    /// This many notes were dropped because the waiter fell behind.
+    Lagged(u64),
     Closed,
 }
 
@@ -51,13 +52,8 @@ impl<A: App> Session<A> {
         let mut notes = core.notes.subscribe();
         let mut closed = core.closed.subscribe();
         let prev = core.published.borrow().state.clone();
-        let ticket = core.ticket();
-        core.inbox
-            .send(Envelope {
-                msg,
-                ticket,
-                origin,
-            })
+        let ticket = core
+            .enqueue(msg, origin)
             .map_err(|_| SessionError::Closed)?;
         let t0 = Instant::now();
         let mut report = DrainReport {
@@ -91,7 +87,11 @@ impl<A: App> Session<A> {
                     own_done = own;
                 }
                 Some(Step::Error(e)) => report.errors.push(e),
-                Some(Step::Lagged) => {}
+                Some(Step::Lagged(missed)) => {
+                    // Notes were dropped (the session is very busy): our commit may be among them.
+                    report.effects_observed += missed;
+                    own_done = core.is_committed(ticket);
+                }
                 Some(Step::Closed) => return Err(SessionError::Closed),
             }
         }
@@ -117,7 +117,10 @@ impl<A: App> Session<A> {
                             continue 'drain;
                         }
                         Some(Step::Error(e)) => report.errors.push(e),
-                        Some(Step::Lagged) => {}
+                        Some(Step::Lagged(missed)) => {
+                            report.effects_observed += missed;
+                            continue 'drain;
+                        }
                         Some(Step::Closed) => return Err(SessionError::Closed),
                     }
                 }
@@ -151,7 +154,7 @@ async fn next_step(
         r = notes.recv() => Some(match r {
             Ok(CommitNote::Commit { ticket: t }) => Step::Commit { own: t == ticket },
             Ok(CommitNote::Error(e)) => Step::Error(e),
-            Err(RecvError::Lagged(_)) => Step::Lagged,
+            Err(RecvError::Lagged(n)) => Step::Lagged(n),
             Err(RecvError::Closed) => Step::Closed,
         }),
         _ = tokio::time::sleep_until(until) => None,

@@ -5,23 +5,21 @@ use std::sync::Arc;
 
 use agent_schema::protocol::{DrainError, DrainErrorKind};
 use futures::FutureExt;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
-use super::task::{CommitNote, Envelope, Origin};
+use super::task::{CommitNote, Origin};
 use super::{panic_text, SessionCore};
 use crate::app::App;
 
 /// Handed to [`App::run_effect`]: lets an effect send follow-up messages into its session.
 pub struct EffectContext<M> {
-    inbox: mpsc::UnboundedSender<Envelope<M>>,
-    tickets: Arc<dyn Fn() -> u64 + Send + Sync>,
+    enqueue: Arc<dyn Fn(M) -> Result<(), SessionClosed> + Send + Sync>,
 }
 
 impl<M> Clone for EffectContext<M> {
     fn clone(&self) -> Self {
         EffectContext {
-            inbox: self.inbox.clone(),
-            tickets: self.tickets.clone(),
+            enqueue: self.enqueue.clone(),
         }
     }
 }
@@ -41,21 +39,17 @@ impl<M> EffectContext<M> {
     /// Queues `msg` behind everything already in the session's inbox. Effect messages are
     /// trusted (they come from the app itself): no validation, no confirmation.
     pub fn dispatch(&self, msg: M) -> Result<(), SessionClosed> {
-        self.inbox
-            .send(Envelope {
-                msg,
-                ticket: (self.tickets)(),
-                origin: Origin::Plain,
-            })
-            .map_err(|_| SessionClosed)
+        (self.enqueue)(msg)
     }
 }
 
 pub(crate) fn spawn_effect<A: App>(core: &Arc<SessionCore<A>>, effect: A::Effect) {
     let weak = Arc::downgrade(core);
     let ctx = EffectContext {
-        inbox: core.inbox.clone(),
-        tickets: Arc::new(move || weak.upgrade().map(|c| c.ticket()).unwrap_or(0)),
+        enqueue: Arc::new(move |msg| match weak.upgrade() {
+            Some(core) => core.enqueue(msg, Origin::Plain).map(drop),
+            None => Err(SessionClosed),
+        }),
     };
     let notes = core.notes.clone();
     let app = core.app.clone();

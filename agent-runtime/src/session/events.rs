@@ -49,19 +49,22 @@ pub struct EventHub {
     history: VecDeque<Published>,
     history_cap: usize,
     latest_state: Arc<Value>,
-    live: broadcast::Sender<Published>,
+    /// Created by the first subscriber and dropped when the last one is gone, so an idle
+    /// session without a console holds no channel buffer.
+    live: Option<broadcast::Sender<Published>>,
+    closed: bool,
 }
 
 impl EventHub {
     /// A hub keeping `history_cap` events, starting from `initial_state`.
     pub fn new(history_cap: usize, initial_state: Arc<Value>) -> Self {
-        let (live, _) = broadcast::channel(LIVE_CAPACITY);
         EventHub {
             newest: 0,
             history: VecDeque::new(),
             history_cap: history_cap.max(1),
             latest_state: initial_state,
-            live,
+            live: None,
+            closed: false,
         }
     }
 
@@ -72,9 +75,9 @@ impl EventHub {
 
     /// Ends every subscription (the session closed).
     pub fn close(&mut self) {
-        // Subscribers hold receivers of the old sender: dropping it ends their streams.
-        let (live, _) = broadcast::channel(1);
-        self.live = live;
+        // Subscribers hold receivers of the sender: dropping it ends their streams.
+        self.live = None;
+        self.closed = true;
     }
 
     /// Publishes an event and returns its id.
@@ -95,10 +98,16 @@ impl EventHub {
             id: self.newest,
             body: kept,
         });
-        let _ = self.live.send(Published {
-            id: self.newest,
-            body,
-        });
+        if let Some(live) = &self.live {
+            if live.receiver_count() == 0 {
+                self.live = None;
+            } else {
+                let _ = live.send(Published {
+                    id: self.newest,
+                    body,
+                });
+            }
+        }
         self.newest
     }
 
@@ -106,11 +115,18 @@ impl EventHub {
     /// `lastEventId` query parameter, as given). `pending` are the current pending entries,
     /// used when a snapshot has to be sent.
     pub fn subscribe(
-        &self,
+        &mut self,
         last_event_id: Option<&str>,
         pending: Vec<ConfirmEntry>,
     ) -> Subscription {
-        let live = self.live.subscribe();
+        let live = if self.closed {
+            // The sender is dropped at once: the subscription ends after its initial events.
+            broadcast::channel(1).0.subscribe()
+        } else {
+            self.live
+                .get_or_insert_with(|| broadcast::channel(LIVE_CAPACITY).0)
+                .subscribe()
+        };
         let mut initial = VecDeque::new();
         let replay_from = last_event_id
             .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))

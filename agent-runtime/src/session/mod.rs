@@ -27,7 +27,14 @@ use crate::catalog::Catalog;
 use crate::config::HostConfig;
 use crate::security::{AuditEntry, AuditEvent, AuditSink};
 
+/// Capacity of the commit-note channel. A drain waiter that falls further behind still learns
+/// of its own commit through `committed_through`.
+const NOTES_CAPACITY: usize = 64;
+
 pub use dispatch::{DispatchOptions, EditedApprovalError};
+pub use effects::SessionClosed;
+
+use task::Origin;
 pub use effects::EffectContext;
 pub use events::{SessionEvent, Subscription};
 pub use outcome::LastOutcome;
@@ -75,7 +82,10 @@ pub(crate) struct SessionCore<A: App> {
     events: Mutex<EventHub>,
     outcomes: Mutex<HashMap<String, LastOutcome>>,
     closed: watch::Sender<bool>,
-    next_ticket: AtomicU64,
+    /// The next ticket; held while a message is queued so tickets reach the inbox in order.
+    next_ticket: Mutex<u64>,
+    /// The ticket of the newest committed message (tickets commit in increasing order).
+    committed_through: AtomicU64,
 }
 
 /// One running app instance. Cheap to clone (shared).
@@ -137,7 +147,7 @@ impl<A: App> Session<A> {
             seq: 0,
             state: redacted.clone(),
         });
-        let (notes, _) = broadcast::channel(4096);
+        let (notes, _) = broadcast::channel(NOTES_CAPACITY);
         let (confirm_changed, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
         let created_at = config.clock.now_ms();
@@ -159,7 +169,8 @@ impl<A: App> Session<A> {
             log: Mutex::new(ActivityLog::default()),
             outcomes: Mutex::new(HashMap::new()),
             closed,
-            next_ticket: AtomicU64::new(1),
+            next_ticket: Mutex::new(1),
+            committed_through: AtomicU64::new(0),
         });
         for effect in effects {
             effects::spawn_effect(&core, effect);
@@ -265,8 +276,24 @@ impl<A: App> SessionCore<A> {
         tokio::spawn(write);
     }
 
-    fn ticket(&self) -> u64 {
-        self.next_ticket.fetch_add(1, Ordering::Relaxed)
+    /// Queues `msg` behind everything already queued and returns its ticket.
+    fn enqueue(&self, msg: A::Msg, origin: Origin) -> Result<u64, SessionClosed> {
+        let mut next = lock(&self.next_ticket);
+        let ticket = *next;
+        self.inbox
+            .send(Envelope {
+                msg,
+                ticket,
+                origin,
+            })
+            .map_err(|_| SessionClosed)?;
+        *next += 1;
+        Ok(ticket)
+    }
+
+    /// Whether the message with `ticket` has been committed.
+    fn is_committed(&self, ticket: u64) -> bool {
+        self.committed_through.load(Ordering::Acquire) >= ticket
     }
 }
 

@@ -24,17 +24,21 @@ pub(crate) struct Envelope<M> {
 pub(crate) enum Origin {
     /// An agent, the human, or an effect.
     Plain,
-    /// A human approval of a proposal.
-    Approved {
-        confirm_id: String,
+    /// A human approval of a proposal (boxed: it is rare, and it would make every queued
+    /// message several times larger).
+    Approved(Box<Approval>),
+}
+
+/// What the commit of an approved proposal must record.
+pub(crate) struct Approval {
+        pub confirm_id: String,
         /// The applied message as JSON (the edited one after an edit).
-        applied: Value,
+        pub applied: Value,
         /// Set when the human edited the message.
-        edited: bool,
-        intent: String,
-        variant: String,
-        tid: Option<String>,
-    },
+        pub edited: bool,
+        pub intent: String,
+        pub variant: String,
+        pub tid: Option<String>,
 }
 
 /// What the task tells drain waiters.
@@ -51,9 +55,13 @@ pub(crate) async fn run<A: App>(
     mut inbox: mpsc::UnboundedReceiver<Envelope<A::Msg>>,
 ) {
     let mut closed = core.closed.subscribe();
+    let mut confirms_changed = core.confirm_changed.subscribe();
     let mut expiry = tokio::time::interval(Duration::from_secs(1));
     expiry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        // An idle session with no confirmations has no timer: thousands of idle sessions cost
+        // no wake-ups. A change to the confirmations wakes the loop to re-check.
+        let sweeping = !lock(&core.confirms).is_empty();
         tokio::select! {
             biased;
             _ = closed.wait_for(|c| *c) => break,
@@ -61,7 +69,8 @@ pub(crate) async fn run<A: App>(
                 Some(env) => commit(&core, env),
                 None => break,
             },
-            _ = expiry.tick() => core.sweep_confirms(),
+            _ = confirms_changed.changed() => {}
+            _ = expiry.tick(), if sweeping => core.sweep_confirms(),
         }
     }
 }
@@ -90,17 +99,19 @@ fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
             Vec::new()
         }
     };
+    core.committed_through
+        .store(env.ticket, std::sync::atomic::Ordering::Release);
     let _ = core.notes.send(CommitNote::Commit { ticket: env.ticket });
     lock(&core.events).publish(EventBody::State(redacted.clone()));
-    if let Origin::Approved {
-        confirm_id,
-        applied,
-        edited,
-        intent,
-        variant,
-        tid,
-    } = env.origin
-    {
+    if let Origin::Approved(approval) = env.origin {
+        let Approval {
+            confirm_id,
+            applied,
+            edited,
+            intent,
+            variant,
+            tid,
+        } = *approval;
         let mut entry = activity::entry(LogKind::Confirmed, core.now());
         entry.variant = Some(variant);
         entry.intent = Some(intent);
