@@ -14,6 +14,7 @@ pub mod config;
 pub mod diff;
 pub mod host;
 pub mod lap;
+pub mod mcp;
 pub mod reads;
 pub mod security;
 pub mod session;

@@ -30,5 +30,6 @@ impl<A: App> AgentServer<A> {
             .merge(gate::lap_routes(self))
             .merge(human::human_routes(self))
             .merge(console::console_routes(self))
+            .merge(crate::mcp::server::mcp_routes(self))
     }
 }

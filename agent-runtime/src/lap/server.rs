@@ -42,6 +42,8 @@ pub struct ServerOptions {
     pub identity_key: Option<IdentityKey>,
     /// Per-token LAP rate limit (also used for mint, keyed by identity).
     pub rate_limit: RateLimitSpec,
+    /// The MCP endpoint `/agent/mcp` (`lap.md` §7.3).
+    pub mcp: crate::mcp::McpOptions,
 }
 
 impl Default for ServerOptions {
@@ -59,6 +61,7 @@ impl Default for ServerOptions {
             rate_limit: DEFAULT_RATE_LIMIT
                 .parse()
                 .expect("the default rate limit parses"),
+            mcp: crate::mcp::McpOptions::default(),
         }
     }
 }
@@ -84,6 +87,8 @@ pub(crate) struct ServerInner<A: App> {
     pub idempotency: IdempotencyStore,
     /// Revoked tids, so in-flight long polls of that token end with 403.
     pub revocations: broadcast::Sender<String>,
+    /// The live sessions of `/agent/mcp`.
+    pub mcp: Arc<crate::mcp::McpSessions>,
 }
 
 /// The HTTP surface of a host. Cheap to clone (shared).
@@ -177,6 +182,7 @@ impl<A: App> AgentServerBuilder<A> {
                 origin,
                 idempotency: IdempotencyStore::default(),
                 revocations,
+                mcp: Arc::new(crate::mcp::McpSessions::new(&self.options.mcp)),
                 options: self.options,
                 host: self.host,
             }),

@@ -1,0 +1,249 @@
+//! `agent-bridge` (`lap.md` §8): an MCP server over stdio that forwards the tools to any LAP
+//! server over HTTP. One binding per process (`{url, token, cached description}`), replaced by
+//! `connect_session {url, token}`; a `connect` prompt tells the model how to connect.
+
+mod http;
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult,
+    Implementation, ListPromptsResult, ListToolsResult, PaginatedRequestParams, Prompt,
+    PromptArgument, PromptMessage, ProtocolVersion, Role, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
+use serde_json::{json, Value};
+
+pub use http::{lap_url, Budgets, HttpForwarder};
+
+use super::args::check_args;
+use super::format::{failure, success, NOT_CONNECTED_BRIDGE};
+use super::forward::{connect_flow, forward_tool, DescriptionCache};
+use super::tools::{self, Surface, ToolAction};
+
+/// The bridge's server name.
+pub const BRIDGE_NAME: &str = "agent-bridge";
+
+const CONNECT_PROMPT: &str = "connect";
+
+/// The user message of the `connect` prompt.
+pub fn connect_prompt_text(url: &str, token: &str) -> String {
+    format!(
+        "Connect to the app: call the connect_session tool with url \"{url}\" and token \"{token}\". Then call observe to read the state and actions, use send_message to act, and use narrate to tell the user what you are doing during multi-step work."
+    )
+}
+
+struct Connection {
+    forwarder: HttpForwarder,
+    cache: DescriptionCache,
+}
+
+/// The bridge's MCP server handler.
+pub struct Bridge {
+    client: reqwest::Client,
+    budgets: Budgets,
+    binding: Mutex<Option<Arc<Connection>>>,
+}
+
+impl Default for Bridge {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bridge")
+            .field("budgets", &self.budgets)
+            .field("connected", &self.lock().is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Bridge {
+    /// A bridge with the default budgets.
+    pub fn new() -> Self {
+        Self::with_budgets(Budgets::default())
+    }
+
+    /// A bridge with other time budgets.
+    pub fn with_budgets(budgets: Budgets) -> Self {
+        Bridge {
+            client: reqwest::Client::new(),
+            budgets,
+            binding: Mutex::new(None),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Arc<Connection>>> {
+        self.binding.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn connect(&self, url: &str, token: &str) -> CallToolResponse {
+        let connection = Arc::new(Connection {
+            forwarder: HttpForwarder::new(self.client.clone(), url, token, self.budgets),
+            cache: DescriptionCache::default(),
+        });
+        *self.lock() = Some(connection.clone());
+        match connect_flow(&connection.forwarder, &connection.cache).await {
+            Ok(result) => result.into(),
+            Err(text) => {
+                let mut binding = self.lock();
+                if binding.as_ref().is_some_and(|c| Arc::ptr_eq(c, &connection)) {
+                    *binding = None;
+                }
+                failure(text).into()
+            }
+        }
+    }
+}
+
+fn text_arg<'a>(args: &'a serde_json::Map<String, Value>, key: &str) -> &'a str {
+    args.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+impl ServerHandler for Bridge {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .build(),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+        .with_server_info(Implementation::new(
+            BRIDGE_NAME,
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(
+            "This server drives a running app over its LAP URL. Start with connect_session \
+             (the user gives you the URL and an agt_… token, or use the connect prompt), then \
+             observe and send_message.",
+        )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            tools::tools(Surface::Bridge).map(|t| t.to_tool()).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(spec) = tools::find(Surface::Bridge, &request.name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {}", request.name),
+                None,
+            ));
+        };
+        let args = match check_args(spec, request.arguments.as_ref()) {
+            Ok(a) => a,
+            Err(refusal) => return Ok(failure(refusal).into()),
+        };
+        Ok(match spec.action {
+            ToolAction::Connect => {
+                self.connect(text_arg(&args, "url"), text_arg(&args, "token"))
+                    .await
+            }
+            ToolAction::Disconnect => {
+                *self.lock() = None;
+                success(json!({"status": "disconnected"})).into()
+            }
+            ToolAction::Forward(endpoint) => {
+                let connection = self.lock().clone();
+                match connection {
+                    None => failure(NOT_CONNECTED_BRIDGE).into(),
+                    Some(c) => forward_tool(&c.forwarder, &c.cache, endpoint, args)
+                        .await
+                        .into(),
+                }
+            }
+        })
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let arguments = vec![
+            PromptArgument::new("url")
+                .with_description("The app's LAP base URL, e.g. http://127.0.0.1:8787/agent/lap/v1")
+                .with_required(true),
+            PromptArgument::new("token")
+                .with_description("The agent token (agt_…) from the app's connect panel")
+                .with_required(true),
+        ];
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            CONNECT_PROMPT,
+            Some("Connect to an app with its LAP URL and an agent token"),
+            Some(arguments),
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != CONNECT_PROMPT {
+            return Err(ErrorData::invalid_params(
+                format!("unknown prompt: {}", request.name),
+                None,
+            ));
+        }
+        let arguments = request.arguments.unwrap_or_default();
+        let arg = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .ok_or_else(|| ErrorData::invalid_params(format!("{key} is required"), None))
+        };
+        let (url, token) = (arg("url")?, arg("token")?);
+        let mut result = GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            connect_prompt_text(&url, &token),
+        )]);
+        result.description = Some("Connect to the app".into());
+        Ok(result.into())
+    }
+}
+
+/// Serves the bridge on stdin/stdout until the client closes the stream.
+pub async fn serve_stdio() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let running = Bridge::new().serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connect_prompt_names_url_token_and_the_tool() {
+        let text = connect_prompt_text("http://127.0.0.1:1/agent/lap/v1", "agt_x");
+        assert_eq!(
+            text,
+            "Connect to the app: call the connect_session tool with url \"http://127.0.0.1:1/agent/lap/v1\" and token \"agt_x\". Then call observe to read the state and actions, use send_message to act, and use narrate to tell the user what you are doing during multi-step work."
+        );
+    }
+}

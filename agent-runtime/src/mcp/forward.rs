@@ -1,0 +1,228 @@
+//! Forwarding (`lap.md` §7.2): what a forwarded tool does with a LAP answer, the description
+//! cache (`describe_app`, the `observe` schema-change note) and the connect flow. The transport
+//! is a [`Forwarder`]: in-process through the LAP router on the app server, HTTP in the bridge.
+
+use std::future::Future;
+use std::sync::Mutex;
+
+use rmcp::model::CallToolResult;
+use serde_json::{json, Map, Value};
+
+use super::format::{
+    connect_failure, failure, forwarded_failure, schema_changed_note, success, LapAnswer,
+};
+use crate::lap::Endpoint;
+
+/// Sends one LAP request: `POST <base><endpoint.tail()>` with the bound token and `body` as
+/// JSON. Never fails: a request that got no answer is a [`LapAnswer::network`].
+pub trait Forwarder: Send + Sync {
+    /// Sends the request and reads the answer.
+    fn post(&self, endpoint: Endpoint, body: Value) -> impl Future<Output = LapAnswer> + Send;
+}
+
+/// The app description last read through a binding (`describe_app`, `observe`, connect).
+#[derive(Debug, Default)]
+pub struct DescriptionCache(Mutex<Option<Value>>);
+
+impl DescriptionCache {
+    /// The cached description.
+    pub fn get(&self) -> Option<Value> {
+        self.lock().clone()
+    }
+
+    /// Replaces the cached description.
+    pub fn set(&self, description: Value) {
+        *self.lock() = Some(description);
+    }
+
+    /// Forgets the cached description.
+    pub fn clear(&self) {
+        *self.lock() = None;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Value>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Runs a forwarded tool: `describe_app` from the cache when warm, else one LAP request; a
+/// failed answer becomes the failure text, a fresh description is cached, and `observe` gets
+/// the schema-change note when the cached `schemaHash` differs.
+pub async fn forward_tool<F: Forwarder>(
+    forwarder: &F,
+    cache: &DescriptionCache,
+    endpoint: Endpoint,
+    args: Map<String, Value>,
+) -> CallToolResult {
+    if endpoint == Endpoint::Describe {
+        if let Some(cached) = cache.get() {
+            return success(cached);
+        }
+    }
+    let answer = forwarder.post(endpoint, Value::Object(args)).await;
+    if answer.failed {
+        return failure(forwarded_failure(endpoint.tool(), endpoint.tail(), &answer));
+    }
+    match endpoint {
+        Endpoint::Describe => {
+            cache.set(answer.body.clone());
+            success(answer.body)
+        }
+        Endpoint::Observe => success(note_schema_change(cache, answer.body)),
+        _ => success(answer.body),
+    }
+}
+
+/// Adds `schemaChanged` and `schemaChangedNote` to an `observe` body when a description was
+/// cached and its `schemaHash` differs from the body's; replaces the cache either way.
+pub fn note_schema_change(cache: &DescriptionCache, mut body: Value) -> Value {
+    let Some(description) = body.get("description").filter(|d| d.is_object()).cloned() else {
+        return body;
+    };
+    let new_hash = description.get("schemaHash").cloned().unwrap_or(Value::Null);
+    if let Some(old) = cache.get() {
+        let old_hash = old.get("schemaHash").cloned().unwrap_or(Value::Null);
+        if old_hash != new_hash {
+            if let Some(obj) = body.as_object_mut() {
+                obj.insert("schemaChanged".into(), Value::Bool(true));
+                obj.insert(
+                    "schemaChangedNote".into(),
+                    Value::String(schema_changed_note(&hash_text(&old_hash), &hash_text(&new_hash))),
+                );
+            }
+        }
+    }
+    cache.set(description);
+    body
+}
+
+fn hash_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "unknown".into(),
+        other => other.to_string(),
+    }
+}
+
+/// The connect flow, after the binding is stored: `/observe {}`; a failure is the text of
+/// `connect_session failed: observe failed: …` (the caller then drops the binding); success
+/// caches the description and answers `{status:"connected", appName, appVersion, state,
+/// actions, description, context}`.
+pub async fn connect_flow<F: Forwarder>(
+    forwarder: &F,
+    cache: &DescriptionCache,
+) -> Result<CallToolResult, String> {
+    let answer = forwarder.post(Endpoint::Observe, json!({})).await;
+    if answer.failed {
+        return Err(connect_failure(&answer));
+    }
+    let body = answer.body;
+    let field = |k: &str| body.get(k).cloned().unwrap_or(Value::Null);
+    let description = field("description");
+    let described = |k: &str| description.get(k).cloned().unwrap_or(Value::Null);
+    if description.is_object() {
+        cache.set(description.clone());
+    }
+    Ok(success(json!({
+        "status": "connected",
+        "appName": described("name"),
+        "appVersion": described("version"),
+        "state": field("state"),
+        "actions": field("actions"),
+        "description": description,
+        "context": field("context"),
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Answers from a fixed table and counts requests.
+    struct Table {
+        calls: AtomicUsize,
+        answer: fn(Endpoint) -> LapAnswer,
+    }
+
+    impl Forwarder for Table {
+        async fn post(&self, endpoint: Endpoint, _body: Value) -> LapAnswer {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            (self.answer)(endpoint)
+        }
+    }
+
+    fn observe_with(hash: &str) -> Value {
+        json!({"state":{"n":1},"actions":[],"description":{"name":"app","version":"1","schemaHash":hash},"context":null})
+    }
+
+    #[test]
+    fn schema_change_note() {
+        let cache = DescriptionCache::default();
+        // No cache → no note.
+        let body = note_schema_change(&cache, observe_with("h1"));
+        assert!(body.get("schemaChanged").is_none());
+        // Same hash → no note.
+        let body = note_schema_change(&cache, observe_with("h1"));
+        assert!(body.get("schemaChanged").is_none());
+        // Different hash → note naming both, and the cache is replaced.
+        let body = note_schema_change(&cache, observe_with("h2"));
+        assert_eq!(body["schemaChanged"], true);
+        let note = body["schemaChangedNote"].as_str().unwrap();
+        assert!(note.contains("h1") && note.contains("h2") && note.contains("stale"));
+        assert_eq!(cache.get().unwrap()["schemaHash"], "h2");
+    }
+
+    #[tokio::test]
+    async fn describe_is_served_from_the_cache_when_warm() {
+        let f = Table {
+            calls: AtomicUsize::new(0),
+            answer: |_| LapAnswer::new(200, json!({"name":"app","schemaHash":"h"})),
+        };
+        let cache = DescriptionCache::default();
+        let first = forward_tool(&f, &cache, Endpoint::Describe, Map::new()).await;
+        assert_eq!(first.structured_content.unwrap()["name"], "app");
+        let second = forward_tool(&f, &cache, Endpoint::Describe, Map::new()).await;
+        assert_eq!(second.structured_content.unwrap()["schemaHash"], "h");
+        assert_eq!(f.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn connect_flow_answers_connected_or_fails() {
+        let ok = Table {
+            calls: AtomicUsize::new(0),
+            answer: |_| LapAnswer::new(200, observe_with("h")),
+        };
+        let cache = DescriptionCache::default();
+        let r = connect_flow(&ok, &cache).await.unwrap();
+        let s = r.structured_content.unwrap();
+        assert_eq!(s["status"], "connected");
+        assert_eq!(s["appName"], "app");
+        assert_eq!(s["appVersion"], "1");
+        assert_eq!(s["state"], json!({"n":1}));
+        assert_eq!(cache.get().unwrap()["schemaHash"], "h");
+        let bad = Table {
+            calls: AtomicUsize::new(0),
+            answer: |_| LapAnswer::new(401, json!({"error":{"code":"auth-failed"}})),
+        };
+        assert_eq!(
+            connect_flow(&bad, &DescriptionCache::default()).await.unwrap_err(),
+            "connect_session failed: observe failed: status=401 code=auth-failed"
+        );
+    }
+
+    #[tokio::test]
+    async fn failed_answers_become_tool_errors() {
+        let f = Table {
+            calls: AtomicUsize::new(0),
+            answer: |_| LapAnswer::new(403, json!({"error":{"code":"revoked"}})),
+        };
+        let r = forward_tool(&f, &DescriptionCache::default(), Endpoint::State, Map::new()).await;
+        assert_eq!(r.is_error, Some(true));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            v["content"][0]["text"],
+            "get_state (/state) failed: status=403 code=revoked"
+        );
+    }
+}

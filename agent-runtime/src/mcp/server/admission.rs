@@ -1,0 +1,437 @@
+//! The admission layer of `/agent/mcp` (`lap.md` §7.3), a tower layer in front of rmcp's
+//! `StreamableHttpService`.
+//!
+//! Checks first, in order: body over 1 MiB → 413; `Host` not allowed → 403; a POST without
+//! both accepted media types → 406, without a JSON body → 415, with unparsable JSON-RPC → rmcp's
+//! 400. Then every request sweeps the expired sessions, and:
+//! - with `mcp-session-id`: a live id is touched and handed to rmcp (`DELETE` closes it and
+//!   answers 200 here); any other id → 404 `{"error":"session not found"}` (no resurrection);
+//! - without it: `server/discover` goes to rmcp; anything but a POST `initialize` → 400
+//!   `{"error":"mcp-session-id required"}`; an `initialize` is rate limited (client address),
+//!   its bearer verified (admitted AND bound; the token's LRU sessions make room), a slot
+//!   reserved (provisional LRU eviction, else 503 `session-capacity`), the session built and
+//!   registered. The reservation is released exactly once on every path.
+
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, HttpBody};
+use axum::http::{header, request::Parts, HeaderMap, HeaderValue, Method, Request, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http_body_util::{BodyExt, Limited};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+use serde_json::json;
+use tower::{Layer, Service, ServiceExt as _};
+
+use super::registry::Binding;
+use crate::app::App;
+use crate::lap::{AgentServer, ApiError, MAX_BODY_BYTES};
+use crate::mcp::MCP_PATH;
+use crate::security::{
+    request_client_address, verify_bearer, AuditEntry, AuditEvent, AuthError, Bucket,
+};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Builds [`McpAdmission`] around rmcp's service.
+pub struct McpAdmissionLayer<A: App> {
+    server: AgentServer<A>,
+}
+
+impl<A: App> McpAdmissionLayer<A> {
+    /// The admission rules of `server`'s MCP options.
+    pub fn new(server: AgentServer<A>) -> Self {
+        McpAdmissionLayer { server }
+    }
+}
+
+impl<A: App, S> Layer<S> for McpAdmissionLayer<A> {
+    type Service = McpAdmission<A, S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        McpAdmission {
+            server: self.server.clone(),
+            inner,
+        }
+    }
+}
+
+/// The admission service: the session rules of `lap.md` §7.3 in front of `S`.
+pub struct McpAdmission<A: App, S> {
+    server: AgentServer<A>,
+    inner: S,
+}
+
+impl<A: App, S: Clone> Clone for McpAdmission<A, S> {
+    fn clone(&self) -> Self {
+        McpAdmission {
+            server: self.server.clone(),
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<A, S, B> Service<Request<Body>> for McpAdmission<A, S>
+where
+    A: App,
+    S: Service<Request<Body>, Response = axum::http::Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { Ok(this.admit(request).await) })
+    }
+}
+
+/// What the JSON-RPC body of a POST is, as far as admission cares.
+enum Kind {
+    Initialize,
+    Discover,
+    Other,
+}
+
+impl<A, S, B> McpAdmission<A, S>
+where
+    A: App,
+    S: Service<Request<Body>, Response = axum::http::Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    async fn pass(&self, parts: Parts, body: Bytes) -> Response {
+        let request = Request::from_parts(parts, Body::from(body));
+        match self.inner.clone().oneshot(request).await {
+            Ok(response) => response.map(Body::new),
+            Err(never) => match never {},
+        }
+    }
+
+    async fn admit(&self, request: Request<Body>) -> Response {
+        let (parts, body) = request.into_parts();
+        if declared_length(&parts.headers).is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+            return ApiError::payload_too_large().into_response();
+        }
+        let options = &self.server.options().mcp;
+        if !host_allowed(&parts, &options.allowed_hosts) {
+            return plain(StatusCode::FORBIDDEN, "Forbidden: Host header is not allowed");
+        }
+        if ![Method::POST, Method::GET, Method::DELETE].contains(&parts.method) {
+            // rmcp answers 405 with `Allow`.
+            return self.pass(parts, Bytes::new()).await;
+        }
+        let mut kind = Kind::Other;
+        let mut bytes = Bytes::new();
+        if parts.method == Method::POST {
+            if !accepts_json_and_sse(&parts.headers) {
+                return plain(
+                    StatusCode::NOT_ACCEPTABLE,
+                    "Not Acceptable: Client must accept both application/json and text/event-stream",
+                );
+            }
+            if !is_json(&parts.headers) {
+                return plain(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "Unsupported Media Type: Content-Type must be application/json",
+                );
+            }
+            bytes = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+                Ok(c) => c.to_bytes(),
+                Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                    return ApiError::payload_too_large().into_response()
+                }
+                Err(_) => return plain(StatusCode::BAD_REQUEST, "Bad Request: unreadable body"),
+            };
+            match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+                // rmcp answers unparsable JSON or JSON-RPC with 400; nothing is allocated.
+                Err(_) => return self.pass(parts, bytes).await,
+                Ok(ClientJsonRpcMessage::Request(r)) => {
+                    kind = match r.request {
+                        ClientRequest::InitializeRequest(_) => Kind::Initialize,
+                        ClientRequest::DiscoverRequest(_) => Kind::Discover,
+                        _ => Kind::Other,
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
+        let sessions = self.server.mcp_sessions();
+        let expired = sessions.sweep(self.server.now());
+        sessions.close(expired).await;
+        let session = parts
+            .headers
+            .get(SESSION_HEADER)
+            .map(|v| v.to_str().unwrap_or_default().to_string());
+        match session {
+            Some(id) => self.with_session(parts, bytes, id).await,
+            None => match (&parts.method, kind) {
+                (&Method::POST, Kind::Discover) => self.pass(parts, bytes).await,
+                (&Method::POST, Kind::Initialize) => self.initialize(parts, bytes).await,
+                _ => bare_error(StatusCode::BAD_REQUEST, "mcp-session-id required"),
+            },
+        }
+    }
+
+    async fn with_session(&self, parts: Parts, bytes: Bytes, id: String) -> Response {
+        let sessions = self.server.mcp_sessions();
+        let known_to_rmcp = {
+            use rmcp::transport::streamable_http_server::SessionManager as _;
+            let sid = id.clone().into();
+            sessions.manager().has_session(&sid).await.unwrap_or(false)
+        };
+        if !known_to_rmcp {
+            sessions.remove(&id);
+            return bare_error(StatusCode::NOT_FOUND, "session not found");
+        }
+        if !sessions.touch(&id, self.server.now()) {
+            return bare_error(StatusCode::NOT_FOUND, "session not found");
+        }
+        if parts.method == Method::DELETE {
+            sessions.remove(&id);
+            sessions.close(vec![id]).await;
+            return StatusCode::OK.into_response();
+        }
+        self.pass(parts, bytes).await
+    }
+
+    async fn initialize(&self, parts: Parts, bytes: Bytes) -> Response {
+        let server = &self.server;
+        let now = server.now();
+        let address = request_client_address(&parts, server.options().trust_proxy);
+        if let Err(limited) = server.inner.limiter.check(&address, Bucket::Identity) {
+            server
+                .audit(AuditEntry::rate_limited(now, None, MCP_PATH))
+                .await;
+            let mut response = ApiError::from(limited).into_response();
+            insert_header(&mut response, header::RETRY_AFTER, limited.retry_after_secs());
+            return response;
+        }
+        let mut binding = None;
+        if let Some(authorization) = parts.headers.get(header::AUTHORIZATION) {
+            let authorization = authorization.to_str().ok();
+            let verified = verify_bearer(
+                authorization,
+                &**server.tokens(),
+                now,
+                server.options().sliding_ttl_ms,
+            );
+            match verified {
+                Ok(tid) => {
+                    let token = authorization
+                        .and_then(|a| a.strip_prefix("Bearer "))
+                        .unwrap_or_default()
+                        .to_string();
+                    binding = Some(Binding { tid, token });
+                }
+                Err(e) => {
+                    let code = match e {
+                        AuthError::AuthFailed => "auth-failed",
+                        AuthError::Revoked => "revoked",
+                    };
+                    let detail = json!({"endpoint": MCP_PATH, "code": code});
+                    server
+                        .audit(AuditEntry::new(now, AuditEvent::AuthFailed, detail))
+                        .await;
+                    return ApiError::from(e).into_response();
+                }
+            }
+        }
+        let sessions = server.mcp_sessions().clone();
+        if let Some(b) = &binding {
+            let evicted = sessions.make_room_for_token(&b.tid);
+            sessions.close(evicted).await;
+        }
+        let reservation = match sessions.reserve(binding.is_none()) {
+            Ok((reservation, evicted)) => {
+                sessions.close(evicted).await;
+                reservation
+            }
+            Err(_) => {
+                let detail = json!({"endpoint": MCP_PATH, "reason": "session-capacity"});
+                server
+                    .audit(AuditEntry::new(now, AuditEvent::RateLimited, detail))
+                    .await;
+                let error = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "session-capacity");
+                let mut response = error.into_response();
+                insert_header(&mut response, header::RETRY_AFTER, 30);
+                return response;
+            }
+        };
+        // Built on its own task: a client that goes away mid-build cannot leave an rmcp
+        // session behind without a registry entry.
+        let this = self.clone();
+        let build = tokio::spawn(async move {
+            let response = this.pass(parts, bytes).await;
+            let id = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            match id {
+                Some(id) if response.status() == StatusCode::OK => {
+                    reservation.commit(id, this.server.now(), binding);
+                }
+                _ => drop(reservation),
+            }
+            response
+        });
+        match build.await {
+            Ok(response) => response,
+            Err(e) => ApiError::internal(format!("building the MCP session failed: {e}"))
+                .into_response(),
+        }
+    }
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// rmcp's DNS-rebinding rule: the `Host` (or the URI authority) must match an allowed entry;
+/// an entry without a port matches any port. An empty list allows every host.
+fn host_allowed(parts: &Parts, allowed: &[String]) -> bool {
+    if allowed.is_empty() {
+        return true;
+    }
+    let authority = match parts.headers.get(header::HOST) {
+        Some(h) => h
+            .to_str()
+            .ok()
+            .and_then(|h| axum::http::uri::Authority::try_from(h).ok()),
+        None => parts.uri.authority().cloned(),
+    };
+    let Some(authority) = authority else {
+        return false;
+    };
+    let host = normalize_host(authority.host());
+    let port = authority.port_u16();
+    allowed.iter().any(|entry| {
+        let entry = entry.trim();
+        let (entry_host, entry_port) = match axum::http::uri::Authority::try_from(entry) {
+            Ok(a) => (normalize_host(a.host()), a.port_u16()),
+            Err(_) => (normalize_host(entry), None),
+        };
+        !entry.is_empty() && entry_host == host && entry_port.is_none_or(|p| Some(p) == port)
+    })
+}
+
+fn normalize_host(host: &str) -> String {
+    host.trim_matches(['[', ']']).to_ascii_lowercase()
+}
+
+fn media_types(headers: &HeaderMap, name: header::HeaderName) -> Vec<String> {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|entry| {
+            entry
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .collect()
+}
+
+fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+    let accepted = media_types(headers, header::ACCEPT);
+    accepted.iter().any(|m| m == "application/json")
+        && accepted.iter().any(|m| m == "text/event-stream")
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    media_types(headers, header::CONTENT_TYPE)
+        .first()
+        .is_some_and(|m| m == "application/json")
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response {
+    (status, text).into_response()
+}
+
+/// `{"error": "<text>"}`: the two MCP answers with a bare string.
+fn bare_error(status: StatusCode, text: &str) -> Response {
+    let mut response = (status, json!({ "error": text }).to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn insert_header(response: &mut Response, name: header::HeaderName, value: u64) {
+    if let Ok(v) = HeaderValue::try_from(value.to_string()) {
+        response.headers_mut().insert(name, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(host: Option<&str>) -> Parts {
+        let mut b = Request::builder().uri("/agent/mcp");
+        if let Some(h) = host {
+            b = b.header(header::HOST, h);
+        }
+        b.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn hosts_match_like_rmcp() {
+        let allowed: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        assert!(host_allowed(&parts(Some("127.0.0.1:8787")), &allowed));
+        assert!(host_allowed(&parts(Some("LOCALHOST")), &allowed));
+        assert!(host_allowed(&parts(Some("[::1]:80")), &allowed));
+        assert!(!host_allowed(&parts(Some("evil.example")), &allowed));
+        assert!(!host_allowed(&parts(None), &allowed));
+        let with_port = vec!["app.example:8080".to_string()];
+        assert!(host_allowed(&parts(Some("app.example:8080")), &with_port));
+        assert!(!host_allowed(&parts(Some("app.example:9090")), &with_port));
+        assert!(host_allowed(&parts(Some("anything")), &[]));
+    }
+
+    #[test]
+    fn media_type_checks() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream;q=0.9"),
+        );
+        assert!(accepts_json_and_sse(&h));
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        assert!(!accepts_json_and_sse(&h));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("Application/JSON; charset=utf-8"),
+        );
+        assert!(is_json(&h));
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        assert!(!is_json(&h));
+    }
+}

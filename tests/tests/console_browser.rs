@@ -1,0 +1,486 @@
+//! The human console in a real browser: headless Chromium driven over WebDriver (fantoccini)
+//! against a chromedriver this test starts on a free port and stops at the end.
+//!
+//! Every test is `#[ignore]`d so `cargo test --workspace` passes on a machine without a browser;
+//! `.ci/run` installs Debian's `chromium` and `chromium-driver` and runs them with
+//! `cargo test -p agent-tests --test console_browser -- --ignored`.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_examples::counter::Counter;
+use agent_runtime::lap::AgentServer;
+use agent_runtime::Host;
+use agent_tests::{start, TestServer};
+use fantoccini::{Client, ClientBuilder, Locator};
+use futures::FutureExt;
+use serde_json::{json, Value};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A chromedriver child process, killed when dropped (also when the test panics).
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn on_path(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
+        .find(|p| p.is_file())
+}
+
+fn chromedriver_path() -> PathBuf {
+    on_path(&["chromedriver"])
+        .or_else(|| {
+            let p = Path::new("/usr/bin/chromedriver");
+            p.is_file().then(|| p.to_path_buf())
+        })
+        .expect("chromedriver not found on PATH (Debian: apt-get install chromium chromium-driver)")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+async fn start_driver() -> Driver {
+    let port = free_port();
+    let child = Command::new(chromedriver_path())
+        .arg(format!("--port={port}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn chromedriver");
+    let driver = Driver {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let ready = http
+            .get(format!("{}/status", driver.url))
+            .send()
+            .await
+            .map(|r| r.status().is_success())
+            .unwrap_or(false);
+        if ready {
+            return driver;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "chromedriver did not start on port {port}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn open_browser(driver: &Driver) -> Client {
+    let mut options = json!({
+        "args": [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-dev-shm-usage",
+            "--disable-gpu",
+            "--window-size=1280,1000",
+        ],
+    });
+    if let Some(binary) = on_path(&["chromium", "chromium-browser", "google-chrome"]) {
+        options["binary"] = json!(binary.to_string_lossy());
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert("browserName".into(), json!("chrome"));
+    caps.insert("goog:chromeOptions".into(), options);
+    ClientBuilder::rustls()
+        .expect("rustls")
+        .capabilities(caps)
+        .connect(&driver.url)
+        .await
+        .expect("a WebDriver session")
+}
+
+/// Runs `scenario` against a fresh browser, and closes the browser and the driver whatever
+/// happens.
+async fn with_browser<F, Fut>(scenario: F)
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let driver = start_driver().await;
+    let client = open_browser(&driver).await;
+    let outcome = AssertUnwindSafe(scenario(client.clone()))
+        .catch_unwind()
+        .await;
+    let _ = client.close().await;
+    drop(driver);
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn anonymous_counter() -> TestServer<Counter> {
+    start(AgentServer::builder(Host::new(Counter).expect("host")).allow_anonymous(true)).await
+}
+
+/// Polls `probe` every 100 ms until it yields a value (or panics after [`WAIT`]).
+async fn wait_for<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The visible text of the first element matching `css`, if there is one.
+async fn text(c: &Client, css: &str) -> Option<String> {
+    c.find(Locator::Css(css)).await.ok()?.text().await.ok()
+}
+
+async fn click(c: &Client, css: &str) {
+    wait_for(&format!("{css} to be clickable"), || async {
+        c.find(Locator::Css(css)).await.ok()?.click().await.ok()
+    })
+    .await
+}
+
+/// Waits until the text of `css` satisfies `ok` and returns it.
+async fn wait_text(c: &Client, css: &str, ok: impl Fn(&str) -> bool) -> String {
+    wait_for(&format!("the text of {css}"), || async {
+        text(c, css).await.filter(|t| ok(t))
+    })
+    .await
+}
+
+/// Opens the console, starts a session and mints a token for it in the connect panel.
+/// Returns the token and the session id shown by the page.
+async fn open_and_mint(c: &Client, t: &TestServer<Counter>) -> (String, String) {
+    c.goto(&format!("{}/agent/console", t.base))
+        .await
+        .expect("open the console");
+    wait_text(c, "[data-testid=sessions-empty]", |s| !s.is_empty()).await;
+    click(c, "[data-testid=new-session]").await;
+    let first = wait_text(c, "[data-testid=snippet-token]", |s| s.starts_with("agt_")).await;
+    let session_id = wait_text(c, "[data-testid=detail-session-id]", |s| s.len() == 36).await;
+    wait_text(c, "[data-testid=conn-status]", |s| s == "live").await;
+
+    click(c, "[data-testid=mint]").await;
+    let token = wait_text(c, "[data-testid=snippet-token]", |s| {
+        s.starts_with("agt_") && s != first
+    })
+    .await;
+    (token, session_id)
+}
+
+async fn agent_call(base: &str, token: &str, tail: &str, body: Value) -> (u16, Value) {
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/agent/lap/v1{tail}"))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("agent request");
+    let status = resp.status().as_u16();
+    let body = resp.json().await.unwrap_or(Value::Null);
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver (.ci/run installs them)"]
+async fn mint_approve_and_narrate_in_the_browser() {
+    let t = anonymous_counter().await;
+    let base = t.base.clone();
+    with_browser(|c| async move {
+        let (token, session_id) = open_and_mint(&c, &t).await;
+
+        // The connect snippet: token, LAP URL, MCP URL and both connect_session calls.
+        let lap_url = format!("{base}/agent/lap/v1");
+        assert_eq!(
+            text(&c, "[data-testid=snippet-lap-url]").await.unwrap(),
+            lap_url
+        );
+        assert_eq!(
+            text(&c, "[data-testid=snippet-mcp-url]").await.unwrap(),
+            format!("{base}/agent/mcp")
+        );
+        assert_eq!(
+            text(&c, "[data-testid=snippet-mcp-call]").await.unwrap(),
+            format!(r#"connect_session {{"token":"{token}"}}"#)
+        );
+        assert_eq!(
+            text(&c, "[data-testid=snippet-bridge-call]").await.unwrap(),
+            format!(r#"connect_session {{"url":"{lap_url}","token":"{token}"}}"#)
+        );
+        let config: Value = serde_json::from_str(
+            &text(&c, "[data-testid=snippet-bridge-config]")
+                .await
+                .unwrap(),
+        )
+        .expect("the bridge config is JSON");
+        let servers = config["mcpServers"].as_object().expect("mcpServers");
+        assert_eq!(servers.len(), 1);
+        assert_eq!(
+            servers.values().next().unwrap(),
+            &json!({"command": "agent-bridge"})
+        );
+        // Both tokens of the session are listed with a Revoke button.
+        wait_for("two agent tokens", || async {
+            let rows = c.find_all(Locator::Css("[data-testid=agent]")).await.ok()?;
+            (rows.len() == 2).then_some(())
+        })
+        .await;
+
+        // The agent proposes a delete and waits for the human.
+        let agent = tokio::spawn({
+            let (base, token) = (base.clone(), token.clone());
+            async move {
+                agent_call(
+                    &base,
+                    &token,
+                    "/message",
+                    json!({"msg": {"type": "delete", "id": "42"}, "waitFor": "idle",
+                           "timeoutMs": 60000, "reason": "the user asked to clean up"}),
+                )
+                .await
+            }
+        });
+        let card = "[data-testid=confirm][data-variant=delete]";
+        let card_text = wait_text(&c, card, |s| s.contains("delete a row")).await;
+        assert!(
+            card_text.contains("the user asked to clean up"),
+            "{card_text}"
+        );
+        let payload = c
+            .find(Locator::Css(&format!(
+                "{card} [data-testid=confirm-payload]"
+            )))
+            .await
+            .unwrap()
+            .prop("value")
+            .await
+            .unwrap()
+            .unwrap_or_default();
+        assert_eq!(
+            serde_json::from_str::<Value>(&payload).unwrap(),
+            json!({"id": "42"})
+        );
+        assert_eq!(
+            text(&c, "[data-testid=pending-count]").await.as_deref(),
+            Some("1")
+        );
+        assert!(!agent.is_finished(), "the agent waits for the human");
+
+        click(&c, &format!("{card} [data-testid=confirm-approve]")).await;
+        let (status, answer) = tokio::time::timeout(WAIT, agent)
+            .await
+            .expect("the agent's call returns after the approval")
+            .unwrap();
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["status"], "confirmed", "{answer}");
+        assert_eq!(answer["stateAfter"]["lastDelete"], "42", "{answer}");
+        assert!(answer.get("msg").is_none(), "not edited: {answer}");
+
+        // The page shows the new state with the change highlighted, and no pending entry.
+        let cell = r#"[data-testid=state] [data-path="/lastDelete"]"#;
+        wait_text(&c, cell, |s| s == "\"42\"").await;
+        let class = c
+            .find(Locator::Css(cell))
+            .await
+            .unwrap()
+            .attr("class")
+            .await
+            .unwrap()
+            .unwrap_or_default();
+        assert!(class.split(' ').any(|k| k == "chg"), "highlighted: {class}");
+        let state = text(&c, "[data-testid=state]").await.unwrap();
+        assert!(state.contains(r#""lastDelete": "42""#), "{state}");
+        wait_text(&c, "[data-testid=pending-count]", |s| s == "0").await;
+        assert!(c.find(Locator::Css(card)).await.is_err());
+        wait_text(&c, "[data-testid=log-entry][data-kind=confirmed]", |s| {
+            s.contains("delete a row")
+        })
+        .await;
+
+        // The agent narrates; the log shows it, newest first.
+        let (status, _) = agent_call(
+            &base,
+            &token,
+            "/narrate",
+            json!({"text": "Row 42 is gone, as you approved."}),
+        )
+        .await;
+        assert_eq!(status, 200);
+        wait_text(&c, "[data-testid=log-entry][data-kind=narrate]", |s| {
+            s.contains("Row 42 is gone, as you approved.")
+        })
+        .await;
+        let first = c
+            .find(Locator::Css("[data-testid=log] > li:first-child"))
+            .await
+            .unwrap();
+        assert_eq!(
+            first.attr("data-kind").await.unwrap().as_deref(),
+            Some("narrate")
+        );
+
+        // The server agrees with what the page shows.
+        let session = t.server.host().session(&session_id).expect("session");
+        assert_eq!(session.state()["lastDelete"], "42");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver (.ci/run installs them)"]
+async fn edit_reject_dispatch_and_revoke_in_the_browser() {
+    let t = anonymous_counter().await;
+    let base = t.base.clone();
+    with_browser(|c| async move {
+        let (token, _) = open_and_mint(&c, &t).await;
+        let card = "[data-testid=confirm][data-variant=delete]";
+        let propose = |id: &'static str| {
+            let (base, token) = (base.clone(), token.clone());
+            tokio::spawn(async move {
+                agent_call(
+                    &base,
+                    &token,
+                    "/message",
+                    json!({"msg": {"type": "delete", "id": id}, "waitFor": "idle", "timeoutMs": 60000}),
+                )
+                .await
+            })
+        };
+
+        // Approve after editing the payload: the agent learns what ran.
+        let agent = propose("7");
+        wait_text(&c, card, |s| s.contains("delete a row")).await;
+        let area = c
+            .find(Locator::Css(&format!("{card} [data-testid=confirm-payload]")))
+            .await
+            .unwrap();
+        area.clear().await.unwrap();
+        area.send_keys(r#"{"id": "8"}"#).await.unwrap();
+        click(&c, &format!("{card} [data-testid=confirm-approve]")).await;
+        let (_, answer) = tokio::time::timeout(WAIT, agent).await.unwrap().unwrap();
+        assert_eq!(answer["status"], "confirmed", "{answer}");
+        assert_eq!(answer["msg"], json!({"type": "delete", "id": "8"}));
+        wait_text(&c, r#"[data-testid=state] [data-path="/lastDelete"]"#, |s| {
+            s == "\"8\""
+        })
+        .await;
+
+        // An edit that does not validate is refused and the entry stays pending.
+        let agent = propose("9");
+        wait_text(&c, card, |s| s.contains("delete a row")).await;
+        let area = c
+            .find(Locator::Css(&format!("{card} [data-testid=confirm-payload]")))
+            .await
+            .unwrap();
+        area.clear().await.unwrap();
+        area.send_keys("{}").await.unwrap();
+        click(&c, &format!("{card} [data-testid=confirm-approve]")).await;
+        let error = wait_text(&c, &format!("{card} [data-testid=confirm-error]"), |s| {
+            !s.is_empty()
+        })
+        .await;
+        assert!(error.contains("400"), "{error}");
+        assert!(error.contains("id"), "{error}");
+
+        // Reject: the agent's call answers user-cancelled.
+        click(&c, &format!("{card} [data-testid=confirm-reject]")).await;
+        let (_, answer) = tokio::time::timeout(WAIT, agent).await.unwrap().unwrap();
+        assert_eq!(
+            answer,
+            json!({"status": "rejected", "reason": "user-cancelled"})
+        );
+        wait_text(&c, "[data-testid=pending-count]", |s| s == "0").await;
+        wait_text(&c, "[data-testid=log-entry][data-kind=rejected]", |s| {
+            s.contains("user-cancelled")
+        })
+        .await;
+
+        // Agent text is shown as text, never as markup.
+        let markup = r#"<img src="x" id="injected"> <b>bold</b>"#;
+        agent_call(&base, &token, "/narrate", json!({"text": markup})).await;
+        wait_text(&c, "[data-testid=log-entry][data-kind=narrate]", |s| {
+            s.contains(markup)
+        })
+        .await;
+        assert!(c.find(Locator::Css("#injected")).await.is_err());
+        assert!(c.find(Locator::Css("[data-testid=log] b")).await.is_err());
+
+        // Human dispatch from the dispatch box (a @humanOnly-free message here: setCount).
+        let box_ = c
+            .find(Locator::Css("[data-testid=dispatch-msg]"))
+            .await
+            .unwrap();
+        box_.clear().await.unwrap();
+        box_.send_keys(r#"{"type": "setCount", "value": 5}"#)
+            .await
+            .unwrap();
+        click(&c, "[data-testid=dispatch-send]").await;
+        let result = wait_text(&c, "[data-testid=dispatch-result]", |s| {
+            s.contains("dispatched")
+        })
+        .await;
+        assert!(result.contains("/count"), "{result}");
+        wait_text(&c, r#"[data-testid=state] [data-path="/count"]"#, |s| s == "5").await;
+
+        // Revoke the agent's token (the active one; the other was never used) from the page:
+        // its next call is refused.
+        let row = wait_for("the active token row", || async {
+            let rows = c.find_all(Locator::Css("[data-testid=agent]")).await.ok()?;
+            for row in rows {
+                if row.text().await.ok()?.contains("active") {
+                    return Some(row);
+                }
+            }
+            None
+        })
+        .await;
+        let tid = row.attr("data-tid").await.unwrap().unwrap();
+        row.find(Locator::Css("[data-testid=revoke]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_for("the revoked token to leave the list", || async {
+            let rows = c.find_all(Locator::Css("[data-testid=agent]")).await.ok()?;
+            let mut left = true;
+            for row in rows {
+                if row.attr("data-tid").await.ok()?.as_deref() == Some(tid.as_str()) {
+                    left = false;
+                }
+            }
+            left.then_some(())
+        })
+        .await;
+        let (status, body) = agent_call(&base, &token, "/state", json!({})).await;
+        assert_eq!(status, 403, "{body}");
+        assert_eq!(body["error"]["code"], "revoked");
+    })
+    .await;
+}
