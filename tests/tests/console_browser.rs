@@ -16,6 +16,7 @@ use agent_runtime::lap::AgentServer;
 use agent_runtime::Host;
 use agent_tests::{start, TestServer};
 use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use futures::FutureExt;
 use serde_json::{json, Value};
 
@@ -106,8 +107,8 @@ async fn open_browser(driver: &Driver) -> Client {
     let mut caps = serde_json::Map::new();
     caps.insert("browserName".into(), json!("chrome"));
     caps.insert("goog:chromeOptions".into(), options);
-    ClientBuilder::rustls()
-        .expect("rustls")
+    // chromedriver listens on loopback over plain HTTP: no TLS stack needed.
+    ClientBuilder::new(HttpConnector::new())
         .capabilities(caps)
         .connect(&driver.url)
         .await
