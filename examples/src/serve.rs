@@ -73,6 +73,44 @@ pub fn agent_server<A: App>(app: A, opts: &ExampleOptions) -> AgentServer<A> {
         .unwrap_or_else(|e| panic!("invalid server options: {e}"))
 }
 
+/// A running example server.
+pub struct RunningExample<A: App> {
+    /// The agent surface (host, token store, …).
+    pub server: AgentServer<A>,
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// The serving task (ends only on a server error).
+    pub task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl<A: App> RunningExample<A> {
+    /// `http://<addr>`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The one line an example prints when it is up: the base URL, the console and MCP.
+    pub fn banner(&self) -> String {
+        let base = self.base_url();
+        format!(
+            "{} is running at {base} — open {base}/agent/console to mint a token and watch; MCP at {base}/agent/mcp",
+            self.server.host().app().name()
+        )
+    }
+}
+
+/// Binds `127.0.0.1:<opts.port>` and serves `app`'s agent surface on a tokio task.
+pub async fn start<A: App>(app: A, opts: &ExampleOptions) -> std::io::Result<RunningExample<A>> {
+    let server = agent_server(app, opts);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await?;
+    let addr = listener.local_addr()?;
+    let service = server
+        .router()
+        .into_make_service_with_connect_info::<SocketAddr>();
+    let task = tokio::spawn(async move { axum::serve(listener, service).await });
+    Ok(RunningExample { server, addr, task })
+}
+
 /// Runs an example: parses the command line, binds `127.0.0.1`, prints one line with the
 /// base URL and the console, and serves until interrupted.
 pub async fn run<A: App>(app: A, default_port: u16) {
@@ -88,24 +126,18 @@ pub async fn run<A: App>(app: A, default_port: u16) {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .try_init();
-    let name = app.name().to_string();
-    let server = agent_server(app, &opts);
-    let listener = match tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await {
-        Ok(l) => l,
+    let running = match start(app, &opts).await {
+        Ok(r) => r,
         Err(e) => {
-            eprintln!("cannot bind 127.0.0.1:{}: {e}", opts.port);
+            eprintln!("cannot serve on 127.0.0.1:{}: {e}", opts.port);
             std::process::exit(1);
         }
     };
-    let addr = listener.local_addr().expect("bound address");
-    println!(
-        "{name} is running at http://{addr} — open http://{addr}/agent/console to mint a token and watch; MCP at http://{addr}/agent/mcp"
-    );
-    let service = server
-        .router()
-        .into_make_service_with_connect_info::<SocketAddr>();
-    if let Err(e) = axum::serve(listener, service).await {
-        eprintln!("server error: {e}");
+    println!("{}", running.banner());
+    match running.task.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("server error: {e}"),
+        Err(e) => eprintln!("server task failed: {e}"),
     }
 }
 
