@@ -43,9 +43,7 @@ fn kind_problem(name: &str, kind: ArgKind, value: &Value) -> Option<String> {
         ArgKind::String => value.is_string(),
         ArgKind::Boolean => value.is_boolean(),
         ArgKind::Number => value.is_number(),
-        ArgKind::PositiveInteger => value
-            .as_f64()
-            .is_some_and(|n| n >= 1.0 && n.fract() == 0.0),
+        ArgKind::PositiveInteger => value.as_f64().is_some_and(|n| n >= 1.0 && n.fract() == 0.0),
         ArgKind::Msg => value.get("type").is_some_and(Value::is_string),
         ArgKind::OneOf(values) => value.as_str().is_some_and(|s| values.contains(&s)),
     };
@@ -139,9 +137,19 @@ mod tests {
             .unwrap_err(),
             "connect_session: invalid arguments: url must be a string"
         );
-        assert!(check(Surface::Bridge, "connect_session", json!({"url":"http://a"})).is_err());
+        assert!(check(
+            Surface::Bridge,
+            "connect_session",
+            json!({"url":"http://a"})
+        )
+        .is_err());
         assert_eq!(
-            check(Surface::Server, "connect_session", json!({"token":"agt_x","url":"x"})).unwrap(),
+            check(
+                Surface::Server,
+                "connect_session",
+                json!({"token":"agt_x","url":"x"})
+            )
+            .unwrap(),
             json!({"token":"agt_x"})
         );
     }
@@ -151,7 +159,12 @@ mod tests {
         assert!(check(Surface::Server, "describe_recent_actions", json!({"n":2})).is_ok());
         assert!(check(Surface::Server, "describe_recent_actions", json!({"n":0})).is_err());
         assert!(check(Surface::Server, "describe_recent_actions", json!({"n":1.5})).is_err());
-        assert!(check(Surface::Server, "query_dom", json!({"name":"inc","multiple":"yes"})).is_err());
+        assert!(check(
+            Surface::Server,
+            "query_dom",
+            json!({"name":"inc","multiple":"yes"})
+        )
+        .is_err());
         assert!(check(Surface::Server, "wait_for_change", json!({"timeoutMs":"5"})).is_err());
         assert!(check(Surface::Server, "wait_for_change", json!({"timeoutMs":500})).is_ok());
     }

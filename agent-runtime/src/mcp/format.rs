@@ -93,7 +93,10 @@ pub fn forwarded_failure(tool: &str, lap_path: &str, answer: &LapAnswer) -> Stri
 
 /// `connect_session failed: observe failed: status=<s> code=<c>[ — <detail>]`.
 pub fn connect_failure(answer: &LapAnswer) -> String {
-    format!("connect_session failed: observe failed: {}", answer.summary())
+    format!(
+        "connect_session failed: observe failed: {}",
+        answer.summary()
+    )
 }
 
 /// The note added to an `observe` result when the schema hash changed.
@@ -132,8 +135,14 @@ mod tests {
             forwarded_failure("get_state", "/state", &a),
             "get_state (/state) failed: status=403 code=revoked"
         );
-        let a = LapAnswer::new(400, json!({"code":"invalid","detail":"path must be a string"}));
-        assert_eq!(a.summary(), "status=400 code=invalid — path must be a string");
+        let a = LapAnswer::new(
+            400,
+            json!({"code":"invalid","detail":"path must be a string"}),
+        );
+        assert_eq!(
+            a.summary(),
+            "status=400 code=invalid — path must be a string"
+        );
         let a = LapAnswer::new(502, Value::Null);
         assert_eq!(a.summary(), "status=502 code=502");
         let a = LapAnswer::network("request to /message timed out after 7000ms");
@@ -142,7 +151,10 @@ mod tests {
             "status=0 code=network — request to /message timed out after 7000ms"
         );
         assert_eq!(
-            connect_failure(&LapAnswer::new(503, json!({"error":{"code":"paused","detail":"closed"}}))),
+            connect_failure(&LapAnswer::new(
+                503,
+                json!({"error":{"code":"paused","detail":"closed"}})
+            )),
             "connect_session failed: observe failed: status=503 code=paused — closed"
         );
         assert!(!LapAnswer::new(204, Value::Null).failed);

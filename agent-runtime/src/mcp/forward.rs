@@ -79,7 +79,10 @@ pub fn note_schema_change(cache: &DescriptionCache, mut body: Value) -> Value {
     let Some(description) = body.get("description").filter(|d| d.is_object()).cloned() else {
         return body;
     };
-    let new_hash = description.get("schemaHash").cloned().unwrap_or(Value::Null);
+    let new_hash = description
+        .get("schemaHash")
+        .cloned()
+        .unwrap_or(Value::Null);
     if let Some(old) = cache.get() {
         let old_hash = old.get("schemaHash").cloned().unwrap_or(Value::Null);
         if old_hash != new_hash {
@@ -87,7 +90,10 @@ pub fn note_schema_change(cache: &DescriptionCache, mut body: Value) -> Value {
                 obj.insert("schemaChanged".into(), Value::Bool(true));
                 obj.insert(
                     "schemaChangedNote".into(),
-                    Value::String(schema_changed_note(&hash_text(&old_hash), &hash_text(&new_hash))),
+                    Value::String(schema_changed_note(
+                        &hash_text(&old_hash),
+                        &hash_text(&new_hash),
+                    )),
                 );
             }
         }
@@ -206,7 +212,9 @@ mod tests {
             answer: |_| LapAnswer::new(401, json!({"error":{"code":"auth-failed"}})),
         };
         assert_eq!(
-            connect_flow(&bad, &DescriptionCache::default()).await.unwrap_err(),
+            connect_flow(&bad, &DescriptionCache::default())
+                .await
+                .unwrap_err(),
             "connect_session failed: observe failed: status=401 code=auth-failed"
         );
     }
@@ -217,7 +225,13 @@ mod tests {
             calls: AtomicUsize::new(0),
             answer: |_| LapAnswer::new(403, json!({"error":{"code":"revoked"}})),
         };
-        let r = forward_tool(&f, &DescriptionCache::default(), Endpoint::State, Map::new()).await;
+        let r = forward_tool(
+            &f,
+            &DescriptionCache::default(),
+            Endpoint::State,
+            Map::new(),
+        )
+        .await;
         assert_eq!(r.is_error, Some(true));
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(

@@ -75,12 +75,7 @@ pub struct ToolSpec {
     pub args: &'static [Arg],
 }
 
-const fn arg(
-    name: &'static str,
-    kind: ArgKind,
-    required: bool,
-    description: &'static str,
-) -> Arg {
+const fn arg(name: &'static str, kind: ArgKind, required: bool, description: &'static str) -> Arg {
     Arg {
         name,
         kind,
@@ -456,7 +451,9 @@ mod tests {
 
     #[test]
     fn schemas_follow_the_spec() {
-        let send = find(Surface::Server, "send_message").unwrap().input_schema();
+        let send = find(Surface::Server, "send_message")
+            .unwrap()
+            .input_schema();
         assert_eq!(send["type"], "object");
         assert_eq!(send["required"], json!(["msg"]));
         assert_eq!(
@@ -466,7 +463,10 @@ mod tests {
         assert_eq!(send["properties"]["msg"]["required"], json!(["type"]));
         assert!(send.get("additionalProperties").is_none());
         let observe = find(Surface::Server, "observe").unwrap().input_schema();
-        assert_eq!(Value::Object(observe), json!({"type":"object","properties":{}}));
+        assert_eq!(
+            Value::Object(observe),
+            json!({"type":"object","properties":{}})
+        );
         let recent = find(Surface::Server, "describe_recent_actions")
             .unwrap()
             .input_schema();

@@ -102,9 +102,10 @@ impl Forwarder for HttpForwarder {
         let url = lap_url(&self.base, endpoint);
         let sent = tokio::time::timeout(Duration::from_millis(budget), self.send(&url, &body));
         match sent.await {
-            Ok(Ok((status, bytes))) => {
-                LapAnswer::new(status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-            }
+            Ok(Ok((status, bytes))) => LapAnswer::new(
+                status,
+                serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            ),
             Ok(Err(e)) => LapAnswer::network(error_text(&e)),
             Err(_) => LapAnswer::network(format!(
                 "request to {} timed out after {budget}ms",
@@ -138,15 +139,30 @@ mod tests {
     fn budgets_follow_the_spec() {
         let b = Budgets::default();
         assert_eq!(b.budget_ms(Endpoint::State, &json!({})), 20_000);
-        assert_eq!(b.budget_ms(Endpoint::Observe, &json!({"timeoutMs": 1})), 20_000);
+        assert_eq!(
+            b.budget_ms(Endpoint::Observe, &json!({"timeoutMs": 1})),
+            20_000
+        );
         assert_eq!(b.budget_ms(Endpoint::Message, &json!({})), 7_000);
         assert_eq!(b.budget_ms(Endpoint::Wait, &json!({})), 12_000);
         assert_eq!(b.budget_ms(Endpoint::ConfirmResult, &json!({})), 7_000);
-        assert_eq!(b.budget_ms(Endpoint::Message, &json!({"timeoutMs": 30_000})), 32_000);
-        assert_eq!(b.budget_ms(Endpoint::Wait, &json!({"timeoutMs": 60_000})), 62_000);
+        assert_eq!(
+            b.budget_ms(Endpoint::Message, &json!({"timeoutMs": 30_000})),
+            32_000
+        );
+        assert_eq!(
+            b.budget_ms(Endpoint::Wait, &json!({"timeoutMs": 60_000})),
+            62_000
+        );
         for bad in [json!(0), json!(-5), json!("100"), json!(null)] {
-            assert_eq!(b.budget_ms(Endpoint::Message, &json!({"timeoutMs": bad})), 7_000);
-            assert_eq!(b.budget_ms(Endpoint::Wait, &json!({"timeoutMs": bad})), 12_000);
+            assert_eq!(
+                b.budget_ms(Endpoint::Message, &json!({"timeoutMs": bad})),
+                7_000
+            );
+            assert_eq!(
+                b.budget_ms(Endpoint::Wait, &json!({"timeoutMs": bad})),
+                12_000
+            );
         }
     }
 

@@ -9,9 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult,
-    Implementation, ListPromptsResult, ListToolsResult, PaginatedRequestParams, Prompt,
-    PromptArgument, PromptMessage, ProtocolVersion, Role, ServerCapabilities, ServerConfig,
+    GetPromptResult, Implementation, ListPromptsResult, ListToolsResult, PaginatedRequestParams,
+    Prompt, PromptArgument, PromptMessage, ProtocolVersion, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
@@ -92,7 +91,10 @@ impl Bridge {
             Ok(result) => result.into(),
             Err(text) => {
                 let mut binding = self.lock();
-                if binding.as_ref().is_some_and(|c| Arc::ptr_eq(c, &connection)) {
+                if binding
+                    .as_ref()
+                    .is_some_and(|c| Arc::ptr_eq(c, &connection))
+                {
                     *binding = None;
                 }
                 failure(text).into()
@@ -114,10 +116,7 @@ impl ServerHandler for Bridge {
                 .build(),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
-        .with_server_info(Implementation::new(
-            BRIDGE_NAME,
-            env!("CARGO_PKG_VERSION"),
-        ))
+        .with_server_info(Implementation::new(BRIDGE_NAME, env!("CARGO_PKG_VERSION")))
         .with_instructions(
             "This server drives a running app over its LAP URL. Start with connect_session \
              (the user gives you the URL and an agt_… token, or use the connect prompt), then \

@@ -133,7 +133,10 @@ where
         }
         let options = &self.server.options().mcp;
         if !host_allowed(&parts, &options.allowed_hosts) {
-            return plain(StatusCode::FORBIDDEN, "Forbidden: Host header is not allowed");
+            return plain(
+                StatusCode::FORBIDDEN,
+                "Forbidden: Host header is not allowed",
+            );
         }
         if ![Method::POST, Method::GET, Method::DELETE].contains(&parts.method) {
             // rmcp answers 405 with `Allow`.
@@ -177,6 +180,7 @@ where
         let sessions = self.server.mcp_sessions();
         let expired = sessions.sweep(self.server.now());
         sessions.close(expired).await;
+        sessions.forget_ended().await;
         let session = parts
             .headers
             .get(SESSION_HEADER)
@@ -193,15 +197,7 @@ where
 
     async fn with_session(&self, parts: Parts, bytes: Bytes, id: String) -> Response {
         let sessions = self.server.mcp_sessions();
-        let known_to_rmcp = {
-            use rmcp::transport::streamable_http_server::SessionManager as _;
-            let sid = id.clone().into();
-            sessions.manager().has_session(&sid).await.unwrap_or(false)
-        };
-        if !known_to_rmcp {
-            sessions.remove(&id);
-            return bare_error(StatusCode::NOT_FOUND, "session not found");
-        }
+        // Registered ids only: never issued, expired, evicted, deleted or ended → 404.
         if !sessions.touch(&id, self.server.now()) {
             return bare_error(StatusCode::NOT_FOUND, "session not found");
         }
@@ -222,7 +218,11 @@ where
                 .audit(AuditEntry::rate_limited(now, None, MCP_PATH))
                 .await;
             let mut response = ApiError::from(limited).into_response();
-            insert_header(&mut response, header::RETRY_AFTER, limited.retry_after_secs());
+            insert_header(
+                &mut response,
+                header::RETRY_AFTER,
+                limited.retry_after_secs(),
+            );
             return response;
         }
         let mut binding = None;
@@ -296,8 +296,9 @@ where
         });
         match build.await {
             Ok(response) => response,
-            Err(e) => ApiError::internal(format!("building the MCP session failed: {e}"))
-                .into_response(),
+            Err(e) => {
+                ApiError::internal(format!("building the MCP session failed: {e}")).into_response()
+            }
         }
     }
 }

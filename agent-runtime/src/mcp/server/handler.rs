@@ -66,7 +66,10 @@ impl<A: App> McpHandler<A> {
         let Some(session) = session else {
             return failure("connect_session needs an MCP session (mcp-session-id)").into();
         };
-        let token = args.get("token").and_then(Value::as_str).unwrap_or_default();
+        let token = args
+            .get("token")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let sessions = self.server.mcp_sessions();
         let verified = verify_bearer(
             Some(&format!("Bearer {token}")),

@@ -158,6 +158,17 @@ impl McpSessions {
         self.lock().reserved
     }
 
+    /// The ids of the live sessions (in no particular order).
+    pub fn live_ids(&self) -> Vec<String> {
+        self.lock().sessions.keys().cloned().collect()
+    }
+
+    /// Number of sessions rmcp's session manager holds (equal to [`Self::live`] once no
+    /// `initialize` is in flight; a difference is a leak).
+    pub async fn transport_sessions(&self) -> usize {
+        self.manager.sessions.read().await.len()
+    }
+
     /// Whether `id` is a live session.
     pub fn is_live(&self, id: &str) -> bool {
         self.lock().sessions.contains_key(id)
@@ -165,7 +176,10 @@ impl McpSessions {
 
     /// Whether `id` is live and authenticated.
     pub fn is_authenticated(&self, id: &str) -> bool {
-        self.lock().sessions.get(id).is_some_and(|e| e.authenticated)
+        self.lock()
+            .sessions
+            .get(id)
+            .is_some_and(|e| e.authenticated)
     }
 
     /// The token `id` is bound to.
@@ -195,6 +209,17 @@ impl McpSessions {
             registry.sessions.remove(id);
         }
         expired
+    }
+
+    /// Forgets the sessions whose rmcp side has ended on its own (a session worker that
+    /// stopped), so they stop holding a slot. Sessions are registered only after rmcp created
+    /// them and are dropped here before rmcp closes them, so anything live here that rmcp no
+    /// longer holds is gone for good.
+    pub(crate) async fn forget_ended(&self) {
+        let known = self.manager.sessions.read().await;
+        self.lock()
+            .sessions
+            .retain(|id, _| known.contains_key(id.as_str()));
     }
 
     /// Marks a live session used now; `false` when `id` is not live.
@@ -425,6 +450,21 @@ mod tests {
         assert_eq!(s.live(), 0);
     }
 
+    #[tokio::test]
+    async fn sessions_whose_rmcp_side_ended_are_forgotten() {
+        let s = sessions(8, 8, 8);
+        let (id, _transport) = s.manager.create_session().await.expect("created");
+        open(&s, &id, 0, None);
+        open(&s, "never-created-in-rmcp", 0, None);
+        s.forget_ended().await;
+        assert_eq!(s.live_ids(), vec![id.to_string()]);
+        assert_eq!(s.transport_sessions().await, 1);
+        // The worker ends on its own: rmcp closes its side, the slot is freed on the next sweep.
+        s.manager.close_session(&id).await.expect("closed");
+        s.forget_ended().await;
+        assert_eq!((s.live(), s.transport_sessions().await), (0, 0));
+    }
+
     #[test]
     fn per_token_cap() {
         let s = sessions(8, 8, 2);
@@ -434,7 +474,10 @@ mod tests {
         open(&s, "c", 0, bound("t"));
         // connect_session binds a provisional session and evicts the token's LRU other one.
         open(&s, "d", 0, None);
-        assert_eq!(s.bind("d", bound("t").unwrap()), Some(vec!["b".to_string()]));
+        assert_eq!(
+            s.bind("d", bound("t").unwrap()),
+            Some(vec!["b".to_string()])
+        );
         assert!(s.is_authenticated("d"));
         assert_eq!(s.binding("d").unwrap().tid, "t");
         assert_eq!(s.bind("gone", bound("t").unwrap()), None);

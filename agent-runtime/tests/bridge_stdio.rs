@@ -1,0 +1,402 @@
+//! The built `agent-bridge` binary as a child process, driven by rmcp's own client over stdio
+//! (`lap.md` §8, §11.6): the 16 tools, the `connect` prompt, the unbound text, and
+//! `connect_session {url, token}` against a counter LAP server on a loopback port (observe,
+//! send_message with a human-only rejection and a human-approved confirmation, wait_for_change,
+//! narrate, disconnect), plus the schema-change note against a minimal LAP server of our own.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_examples::counter::Counter;
+use agent_runtime::lap::{AgentServer, ServerOptions};
+use agent_runtime::Host;
+use agent_tests::{start, Minted, TestServer};
+use axum::routing::post;
+use axum::{Json, Router};
+use rmcp::model::{CallToolRequestParams, CallToolResult, GetPromptRequestParams};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{Peer, ServiceExt as _};
+use serde_json::{json, Map, Value};
+
+const NOT_CONNECTED: &str = "Not connected — ask the user for the app's LAP URL and an agent token, then call connect_session with both (or use the connect prompt).";
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Starts `agent-bridge` and initializes an MCP client session with it over its stdio.
+async fn bridge() -> Client {
+    let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-bridge"));
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn agent-bridge");
+    ().serve(transport).await.expect("initialize")
+}
+
+async fn lap_server() -> TestServer<Counter> {
+    let host = Host::new(Counter).expect("host");
+    let options = ServerOptions {
+        rate_limit: "100000/minute".parse().expect("limit"),
+        ..ServerOptions::default()
+    };
+    start(AgentServer::builder(host).options(options)).await
+}
+
+fn lap_url(t: &TestServer<Counter>) -> String {
+    format!("{}/agent/lap/v1", t.base)
+}
+
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+async fn call(peer: &Peer<RoleClient>, name: &str, args: Value) -> CallToolResult {
+    peer.call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(object(args)))
+        .await
+        .expect("tools/call")
+}
+
+fn text(result: &CallToolResult) -> String {
+    let v = serde_json::to_value(result).expect("serializes");
+    v["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The `structuredContent` of a success, checked against its text content.
+fn ok(result: &CallToolResult) -> Value {
+    assert_ne!(result.is_error, Some(true), "tool failed: {}", text(result));
+    let body = result
+        .structured_content
+        .clone()
+        .expect("structuredContent");
+    let parsed: Value = serde_json::from_str(&text(result)).expect("text is JSON");
+    assert_eq!(parsed, body);
+    body
+}
+
+fn err(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(true), "expected a failure");
+    text(result)
+}
+
+async fn wait_for_pending(t: &TestServer<Counter>, m: &Minted) -> String {
+    for _ in 0..200 {
+        let a = t
+            .get(
+                &format!("/agent/human/sessions/{}", m.session_id),
+                Some("alice"),
+            )
+            .await;
+        if let Some(p) = a.body["pending"].as_array().and_then(|p| p.first()) {
+            return p["id"].as_str().expect("id").to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no pending confirmation appeared");
+}
+
+async fn approve(t: &TestServer<Counter>, m: &Minted, id: &str) {
+    let a = t
+        .post_json(
+            &format!("/agent/human/sessions/{}/confirms/{id}", m.session_id),
+            Some("alice"),
+            None,
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+}
+
+#[tokio::test]
+async fn tools_prompt_and_unbound_calls() {
+    let c = bridge().await;
+    let info = c.peer_info().expect("server info");
+    let server = info.server_info.as_ref().expect("serverInfo");
+    assert_eq!(server.name, "agent-bridge");
+    assert_eq!(server.version, env!("CARGO_PKG_VERSION"));
+    assert!(info.capabilities.tools.is_some());
+    assert!(info.capabilities.prompts.is_some());
+
+    let tools = c.list_all_tools().await.expect("tools/list");
+    assert_eq!(tools.len(), 16);
+    let connect = tools
+        .iter()
+        .find(|t| t.name == "connect_session")
+        .expect("connect_session");
+    let schema = Value::Object((*connect.input_schema).clone());
+    assert_eq!(schema["required"], json!(["url", "token"]));
+    assert_eq!(schema["properties"]["url"]["type"], "string");
+    assert_eq!(schema["properties"]["token"]["type"], "string");
+    for name in [
+        "observe",
+        "describe_app",
+        "get_state",
+        "query_state",
+        "describe_recent_actions",
+        "would_dispatch",
+        "list_actions",
+        "send_message",
+        "get_confirm_result",
+        "wait_for_change",
+        "narrate",
+        "query_dom",
+        "describe_visible_content",
+        "describe_context",
+        "disconnect_session",
+    ] {
+        let tool = tools.iter().find(|t| t.name == name).expect(name);
+        assert!(tool.output_schema.is_none(), "{name}");
+    }
+
+    let prompts = c.list_all_prompts().await.expect("prompts/list");
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(prompts[0].name, "connect");
+    let args = prompts[0].arguments.as_ref().expect("arguments");
+    let names: Vec<(&str, Option<bool>)> =
+        args.iter().map(|a| (a.name.as_str(), a.required)).collect();
+    assert_eq!(names, vec![("url", Some(true)), ("token", Some(true))]);
+    let prompt = c
+        .get_prompt(
+            GetPromptRequestParams::new("connect").with_arguments(object(json!({
+                "url": "http://127.0.0.1:8787/agent/lap/v1", "token": "agt_abc"
+            }))),
+        )
+        .await
+        .expect("prompts/get");
+    assert_eq!(prompt.messages.len(), 1);
+    let message = serde_json::to_value(&prompt.messages[0]).expect("serializes");
+    assert_eq!(message["role"], "user");
+    assert_eq!(
+        message["content"]["text"],
+        "Connect to the app: call the connect_session tool with url \"http://127.0.0.1:8787/agent/lap/v1\" and token \"agt_abc\". Then call observe to read the state and actions, use send_message to act, and use narrate to tell the user what you are doing during multi-step work."
+    );
+
+    assert_eq!(err(&call(&c, "observe", json!({})).await), NOT_CONNECTED);
+    assert_eq!(
+        err(&call(&c, "send_message", json!({"msg": {"type": "inc"}})).await),
+        NOT_CONNECTED
+    );
+    // Invalid arguments are refused before any request.
+    for (tool, args) in [
+        (
+            "send_message",
+            json!({"msg": {"type": "inc"}, "waitFor": "bogus"}),
+        ),
+        ("send_message", json!({})),
+        ("connect_session", json!({"url": 5, "token": "agt_x"})),
+    ] {
+        let r = c
+            .call_tool(CallToolRequestParams::new(tool).with_arguments(object(args.clone())))
+            .await;
+        assert!(
+            r.is_err() || r.as_ref().is_ok_and(|r| r.is_error == Some(true)),
+            "{tool} {args} was accepted"
+        );
+    }
+    // Nothing listens on port 9: the connect flow fails with status 0, code network.
+    let failed = err(&call(
+        &c,
+        "connect_session",
+        json!({"url": "http://127.0.0.1:9/agent/lap/v1", "token": "agt_x"}),
+    )
+    .await);
+    assert!(
+        failed.starts_with("connect_session failed: observe failed: status=0 code=network — "),
+        "{failed}"
+    );
+    assert_eq!(err(&call(&c, "observe", json!({})).await), NOT_CONNECTED);
+    c.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn connect_and_drive_the_counter_through_the_bridge() {
+    let t = lap_server().await;
+    let m = t.mint("alice", None).await;
+    let c = bridge().await;
+    let url = lap_url(&t);
+
+    // A bad token: the connect flow's observe fails, and nothing stays bound.
+    assert_eq!(
+        err(&call(
+            &c,
+            "connect_session",
+            json!({"url": url, "token": "agt_nope"})
+        )
+        .await),
+        "connect_session failed: observe failed: status=401 code=auth-failed"
+    );
+    assert_eq!(err(&call(&c, "observe", json!({})).await), NOT_CONNECTED);
+
+    // A trailing slash on the URL is joined once.
+    let connected = ok(&call(
+        &c,
+        "connect_session",
+        json!({"url": format!("{url}/"), "token": m.token}),
+    )
+    .await);
+    assert_eq!(connected["status"], "connected");
+    assert_eq!(connected["appName"], "counter");
+    assert_eq!(connected["state"]["count"], 0);
+    assert!(connected["actions"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty()));
+
+    let observed = ok(&call(&c, "observe", json!({})).await);
+    assert_eq!(observed["description"]["name"], "counter");
+    assert!(observed.get("schemaChanged").is_none());
+    let described = ok(&call(&c, "describe_app", json!({})).await);
+    assert_eq!(described["name"], "counter");
+
+    let sent = ok(&call(&c, "send_message", json!({"msg": {"type": "inc"}})).await);
+    assert_eq!(sent["status"], "dispatched");
+    assert_eq!(
+        t.lap(&m.token, "/state", &json!({})).await.body["state"]["count"],
+        1
+    );
+    let rejected = ok(&call(&c, "send_message", json!({"msg": {"type": "signOut"}})).await);
+    assert_eq!(rejected["status"], "rejected");
+    assert_eq!(rejected["reason"], "human-only");
+
+    // A confirmation approved by the human while the call waits.
+    let peer = c.peer().clone();
+    let waiting = tokio::spawn(async move {
+        call(
+            &peer,
+            "send_message",
+            json!({"msg": {"type": "delete", "id": "99"}, "timeoutMs": 5000}),
+        )
+        .await
+    });
+    let id = wait_for_pending(&t, &m).await;
+    approve(&t, &m, &id).await;
+    let confirmed = ok(&waiting.await.expect("join"));
+    assert_eq!(confirmed["status"], "confirmed");
+    assert_eq!(confirmed["stateAfter"]["lastDelete"], "99");
+    // Parked, approved later, then polled.
+    let parked = ok(&call(
+        &c,
+        "send_message",
+        json!({"msg": {"type": "delete", "id": "42"}, "timeoutMs": 50}),
+    )
+    .await);
+    assert_eq!(parked["status"], "pending-confirmation");
+    let confirm_id = parked["confirmId"].as_str().expect("confirmId").to_string();
+    approve(&t, &m, &confirm_id).await;
+    let result = ok(&call(
+        &c,
+        "get_confirm_result",
+        json!({"confirmId": confirm_id, "timeoutMs": 1000}),
+    )
+    .await);
+    assert_eq!(result["status"], "confirmed");
+    assert_eq!(result["stateAfter"]["lastDelete"], "42");
+
+    // wait_for_change: nothing → timeout; a human dispatch meanwhile → changed.
+    let quiet = ok(&call(&c, "wait_for_change", json!({"timeoutMs": 100})).await);
+    assert_eq!(quiet["status"], "timeout");
+    let peer = c.peer().clone();
+    let waiting =
+        tokio::spawn(
+            async move { call(&peer, "wait_for_change", json!({"timeoutMs": 5000})).await },
+        );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let human = t
+        .post_json(
+            &format!("/agent/human/sessions/{}/dispatch", m.session_id),
+            Some("alice"),
+            None,
+            &json!({"msg": {"type": "inc"}}),
+        )
+        .await;
+    assert_eq!(human.body["status"], "dispatched", "{}", human.body);
+    let changed = ok(&waiting.await.expect("join"));
+    assert_eq!(changed["status"], "changed");
+    assert_eq!(changed["stateAfter"]["count"], 2);
+
+    let narrated = ok(&call(&c, "narrate", json!({"text": "Tidying up"})).await);
+    assert_eq!(narrated, json!({"ok": true}));
+    let recent = ok(&call(
+        &c,
+        "describe_recent_actions",
+        json!({"n": 1, "kind": "narrate"}),
+    )
+    .await);
+    assert_eq!(recent["entries"][0]["intent"], "Agent narrated");
+    // A LAP 400 is a tool error with the spec's text.
+    assert_eq!(
+        err(&call(&c, "wait_for_change", json!({"path": "count"})).await),
+        "wait_for_change (/wait) failed: status=400 code=invalid — path must be empty or start with '/'"
+    );
+
+    let done = ok(&call(&c, "disconnect_session", json!({})).await);
+    assert_eq!(done, json!({"status": "disconnected"}));
+    assert_eq!(err(&call(&c, "observe", json!({})).await), NOT_CONNECTED);
+
+    // Reconnect, then a revoke over HTTP fails the next forwarded call.
+    ok(&call(&c, "connect_session", json!({"url": url, "token": m.token})).await);
+    let revoke = t
+        .post_json("/agent/revoke", Some("alice"), None, &json!({"tid": m.tid}))
+        .await;
+    assert_eq!(revoke.status, 200);
+    assert_eq!(
+        err(&call(&c, "get_state", json!({})).await),
+        "get_state (/state) failed: status=403 code=revoked"
+    );
+    c.cancel().await.expect("close");
+}
+
+/// A minimal LAP server of our own whose schema hash changes after the first `observe`.
+async fn changing_schema_server() -> String {
+    let observes = Arc::new(AtomicUsize::new(0));
+    let app = Router::new().route(
+        "/lap/observe",
+        post(move || {
+            let n = observes.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let hash = if n == 0 { "aaaa" } else { "bbbb" };
+                Json(json!({
+                    "state": {"n": n},
+                    "actions": [],
+                    "description": {"name": "other", "version": "9", "schemaHash": hash},
+                    "context": null
+                }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}/lap")
+}
+
+#[tokio::test]
+async fn a_changed_schema_hash_adds_the_note() {
+    let url = changing_schema_server().await;
+    let c = bridge().await;
+    let connected = ok(&call(&c, "connect_session", json!({"url": url, "token": "agt_t"})).await);
+    assert_eq!(connected["appName"], "other");
+    assert_eq!(connected["appVersion"], "9");
+    let observed = ok(&call(&c, "observe", json!({})).await);
+    assert_eq!(observed["schemaChanged"], true);
+    assert_eq!(
+        observed["schemaChangedNote"],
+        "App schema changed (was aaaa, now bbbb). Descriptions, actions and examples read before this are stale; use the ones in this result."
+    );
+    // The cache now holds the new hash: the next observe has no note.
+    let again = ok(&call(&c, "observe", json!({})).await);
+    assert!(again.get("schemaChanged").is_none());
+    // describe_app answers from the cache without a request (the server has no /describe).
+    let described = ok(&call(&c, "describe_app", json!({})).await);
+    assert_eq!(described["schemaHash"], "bbbb");
+    c.cancel().await.expect("close");
+}
