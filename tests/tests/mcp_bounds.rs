@@ -426,3 +426,64 @@ async fn initialize_is_rate_limited_by_client_address() {
     assert_eq!(t.server.mcp_sessions().live(), 3);
     close_all_and_check_no_leak(&t).await;
 }
+
+#[tokio::test]
+async fn bearers_at_initialize_and_the_audit_order() {
+    let audit = Arc::new(MemoryAuditSink::new());
+    let host = Host::with_config(Counter, HostConfig::default(), audit.clone()).expect("host");
+    let options = ServerOptions {
+        rate_limit: "4/minute".parse().expect("limit"),
+        mcp: McpOptions {
+            max_sessions: 1,
+            ..McpOptions::default()
+        },
+        ..ServerOptions::default()
+    };
+    let t = start(AgentServer::builder(host).options(options)).await;
+    let sessions = t.server.mcp_sessions();
+    let valid = t.mint("alice", None).await;
+    let revoked = t.mint("alice", None).await;
+    let r = t
+        .post_json(
+            "/agent/revoke",
+            Some("alice"),
+            None,
+            &json!({"tid": revoked.tid}),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let unknown = format!("agt_{}", "x".repeat(43));
+    let r = initialize(&t, Some(&unknown)).await;
+    assert_eq!(r.status, 401);
+    assert_eq!(r.body, json!({"error": {"code": "auth-failed"}}));
+    assert!(r.session.is_none());
+    let r = initialize(&t, Some(&revoked.token)).await;
+    assert_eq!(r.status, 403);
+    assert_eq!(r.body, json!({"error": {"code": "revoked"}}));
+    assert!(r.session.is_none());
+    assert_eq!(sessions.live(), 0);
+    // A valid bearer: admitted and bound.
+    let id = open(&t, Some(&valid.token)).await;
+    assert_eq!(
+        sessions.binding(&id).map(|b| b.tid),
+        Some(valid.tid.clone())
+    );
+    // Full (the only slot is authenticated) → 503; then the address's bucket is empty → 429.
+    assert_eq!(initialize(&t, None).await.status, 503);
+    assert_eq!(initialize(&t, None).await.status, 429);
+    let refusals: Vec<(String, Value)> = audit
+        .entries()
+        .into_iter()
+        .filter(|e| matches!(e.event.as_str(), "auth-failed" | "rate-limited"))
+        .map(|e| (e.event.as_str().to_string(), e.detail))
+        .collect();
+    let events: Vec<&str> = refusals.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(
+        events,
+        ["auth-failed", "auth-failed", "rate-limited", "rate-limited"]
+    );
+    assert_eq!(refusals[2].1["reason"], "session-capacity");
+    assert!(refusals[3].1.get("reason").is_none());
+    assert_eq!(sessions.live(), 1);
+    close_all_and_check_no_leak(&t).await;
+}
