@@ -5,6 +5,7 @@
 
 use agent_examples::counter::Counter;
 use agent_tests::example::ExampleWorld;
+use agent_tests::mcp::McpAgent;
 use serde_json::{json, Value};
 
 type World = ExampleWorld<Counter>;
@@ -295,4 +296,55 @@ async fn context_docs_and_visible_content_hooks_answer() {
     assert_eq!(dom["elements"][0]["text"], "+", "{dom}");
     let (_, visible) = w.lap("/describe-visible", json!({})).await;
     assert_eq!(visible["source"], "data-agent", "{visible}");
+}
+
+#[tokio::test]
+async fn the_same_tags_hold_over_mcp() {
+    let w = World::start(Counter).await;
+    let agent = McpAgent::connect(&w.example.base_url(), &w.token).await;
+    let observed = agent.call("observe", json!({})).await;
+    assert_eq!(observed["state"]["count"], 0, "{observed}");
+    let listed: Vec<&str> = observed["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .map(|a| a["variant"].as_str().unwrap())
+        .collect();
+    assert!(!listed.contains(&"signOut"), "{listed:?}");
+    assert!(listed.contains(&"bulkAdd"), "{listed:?}");
+
+    let sent = agent
+        .call("send_message", json!({"msg": {"type": "inc"}}))
+        .await;
+    assert_eq!(sent["status"], "dispatched", "{sent}");
+    let refused = agent
+        .call("send_message", json!({"msg": {"type": "signOut"}}))
+        .await;
+    assert_eq!(refused["reason"], "human-only", "{refused}");
+    let invalid = agent
+        .call(
+            "send_message",
+            json!({"msg": {"type": "setCount", "value": 5000}}),
+        )
+        .await;
+    assert_eq!(invalid["status"], "rejected", "{invalid}");
+
+    // @requiresConfirm through MCP: parks, the human approves in the console's route.
+    let ask = agent.call(
+        "send_message",
+        json!({"msg": {"type": "delete", "id": "9"}, "reason": "cleanup", "timeoutMs": 10_000}),
+    );
+    let approve = async {
+        let id = w.pending().await["id"].as_str().unwrap().to_owned();
+        w.human(
+            reqwest::Method::POST,
+            &format!("/confirms/{id}"),
+            Some(json!({"decision": "approve"})),
+        )
+        .await
+    };
+    let (confirmed, _) = tokio::join!(ask, approve);
+    assert_eq!(confirmed["status"], "confirmed", "{confirmed}");
+    assert_eq!(confirmed["stateAfter"]["lastDelete"], "9");
+    agent.close().await;
 }

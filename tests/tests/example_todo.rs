@@ -4,6 +4,7 @@
 
 use agent_examples::todo::TodoApp;
 use agent_tests::example::ExampleWorld;
+use agent_tests::mcp::McpAgent;
 use serde_json::{json, Value};
 
 type World = ExampleWorld<TodoApp>;
@@ -152,4 +153,36 @@ async fn empty_titles_fail_validates() {
         .await;
     assert_eq!(ok["status"], "dispatched");
     assert_eq!(w.state().await["todos"][2]["title"], "water the plants");
+}
+
+#[tokio::test]
+async fn an_mcp_agent_adds_todos_and_waits_for_the_save() {
+    let w = World::start(TodoApp::default()).await;
+    let agent = McpAgent::connect(&w.example.base_url(), &w.token).await;
+    let described = agent.call("describe_app", json!({})).await;
+    assert_eq!(described["name"], "todo", "{described}");
+    let sent = agent
+        .call(
+            "send_message",
+            json!({"msg": {"type": "bulkAdd", "todos": [{"title": "call mum"}]},
+                   "waitFor": "drained", "drainQuietMs": 150, "includeState": true}),
+        )
+        .await;
+    assert_eq!(sent["status"], "dispatched", "{sent}");
+    assert_eq!(sent["stateAfter"]["save"], "saved", "{sent}");
+    assert_eq!(sent["stateAfter"]["todos"][2]["title"], "call mum");
+    assert!(
+        sent["stateAfter"].get("apiKey").is_none(),
+        "redacted: {sent}"
+    );
+    let narrated = agent
+        .call("narrate", json!({"text": "added the todo you asked for"}))
+        .await;
+    assert_eq!(narrated["ok"], true, "{narrated}");
+    let log = w.human(reqwest::Method::GET, "", None).await["log"].clone();
+    assert!(
+        log.to_string().contains("added the todo you asked for"),
+        "{log}"
+    );
+    agent.close().await;
 }
