@@ -16,8 +16,8 @@ use agent_runtime::lap::AgentServer;
 use agent_runtime::Host;
 use agent_tests::{start, TestServer};
 use fantoccini::{Client, ClientBuilder, Locator};
-use hyper_util::client::legacy::connect::HttpConnector;
 use futures::FutureExt;
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(20);

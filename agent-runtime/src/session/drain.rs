@@ -30,7 +30,9 @@ pub(crate) struct Timing {
 }
 
 enum Step {
-    Commit { own: bool },
+    Commit {
+        own: bool,
+    },
     Error(DrainError),
     /// This many notes were dropped because the waiter fell behind.
     Lagged(u64),

@@ -34,10 +34,10 @@ const NOTES_CAPACITY: usize = 64;
 pub use dispatch::{DispatchOptions, EditedApprovalError};
 pub use effects::SessionClosed;
 
-use task::Origin;
 pub use effects::EffectContext;
 pub use events::{SessionEvent, Subscription};
 pub use outcome::LastOutcome;
+use task::Origin;
 
 use activity::ActivityLog;
 use confirm::ConfirmStore;

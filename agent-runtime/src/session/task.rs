@@ -31,14 +31,14 @@ pub(crate) enum Origin {
 
 /// What the commit of an approved proposal must record.
 pub(crate) struct Approval {
-        pub confirm_id: String,
-        /// The applied message as JSON (the edited one after an edit).
-        pub applied: Value,
-        /// Set when the human edited the message.
-        pub edited: bool,
-        pub intent: String,
-        pub variant: String,
-        pub tid: Option<String>,
+    pub confirm_id: String,
+    /// The applied message as JSON (the edited one after an edit).
+    pub applied: Value,
+    /// Set when the human edited the message.
+    pub edited: bool,
+    pub intent: String,
+    pub variant: String,
+    pub tid: Option<String>,
 }
 
 /// What the task tells drain waiters.
