@@ -11,13 +11,14 @@ use std::time::Duration;
 use agent_examples::counter::Counter;
 use agent_runtime::lap::{AgentServer, ServerOptions};
 use agent_runtime::Host;
-use agent_tests::{start, Minted, TestServer};
+use agent_tests::mcp::{call, err, ok};
+use agent_tests::{start, TestServer};
 use axum::routing::post;
 use axum::{Json, Router};
-use rmcp::model::{CallToolRequestParams, CallToolResult, GetPromptRequestParams};
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{Peer, ServiceExt as _};
+use rmcp::ServiceExt as _;
 use serde_json::{json, Map, Value};
 
 const NOT_CONNECTED: &str = "Not connected — ask the user for the app's LAP URL and an agent token, then call connect_session with both (or use the connect prompt).";
@@ -52,65 +53,6 @@ fn object(v: Value) -> Map<String, Value> {
         Value::Object(m) => m,
         other => panic!("not an object: {other}"),
     }
-}
-
-async fn call(peer: &Peer<RoleClient>, name: &str, args: Value) -> CallToolResult {
-    peer.call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(object(args)))
-        .await
-        .expect("tools/call")
-}
-
-fn text(result: &CallToolResult) -> String {
-    let v = serde_json::to_value(result).expect("serializes");
-    v["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// The `structuredContent` of a success, checked against its text content.
-fn ok(result: &CallToolResult) -> Value {
-    assert_ne!(result.is_error, Some(true), "tool failed: {}", text(result));
-    let body = result
-        .structured_content
-        .clone()
-        .expect("structuredContent");
-    let parsed: Value = serde_json::from_str(&text(result)).expect("text is JSON");
-    assert_eq!(parsed, body);
-    body
-}
-
-fn err(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(true), "expected a failure");
-    text(result)
-}
-
-async fn wait_for_pending(t: &TestServer<Counter>, m: &Minted) -> String {
-    for _ in 0..200 {
-        let a = t
-            .get(
-                &format!("/agent/human/sessions/{}", m.session_id),
-                Some("alice"),
-            )
-            .await;
-        if let Some(p) = a.body["pending"].as_array().and_then(|p| p.first()) {
-            return p["id"].as_str().expect("id").to_string();
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no pending confirmation appeared");
-}
-
-async fn approve(t: &TestServer<Counter>, m: &Minted, id: &str) {
-    let a = t
-        .post_json(
-            &format!("/agent/human/sessions/{}/confirms/{id}", m.session_id),
-            Some("alice"),
-            None,
-            &json!({"decision": "approve"}),
-        )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
 }
 
 #[tokio::test]
@@ -273,8 +215,13 @@ async fn connect_and_drive_the_counter_through_the_bridge() {
         )
         .await
     });
-    let id = wait_for_pending(&t, &m).await;
-    approve(&t, &m, &id).await;
+    let id = t.next_confirm_id("alice", &m).await;
+    assert_eq!(
+        t.decide("alice", &m, &id, json!({"decision": "approve"}))
+            .await
+            .0,
+        200
+    );
     let confirmed = ok(&waiting.await.expect("join"));
     assert_eq!(confirmed["status"], "confirmed");
     assert_eq!(confirmed["stateAfter"]["lastDelete"], "99");
@@ -287,7 +234,12 @@ async fn connect_and_drive_the_counter_through_the_bridge() {
     .await);
     assert_eq!(parked["status"], "pending-confirmation");
     let confirm_id = parked["confirmId"].as_str().expect("confirmId").to_string();
-    approve(&t, &m, &confirm_id).await;
+    assert_eq!(
+        t.decide("alice", &m, &confirm_id, json!({"decision": "approve"}))
+            .await
+            .0,
+        200
+    );
     let result = ok(&call(
         &c,
         "get_confirm_result",

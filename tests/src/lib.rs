@@ -149,6 +149,52 @@ impl<A: App> TestServer<A> {
             .await
     }
 
+    /// The pending confirmations of `m`'s session, as its owner `user` sees them.
+    pub async fn pending(&self, user: &str, m: &Minted) -> Vec<Value> {
+        let a = self
+            .get(
+                &format!("/agent/human/sessions/{}", m.session_id),
+                Some(user),
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        a.body["pending"].as_array().expect("pending").clone()
+    }
+
+    /// Polls until `m`'s session has at least `n` pending confirmations; returns them.
+    pub async fn wait_for_pending(&self, user: &str, m: &Minted, n: usize) -> Vec<Value> {
+        for _ in 0..250 {
+            let pending = self.pending(user, m).await;
+            if pending.len() >= n {
+                return pending;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("{n} pending confirmation(s) did not appear");
+    }
+
+    /// The id of the oldest pending confirmation, once there is one.
+    pub async fn next_confirm_id(&self, user: &str, m: &Minted) -> String {
+        self.wait_for_pending(user, m, 1).await[0]["id"]
+            .as_str()
+            .expect("confirmation id")
+            .to_owned()
+    }
+
+    /// `POST /agent/human/sessions/{session}/confirms/{id}` with `body` as `user`.
+    pub async fn decide(&self, user: &str, m: &Minted, id: &str, body: Value) -> (u16, Value) {
+        let path = format!("/agent/human/sessions/{}/confirms/{id}", m.session_id);
+        let a = self.post_json(&path, Some(user), None, &body).await;
+        (a.status, a.body)
+    }
+
+    /// `POST /agent/human/sessions/{session}/dispatch {msg}` as `user`.
+    pub async fn human_dispatch(&self, user: &str, m: &Minted, msg: Value) -> Answer {
+        let path = format!("/agent/human/sessions/{}/dispatch", m.session_id);
+        self.post_json(&path, Some(user), None, &json!({ "msg": msg }))
+            .await
+    }
+
     /// A raw request builder against the server.
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         self.http.request(method, format!("{}{path}", self.base))

@@ -1,7 +1,6 @@
 //! Confirmations and the human routes over real HTTP (`semantics.md` §7, `lap.md` §6).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_runtime::clock::ManualClock;
@@ -10,29 +9,6 @@ use agent_runtime::security::MemoryAuditSink;
 use agent_runtime::{Host, HostConfig};
 use agent_tests::{start, start_app, Minted, TestServer, USER_HEADER};
 use serde_json::{json, Value};
-
-async fn pending(t: &TestServer<Counter>, m: &Minted) -> Vec<Value> {
-    let a = t
-        .get(
-            &format!("/agent/human/sessions/{}", m.session_id),
-            Some("alice"),
-        )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
-    a.body["pending"].as_array().unwrap().clone()
-}
-
-async fn decide(t: &TestServer<Counter>, m: &Minted, id: &str, body: Value) -> (u16, Value) {
-    let a = t
-        .post_json(
-            &format!("/agent/human/sessions/{}/confirms/{id}", m.session_id),
-            Some("alice"),
-            None,
-            &body,
-        )
-        .await;
-    (a.status, a.body)
-}
 
 /// Sends `delete` as the agent on a task; returns the join handle of its answer.
 fn propose(
@@ -57,23 +33,12 @@ fn propose(
     })
 }
 
-async fn wait_for_pending(t: &TestServer<Counter>, m: &Minted, n: usize) -> Vec<Value> {
-    for _ in 0..100 {
-        let p = pending(t, m).await;
-        if p.len() >= n {
-            return p;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("no pending confirmation appeared");
-}
-
 #[tokio::test]
 async fn approval_during_the_wait_answers_confirmed() {
     let t = start_app(Counter).await;
     let m = t.mint("alice", None).await;
     let call = propose(&t, &m, "99", 5000);
-    let p = wait_for_pending(&t, &m, 1).await;
+    let p = t.wait_for_pending("alice", &m, 1).await;
     assert_eq!(p[0]["variant"], "delete");
     assert_eq!(p[0]["payload"], json!({"id":"99"}));
     assert_eq!(p[0]["reason"], "cleanup");
@@ -94,27 +59,33 @@ async fn approval_during_the_wait_answers_confirmed() {
         a.body["error"]["detail"],
         "agent tokens cannot use human routes"
     );
-    let (status, body) = decide(&t, &m, &id, json!({"decision":"approve"})).await;
+    let (status, body) = t
+        .decide("alice", &m, &id, json!({"decision":"approve"}))
+        .await;
     assert_eq!((status, body), (200, json!({"status":"approved"})));
     let answer = call.await.unwrap();
     assert_eq!(answer["status"], "confirmed");
     assert_eq!(answer["stateAfter"]["lastDelete"], "99");
     assert!(answer.get("msg").is_none());
     // Deciding again → 409; unknown → 404; bad decision → 400.
-    let (status, body) = decide(&t, &m, &id, json!({"decision":"reject"})).await;
+    let (status, body) = t
+        .decide("alice", &m, &id, json!({"decision":"reject"}))
+        .await;
     assert_eq!(status, 409);
     assert_eq!(
         body["error"]["detail"],
         format!("confirmation {id} is already approved")
     );
     assert_eq!(
-        decide(&t, &m, "nope", json!({"decision":"approve"}))
+        t.decide("alice", &m, "nope", json!({"decision":"approve"}))
             .await
             .0,
         404
     );
     assert_eq!(
-        decide(&t, &m, &id, json!({"decision":"maybe"})).await.0,
+        t.decide("alice", &m, &id, json!({"decision":"maybe"}))
+            .await
+            .0,
         400
     );
     // The log has proposed then confirmed (with the diff).
@@ -132,10 +103,12 @@ async fn rejection_and_timeouts() {
     let t = start_app(Counter).await;
     let m = t.mint("alice", None).await;
     let call = propose(&t, &m, "42", 5000);
-    let p = wait_for_pending(&t, &m, 1).await;
+    let p = t.wait_for_pending("alice", &m, 1).await;
     let id = p[0]["id"].as_str().unwrap().to_string();
     assert_eq!(
-        decide(&t, &m, &id, json!({"decision":"reject"})).await.1,
+        t.decide("alice", &m, &id, json!({"decision":"reject"}))
+            .await
+            .1,
         json!({"status":"rejected"})
     );
     assert_eq!(
@@ -155,7 +128,8 @@ async fn rejection_and_timeouts() {
         )
         .await;
     assert_eq!(a.body, json!({"status":"still-pending"}));
-    decide(&t, &m, &id, json!({"decision":"approve"})).await;
+    t.decide("alice", &m, &id, json!({"decision":"approve"}))
+        .await;
     let a = t
         .lap(
             &m.token,
@@ -210,8 +184,10 @@ async fn confirmations_expire_after_the_configured_age() {
         )
         .await;
     assert_eq!(a.body, json!({"status":"rejected","reason":"timeout"}));
-    assert!(pending(&t, &m).await.is_empty());
-    let (status, body) = decide(&t, &m, &id, json!({"decision":"approve"})).await;
+    assert!(t.pending("alice", &m).await.is_empty());
+    let (status, body) = t
+        .decide("alice", &m, &id, json!({"decision":"approve"}))
+        .await;
     assert_eq!(status, 409, "{body}");
     let s = t.lap(&m.token, "/state", &json!({})).await;
     assert_eq!(s.body["state"]["lastDelete"], Value::Null);
@@ -222,39 +198,39 @@ async fn an_edited_approval_applies_the_humans_message() {
     let t = start_app(Counter).await;
     let m = t.mint("alice", None).await;
     let call = propose(&t, &m, "42", 5000);
-    let id = wait_for_pending(&t, &m, 1).await[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let (s, b) = decide(
-        &t,
-        &m,
-        &id,
-        json!({"decision":"approve","msg":{"type":"inc"}}),
-    )
-    .await;
+    let id = t.next_confirm_id("alice", &m).await;
+    let (s, b) = t
+        .decide(
+            "alice",
+            &m,
+            &id,
+            json!({"decision":"approve","msg":{"type":"inc"}}),
+        )
+        .await;
     assert_eq!(s, 400);
     assert_eq!(
         b["error"]["detail"],
         "msg.type must be \"delete\": an edit cannot change the variant"
     );
-    let (s, b) = decide(
-        &t,
-        &m,
-        &id,
-        json!({"decision":"approve","msg":{"type":"delete"}}),
-    )
-    .await;
+    let (s, b) = t
+        .decide(
+            "alice",
+            &m,
+            &id,
+            json!({"decision":"approve","msg":{"type":"delete"}}),
+        )
+        .await;
     assert_eq!(s, 400);
     assert_eq!(b["error"]["detail"], "id: required field is missing");
-    assert_eq!(pending(&t, &m).await.len(), 1);
-    let (s, _) = decide(
-        &t,
-        &m,
-        &id,
-        json!({"decision":"approve","msg":{"type":"delete","id":"43"}}),
-    )
-    .await;
+    assert_eq!(t.pending("alice", &m).await.len(), 1);
+    let (s, _) = t
+        .decide(
+            "alice",
+            &m,
+            &id,
+            json!({"decision":"approve","msg":{"type":"delete","id":"43"}}),
+        )
+        .await;
     assert_eq!(s, 200);
     let answer = call.await.unwrap();
     assert_eq!(answer["status"], "confirmed");

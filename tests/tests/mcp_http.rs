@@ -7,7 +7,8 @@ use std::time::Duration;
 use agent_examples::counter::Counter;
 use agent_runtime::lap::{AgentServer, ServerOptions};
 use agent_runtime::Host;
-use agent_tests::{start, Minted, TestServer};
+use agent_tests::mcp::{call, err, ok};
+use agent_tests::{start, TestServer};
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -38,10 +39,6 @@ async fn client(t: &TestServer<Counter>, bearer: Option<&str>) -> Client {
     ().serve(transport).await.expect("initialize")
 }
 
-async fn call(peer: &Peer<RoleClient>, name: &str, args: Value) -> CallToolResult {
-    try_call(peer, name, args).await.expect("tools/call")
-}
-
 async fn try_call(
     peer: &Peer<RoleClient>,
     name: &str,
@@ -53,67 +50,6 @@ async fn try_call(
     let name = name.to_string();
     peer.call_tool(CallToolRequestParams::new(name).with_arguments(args))
         .await
-}
-
-/// The `structuredContent` of a success; its text content is the same JSON.
-fn ok(result: &CallToolResult) -> Value {
-    assert_ne!(result.is_error, Some(true), "tool failed: {}", text(result));
-    let body = result
-        .structured_content
-        .clone()
-        .expect("structuredContent");
-    let text: Value = serde_json::from_str(&text(result)).expect("text is JSON");
-    assert_eq!(text, body, "text and structuredContent differ");
-    assert_eq!(result.content.len(), 1);
-    body
-}
-
-/// The text of a failure.
-fn err(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(true), "expected a failure");
-    assert!(result.structured_content.is_none());
-    text(result)
-}
-
-fn text(result: &CallToolResult) -> String {
-    let v = serde_json::to_value(result).expect("result serializes");
-    v["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-async fn pending(t: &TestServer<Counter>, m: &Minted) -> Vec<Value> {
-    let a = t
-        .get(
-            &format!("/agent/human/sessions/{}", m.session_id),
-            Some("alice"),
-        )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
-    a.body["pending"].as_array().expect("pending").clone()
-}
-
-async fn wait_for_pending(t: &TestServer<Counter>, m: &Minted) -> String {
-    for _ in 0..200 {
-        if let Some(p) = pending(t, m).await.first() {
-            return p["id"].as_str().expect("id").to_string();
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no pending confirmation appeared");
-}
-
-async fn decide(t: &TestServer<Counter>, m: &Minted, id: &str, decision: &str) {
-    let a = t
-        .post_json(
-            &format!("/agent/human/sessions/{}/confirms/{id}", m.session_id),
-            Some("alice"),
-            None,
-            &json!({ "decision": decision }),
-        )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
 }
 
 fn schema(tool: &Tool) -> Value {
@@ -384,8 +320,13 @@ async fn connect_observe_act_confirm_wait_narrate_disconnect() {
         )
         .await
     });
-    let confirm_id = wait_for_pending(&t, &m).await;
-    decide(&t, &m, &confirm_id, "approve").await;
+    let confirm_id = t.next_confirm_id("alice", &m).await;
+    assert_eq!(
+        t.decide("alice", &m, &confirm_id, json!({"decision": "approve"}))
+            .await
+            .0,
+        200
+    );
     let confirmed = ok(&waiting.await.expect("join"));
     assert_eq!(confirmed["status"], "confirmed");
     assert_eq!(confirmed["stateAfter"]["lastDelete"], "99");
@@ -406,7 +347,12 @@ async fn connect_observe_act_confirm_wait_narrate_disconnect() {
     )
     .await);
     assert_eq!(still, json!({"status": "still-pending"}));
-    decide(&t, &m, &confirm_id, "approve").await;
+    assert_eq!(
+        t.decide("alice", &m, &confirm_id, json!({"decision": "approve"}))
+            .await
+            .0,
+        200
+    );
     let result = ok(&call(
         &c,
         "get_confirm_result",
@@ -423,7 +369,12 @@ async fn connect_observe_act_confirm_wait_narrate_disconnect() {
     )
     .await);
     let confirm_id = parked["confirmId"].as_str().expect("confirmId").to_string();
-    decide(&t, &m, &confirm_id, "reject").await;
+    assert_eq!(
+        t.decide("alice", &m, &confirm_id, json!({"decision": "reject"}))
+            .await
+            .0,
+        200
+    );
     let result = ok(&call(&c, "get_confirm_result", json!({"confirmId": confirm_id})).await);
     assert_eq!(
         result,

@@ -11,6 +11,7 @@
 
 pub mod args;
 pub mod bridge;
+pub mod calls;
 pub mod format;
 pub mod forward;
 pub mod server;

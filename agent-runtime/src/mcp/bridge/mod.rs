@@ -18,10 +18,10 @@ use serde_json::{json, Value};
 
 pub use http::{lap_url, Budgets, HttpForwarder};
 
-use super::args::check_args;
+use super::calls::{self, ResolvedCall};
 use super::format::{failure, success, NOT_CONNECTED_BRIDGE};
 use super::forward::{connect_flow, forward_tool, DescriptionCache};
-use super::tools::{self, Surface, ToolAction};
+use super::tools::{Surface, ToolAction};
 
 /// The bridge's server name.
 pub const BRIDGE_NAME: &str = "agent-bridge";
@@ -125,9 +125,7 @@ impl ServerHandler for Bridge {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
+        calls::supported_protocol_versions()
     }
 
     async fn list_tools(
@@ -135,9 +133,7 @@ impl ServerHandler for Bridge {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            tools::tools(Surface::Bridge).map(|t| t.to_tool()).collect(),
-        ))
+        Ok(calls::list_tools(Surface::Bridge))
     }
 
     async fn call_tool(
@@ -145,15 +141,9 @@ impl ServerHandler for Bridge {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(spec) = tools::find(Surface::Bridge, &request.name) else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool: {}", request.name),
-                None,
-            ));
-        };
-        let args = match check_args(spec, request.arguments.as_ref()) {
-            Ok(a) => a,
-            Err(refusal) => return Ok(failure(refusal).into()),
+        let (spec, args) = match calls::resolve(Surface::Bridge, &request)? {
+            ResolvedCall::Run(spec, args) => (spec, args),
+            ResolvedCall::Refused(refusal) => return Ok(refusal.into()),
         };
         Ok(match spec.action {
             ToolAction::Connect => {

@@ -22,9 +22,10 @@ use tower::ServiceExt as _;
 use super::registry::Binding;
 use crate::app::App;
 use crate::lap::{AgentServer, Endpoint};
+use crate::mcp::calls::{self, ResolvedCall};
 use crate::mcp::format::{failure, success, LapAnswer, NOT_CONNECTED_SERVER, TOKEN_INVALID};
 use crate::mcp::forward::{connect_flow, forward_tool, DescriptionCache, Forwarder};
-use crate::mcp::tools::{self, Surface, ToolAction};
+use crate::mcp::tools::{Surface, ToolAction};
 use crate::security::{verify_bearer, AuthError};
 
 const INSTRUCTIONS: &str = "This server drives a running app. Start with connect_session and \
@@ -125,9 +126,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
+        calls::supported_protocol_versions()
     }
 
     async fn list_tools(
@@ -135,9 +134,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            tools::tools(Surface::Server).map(|t| t.to_tool()).collect(),
-        ))
+        Ok(calls::list_tools(Surface::Server))
     }
 
     async fn call_tool(
@@ -145,15 +142,9 @@ impl<A: App> ServerHandler for McpHandler<A> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(spec) = tools::find(Surface::Server, &request.name) else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool: {}", request.name),
-                None,
-            ));
-        };
-        let args = match crate::mcp::args::check_args(spec, request.arguments.as_ref()) {
-            Ok(a) => a,
-            Err(refusal) => return Ok(failure(refusal).into()),
+        let (spec, args) = match calls::resolve(Surface::Server, &request)? {
+            ResolvedCall::Run(spec, args) => (spec, args),
+            ResolvedCall::Refused(refusal) => return Ok(refusal.into()),
         };
         let session = session_id(&context);
         let sessions = self.server.mcp_sessions();
