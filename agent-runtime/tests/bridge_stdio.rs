@@ -6,12 +6,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_runtime::lap::{AgentServer, ServerOptions};
 use agent_runtime::Host;
-use agent_tests::mcp::{call, err, ok};
+use agent_tests::mcp::{call, confirmation_flows, err, ok, wait_for_change_flow};
 use agent_tests::{start, TestServer};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -205,70 +204,11 @@ async fn connect_and_drive_the_counter_through_the_bridge() {
     assert_eq!(rejected["status"], "rejected");
     assert_eq!(rejected["reason"], "human-only");
 
-    // A confirmation approved by the human while the call waits.
-    let peer = c.peer().clone();
-    let waiting = tokio::spawn(async move {
-        call(
-            &peer,
-            "send_message",
-            json!({"msg": {"type": "delete", "id": "99"}, "timeoutMs": 5000}),
-        )
-        .await
-    });
-    let id = t.next_confirm_id("alice", &m).await;
-    assert_eq!(
-        t.decide("alice", &m, &id, json!({"decision": "approve"}))
-            .await
-            .0,
-        200
-    );
-    let confirmed = ok(&waiting.await.expect("join"));
-    assert_eq!(confirmed["status"], "confirmed");
-    assert_eq!(confirmed["stateAfter"]["lastDelete"], "99");
-    // Parked, approved later, then polled.
-    let parked = ok(&call(
-        &c,
-        "send_message",
-        json!({"msg": {"type": "delete", "id": "42"}, "timeoutMs": 50}),
-    )
-    .await);
-    assert_eq!(parked["status"], "pending-confirmation");
-    let confirm_id = parked["confirmId"].as_str().expect("confirmId").to_string();
-    assert_eq!(
-        t.decide("alice", &m, &confirm_id, json!({"decision": "approve"}))
-            .await
-            .0,
-        200
-    );
-    let result = ok(&call(
-        &c,
-        "get_confirm_result",
-        json!({"confirmId": confirm_id, "timeoutMs": 1000}),
-    )
-    .await);
-    assert_eq!(result["status"], "confirmed");
-    assert_eq!(result["stateAfter"]["lastDelete"], "42");
+    // @requiresConfirm: approved while the call waits, then parked and polled.
+    confirmation_flows(c.peer(), &t, "alice", &m).await;
 
     // wait_for_change: nothing → timeout; a human dispatch meanwhile → changed.
-    let quiet = ok(&call(&c, "wait_for_change", json!({"timeoutMs": 100})).await);
-    assert_eq!(quiet["status"], "timeout");
-    let peer = c.peer().clone();
-    let waiting =
-        tokio::spawn(
-            async move { call(&peer, "wait_for_change", json!({"timeoutMs": 5000})).await },
-        );
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let human = t
-        .post_json(
-            &format!("/agent/human/sessions/{}/dispatch", m.session_id),
-            Some("alice"),
-            None,
-            &json!({"msg": {"type": "inc"}}),
-        )
-        .await;
-    assert_eq!(human.body["status"], "dispatched", "{}", human.body);
-    let changed = ok(&waiting.await.expect("join"));
-    assert_eq!(changed["status"], "changed");
+    let changed = wait_for_change_flow(c.peer(), &t, "alice", &m, json!({"timeoutMs": 5000})).await;
     assert_eq!(changed["stateAfter"]["count"], 2);
 
     let narrated = ok(&call(&c, "narrate", json!({"text": "Tidying up"})).await);

@@ -8,6 +8,10 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{Peer, ServiceExt as _};
 use serde_json::{json, Value};
 
+use agent_runtime::app::App;
+
+use crate::{Minted, TestServer};
+
 /// Calls a tool (arguments must be a JSON object) and returns its raw result.
 pub async fn call(peer: &Peer<RoleClient>, name: &str, args: Value) -> CallToolResult {
     let Value::Object(args) = args else {
@@ -74,4 +78,76 @@ impl McpAgent {
     pub async fn close(self) {
         let _ = self.client.cancel().await;
     }
+}
+
+/// The confirmation flows of the counter's `delete` (`@requiresConfirm`), the same on every MCP
+/// surface: approved by `user` while the agent's call waits (`delete 99` → `confirmed`), then
+/// parked past its wait, approved, and polled with `get_confirm_result` (`delete 42`).
+pub async fn confirmation_flows<A: App>(
+    peer: &Peer<RoleClient>,
+    t: &TestServer<A>,
+    user: &str,
+    m: &Minted,
+) {
+    let waiting = {
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let msg = json!({"msg": {"type": "delete", "id": "99"}, "timeoutMs": 5000, "reason": "cleanup"});
+            call(&peer, "send_message", msg).await
+        })
+    };
+    let id = t.next_confirm_id(user, m).await;
+    let approve = json!({"decision": "approve"});
+    assert_eq!(t.decide(user, m, &id, approve.clone()).await.0, 200);
+    let confirmed = ok(&waiting.await.expect("join"));
+    assert_eq!(confirmed["status"], "confirmed", "{confirmed}");
+    assert_eq!(confirmed["stateAfter"]["lastDelete"], "99");
+
+    let parked = ok(&call(
+        peer,
+        "send_message",
+        json!({"msg": {"type": "delete", "id": "42"}, "timeoutMs": 50}),
+    )
+    .await);
+    assert_eq!(parked["status"], "pending-confirmation", "{parked}");
+    let id = parked["confirmId"].as_str().expect("confirmId").to_owned();
+    let still = ok(&call(
+        peer,
+        "get_confirm_result",
+        json!({"confirmId": id, "timeoutMs": 10}),
+    )
+    .await);
+    assert_eq!(still, json!({"status": "still-pending"}));
+    assert_eq!(t.decide(user, m, &id, approve).await.0, 200);
+    let result = ok(&call(
+        peer,
+        "get_confirm_result",
+        json!({"confirmId": id, "timeoutMs": 1000}),
+    )
+    .await);
+    assert_eq!(result["status"], "confirmed", "{result}");
+    assert_eq!(result["stateAfter"]["lastDelete"], "42");
+}
+
+/// `wait_for_change` with nothing happening → `timeout`; then with `args` while `user`
+/// dispatches `inc` on the human route → `changed`, which is returned.
+pub async fn wait_for_change_flow<A: App>(
+    peer: &Peer<RoleClient>,
+    t: &TestServer<A>,
+    user: &str,
+    m: &Minted,
+    args: Value,
+) -> Value {
+    let quiet = ok(&call(peer, "wait_for_change", json!({"timeoutMs": 100})).await);
+    assert_eq!(quiet["status"], "timeout", "{quiet}");
+    let waiting = {
+        let peer = peer.clone();
+        tokio::spawn(async move { call(&peer, "wait_for_change", args).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let human = t.human_dispatch(user, m, json!({"type": "inc"})).await;
+    assert_eq!(human.body["status"], "dispatched", "{}", human.body);
+    let changed = ok(&waiting.await.expect("join"));
+    assert_eq!(changed["status"], "changed", "{changed}");
+    changed
 }
