@@ -114,4 +114,19 @@ impl<A: App> ExampleWorld<A> {
         }
         panic!("no pending confirmation appeared");
     }
+
+    /// Waits for the next pending confirmation and decides it (`"approve"` or `"reject"`) as
+    /// the human; returns the entry that was decided and the human route's answer.
+    pub async fn decide_next(&self, decision: &str) -> (Value, Value) {
+        let entry = self.pending().await;
+        let id = entry["id"].as_str().expect("confirmation id");
+        let answer = self
+            .human(
+                reqwest::Method::POST,
+                &format!("/confirms/{id}"),
+                Some(json!({ "decision": decision })),
+            )
+            .await;
+        (entry, answer)
+    }
 }

@@ -128,19 +128,9 @@ async fn requires_confirm_parks_until_the_human_approves_or_rejects() {
             "/message",
             json!({"msg": {"type": "delete", "id": "7"}, "reason": "tidy up", "timeoutMs": 10_000}),
         );
-        let decide = async {
-            let entry = w.pending().await;
-            assert_eq!(entry["variant"], "delete");
-            assert_eq!(entry["payload"], json!({"id": "7"}));
-            let id = entry["id"].as_str().unwrap().to_owned();
-            w.human(
-                reqwest::Method::POST,
-                &format!("/confirms/{id}"),
-                Some(json!({"decision": "reject"})),
-            )
-            .await
-        };
-        let ((_, answer), decided) = tokio::join!(lap, decide);
+        let ((_, answer), (entry, decided)) = tokio::join!(lap, w.decide_next("reject"));
+        assert_eq!(entry["variant"], "delete");
+        assert_eq!(entry["payload"], json!({"id": "7"}));
         assert_eq!(decided, json!({"status": "rejected"}));
         answer
     };
@@ -153,16 +143,7 @@ async fn requires_confirm_parks_until_the_human_approves_or_rejects() {
         "/message",
         json!({"msg": {"type": "delete", "id": "42"}, "reason": "tidy up", "timeoutMs": 10_000}),
     );
-    let approve = async {
-        let id = w.pending().await["id"].as_str().unwrap().to_owned();
-        w.human(
-            reqwest::Method::POST,
-            &format!("/confirms/{id}"),
-            Some(json!({"decision": "approve"})),
-        )
-        .await
-    };
-    let ((status, answer), approved) = tokio::join!(lap, approve);
+    let ((status, answer), (_, approved)) = tokio::join!(lap, w.decide_next("approve"));
     assert_eq!(approved, json!({"status": "approved"}));
     assert_eq!(status, 200);
     assert_eq!(answer["status"], "confirmed", "{answer}");
@@ -334,16 +315,7 @@ async fn the_same_tags_hold_over_mcp() {
         "send_message",
         json!({"msg": {"type": "delete", "id": "9"}, "reason": "cleanup", "timeoutMs": 10_000}),
     );
-    let approve = async {
-        let id = w.pending().await["id"].as_str().unwrap().to_owned();
-        w.human(
-            reqwest::Method::POST,
-            &format!("/confirms/{id}"),
-            Some(json!({"decision": "approve"})),
-        )
-        .await
-    };
-    let (confirmed, _) = tokio::join!(ask, approve);
+    let (confirmed, _) = tokio::join!(ask, w.decide_next("approve"));
     assert_eq!(confirmed["status"], "confirmed", "{confirmed}");
     assert_eq!(confirmed["stateAfter"]["lastDelete"], "9");
     agent.close().await;

@@ -75,18 +75,8 @@ async fn clear_completed_needs_the_human_and_saves_after() {
         "/message",
         json!({"msg": {"type": "clearCompleted"}, "reason": "tidy", "timeoutMs": 10_000, "waitFor": "drained"}),
     );
-    let approve = async {
-        let entry = w.pending().await;
-        assert_eq!(entry["variant"], "clearCompleted");
-        let id = entry["id"].as_str().unwrap().to_owned();
-        w.human(
-            reqwest::Method::POST,
-            &format!("/confirms/{id}"),
-            Some(json!({"decision": "approve"})),
-        )
-        .await
-    };
-    let ((status, answer), _) = tokio::join!(ask, approve);
+    let ((status, answer), (entry, _)) = tokio::join!(ask, w.decide_next("approve"));
+    assert_eq!(entry["variant"], "clearCompleted");
     assert_eq!(status, 200);
     assert_eq!(answer["status"], "confirmed", "{answer}");
     let todos = answer["stateAfter"]["todos"].as_array().unwrap();
