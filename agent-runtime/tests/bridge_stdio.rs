@@ -243,24 +243,33 @@ async fn connect_and_drive_the_counter_through_the_bridge() {
     c.cancel().await.expect("close");
 }
 
-/// A minimal LAP server of our own whose schema hash changes after the first `observe`.
-async fn changing_schema_server() -> String {
+/// A minimal LAP server of our own whose schema hash changes after the first `observe`, and
+/// whose `/message` never answers.
+async fn fake_lap_server() -> String {
     let observes = Arc::new(AtomicUsize::new(0));
-    let app = Router::new().route(
-        "/lap/observe",
-        post(move || {
-            let n = observes.fetch_add(1, Ordering::SeqCst);
-            async move {
-                let hash = if n == 0 { "aaaa" } else { "bbbb" };
-                Json(json!({
-                    "state": {"n": n},
-                    "actions": [],
-                    "description": {"name": "other", "version": "9", "schemaHash": hash},
-                    "context": null
-                }))
-            }
-        }),
-    );
+    let app = Router::new()
+        .route(
+            "/lap/observe",
+            post(move || {
+                let n = observes.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    let hash = if n == 0 { "aaaa" } else { "bbbb" };
+                    Json(json!({
+                        "state": {"n": n},
+                        "actions": [],
+                        "description": {"name": "other", "version": "9", "schemaHash": hash},
+                        "context": null
+                    }))
+                }
+            }),
+        )
+        .route(
+            "/lap/message",
+            post(|| async {
+                tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                Json(json!({"status": "dispatched"}))
+            }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -273,7 +282,7 @@ async fn changing_schema_server() -> String {
 
 #[tokio::test]
 async fn a_changed_schema_hash_adds_the_note() {
-    let url = changing_schema_server().await;
+    let url = fake_lap_server().await;
     let c = bridge().await;
     let connected = ok(&call(&c, "connect_session", json!({"url": url, "token": "agt_t"})).await);
     assert_eq!(connected["appName"], "other");
@@ -290,5 +299,20 @@ async fn a_changed_schema_hash_adds_the_note() {
     // describe_app answers from the cache without a request (the server has no /describe).
     let described = ok(&call(&c, "describe_app", json!({})).await);
     assert_eq!(described["schemaHash"], "bbbb");
+    c.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_hanging_message_fails_after_its_budget() {
+    let url = fake_lap_server().await;
+    let c = bridge().await;
+    ok(&call(&c, "connect_session", json!({"url": url, "token": "agt_t"})).await);
+    let started = std::time::Instant::now();
+    let failed = err(&call(&c, "send_message", json!({"msg": {"type": "inc"}})).await);
+    assert_eq!(
+        failed,
+        "send_message (/message) failed: status=0 code=network — request to /message timed out after 7000ms"
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(7000));
     c.cancel().await.expect("close");
 }
