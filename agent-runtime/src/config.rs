@@ -24,6 +24,12 @@ pub struct HostConfig {
     pub event_history: usize,
     /// Source of wall-clock time.
     pub clock: SharedClock,
+    /// Open sessions the host holds at most (default 1024); creating one more fails with
+    /// [`crate::session::SessionError::Capacity`]. Bounds memory whoever mints.
+    pub max_sessions: usize,
+    /// Open sessions one owner holds at most (default 16); an owner at the cap mints further
+    /// tokens for one of their sessions (`{"session": id}`) instead.
+    pub max_sessions_per_owner: usize,
 }
 
 impl Default for HostConfig {
@@ -33,6 +39,8 @@ impl Default for HostConfig {
             confirm_max_age_ms: 600_000,
             event_history: 256,
             clock: Arc::new(SystemClock),
+            max_sessions: 1024,
+            max_sessions_per_owner: 16,
         }
     }
 }
@@ -43,6 +51,8 @@ impl std::fmt::Debug for HostConfig {
             .field("policy", &self.policy)
             .field("confirm_max_age_ms", &self.confirm_max_age_ms)
             .field("event_history", &self.event_history)
+            .field("max_sessions", &self.max_sessions)
+            .field("max_sessions_per_owner", &self.max_sessions_per_owner)
             .finish_non_exhaustive()
     }
 }

@@ -41,6 +41,18 @@ impl<A: App> std::fmt::Debug for Host<A> {
     }
 }
 
+/// Why [`Host::create_session`] made no session.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateSessionError {
+    /// The host or the owner already holds the most open sessions allowed
+    /// ([`HostConfig::max_sessions`], [`HostConfig::max_sessions_per_owner`]).
+    #[error("{0}")]
+    Capacity(String),
+    /// The session could not start.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
 impl<A: App> Host<A> {
     /// Builds a host with default options (lenient policy, system clock, `tracing` audit).
     pub fn new(app: A) -> Result<Self, CatalogError> {
@@ -98,7 +110,36 @@ impl<A: App> Host<A> {
     }
 
     /// Starts a new session owned by `owner`; must be called inside a tokio runtime.
-    pub fn create_session(&self, owner: Option<String>) -> Result<Session<A>, SessionError> {
+    ///
+    /// Fails with [`CreateSessionError::Capacity`] when the host holds `max_sessions` open sessions,
+    /// or `owner` holds `max_sessions_per_owner` of them.
+    pub fn create_session(&self, owner: Option<String>) -> Result<Session<A>, CreateSessionError> {
+        let config = &self.inner.config;
+        // Checked and inserted under one write lock, so concurrent mints cannot overshoot.
+        let mut sessions = self
+            .inner
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        sessions.retain(|_, s| !s.is_closed());
+        if sessions.len() >= config.max_sessions {
+            return Err(CreateSessionError::Capacity(format!(
+                "the host holds its maximum of {} open sessions",
+                config.max_sessions
+            )));
+        }
+        if let Some(owner) = owner.as_deref() {
+            let owned = sessions
+                .values()
+                .filter(|s| s.owner() == Some(owner))
+                .count();
+            if owned >= config.max_sessions_per_owner {
+                return Err(CreateSessionError::Capacity(format!(
+                    "you already have {owned} open sessions (at most {}); mint for one of them with {{\"session\": \"<sessionId>\"}}",
+                    config.max_sessions_per_owner
+                )));
+            }
+        }
         let id = uuid::Uuid::new_v4().to_string();
         let session = Session::start(
             id.clone(),
@@ -108,11 +149,7 @@ impl<A: App> Host<A> {
             self.inner.config.clone(),
             self.inner.audit.clone(),
         )?;
-        self.inner
-            .sessions
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, session.clone());
+        sessions.insert(id, session.clone());
         Ok(session)
     }
 

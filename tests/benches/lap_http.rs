@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use agent_examples::counter::Counter;
 use agent_runtime::lap::{AgentServer, ServerOptions};
-use agent_runtime::Host;
+use agent_runtime::security::TracingAuditSink;
+use agent_runtime::{Host, HostConfig};
 use agent_tests::start;
 use axum::routing::post;
 use serde_json::json;
@@ -116,7 +117,13 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let host = Host::new(Counter).unwrap();
+        // Room for the 10,000 idle sessions of the memory measurement.
+        let config = HostConfig {
+            max_sessions: 20_000,
+            max_sessions_per_owner: 20_000,
+            ..HostConfig::default()
+        };
+        let host = Host::with_config(Counter, config, Arc::new(TracingAuditSink)).unwrap();
         let options = ServerOptions {
             rate_limit: "1000000000/second".parse().unwrap(),
             ..ServerOptions::default()

@@ -359,3 +359,49 @@ async fn agent_sessions_lists_only_the_callers_active_tokens() {
     let a = t.get("/agent/sessions", Some("alice")).await;
     assert_eq!(a.body, json!({"sessions": []}));
 }
+
+#[tokio::test]
+async fn minting_new_sessions_is_bounded_per_owner_and_per_host() {
+    let config = HostConfig {
+        max_sessions: 3,
+        max_sessions_per_owner: 2,
+        ..HostConfig::default()
+    };
+    let host = Host::with_config(
+        Counter,
+        config,
+        Arc::new(agent_runtime::security::MemoryAuditSink::new()),
+    )
+    .unwrap();
+    let t = start(AgentServer::builder(host)).await;
+    let first = t.mint("alice", None).await;
+    t.mint("alice", None).await;
+    // A third session for alice → 503 session-capacity, and nothing was created.
+    let a = t
+        .post_json("/agent/mint", Some("alice"), None, &json!({}))
+        .await;
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert_eq!(a.body["error"]["code"], "session-capacity");
+    assert!(a.body["error"]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("at most 2"));
+    assert_eq!(t.server.host().session_count(), 2);
+    // Another token for one of her sessions is still fine.
+    let again = t.mint("alice", Some(&first.session_id)).await;
+    assert_eq!(again.session_id, first.session_id);
+    // Bob takes the host's last slot; carol finds the host full.
+    t.mint("bob", None).await;
+    let a = t
+        .post_json("/agent/mint", Some("carol"), None, &json!({}))
+        .await;
+    assert_eq!(a.status, 503);
+    assert_eq!(
+        a.body["error"]["detail"],
+        "the host holds its maximum of 3 open sessions"
+    );
+    // Closing a session frees its slot.
+    assert!(t.server.host().close_session(&first.session_id));
+    t.mint("carol", None).await;
+    assert_eq!(t.server.host().session_count(), 3);
+}

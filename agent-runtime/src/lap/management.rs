@@ -1,7 +1,7 @@
 //! Management routes (`lap.md` §4): mint, revoke, and the caller's agent sessions.
 
 use axum::extract::Request;
-use axum::http::{header, HeaderValue, Method};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
@@ -11,6 +11,7 @@ use super::body::{check_content_length, read_bytes, read_json, Fields};
 use super::error::{json_ok, ApiError};
 use super::server::AgentServer;
 use crate::app::App;
+use crate::host::CreateSessionError;
 use crate::security::{
     mint_token, request_client_address, AgentSession, AuditEntry, Bucket, TokenRecord, TokenStatus,
     SWEEP_RETENTION_MS,
@@ -101,7 +102,13 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
         None => server
             .host()
             .create_session(Some(uid.clone()))
-            .map_err(|e| ApiError::internal(e.to_string()))?,
+            .map_err(|e| match e {
+                CreateSessionError::Capacity(detail) => {
+                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "session-capacity")
+                        .with_detail(detail)
+                }
+                other => ApiError::internal(other.to_string()),
+            })?,
     };
     server.inner.tokens.sweep_expired(now, SWEEP_RETENTION_MS);
     let (token, hash) = mint_token();
