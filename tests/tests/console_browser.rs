@@ -306,14 +306,16 @@ async fn mint_approve_and_narrate_in_the_browser() {
         // The page shows the new state with the change highlighted, and no pending entry.
         let cell = r#"[data-testid=state] [data-path="/lastDelete"]"#;
         wait_text(&c, cell, |s| s == "\"42\"").await;
-        let class = c
-            .find(Locator::Css(cell))
-            .await
-            .unwrap()
-            .attr("class")
-            .await
-            .unwrap()
-            .unwrap_or_default();
+        let class = wait_for("the class of the changed cell", || async {
+            c.find(Locator::Css(cell))
+                .await
+                .ok()?
+                .attr("class")
+                .await
+                .ok()
+        })
+        .await
+        .unwrap_or_default();
         assert!(class.split(' ').any(|k| k == "chg"), "highlighted: {class}");
         let state = text(&c, "[data-testid=state]").await.unwrap();
         assert!(state.contains(r#""lastDelete": "42""#), "{state}");
@@ -451,23 +453,23 @@ async fn edit_reject_dispatch_and_revoke_in_the_browser() {
 
         // Revoke the agent's token (the active one; the other was never used) from the page:
         // its next call is refused.
-        let row = wait_for("the active token row", || async {
+        // The page re-renders the table on live updates, so rows are found again by tid
+        // rather than held across awaits (a held element can go stale).
+        let tid = wait_for("the active token row", || async {
             let rows = c.find_all(Locator::Css("[data-testid=agent]")).await.ok()?;
             for row in rows {
                 if row.text().await.ok()?.contains("active") {
-                    return Some(row);
+                    return row.attr("data-tid").await.ok()?;
                 }
             }
             None
         })
         .await;
-        let tid = row.attr("data-tid").await.unwrap().unwrap();
-        row.find(Locator::Css("[data-testid=revoke]"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click(
+            &c,
+            &format!(r#"[data-testid=agent][data-tid="{tid}"] [data-testid=revoke]"#),
+        )
+        .await;
         wait_for("the revoked token to leave the list", || async {
             let rows = c.find_all(Locator::Css("[data-testid=agent]")).await.ok()?;
             let mut left = true;
