@@ -69,6 +69,9 @@ impl Catalog {
             &model,
             docs.as_ref(),
         );
+        let describe = document.to_value();
+        let describe_json = serde_json::value::to_raw_value(&describe)
+            .map_err(|e| CatalogError::Describe(e.to_string()))?;
         let annotations = model
             .variants
             .iter()
@@ -79,9 +82,8 @@ impl Catalog {
             validator,
             affordances,
             schema_hash: document.schema_hash.clone(),
-            describe_json: serde_json::value::to_raw_value(&document.to_value())
-                .map_err(|e| CatalogError::Describe(e.to_string()))?,
-            describe: document.to_value(),
+            describe_json,
+            describe,
             model,
         })
     }

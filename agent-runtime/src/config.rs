@@ -25,7 +25,7 @@ pub struct HostConfig {
     /// Source of wall-clock time.
     pub clock: SharedClock,
     /// Open sessions the host holds at most (default 1024); creating one more fails with
-    /// [`crate::session::SessionError::Capacity`]. Bounds memory whoever mints.
+    /// [`crate::host::CreateSessionError::Capacity`]. Bounds memory whoever mints.
     pub max_sessions: usize,
     /// Open sessions one owner holds at most (default 16); an owner at the cap mints further
     /// tokens for one of their sessions (`{"session": id}`) instead.

@@ -23,6 +23,11 @@ pub use server::{AgentServer, AgentServerBuilder, ServerOptions, DEFAULT_RATE_LI
 use crate::app::App;
 
 impl<A: App> AgentServer<A> {
+    /// Only the LAP routes (`{lapBasePath}/…`): what MCP's in-process forwarding calls.
+    pub(crate) fn lap_router(&self) -> Router {
+        gate::lap_routes(self)
+    }
+
     /// The agent surface as one `Router` (state already applied): merge it into the app's.
     pub fn router(&self) -> Router {
         Router::new()

@@ -6,7 +6,7 @@
 //! - [`bridge`]: the `agent-bridge` stdio server, forwarding to any LAP server over HTTP.
 //!
 //! Everything the two share lives here: the tool declarations ([`tools`]), argument checking
-//! ([`args`]), result formatting ([`format`]) and the forwarding logic behind the [`Forwarder`]
+//! ([`args`]), result formatting ([`format`](mod@format)) and the forwarding logic behind the [`Forwarder`]
 //! trait ([`forward`]).
 
 pub mod args;

@@ -16,14 +16,14 @@ use super::drain::Timing;
 use super::events::EventBody;
 use super::task::{Approval, Origin};
 use super::{activity, lock, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
-
-/// Why a message was refused before dispatch: the `invalid` detail and the validation errors
-/// (empty for a serde failure).
-type Rejection = (String, Vec<ValidationIssue>);
 use crate::app::App;
 use crate::config::DispatchPolicy;
 use crate::diff::diff;
 use crate::security::AuditEvent;
+
+/// Why a message was refused before dispatch: the `invalid` detail and the validation errors
+/// (empty for a serde failure).
+type Rejection = (String, Vec<ValidationIssue>);
 
 /// Wait options of a dispatch (`send_message` and the human dispatch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -32,17 +32,14 @@ use crate::security::{AuditEntry, AuditEvent, AuditSink};
 const NOTES_CAPACITY: usize = 64;
 
 pub use dispatch::{DispatchOptions, EditedApprovalError};
-pub use effects::SessionClosed;
-
-pub use effects::EffectContext;
+pub use effects::{EffectContext, SessionClosed};
 pub use events::{SessionEvent, Subscription};
 pub use outcome::LastOutcome;
-use task::Origin;
 
 use activity::ActivityLog;
 use confirm::ConfirmStore;
 use events::{EventBody, EventHub};
-use task::{CommitNote, Envelope};
+use task::{CommitNote, Envelope, Origin};
 
 /// Why a session operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -50,7 +50,7 @@ impl<A: App> McpHandler<A> {
     }
 
     fn forwarder(&self, token: &str) -> InProcess {
-        let router = self.lap.get_or_init(|| self.server.router()).clone();
+        let router = self.lap.get_or_init(|| self.server.lap_router()).clone();
         InProcess {
             router,
             base: self

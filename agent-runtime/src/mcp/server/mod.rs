@@ -1,8 +1,8 @@
 //! `/agent/mcp` (`lap.md` §7.3): MCP Streamable HTTP on the app server.
 //!
 //! rmcp's `StreamableHttpService` (stateful, `LocalSessionManager`) does the protocol; the
-//! admission layer in front of it ([`admission`]) bounds the sessions, binds them to agent
-//! tokens and answers unknown ids with 404; the handler ([`handler`]) serves the 16 tools,
+//! admission layer in front of it ([`McpAdmission`]) bounds the sessions, binds them to agent
+//! tokens and answers unknown ids with 404; the handler ([`McpHandler`]) serves the 16 tools,
 //! running forwarded ones in-process through the LAP router with the bound token.
 
 mod admission;
