@@ -149,6 +149,23 @@ impl<A: App> TestServer<A> {
             .await
     }
 
+    /// The same LAP call on a task of its own, for calls that wait (confirmations, long polls)
+    /// while the test acts meanwhile.
+    pub fn spawn_lap(
+        &self,
+        token: &str,
+        tail: &str,
+        body: Value,
+    ) -> tokio::task::JoinHandle<Answer> {
+        let request = self
+            .http
+            .post(format!("{}/agent/lap/v1{tail}", self.base))
+            .header("content-type", "application/json")
+            .bearer_auth(token)
+            .body(body.to_string());
+        tokio::spawn(async move { answer(request.send().await.expect("request")).await })
+    }
+
     /// The pending confirmations of `m`'s session, as its owner `user` sees them.
     pub async fn pending(&self, user: &str, m: &Minted) -> Vec<Value> {
         let a = self

@@ -112,15 +112,11 @@ async fn stream_opens_with_a_snapshot_and_follows_the_agent() {
         json!([{"op":"replace","path":"/count","value":1}])
     );
     // A proposal produces a confirm event.
-    let (base, token) = (t.base.clone(), m.token.clone());
-    tokio::spawn(async move {
-        reqwest::Client::new()
-            .post(format!("{base}/agent/lap/v1/message"))
-            .bearer_auth(token)
-            .body(json!({"msg":{"type":"delete","id":"1"},"timeoutMs":50}).to_string())
-            .send()
-            .await
-    });
+    let _proposal = t.spawn_lap(
+        &m.token,
+        "/message",
+        json!({"msg":{"type":"delete","id":"1"},"timeoutMs":50}),
+    );
     let mut kinds = Vec::new();
     while !kinds.contains(&"confirm".to_string()) {
         kinds.push(s.next().await.unwrap().event);
@@ -151,13 +147,7 @@ async fn reconnecting_replays_what_was_missed() {
         t.lap(&m.token, "/narrate", &json!({ "text": text })).await;
     }
     for _ in 0..2 {
-        t.post_json(
-            &format!("/agent/human/sessions/{}/dispatch", m.session_id),
-            Some("alice"),
-            None,
-            &json!({"msg":{"type":"inc"}}),
-        )
-        .await;
+        t.human_dispatch("alice", &m, json!({"type":"inc"})).await;
     }
     let mut s = Stream::open(&t, &m, Some(&n.to_string())).await;
     let mut got = Vec::new();

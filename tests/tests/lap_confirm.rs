@@ -7,7 +7,7 @@ use agent_runtime::clock::ManualClock;
 use agent_runtime::lap::AgentServer;
 use agent_runtime::security::MemoryAuditSink;
 use agent_runtime::{Host, HostConfig};
-use agent_tests::{start, start_app, Minted, TestServer, USER_HEADER};
+use agent_tests::{start, start_app, Answer, Minted, TestServer, USER_HEADER};
 use serde_json::{json, Value};
 
 /// Sends `delete` as the agent on a task; returns the join handle of its answer.
@@ -16,21 +16,9 @@ fn propose(
     m: &Minted,
     id: &str,
     timeout_ms: u64,
-) -> tokio::task::JoinHandle<Value> {
-    let (base, token) = (t.base.clone(), m.token.clone());
+) -> tokio::task::JoinHandle<Answer> {
     let body = json!({"msg":{"type":"delete","id":id},"timeoutMs":timeout_ms,"reason":"cleanup"});
-    tokio::spawn(async move {
-        reqwest::Client::new()
-            .post(format!("{base}/agent/lap/v1/message"))
-            .bearer_auth(token)
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-    })
+    t.spawn_lap(&m.token, "/message", body)
 }
 
 #[tokio::test]
@@ -63,7 +51,7 @@ async fn approval_during_the_wait_answers_confirmed() {
         .decide("alice", &m, &id, json!({"decision":"approve"}))
         .await;
     assert_eq!((status, body), (200, json!({"status":"approved"})));
-    let answer = call.await.unwrap();
+    let answer = call.await.unwrap().body;
     assert_eq!(answer["status"], "confirmed");
     assert_eq!(answer["stateAfter"]["lastDelete"], "99");
     assert!(answer.get("msg").is_none());
@@ -112,12 +100,12 @@ async fn rejection_and_timeouts() {
         json!({"status":"rejected"})
     );
     assert_eq!(
-        call.await.unwrap(),
+        call.await.unwrap().body,
         json!({"status":"rejected","reason":"user-cancelled"})
     );
     // No decision in time → pending-confirmation; /confirm-result works later.
     let call = propose(&t, &m, "7", 100);
-    let answer = call.await.unwrap();
+    let answer = call.await.unwrap().body;
     assert_eq!(answer["status"], "pending-confirmation");
     let id = answer["confirmId"].as_str().unwrap().to_string();
     let a = t
@@ -161,7 +149,7 @@ async fn confirmations_expire_after_the_configured_age() {
     let host = Host::with_config(Counter, config, Arc::new(MemoryAuditSink::new())).unwrap();
     let t = start(AgentServer::builder(host)).await;
     let m = t.mint("alice", None).await;
-    let answer = propose(&t, &m, "42", 50).await.unwrap();
+    let answer = propose(&t, &m, "42", 50).await.unwrap().body;
     assert_eq!(answer["status"], "pending-confirmation");
     let id = answer["confirmId"].as_str().unwrap().to_string();
     // Exactly the maximum age is not yet expired.
@@ -232,7 +220,7 @@ async fn an_edited_approval_applies_the_humans_message() {
         )
         .await;
     assert_eq!(s, 200);
-    let answer = call.await.unwrap();
+    let answer = call.await.unwrap().body;
     assert_eq!(answer["status"], "confirmed");
     assert_eq!(answer["stateAfter"]["lastDelete"], "43");
     assert_eq!(answer["msg"], json!({"type":"delete","id":"43"}));

@@ -7,7 +7,7 @@ use agent_examples::counter::Counter;
 use agent_examples::todo::TodoApp;
 use agent_tests::probe::Probe;
 use agent_tests::start_app;
-use serde_json::{json, Value};
+use serde_json::json;
 
 #[tokio::test]
 async fn dispatched_envelope_and_human_only_gate() {
@@ -316,60 +316,22 @@ async fn wait_for_change_and_revoke_ends_long_polls() {
     let m = t.mint("alice", None).await;
     let a = t.lap(&m.token, "/wait", &json!({"timeoutMs":200})).await;
     assert_eq!(a.body, json!({"status":"timeout","stateAfter":null}));
-    let waiter = {
-        let (base, token) = (t.base.clone(), m.token.clone());
-        tokio::spawn(async move {
-            reqwest::Client::new()
-                .post(format!("{base}/agent/lap/v1/wait"))
-                .bearer_auth(token)
-                .body(json!({"path":"/count","timeoutMs":5000}).to_string())
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        })
-    };
+    let waiter = t.spawn_lap(&m.token, "/wait", json!({"path":"/count","timeoutMs":5000}));
     tokio::time::sleep(Duration::from_millis(100)).await;
     let human = t
-        .post_json(
-            &format!("/agent/human/sessions/{}/dispatch", m.session_id),
-            Some("alice"),
-            None,
-            &json!({"msg":{"type":"nav","to":"reports"}}),
-        )
+        .human_dispatch("alice", &m, json!({"type":"nav","to":"reports"}))
         .await;
     assert_eq!(human.body["status"], "dispatched");
-    t.post_json(
-        &format!("/agent/human/sessions/{}/dispatch", m.session_id),
-        Some("alice"),
-        None,
-        &json!({"msg":{"type":"inc"}}),
-    )
-    .await;
-    let got = waiter.await.unwrap();
+    t.human_dispatch("alice", &m, json!({"type":"inc"})).await;
+    let got = waiter.await.unwrap().body;
     assert_eq!(got["status"], "changed");
     assert_eq!(got["stateAfter"]["count"], 1);
     // A pending /wait of a token ends with 403 when it is revoked.
-    let waiter = {
-        let (base, token) = (t.base.clone(), m.token.clone());
-        tokio::spawn(async move {
-            reqwest::Client::new()
-                .post(format!("{base}/agent/lap/v1/wait"))
-                .bearer_auth(token)
-                .body(json!({"timeoutMs":10000}).to_string())
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .as_u16()
-        })
-    };
+    let waiter = t.spawn_lap(&m.token, "/wait", json!({"timeoutMs":10000}));
     tokio::time::sleep(Duration::from_millis(100)).await;
     t.post_json("/agent/revoke", Some("alice"), None, &json!({"tid": m.tid}))
         .await;
-    assert_eq!(waiter.await.unwrap(), 403);
+    assert_eq!(waiter.await.unwrap().status, 403);
 }
 
 #[tokio::test]
