@@ -394,3 +394,41 @@ async fn idempotency_keys_replay_the_first_answer() {
         400
     );
 }
+
+#[tokio::test]
+async fn idle_counts_the_commits_queued_ahead_and_their_errors() {
+    use agent_runtime::session::DispatchOptions;
+    use agent_schema::protocol::{SendResult, WaitFor};
+
+    let t = start_app(Probe).await;
+    let session = t
+        .server
+        .host()
+        .create_session(Some("alice".into()))
+        .unwrap();
+    let none = DispatchOptions {
+        wait_for: WaitFor::None,
+        ..DispatchOptions::default()
+    };
+    // On this single-threaded test runtime the session task cannot run before the idle call
+    // awaits, so the panic and the increment commit after its enqueue, ahead of its own commit.
+    for msg in [json!({"type":"crash"}), json!({"type":"inc"})] {
+        session.dispatch_as_human(&msg, none).await.unwrap();
+    }
+    let idle = DispatchOptions {
+        wait_for: WaitFor::Idle,
+        ..DispatchOptions::default()
+    };
+    let result = session
+        .dispatch_as_human(&json!({"type":"inc"}), idle)
+        .await
+        .unwrap();
+    let SendResult::Dispatched { drain, .. } = result else {
+        panic!("not dispatched: {result:?}");
+    };
+    assert_eq!(drain.effects_observed, 3);
+    assert!(!drain.timed_out);
+    assert_eq!(drain.errors.len(), 1, "{:?}", drain.errors);
+    assert!(drain.errors[0].message.starts_with("update panicked"));
+    assert_eq!(session.state()["count"], 2);
+}

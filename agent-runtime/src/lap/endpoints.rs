@@ -160,6 +160,14 @@ impl From<Value> for Answer {
 }
 
 impl Answer {
+    /// Serializes `value` straight to JSON text (no intermediate `Value`: on `/message` the
+    /// detour through `Value` cost as much as the rest of the handler).
+    pub fn serialize(value: &impl serde::Serialize, what: &str) -> Result<Self, ApiError> {
+        serde_json::to_string(value)
+            .map(Answer::Serialized)
+            .map_err(|e| ApiError::internal(format!("{what}: {e}")))
+    }
+
     /// The JSON text.
     pub fn into_json(self) -> String {
         match self {
@@ -322,7 +330,7 @@ pub async fn handle<A: App>(
             let msg = require_msg(&fields)?;
             let result = session.would_dispatch(msg).map_err(closed_or_internal)?;
             Ok(Handled::read(
-                serde_json::to_value(result).unwrap_or(Value::Null),
+                Answer::serialize(&result, "would_dispatch")?,
                 tool,
             ))
         }
@@ -466,17 +474,17 @@ async fn message<A: App>(
                 .wait_confirm(confirm_id, opts.timeout_ms)
                 .await
                 .unwrap_or(ConfirmOutcome::Pending);
-            (confirm_answer(&outcome, confirm_id, true), audit)
+            (confirm_answer(&outcome, confirm_id, true).into(), audit)
         }
         SendResult::Rejected { .. } => (
-            serde_json::to_value(&result).unwrap_or(Value::Null),
+            Answer::serialize(&result, "send_message")?,
             (
                 AuditEvent::MsgBlocked,
                 json!({"variant": variant, "status": "rejected"}),
             ),
         ),
         _ => (
-            serde_json::to_value(&result).unwrap_or(Value::Null),
+            Answer::serialize(&result, "send_message")?,
             (
                 AuditEvent::MsgDispatched,
                 json!({"variant": variant, "status": "dispatched"}),
@@ -484,7 +492,7 @@ async fn message<A: App>(
         ),
     };
     Ok(Handled {
-        body: body.into(),
+        body,
         log_read: false,
         audit: Some(audit),
     })

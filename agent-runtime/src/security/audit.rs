@@ -159,8 +159,10 @@ pub struct TracingAuditSink;
 
 impl AuditSink for TracingAuditSink {
     fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()> {
-        let json = entry.to_json();
-        tracing::info!(target: AUDIT_TARGET, entry = %json);
+        // Built only when a subscriber records it: audit runs on every LAP call.
+        if tracing::enabled!(target: AUDIT_TARGET, tracing::Level::INFO) {
+            tracing::info!(target: AUDIT_TARGET, entry = %entry.to_json());
+        }
         future::ready(()).boxed()
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use agent_schema::protocol::{DrainError, DrainReport, WaitFor};
 use serde_json::Value;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::time::Instant;
 
 use super::task::{CommitNote, Origin};
@@ -30,9 +30,7 @@ pub(crate) struct Timing {
 }
 
 enum Step {
-    Commit {
-        own: bool,
-    },
+    Commit,
     Error(DrainError),
     /// This many notes were dropped because the waiter fell behind.
     Lagged(u64),
@@ -51,13 +49,7 @@ impl<A: App> Session<A> {
         if self.is_closed() {
             return Err(SessionError::Closed);
         }
-        let mut notes = core.notes.subscribe();
-        let mut closed = core.closed.subscribe();
         let prev = core.published.borrow().state.clone();
-        let ticket = core
-            .enqueue(msg, origin)
-            .map_err(|_| SessionError::Closed)?;
-        let t0 = Instant::now();
         let mut report = DrainReport {
             effects_observed: 0,
             duration_ms: 0,
@@ -66,35 +58,55 @@ impl<A: App> Session<A> {
             warnings: Vec::new(),
         };
         if timing.wait_for == WaitFor::None {
+            core.enqueue(msg, origin)
+                .map_err(|_| SessionError::Closed)?;
             return Ok(Drained {
                 after: prev.clone(),
                 prev,
                 report,
             });
         }
+        // Subscribed before the enqueue, so nothing from the enqueue on is missed.
+        let mut notes = core.notes.subscribe();
+        let mut closed = core.closed.subscribe();
+        let (ticket, committed) = core
+            .enqueue_watched(msg, origin)
+            .map_err(|_| SessionError::Closed)?;
+        let t0 = Instant::now();
         let cap = Duration::from_millis(timing.cap_ms);
         let quiet = Duration::from_millis(timing.quiet_ms);
         let deadline = t0 + cap;
 
-        // Wait for the message's own commit.
-        let mut own_done = false;
-        while !own_done {
-            match next_step(&mut notes, &mut closed, ticket, deadline).await {
-                None => {
-                    report.timed_out = true;
-                    break;
-                }
-                Some(Step::Commit { own }) => {
+        // Wait for the message's own commit. The task signals it to this caller alone, so a
+        // busy session does not wake every waiter at every commit; the notes that queued up
+        // meanwhile are read afterwards, in order.
+        let signalled = tokio::select! {
+            biased;
+            _ = closed.wait_for(|c| *c) => return Err(SessionError::Closed),
+            // An error means the task dropped the message unapplied: the session is ending.
+            signal = committed => signal.is_ok(),
+            _ = tokio::time::sleep_until(deadline) => false,
+        };
+        // When the cap and the commit come together, the commit wins.
+        let own_done = signalled || core.is_committed(ticket);
+        if !own_done {
+            if self.is_closed() {
+                return Err(SessionError::Closed);
+            }
+            report.timed_out = true;
+        }
+        loop {
+            match notes.try_recv() {
+                Ok(CommitNote::Commit { ticket: t }) => {
                     report.effects_observed += 1;
-                    own_done = own;
+                    if t == ticket {
+                        break;
+                    }
                 }
-                Some(Step::Error(e)) => report.errors.push(e),
-                Some(Step::Lagged(missed)) => {
-                    // Notes were dropped (the session is very busy): our commit may be among them.
-                    report.effects_observed += missed;
-                    own_done = core.is_committed(ticket);
-                }
-                Some(Step::Closed) => return Err(SessionError::Closed),
+                Ok(CommitNote::Error(e)) => report.errors.push(e),
+                // Notes were dropped (the session is very busy); our commit may be among them.
+                Err(TryRecvError::Lagged(missed)) => report.effects_observed += missed,
+                Err(TryRecvError::Empty | TryRecvError::Closed) => break,
             }
         }
 
@@ -109,12 +121,12 @@ impl<A: App> Session<A> {
                 let full = budget >= quiet;
                 let window_end = Instant::now() + budget;
                 loop {
-                    match next_step(&mut notes, &mut closed, ticket, window_end).await {
+                    match next_step(&mut notes, &mut closed, window_end).await {
                         None => {
                             report.timed_out = !full;
                             break 'drain;
                         }
-                        Some(Step::Commit { .. }) => {
+                        Some(Step::Commit) => {
                             report.effects_observed += 1;
                             continue 'drain;
                         }
@@ -147,14 +159,13 @@ impl<A: App> Session<A> {
 async fn next_step(
     notes: &mut tokio::sync::broadcast::Receiver<CommitNote>,
     closed: &mut tokio::sync::watch::Receiver<bool>,
-    ticket: u64,
     until: Instant,
 ) -> Option<Step> {
     tokio::select! {
         biased;
         _ = closed.wait_for(|c| *c) => Some(Step::Closed),
         r = notes.recv() => Some(match r {
-            Ok(CommitNote::Commit { ticket: t }) => Step::Commit { own: t == ticket },
+            Ok(CommitNote::Commit { .. }) => Step::Commit,
             Ok(CommitNote::Error(e)) => Step::Error(e),
             Err(RecvError::Lagged(n)) => Step::Lagged(n),
             Err(RecvError::Closed) => Step::Closed,

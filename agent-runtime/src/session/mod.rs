@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use agent_schema::protocol::LogEntry;
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::app::App;
 use crate::catalog::Catalog;
@@ -275,6 +275,26 @@ impl<A: App> SessionCore<A> {
 
     /// Queues `msg` behind everything already queued and returns its ticket.
     fn enqueue(&self, msg: A::Msg, origin: Origin) -> Result<u64, SessionClosed> {
+        self.push(msg, origin, None)
+    }
+
+    /// Enqueues `msg` with a signal that fires right after its commit.
+    fn enqueue_watched(
+        &self,
+        msg: A::Msg,
+        origin: Origin,
+    ) -> Result<(u64, oneshot::Receiver<()>), SessionClosed> {
+        let (tx, rx) = oneshot::channel();
+        let ticket = self.push(msg, origin, Some(tx))?;
+        Ok((ticket, rx))
+    }
+
+    fn push(
+        &self,
+        msg: A::Msg,
+        origin: Origin,
+        committed: Option<oneshot::Sender<()>>,
+    ) -> Result<u64, SessionClosed> {
         let mut next = lock(&self.next_ticket);
         let ticket = *next;
         self.inbox
@@ -282,6 +302,7 @@ impl<A: App> SessionCore<A> {
                 msg,
                 ticket,
                 origin,
+                committed,
             })
             .map_err(|_| SessionClosed)?;
         *next += 1;

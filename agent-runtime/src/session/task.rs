@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agent_schema::protocol::{DrainError, DrainErrorKind, LogKind};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::events::EventBody;
 use super::{activity, effects, lock, panic_text, redact, Published, SessionCore};
@@ -18,6 +18,8 @@ pub(crate) struct Envelope<M> {
     pub msg: M,
     pub ticket: u64,
     pub origin: Origin,
+    /// Fired after the commit, for the one caller waiting on this message.
+    pub committed: Option<oneshot::Sender<()>>,
 }
 
 /// Where a queued message comes from; approved confirmations need work after their commit.
@@ -102,6 +104,10 @@ fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     core.committed_through
         .store(env.ticket, std::sync::atomic::Ordering::Release);
     let _ = core.notes.send(CommitNote::Commit { ticket: env.ticket });
+    // After the note, so the waiter finds it queued when it wakes.
+    if let Some(committed) = env.committed {
+        let _ = committed.send(());
+    }
     lock(&core.events).publish(EventBody::State(redacted.clone()));
     if let Origin::Approved(approval) = env.origin {
         let Approval {
