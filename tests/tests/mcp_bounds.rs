@@ -487,3 +487,40 @@ async fn bearers_at_initialize_and_the_audit_order() {
     assert_eq!(sessions.live(), 1);
     close_all_and_check_no_leak(&t).await;
 }
+
+/// §11.5.13: an `initialize` that fails while its session is being built (after its slot was
+/// reserved) or before (params rmcp cannot read, not JSON-RPC) leaves nothing live, and the
+/// next `initialize` succeeds.
+#[tokio::test]
+async fn a_failed_initialize_leaves_no_session_behind() {
+    let t = server(McpOptions {
+        max_sessions: 1,
+        max_unauthenticated_sessions: 1,
+        ..McpOptions::default()
+    })
+    .await;
+    let sessions = t.server.mcp_sessions();
+    let broken = [
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":7}}),
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize"}),
+        json!({"id":1,"method":"initialize","params":"nope"}),
+    ];
+    for body in &broken {
+        let r = send(post(&t, None, body)).await;
+        assert!(
+            r.status != 200 || r.body.get("error").is_some(),
+            "{body} was accepted: {r:?}"
+        );
+        assert_eq!(sessions.live(), 0, "{body} left a session: {r:?}");
+    }
+    // Admitted as an `initialize` (a slot reserved), then refused by rmcp while building.
+    let r =
+        send(post(&t, None, &initialize_body()).header("mcp-protocol-version", "1999-01-01")).await;
+    assert_eq!((r.status, r.session.as_deref()), (400, None), "{r:?}");
+    assert_eq!(sessions.live(), 0);
+    // With room for one session only, a leaked slot would make this a 503.
+    let id = open(&t, None).await;
+    assert_eq!(sessions.live(), 1);
+    assert_eq!(ping(&t, &id).await.status, 200);
+    close_all_and_check_no_leak(&t).await;
+}
