@@ -375,7 +375,7 @@ async fn minting_new_sessions_is_bounded_per_owner_and_per_host() {
     .unwrap();
     let t = start(AgentServer::builder(host)).await;
     let first = t.mint("alice", None).await;
-    t.mint("alice", None).await;
+    let second = t.mint("alice", None).await;
     // A third session for alice → 503 session-capacity, and nothing was created.
     let a = t
         .post_json("/agent/mint", Some("alice"), None, &json!({}))
@@ -404,4 +404,40 @@ async fn minting_new_sessions_is_bounded_per_owner_and_per_host() {
     assert!(t.server.host().close_session(&first.session_id));
     t.mint("carol", None).await;
     assert_eq!(t.server.host().session_count(), 3);
+    // A session closed through its own handle (not the host) frees its slot too.
+    t.server.host().session(&second.session_id).unwrap().close();
+    assert_eq!(t.server.host().session_count(), 2);
+    assert!(t.server.host().sessions_of("alice").is_empty());
+    let third = t.mint("alice", None).await;
+    assert_eq!(
+        t.server.host().sessions_of("alice")[0].id(),
+        third.session_id
+    );
+    assert_eq!(t.server.host().session_count(), 3);
+}
+
+#[tokio::test]
+async fn an_owners_closed_sessions_do_not_count_against_its_cap() {
+    let config = HostConfig {
+        max_sessions: 10,
+        max_sessions_per_owner: 2,
+        ..HostConfig::default()
+    };
+    let host = Host::with_config(
+        Counter,
+        config,
+        Arc::new(agent_runtime::security::MemoryAuditSink::new()),
+    )
+    .unwrap();
+    let t = start(AgentServer::builder(host)).await;
+    let a = t.mint("alice", None).await;
+    t.mint("alice", None).await;
+    t.server.host().session(&a.session_id).unwrap().close();
+    assert!(t.server.host().session(&a.session_id).is_none());
+    t.mint("alice", None).await;
+    assert_eq!(t.server.host().sessions_of("alice").len(), 2);
+    let refused = t
+        .post_json("/agent/mint", Some("alice"), None, &json!({}))
+        .await;
+    assert_eq!(refused.status, 503, "{}", refused.body);
 }

@@ -1,6 +1,7 @@
 //! The host: one app, its checked schema ([`Catalog`]), and the sessions running it.
 
-use std::collections::HashMap;
+mod table;
+
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
@@ -10,13 +11,14 @@ use crate::catalog::{Catalog, CatalogError};
 use crate::config::HostConfig;
 use crate::security::{AuditSink, TracingAuditSink};
 use crate::session::{Session, SessionError};
+use table::SessionTable;
 
 struct HostInner<A: App> {
     app: Arc<A>,
     catalog: Arc<Catalog>,
     config: HostConfig,
     audit: Arc<dyn AuditSink>,
-    sessions: RwLock<HashMap<String, Session<A>>>,
+    sessions: RwLock<SessionTable<A>>,
 }
 
 /// Hosts the sessions of one app. Cheap to clone (shared).
@@ -74,7 +76,7 @@ impl<A: App> Host<A> {
                 catalog: Arc::new(catalog),
                 config,
                 audit,
-                sessions: RwLock::new(HashMap::new()),
+                sessions: RwLock::new(SessionTable::new()),
             }),
         })
     }
@@ -121,7 +123,9 @@ impl<A: App> Host<A> {
             .sessions
             .write()
             .unwrap_or_else(|e| e.into_inner());
-        sessions.retain(|_, s| !s.is_closed());
+        if sessions.len() >= config.max_sessions {
+            sessions.prune_closed();
+        }
         if sessions.len() >= config.max_sessions {
             return Err(CreateSessionError::Capacity(format!(
                 "the host holds its maximum of {} open sessions",
@@ -129,10 +133,7 @@ impl<A: App> Host<A> {
             )));
         }
         if let Some(owner) = owner.as_deref() {
-            let owned = sessions
-                .values()
-                .filter(|s| s.owner() == Some(owner))
-                .count();
+            let owned = sessions.open_count_of(owner);
             if owned >= config.max_sessions_per_owner {
                 return Err(CreateSessionError::Capacity(format!(
                     "you already have {owned} open sessions (at most {}); mint for one of them with {{\"session\": \"<sessionId>\"}}",
@@ -142,14 +143,14 @@ impl<A: App> Host<A> {
         }
         let id = uuid::Uuid::new_v4().to_string();
         let session = Session::start(
-            id.clone(),
+            id,
             owner,
             self.inner.app.clone(),
             self.inner.catalog.clone(),
             self.inner.config.clone(),
             self.inner.audit.clone(),
         )?;
-        sessions.insert(id, session.clone());
+        sessions.insert(session.clone());
         Ok(session)
     }
 
@@ -171,8 +172,7 @@ impl<A: App> Host<A> {
             .sessions
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .filter(|s| !s.is_closed() && s.owner() == Some(owner))
+            .open_of(owner)
             .cloned()
             .collect();
         list.sort_by_key(|s| s.created_at());
@@ -202,6 +202,6 @@ impl<A: App> Host<A> {
             .sessions
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .len()
+            .open_count()
     }
 }
