@@ -8,7 +8,7 @@ use agent_runtime::clock::ManualClock;
 use agent_runtime::lap::{AgentServer, ServerOptions};
 use agent_runtime::security::{GovernorRateLimiter, TokenStatus};
 use agent_runtime::{Host, HostConfig};
-use agent_tests::{start, start_app, USER_HEADER};
+use agent_tests::{start, start_app, TestServer, USER_HEADER};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -360,20 +360,21 @@ async fn agent_sessions_lists_only_the_callers_active_tokens() {
     assert_eq!(a.body, json!({"sessions": []}));
 }
 
-#[tokio::test]
-async fn minting_new_sessions_is_bounded_per_owner_and_per_host() {
+/// The counter with at most `per_host` sessions, `per_owner` of them for one owner.
+async fn with_session_caps(per_host: usize, per_owner: usize) -> TestServer<Counter> {
     let config = HostConfig {
-        max_sessions: 3,
-        max_sessions_per_owner: 2,
+        max_sessions: per_host,
+        max_sessions_per_owner: per_owner,
         ..HostConfig::default()
     };
-    let host = Host::with_config(
-        Counter,
-        config,
-        Arc::new(agent_runtime::security::MemoryAuditSink::new()),
-    )
-    .unwrap();
-    let t = start(AgentServer::builder(host)).await;
+    let audit = Arc::new(agent_runtime::security::MemoryAuditSink::new());
+    let host = Host::with_config(Counter, config, audit).unwrap();
+    start(AgentServer::builder(host)).await
+}
+
+#[tokio::test]
+async fn minting_new_sessions_is_bounded_per_owner_and_per_host() {
+    let t = with_session_caps(3, 2).await;
     let first = t.mint("alice", None).await;
     let second = t.mint("alice", None).await;
     // A third session for alice → 503 session-capacity, and nothing was created.
@@ -418,18 +419,7 @@ async fn minting_new_sessions_is_bounded_per_owner_and_per_host() {
 
 #[tokio::test]
 async fn an_owners_closed_sessions_do_not_count_against_its_cap() {
-    let config = HostConfig {
-        max_sessions: 10,
-        max_sessions_per_owner: 2,
-        ..HostConfig::default()
-    };
-    let host = Host::with_config(
-        Counter,
-        config,
-        Arc::new(agent_runtime::security::MemoryAuditSink::new()),
-    )
-    .unwrap();
-    let t = start(AgentServer::builder(host)).await;
+    let t = with_session_caps(10, 2).await;
     let a = t.mint("alice", None).await;
     t.mint("alice", None).await;
     t.server.host().session(&a.session_id).unwrap().close();
