@@ -6,7 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 /// Who may dispatch a variant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum DispatchMode {
     /// Agent and human may both send it (the default).

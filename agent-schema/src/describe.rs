@@ -27,7 +27,7 @@ pub struct AgentDocs {
 
 /// Per-state narrative for agents (`observe.context`, `describe_context`): always all three
 /// keys.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentContext {
     /// One-paragraph summary of the current state.
     pub summary: String,

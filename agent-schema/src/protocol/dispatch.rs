@@ -1,10 +1,11 @@
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Action, ValidationIssue};
 
 /// One JSON Patch operation (the RFC 6902 subset the state diff produces).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "lowercase")]
 pub enum PatchOp {
     /// Adds `value` at `path`.
@@ -40,7 +41,7 @@ impl PatchOp {
 }
 
 /// How long `send_message` waits before answering.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum WaitFor {
     /// Enqueue and answer at once.
@@ -65,7 +66,7 @@ impl WaitFor {
 }
 
 /// Kind of a drain error entry (the reference's wire names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DrainErrorKind {
     /// `update` panicked.
@@ -75,7 +76,7 @@ pub enum DrainErrorKind {
 }
 
 /// An error reported by the session during a drain window.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DrainError {
     /// What failed.
     pub kind: DrainErrorKind,
@@ -84,7 +85,7 @@ pub struct DrainError {
 }
 
 /// What happened while `send_message` waited.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DrainReport {
     /// Commits seen between enqueue and return, the message's own included.
@@ -101,7 +102,7 @@ pub struct DrainReport {
 }
 
 /// The answer of `send_message` (and of the human dispatch).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum SendResult {
     /// The message was applied.
@@ -161,7 +162,7 @@ pub enum ConfirmOutcome {
 }
 
 /// The answer of `would_dispatch`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum WouldDispatchResult {
     /// The predicted diff and effects (not run).

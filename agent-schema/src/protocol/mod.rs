@@ -6,7 +6,11 @@
 mod actions;
 mod confirm;
 mod dispatch;
+mod error_code;
+mod lenient;
 mod log;
+pub mod requests;
+pub mod responses;
 mod validation;
 
 pub use actions::{Action, ActionSource};
@@ -15,5 +19,9 @@ pub use dispatch::{
     ConfirmOutcome, DrainError, DrainErrorKind, DrainReport, PatchOp, SendResult, WaitFor,
     WouldDispatchResult,
 };
+pub use error_code::ErrorCode;
+pub use lenient::Fields;
 pub use log::{LogEntry, LogKind};
+pub use requests::*;
+pub use responses::*;
 pub use validation::{IssueCode, ValidationIssue, ValidationOutcome};

@@ -1,7 +1,8 @@
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Error and warning codes of payload validation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum IssueCode {
     /// The value is not an object.
@@ -31,7 +32,7 @@ pub enum IssueCode {
 }
 
 /// One validation error or warning.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ValidationIssue {
     /// Where (`a`, `a.b`, `items[3]`, `format(kind=range).min`, `""` for the message).
     pub path: String,
@@ -42,7 +43,7 @@ pub struct ValidationIssue {
 }
 
 /// The result of validating one message.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ValidationOutcome {
     /// Errors in traversal order; empty means valid.
     pub errors: Vec<ValidationIssue>,

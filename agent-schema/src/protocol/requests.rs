@@ -1,0 +1,446 @@
+//! The request of every LAP operation (`lap.md` §5.3), one type each.
+//!
+//! Each type serializes as the wire body and describes it with schemars (the field docs are
+//! the descriptions the model reads in the MCP input schemas). Deserializing is LAP's lenient
+//! reading ([`Fields`](super::Fields)): `null` is absent, unknown keys are ignored, numbers are
+//! floored and clamped, and a body the operation cannot use fails with the spec's 400 detail
+//! (`path must be a string`, …) as the error text.
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::lenient::lenient_request;
+use super::WaitFor;
+
+/// A request that carries nothing (`/observe`, `/describe`, `/actions`, `/context`,
+/// `/describe-visible`): whatever body arrives is ignored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct EmptyRequest {}
+
+lenient_request!(EmptyRequest, |fields| {
+    let _ = fields;
+    Ok(EmptyRequest {})
+});
+
+/// A message `{"type": <variant>, …payload}`, kept whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct MsgValue(pub Value);
+
+impl MsgValue {
+    /// The variant's wire name.
+    pub fn variant(&self) -> &str {
+        self.0
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// Reads a `msg` key: an object with a string `type`, or the spec's 400 detail.
+    fn read(value: Option<Value>) -> Result<MsgValue, String> {
+        match value {
+            Some(m) if m.get("type").is_some_and(Value::is_string) => Ok(MsgValue(m)),
+            _ => Err("msg.type must be a string".into()),
+        }
+    }
+}
+
+impl JsonSchema for MsgValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Msg".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "properties": {"type": {"type": "string", "description": "The message variant."}},
+            "required": ["type"]
+        })
+    }
+}
+
+fn wait_for_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "enum": ["drained", "idle", "none"]})
+}
+
+fn millis_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "number"})
+}
+
+fn string_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string"})
+}
+
+fn boolean_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "boolean"})
+}
+
+fn idempotency_key_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "minLength": 1, "maxLength": 256})
+}
+
+fn count_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "integer", "minimum": 1})
+}
+
+/// `/state {path?}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct StateRequest {
+    /// JSON Pointer into the state, e.g. "/count"; omit for the whole state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "string_schema")]
+    pub path: Option<String>,
+}
+
+lenient_request!(StateRequest, |fields| {
+    Ok(StateRequest {
+        path: fields.opt_string("path", "path must be a string")?,
+    })
+});
+
+/// `/query-state {path}`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct QueryStateRequest {
+    /// JSON Pointer, e.g. "/user/name".
+    #[schemars(schema_with = "string_schema")]
+    pub path: String,
+}
+
+lenient_request!(QueryStateRequest, |fields| {
+    Ok(QueryStateRequest {
+        path: fields.string("path", "path must be a string")?,
+    })
+});
+
+/// `/recent-actions {n?, kind?}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct RecentActionsRequest {
+    /// How many entries (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "count_schema")]
+    pub n: Option<u64>,
+    /// Only entries of this kind, e.g. "dispatched", "read", "error".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "string_schema")]
+    pub kind: Option<String>,
+}
+
+impl RecentActionsRequest {
+    /// Entries asked for: `n`, else 10.
+    pub fn count(&self) -> usize {
+        self.n
+            .map_or(10, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
+lenient_request!(RecentActionsRequest, |fields| {
+    Ok(RecentActionsRequest {
+        n: fields.count("n"),
+        kind: fields.string_or_none("kind"),
+    })
+});
+
+/// `/would-dispatch {msg}`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct WouldDispatchRequest {
+    /// The message: {"type": <variant>, ...payload fields}. Copy the shape from an action's payloadHint or from the app's examples.
+    pub msg: MsgValue,
+}
+
+lenient_request!(WouldDispatchRequest, |fields| {
+    Ok(WouldDispatchRequest {
+        msg: MsgValue::read(fields.take("msg"))?,
+    })
+});
+
+/// What a dispatch carries (`/message` and the human dispatch route, `lap.md` §5.5, §6.4).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DispatchRequest {
+    /// The message: {"type": <variant>, ...payload fields}. Copy the shape from an action's payloadHint or from the app's examples.
+    pub msg: MsgValue,
+    /// Why you send it; shown to the user, especially when approval is needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "string_schema")]
+    pub reason: Option<String>,
+    /// "drained" (default): wait until the effects settle; "idle": until the queue is idle; "none": answer right after the update.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "wait_for_schema")]
+    pub wait_for: Option<WaitFor>,
+    /// Quiet time that counts as settled, in milliseconds (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "millis_schema")]
+    pub drain_quiet_ms: Option<u64>,
+    /// Upper bound of the wait, including a user's approval (default 5000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "millis_schema")]
+    pub timeout_ms: Option<u64>,
+    /// Also return the whole state after the message.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[schemars(schema_with = "boolean_schema")]
+    pub include_state: bool,
+}
+
+impl DispatchRequest {
+    /// A request for `msg` with every option at its default.
+    pub fn new(msg: Value) -> Self {
+        DispatchRequest {
+            msg: MsgValue(msg),
+            reason: None,
+            wait_for: None,
+            drain_quiet_ms: None,
+            timeout_ms: None,
+            include_state: false,
+        }
+    }
+
+    /// Reads the dispatch keys in the spec's order (`msg`, then `waitFor`).
+    fn read(fields: &mut super::Fields) -> Result<Self, String> {
+        let msg = MsgValue::read(fields.take("msg"))?;
+        let wait_for = match fields.take("waitFor") {
+            None => None,
+            Some(v) => Some(
+                v.as_str()
+                    .and_then(WaitFor::parse)
+                    .ok_or("waitFor must be one of: drained, idle, none")?,
+            ),
+        };
+        Ok(DispatchRequest {
+            msg,
+            reason: fields.string_or_none("reason"),
+            wait_for,
+            drain_quiet_ms: fields.millis("drainQuietMs"),
+            timeout_ms: fields.millis("timeoutMs"),
+            include_state: fields.is_true("includeState"),
+        })
+    }
+}
+
+lenient_request!(DispatchRequest, |fields| DispatchRequest::read(fields));
+
+/// `/message` (`lap.md` §5.5): a dispatch plus an optional idempotency key (§5.7).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageRequest {
+    /// The dispatch.
+    #[serde(flatten)]
+    pub dispatch: DispatchRequest,
+    /// Makes a retry safe: a repeat with the same key within 10 minutes answers what the first call answered instead of dispatching again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "idempotency_key_schema")]
+    pub idempotency_key: Option<String>,
+}
+
+lenient_request!(MessageRequest, |fields| {
+    let dispatch = DispatchRequest::read(fields)?;
+    let idempotency_key = match fields.take("idempotencyKey") {
+        None => None,
+        Some(Value::String(k)) if (1..=256).contains(&k.chars().count()) => Some(k),
+        Some(_) => return Err("idempotencyKey must be a string of 1 to 256 characters".into()),
+    };
+    Ok(MessageRequest {
+        dispatch,
+        idempotency_key,
+    })
+});
+
+/// `/confirm-result {confirmId, timeoutMs?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfirmResultRequest {
+    /// The confirmId from send_message.
+    #[schemars(schema_with = "string_schema")]
+    pub confirm_id: String,
+    /// How long to wait, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "millis_schema")]
+    pub timeout_ms: Option<u64>,
+}
+
+lenient_request!(ConfirmResultRequest, |fields| {
+    Ok(ConfirmResultRequest {
+        confirm_id: fields.string("confirmId", "confirmId must be a string")?,
+        timeout_ms: fields.millis("timeoutMs"),
+    })
+});
+
+/// `/wait {path?, timeoutMs?}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitRequest {
+    /// Only changes below this JSON Pointer count ("" or starting with "/").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "string_schema")]
+    pub path: Option<String>,
+    /// How long to wait, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "millis_schema")]
+    pub timeout_ms: Option<u64>,
+}
+
+lenient_request!(WaitRequest, |fields| {
+    let problem = "path must be empty or start with '/'";
+    let path = fields.opt_string("path", problem)?;
+    if path
+        .as_deref()
+        .is_some_and(|p| !p.is_empty() && !p.starts_with('/'))
+    {
+        return Err(problem.into());
+    }
+    Ok(WaitRequest {
+        path,
+        timeout_ms: fields.millis("timeoutMs"),
+    })
+});
+
+/// `/narrate {text, intent?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct NarrateRequest {
+    /// What to tell the user.
+    #[schemars(schema_with = "string_schema")]
+    pub text: String,
+    /// A short label for the entry (default "Agent narrated").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "string_schema")]
+    pub intent: Option<String>,
+}
+
+lenient_request!(NarrateRequest, |fields| {
+    let text = fields
+        .string_or_none("text")
+        .filter(|t| !t.is_empty())
+        .ok_or("text required")?;
+    Ok(NarrateRequest {
+        text,
+        intent: fields.string_or_none("intent"),
+    })
+});
+
+/// `/query-dom {name, multiple?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct QueryDomRequest {
+    /// The region name.
+    #[schemars(schema_with = "string_schema")]
+    pub name: String,
+    /// Return every matching element instead of the first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[schemars(schema_with = "boolean_schema")]
+    pub multiple: bool,
+}
+
+lenient_request!(QueryDomRequest, |fields| {
+    Ok(QueryDomRequest {
+        name: fields.string("name", "name must be a string")?,
+        multiple: fields.is_true("multiple"),
+    })
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read<T: for<'de> Deserialize<'de>>(body: Value) -> Result<T, String> {
+        serde_json::from_value(body).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn message_checks_run_in_the_spec_order() {
+        assert_eq!(
+            read::<MessageRequest>(json!({"waitFor": "x"})).unwrap_err(),
+            "msg.type must be a string"
+        );
+        assert_eq!(
+            read::<MessageRequest>(
+                json!({"msg": {"type": "a"}, "waitFor": "x", "idempotencyKey": 1})
+            )
+            .unwrap_err(),
+            "waitFor must be one of: drained, idle, none"
+        );
+        assert_eq!(
+            read::<MessageRequest>(json!({"msg": {"type": "a"}, "idempotencyKey": ""}))
+                .unwrap_err(),
+            "idempotencyKey must be a string of 1 to 256 characters"
+        );
+        let m: MessageRequest = read(json!({
+            "msg": {"type": "a", "x": 1}, "reason": 5, "waitFor": null, "timeoutMs": 12.7,
+            "drainQuietMs": "x", "includeState": "yes", "idempotencyKey": "k", "other": 1
+        }))
+        .unwrap();
+        assert_eq!(m.dispatch.msg.0, json!({"type": "a", "x": 1}));
+        assert_eq!(m.dispatch.reason, None);
+        assert_eq!(m.dispatch.wait_for, None);
+        assert_eq!(m.dispatch.timeout_ms, Some(12));
+        assert_eq!(m.dispatch.drain_quiet_ms, None);
+        assert!(!m.dispatch.include_state);
+        assert_eq!(m.idempotency_key.as_deref(), Some("k"));
+    }
+
+    #[test]
+    fn reads_answer_the_spec_details() {
+        assert_eq!(
+            read::<StateRequest>(json!({"path": 1})).unwrap_err(),
+            "path must be a string"
+        );
+        assert_eq!(
+            read::<StateRequest>(json!("junk")).unwrap(),
+            StateRequest::default()
+        );
+        assert_eq!(
+            read::<QueryStateRequest>(json!({})).unwrap_err(),
+            "path must be a string"
+        );
+        assert_eq!(
+            read::<WaitRequest>(json!({"path": "x"})).unwrap_err(),
+            "path must be empty or start with '/'"
+        );
+        assert!(read::<WaitRequest>(json!({"path": ""})).is_ok());
+        assert_eq!(
+            read::<NarrateRequest>(json!({"text": ""})).unwrap_err(),
+            "text required"
+        );
+        assert_eq!(
+            read::<ConfirmResultRequest>(json!({"confirmId": 3})).unwrap_err(),
+            "confirmId must be a string"
+        );
+        assert_eq!(
+            read::<RecentActionsRequest>(json!({"n": 0, "kind": 3})).unwrap(),
+            RecentActionsRequest::default()
+        );
+        assert_eq!(
+            read::<RecentActionsRequest>(json!({"n": 2.5}))
+                .unwrap()
+                .count(),
+            2
+        );
+    }
+
+    #[test]
+    fn schemas_describe_the_wire() {
+        let schema = serde_json::to_value(schemars::schema_for!(MessageRequest)).unwrap();
+        let props = schema["properties"].as_object().unwrap();
+        let keys: Vec<&str> = props.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "msg",
+                "reason",
+                "waitFor",
+                "drainQuietMs",
+                "timeoutMs",
+                "includeState",
+                "idempotencyKey"
+            ]
+        );
+        assert_eq!(schema["required"], json!(["msg"]));
+        assert_eq!(props["waitFor"]["enum"], json!(["drained", "idle", "none"]));
+        let observe = serde_json::to_value(schemars::schema_for!(EmptyRequest)).unwrap();
+        assert_eq!(observe["type"], "object");
+        assert!(observe.get("required").is_none());
+    }
+}

@@ -1,0 +1,238 @@
+//! The 200 answer of every LAP operation (`lap.md` §5.3, `semantics.md` §8), one type each,
+//! and the error body every surface shares (`lap.md` §10).
+//!
+//! `/message` answers a [`SendResult`](super::SendResult) and `/would-dispatch` a
+//! [`WouldDispatchResult`](super::WouldDispatchResult).
+
+use std::sync::Arc;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::{Action, LogEntry};
+use crate::AgentContext;
+
+fn any_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!(true)
+}
+
+/// The app description (`lap.md` §5.4), kept as the JSON text it was serialized to once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Description(pub Arc<RawValue>);
+
+impl JsonSchema for Description {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Description".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "description": "The app: name, version, message schemas, state schema, docs, conventions and schemaHash.",
+            "properties": {
+                "name": {"type": "string"},
+                "version": {"type": "string"},
+                "stateSchema": true,
+                "messages": {"type": "object"},
+                "annotations": {"type": "object"},
+                "docs": {"type": ["object", "null"]},
+                "conventions": {"type": "object"},
+                "schemaHash": {"type": "string"}
+            },
+            "required": ["name", "version", "stateSchema", "messages", "schemaHash"]
+        })
+    }
+}
+
+/// `/observe`: everything an agent needs to act, in one answer (`semantics.md` §8.3).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ObserveResponse {
+    /// The agent-visible state.
+    #[schemars(schema_with = "any_schema")]
+    pub state: Arc<Value>,
+    /// The actions available now.
+    pub actions: Vec<Action>,
+    /// The app description.
+    pub description: Description,
+    /// The app's context for this state, or null.
+    pub context: Option<AgentContext>,
+}
+
+/// `/state`: `{"state": V}`, or `{}` when the path misses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StateResponse {
+    /// The state or the slice at the path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "any_schema")]
+    pub state: Option<Value>,
+}
+
+/// `/query-state`: `{"found":true,"value"}` or `{"found":false,"detail"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QueryStateResponse {
+    /// Whether the pointer names a value.
+    pub found: bool,
+    /// The value, when found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "any_schema")]
+    pub value: Option<Value>,
+    /// Why nothing was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl QueryStateResponse {
+    /// The answer for a lookup result.
+    pub fn new(lookup: Result<&Value, String>) -> Self {
+        match lookup {
+            Ok(value) => QueryStateResponse {
+                found: true,
+                value: Some(value.clone()),
+                detail: None,
+            },
+            Err(detail) => QueryStateResponse {
+                found: false,
+                value: None,
+                detail: Some(detail),
+            },
+        }
+    }
+}
+
+/// `/actions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ActionsResponse {
+    /// The actions available now.
+    pub actions: Vec<Action>,
+}
+
+/// One element of a `/query-dom` answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DomElement {
+    /// Its text content.
+    pub text: String,
+    /// Its attributes.
+    pub attrs: std::collections::BTreeMap<String, String>,
+    /// Its position among the app's regions.
+    pub path: Vec<usize>,
+}
+
+/// `/query-dom`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QueryDomResponse {
+    /// The matching regions (at most one unless `multiple`).
+    pub elements: Vec<DomElement>,
+}
+
+/// `/describe-visible`: the outline of what the app shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DescribeVisibleResponse {
+    /// The app's current route, or null.
+    pub url: Option<String>,
+    /// Outline nodes, top to bottom (each tagged by `kind`).
+    pub outline: Vec<Value>,
+    /// `data-agent` from the app's outline hook, `fallback` without one.
+    pub source: String,
+}
+
+/// `/context`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ContextResponse {
+    /// The context, with the last-dispatch hint first.
+    pub context: AgentContext,
+}
+
+/// `/recent-actions`: log entries, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecentActionsResponse {
+    /// The entries.
+    pub entries: Vec<LogEntry>,
+}
+
+/// `/confirm-result` (`lap.md` §5.6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum ConfirmResultResponse {
+    /// Approved and committed.
+    #[serde(rename_all = "camelCase")]
+    Confirmed {
+        /// The state right after the commit.
+        #[schemars(schema_with = "any_schema")]
+        state_after: Value,
+        /// The applied message, only after an edited approval.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        msg: Option<Value>,
+    },
+    /// Rejected by the human (`user-cancelled`) or expired (`timeout`).
+    Rejected {
+        /// `user-cancelled` or `timeout`.
+        reason: String,
+    },
+    /// Not decided yet.
+    StillPending,
+}
+
+/// Whether `/wait` saw a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitStatus {
+    /// The watched value changed.
+    Changed,
+    /// The timeout passed first.
+    Timeout,
+}
+
+impl WaitStatus {
+    /// The wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitStatus::Changed => "changed",
+            WaitStatus::Timeout => "timeout",
+        }
+    }
+}
+
+/// `/wait` (`semantics.md` §8.5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitResponse {
+    /// `changed` or `timeout`.
+    pub status: WaitStatus,
+    /// The state after the change, null on timeout.
+    #[schemars(schema_with = "any_schema")]
+    pub state_after: Value,
+}
+
+/// `/narrate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NarrateResponse {
+    /// Always true.
+    pub ok: bool,
+}
+
+/// The `error` object of every non-200 answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorDetail {
+    /// The error code (`lap.md` §10).
+    pub code: String,
+    /// `expired`, `pending`, `revoked` or `unknown` on a 503 `paused`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconnect: Option<String>,
+    /// What went wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// How long to wait before retrying, on a 429.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+/// `{"error": {...}}`: the body of every non-200 answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorResponse {
+    /// The error.
+    pub error: ErrorDetail,
+}
