@@ -62,6 +62,12 @@ pub async fn start<A: App>(builder: AgentServerBuilder<A>) -> TestServer<A> {
         .identity_resolver(Arc::new(resolver))
         .build()
         .expect("server config");
+    serve(server).await
+}
+
+/// Serves an already built `server` (its own identity resolver, if any) on a free loopback
+/// port.
+pub async fn serve<A: App>(server: AgentServer<A>) -> TestServer<A> {
     let app = server
         .router()
         .into_make_service_with_connect_info::<SocketAddr>();

@@ -27,7 +27,7 @@ async fn mint_gives_a_token_bound_to_a_live_session() {
         .ends_with("/agent/lap/v1"));
     assert!(a.body["wsUrl"].as_str().unwrap().starts_with("ws://"));
     let tid = a.body["tid"].as_str().unwrap();
-    let record = t.server.tokens().find_by_tid(tid).unwrap();
+    let record = t.server.tokens().find_by_tid(tid).await.unwrap();
     assert_eq!(record.status, TokenStatus::AwaitingClaude);
     assert_eq!(record.uid.as_deref(), Some("alice"));
     // The app is live at once.
@@ -38,7 +38,7 @@ async fn mint_gives_a_token_bound_to_a_live_session() {
     assert_eq!(d.body["schemaHash"].as_str().unwrap().len(), 32);
     assert_eq!(d.body["conventions"]["dispatchModel"], "TEA");
     // First successful call activates the token.
-    let record = t.server.tokens().find_by_tid(tid).unwrap();
+    let record = t.server.tokens().find_by_tid(tid).await.unwrap();
     assert_eq!(record.status, TokenStatus::Active);
     assert_eq!(record.label.as_deref(), Some("agent"));
 }
@@ -100,7 +100,14 @@ async fn anonymous_mode_issues_an_identity_cookie() {
     assert!(cookie.starts_with("agent_identity=anon-"), "{cookie}");
     assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"));
     let tid = a.body["tid"].as_str().unwrap();
-    let uid = t.server.tokens().find_by_tid(tid).unwrap().uid.unwrap();
+    let uid = t
+        .server
+        .tokens()
+        .find_by_tid(tid)
+        .await
+        .unwrap()
+        .uid
+        .unwrap();
     assert!(uid.starts_with("anon-"));
     // The cookie identifies the same owner next time.
     let pair = cookie.split(';').next().unwrap().to_string();
@@ -111,7 +118,13 @@ async fn anonymous_mode_issues_an_identity_cookie() {
     assert!(a.headers.get("set-cookie").is_none());
     let tid2 = a.body["tid"].as_str().unwrap();
     assert_eq!(
-        t.server.tokens().find_by_tid(tid2).unwrap().uid.unwrap(),
+        t.server
+            .tokens()
+            .find_by_tid(tid2)
+            .await
+            .unwrap()
+            .uid
+            .unwrap(),
         uid
     );
 }
@@ -313,7 +326,12 @@ async fn bad_bodies_are_400_and_unknown_tails_fall_through() {
         400
     );
     assert_eq!(
-        t.server.tokens().find_by_tid(&fresh.tid).unwrap().status,
+        t.server
+            .tokens()
+            .find_by_tid(&fresh.tid)
+            .await
+            .unwrap()
+            .status,
         TokenStatus::AwaitingClaude
     );
     // Unknown tails and paths outside the base are not matched.

@@ -26,13 +26,14 @@ async fn console<A: App>(server: AgentServer<A>, req: Request) -> Response {
     if parts.method != Method::GET {
         return ApiError::method_not_allowed().into_response();
     }
+    let known = server.inner.identity.resolve(&parts).await.is_some();
     let mut response = (StatusCode::OK, CONSOLE_HTML).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
-    if server.inner.identity.resolve(&parts).is_none() {
+    if !known {
         let https = server.inner.origin.request_origin(&parts).is_https();
         if let Some(issued) = server.inner.identity.issue_anonymous(https) {
             if let Ok(v) = HeaderValue::try_from(issued.set_cookie) {

@@ -111,7 +111,7 @@ struct Caller<A: App> {
 }
 
 /// Steps 1–5 of the gate.
-fn admit<A: App>(
+async fn admit<A: App>(
     server: &AgentServer<A>,
     parts: &axum::http::request::Parts,
 ) -> Result<Caller<A>, ApiError> {
@@ -121,27 +121,29 @@ fn admit<A: App>(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let tokens = &server.inner.tokens;
-    let tid = verify_bearer(
+    // A revoked record is refused by `verify_bearer` (403 `revoked`).
+    let record = verify_bearer(
         auth,
         &**tokens,
         server.now(),
         server.options().sliding_ttl_ms,
-    )?;
-    let record = tokens
-        .find_by_tid(&tid)
-        .filter(|r| r.status != TokenStatus::Revoked)
-        .ok_or_else(ApiError::revoked)?;
+    )
+    .await?;
     let session = server
         .host()
         .session(&record.session_id)
         .ok_or_else(ApiError::paused)?;
-    server.inner.limiter.check(&tid, Bucket::Token)?;
+    server
+        .inner
+        .limiter
+        .check(&record.tid, Bucket::Token)
+        .await?;
     Ok(Caller { record, session })
 }
 
 async fn lap_call<A: App>(server: AgentServer<A>, endpoint: Endpoint, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let caller = match admit(&server, &parts) {
+    let caller = match admit(&server, &parts).await {
         Ok(c) => c,
         Err(e) => return e.into_response(),
     };
@@ -151,7 +153,7 @@ async fn lap_call<A: App>(server: AgentServer<A>, endpoint: Endpoint, req: Reque
     };
     let tid = caller.record.tid.clone();
     if matches!(endpoint, Endpoint::Wait | Endpoint::ConfirmResult) {
-        server.inner.tokens.touch(&tid, server.now());
+        server.inner.tokens.touch(&tid, server.now()).await;
     }
     if endpoint == Endpoint::Message {
         return message_call(server, caller, fields).await.into_response();
@@ -203,13 +205,17 @@ async fn run_endpoint<A: App>(
 }
 
 /// Activation and touch of a successful call.
-fn activate<A: App>(server: &AgentServer<A>, record: &TokenRecord) {
+async fn activate<A: App>(server: &AgentServer<A>, record: &TokenRecord) {
     let now = server.now();
     if record.status == TokenStatus::AwaitingClaude {
         let label = record.label.as_deref().unwrap_or(DEFAULT_ACTIVE_LABEL);
-        server.inner.tokens.mark_active(&record.tid, label, now);
+        server
+            .inner
+            .tokens
+            .mark_active(&record.tid, label, now)
+            .await;
     } else {
-        server.inner.tokens.touch(&record.tid, now);
+        server.inner.tokens.touch(&record.tid, now).await;
     }
 }
 
@@ -221,7 +227,7 @@ async fn success_tail<A: App>(
     handled: Handled,
 ) -> Reply {
     let record = &caller.record;
-    activate(server, record);
+    activate(server, record).await;
     if handled.log_read {
         if let Some(entry) = endpoint.read_entry(fields, &record.tid, server.now()) {
             caller.session.append_log(entry);
@@ -302,7 +308,7 @@ async fn message_call<A: App>(
                 })
                 .await;
                 if answer.status == StatusCode::OK {
-                    activate(&server, &caller.record);
+                    activate(&server, &caller.record).await;
                 }
                 let mut response = answer.into_response();
                 response.headers_mut().insert(

@@ -54,7 +54,7 @@ pub(crate) fn human_routes<A: App>(server: &AgentServer<A>) -> Router {
 
 /// Access rules 0–5 of `lap.md` §6.1. Returns the caller's identity and, for a session route,
 /// the session.
-fn access<A: App>(
+async fn access<A: App>(
     server: &AgentServer<A>,
     parts: &Parts,
     method: Method,
@@ -91,6 +91,7 @@ fn access<A: App>(
         .inner
         .identity
         .resolve(parts)
+        .await
         .ok_or_else(ApiError::auth_required)?;
     let session = match session_id {
         None => None,
@@ -112,11 +113,12 @@ fn internal(e: SessionError) -> ApiError {
     }
 }
 
-fn agents_of<A: App>(server: &AgentServer<A>, session_id: &str) -> Vec<AgentSession> {
+async fn agents_of<A: App>(server: &AgentServer<A>, session_id: &str) -> Vec<AgentSession> {
     server
         .inner
         .tokens
         .list_by_session(session_id)
+        .await
         .iter()
         .filter(|r| matches!(r.status, TokenStatus::AwaitingClaude | TokenStatus::Active))
         .map(TokenRecord::to_agent_session)
@@ -125,33 +127,33 @@ fn agents_of<A: App>(server: &AgentServer<A>, session_id: &str) -> Vec<AgentSess
 
 async fn human_sessions<A: App>(server: AgentServer<A>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
-    let uid = match access(&server, &parts, Method::GET, None) {
+    let uid = match access(&server, &parts, Method::GET, None).await {
         Ok((uid, _)) => uid,
         Err(e) => return e.into_response(),
     };
-    let sessions: Vec<_> = server
-        .host()
-        .sessions_of(&uid)
-        .iter()
-        .map(|s| {
-            json!({
-                "sessionId": s.id(),
-                "createdAt": s.created_at(),
-                "pendingConfirms": s.pending().len(),
-                "agents": agents_of(&server, s.id()),
-            })
-        })
-        .collect();
+    let owned = server.host().sessions_of(&uid);
+    let mut sessions = Vec::with_capacity(owned.len());
+    for s in &owned {
+        let agents = agents_of(&server, s.id()).await;
+        sessions.push(json!({
+            "sessionId": s.id(),
+            "createdAt": s.created_at(),
+            "pendingConfirms": s.pending().len(),
+            "agents": agents,
+        }));
+    }
     json_ok(&json!({ "sessions": sessions }))
 }
 
 async fn human_session<A: App>(server: AgentServer<A>, id: String, req: Request) -> Response {
     let (parts, _) = req.into_parts();
-    let session = match access(&server, &parts, Method::GET, Some(&id)) {
+    let session = match access(&server, &parts, Method::GET, Some(&id)).await {
         Ok((_, Some(s))) => s,
         Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
         Err(e) => return e.into_response(),
     };
+    // Read before the session's view, so no lock of the session is held across the await.
+    let agents = agents_of(&server, session.id()).await;
     let actions = match session.list_actions() {
         Ok(a) => a,
         Err(e) => return internal(e).into_response(),
@@ -162,13 +164,13 @@ async fn human_session<A: App>(server: AgentServer<A>, id: String, req: Request)
         "pending": session.pending(),
         "log": session.recent_log(usize::MAX, None),
         "lastEventId": session.last_event_id(),
-        "agents": agents_of(&server, session.id()),
+        "agents": agents,
     }))
 }
 
 async fn human_dispatch<A: App>(server: AgentServer<A>, id: String, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let session = match access(&server, &parts, Method::POST, Some(&id)) {
+    let session = match access(&server, &parts, Method::POST, Some(&id)).await {
         Ok((_, Some(s))) => s,
         Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
         Err(e) => return e.into_response(),
@@ -200,7 +202,7 @@ async fn human_decide<A: App>(
     req: Request,
 ) -> Response {
     let (parts, body) = req.into_parts();
-    let session = match access(&server, &parts, Method::POST, Some(&id)) {
+    let session = match access(&server, &parts, Method::POST, Some(&id)).await {
         Ok((_, Some(s))) => s,
         Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
         Err(e) => return e.into_response(),
@@ -254,7 +256,7 @@ async fn human_events<A: App>(
     req: Request,
 ) -> Response {
     let (parts, _) = req.into_parts();
-    let session = match access(&server, &parts, Method::GET, Some(&id)) {
+    let session = match access(&server, &parts, Method::GET, Some(&id)).await {
         Ok((_, Some(s))) => s,
         Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
         Err(e) => return e.into_response(),

@@ -64,14 +64,19 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
         }
     };
     let now = server.now();
-    let identity = server.inner.identity.resolve(&parts);
+    let identity = server.inner.identity.resolve(&parts).await;
     if identity.is_none() && !server.inner.identity.allows_anonymous() {
         return Err(ApiError::auth_required());
     }
     let limit_key = identity
         .clone()
         .unwrap_or_else(|| request_client_address(&parts, server.options().trust_proxy));
-    if let Err(limited) = server.inner.limiter.check(&limit_key, Bucket::Identity) {
+    if let Err(limited) = server
+        .inner
+        .limiter
+        .check(&limit_key, Bucket::Identity)
+        .await
+    {
         server
             .audit(AuditEntry::rate_limited(
                 now,
@@ -110,7 +115,11 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
                 other => ApiError::internal(other.to_string()),
             })?,
     };
-    server.inner.tokens.sweep_expired(now, SWEEP_RETENTION_MS);
+    server
+        .inner
+        .tokens
+        .sweep_expired(now, SWEEP_RETENTION_MS)
+        .await;
     let (token, hash) = mint_token();
     let origin_text = origin.url("");
     let record = TokenRecord::minted(
@@ -130,7 +139,7 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
         "lapVersion": 2,
     });
     let tid = record.tid.clone();
-    server.inner.tokens.create(record);
+    server.inner.tokens.create(record).await;
     server
         .audit(AuditEntry::mint(
             now,
@@ -172,14 +181,16 @@ async fn revoke_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<R
         .inner
         .identity
         .resolve(&parts)
+        .await
         .ok_or_else(ApiError::auth_required)?;
     let record = server
         .inner
         .tokens
         .find_by_tid(&tid)
+        .await
         .filter(|r| r.uid.as_deref() == Some(uid.as_str()))
         .ok_or_else(ApiError::revoked)?;
-    server.inner.tokens.revoke(&record.tid);
+    server.inner.tokens.revoke(&record.tid).await;
     server.inner.idempotency.forget_token(&record.tid);
     let _ = server.inner.revocations.send(record.tid.clone());
     server
@@ -193,12 +204,13 @@ async fn sessions<A: App>(server: AgentServer<A>, req: Request) -> Response {
     if parts.method != Method::GET {
         return ApiError::method_not_allowed().into_response();
     }
-    let sessions: Vec<AgentSession> = match server.inner.identity.resolve(&parts) {
+    let sessions: Vec<AgentSession> = match server.inner.identity.resolve(&parts).await {
         None => Vec::new(),
         Some(uid) => server
             .inner
             .tokens
             .list_by_identity(&uid)
+            .await
             .iter()
             .filter(|r| matches!(r.status, TokenStatus::Active | TokenStatus::PendingResume))
             .map(TokenRecord::to_agent_session)

@@ -12,6 +12,7 @@ use axum::http::request::Parts;
 use axum::http::HeaderMap;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use futures::future::{self, BoxFuture, FutureExt as _};
 use hmac::{Hmac, Mac};
 use rand::RngCore as _;
 use sha2::Sha256;
@@ -171,17 +172,23 @@ impl IdentityCookie {
 }
 
 /// Maps a request to the caller's identity (uid), e.g. from the host app's own session.
+///
+/// `resolve` returns a `Send` future borrowing the resolver and the request, so an
+/// implementation can await its session store (write `Box::pin(async move { … })`); the trait
+/// stays dyn-compatible and is used as `Arc<dyn IdentityResolver>`. A synchronous closure
+/// `Fn(&Parts) -> Option<String>` is a resolver as is.
 pub trait IdentityResolver: Send + Sync {
     /// The caller's uid, or none.
-    fn resolve(&self, parts: &Parts) -> Option<String>;
+    fn resolve<'a>(&'a self, parts: &'a Parts) -> BoxFuture<'a, Option<String>>;
 }
 
+/// A synchronous closure resolves at once.
 impl<F> IdentityResolver for F
 where
     F: Fn(&Parts) -> Option<String> + Send + Sync,
 {
-    fn resolve(&self, parts: &Parts) -> Option<String> {
-        self(parts)
+    fn resolve<'a>(&'a self, parts: &'a Parts) -> BoxFuture<'a, Option<String>> {
+        future::ready(self(parts)).boxed()
     }
 }
 
@@ -251,11 +258,13 @@ impl Identity {
     }
 
     /// The caller's identity: the resolver's answer, else a valid signed cookie, else none.
-    pub fn resolve(&self, parts: &Parts) -> Option<String> {
-        self.resolver
-            .as_ref()
-            .and_then(|resolver| resolver.resolve(parts))
-            .or_else(|| self.cookie.read(&parts.headers))
+    pub async fn resolve(&self, parts: &Parts) -> Option<String> {
+        if let Some(resolver) = &self.resolver {
+            if let Some(uid) = resolver.resolve(parts).await {
+                return Some(uid);
+            }
+        }
+        self.cookie.read(&parts.headers)
     }
 
     /// In anonymous mode, a fresh `anon-<UUID v4>` identity and its `Set-Cookie` value (with
@@ -474,16 +483,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn resolver_first_then_cookie() {
+    #[tokio::test]
+    async fn resolver_first_then_cookie() {
         let c = cookie();
         let signed = c.key().sign("from-cookie");
         let with_cookie = parts(&[&format!("agent_identity={signed}")]);
         let without = parts(&[]);
 
         let plain = Identity::new(c.clone());
-        assert_eq!(plain.resolve(&with_cookie).as_deref(), Some("from-cookie"));
-        assert_eq!(plain.resolve(&without), None);
+        assert_eq!(
+            plain.resolve(&with_cookie).await.as_deref(),
+            Some("from-cookie")
+        );
+        assert_eq!(plain.resolve(&without).await, None);
 
         let resolver = |p: &Parts| {
             p.headers
@@ -496,28 +508,28 @@ mod tests {
         both.headers
             .insert("x-user", "from-resolver".parse().unwrap());
         assert_eq!(
-            with_resolver.resolve(&both).as_deref(),
+            with_resolver.resolve(&both).await.as_deref(),
             Some("from-resolver")
         );
         // Resolver says none → the cookie decides.
         assert_eq!(
-            with_resolver.resolve(&with_cookie).as_deref(),
+            with_resolver.resolve(&with_cookie).await.as_deref(),
             Some("from-cookie")
         );
-        assert_eq!(with_resolver.resolve(&without), None);
+        assert_eq!(with_resolver.resolve(&without).await, None);
     }
 
-    #[test]
-    fn bearer_tokens_are_not_identities() {
+    #[tokio::test]
+    async fn bearer_tokens_are_not_identities() {
         let identity = Identity::new(cookie());
         let mut p = parts(&[]);
         p.headers
             .insert("authorization", "Bearer agt_abc".parse().unwrap());
-        assert_eq!(identity.resolve(&p), None);
+        assert_eq!(identity.resolve(&p).await, None);
     }
 
-    #[test]
-    fn anonymous_identities() {
+    #[tokio::test]
+    async fn anonymous_identities() {
         let off = Identity::new(cookie());
         assert_eq!(off.issue_anonymous(false), None);
 
@@ -540,7 +552,7 @@ mod tests {
         // The issued cookie reads back as the same identity.
         let cookie_pair = issued.set_cookie.split(';').next().unwrap();
         assert_eq!(
-            on.resolve(&parts(&[cookie_pair])).as_deref(),
+            on.resolve(&parts(&[cookie_pair])).await.as_deref(),
             Some(issued.uid.as_str())
         );
     }

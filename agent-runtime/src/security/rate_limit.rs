@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use futures::future::{self, BoxFuture, FutureExt as _};
 use governor::clock::{Clock as GovernorClock, DefaultClock, Reference as _};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
@@ -201,13 +202,17 @@ impl axum::response::IntoResponse for RateLimited {
 }
 
 /// Decides whether a call may proceed.
+///
+/// `check` returns a `Send` future, so a limiter can await a shared store (Redis, a database);
+/// an implementation writes `Box::pin(async move { … })`. The trait stays dyn-compatible and is
+/// used as `Arc<dyn RateLimiter>`.
 pub trait RateLimiter: Send + Sync {
     /// Consumes one token of `"<bucket>:<key>"`, or answers how long to wait.
-    fn check(&self, key: &str, bucket: Bucket) -> Result<(), RateLimited>;
+    fn check<'a>(&'a self, key: &'a str, bucket: Bucket) -> BoxFuture<'a, Result<(), RateLimited>>;
 }
 
 impl<T: RateLimiter + ?Sized> RateLimiter for std::sync::Arc<T> {
-    fn check(&self, key: &str, bucket: Bucket) -> Result<(), RateLimited> {
+    fn check<'a>(&'a self, key: &'a str, bucket: Bucket) -> BoxFuture<'a, Result<(), RateLimited>> {
         (**self).check(key, bucket)
     }
 }
@@ -297,14 +302,10 @@ impl<C: GovernorClock> GovernorRateLimiter<C> {
             *last = now;
         }
     }
-}
 
-impl<C> RateLimiter for GovernorRateLimiter<C>
-where
-    C: GovernorClock + Send + Sync,
-    C::Instant: Send + Sync,
-{
-    fn check(&self, key: &str, bucket: Bucket) -> Result<(), RateLimited> {
+    /// Consumes one token of `"<bucket>:<key>"`, or answers how long to wait, synchronously
+    /// (see [`RateLimiter::check`]): governor never waits.
+    pub fn check(&self, key: &str, bucket: Bucket) -> Result<(), RateLimited> {
         self.sweep_if_due(self.limiter.clock().now());
         let bucket_key = format!("{}:{key}", bucket.as_str());
         self.limiter.check_key(&bucket_key).map_err(|denied| {
@@ -313,6 +314,16 @@ where
                 retry_after_ms: ceil_ms(wait),
             }
         })
+    }
+}
+
+impl<C> RateLimiter for GovernorRateLimiter<C>
+where
+    C: GovernorClock + Send + Sync,
+    C::Instant: Send + Sync,
+{
+    fn check<'a>(&'a self, key: &'a str, bucket: Bucket) -> BoxFuture<'a, Result<(), RateLimited>> {
+        future::ready(GovernorRateLimiter::check(self, key, bucket)).boxed()
     }
 }
 
@@ -523,12 +534,12 @@ mod tests {
         assert!(l.check("k", Bucket::Token).is_ok());
     }
 
-    #[test]
-    fn works_as_a_trait_object_on_the_default_clock() {
+    #[tokio::test]
+    async fn works_as_a_trait_object_on_the_default_clock() {
         let l: Arc<dyn RateLimiter> = Arc::new(GovernorRateLimiter::new(spec("2/second")));
-        assert!(l.check("k", Bucket::Token).is_ok());
-        assert!(l.check("k", Bucket::Token).is_ok());
-        let denied = l.check("k", Bucket::Token).unwrap_err();
+        assert!(l.check("k", Bucket::Token).await.is_ok());
+        assert!(l.check("k", Bucket::Token).await.is_ok());
+        let denied = l.check("k", Bucket::Token).await.unwrap_err();
         // Real time passes between the calls; the wait is at most the refill period.
         assert!((1..=500).contains(&denied.retry_after_ms), "{denied:?}");
     }

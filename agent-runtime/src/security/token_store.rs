@@ -3,71 +3,72 @@
 use std::collections::HashMap;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use futures::future::{self, BoxFuture, FutureExt as _};
+
 use super::tokens::{TokenRecord, TokenStatus};
 
 /// Where token records live. Reads return copies; a mutation on an unknown `tid` is a silent
-/// no-op.
+/// no-op. List methods answer records in creation order.
 ///
-/// The methods are synchronous and are called from async handlers: an implementation must
-/// answer quickly. A durable store may block briefly on its own I/O (a local database write),
-/// but one that talks to a remote service should keep a local cache and write behind.
-/// List methods answer records in creation order.
+/// Every method returns a `Send` future, so an implementation can await its database (write
+/// `Box::pin(async move { … })`); the trait stays dyn-compatible and is used as
+/// `Arc<dyn TokenStore>`. The futures are awaited on the request path: keep them short.
 pub trait TokenStore: Send + Sync {
     /// Stores a new record (replacing one with the same `tid`, whose hash entry then goes).
-    fn create(&self, record: TokenRecord);
+    fn create(&self, record: TokenRecord) -> BoxFuture<'_, ()>;
 
     /// The record with this `tid`.
-    fn find_by_tid(&self, tid: &str) -> Option<TokenRecord>;
+    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, Option<TokenRecord>>;
 
     /// The record whose token hashes to `token_hash` (revoked records included).
-    fn find_by_token_hash(&self, token_hash: &str) -> Option<TokenRecord>;
+    fn find_by_token_hash<'a>(&'a self, token_hash: &'a str) -> BoxFuture<'a, Option<TokenRecord>>;
 
     /// The records owned by exactly `uid`; records without an owner are never returned.
-    fn list_by_identity(&self, uid: &str) -> Vec<TokenRecord>;
+    fn list_by_identity<'a>(&'a self, uid: &'a str) -> BoxFuture<'a, Vec<TokenRecord>>;
 
     /// The records that drive session `session_id`.
-    fn list_by_session(&self, session_id: &str) -> Vec<TokenRecord>;
+    fn list_by_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Vec<TokenRecord>>;
 
     /// Sets `lastSeenAt` (nothing else).
-    fn touch(&self, tid: &str, now: u64);
+    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, ()>;
 
     /// Sets status `active`, the label and `lastSeenAt`.
-    fn mark_active(&self, tid: &str, label: &str, now: u64);
+    fn mark_active<'a>(&'a self, tid: &'a str, label: &'a str, now: u64) -> BoxFuture<'a, ()>;
 
     /// Sets status `revoked`, keeping the record and its hash entry (so the token answers 403).
-    fn revoke(&self, tid: &str);
+    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, ()>;
 
     /// Deletes the records with `expiresAt + retention <= now` and their hash entries; answers
     /// how many went.
-    fn sweep_expired(&self, now: u64, retention_ms: u64) -> usize;
+    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, usize>;
 }
 
 impl<T: TokenStore + ?Sized> TokenStore for std::sync::Arc<T> {
-    fn create(&self, record: TokenRecord) {
+    fn create(&self, record: TokenRecord) -> BoxFuture<'_, ()> {
         (**self).create(record)
     }
-    fn find_by_tid(&self, tid: &str) -> Option<TokenRecord> {
+    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, Option<TokenRecord>> {
         (**self).find_by_tid(tid)
     }
-    fn find_by_token_hash(&self, token_hash: &str) -> Option<TokenRecord> {
+    fn find_by_token_hash<'a>(&'a self, token_hash: &'a str) -> BoxFuture<'a, Option<TokenRecord>> {
         (**self).find_by_token_hash(token_hash)
     }
-    fn list_by_identity(&self, uid: &str) -> Vec<TokenRecord> {
+    fn list_by_identity<'a>(&'a self, uid: &'a str) -> BoxFuture<'a, Vec<TokenRecord>> {
         (**self).list_by_identity(uid)
     }
-    fn list_by_session(&self, session_id: &str) -> Vec<TokenRecord> {
+    fn list_by_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Vec<TokenRecord>> {
         (**self).list_by_session(session_id)
     }
-    fn touch(&self, tid: &str, now: u64) {
+    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, ()> {
         (**self).touch(tid, now)
     }
-    fn mark_active(&self, tid: &str, label: &str, now: u64) {
+    fn mark_active<'a>(&'a self, tid: &'a str, label: &'a str, now: u64) -> BoxFuture<'a, ()> {
         (**self).mark_active(tid, label, now)
     }
-    fn revoke(&self, tid: &str) {
+    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, ()> {
         (**self).revoke(tid)
     }
-    fn sweep_expired(&self, now: u64, retention_ms: u64) -> usize {
+    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, usize> {
         (**self).sweep_expired(now, retention_ms)
     }
 }
@@ -130,8 +131,11 @@ impl InMemoryTokenStore {
     }
 }
 
-impl TokenStore for InMemoryTokenStore {
-    fn create(&self, record: TokenRecord) {
+/// The store's operations, synchronous: an in-memory store never waits, so code that holds the
+/// concrete type can skip the futures of [`TokenStore`].
+impl InMemoryTokenStore {
+    /// Stores a new record, synchronously (see [`TokenStore::create`]).
+    pub fn create(&self, record: TokenRecord) {
         let mut maps = self.write();
         if let Some((_, old)) = maps.records.remove(&record.tid) {
             if maps.by_hash.get(&old.token_hash) == Some(&old.tid) {
@@ -145,29 +149,36 @@ impl TokenStore for InMemoryTokenStore {
         maps.records.insert(record.tid.clone(), (seq, record));
     }
 
-    fn find_by_tid(&self, tid: &str) -> Option<TokenRecord> {
+    /// The record with this `tid`, synchronously (see [`TokenStore::find_by_tid`]).
+    pub fn find_by_tid(&self, tid: &str) -> Option<TokenRecord> {
         self.read().records.get(tid).map(|(_, r)| r.clone())
     }
 
-    fn find_by_token_hash(&self, token_hash: &str) -> Option<TokenRecord> {
+    /// The record whose token hashes to `token_hash`, synchronously (see
+    /// [`TokenStore::find_by_token_hash`]).
+    pub fn find_by_token_hash(&self, token_hash: &str) -> Option<TokenRecord> {
         let maps = self.read();
         let tid = maps.by_hash.get(token_hash)?;
         maps.records.get(tid).map(|(_, r)| r.clone())
     }
 
-    fn list_by_identity(&self, uid: &str) -> Vec<TokenRecord> {
+    /// The records owned by exactly `uid`, synchronously (see [`TokenStore::list_by_identity`]).
+    pub fn list_by_identity(&self, uid: &str) -> Vec<TokenRecord> {
         self.read().collect(|r| r.uid.as_deref() == Some(uid))
     }
 
-    fn list_by_session(&self, session_id: &str) -> Vec<TokenRecord> {
+    /// The records of session `session_id`, synchronously (see [`TokenStore::list_by_session`]).
+    pub fn list_by_session(&self, session_id: &str) -> Vec<TokenRecord> {
         self.read().collect(|r| r.session_id == session_id)
     }
 
-    fn touch(&self, tid: &str, now: u64) {
+    /// Sets `lastSeenAt`, synchronously (see [`TokenStore::touch`]).
+    pub fn touch(&self, tid: &str, now: u64) {
         self.write().update(tid, |r| r.last_seen_at = now);
     }
 
-    fn mark_active(&self, tid: &str, label: &str, now: u64) {
+    /// Activates the record, synchronously (see [`TokenStore::mark_active`]).
+    pub fn mark_active(&self, tid: &str, label: &str, now: u64) {
         self.write().update(tid, |r| {
             r.status = TokenStatus::Active;
             r.label = Some(label.to_owned());
@@ -175,12 +186,14 @@ impl TokenStore for InMemoryTokenStore {
         });
     }
 
-    fn revoke(&self, tid: &str) {
+    /// Revokes the record, synchronously (see [`TokenStore::revoke`]).
+    pub fn revoke(&self, tid: &str) {
         self.write()
             .update(tid, |r| r.status = TokenStatus::Revoked);
     }
 
-    fn sweep_expired(&self, now: u64, retention_ms: u64) -> usize {
+    /// Deletes the long-expired records, synchronously (see [`TokenStore::sweep_expired`]).
+    pub fn sweep_expired(&self, now: u64, retention_ms: u64) -> usize {
         let mut maps = self.write();
         let expired: Vec<(String, String)> = maps
             .records
@@ -195,6 +208,48 @@ impl TokenStore for InMemoryTokenStore {
             }
         }
         expired.len()
+    }
+}
+
+impl TokenStore for InMemoryTokenStore {
+    fn create(&self, record: TokenRecord) -> BoxFuture<'_, ()> {
+        InMemoryTokenStore::create(self, record);
+        future::ready(()).boxed()
+    }
+
+    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, Option<TokenRecord>> {
+        future::ready(InMemoryTokenStore::find_by_tid(self, tid)).boxed()
+    }
+
+    fn find_by_token_hash<'a>(&'a self, token_hash: &'a str) -> BoxFuture<'a, Option<TokenRecord>> {
+        future::ready(InMemoryTokenStore::find_by_token_hash(self, token_hash)).boxed()
+    }
+
+    fn list_by_identity<'a>(&'a self, uid: &'a str) -> BoxFuture<'a, Vec<TokenRecord>> {
+        future::ready(InMemoryTokenStore::list_by_identity(self, uid)).boxed()
+    }
+
+    fn list_by_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Vec<TokenRecord>> {
+        future::ready(InMemoryTokenStore::list_by_session(self, session_id)).boxed()
+    }
+
+    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, ()> {
+        InMemoryTokenStore::touch(self, tid, now);
+        future::ready(()).boxed()
+    }
+
+    fn mark_active<'a>(&'a self, tid: &'a str, label: &'a str, now: u64) -> BoxFuture<'a, ()> {
+        InMemoryTokenStore::mark_active(self, tid, label, now);
+        future::ready(()).boxed()
+    }
+
+    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, ()> {
+        InMemoryTokenStore::revoke(self, tid);
+        future::ready(()).boxed()
+    }
+
+    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, usize> {
+        future::ready(InMemoryTokenStore::sweep_expired(self, now, retention_ms)).boxed()
     }
 }
 
@@ -309,7 +364,7 @@ mod tests {
         assert_eq!(kept.status, TokenStatus::Revoked);
         let header = format!("Bearer {}", token.expose());
         assert_eq!(
-            verify_bearer(Some(&header), &store, 1, None),
+            futures::executor::block_on(verify_bearer(Some(&header), &store, 1, None)),
             Err(AuthError::Revoked)
         );
         // Idempotent.

@@ -252,24 +252,27 @@ impl axum::response::IntoResponse for AuthError {
     }
 }
 
-/// Verifies the value of an `Authorization` header (lap.md §2.5) and answers the token's `tid`.
+/// Verifies the value of an `Authorization` header (lap.md §2.5) and answers the token's
+/// record, as the store holds it (one lookup: callers need not find it again).
 ///
 /// First failure wins: no `Bearer ` prefix (case-sensitive), no `agt_` token, no record, hard
 /// expiry (`expiresAt <= now`), sliding TTL (`lastSeenAt + slidingTtlMs < now`) → `AuthFailed`;
-/// a revoked record → `Revoked`. `sliding_ttl_ms` of `None` or `Some(0)` disables the sliding
-/// TTL (a configuration of zero or less means off). Nothing is modified.
-pub fn verify_bearer(
+/// a revoked record → `Revoked`, so an `Ok` record is never revoked. `sliding_ttl_ms` of `None`
+/// or `Some(0)` disables the sliding TTL (a configuration of zero or less means off). Nothing
+/// is modified.
+pub async fn verify_bearer(
     authorization_header: Option<&str>,
     store: &dyn TokenStore,
     now: u64,
     sliding_ttl_ms: Option<u64>,
-) -> Result<String, AuthError> {
+) -> Result<TokenRecord, AuthError> {
     let token = authorization_header
         .and_then(|value| value.strip_prefix("Bearer "))
         .ok_or(AuthError::AuthFailed)?;
     let hash = token_hash_of(token).ok_or(AuthError::AuthFailed)?;
     let record = store
         .find_by_token_hash(&hash)
+        .await
         .ok_or(AuthError::AuthFailed)?;
     if record.expires_at <= now {
         return Err(AuthError::AuthFailed);
@@ -282,7 +285,7 @@ pub fn verify_bearer(
     if record.status == TokenStatus::Revoked {
         return Err(AuthError::Revoked);
     }
-    Ok(record.tid)
+    Ok(record)
 }
 
 #[cfg(test)]
@@ -436,13 +439,29 @@ mod tests {
         format!("Bearer {}", token.expose())
     }
 
+    /// `verify_bearer`, run to completion, answering the verified record's `tid`.
+    fn verify(
+        header: Option<&str>,
+        store: &InMemoryTokenStore,
+        now: u64,
+        sliding_ttl_ms: Option<u64>,
+    ) -> Result<String, AuthError> {
+        futures::executor::block_on(verify_bearer(header, store, now, sliding_ttl_ms))
+            .map(|record| record.tid)
+    }
+
     #[test]
     fn verify_accepts_a_valid_token() {
         let (store, token, tid) = store_with(1_000);
         assert_eq!(
-            verify_bearer(Some(&bearer(&token)), &store, 1_001, None),
-            Ok(tid)
+            verify(Some(&bearer(&token)), &store, 1_001, None),
+            Ok(tid.clone())
         );
+        // The answer is the stored record itself.
+        let header = bearer(&token);
+        let verified =
+            futures::executor::block_on(verify_bearer(Some(&header), &store, 1_001, None));
+        assert_eq!(verified.ok(), store.find_by_tid(&tid));
     }
 
     #[test]
@@ -460,7 +479,7 @@ mod tests {
             Some("Bearer agt_unknown"),
         ] {
             assert_eq!(
-                verify_bearer(header, &store, 1_001, None),
+                verify(header, &store, 1_001, None),
                 Err(AuthError::AuthFailed),
                 "{header:?}"
             );
@@ -471,9 +490,9 @@ mod tests {
     fn verify_refuses_expired_tokens() {
         let (store, token, _) = store_with(0);
         let header = bearer(&token);
-        assert!(verify_bearer(Some(&header), &store, TOKEN_TTL_MS - 1, None).is_ok());
+        assert!(verify(Some(&header), &store, TOKEN_TTL_MS - 1, None).is_ok());
         assert_eq!(
-            verify_bearer(Some(&header), &store, TOKEN_TTL_MS, None),
+            verify(Some(&header), &store, TOKEN_TTL_MS, None),
             Err(AuthError::AuthFailed)
         );
     }
@@ -482,17 +501,17 @@ mod tests {
     fn verify_applies_the_sliding_ttl() {
         let (store, token, tid) = store_with(1_000);
         let header = bearer(&token);
-        assert!(verify_bearer(Some(&header), &store, 1_500, Some(500)).is_ok());
+        assert!(verify(Some(&header), &store, 1_500, Some(500)).is_ok());
         assert_eq!(
-            verify_bearer(Some(&header), &store, 1_501, Some(500)),
+            verify(Some(&header), &store, 1_501, Some(500)),
             Err(AuthError::AuthFailed)
         );
         // Off when unset or zero.
-        assert!(verify_bearer(Some(&header), &store, 50_000, None).is_ok());
-        assert!(verify_bearer(Some(&header), &store, 50_000, Some(0)).is_ok());
+        assert!(verify(Some(&header), &store, 50_000, None).is_ok());
+        assert!(verify(Some(&header), &store, 50_000, Some(0)).is_ok());
         // A touch revives it.
         store.touch(&tid, 50_000);
-        assert!(verify_bearer(Some(&header), &store, 50_400, Some(500)).is_ok());
+        assert!(verify(Some(&header), &store, 50_400, Some(500)).is_ok());
     }
 
     #[test]
@@ -501,16 +520,16 @@ mod tests {
         store.revoke(&tid);
         let header = bearer(&token);
         assert_eq!(
-            verify_bearer(Some(&header), &store, 10, None),
+            verify(Some(&header), &store, 10, None),
             Err(AuthError::Revoked)
         );
         // First failure wins: an expired revoked token is indistinguishable from unknown.
         assert_eq!(
-            verify_bearer(Some(&header), &store, TOKEN_TTL_MS, None),
+            verify(Some(&header), &store, TOKEN_TTL_MS, None),
             Err(AuthError::AuthFailed)
         );
         assert_eq!(
-            verify_bearer(Some(&header), &store, 5_000, Some(1_000)),
+            verify(Some(&header), &store, 5_000, Some(1_000)),
             Err(AuthError::AuthFailed)
         );
     }

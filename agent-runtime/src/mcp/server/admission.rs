@@ -213,7 +213,7 @@ where
         let server = &self.server;
         let now = server.now();
         let address = request_client_address(&parts, server.options().trust_proxy);
-        if let Err(limited) = server.inner.limiter.check(&address, Bucket::Identity) {
+        if let Err(limited) = server.inner.limiter.check(&address, Bucket::Identity).await {
             server
                 .audit(AuditEntry::rate_limited(now, None, MCP_PATH))
                 .await;
@@ -233,14 +233,18 @@ where
                 &**server.tokens(),
                 now,
                 server.options().sliding_ttl_ms,
-            );
+            )
+            .await;
             match verified {
-                Ok(tid) => {
+                Ok(record) => {
                     let token = authorization
                         .and_then(|a| a.strip_prefix("Bearer "))
                         .unwrap_or_default()
                         .to_string();
-                    binding = Some(Binding { tid, token });
+                    binding = Some(Binding {
+                        tid: record.tid,
+                        token,
+                    });
                 }
                 Err(e) => {
                     let code = match e {

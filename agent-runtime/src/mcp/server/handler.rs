@@ -77,9 +77,10 @@ impl<A: App> McpHandler<A> {
             &**self.server.tokens(),
             self.server.now(),
             self.server.options().sliding_ttl_ms,
-        );
+        )
+        .await;
         let tid = match verified {
-            Ok(tid) => tid,
+            Ok(record) => record.tid,
             Err(AuthError::AuthFailed) => return failure(TOKEN_INVALID).into(),
             Err(e) => return failure(format!("Auth failed: {e}")).into(),
         };
