@@ -38,7 +38,7 @@ pub struct Catalog {
     affordances: Affordances,
     describe: Value,
     /// The same document serialized once: `/describe` and `/observe` embed it as is.
-    describe_json: Box<RawValue>,
+    describe_json: Arc<RawValue>,
     schema_hash: String,
 }
 
@@ -70,8 +70,9 @@ impl Catalog {
             docs.as_ref(),
         );
         let describe = document.to_value();
-        let describe_json = serde_json::value::to_raw_value(&describe)
-            .map_err(|e| CatalogError::Describe(e.to_string()))?;
+        let describe_json: Arc<RawValue> = serde_json::value::to_raw_value(&describe)
+            .map_err(|e| CatalogError::Describe(e.to_string()))?
+            .into();
         let annotations = model
             .variants
             .iter()
@@ -121,6 +122,11 @@ impl Catalog {
     /// The describe document, serialized.
     pub fn describe_json(&self) -> &RawValue {
         &self.describe_json
+    }
+
+    /// The describe document as the `/describe` answer (shares the serialized text).
+    pub fn description(&self) -> agent_schema::protocol::Description {
+        agent_schema::protocol::Description(self.describe_json.clone())
     }
 
     /// The `schemaHash`.

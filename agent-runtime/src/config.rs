@@ -56,3 +56,6 @@ impl std::fmt::Debug for HostConfig {
             .finish_non_exhaustive()
     }
 }
+
+/// The body cap on every route that reads a body (`lap.md` §3.5).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;

@@ -10,7 +10,8 @@
 
 use std::borrow::Cow;
 
-use serde_json::{json, Value};
+use agent_schema::protocol::{QueryStateResponse, StateResponse};
+use serde_json::Value;
 
 /// Lenient read (`get_state`): the value at `path`, or `None` when any segment misses.
 ///
@@ -41,10 +42,9 @@ pub fn get_state<'a>(state: &'a Value, path: Option<&str>) -> Option<&'a Value> 
 }
 
 /// The `get_state` answer: `{"state": V}`, or `{}` when the path misses.
-pub fn get_state_response(state: &Value, path: Option<&str>) -> Value {
-    match get_state(state, path) {
-        Some(value) => json!({ "state": value }),
-        None => json!({}),
+pub fn get_state_response(state: &Value, path: Option<&str>) -> StateResponse {
+    StateResponse {
+        state: get_state(state, path).cloned(),
     }
 }
 
@@ -110,11 +110,8 @@ pub fn query_state<'a>(state: &'a Value, pointer: &str) -> Result<&'a Value, Str
 }
 
 /// The `query_state` answer: `{"found":true,"value":V}` or `{"found":false,"detail":D}`.
-pub fn query_state_response(state: &Value, pointer: &str) -> Value {
-    match query_state(state, pointer) {
-        Ok(value) => json!({ "found": true, "value": value }),
-        Err(detail) => json!({ "found": false, "detail": detail }),
-    }
+pub fn query_state_response(state: &Value, pointer: &str) -> QueryStateResponse {
+    QueryStateResponse::new(query_state(state, pointer))
 }
 
 /// `~1` → `/`, then `~0` → `~`; borrows when the segment has no `~`.
@@ -163,6 +160,7 @@ fn json_string(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn app_state() -> Value {
         json!({
@@ -186,11 +184,11 @@ mod tests {
         assert_eq!(get_state(&state, Some("user/name")), Some(&json!("Bob")));
 
         assert_eq!(
-            get_state_response(&state, None),
+            serde_json::to_value(get_state_response(&state, None)).unwrap(),
             json!({ "state": state.clone() })
         );
         assert_eq!(
-            get_state_response(&state, Some("/count")),
+            serde_json::to_value(get_state_response(&state, Some("/count"))).unwrap(),
             json!({"state": 42})
         );
         assert_eq!(
@@ -271,7 +269,7 @@ mod tests {
         );
 
         assert_eq!(
-            query_state_response(&json!({"user": null}), "/user"),
+            serde_json::to_value(query_state_response(&json!({"user": null}), "/user")).unwrap(),
             json!({"found": true, "value": null})
         );
         assert_eq!(
@@ -284,7 +282,7 @@ mod tests {
             r#"path "/items/01" — array at segment 1 has length 2, can't index by "01""#
         );
         assert_eq!(
-            query_state_response(&state, "/items/01"),
+            serde_json::to_value(query_state_response(&state, "/items/01")).unwrap(),
             json!({
                 "found": false,
                 "detail": r#"path "/items/01" — array at segment 1 has length 2, can't index by "01""#

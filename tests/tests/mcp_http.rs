@@ -87,6 +87,8 @@ fn expected_tools() -> Vec<ExpectedTool> {
                 ("drainQuietMs", "number"),
                 ("timeoutMs", "number"),
                 ("includeState", "boolean"),
+                // Beyond the reference: the MCP tool carries the LAP key too (issue 10).
+                ("idempotencyKey", "string"),
             ],
             vec!["msg"],
         ),

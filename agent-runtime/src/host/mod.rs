@@ -111,6 +111,11 @@ impl<A: App> Host<A> {
         self.inner.catalog.describe_json()
     }
 
+    /// The describe document as the `/describe` answer (shares the serialized text).
+    pub fn description(&self) -> agent_schema::protocol::Description {
+        self.inner.catalog.description()
+    }
+
     /// Starts a new session owned by `owner`; must be called inside a tokio runtime.
     ///
     /// Fails with [`CreateSessionError::Capacity`] when the host holds `max_sessions` open sessions,

@@ -1,14 +1,14 @@
-//! Request bodies: the 1 MiB cap, and the lenient JSON reading every route shares.
+//! Request bodies: the 1 MiB cap, and the JSON reading every route shares (lenient: what does
+//! not parse reads as `null`).
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap};
 use http_body_util::{BodyExt, Limited};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::error::ApiError;
+use crate::error::ApiError;
 
-/// The body cap on every route that reads a body.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+pub use crate::config::MAX_BODY_BYTES;
 
 /// 413 when the declared `Content-Length` is above the cap.
 pub fn check_content_length(headers: &HeaderMap) -> Result<(), ApiError> {
@@ -36,51 +36,4 @@ pub async fn read_bytes(body: Body) -> Result<bytes::Bytes, ApiError> {
 pub async fn read_json(body: Body) -> Result<Value, ApiError> {
     let bytes = read_bytes(body).await?;
     Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-}
-
-/// A JSON body as an object: a `null` value of a key counts as absent, and a body that is not
-/// an object reads as an object with no keys.
-#[derive(Debug, Clone, Default)]
-pub struct Fields(Map<String, Value>);
-
-impl Fields {
-    /// Normalizes a parsed body.
-    pub fn from_body(body: Value) -> Self {
-        match body {
-            Value::Object(m) => Fields(m.into_iter().filter(|(_, v)| !v.is_null()).collect()),
-            _ => Fields(Map::new()),
-        }
-    }
-
-    /// The value of `key` (never `null`).
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.0.get(key)
-    }
-
-    /// `key` as a string: `Ok(None)` when absent, `Err(())` when present and not a string.
-    pub fn opt_str(&self, key: &str) -> Result<Option<&str>, ()> {
-        match self.0.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(()),
-        }
-    }
-
-    /// `key` as a string, only when it is one.
-    pub fn str_or_none(&self, key: &str) -> Option<&str> {
-        self.0.get(key).and_then(Value::as_str)
-    }
-
-    /// A `timeoutMs`-like number: floored and clamped to `[0, max]`; anything else → `default`.
-    pub fn millis(&self, key: &str, default: u64, max: u64) -> u64 {
-        match self.0.get(key).and_then(Value::as_f64) {
-            Some(n) if n.is_finite() => n.floor().clamp(0.0, max as f64) as u64,
-            _ => default,
-        }
-    }
-
-    /// Whether `key` is JSON `true`.
-    pub fn is_true(&self, key: &str) -> bool {
-        self.0.get(key) == Some(&Value::Bool(true))
-    }
 }

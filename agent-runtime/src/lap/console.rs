@@ -6,9 +6,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 
-use super::error::ApiError;
-use super::server::AgentServer;
 use crate::app::App;
+use crate::error::ApiError;
+use crate::server::AgentServer;
 
 /// The page: HTML, CSS and script inline; nothing loaded from elsewhere, no embedded data.
 const CONSOLE_HTML: &str = include_str!("console.html");

@@ -15,13 +15,14 @@ use futures::stream::{self, Stream};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::body::{check_content_length, read_json, Fields};
-use super::endpoints::{dispatch_options, require_msg, Limits};
-use super::error::{json_ok, ApiError};
-use super::server::AgentServer;
+use super::body::{check_content_length, read_json};
 use crate::app::App;
+use crate::error::{json_ok, ApiError};
+use crate::ops::dispatch_options;
 use crate::security::{AgentSession, TokenRecord, TokenStatus};
+use crate::server::AgentServer;
 use crate::session::{EditedApprovalError, Session, SessionError};
+use agent_schema::protocol::{DispatchRequest, Fields};
 
 const NOT_YOURS: &str = "unknown session or not yours";
 
@@ -176,14 +177,11 @@ async fn human_dispatch<A: App>(server: AgentServer<A>, id: String, req: Request
         Err(e) => return e.into_response(),
     };
     let result = async {
-        let fields = Fields::from_body(read_json(body).await?);
-        let msg = require_msg(&fields)?.clone();
-        let limits = Limits {
-            max_wait_ms: server.options().max_wait_ms,
-        };
-        let opts = dispatch_options(&fields, limits)?;
+        let request: DispatchRequest = serde_json::from_value(read_json(body).await?)
+            .map_err(|e| ApiError::invalid(e.to_string()))?;
+        let opts = dispatch_options(&request, server.options().max_wait_ms);
         let result = session
-            .dispatch_as_human(&msg, opts)
+            .dispatch_as_human(&request.msg.0, opts)
             .await
             .map_err(internal)?;
         Ok::<_, ApiError>(serde_json::to_value(result).unwrap_or_default())
@@ -208,9 +206,9 @@ async fn human_decide<A: App>(
         Err(e) => return e.into_response(),
     };
     let result = async {
-        let fields = Fields::from_body(read_json(body).await?);
-        let decision = fields.str_or_none("decision");
-        let outcome = match decision {
+        let mut fields = Fields::from_body(read_json(body).await?);
+        let decision = fields.string_or_none("decision");
+        let outcome = match decision.as_deref() {
             Some("approve") => session.approve(&confirm_id, fields.get("msg")),
             Some("reject") => session.reject(&confirm_id),
             _ => {
@@ -230,7 +228,7 @@ async fn human_decide<A: App>(
             EditedApprovalError::Invalid(d) => ApiError::invalid(d),
             EditedApprovalError::Closed => ApiError::forbidden(NOT_YOURS),
         })?;
-        Ok(match decision {
+        Ok(match decision.as_deref() {
             Some("approve") => json!({"status": "approved"}),
             _ => json!({"status": "rejected"}),
         })

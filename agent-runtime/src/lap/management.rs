@@ -7,15 +7,16 @@ use axum::routing::any;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::body::{check_content_length, read_bytes, read_json, Fields};
-use super::error::{json_ok, ApiError};
-use super::server::AgentServer;
+use super::body::{check_content_length, read_bytes, read_json};
 use crate::app::App;
+use crate::error::{json_ok, ApiError};
 use crate::host::CreateSessionError;
 use crate::security::{
     mint_token, request_client_address, AgentSession, AuditEntry, Bucket, TokenRecord, TokenStatus,
     SWEEP_RETENTION_MS,
 };
+use crate::server::AgentServer;
+use agent_schema::protocol::Fields;
 
 /// `/agent/mint`, `/agent/revoke`, `/agent/sessions`.
 pub(crate) fn management_routes<A: App>(server: &AgentServer<A>) -> Router {
@@ -172,11 +173,10 @@ async fn revoke_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<R
     }
     check_content_length(&parts.headers)?;
     server.inner.origin.check(&parts)?;
-    let fields = Fields::from_body(read_json(body).await?);
+    let mut fields = Fields::from_body(read_json(body).await?);
     let tid = fields
-        .str_or_none("tid")
-        .ok_or_else(|| ApiError::invalid("tid must be a string"))?
-        .to_string();
+        .string_or_none("tid")
+        .ok_or_else(|| ApiError::invalid("tid must be a string"))?;
     let uid = server
         .inner
         .identity

@@ -1,40 +1,29 @@
-//! The HTTP surface on axum: LAP (`/agent/lap/v1/…`), the management routes, the human routes
-//! and the console page. [`AgentServer::router`] composes them into one `Router` that the host
-//! app merges into its own; anything else falls through to the app.
+//! The HTTP surface on axum: LAP (`/agent/lap/v1/…`, generated from the operation table), the
+//! management routes, the human routes, the console page and the OpenAPI document.
+//! [`AgentServer::router`](crate::AgentServer::router) composes them with `/agent/mcp` into one
+//! `Router` that the host app merges into its own.
 
 mod body;
 mod console;
-mod endpoints;
-mod error;
-mod gate;
 mod human;
-mod idempotency;
 mod management;
-mod server;
+mod openapi;
+mod operations;
 
 use axum::Router;
 
+pub use crate::error::ApiError;
+pub use crate::ops::{Operation, IDEMPOTENCY_WINDOW_MS};
+pub use crate::server::{AgentServer, AgentServerBuilder, ServerOptions, DEFAULT_RATE_LIMIT};
 pub use body::MAX_BODY_BYTES;
-pub use endpoints::Endpoint;
-pub use error::ApiError;
-pub use idempotency::IDEMPOTENCY_WINDOW_MS;
-pub use server::{AgentServer, AgentServerBuilder, ServerOptions, DEFAULT_RATE_LIMIT};
 
 use crate::app::App;
 
-impl<A: App> AgentServer<A> {
-    /// Only the LAP routes (`{lapBasePath}/…`): what MCP's in-process forwarding calls.
-    pub(crate) fn lap_router(&self) -> Router {
-        gate::lap_routes(self)
-    }
-
-    /// The agent surface as one `Router` (state already applied): merge it into the app's.
-    pub fn router(&self) -> Router {
-        Router::new()
-            .merge(management::management_routes(self))
-            .merge(gate::lap_routes(self))
-            .merge(human::human_routes(self))
-            .merge(console::console_routes(self))
-            .merge(crate::mcp::server::mcp_routes(self))
-    }
+/// Every HTTP route of the agent surface but `/agent/mcp`.
+pub(crate) fn routes<A: App>(server: &AgentServer<A>) -> Router {
+    Router::new()
+        .merge(management::management_routes(server))
+        .merge(operations::lap_routes(server))
+        .merge(human::human_routes(server))
+        .merge(console::console_routes(server))
 }

@@ -1,63 +1,118 @@
 //! Argument checking (`lap.md` §7.1): the arguments of a call are checked against the tool's
-//! declaration before any LAP request. Unknown top-level keys are dropped (so `idempotencyKey`
-//! never travels through MCP), a `null` value counts as absent, and `msg` is kept whole.
+//! input schema before the operation runs, with checks derived from the schema itself (no
+//! second declaration of the shapes). Unknown top-level keys are dropped, a `null` value
+//! counts as absent, and an object argument such as `msg` is kept whole.
 
 use serde_json::{Map, Value};
 
-use super::tools::{ArgKind, ToolSpec};
+use super::tools::ToolSpec;
 
-/// Checks `arguments` against `spec`: the declared arguments that are present, in declaration
-/// order, or a refusal naming the first problem
+/// Checks `arguments` against `schema` (the input schema of `tool`): the declared arguments
+/// that are present, in schema order, or a refusal naming the first problem
 /// (`send_message: invalid arguments: waitFor must be one of: drained, idle, none`).
 pub fn check_args(
-    spec: &ToolSpec,
+    tool: &ToolSpec,
+    schema: &Map<String, Value>,
     arguments: Option<&Map<String, Value>>,
 ) -> Result<Map<String, Value>, String> {
+    let refusal = |problem: String| format!("{}: invalid arguments: {problem}", tool.name);
     let empty = Map::new();
     let arguments = arguments.unwrap_or(&empty);
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
     let mut checked = Map::new();
-    for arg in spec.args {
-        let value = match arguments.get(arg.name) {
+    for (name, property) in properties {
+        let value = match arguments.get(name) {
             None | Some(Value::Null) => {
-                if arg.required {
-                    return Err(refusal(spec, format!("{} is required", arg.name)));
+                if is_required(schema, name) {
+                    return Err(refusal(format!("{name} is required")));
                 }
                 continue;
             }
             Some(v) => v,
         };
-        if let Some(problem) = kind_problem(arg.name, arg.kind, value) {
-            return Err(refusal(spec, problem));
+        if let Some(problem) = problem(name, property, value) {
+            return Err(refusal(problem));
         }
-        checked.insert(arg.name.to_string(), value.clone());
+        checked.insert(name.clone(), value.clone());
     }
     Ok(checked)
 }
 
-fn refusal(spec: &ToolSpec, problem: String) -> String {
-    format!("{}: invalid arguments: {problem}", spec.name)
+fn is_required(schema: &Map<String, Value>, name: &str) -> bool {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| r.iter().any(|k| k.as_str() == Some(name)))
 }
 
-fn kind_problem(name: &str, kind: ArgKind, value: &Value) -> Option<String> {
-    let ok = match kind {
-        ArgKind::String => value.is_string(),
-        ArgKind::Boolean => value.is_boolean(),
-        ArgKind::Number => value.is_number(),
-        ArgKind::PositiveInteger => value.as_f64().is_some_and(|n| n >= 1.0 && n.fract() == 0.0),
-        ArgKind::Msg => value.get("type").is_some_and(Value::is_string),
-        ArgKind::OneOf(values) => value.as_str().is_some_and(|s| values.contains(&s)),
-    };
-    if ok {
-        return None;
+/// What is wrong with `value` as the argument `name` of schema `property`, if anything.
+fn problem(name: &str, property: &Value, value: &Value) -> Option<String> {
+    if let Some(values) = property.get("enum").and_then(Value::as_array) {
+        if values.contains(value) {
+            return None;
+        }
+        let names: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
+        return Some(format!("{name} must be one of: {}", names.join(", ")));
     }
-    Some(match kind {
-        ArgKind::String => format!("{name} must be a string"),
-        ArgKind::Boolean => format!("{name} must be a boolean"),
-        ArgKind::Number => format!("{name} must be a number"),
-        ArgKind::PositiveInteger => format!("{name} must be a positive integer"),
-        ArgKind::Msg => format!("{name} must be an object with a string type"),
-        ArgKind::OneOf(values) => format!("{name} must be one of: {}", values.join(", ")),
-    })
+    let number = |key: &str| property.get(key).and_then(Value::as_f64);
+    match property.get("type").and_then(Value::as_str)? {
+        "string" => {
+            let length = value.as_str().map(|s| s.chars().count() as f64);
+            match (number("minLength"), number("maxLength")) {
+                (Some(min), Some(max)) => (!length.is_some_and(|n| n >= min && n <= max))
+                    .then(|| format!("{name} must be a string of {min} to {max} characters")),
+                _ => length.is_none().then(|| format!("{name} must be a string")),
+            }
+        }
+        "boolean" => (!value.is_boolean()).then(|| format!("{name} must be a boolean")),
+        "number" => (!value.is_number()).then(|| format!("{name} must be a number")),
+        "integer" => {
+            let min = number("minimum");
+            let ok = value
+                .as_f64()
+                .is_some_and(|n| n.fract() == 0.0 && min.is_none_or(|m| n >= m));
+            (!ok).then(|| match min {
+                Some(1.0) => format!("{name} must be a positive integer"),
+                Some(m) => format!("{name} must be an integer of at least {m}"),
+                None => format!("{name} must be an integer"),
+            })
+        }
+        "object" => {
+            // An object whose required keys must have their declared JSON type (`msg` and
+            // its string `type`).
+            let required: Vec<&str> = property
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let keys_ok = required.iter().all(|key| {
+                let declared = property
+                    .get("properties")
+                    .and_then(|p| p.get(*key))
+                    .and_then(|p| p.get("type"))
+                    .and_then(Value::as_str);
+                match (value.get(*key), declared) {
+                    (Some(v), Some("string")) => v.is_string(),
+                    (Some(v), _) => !v.is_null(),
+                    (None, _) => false,
+                }
+            });
+            (!(value.is_object() && keys_ok)).then(|| {
+                if required.is_empty() {
+                    format!("{name} must be an object")
+                } else {
+                    format!(
+                        "{name} must be an object with a string {}",
+                        required.join(", ")
+                    )
+                }
+            })
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -68,7 +123,7 @@ mod tests {
 
     fn check(surface: Surface, tool: &str, args: Value) -> Result<Value, String> {
         let spec = find(surface, tool).unwrap();
-        check_args(spec, args.as_object()).map(Value::Object)
+        check_args(&spec, &spec.input_schema(), args.as_object()).map(Value::Object)
     }
 
     #[test]
@@ -81,7 +136,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             out,
-            json!({"msg":{"type":"delete","id":"42","extra":[1]},"waitFor":"idle"})
+            json!({"msg":{"type":"delete","id":"42","extra":[1]},"waitFor":"idle","idempotencyKey":"k"})
         );
         assert_eq!(
             check(Surface::Server, "observe", json!({"x":1})).unwrap(),
@@ -116,8 +171,20 @@ mod tests {
             check(Surface::Bridge, "send_message", json!({})).unwrap_err(),
             "send_message: invalid arguments: msg is required"
         );
-        assert!(check(Surface::Bridge, "send_message", json!({"msg":{"type":7}})).is_err());
+        assert_eq!(
+            check(Surface::Bridge, "send_message", json!({"msg":{"type":7}})).unwrap_err(),
+            "send_message: invalid arguments: msg must be an object with a string type"
+        );
         assert!(check(Surface::Bridge, "would_dispatch", json!({"msg":"inc"})).is_err());
+        assert_eq!(
+            check(
+                Surface::Server,
+                "send_message",
+                json!({"msg":{"type":"inc"},"idempotencyKey":""})
+            )
+            .unwrap_err(),
+            "send_message: invalid arguments: idempotencyKey must be a string of 1 to 256 characters"
+        );
     }
 
     #[test]
@@ -157,15 +224,24 @@ mod tests {
     #[test]
     fn numbers_and_booleans() {
         assert!(check(Surface::Server, "describe_recent_actions", json!({"n":2})).is_ok());
-        assert!(check(Surface::Server, "describe_recent_actions", json!({"n":0})).is_err());
+        assert_eq!(
+            check(Surface::Server, "describe_recent_actions", json!({"n":0})).unwrap_err(),
+            "describe_recent_actions: invalid arguments: n must be a positive integer"
+        );
         assert!(check(Surface::Server, "describe_recent_actions", json!({"n":1.5})).is_err());
-        assert!(check(
-            Surface::Server,
-            "query_dom",
-            json!({"name":"inc","multiple":"yes"})
-        )
-        .is_err());
-        assert!(check(Surface::Server, "wait_for_change", json!({"timeoutMs":"5"})).is_err());
+        assert_eq!(
+            check(
+                Surface::Server,
+                "query_dom",
+                json!({"name":"inc","multiple":"yes"})
+            )
+            .unwrap_err(),
+            "query_dom: invalid arguments: multiple must be a boolean"
+        );
+        assert_eq!(
+            check(Surface::Server, "wait_for_change", json!({"timeoutMs":"5"})).unwrap_err(),
+            "wait_for_change: invalid arguments: timeoutMs must be a number"
+        );
         assert!(check(Surface::Server, "wait_for_change", json!({"timeoutMs":500})).is_ok());
     }
 }

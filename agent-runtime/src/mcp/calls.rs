@@ -3,8 +3,11 @@
 //! checked arguments.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ListToolsResult, ProtocolVersion};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, JsonObject, ListToolsResult, ProtocolVersion, Tool,
+};
 use rmcp::ErrorData;
 use serde_json::{Map, Value};
 
@@ -19,33 +22,51 @@ pub fn supported_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     ))
 }
 
-/// The `tools/list` answer of a surface: its 16 tools, in declaration order.
-pub fn list_tools(surface: Surface) -> ListToolsResult {
-    ListToolsResult::with_all_items(tools::tools(surface).map(|t| t.to_tool()).collect())
+/// A surface's 16 tools with their input schemas, generated once.
+#[derive(Debug, Clone)]
+pub struct ToolCatalog {
+    specs: Vec<ToolSpec>,
+    listed: Vec<Tool>,
 }
 
 /// A `tools/call` resolved against a surface's declarations.
 pub enum ResolvedCall {
     /// A declared tool with arguments that passed its checks.
-    Run(&'static ToolSpec, Map<String, Value>),
-    /// Arguments refused: answered as a tool error, nothing is forwarded.
+    Run(ToolSpec, Map<String, Value>),
+    /// Arguments refused: answered as a tool error, nothing runs.
     Refused(CallToolResult),
 }
 
-/// Finds the tool a call names and checks its arguments. An unknown tool is a protocol error
-/// (`invalid_params`), as MCP asks; bad arguments are a tool error with the refusal text.
-pub fn resolve(
-    surface: Surface,
-    request: &CallToolRequestParams,
-) -> Result<ResolvedCall, ErrorData> {
-    let Some(spec) = tools::find(surface, &request.name) else {
-        return Err(ErrorData::invalid_params(
-            format!("unknown tool: {}", request.name),
-            None,
-        ));
-    };
-    Ok(match check_args(spec, request.arguments.as_ref()) {
-        Ok(args) => ResolvedCall::Run(spec, args),
-        Err(refusal) => ResolvedCall::Refused(failure(refusal)),
-    })
+impl ToolCatalog {
+    /// The tools of `surface`, in listing order.
+    pub fn new(surface: Surface) -> Self {
+        let specs: Vec<ToolSpec> = tools::tools(surface).collect();
+        let listed = specs.iter().map(ToolSpec::to_tool).collect();
+        ToolCatalog { specs, listed }
+    }
+
+    /// The `tools/list` answer.
+    pub fn list(&self) -> ListToolsResult {
+        ListToolsResult::with_all_items(self.listed.clone())
+    }
+
+    /// Finds the tool a call names and checks its arguments. An unknown tool is a protocol
+    /// error (`invalid_params`), as MCP asks; bad arguments are a tool error with the refusal
+    /// text.
+    pub fn resolve(&self, request: &CallToolRequestParams) -> Result<ResolvedCall, ErrorData> {
+        let Some(i) = self.specs.iter().position(|t| t.name == request.name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {}", request.name),
+                None,
+            ));
+        };
+        let spec = self.specs[i];
+        let schema: &Arc<JsonObject> = &self.listed[i].input_schema;
+        Ok(
+            match check_args(&spec, schema, request.arguments.as_ref()) {
+                Ok(args) => ResolvedCall::Run(spec, args),
+                Err(refusal) => ResolvedCall::Refused(failure(refusal)),
+            },
+        )
+    }
 }

@@ -1,6 +1,6 @@
 //! Forwarding (`lap.md` §7.2): what a forwarded tool does with a LAP answer, the description
 //! cache (`describe_app`, the `observe` schema-change note) and the connect flow. The transport
-//! is a [`Forwarder`]: in-process through the LAP router on the app server, HTTP in the bridge.
+//! is a [`Forwarder`]: the operation gate called directly on the app server, HTTP in the bridge.
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -11,13 +11,13 @@ use serde_json::{json, Map, Value};
 use super::format::{
     connect_failure, failure, forwarded_failure, schema_changed_note, success, LapAnswer,
 };
-use crate::lap::Endpoint;
+use crate::ops::Operation;
 
-/// Sends one LAP request: `POST <base><endpoint.tail()>` with the bound token and `body` as
-/// JSON. Never fails: a request that got no answer is a [`LapAnswer::network`].
+/// Runs one operation with the bound token and `body` as its request. Never fails: a request
+/// that got no answer is a [`LapAnswer::network`].
 pub trait Forwarder: Send + Sync {
     /// Sends the request and reads the answer.
-    fn post(&self, endpoint: Endpoint, body: Value) -> impl Future<Output = LapAnswer> + Send;
+    fn post(&self, op: Operation, body: Value) -> impl Future<Output = LapAnswer> + Send;
 }
 
 /// The app description last read through a binding (`describe_app`, `observe`, connect).
@@ -51,24 +51,24 @@ impl DescriptionCache {
 pub async fn forward_tool<F: Forwarder>(
     forwarder: &F,
     cache: &DescriptionCache,
-    endpoint: Endpoint,
+    op: Operation,
     args: Map<String, Value>,
 ) -> CallToolResult {
-    if endpoint == Endpoint::Describe {
+    if op == Operation::Describe {
         if let Some(cached) = cache.get() {
             return success(cached);
         }
     }
-    let answer = forwarder.post(endpoint, Value::Object(args)).await;
+    let answer = forwarder.post(op, Value::Object(args)).await;
     if answer.failed {
-        return failure(forwarded_failure(endpoint.tool(), endpoint.tail(), &answer));
+        return failure(forwarded_failure(op.tool(), op.lap_path(), &answer));
     }
-    match endpoint {
-        Endpoint::Describe => {
+    match op {
+        Operation::Describe => {
             cache.set(answer.body.clone());
             success(answer.body)
         }
-        Endpoint::Observe => success(note_schema_change(cache, answer.body)),
+        Operation::Observe => success(note_schema_change(cache, answer.body)),
         _ => success(answer.body),
     }
 }
@@ -118,7 +118,7 @@ pub async fn connect_flow<F: Forwarder>(
     forwarder: &F,
     cache: &DescriptionCache,
 ) -> Result<CallToolResult, String> {
-    let answer = forwarder.post(Endpoint::Observe, json!({})).await;
+    let answer = forwarder.post(Operation::Observe, json!({})).await;
     if answer.failed {
         return Err(connect_failure(&answer));
     }
@@ -148,13 +148,13 @@ mod tests {
     /// Answers from a fixed table and counts requests.
     struct Table {
         calls: AtomicUsize,
-        answer: fn(Endpoint) -> LapAnswer,
+        answer: fn(Operation) -> LapAnswer,
     }
 
     impl Forwarder for Table {
-        async fn post(&self, endpoint: Endpoint, _body: Value) -> LapAnswer {
+        async fn post(&self, op: Operation, _body: Value) -> LapAnswer {
             self.calls.fetch_add(1, Ordering::SeqCst);
-            (self.answer)(endpoint)
+            (self.answer)(op)
         }
     }
 
@@ -186,9 +186,9 @@ mod tests {
             answer: |_| LapAnswer::new(200, json!({"name":"app","schemaHash":"h"})),
         };
         let cache = DescriptionCache::default();
-        let first = forward_tool(&f, &cache, Endpoint::Describe, Map::new()).await;
+        let first = forward_tool(&f, &cache, Operation::Describe, Map::new()).await;
         assert_eq!(first.structured_content.unwrap()["name"], "app");
-        let second = forward_tool(&f, &cache, Endpoint::Describe, Map::new()).await;
+        let second = forward_tool(&f, &cache, Operation::Describe, Map::new()).await;
         assert_eq!(second.structured_content.unwrap()["schemaHash"], "h");
         assert_eq!(f.calls.load(Ordering::SeqCst), 1);
     }
@@ -228,7 +228,7 @@ mod tests {
         let r = forward_tool(
             &f,
             &DescriptionCache::default(),
-            Endpoint::State,
+            Operation::State,
             Map::new(),
         )
         .await;

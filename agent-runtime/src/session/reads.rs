@@ -4,9 +4,12 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-use agent_schema::protocol::Action;
+use agent_schema::protocol::{
+    Action, ContextResponse, DescribeVisibleResponse, DomElement, QueryDomResponse,
+    QueryStateResponse, StateResponse, WaitResponse, WaitStatus,
+};
 use agent_schema::AgentContext;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{Session, SessionError};
 use crate::app::App;
@@ -40,12 +43,12 @@ impl<A: App> Session<A> {
     }
 
     /// `get_state {path?}` → `{"state": V}` or `{}`.
-    pub fn get_state(&self, path: Option<&str>) -> Value {
+    pub fn get_state(&self, path: Option<&str>) -> StateResponse {
         get_state_response(&self.state(), path)
     }
 
     /// `query_state {path}` → `{"found":true,"value"}` or `{"found":false,"detail"}`.
-    pub fn query_state(&self, path: &str) -> Value {
+    pub fn query_state(&self, path: &str) -> QueryStateResponse {
         query_state_response(&self.state(), path)
     }
 
@@ -56,7 +59,7 @@ impl<A: App> Session<A> {
 
     /// `describe_context` for `tid`: the context (or the empty one) with the last-dispatch hint
     /// in front of the app's hints.
-    pub fn describe_context(&self, tid: Option<&str>) -> Result<Value, SessionError> {
+    pub fn describe_context(&self, tid: Option<&str>) -> Result<ContextResponse, SessionError> {
         let mut ctx = self.context()?.unwrap_or(AgentContext {
             summary: String::new(),
             hints: Vec::new(),
@@ -68,30 +71,46 @@ impl<A: App> Session<A> {
         {
             ctx.hints.insert(0, hint);
         }
-        Ok(json!({ "context": ctx }))
+        Ok(ContextResponse { context: ctx })
     }
 
     /// `describe_visible_content`.
-    pub fn describe_visible(&self) -> Result<Value, SessionError> {
+    pub fn describe_visible(&self) -> Result<DescribeVisibleResponse, SessionError> {
         Ok(match self.hook("outline", |app, s| app.outline(s))? {
-            Some(v) => json!({"url": v.url, "outline": v.outline, "source": "data-agent"}),
-            None => json!({"url": null, "outline": [], "source": "fallback"}),
+            Some(v) => DescribeVisibleResponse {
+                url: v.url,
+                outline: v
+                    .outline
+                    .iter()
+                    .map(|node| serde_json::to_value(node).unwrap_or(Value::Null))
+                    .collect(),
+                source: "data-agent".into(),
+            },
+            None => DescribeVisibleResponse {
+                url: None,
+                outline: Vec::new(),
+                source: "fallback".into(),
+            },
         })
     }
 
     /// `query_dom {name, multiple?}`.
-    pub fn query_dom(&self, name: &str, multiple: bool) -> Result<Value, SessionError> {
+    pub fn query_dom(&self, name: &str, multiple: bool) -> Result<QueryDomResponse, SessionError> {
         let regions = self.hook("regions", |app, s| app.regions(s))?;
         let mut elements = Vec::new();
-        for (i, r) in regions.iter().enumerate() {
+        for (i, r) in regions.into_iter().enumerate() {
             if r.name == name {
-                elements.push(json!({"text": r.text, "attrs": r.attrs, "path": [i]}));
+                elements.push(DomElement {
+                    text: r.text,
+                    attrs: r.attrs,
+                    path: vec![i],
+                });
                 if !multiple {
                     break;
                 }
             }
         }
-        Ok(json!({ "elements": elements }))
+        Ok(QueryDomResponse { elements })
     }
 
     /// `wait {path?, timeoutMs}`: waits for the value at `path` (a JSON Pointer, or the whole
@@ -101,7 +120,7 @@ impl<A: App> Session<A> {
         &self,
         path: Option<&str>,
         timeout_ms: u64,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<WaitResponse, SessionError> {
         let resolve = |state: &Value| -> Option<Value> {
             match path {
                 None => Some(state.clone()),
@@ -121,11 +140,17 @@ impl<A: App> Session<A> {
                     }
                     let state = rx.borrow_and_update().state.clone();
                     if resolve(&state) != baseline {
-                        return Ok(json!({"status": "changed", "stateAfter": *state}));
+                        return Ok(WaitResponse {
+                            status: WaitStatus::Changed,
+                            state_after: (*state).clone(),
+                        });
                     }
                 }
                 _ = tokio::time::sleep_until(deadline) => {
-                    return Ok(json!({"status": "timeout", "stateAfter": null}));
+                    return Ok(WaitResponse {
+                        status: WaitStatus::Timeout,
+                        state_after: Value::Null,
+                    });
                 }
             }
         }

@@ -64,7 +64,12 @@ impl Fields {
 
     /// A `timeoutMs`-like number: floored and clamped at 0; anything else reads as absent.
     pub fn millis(&self, key: &str) -> Option<u64> {
-        match self.0.get(key).and_then(Value::as_f64) {
+        Self::millis_of(self.0.get(key))
+    }
+
+    /// A `timeoutMs`-like value read as [`Fields::millis`] reads it.
+    pub fn millis_of(value: Option<&Value>) -> Option<u64> {
+        match value.and_then(Value::as_f64) {
             // `as` saturates at u64::MAX; a caller clamps to its own maximum.
             Some(n) if n.is_finite() => Some(n.floor().max(0.0) as u64),
             _ => None,

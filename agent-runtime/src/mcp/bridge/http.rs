@@ -6,9 +6,11 @@ use std::time::Duration;
 use reqwest::header;
 use serde_json::Value;
 
-use crate::lap::Endpoint;
+use agent_schema::protocol::Fields;
+
 use crate::mcp::format::LapAnswer;
 use crate::mcp::forward::Forwarder;
+use crate::ops::Operation;
 
 /// Time budgets of the forwarder, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,27 +41,26 @@ impl Default for Budgets {
 
 impl Budgets {
     /// The budget of one request: reads get `read_ms`; a long poll gets its wait plus
-    /// `slack_ms`, the wait being the caller's `timeoutMs` when it is a positive number, else
-    /// the endpoint's default.
-    pub fn budget_ms(&self, endpoint: Endpoint, args: &Value) -> u64 {
-        let default_wait = match endpoint {
-            Endpoint::Message => self.message_wait_ms,
-            Endpoint::Wait => self.wait_wait_ms,
-            Endpoint::ConfirmResult => self.confirm_wait_ms,
+    /// `slack_ms`, the wait being the caller's `timeoutMs` (read as LAP reads it) when it is
+    /// positive, else the operation's default.
+    pub fn budget_ms(&self, op: Operation, args: &Value) -> u64 {
+        let default_wait = match op {
+            Operation::Message => self.message_wait_ms,
+            Operation::Wait => self.wait_wait_ms,
+            Operation::ConfirmResult => self.confirm_wait_ms,
             _ => return self.read_ms,
         };
-        let wait = match args.get("timeoutMs").and_then(Value::as_f64) {
-            Some(ms) if ms > 0.0 && ms.is_finite() => ms.ceil() as u64,
-            _ => default_wait,
-        };
+        let wait = Fields::millis_of(args.get("timeoutMs"))
+            .filter(|ms| *ms > 0)
+            .unwrap_or(default_wait);
         wait.saturating_add(self.slack_ms)
     }
 }
 
 /// `url` with one trailing `/` removed, plus the LAP path.
-pub fn lap_url(base: &str, endpoint: Endpoint) -> String {
+pub fn lap_url(base: &str, op: Operation) -> String {
     let base = base.strip_suffix('/').unwrap_or(base);
-    format!("{base}{}", endpoint.tail())
+    format!("{base}{}", op.lap_path())
 }
 
 /// Forwards to a LAP server over HTTP.
@@ -97,9 +98,9 @@ impl HttpForwarder {
 }
 
 impl Forwarder for HttpForwarder {
-    async fn post(&self, endpoint: Endpoint, body: Value) -> LapAnswer {
-        let budget = self.budgets.budget_ms(endpoint, &body);
-        let url = lap_url(&self.base, endpoint);
+    async fn post(&self, op: Operation, body: Value) -> LapAnswer {
+        let budget = self.budgets.budget_ms(op, &body);
+        let url = lap_url(&self.base, op);
         let sent = tokio::time::timeout(Duration::from_millis(budget), self.send(&url, &body));
         match sent.await {
             Ok(Ok((status, bytes))) => LapAnswer::new(
@@ -109,7 +110,7 @@ impl Forwarder for HttpForwarder {
             Ok(Err(e)) => LapAnswer::network(error_text(&e)),
             Err(_) => LapAnswer::network(format!(
                 "request to {} timed out after {budget}ms",
-                endpoint.tail()
+                op.lap_path()
             )),
         }
     }
@@ -138,29 +139,29 @@ mod tests {
     #[test]
     fn budgets_follow_the_spec() {
         let b = Budgets::default();
-        assert_eq!(b.budget_ms(Endpoint::State, &json!({})), 20_000);
+        assert_eq!(b.budget_ms(Operation::State, &json!({})), 20_000);
         assert_eq!(
-            b.budget_ms(Endpoint::Observe, &json!({"timeoutMs": 1})),
+            b.budget_ms(Operation::Observe, &json!({"timeoutMs": 1})),
             20_000
         );
-        assert_eq!(b.budget_ms(Endpoint::Message, &json!({})), 7_000);
-        assert_eq!(b.budget_ms(Endpoint::Wait, &json!({})), 12_000);
-        assert_eq!(b.budget_ms(Endpoint::ConfirmResult, &json!({})), 7_000);
+        assert_eq!(b.budget_ms(Operation::Message, &json!({})), 7_000);
+        assert_eq!(b.budget_ms(Operation::Wait, &json!({})), 12_000);
+        assert_eq!(b.budget_ms(Operation::ConfirmResult, &json!({})), 7_000);
         assert_eq!(
-            b.budget_ms(Endpoint::Message, &json!({"timeoutMs": 30_000})),
+            b.budget_ms(Operation::Message, &json!({"timeoutMs": 30_000})),
             32_000
         );
         assert_eq!(
-            b.budget_ms(Endpoint::Wait, &json!({"timeoutMs": 60_000})),
+            b.budget_ms(Operation::Wait, &json!({"timeoutMs": 60_000})),
             62_000
         );
         for bad in [json!(0), json!(-5), json!("100"), json!(null)] {
             assert_eq!(
-                b.budget_ms(Endpoint::Message, &json!({"timeoutMs": bad})),
+                b.budget_ms(Operation::Message, &json!({"timeoutMs": bad})),
                 7_000
             );
             assert_eq!(
-                b.budget_ms(Endpoint::Wait, &json!({"timeoutMs": bad})),
+                b.budget_ms(Operation::Wait, &json!({"timeoutMs": bad})),
                 12_000
             );
         }
@@ -169,15 +170,15 @@ mod tests {
     #[test]
     fn urls_join_once() {
         assert_eq!(
-            lap_url("https://app/lap/v1", Endpoint::State),
+            lap_url("https://app/lap/v1", Operation::State),
             "https://app/lap/v1/state"
         );
         assert_eq!(
-            lap_url("https://app/lap/v1/", Endpoint::State),
+            lap_url("https://app/lap/v1/", Operation::State),
             "https://app/lap/v1/state"
         );
         assert_eq!(
-            lap_url("https://app/lap/v1//", Endpoint::Observe),
+            lap_url("https://app/lap/v1//", Operation::Observe),
             "https://app/lap/v1//observe"
         );
     }

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 pub use http::{lap_url, Budgets, HttpForwarder};
 
-use super::calls::{self, ResolvedCall};
+use super::calls::{self, ResolvedCall, ToolCatalog};
 use super::format::{failure, success, NOT_CONNECTED_BRIDGE};
 use super::forward::{connect_flow, forward_tool, DescriptionCache};
 use super::tools::{Surface, ToolAction};
@@ -42,6 +42,7 @@ struct Connection {
 
 /// The bridge's MCP server handler.
 pub struct Bridge {
+    tools: ToolCatalog,
     client: reqwest::Client,
     budgets: Budgets,
     binding: Mutex<Option<Arc<Connection>>>,
@@ -71,6 +72,7 @@ impl Bridge {
     /// A bridge with other time budgets.
     pub fn with_budgets(budgets: Budgets) -> Self {
         Bridge {
+            tools: ToolCatalog::new(Surface::Bridge),
             client: reqwest::Client::new(),
             budgets,
             binding: Mutex::new(None),
@@ -133,7 +135,7 @@ impl ServerHandler for Bridge {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(calls::list_tools(Surface::Bridge))
+        Ok(self.tools.list())
     }
 
     async fn call_tool(
@@ -141,7 +143,7 @@ impl ServerHandler for Bridge {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (spec, args) = match calls::resolve(Surface::Bridge, &request)? {
+        let (spec, args) = match self.tools.resolve(&request)? {
             ResolvedCall::Run(spec, args) => (spec, args),
             ResolvedCall::Refused(refusal) => return Ok(refusal.into()),
         };
@@ -154,13 +156,11 @@ impl ServerHandler for Bridge {
                 *self.lock() = None;
                 success(json!({"status": "disconnected"})).into()
             }
-            ToolAction::Forward(endpoint) => {
+            ToolAction::Run(op) => {
                 let connection = self.lock().clone();
                 match connection {
                     None => failure(NOT_CONNECTED_BRIDGE).into(),
-                    Some(c) => forward_tool(&c.forwarder, &c.cache, endpoint, args)
-                        .await
-                        .into(),
+                    Some(c) => forward_tool(&c.forwarder, &c.cache, op, args).await.into(),
                 }
             }
         })

@@ -27,11 +27,13 @@ use tower::{Layer, Service, ServiceExt as _};
 
 use super::registry::Binding;
 use crate::app::App;
-use crate::lap::{AgentServer, ApiError, MAX_BODY_BYTES};
+use crate::config::MAX_BODY_BYTES;
+use crate::error::ApiError;
 use crate::mcp::MCP_PATH;
 use crate::security::{
     request_client_address, verify_bearer, AuditEntry, AuditEvent, AuthError, Bucket,
 };
+use crate::server::AgentServer;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 

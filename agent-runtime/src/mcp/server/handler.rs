@@ -1,15 +1,13 @@
 //! The MCP server handler of `/agent/mcp`: one per MCP session (rmcp builds it at
 //! `initialize`). It serves the 16 tools; the session's binding lives in the registry, keyed by
-//! the `mcp-session-id` of each request, and forwarded tools run in-process as a synthetic
-//! `POST {lapBasePath}{lapPath}` with the bound bearer through the LAP router, so the whole
-//! gate applies (auth, rate limit, activation, log, audit).
+//! the `mcp-session-id` of each request, and an operation's tool runs through the operation
+//! gate with the bound token as the credential, so the whole gate applies (auth, rate limit,
+//! activation, log, audit, idempotency) with no HTTP request in between.
 
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{header, request::Parts, Method, Request};
-use axum::Router;
+use axum::http::request::Parts;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
@@ -17,16 +15,16 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
-use tower::ServiceExt as _;
 
 use super::registry::Binding;
 use crate::app::App;
-use crate::lap::{AgentServer, Endpoint};
-use crate::mcp::calls::{self, ResolvedCall};
+use crate::mcp::calls::{self, ResolvedCall, ToolCatalog};
 use crate::mcp::format::{failure, success, LapAnswer, NOT_CONNECTED_SERVER, TOKEN_INVALID};
 use crate::mcp::forward::{connect_flow, forward_tool, DescriptionCache, Forwarder};
-use crate::mcp::tools::{Surface, ToolAction};
+use crate::mcp::tools::ToolAction;
+use crate::ops::{self, Operation};
 use crate::security::{verify_bearer, AuthError};
+use crate::server::AgentServer;
 
 const INSTRUCTIONS: &str = "This server drives a running app. Start with connect_session and \
     the agent token the user copies from the app (agt_…). Then observe to read the state and \
@@ -35,31 +33,24 @@ const INSTRUCTIONS: &str = "This server drives a running app. Start with connect
 /// The `/agent/mcp` handler of one MCP session.
 pub struct McpHandler<A: App> {
     server: AgentServer<A>,
-    /// The LAP router, built on first use and shared by every session of the endpoint.
-    lap: Arc<OnceLock<Router>>,
+    /// The tools and their schemas, generated once for the endpoint.
+    tools: Arc<ToolCatalog>,
     cache: DescriptionCache,
 }
 
 impl<A: App> McpHandler<A> {
-    pub(crate) fn new(server: AgentServer<A>, lap: Arc<OnceLock<Router>>) -> Self {
+    pub(crate) fn new(server: AgentServer<A>, tools: Arc<ToolCatalog>) -> Self {
         McpHandler {
             server,
-            lap,
+            tools,
             cache: DescriptionCache::default(),
         }
     }
 
-    fn forwarder(&self, token: &str) -> InProcess {
-        let router = self.lap.get_or_init(|| self.server.lap_router()).clone();
+    fn forwarder(&self, token: &str) -> InProcess<A> {
         InProcess {
-            router,
-            base: self
-                .server
-                .options()
-                .lap_base_path
-                .trim_end_matches('/')
-                .to_string(),
-            token: token.to_string(),
+            server: self.server.clone(),
+            authorization: format!("Bearer {token}"),
         }
     }
 
@@ -135,7 +126,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(calls::list_tools(Surface::Server))
+        Ok(self.tools.list())
     }
 
     async fn call_tool(
@@ -143,7 +134,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (spec, args) = match calls::resolve(Surface::Server, &request)? {
+        let (spec, args) = match self.tools.resolve(&request)? {
             ResolvedCall::Run(spec, args) => (spec, args),
             ResolvedCall::Refused(refusal) => return Ok(refusal.into()),
         };
@@ -158,54 +149,31 @@ impl<A: App> ServerHandler for McpHandler<A> {
                 self.cache.clear();
                 success(json!({"status": "disconnected"})).into()
             }
-            ToolAction::Forward(endpoint) => {
-                match session.as_deref().and_then(|id| sessions.binding(id)) {
-                    None => failure(NOT_CONNECTED_SERVER).into(),
-                    Some(binding) => {
-                        let forwarder = self.forwarder(&binding.token);
-                        forward_tool(&forwarder, &self.cache, endpoint, args)
-                            .await
-                            .into()
-                    }
+            ToolAction::Run(op) => match session.as_deref().and_then(|id| sessions.binding(id)) {
+                None => failure(NOT_CONNECTED_SERVER).into(),
+                Some(binding) => {
+                    let forwarder = self.forwarder(&binding.token);
+                    forward_tool(&forwarder, &self.cache, op, args).await.into()
                 }
-            }
+            },
         })
     }
 }
 
-/// Forwards through the LAP router in-process. A 2xx answer whose body has an `error` key
-/// also counts as a failure.
-struct InProcess {
-    router: Router,
-    base: String,
-    token: String,
+/// Runs operations through the gate in-process, with the bound token as the credential.
+struct InProcess<A: App> {
+    server: AgentServer<A>,
+    /// `Bearer agt_…`.
+    authorization: String,
 }
 
-impl Forwarder for InProcess {
-    async fn post(&self, endpoint: Endpoint, body: Value) -> LapAnswer {
-        let request = Request::builder()
-            .method(Method::POST)
-            .uri(format!("{}{}", self.base, endpoint.tail()))
-            .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body.to_string()));
-        let request = match request {
-            Ok(r) => r,
-            Err(e) => return LapAnswer::network(e.to_string()),
+impl<A: App> Forwarder for InProcess<A> {
+    async fn post(&self, op: Operation, body: Value) -> LapAnswer {
+        let reply = match ops::admit(&self.server, Some(&self.authorization)).await {
+            Ok(caller) => ops::call(&self.server, caller, op, body).await,
+            Err(e) => ops::Reply::from_error(&e),
         };
-        let response = match self.router.clone().oneshot(request).await {
-            Ok(r) => r,
-            Err(never) => match never {},
-        };
-        let status = response.status().as_u16();
-        let body = match axum::body::to_bytes(response.into_body(), usize::MAX).await {
-            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-            Err(e) => return LapAnswer::network(e.to_string()),
-        };
-        let mut answer = LapAnswer::new(status, body);
-        if answer.body.get("error").is_some() {
-            answer.failed = true;
-        }
-        answer
+        let body = serde_json::from_str(reply.body()).unwrap_or(Value::Null);
+        LapAnswer::new(reply.status().as_u16(), body)
     }
 }

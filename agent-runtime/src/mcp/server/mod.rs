@@ -9,7 +9,7 @@ mod admission;
 mod handler;
 mod registry;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use axum::Router;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -18,8 +18,11 @@ pub use admission::{McpAdmission, McpAdmissionLayer};
 pub use handler::McpHandler;
 pub use registry::{AtCapacity, Binding, McpSessions};
 
+use super::calls::ToolCatalog;
+use super::tools::Surface;
 use crate::app::App;
-use crate::lap::{AgentServer, MAX_BODY_BYTES};
+use crate::config::MAX_BODY_BYTES;
+use crate::server::AgentServer;
 
 /// The path of the MCP endpoint (matched exactly).
 pub const MCP_PATH: &str = "/agent/mcp";
@@ -72,9 +75,9 @@ pub(crate) fn mcp_routes<A: App>(server: &AgentServer<A>) -> Router {
         return Router::new();
     }
     let sessions = server.mcp_sessions().clone();
-    let lap = Arc::new(OnceLock::new());
+    let tools = Arc::new(ToolCatalog::new(Surface::Server));
     let handler_server = server.clone();
-    let factory = move || Ok(McpHandler::new(handler_server.clone(), lap.clone()));
+    let factory = move || Ok(McpHandler::new(handler_server.clone(), tools.clone()));
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(true)
         .with_allowed_hosts(options.allowed_hosts.clone())

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use super::idempotency::IdempotencyStore;
 use crate::app::App;
 use crate::clock::SharedClock;
 use crate::host::Host;
+use crate::ops::IdempotencyStore;
 use crate::security::{
     AuditEntry, AuditSink, ConfigError, GovernorRateLimiter, Identity, IdentityCookie, IdentityKey,
     IdentityResolver, InMemoryTokenStore, OriginPolicy, RateLimitSpec, RateLimiter, TokenStore,
@@ -191,6 +191,12 @@ impl<A: App> AgentServerBuilder<A> {
 }
 
 impl<A: App> AgentServer<A> {
+    /// The agent surface as one `Router` (state already applied): LAP, the management and
+    /// human routes, the console and `/agent/mcp`. Merge it into the app's.
+    pub fn router(&self) -> axum::Router {
+        crate::lap::routes(self).merge(crate::mcp::server::mcp_routes(self))
+    }
+
     /// A builder with default options around `host`.
     pub fn builder(host: Host<A>) -> AgentServerBuilder<A> {
         AgentServerBuilder {

@@ -1,0 +1,248 @@
+//! The gate every call goes through, whatever the surface (`lap.md` §5.1): a credential is
+//! verified to a token record, the record's session found, the rate limit taken; then the typed
+//! request is read, the handler runs, and the success tail writes activation, touch, the
+//! `read` log entry and the audit entry. `/message` also gets idempotency (§5.7) and runs on
+//! its own task, so a caller that goes away never cuts a dispatch short. Every long call ends
+//! with 403 `revoked` when its token is revoked meanwhile.
+
+use std::panic::AssertUnwindSafe;
+
+use agent_schema::protocol::{
+    ConfirmResultRequest, EmptyRequest, LogKind, MessageRequest, NarrateRequest, QueryDomRequest,
+    QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest, WouldDispatchRequest,
+};
+use axum::http::StatusCode;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use serde_json::Value;
+
+use super::idempotency::Claim;
+use super::reply::Reply;
+use super::table::Operation;
+use super::{log_entry, Call, Handled};
+use crate::app::App;
+use crate::error::ApiError;
+use crate::security::{
+    verify_bearer, AuditEntry, Bucket, TokenRecord, TokenStatus, DEFAULT_ACTIVE_LABEL,
+};
+use crate::server::AgentServer;
+use crate::session::Session;
+
+/// A caller the gate admitted: its token record and the token's session.
+pub(crate) struct Caller<A: App> {
+    /// The token record, as verified.
+    pub record: TokenRecord,
+    /// The token's session.
+    pub session: Session<A>,
+}
+
+/// Steps 2–5 of the gate for `authorization` (the value of an `Authorization` header,
+/// `Bearer agt_…`): 401/403 for the token, 503 paused for a closed session, 429.
+pub(crate) async fn admit<A: App>(
+    server: &AgentServer<A>,
+    authorization: Option<&str>,
+) -> Result<Caller<A>, ApiError> {
+    let record = verify_bearer(
+        authorization,
+        &**server.tokens(),
+        server.now(),
+        server.options().sliding_ttl_ms,
+    )
+    .await?;
+    let session = server
+        .host()
+        .session(&record.session_id)
+        .ok_or_else(ApiError::paused)?;
+    server
+        .inner
+        .limiter
+        .check(&record.tid, Bucket::Token)
+        .await?;
+    Ok(Caller { record, session })
+}
+
+/// What a request may carry for the gate: an idempotency key with the message it guards.
+pub(crate) trait OpRequest: Send + 'static {
+    /// `(idempotencyKey, msg)`, on a keyed `/message`.
+    fn idempotency(&self) -> Option<(&str, &Value)> {
+        None
+    }
+}
+
+impl OpRequest for MessageRequest {
+    fn idempotency(&self) -> Option<(&str, &Value)> {
+        let key = self.idempotency_key.as_deref()?;
+        Some((key, &self.dispatch.msg.0))
+    }
+}
+
+impl OpRequest for EmptyRequest {}
+impl OpRequest for StateRequest {}
+impl OpRequest for QueryStateRequest {}
+impl OpRequest for RecentActionsRequest {}
+impl OpRequest for WouldDispatchRequest {}
+impl OpRequest for ConfirmResultRequest {}
+impl OpRequest for WaitRequest {}
+impl OpRequest for NarrateRequest {}
+impl OpRequest for QueryDomRequest {}
+
+/// An operation's handler, with its answer serialized.
+pub(crate) type Handler<A, R> =
+    for<'a> fn(&'a Call<'a, A>, R) -> BoxFuture<'a, Result<Handled, ApiError>>;
+
+/// Runs `op` for an admitted caller with its typed `request` (steps 7–9, plus idempotency for
+/// a keyed `/message`). Never fails: an error is an error reply.
+pub(crate) async fn serve<A: App, R: OpRequest>(
+    server: &AgentServer<A>,
+    caller: Caller<A>,
+    op: Operation,
+    request: R,
+    handler: Handler<A, R>,
+) -> Reply {
+    let conduct = op.spec().conduct;
+    if conduct.touch_on_arrival {
+        server
+            .tokens()
+            .touch(&caller.record.tid, server.now())
+            .await;
+    }
+    let tid = caller.record.tid.clone();
+    if !conduct.detached {
+        let run = run(server.clone(), op, caller, request, handler);
+        return with_revocation(server, &tid, run).await;
+    }
+    let first = match request.idempotency() {
+        None => None,
+        Some((key, msg)) => match server.inner.idempotency.claim(&tid, key, msg, server.now()) {
+            Claim::First(tx) => Some(tx),
+            Claim::Repeat(record) => {
+                if !record.same_message(msg) {
+                    return Reply::from_error(
+                        &ApiError::new(StatusCode::CONFLICT, "conflict").with_detail(format!(
+                            "idempotencyKey {key} was used for a different message"
+                        )),
+                    );
+                }
+                let replay = with_revocation(server, &tid, async {
+                    match record.answer().await {
+                        Some(a) => Reply::from_stored(a),
+                        None => Reply::from_error(&ApiError::internal(
+                            "the first call with this idempotencyKey failed without an answer",
+                        )),
+                    }
+                })
+                .await;
+                if replay.status() == StatusCode::OK {
+                    activate(server, &caller.record).await;
+                }
+                return replay.replayed();
+            }
+        },
+    };
+    // The dispatch runs to completion on its own task even if the caller goes away.
+    let task_server = server.clone();
+    let task = tokio::spawn(async move {
+        let reply = run(task_server, op, caller, request, handler).await;
+        if let Some(tx) = first {
+            tx.send_replace(Some(reply.clone().into_stored()));
+        }
+        reply
+    });
+    with_revocation(server, &tid, async {
+        task.await.unwrap_or_else(|e| {
+            Reply::from_error(&ApiError::internal(format!("message task failed: {e}")))
+        })
+    })
+    .await
+}
+
+/// Runs the handler (a panic is a 500) and the success tail; a failure inside the server logs
+/// an `error` entry.
+async fn run<A: App, R: OpRequest>(
+    server: AgentServer<A>,
+    op: Operation,
+    caller: Caller<A>,
+    request: R,
+    handler: Handler<A, R>,
+) -> Reply {
+    let call = Call {
+        server: &server,
+        record: &caller.record,
+        session: &caller.session,
+    };
+    let handled = AssertUnwindSafe(handler(&call, request))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|p| {
+            Err(ApiError::internal(format!(
+                "handler panicked: {}",
+                crate::session::panic_text(&*p)
+            )))
+        });
+    match handled {
+        Ok(h) => success_tail(&call, h).await,
+        Err(e) => {
+            if e.status.is_server_error() && e.code != "paused" {
+                let entry = log_entry(
+                    LogKind::Error,
+                    op.spec().label.to_string(),
+                    call.tid(),
+                    server.now(),
+                );
+                caller.session.append_log(entry);
+            }
+            Reply::from_error(&e)
+        }
+    }
+}
+
+/// Activation (`awaiting-claude` → `active`) or touch of a successful call.
+async fn activate<A: App>(server: &AgentServer<A>, record: &TokenRecord) {
+    let now = server.now();
+    if record.status == TokenStatus::AwaitingClaude {
+        let label = record.label.as_deref().unwrap_or(DEFAULT_ACTIVE_LABEL);
+        server.tokens().mark_active(&record.tid, label, now).await;
+    } else {
+        server.tokens().touch(&record.tid, now).await;
+    }
+}
+
+async fn success_tail<A: App>(call: &Call<'_, A>, handled: Handled) -> Reply {
+    let server = call.server;
+    let record = call.record;
+    activate(server, record).await;
+    if let Some(intent) = handled.read {
+        let entry = log_entry(LogKind::Read, intent, &record.tid, server.now());
+        call.session.append_log(entry);
+    }
+    let (event, detail) = handled.audit;
+    let entry = AuditEntry::new(server.now(), event, detail)
+        .with_tid(record.tid.clone())
+        .with_uid(record.uid.clone());
+    server.audit(entry).await;
+    Reply::ok(handled.body)
+}
+
+/// Races `work` against the revocation of `tid` (→ 403 `revoked`).
+async fn with_revocation<A: App>(
+    server: &AgentServer<A>,
+    tid: &str,
+    work: impl std::future::Future<Output = Reply>,
+) -> Reply {
+    let mut revoked = server.inner.revocations.subscribe();
+    let wait_revoked = async move {
+        loop {
+            match revoked.recv().await {
+                Ok(t) if t == tid => return,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                    std::future::pending::<()>().await
+                }
+            }
+        }
+    };
+    tokio::select! {
+        reply = work => reply,
+        _ = wait_revoked => Reply::from_error(&ApiError::revoked()),
+    }
+}

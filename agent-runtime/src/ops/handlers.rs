@@ -1,0 +1,289 @@
+//! One async handler per operation (`lap.md` §5.3): the typed request in, the typed answer
+//! plus what to log and audit out. The gate around them is in [`super::gate`].
+
+use agent_schema::protocol::{
+    ActionsResponse, ConfirmOutcome, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
+    DescribeVisibleResponse, Description, DispatchRequest, EmptyRequest, LogKind, MessageRequest,
+    NarrateRequest, NarrateResponse, ObserveResponse, QueryDomRequest, QueryDomResponse,
+    QueryStateRequest, QueryStateResponse, RecentActionsRequest, RecentActionsResponse, SendResult,
+    StateRequest, StateResponse, WaitRequest, WaitResponse, WouldDispatchRequest,
+    WouldDispatchResult,
+};
+use serde::Serialize;
+use serde_json::json;
+
+use super::table::Operation;
+use super::{log_entry, Answer, Call};
+use crate::app::App;
+use crate::error::ApiError;
+use crate::security::AuditEvent;
+use crate::session::{DispatchOptions, SessionError};
+
+type Handled<R> = Result<Answer<R>, ApiError>;
+
+fn closed_or_internal(e: SessionError) -> ApiError {
+    match e {
+        SessionError::Closed => ApiError::paused(),
+        SessionError::Internal(d) => ApiError::internal(d),
+    }
+}
+
+/// A read of `op`: logs a `read` entry under the operation's label.
+fn read<R: Serialize>(op: Operation, body: R) -> Answer<R> {
+    let spec = op.spec();
+    Answer::read(body, spec.label, spec.tool)
+}
+
+/// The options of a dispatch (`lap.md` §5.5): defaults 100 ms quiet, 5000 ms timeout clamped
+/// to `max_wait_ms`.
+pub(crate) fn dispatch_options(request: &DispatchRequest, max_wait_ms: u64) -> DispatchOptions {
+    DispatchOptions {
+        wait_for: request.wait_for.unwrap_or_default(),
+        drain_quiet_ms: request.drain_quiet_ms.unwrap_or(100),
+        timeout_ms: request.timeout_ms.unwrap_or(5000).min(max_wait_ms),
+        include_state: request.include_state,
+    }
+}
+
+pub(super) async fn observe<A: App>(
+    call: &Call<'_, A>,
+    _: EmptyRequest,
+) -> Handled<ObserveResponse> {
+    let session = call.session;
+    let actions = session.list_actions().map_err(closed_or_internal)?;
+    let context = session.context().map_err(closed_or_internal)?;
+    let body = ObserveResponse {
+        state: session.state(),
+        actions,
+        description: call.server.host().description(),
+        context,
+    };
+    Ok(read(Operation::Observe, body))
+}
+
+pub(super) async fn describe<A: App>(call: &Call<'_, A>, _: EmptyRequest) -> Handled<Description> {
+    Ok(Answer::audited(
+        call.server.host().description(),
+        json!({"path": "/lap/v1/describe"}),
+    ))
+}
+
+pub(super) async fn state<A: App>(call: &Call<'_, A>, req: StateRequest) -> Handled<StateResponse> {
+    let body = call.session.get_state(req.path.as_deref());
+    Ok(read(Operation::State, body))
+}
+
+pub(super) async fn query_state<A: App>(
+    call: &Call<'_, A>,
+    req: QueryStateRequest,
+) -> Handled<QueryStateResponse> {
+    Ok(read(
+        Operation::QueryState,
+        call.session.query_state(&req.path),
+    ))
+}
+
+pub(super) async fn actions<A: App>(
+    call: &Call<'_, A>,
+    _: EmptyRequest,
+) -> Handled<ActionsResponse> {
+    let actions = call.session.list_actions().map_err(closed_or_internal)?;
+    Ok(read(Operation::Actions, ActionsResponse { actions }))
+}
+
+pub(super) async fn query_dom<A: App>(
+    call: &Call<'_, A>,
+    req: QueryDomRequest,
+) -> Handled<QueryDomResponse> {
+    let body = call
+        .session
+        .query_dom(&req.name, req.multiple)
+        .map_err(closed_or_internal)?;
+    let spec = Operation::QueryDom.spec();
+    Ok(Answer::read(
+        body,
+        format!("{}: {}", spec.label, req.name),
+        spec.tool,
+    ))
+}
+
+pub(super) async fn describe_visible<A: App>(
+    call: &Call<'_, A>,
+    _: EmptyRequest,
+) -> Handled<DescribeVisibleResponse> {
+    let body = call
+        .session
+        .describe_visible()
+        .map_err(closed_or_internal)?;
+    Ok(read(Operation::DescribeVisible, body))
+}
+
+pub(super) async fn context<A: App>(
+    call: &Call<'_, A>,
+    _: EmptyRequest,
+) -> Handled<ContextResponse> {
+    let body = call
+        .session
+        .describe_context(Some(call.tid()))
+        .map_err(closed_or_internal)?;
+    Ok(read(Operation::Context, body))
+}
+
+pub(super) async fn would_dispatch<A: App>(
+    call: &Call<'_, A>,
+    req: WouldDispatchRequest,
+) -> Handled<WouldDispatchResult> {
+    let body = call
+        .session
+        .would_dispatch(&req.msg.0)
+        .map_err(closed_or_internal)?;
+    Ok(read(Operation::WouldDispatch, body))
+}
+
+pub(super) async fn recent_actions<A: App>(
+    call: &Call<'_, A>,
+    req: RecentActionsRequest,
+) -> Handled<RecentActionsResponse> {
+    let entries = call.session.recent_log(req.count(), req.kind.as_deref());
+    let detail = json!({
+        "tool": Operation::RecentActions.tool(),
+        "count": entries.len(),
+        "kindFilter": req.kind,
+    });
+    Ok(Answer::audited(RecentActionsResponse { entries }, detail))
+}
+
+/// The `/message` answer for the outcome of a proposal it waited on.
+fn message_answer(outcome: ConfirmOutcome, confirm_id: String) -> SendResult {
+    match outcome {
+        ConfirmOutcome::Confirmed { state_after, msg } => {
+            SendResult::Confirmed { state_after, msg }
+        }
+        ConfirmOutcome::UserCancelled => SendResult::Rejected {
+            reason: "user-cancelled".into(),
+            detail: None,
+        },
+        ConfirmOutcome::Expired => SendResult::Rejected {
+            reason: "timeout".into(),
+            detail: None,
+        },
+        ConfirmOutcome::Pending => SendResult::PendingConfirmation { confirm_id },
+    }
+}
+
+pub(super) async fn message<A: App>(
+    call: &Call<'_, A>,
+    req: MessageRequest,
+) -> Handled<SendResult> {
+    let session = call.session;
+    let opts = dispatch_options(&req.dispatch, call.server.options().max_wait_ms);
+    let DispatchRequest { msg, reason, .. } = req.dispatch;
+    let variant = msg.variant().to_string();
+    let result = match session
+        .send_message(&msg.0, reason, opts, Some(call.tid()))
+        .await
+    {
+        Ok(r) => r,
+        Err(SessionError::Closed) => return Err(ApiError::paused()),
+        Err(SessionError::Internal(d)) => {
+            session.record_errored(call.tid(), &variant, d.clone());
+            return Err(ApiError::internal(d));
+        }
+    };
+    let (body, audit) = match result {
+        SendResult::PendingConfirmation { confirm_id } => {
+            let audit = (
+                AuditEvent::ConfirmProposed,
+                json!({"variant": variant, "confirmId": confirm_id}),
+            );
+            let outcome = session
+                .wait_confirm(&confirm_id, opts.timeout_ms)
+                .await
+                .unwrap_or(ConfirmOutcome::Pending);
+            (message_answer(outcome, confirm_id), audit)
+        }
+        rejected @ SendResult::Rejected { .. } => (
+            rejected,
+            (
+                AuditEvent::MsgBlocked,
+                json!({"variant": variant, "status": "rejected"}),
+            ),
+        ),
+        other => (
+            other,
+            (
+                AuditEvent::MsgDispatched,
+                json!({"variant": variant, "status": "dispatched"}),
+            ),
+        ),
+    };
+    Ok(Answer {
+        body,
+        read: None,
+        audit,
+    })
+}
+
+pub(super) async fn confirm_result<A: App>(
+    call: &Call<'_, A>,
+    req: ConfirmResultRequest,
+) -> Handled<ConfirmResultResponse> {
+    let id = req.confirm_id;
+    let timeout = call.wait_ms(req.timeout_ms, 5000);
+    let outcome = call
+        .session
+        .wait_confirm(&id, timeout)
+        .await
+        .ok_or_else(|| ApiError::invalid(format!("unknown confirmId: {id}")))?;
+    let (body, name) = match outcome {
+        ConfirmOutcome::Confirmed { state_after, msg } => (
+            ConfirmResultResponse::Confirmed { state_after, msg },
+            "confirmed",
+        ),
+        ConfirmOutcome::UserCancelled => (
+            ConfirmResultResponse::Rejected {
+                reason: "user-cancelled".into(),
+            },
+            "user-cancelled",
+        ),
+        ConfirmOutcome::Expired => (
+            ConfirmResultResponse::Rejected {
+                reason: "timeout".into(),
+            },
+            "timeout",
+        ),
+        ConfirmOutcome::Pending => (ConfirmResultResponse::StillPending, "still-pending"),
+    };
+    Ok(Answer::audited(
+        body,
+        json!({"path": "/lap/v1/confirm-result", "outcome": name}),
+    ))
+}
+
+pub(super) async fn wait<A: App>(call: &Call<'_, A>, req: WaitRequest) -> Handled<WaitResponse> {
+    let timeout = call.wait_ms(req.timeout_ms, 10_000);
+    let body = call
+        .session
+        .wait_for_change(req.path.as_deref(), timeout)
+        .await
+        .map_err(closed_or_internal)?;
+    let detail = json!({"path": "/lap/v1/wait", "outcome": body.status.as_str()});
+    Ok(Answer::audited(body, detail))
+}
+
+pub(super) async fn narrate<A: App>(
+    call: &Call<'_, A>,
+    req: NarrateRequest,
+) -> Handled<NarrateResponse> {
+    let session = call.session;
+    let intent = req
+        .intent
+        .unwrap_or_else(|| Operation::Narrate.spec().label.to_string());
+    let mut entry = log_entry(LogKind::Narrate, intent, call.tid(), session.now_ms());
+    entry.detail = Some(req.text);
+    session.append_log(entry);
+    Ok(Answer::audited(
+        NarrateResponse { ok: true },
+        json!({"path": "/lap/v1/narrate", "outcome": "ok"}),
+    ))
+}

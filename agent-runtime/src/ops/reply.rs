@@ -1,0 +1,96 @@
+//! A finished answer of an operation: status, JSON body and extra headers, kept as bytes so an
+//! idempotent repeat can replay it exactly and every surface can use it as it is (LAP sends
+//! it, MCP puts it in a tool result).
+
+use axum::http::{header, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::idempotency::StoredAnswer;
+use crate::error::ApiError;
+
+/// The header that marks a replayed idempotent answer.
+const REPLAYED: &str = "idempotent-replayed";
+
+/// A finished answer.
+#[derive(Debug, Clone)]
+pub(crate) struct Reply {
+    status: StatusCode,
+    body: String,
+    headers: Vec<(String, String)>,
+}
+
+impl Reply {
+    /// A 200 with `body` (JSON text).
+    pub fn ok(body: String) -> Reply {
+        Reply {
+            status: StatusCode::OK,
+            body,
+            headers: Vec::new(),
+        }
+    }
+
+    /// The answer of an error.
+    pub fn from_error(e: &ApiError) -> Reply {
+        let mut headers = Vec::new();
+        if let Some(r) = e.reconnect {
+            headers.push(("x-llui-reconnect".to_string(), r.to_string()));
+        }
+        Reply {
+            status: e.status,
+            body: e.body().to_string(),
+            headers,
+        }
+    }
+
+    /// The status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> &str {
+        &self.body
+    }
+
+    /// The same answer marked as a replay (`idempotent-replayed: true`).
+    pub fn replayed(mut self) -> Reply {
+        self.headers
+            .push((REPLAYED.to_string(), "true".to_string()));
+        self
+    }
+
+    /// What the idempotency record keeps.
+    pub fn into_stored(self) -> StoredAnswer {
+        StoredAnswer {
+            status: self.status,
+            body: self.body,
+            headers: self.headers,
+        }
+    }
+
+    /// A stored answer, as it was.
+    pub fn from_stored(s: StoredAnswer) -> Reply {
+        Reply {
+            status: s.status,
+            body: s.body,
+            headers: s.headers,
+        }
+    }
+}
+
+impl IntoResponse for Reply {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, self.body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        for (k, v) in self.headers {
+            if let (Ok(k), Ok(v)) = (HeaderName::try_from(k), HeaderValue::try_from(v)) {
+                headers.insert(k, v);
+            }
+        }
+        response
+    }
+}
