@@ -15,6 +15,7 @@ pub mod diff;
 mod error;
 pub mod host;
 pub mod lap;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 mod ops;
 pub mod reads;

@@ -43,6 +43,7 @@ pub struct ServerOptions {
     /// Per-token LAP rate limit (also used for mint, keyed by identity).
     pub rate_limit: RateLimitSpec,
     /// The MCP endpoint `/agent/mcp` (`lap.md` §7.3).
+    #[cfg(feature = "mcp")]
     pub mcp: crate::mcp::McpOptions,
 }
 
@@ -61,6 +62,7 @@ impl Default for ServerOptions {
             rate_limit: DEFAULT_RATE_LIMIT
                 .parse()
                 .expect("the default rate limit parses"),
+            #[cfg(feature = "mcp")]
             mcp: crate::mcp::McpOptions::default(),
         }
     }
@@ -88,6 +90,7 @@ pub(crate) struct ServerInner<A: App> {
     /// Revoked tids, so in-flight long polls of that token end with 403.
     pub revocations: broadcast::Sender<String>,
     /// The live sessions of `/agent/mcp`.
+    #[cfg(feature = "mcp")]
     pub mcp: Arc<crate::mcp::McpSessions>,
 }
 
@@ -182,6 +185,7 @@ impl<A: App> AgentServerBuilder<A> {
                 origin,
                 idempotency: IdempotencyStore::default(),
                 revocations,
+                #[cfg(feature = "mcp")]
                 mcp: Arc::new(crate::mcp::McpSessions::new(&self.options.mcp)),
                 options: self.options,
                 host: self.host,
@@ -194,7 +198,10 @@ impl<A: App> AgentServer<A> {
     /// The agent surface as one `Router` (state already applied): LAP, the management and
     /// human routes, the console and `/agent/mcp`. Merge it into the app's.
     pub fn router(&self) -> axum::Router {
-        crate::lap::routes(self).merge(crate::mcp::server::mcp_routes(self))
+        let router = crate::lap::routes(self);
+        #[cfg(feature = "mcp")]
+        let router = router.merge(crate::mcp::server::mcp_routes(self));
+        router
     }
 
     /// A builder with default options around `host`.

@@ -4,6 +4,7 @@
 //! `Router` that the host app merges into its own.
 
 mod body;
+#[cfg(feature = "console")]
 mod console;
 mod human;
 mod management;
@@ -21,9 +22,11 @@ use crate::app::App;
 
 /// Every HTTP route of the agent surface but `/agent/mcp`.
 pub(crate) fn routes<A: App>(server: &AgentServer<A>) -> Router {
-    Router::new()
+    let router = Router::new()
         .merge(management::management_routes(server))
         .merge(operations::lap_routes(server))
-        .merge(human::human_routes(server))
-        .merge(console::console_routes(server))
+        .merge(human::human_routes(server));
+    #[cfg(feature = "console")]
+    let router = router.merge(console::console_routes(server));
+    router
 }

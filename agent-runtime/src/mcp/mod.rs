@@ -10,6 +10,7 @@
 //! trait ([`forward`]).
 
 pub mod args;
+#[cfg(feature = "bridge")]
 pub mod bridge;
 pub mod calls;
 pub mod format;

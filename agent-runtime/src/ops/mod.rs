@@ -24,6 +24,7 @@ pub(crate) use gate::{admit, Caller};
 pub(crate) use handlers::dispatch_options;
 pub(crate) use idempotency::IdempotencyStore;
 pub use idempotency::IDEMPOTENCY_WINDOW_MS;
+#[cfg(feature = "mcp")]
 pub(crate) use reply::Reply;
 pub(crate) use table::run as call;
 pub use table::Operation;

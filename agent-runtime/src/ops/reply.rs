@@ -48,6 +48,7 @@ impl Reply {
     }
 
     /// The JSON body.
+    #[cfg(feature = "mcp")]
     pub fn body(&self) -> &str {
         &self.body
     }
