@@ -4,9 +4,10 @@
 use std::net::SocketAddr;
 
 use agent_runtime::app::App;
-use agent_runtime::lap::{AgentServer, ServerOptions};
 use agent_runtime::security::RateLimitSpec;
 use agent_runtime::Host;
+use agent_runtime::{AgentServer, ServerOptions};
+use axum::serve::ListenerExt as _;
 
 /// Options of an example server.
 #[derive(Debug, Clone)]
@@ -107,6 +108,11 @@ pub async fn start<A: App>(app: A, opts: &ExampleOptions) -> std::io::Result<Run
     let service = server
         .router()
         .into_make_service_with_connect_info::<SocketAddr>();
+    // TCP_NODELAY on every accepted socket: otherwise the last chunk of a streamed answer (the
+    // end of MCP's SSE response) waits for the client's delayed ACK, ~40 ms per call.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let task = tokio::spawn(async move { axum::serve(listener, service).await });
     Ok(RunningExample { server, addr, task })
 }

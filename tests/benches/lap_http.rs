@@ -1,25 +1,39 @@
 //! HTTP benchmark of the LAP surface on loopback (`cargo bench -p agent-tests --bench lap_http`):
 //! requests/second and p50/p99 latency of `/observe` and `/message` (waitFor idle) on one
-//! session, against a bare axum handler returning the same bytes in the same run; and the
-//! resident memory of idle sessions.
+//! session, against a bare axum handler returning the same bytes in the same run; MCP
+//! `tools/call send_message` over Streamable HTTP on an initialized MCP session bound to the
+//! same token, against LAP `/message`, each response (the SSE stream) read to its end, with and
+//! without `TCP_NODELAY` on the server's sockets; and the resident memory of idle sessions.
+//!
+//! `LAP_HTTP_SLICE_MS` and `LAP_HTTP_ROUNDS` override the length and number of the slices.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_examples::counter::Counter;
-use agent_runtime::lap::{AgentServer, ServerOptions};
 use agent_runtime::security::TracingAuditSink;
+use agent_runtime::{AgentServer, ServerOptions};
 use agent_runtime::{Host, HostConfig};
-use agent_tests::start;
+use agent_tests::{nodelay, start};
 use axum::routing::post;
-use serde_json::json;
+use axum::serve::ListenerExt as _;
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
+use serde_json::{json, Value};
 
 const CONCURRENCY: usize = 16;
-/// Each target is loaded for `ROUNDS` slices of `SLICE`, the targets taking turns, so a slow
+/// Each target is loaded for `ROUNDS` slices of `SLICE_MS`, the targets taking turns, so a slow
 /// stretch of a shared machine hits all of them alike instead of whichever ran at the time.
 const ROUNDS: usize = 6;
-const SLICE: Duration = Duration::from_millis(750);
+const SLICE_MS: u64 = 750;
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
 
 #[derive(Default)]
 struct Run {
@@ -39,47 +53,83 @@ impl Run {
     }
 }
 
-/// One HTTP target of the benchmark: a URL, an optional bearer token and the body to post.
+/// What a target posts: the same bytes every time, or a JSON-RPC request with a fresh id.
+enum Body {
+    Fixed(String),
+    /// `{"jsonrpc":"2.0","id":<n>,"method":"tools/call","params":<params>}`.
+    ToolCall {
+        params: String,
+        next_id: AtomicU64,
+    },
+}
+
+impl Body {
+    fn next(&self) -> String {
+        match self {
+            Body::Fixed(b) => b.clone(),
+            Body::ToolCall { params, next_id } => {
+                let id = next_id.fetch_add(1, Ordering::Relaxed);
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
+            }
+        }
+    }
+}
+
+/// One HTTP target of the benchmark: a URL, the headers and the body to post, and a check of
+/// the whole answer.
 struct Target {
     client: reqwest::Client,
     url: String,
-    token: Option<String>,
-    body: String,
+    headers: HeaderMap,
+    body: Body,
+    check: fn(&[u8]),
 }
 
 impl Target {
-    async fn new(url: String, token: Option<String>, body: String) -> Self {
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(CONCURRENCY)
-            .build()
-            .unwrap();
+    async fn new(url: String, token: Option<&str>, body: String) -> Self {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(t) = token {
+            headers.insert(
+                "authorization",
+                HeaderValue::from_str(&format!("Bearer {t}")).unwrap(),
+            );
+        }
+        Target::with(url, headers, Body::Fixed(body), |_| {}).await
+    }
+
+    async fn with(url: String, headers: HeaderMap, body: Body, check: fn(&[u8])) -> Self {
         let target = Target {
-            client,
+            client: client(),
             url,
-            token,
+            headers,
             body,
+            check,
         };
         // Warm up the connections.
-        for _ in 0..CONCURRENCY {
-            target.post().await;
-        }
+        let warm: Vec<_> = (0..CONCURRENCY).map(|_| target.post()).collect();
+        futures::future::join_all(warm).await;
         target
     }
 
+    /// One request, its whole body read (an SSE stream to its end).
     async fn post(&self) {
-        let mut req = self.client.post(&self.url).body(self.body.clone());
-        if let Some(t) = &self.token {
-            req = req.bearer_auth(t);
-        }
-        let resp = req.send().await.unwrap();
-        assert!(resp.status().is_success());
-        resp.bytes().await.unwrap();
+        let resp = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .body(self.body.next())
+            .send()
+            .await
+            .unwrap();
+        assert!(resp.status().is_success(), "{}", resp.status());
+        (self.check)(&resp.bytes().await.unwrap());
     }
 
     /// Loads the target with `CONCURRENCY` clients for one slice and adds to `run`.
-    async fn slice(self: &Arc<Self>, run: &mut Run) {
+    async fn slice(self: &Arc<Self>, slice: Duration, run: &mut Run) {
         let started = Instant::now();
-        let deadline = started + SLICE;
+        let deadline = started + slice;
         let mut tasks = Vec::new();
         for _ in 0..CONCURRENCY {
             let target = self.clone();
@@ -100,6 +150,152 @@ impl Target {
         }
         run.busy += started.elapsed();
     }
+}
+
+/// A keep-alive client (reqwest sets `TCP_NODELAY` on its own sockets).
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(CONCURRENCY)
+        .build()
+        .unwrap()
+}
+
+/// The JSON-RPC messages of an MCP answer: the JSON body, or the `data:` of each SSE event.
+fn jsonrpc_messages(body: &[u8]) -> Vec<Value> {
+    if let Ok(v) = serde_json::from_slice::<Value>(body) {
+        return vec![v];
+    }
+    std::str::from_utf8(body)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim_start()).ok())
+        .collect()
+}
+
+/// The `result` of the one JSON-RPC response in an MCP answer.
+fn jsonrpc_result(body: &[u8]) -> Value {
+    let messages = jsonrpc_messages(body);
+    let response = messages
+        .iter()
+        .find(|m| m.get("id").is_some())
+        .unwrap_or_else(|| panic!("no JSON-RPC response in {}", String::from_utf8_lossy(body)));
+    response
+        .get("result")
+        .unwrap_or_else(|| panic!("JSON-RPC error: {response}"))
+        .clone()
+}
+
+/// A successful `send_message` that dispatched: parsed in full during the warm-up, then a scan
+/// of the bytes, so the client spends no more time on an answer than on LAP's.
+fn check_sent(body: &[u8]) {
+    static PARSED: AtomicU64 = AtomicU64::new(0);
+    if PARSED.fetch_add(1, Ordering::Relaxed) < CONCURRENCY as u64 {
+        let result = jsonrpc_result(body);
+        assert_ne!(result["isError"], true, "{result}");
+        let status = &result["structuredContent"]["status"];
+        assert_eq!(status, "dispatched", "{result}");
+    } else {
+        let dispatched = br#""status":"dispatched""#;
+        let found = body.windows(dispatched.len()).any(|w| w == dispatched);
+        assert!(found, "{}", String::from_utf8_lossy(body));
+    }
+}
+
+/// The headers of a request on MCP session `id` (none yet at `initialize`).
+fn mcp_headers(id: Option<&str>, version: Option<&str>) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        ACCEPT,
+        HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    if let Some(id) = id {
+        headers.insert("mcp-session-id", HeaderValue::from_str(id).unwrap());
+    }
+    if let Some(v) = version {
+        headers.insert("mcp-protocol-version", HeaderValue::from_str(v).unwrap());
+    }
+    headers
+}
+
+/// Initializes an MCP session on `url` over plain HTTP, binds it to `token` with
+/// `connect_session`, and returns the headers of its later requests.
+async fn mcp_session(url: &str, token: &str) -> HeaderMap {
+    let http = client();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "lap_http", "version": "1"},
+    }});
+    let resp = http
+        .post(url)
+        .headers(mcp_headers(None, None))
+        .body(init.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "initialize: {}", resp.status());
+    let id = resp.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let result = jsonrpc_result(&resp.bytes().await.unwrap());
+    let version = result["protocolVersion"].as_str().unwrap().to_owned();
+    let headers = mcp_headers(Some(&id), Some(&version));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let resp = http
+        .post(url)
+        .headers(headers.clone())
+        .body(initialized.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "initialized: {}", resp.status());
+    let connect = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "connect_session", "arguments": {"token": token},
+    }});
+    let resp = http
+        .post(url)
+        .headers(headers.clone())
+        .body(connect.to_string())
+        .send()
+        .await
+        .unwrap();
+    let result = jsonrpc_result(&resp.bytes().await.unwrap());
+    assert_eq!(
+        result["structuredContent"]["status"], "connected",
+        "{result}"
+    );
+    headers
+}
+
+/// MCP `tools/call send_message` (the same message as the LAP target) on a bound session.
+async fn mcp_send_message(url: String, token: &str) -> Target {
+    let headers = mcp_session(&url, token).await;
+    let params =
+        json!({"name": "send_message", "arguments": {"msg": {"type": "inc"}, "waitFor": "idle"}});
+    let body = Body::ToolCall {
+        params: params.to_string(),
+        next_id: AtomicU64::new(2),
+    };
+    Target::with(url, headers, body, check_sent).await
+}
+
+/// Serves `router` on a free loopback port, with or without `TCP_NODELAY` on accepted sockets.
+async fn serve(router: axum::Router, tcp_nodelay: bool) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr: SocketAddr = listener.local_addr().unwrap();
+    let service = router.into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move {
+        let listener = listener.tap_io(move |tcp| {
+            if tcp_nodelay {
+                nodelay(tcp)
+            }
+        });
+        axum::serve(listener, service).await.unwrap();
+    });
+    addr
 }
 
 fn report(name: &str, r: &mut Run) {
@@ -135,11 +331,7 @@ async fn bare_server(body: Arc<String>) -> String {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr: SocketAddr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
+    let addr = serve(app, true).await;
     format!("http://{addr}/bare")
 }
 
@@ -166,34 +358,48 @@ fn main() {
         let sample = t.lap(&m.token, "/observe", &json!({})).await.body.to_string();
         let bare_url = bare_server(Arc::new(sample.clone())).await;
 
+        // The same server without TCP_NODELAY on its sockets, for the MCP comparison.
+        let delayed_base = format!("http://{}", serve(t.server.router(), false).await);
+        let slice = Duration::from_millis(env_or("LAP_HTTP_SLICE_MS", SLICE_MS));
+        let rounds = env_or("LAP_HTTP_ROUNDS", ROUNDS as u64) as usize;
+
         println!(
-            "LAP over loopback, {CONCURRENCY} concurrent clients, {ROUNDS} interleaved rounds of {SLICE:?} per target"
+            "LAP over loopback, {CONCURRENCY} concurrent clients, {rounds} interleaved rounds of {slice:?} per target"
         );
         let targets = [
             Target::new(bare_url, None, "{}".into()).await,
-            Target::new(observe_url, Some(m.token.clone()), "{}".into()).await,
+            Target::new(observe_url, Some(&m.token), "{}".into()).await,
             Target::new(
                 format!("{}/agent/lap/v1/message", t.base),
-                Some(m.token.clone()),
+                Some(&m.token),
                 json!({"msg":{"type":"inc"},"waitFor":"idle"}).to_string(),
             )
             .await,
+            mcp_send_message(format!("{}/agent/mcp", t.base), &m.token).await,
+            mcp_send_message(format!("{delayed_base}/agent/mcp"), &m.token).await,
         ]
         .map(Arc::new);
-        let mut runs: [Run; 3] = Default::default();
-        for _ in 0..ROUNDS {
+        let mut runs: [Run; 5] = Default::default();
+        for _ in 0..rounds {
             for (target, run) in targets.iter().zip(runs.iter_mut()) {
-                target.slice(run).await;
+                target.slice(slice, run).await;
             }
         }
-        let [bare, observe, message] = &mut runs;
+        let [bare, observe, message, mcp, mcp_delayed] = &mut runs;
         report("bare axum (same bytes as observe)", bare);
         report("/observe", observe);
         report("/message (waitFor idle)", message);
+        report("MCP send_message (waitFor idle)", mcp);
+        report("MCP send_message, no TCP_NODELAY", mcp_delayed);
         println!(
-            "  throughput relative to bare: /observe {:.0}%, /message {:.0}% (target >= 50%)",
+            "  relative to bare: /observe {:.0}% (target >= 75%), /message {:.0}% (target >= 60%)",
             observe.rps() / bare.rps() * 100.0,
             message.rps() / bare.rps() * 100.0
+        );
+        println!(
+            "  MCP send_message relative to LAP /message: {:.0}% (target >= 80%); without TCP_NODELAY {:.1}%",
+            mcp.rps() / message.rps() * 100.0,
+            mcp_delayed.rps() / message.rps() * 100.0
         );
 
         // Memory of idle sessions.
