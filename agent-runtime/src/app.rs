@@ -2,13 +2,12 @@
 //! `update`, effects as data) plus optional hooks that shape what agents see.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use agent_schema::{AgentContext, AgentDocs, AgentMsg};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::session::EffectContext;
 
 /// The error an effect task returns; its `Display` ends up in `drain.errors`
 /// (`effect failed: <error>`).
@@ -158,4 +157,41 @@ pub struct Region {
     /// Attributes.
     #[serde(default)]
     pub attrs: std::collections::BTreeMap<String, String>,
+}
+
+/// Handed to [`App::run_effect`]: lets an effect send follow-up messages into its session.
+pub struct EffectContext<M> {
+    enqueue: Arc<dyn Fn(M) -> Result<(), SessionClosed> + Send + Sync>,
+}
+
+impl<M> Clone for EffectContext<M> {
+    fn clone(&self) -> Self {
+        EffectContext {
+            enqueue: self.enqueue.clone(),
+        }
+    }
+}
+
+impl<M> std::fmt::Debug for EffectContext<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EffectContext").finish_non_exhaustive()
+    }
+}
+
+/// The session was closed; the message was not queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("session closed")]
+pub struct SessionClosed;
+
+impl<M> EffectContext<M> {
+    /// A context whose `dispatch` calls `enqueue`.
+    pub(crate) fn new(enqueue: Arc<dyn Fn(M) -> Result<(), SessionClosed> + Send + Sync>) -> Self {
+        EffectContext { enqueue }
+    }
+
+    /// Queues `msg` behind everything already in the session's inbox. Effect messages are
+    /// trusted (they come from the app itself): no validation, no confirmation.
+    pub fn dispatch(&self, msg: M) -> Result<(), SessionClosed> {
+        (self.enqueue)(msg)
+    }
 }

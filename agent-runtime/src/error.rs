@@ -4,6 +4,8 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
 
+use agent_schema::protocol::ErrorCode;
+
 use crate::security::WireError;
 
 /// An HTTP error answer `{"error":{"code","detail"?,"retryAfterMs"?,"reconnect"?}}`.
@@ -12,7 +14,7 @@ pub struct ApiError {
     /// HTTP status.
     pub status: StatusCode,
     /// `error.code`.
-    pub code: &'static str,
+    pub code: ErrorCode,
     /// `error.detail`.
     pub detail: Option<String>,
     /// `error.retryAfterMs` (429).
@@ -23,7 +25,7 @@ pub struct ApiError {
 
 impl ApiError {
     /// An error without detail.
-    pub fn new(status: StatusCode, code: &'static str) -> Self {
+    pub fn new(status: StatusCode, code: ErrorCode) -> Self {
         ApiError {
             status,
             code,
@@ -41,44 +43,44 @@ impl ApiError {
 
     /// 400 `invalid` with a detail.
     pub fn invalid(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid").with_detail(detail)
+        Self::new(StatusCode::BAD_REQUEST, ErrorCode::Invalid).with_detail(detail)
     }
 
     /// 401 `auth-required`.
     pub fn auth_required() -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "auth-required")
+        Self::new(StatusCode::UNAUTHORIZED, ErrorCode::AuthRequired)
     }
 
     /// 403 `forbidden` with a detail.
     pub fn forbidden(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "forbidden").with_detail(detail)
+        Self::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden).with_detail(detail)
     }
 
     /// 403 `revoked`.
     pub fn revoked() -> Self {
-        Self::new(StatusCode::FORBIDDEN, "revoked")
+        Self::new(StatusCode::FORBIDDEN, ErrorCode::Revoked)
     }
 
     /// 405 `method-not-allowed`.
     pub fn method_not_allowed() -> Self {
-        Self::new(StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed")
+        Self::new(StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed)
     }
 
     /// 413 `payload-too-large`.
     pub fn payload_too_large() -> Self {
-        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large")
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge)
     }
 
     /// 500 `internal`.
     pub fn internal(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal").with_detail(detail)
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal).with_detail(detail)
     }
 
     /// 503 `paused`: the host closed the session.
     pub fn paused() -> Self {
         ApiError {
             reconnect: Some("expired"),
-            ..Self::new(StatusCode::SERVICE_UNAVAILABLE, "paused")
+            ..Self::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Paused)
                 .with_detail("the session was closed by the host")
         }
     }
@@ -86,7 +88,7 @@ impl ApiError {
     /// The JSON body.
     pub fn body(&self) -> Value {
         let mut error = Map::new();
-        error.insert("code".into(), json!(self.code));
+        error.insert("code".into(), json!(self.code.as_str()));
         if let Some(r) = self.reconnect {
             error.insert("reconnect".into(), json!(r));
         }

@@ -1,24 +1,112 @@
 //! The runtime of the agent surface: everything that runs.
 //!
-//! Pure algorithms (validation, affordances, diff, reads), the session host, tokens and the
-//! rest of the security surface, and the LAP / MCP servers.
+//! An app written in The Elm Architecture (a [`App::State`], a `Msg` enum with agent tags in
+//! its doc comments deriving [`AgentMsg`], an [`App::update`] returning effects) is hosted by a
+//! [`Host`] (its sessions) and served by an [`AgentServer`]: LAP under `/agent/lap/v1`, MCP at
+//! `/agent/mcp` (feature `mcp`), the management and human routes, the console page (feature
+//! `console`) and the OpenAPI document of LAP. Every operation is declared once ([`Operation`])
+//! and runs through one gate whatever the surface.
+//!
+//! # Embedding
+//!
+//! ```
+//! use agent_runtime::app::{App, EffectError};
+//! use agent_runtime::session::EffectContext;
+//! use agent_runtime::{AgentMsg, AgentServer, Host};
+//! use axum::serve::ListenerExt as _;
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Clone, Serialize, Deserialize, JsonSchema, AgentMsg)]
+//! #[serde(tag = "type", rename_all = "camelCase")]
+//! #[agent(crate = "agent_runtime::agent_schema")]
+//! enum Msg {
+//!     /// @intent("add one")
+//!     Inc,
+//!     /// @intent("start again") @requiresConfirm
+//!     Reset,
+//! }
+//!
+//! #[derive(Clone, Serialize, JsonSchema)]
+//! struct Counter {
+//!     count: i64,
+//! }
+//!
+//! struct CounterApp;
+//!
+//! impl App for CounterApp {
+//!     type State = Counter;
+//!     type Msg = Msg;
+//!     type Effect = ();
+//!     fn name(&self) -> &str {
+//!         "counter"
+//!     }
+//!     fn version(&self) -> &str {
+//!         "1.0.0"
+//!     }
+//!     fn init(&self) -> (Counter, Vec<()>) {
+//!         (Counter { count: 0 }, Vec::new())
+//!     }
+//!     fn update(&self, state: &mut Counter, msg: Msg) -> Vec<()> {
+//!         match msg {
+//!             Msg::Inc => state.count += 1,
+//!             Msg::Reset => state.count = 0,
+//!         }
+//!         Vec::new()
+//!     }
+//!     fn run_effect(
+//!         &self,
+//!         _: (),
+//!         _: EffectContext<Msg>,
+//!     ) -> impl std::future::Future<Output = Result<(), EffectError>> + Send + 'static {
+//!         async { Ok(()) }
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let host = Host::new(CounterApp)?; // checks the schema once, at start-up
+//! let agent = AgentServer::builder(host).build()?; // in-memory defaults for everything
+//! let app = axum::Router::new()
+//!     .route("/", axum::routing::get(|| async { "my app" }))
+//!     .merge(agent.router()); // /agent/... ; everything else is yours
+//! // TCP_NODELAY on accepted sockets: without it the end of each streamed MCP answer (SSE)
+//! // waits ~40 ms for the client's delayed ACK.
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let listener = listener.tap_io(|tcp| {
+//!     let _ = tcp.set_nodelay(true);
+//! });
+//! let serve = axum::serve(
+//!     listener,
+//!     app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+//! );
+//! # let serve = async move { tokio::select! { r = serve => r, _ = tokio::task::yield_now() => Ok(()) } };
+//! serve.await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Tokens, identities, rate limits and the audit trail are extension points
+//! ([`security::TokenStore`], [`security::IdentityResolver`], [`security::RateLimiter`],
+//! [`security::AuditSink`]) whose methods return futures, so an implementation can await a
+//! database; [`AgentServerBuilder`] takes them.
 
 #![warn(missing_docs)]
 
 pub mod affordances;
 pub mod app;
-pub mod catalog;
+pub(crate) mod catalog;
 pub mod cel_eval;
 pub mod clock;
 pub mod config;
 pub mod diff;
 mod error;
 pub mod host;
-pub mod lap;
+pub(crate) mod lap;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod ops;
-pub mod reads;
+pub(crate) mod reads;
 pub mod security;
 mod server;
 pub mod session;
@@ -27,9 +115,10 @@ pub mod validate;
 pub use agent_derive::AgentMsg;
 pub use agent_schema::{self, AgentContext, AgentDocs, DispatchMode, MessageAnnotations};
 pub use app::App;
+pub use config::MAX_BODY_BYTES;
 pub use config::{DispatchPolicy, HostConfig};
 pub use error::ApiError;
 pub use host::Host;
-pub use ops::Operation;
-pub use server::{AgentServer, AgentServerBuilder, ServerOptions};
+pub use ops::{Operation, IDEMPOTENCY_WINDOW_MS};
+pub use server::{AgentServer, AgentServerBuilder, ServerOptions, DEFAULT_RATE_LIMIT};
 pub use session::Session;

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::lap::{AgentServer, ServerOptions};
 use agent_runtime::Host;
+use agent_runtime::{AgentServer, ServerOptions};
 use agent_tests::mcp::{call, confirmation_flows, err, ok, wait_for_change_flow};
 use agent_tests::{start, TestServer};
 use axum::routing::post;

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::lap::AgentServer;
 use agent_runtime::security::{
     AuditEntry, AuditEvent, AuditSink, Bucket, IdentityResolver, InMemoryTokenStore, RateLimited,
     RateLimiter, TokenRecord, TokenStatus, TokenStore,
 };
+use agent_runtime::AgentServer;
 use agent_runtime::{Host, HostConfig};
 use agent_tests::{serve, TestServer, USER_HEADER};
 use axum::http::request::Parts;

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agent_examples::counter::Counter;
-use agent_runtime::lap::AgentServer;
+use agent_runtime::AgentServer;
 use agent_runtime::Host;
 use agent_tests::{start, TestServer};
 use fantoccini::{Client, ClientBuilder, Locator};

@@ -4,7 +4,7 @@
 //! `console_browser.rs`.
 
 use agent_examples::counter::Counter;
-use agent_runtime::lap::AgentServer;
+use agent_runtime::AgentServer;
 use agent_runtime::Host;
 use agent_tests::{start, start_app, TestServer};
 use reqwest::Method;

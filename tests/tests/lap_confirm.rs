@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use agent_examples::counter::Counter;
 use agent_runtime::clock::ManualClock;
-use agent_runtime::lap::AgentServer;
 use agent_runtime::security::MemoryAuditSink;
+use agent_runtime::AgentServer;
 use agent_runtime::{Host, HostConfig};
 use agent_tests::{start, start_app, Answer, Minted, TestServer, USER_HEADER};
 use serde_json::{json, Value};

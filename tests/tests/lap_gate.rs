@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use agent_examples::counter::Counter;
 use agent_runtime::clock::ManualClock;
-use agent_runtime::lap::{AgentServer, ServerOptions};
 use agent_runtime::security::{GovernorRateLimiter, TokenStatus};
+use agent_runtime::{AgentServer, ServerOptions};
 use agent_runtime::{Host, HostConfig};
 use agent_tests::{start, start_app, TestServer, USER_HEADER};
 use serde_json::{json, Value};

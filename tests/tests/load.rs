@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use agent_examples::counter::Counter;
-use agent_runtime::lap::{AgentServer, ServerOptions};
 use agent_runtime::Host;
+use agent_runtime::{AgentServer, ServerOptions};
 use agent_tests::start;
 use serde_json::json;
 

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_runtime::clock::ManualClock;
-use agent_runtime::lap::{AgentServer, ServerOptions};
 use agent_runtime::mcp::McpOptions;
 use agent_runtime::security::MemoryAuditSink;
+use agent_runtime::{AgentServer, ServerOptions};
 use agent_runtime::{Host, HostConfig};
 use agent_tests::{start, TestServer};
 use rmcp::model::CallToolRequestParams;

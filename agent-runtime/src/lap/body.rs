@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 
-pub use crate::config::MAX_BODY_BYTES;
+pub(crate) use crate::config::MAX_BODY_BYTES;
 
 /// 413 when the declared `Content-Length` is above the cap.
 pub fn check_content_length(headers: &HeaderMap) -> Result<(), ApiError> {

@@ -22,6 +22,7 @@ use crate::ops::dispatch_options;
 use crate::security::{AgentSession, TokenRecord, TokenStatus};
 use crate::server::AgentServer;
 use crate::session::{EditedApprovalError, Session, SessionError};
+use agent_schema::protocol::ErrorCode;
 use agent_schema::protocol::{DispatchRequest, Fields};
 
 const NOT_YOURS: &str = "unknown session or not yours";
@@ -84,7 +85,7 @@ async fn access<A: App>(
         if media.as_deref() != Some("application/json") {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported-media-type",
+                ErrorCode::UnsupportedMediaType,
             ));
         }
     }
@@ -218,9 +219,11 @@ async fn human_decide<A: App>(
             }
         };
         outcome.map_err(|e| match e {
-            EditedApprovalError::NotFound => ApiError::new(StatusCode::NOT_FOUND, "not-found"),
+            EditedApprovalError::NotFound => {
+                ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound)
+            }
             EditedApprovalError::AlreadyDecided(s) => {
-                ApiError::new(StatusCode::CONFLICT, "conflict").with_detail(format!(
+                ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict).with_detail(format!(
                     "confirmation {confirm_id} is already {}",
                     s.as_str()
                 ))

@@ -16,6 +16,7 @@ use crate::security::{
     SWEEP_RETENTION_MS,
 };
 use crate::server::AgentServer;
+use agent_schema::protocol::ErrorCode;
 use agent_schema::protocol::Fields;
 
 /// `/agent/mint`, `/agent/revoke`, `/agent/sessions`.
@@ -110,7 +111,7 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
             .create_session(Some(uid.clone()))
             .map_err(|e| match e {
                 CreateSessionError::Capacity(detail) => {
-                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "session-capacity")
+                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::SessionCapacity)
                         .with_detail(detail)
                 }
                 other => ApiError::internal(other.to_string()),

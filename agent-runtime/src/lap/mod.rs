@@ -13,12 +13,8 @@ mod operations;
 
 use axum::Router;
 
-pub use crate::error::ApiError;
-pub use crate::ops::{Operation, IDEMPOTENCY_WINDOW_MS};
-pub use crate::server::{AgentServer, AgentServerBuilder, ServerOptions, DEFAULT_RATE_LIMIT};
-pub use body::MAX_BODY_BYTES;
-
 use crate::app::App;
+use crate::server::AgentServer;
 
 /// Every HTTP route of the agent surface but `/agent/mcp`.
 pub(crate) fn routes<A: App>(server: &AgentServer<A>) -> Router {

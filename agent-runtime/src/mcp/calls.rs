@@ -41,7 +41,7 @@ impl ToolCatalog {
     /// The tools of `surface`, in listing order.
     pub fn new(surface: Surface) -> Self {
         let specs: Vec<ToolSpec> = tools::tools(surface).collect();
-        let listed = specs.iter().map(ToolSpec::to_tool).collect();
+        let listed = specs.iter().map(|s| s.to_tool()).collect();
         ToolCatalog { specs, listed }
     }
 

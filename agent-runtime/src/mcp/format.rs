@@ -8,6 +8,7 @@ use serde_json::Value;
 pub const NOT_CONNECTED_SERVER: &str = "Not connected — ask the user to copy the token from the app connect panel and call connect_session with it.";
 
 /// A forwarded tool called without a binding, in the bridge.
+#[cfg_attr(not(feature = "bridge"), allow(dead_code))] // the bridge's, declared beside the server's
 pub const NOT_CONNECTED_BRIDGE: &str = "Not connected — ask the user for the app's LAP URL and an agent token, then call connect_session with both (or use the connect prompt).";
 
 /// `connect_session {token}` on the server with an unknown, expired or idle token.
@@ -36,6 +37,7 @@ impl LapAnswer {
     }
 
     /// A request that never got an answer: status 0, code `network`.
+    #[cfg_attr(not(feature = "bridge"), allow(dead_code))] // the bridge's, declared beside the server's
     pub fn network(detail: impl Into<String>) -> Self {
         LapAnswer {
             status: 0,

@@ -24,6 +24,8 @@ pub enum Surface {
     /// `/agent/mcp` on the app server: `connect_session {token}`.
     Server,
     /// The `agent-bridge` stdio server: `connect_session {url, token}`.
+    #[cfg_attr(not(feature = "bridge"), allow(dead_code))]
+    // the bridge's, declared beside the server's
     Bridge,
 }
 
@@ -91,7 +93,7 @@ impl ToolSpec {
     }
 
     /// The rmcp tool declaration (no `outputSchema`).
-    pub fn to_tool(&self) -> Tool {
+    pub fn to_tool(self) -> Tool {
         Tool::new(self.name, self.description, Arc::new(self.input_schema()))
     }
 }
@@ -146,6 +148,7 @@ pub fn tools(surface: Surface) -> impl Iterator<Item = ToolSpec> {
 }
 
 /// The tool called `name` on `surface`.
+#[cfg(test)]
 pub fn find(surface: Surface, name: &str) -> Option<ToolSpec> {
     tools(surface).find(|t| t.name == name)
 }

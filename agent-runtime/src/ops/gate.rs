@@ -8,8 +8,9 @@
 use std::panic::AssertUnwindSafe;
 
 use agent_schema::protocol::{
-    ConfirmResultRequest, EmptyRequest, LogKind, MessageRequest, NarrateRequest, QueryDomRequest,
-    QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest, WouldDispatchRequest,
+    ConfirmResultRequest, EmptyRequest, ErrorCode, LogKind, MessageRequest, NarrateRequest,
+    QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest,
+    WouldDispatchRequest,
 };
 use axum::http::StatusCode;
 use futures::future::BoxFuture;
@@ -118,9 +119,9 @@ pub(crate) async fn serve<A: App, R: OpRequest>(
             Claim::Repeat(record) => {
                 if !record.same_message(msg) {
                     return Reply::from_error(
-                        &ApiError::new(StatusCode::CONFLICT, "conflict").with_detail(format!(
-                            "idempotencyKey {key} was used for a different message"
-                        )),
+                        &ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict).with_detail(
+                            format!("idempotencyKey {key} was used for a different message"),
+                        ),
                     );
                 }
                 let replay = with_revocation(server, &tid, async {
@@ -182,7 +183,7 @@ async fn run<A: App, R: OpRequest>(
     match handled {
         Ok(h) => success_tail(&call, h).await,
         Err(e) => {
-            if e.status.is_server_error() && e.code != "paused" {
+            if e.status.is_server_error() && e.code != ErrorCode::Paused {
                 let entry = log_entry(
                     LogKind::Error,
                     op.spec().label.to_string(),

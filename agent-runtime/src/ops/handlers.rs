@@ -5,9 +5,9 @@ use agent_schema::protocol::{
     ActionsResponse, ConfirmOutcome, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
     DescribeVisibleResponse, Description, DispatchRequest, EmptyRequest, LogKind, MessageRequest,
     NarrateRequest, NarrateResponse, ObserveResponse, QueryDomRequest, QueryDomResponse,
-    QueryStateRequest, QueryStateResponse, RecentActionsRequest, RecentActionsResponse, SendResult,
-    StateRequest, StateResponse, WaitRequest, WaitResponse, WouldDispatchRequest,
-    WouldDispatchResult,
+    QueryStateRequest, QueryStateResponse, RecentActionsRequest, RecentActionsResponse,
+    RejectReason, SendResult, StateRequest, StateResponse, WaitRequest, WaitResponse,
+    WouldDispatchRequest, WouldDispatchResult,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -160,11 +160,11 @@ fn message_answer(outcome: ConfirmOutcome, confirm_id: String) -> SendResult {
             SendResult::Confirmed { state_after, msg }
         }
         ConfirmOutcome::UserCancelled => SendResult::Rejected {
-            reason: "user-cancelled".into(),
+            reason: RejectReason::UserCancelled,
             detail: None,
         },
         ConfirmOutcome::Expired => SendResult::Rejected {
-            reason: "timeout".into(),
+            reason: RejectReason::Timeout,
             detail: None,
         },
         ConfirmOutcome::Pending => SendResult::PendingConfirmation { confirm_id },
@@ -242,13 +242,13 @@ pub(super) async fn confirm_result<A: App>(
         ),
         ConfirmOutcome::UserCancelled => (
             ConfirmResultResponse::Rejected {
-                reason: "user-cancelled".into(),
+                reason: RejectReason::UserCancelled,
             },
             "user-cancelled",
         ),
         ConfirmOutcome::Expired => (
             ConfirmResultResponse::Rejected {
-                reason: "timeout".into(),
+                reason: RejectReason::Timeout,
             },
             "timeout",
         ),

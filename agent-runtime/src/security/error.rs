@@ -7,6 +7,7 @@
 //! `IntoResponse` through [`wire_error_response`]. Start-up failures (a short identity key, a bad
 //! rate-limit spec) are [`ConfigError`]s and never reach the wire.
 
+use agent_schema::protocol::ErrorCode;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
@@ -17,7 +18,7 @@ pub trait WireError {
     fn status(&self) -> StatusCode;
 
     /// The `error.code` of the body (`auth-failed`, `revoked`, `rate-limited`, …).
-    fn code(&self) -> &'static str;
+    fn code(&self) -> ErrorCode;
 
     /// The `error.detail` of the body, when there is one.
     fn detail(&self) -> Option<String> {
@@ -32,7 +33,7 @@ pub trait WireError {
     /// The JSON body `{"error":{"code","detail"?,"retryAfterMs"?}}`, keys in that order.
     fn body(&self) -> Value {
         let mut error = Map::new();
-        error.insert("code".to_owned(), Value::from(self.code()));
+        error.insert("code".to_owned(), Value::from(self.code().as_str()));
         if let Some(detail) = self.detail() {
             error.insert("detail".to_owned(), Value::from(detail));
         }
@@ -79,8 +80,8 @@ mod tests {
         fn status(&self) -> StatusCode {
             StatusCode::TOO_MANY_REQUESTS
         }
-        fn code(&self) -> &'static str {
-            "rate-limited"
+        fn code(&self) -> ErrorCode {
+            ErrorCode::RateLimited
         }
         fn detail(&self) -> Option<String> {
             Some("d".to_owned())

@@ -6,6 +6,7 @@
 //! serves TLS) and the host is the `Host` header (the URI authority for HTTP/2 requests that
 //! carry none).
 
+use agent_schema::protocol::ErrorCode;
 use std::fmt;
 
 use axum::http::header::{HOST, ORIGIN};
@@ -122,8 +123,8 @@ impl WireError for CrossOriginRefused {
         StatusCode::FORBIDDEN
     }
 
-    fn code(&self) -> &'static str {
-        "forbidden"
+    fn code(&self) -> ErrorCode {
+        ErrorCode::Forbidden
     }
 
     fn detail(&self) -> Option<String> {

@@ -5,6 +5,7 @@
 //! window, a new key starts full, a call consumes one token. Denied calls get
 //! `retryAfterMs = ceil((1 - tokens) / (count / windowMs))`.
 
+use agent_schema::protocol::ErrorCode;
 use std::fmt;
 use std::num::NonZeroU32;
 use std::str::FromStr;
@@ -186,8 +187,8 @@ impl WireError for RateLimited {
         StatusCode::TOO_MANY_REQUESTS
     }
 
-    fn code(&self) -> &'static str {
-        "rate-limited"
+    fn code(&self) -> ErrorCode {
+        ErrorCode::RateLimited
     }
 
     fn retry_after_ms(&self) -> Option<u64> {

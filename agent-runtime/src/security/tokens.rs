@@ -4,6 +4,7 @@
 //! its SHA-256 hash is stored; the token itself is handed out once, by mint, wrapped in
 //! [`SecretToken`] whose `Debug` never shows it.
 
+use agent_schema::protocol::ErrorCode;
 use std::fmt;
 
 use axum::http::StatusCode;
@@ -238,10 +239,10 @@ impl WireError for AuthError {
         }
     }
 
-    fn code(&self) -> &'static str {
+    fn code(&self) -> ErrorCode {
         match self {
-            AuthError::AuthFailed => "auth-failed",
-            AuthError::Revoked => "revoked",
+            AuthError::AuthFailed => ErrorCode::AuthFailed,
+            AuthError::Revoked => ErrorCode::Revoked,
         }
     }
 }

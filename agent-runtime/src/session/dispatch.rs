@@ -5,8 +5,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use agent_schema::protocol::{
-    ConfirmEntry, ConfirmOutcome, ConfirmStatus, LogKind, SendResult, ValidationIssue, WaitFor,
-    WouldDispatchResult,
+    ConfirmEntry, ConfirmOutcome, ConfirmStatus, LogKind, RejectReason, SendResult,
+    ValidationIssue, WaitFor, WouldDispatchResult,
 };
 use agent_schema::DispatchMode;
 use serde_json::{json, Map, Value};
@@ -75,11 +75,8 @@ impl From<DecisionError> for EditedApprovalError {
     }
 }
 
-fn rejected(reason: &str, detail: Option<String>) -> SendResult {
-    SendResult::Rejected {
-        reason: reason.to_string(),
-        detail,
-    }
+fn rejected(reason: RejectReason, detail: Option<String>) -> SendResult {
+    SendResult::Rejected { reason, detail }
 }
 
 /// `msg` without its `type` key.
@@ -175,10 +172,10 @@ impl<A: App> Session<A> {
         tid: Option<&str>,
     ) -> Result<SendResult, SessionError> {
         let Some(variant) = variant_of(msg) else {
-            return Ok(rejected("invalid", None));
+            return Ok(rejected(RejectReason::Invalid, None));
         };
         let annotations = self.core.catalog.annotations(variant).cloned();
-        let block = |detail: String, reason: &str| {
+        let block = |detail: String, reason: RejectReason| {
             self.append_log(self.message_log_entry(LogKind::Blocked, msg, tid));
             self.record_outcome(
                 tid,
@@ -193,13 +190,13 @@ impl<A: App> Session<A> {
             if a.dispatch_mode == DispatchMode::HumanOnly {
                 return Ok(block(
                     Self::human_only_detail(a.intent.as_deref()),
-                    "human-only",
+                    RejectReason::HumanOnly,
                 ));
             }
         }
         let (typed, warnings) = match self.check_message(msg, self.core.config.policy) {
             Ok(ok) => ok,
-            Err((detail, _)) => return Ok(block(detail, "invalid")),
+            Err((detail, _)) => return Ok(block(detail, RejectReason::Invalid)),
         };
         let annotations = annotations.unwrap_or_default();
         if annotations.requires_confirm {
@@ -254,13 +251,13 @@ impl<A: App> Session<A> {
     ) -> Result<SendResult, SessionError> {
         if variant_of(msg).is_none() {
             return Ok(rejected(
-                "invalid",
+                RejectReason::Invalid,
                 Some("msg.type must be a string".into()),
             ));
         }
         match self.check_message(msg, self.core.config.policy) {
             Ok((typed, warnings)) => self.dispatch_checked(typed, warnings, opts).await,
-            Err((detail, _)) => Ok(rejected("invalid", Some(detail))),
+            Err((detail, _)) => Ok(rejected(RejectReason::Invalid, Some(detail))),
         }
     }
 
@@ -305,14 +302,14 @@ impl<A: App> Session<A> {
     pub fn would_dispatch(&self, msg: &Value) -> Result<WouldDispatchResult, SessionError> {
         let Some(variant) = variant_of(msg) else {
             return Ok(WouldDispatchResult::Rejected {
-                reason: "invalid".into(),
+                reason: RejectReason::Invalid,
                 detail: Some("msg.type must be a string".into()),
             });
         };
         if let Some(a) = self.core.catalog.annotations(variant) {
             if a.dispatch_mode == DispatchMode::HumanOnly {
                 return Ok(WouldDispatchResult::Rejected {
-                    reason: "human-only".into(),
+                    reason: RejectReason::HumanOnly,
                     detail: Some(Self::human_only_detail(a.intent.as_deref())),
                 });
             }
@@ -324,7 +321,7 @@ impl<A: App> Session<A> {
             }
             Err((detail, _)) => {
                 return Ok(WouldDispatchResult::Rejected {
-                    reason: "invalid".into(),
+                    reason: RejectReason::Invalid,
                     detail: Some(detail),
                 })
             }

@@ -9,48 +9,14 @@ use tokio::sync::broadcast;
 
 use super::task::{CommitNote, Origin};
 use super::{panic_text, SessionCore};
-use crate::app::App;
-
-/// Handed to [`App::run_effect`]: lets an effect send follow-up messages into its session.
-pub struct EffectContext<M> {
-    enqueue: Arc<dyn Fn(M) -> Result<(), SessionClosed> + Send + Sync>,
-}
-
-impl<M> Clone for EffectContext<M> {
-    fn clone(&self) -> Self {
-        EffectContext {
-            enqueue: self.enqueue.clone(),
-        }
-    }
-}
-
-impl<M> std::fmt::Debug for EffectContext<M> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EffectContext").finish_non_exhaustive()
-    }
-}
-
-/// The session was closed; the message was not queued.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("session closed")]
-pub struct SessionClosed;
-
-impl<M> EffectContext<M> {
-    /// Queues `msg` behind everything already in the session's inbox. Effect messages are
-    /// trusted (they come from the app itself): no validation, no confirmation.
-    pub fn dispatch(&self, msg: M) -> Result<(), SessionClosed> {
-        (self.enqueue)(msg)
-    }
-}
+use crate::app::{App, EffectContext, SessionClosed};
 
 pub(crate) fn spawn_effect<A: App>(core: &Arc<SessionCore<A>>, effect: A::Effect) {
     let weak = Arc::downgrade(core);
-    let ctx = EffectContext {
-        enqueue: Arc::new(move |msg| match weak.upgrade() {
-            Some(core) => core.enqueue(msg, Origin::Plain).map(drop),
-            None => Err(SessionClosed),
-        }),
-    };
+    let ctx = EffectContext::new(Arc::new(move |msg| match weak.upgrade() {
+        Some(core) => core.enqueue(msg, Origin::Plain).map(drop),
+        None => Err(SessionClosed),
+    }));
     let notes = core.notes.clone();
     let app = core.app.clone();
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| app.run_effect(effect, ctx)));

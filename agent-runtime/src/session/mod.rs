@@ -4,12 +4,12 @@
 //! Reads never go through the task: after every commit the task publishes the redacted state,
 //! and typed hooks read the state under a short read lock. The task is the only writer.
 
-pub mod activity;
-pub mod confirm;
+pub(crate) mod activity;
+pub(crate) mod confirm;
 mod dispatch;
 mod drain;
 mod effects;
-pub mod events;
+pub(crate) mod events;
 mod outcome;
 mod reads;
 mod task;
@@ -31,8 +31,8 @@ use crate::security::{AuditEntry, AuditEvent, AuditSink};
 /// of its own commit through `committed_through`.
 const NOTES_CAPACITY: usize = 64;
 
+pub use crate::app::{EffectContext, SessionClosed};
 pub use dispatch::{DispatchOptions, EditedApprovalError};
-pub use effects::{EffectContext, SessionClosed};
 pub use events::{SessionEvent, Subscription};
 pub use outcome::LastOutcome;
 

@@ -101,6 +101,32 @@ pub struct DrainReport {
     pub warnings: Vec<ValidationIssue>,
 }
 
+/// Why a message was refused: the `reason` of a `rejected` answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RejectReason {
+    /// The payload failed validation (or `type` names no variant).
+    Invalid,
+    /// A `@humanOnly` message from an agent.
+    HumanOnly,
+    /// The human rejected the proposal.
+    UserCancelled,
+    /// The proposal expired before a decision.
+    Timeout,
+}
+
+impl RejectReason {
+    /// The wire string.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RejectReason::Invalid => "invalid",
+            RejectReason::HumanOnly => "human-only",
+            RejectReason::UserCancelled => "user-cancelled",
+            RejectReason::Timeout => "timeout",
+        }
+    }
+}
+
 /// The answer of `send_message` (and of the human dispatch).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "status", rename_all = "kebab-case")]
@@ -135,8 +161,8 @@ pub enum SendResult {
     },
     /// Refused.
     Rejected {
-        /// `human-only`, `invalid`, `user-cancelled`, `timeout`, …
-        reason: String,
+        /// Why.
+        reason: RejectReason,
         /// Details, when there are any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
@@ -186,7 +212,7 @@ pub enum WouldDispatchResult {
     /// Refused before validation.
     Rejected {
         /// `invalid` or `human-only`.
-        reason: String,
+        reason: RejectReason,
         /// Details.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{Action, LogEntry};
+use super::{Action, LogEntry, RejectReason};
 use crate::AgentContext;
 
 fn any_schema(_: &mut SchemaGenerator) -> Schema {
@@ -169,7 +169,7 @@ pub enum ConfirmResultResponse {
     /// Rejected by the human (`user-cancelled`) or expired (`timeout`).
     Rejected {
         /// `user-cancelled` or `timeout`.
-        reason: String,
+        reason: RejectReason,
     },
     /// Not decided yet.
     StillPending,

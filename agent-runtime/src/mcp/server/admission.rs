@@ -31,9 +31,10 @@ use crate::config::MAX_BODY_BYTES;
 use crate::error::ApiError;
 use crate::mcp::MCP_PATH;
 use crate::security::{
-    request_client_address, verify_bearer, AuditEntry, AuditEvent, AuthError, Bucket,
+    request_client_address, verify_bearer, AuditEntry, AuditEvent, Bucket, WireError,
 };
 use crate::server::AgentServer;
+use agent_schema::protocol::ErrorCode;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -249,11 +250,7 @@ where
                     });
                 }
                 Err(e) => {
-                    let code = match e {
-                        AuthError::AuthFailed => "auth-failed",
-                        AuthError::Revoked => "revoked",
-                    };
-                    let detail = json!({"endpoint": MCP_PATH, "code": code});
+                    let detail = json!({"endpoint": MCP_PATH, "code": e.code().as_str()});
                     server
                         .audit(AuditEntry::new(now, AuditEvent::AuthFailed, detail))
                         .await;
@@ -276,7 +273,8 @@ where
                 server
                     .audit(AuditEntry::new(now, AuditEvent::RateLimited, detail))
                     .await;
-                let error = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "session-capacity");
+                let error =
+                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::SessionCapacity);
                 let mut response = error.into_response();
                 insert_header(&mut response, header::RETRY_AFTER, 30);
                 return response;

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use axum::Router;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-pub use admission::{McpAdmission, McpAdmissionLayer};
+pub use admission::McpAdmissionLayer;
 pub use handler::McpHandler;
-pub use registry::{AtCapacity, Binding, McpSessions};
+pub use registry::{AtCapacity, McpSessions};
 
 use super::calls::ToolCatalog;
 use super::tools::Surface;
