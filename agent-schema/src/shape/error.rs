@@ -135,7 +135,7 @@ mod tests {
         };
         let text = e.to_string();
         assert!(text.contains("`/$defs/Cell/properties/meta`"));
-        assert!(text.contains("`@validates` expression is not valid CEL: ERROR: <input>:1:4"));
+        assert!(text.contains("`@validates` expression is not valid CEL\nhelp: ERROR: <input>:1:4"));
         let e = SchemaError::VariantNotObject {
             index: 2,
             variant: None,

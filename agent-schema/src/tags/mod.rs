@@ -24,6 +24,7 @@ mod cursor;
 mod doc;
 mod errors;
 mod json_form;
+mod kind;
 mod records;
 mod scanner;
 pub(crate) mod suggest;
@@ -33,7 +34,8 @@ mod tag;
 mod tests;
 
 pub use doc::{doc_text, DocText};
-pub use errors::{excerpt, first_line, Detail, TagError, TagErrorKind};
+pub use errors::{excerpt, first_line, line_of, Detail, TagError};
+pub use kind::{Placement, TagErrorKind};
 pub use records::{
     cel_sources, check_enum_doc, parse_field_doc, parse_nested_field_doc, parse_variant_doc,
     written_tags, CelSource,
