@@ -23,7 +23,7 @@ pub struct Extra {
     tag_line: String,
 }
 
-/// The messages of the test app. Mentions the @intent tag in prose, which is fine.
+/// The messages of the test app. Mentions the `@intent` tag in prose, which is fine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, AgentMsg)]
 #[serde(
     tag = "type",

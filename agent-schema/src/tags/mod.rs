@@ -20,6 +20,7 @@
 //! ```
 
 mod args;
+pub mod cel;
 mod cursor;
 mod doc;
 mod errors;
