@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 fn compile_fail() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/compile_fail/*.rs");
+    cases.pass("tests/pass/*.rs");
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
