@@ -107,6 +107,35 @@ pub fn check_expression(tag: Tag, source: &str) -> Option<TagErrorKind> {
     }
 }
 
+/// Evaluates `source` with `var` bound to `value` (on a big-stack thread); true only when
+/// the result is the boolean `true`. For start-up checks; the runtime has its own cached
+/// evaluator.
+pub fn evaluate(source: &str, var: &str, value: &serde_json::Value) -> bool {
+    if analyze(source).is_err() {
+        return false;
+    }
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("cel-evaluate".into())
+            .stack_size(PARSE_STACK)
+            .spawn_scoped(scope, || {
+                let env = std::sync::Arc::new(cel::Env::stdlib());
+                let Ok(program) = env.compile(source) else {
+                    return false;
+                };
+                let Ok(bound) = cel::to_value(value) else {
+                    return false;
+                };
+                let mut context = cel::Context::with_env(env);
+                context.add_variable_from_value(var, bound);
+                matches!(program.execute(&context), Ok(cel::Value::Bool(true)))
+            })
+            .ok()
+            .and_then(|handle| handle.join().ok())
+            .unwrap_or(false)
+    })
+}
+
 /// [`analyze`] on the current thread.
 fn analyze_here(source: &str) -> Result<CelReads, CelProblem> {
     let parsed = Parser::new()
