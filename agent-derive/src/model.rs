@@ -70,7 +70,10 @@ impl Model {
             return None;
         }
         if let Some(lifetime) = input.generics.lifetimes().next() {
-            errors.push(syn::Error::new_spanned(lifetime, TagErrorKind::LifetimeEnum));
+            errors.push(syn::Error::new_spanned(
+                lifetime,
+                TagErrorKind::LifetimeEnum,
+            ));
             return None;
         }
         let krate = crate::agent_attr::crate_path(&input.attrs, errors)?;
@@ -88,7 +91,10 @@ impl Model {
             return None;
         };
         if variants.is_empty() {
-            errors.push(syn::Error::new_spanned(&input.ident, TagErrorKind::EmptyEnum));
+            errors.push(syn::Error::new_spanned(
+                &input.ident,
+                TagErrorKind::EmptyEnum,
+            ));
         }
         let variants: Vec<Variant> = variants
             .iter()

@@ -65,13 +65,8 @@ impl Catalog {
         let validator = Validator::new(&model, predicates.clone())?;
         let affordances = Affordances::new(&model, predicates);
         let docs = app.docs();
-        let document = DescribeDocument::new(
-            app.name(),
-            app.version(),
-            state,
-            &model,
-            docs.as_ref(),
-        );
+        let document =
+            DescribeDocument::new(app.name(), app.version(), state, &model, docs.as_ref());
         let describe = document.to_value();
         let describe_json = serde_json::value::to_raw_value(&describe)
             .map_err(|e| CatalogError::Describe(e.to_string()))?;

@@ -18,13 +18,13 @@ use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock, RwLock};
 
+use agent_schema::tags::cel as cel_check;
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
 };
 use cel::common::value::Val;
 use cel::objects::{Key, Map};
 use cel::{Context, Env, Program};
-use agent_schema::tags::cel as cel_check;
 use serde_json::Value;
 
 /// The variable a route gate sees.
@@ -502,7 +502,9 @@ mod tests {
                     worker.evaluate_validates(&deep, &json!(1)),
                     worker.evaluate_validates(&sum, &json!(1)),
                     worker.evaluate_validates(&too_deep, &json!(1)),
-                    worker.gate_scope(&json!({"n": 1})).passes("((((((((((((((state.n)))))))))))))) == 1"),
+                    worker
+                        .gate_scope(&json!({"n": 1}))
+                        .passes("((((((((((((((state.n)))))))))))))) == 1"),
                 ]
             })
             .unwrap()

@@ -20,7 +20,9 @@ struct Filter {
 
 /// The error text of `describe::<M, State>`.
 fn error_of<M: agent_schema::AgentMsg>() -> String {
-    describe::<M, State>("app", "1", None).unwrap_err().to_string()
+    describe::<M, State>("app", "1", None)
+        .unwrap_err()
+        .to_string()
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
@@ -41,7 +43,13 @@ enum Good {
 #[test]
 fn valid_examples_and_paths_pass() {
     let doc = describe::<Good, State>("app", "1", None).unwrap();
-    assert_eq!(doc.annotations["setWeight"]["examples"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        doc.annotations["setWeight"]["examples"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]

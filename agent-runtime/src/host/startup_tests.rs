@@ -47,6 +47,8 @@ impl App for TodoApp {
         vec![]
     }
 
+    // The trait asks for a `'static` future, which an `async fn` borrowing `self` is not.
+    #[allow(clippy::manual_async_fn)]
     fn run_effect(
         &self,
         _effect: (),

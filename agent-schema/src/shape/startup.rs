@@ -17,13 +17,23 @@ use crate::tags::Tag;
 impl MsgModel {
     /// Runs the start-up checks of this module for the message type `M` whose model this
     /// is, with `state_schema` the schemars JSON Schema of the app's state.
-    pub fn check_startup<M: DeserializeOwned>(&self, state_schema: &Value) -> Result<(), SchemaError> {
+    pub fn check_startup<M: DeserializeOwned>(
+        &self,
+        state_schema: &Value,
+    ) -> Result<(), SchemaError> {
         for variant in &self.variants {
             check_examples::<M>(variant)?;
             if let Some(gate) = &variant.annotations.route_gate {
                 for (root, path) in reads_of(gate, "state") {
                     if let Err(problem) = schema_path(state_schema, state_schema, &path) {
-                        return Err(path_error(variant, Tag::RouteGated, gate, &root, &path, problem));
+                        return Err(path_error(
+                            variant,
+                            Tag::RouteGated,
+                            gate,
+                            &root,
+                            &path,
+                            problem,
+                        ));
                     }
                 }
             }
@@ -37,7 +47,13 @@ impl MsgModel {
 /// checked elsewhere).
 fn reads_of(source: &str, var: &str) -> Vec<(String, Vec<String>)> {
     analyze(source)
-        .map(|reads| reads.paths.into_iter().filter(|(root, _)| root == var).collect())
+        .map(|reads| {
+            reads
+                .paths
+                .into_iter()
+                .filter(|(root, _)| root == var)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -50,8 +66,12 @@ fn check_examples<M: DeserializeOwned>(variant: &VariantModel) -> Result<(), Sch
             problem: format!("#{} {problem}", index + 1),
             fix,
         };
-        let parsed: Value = serde_json::from_str(example)
-            .map_err(|e| error(format!("is not JSON: {e}"), "write the example as JSON".into()))?;
+        let parsed: Value = serde_json::from_str(example).map_err(|e| {
+            error(
+                format!("is not JSON: {e}"),
+                "write the example as JSON".into(),
+            )
+        })?;
         let payloads = match parsed {
             Value::Array(items) => items,
             other => vec![other],
@@ -76,7 +96,10 @@ fn check_examples<M: DeserializeOwned>(variant: &VariantModel) -> Result<(), Sch
                 };
                 if !evaluate(src, "v", value) {
                     return Err(error(
-                        format!("fails `@validates(\"{src}\")` of field `{}` with {value}", field.name),
+                        format!(
+                            "fails `@validates(\"{src}\")` of field `{}` with {value}",
+                            field.name
+                        ),
                         format!("change the example's `{}` or the predicate", field.name),
                     ));
                 }
@@ -104,7 +127,14 @@ fn check_field_paths(variant: &VariantModel, object: &ObjectModel) -> Result<(),
         if let Some(src) = &field.validates {
             for (root, path) in reads_of(src, "v") {
                 if let Err(problem) = node_path(&field.ty, &path, 0) {
-                    return Err(path_error(variant, Tag::Validates, src, &root, &path, problem));
+                    return Err(path_error(
+                        variant,
+                        Tag::Validates,
+                        src,
+                        &root,
+                        &path,
+                        problem,
+                    ));
                 }
             }
         }
@@ -156,15 +186,26 @@ fn path_error(
             format!("CEL has no `.{}`: use size({})", path[at], upto(at)),
         ),
         PathProblem::NoField { at, known } => (
-            format!("`{source}` reads `{}`, which is not in the schema", whole(at)),
+            format!(
+                "`{source}` reads `{}`, which is not in the schema",
+                whole(at)
+            ),
             if known.is_empty() {
                 format!("`{}` has no fields", upto(at).trim_end_matches('.'))
             } else {
-                format!("the fields of `{}` are: {}", upto(at).trim_end_matches('.'), known.join(", "))
+                format!(
+                    "the fields of `{}` are: {}",
+                    upto(at).trim_end_matches('.'),
+                    known.join(", ")
+                )
             },
         ),
         PathProblem::NotAnObject { at, what } => (
-            format!("`{source}` reads `{}`, but `{}` is {what}", whole(at), upto(at).trim_end_matches('.')),
+            format!(
+                "`{source}` reads `{}`, but `{}` is {what}",
+                whole(at),
+                upto(at).trim_end_matches('.')
+            ),
             "read fields only from objects".into(),
         ),
     };
@@ -185,9 +226,18 @@ fn node_path(node: &TypeNode, path: &[String], at: usize) -> Result<(), PathProb
         TypeKind::Unknown => Ok(()),
         TypeKind::Array(_) => Err(list_problem(segment, at, "a list")),
         TypeKind::String => Err(list_problem(segment, at, "a string")),
-        TypeKind::Number { .. } => Err(PathProblem::NotAnObject { at, what: "a number" }),
-        TypeKind::Boolean => Err(PathProblem::NotAnObject { at, what: "a boolean" }),
-        TypeKind::Enum(_) => Err(PathProblem::NotAnObject { at, what: "an enum value" }),
+        TypeKind::Number { .. } => Err(PathProblem::NotAnObject {
+            at,
+            what: "a number",
+        }),
+        TypeKind::Boolean => Err(PathProblem::NotAnObject {
+            at,
+            what: "a boolean",
+        }),
+        TypeKind::Enum(_) => Err(PathProblem::NotAnObject {
+            at,
+            what: "an enum value",
+        }),
         TypeKind::Object(object) => object_path(object, path, at),
         TypeKind::Union(union) => {
             if segment == &union.discriminant {
@@ -234,7 +284,13 @@ fn schema_path(root: &Value, node: &Value, path: &[String]) -> Result<(), PathPr
 }
 
 /// See [`schema_path`].
-fn schema_at(root: &Value, node: &Value, path: &[String], at: usize, hops: usize) -> Result<(), PathProblem> {
+fn schema_at(
+    root: &Value,
+    node: &Value,
+    path: &[String],
+    at: usize,
+    hops: usize,
+) -> Result<(), PathProblem> {
     let Some(segment) = path.get(at) else {
         return Ok(());
     };
@@ -271,7 +327,11 @@ fn schema_at(root: &Value, node: &Value, path: &[String], at: usize, hops: usize
     }
     let types: Vec<&str> = match schema.get("type") {
         Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|t| *t != "null")
+            .collect(),
         _ => Vec::new(),
     };
     if let Some(Value::Object(properties)) = schema.get("properties") {
@@ -293,8 +353,14 @@ fn schema_at(root: &Value, node: &Value, path: &[String], at: usize, hops: usize
     match types.as_slice() {
         ["array"] => Err(list_problem(segment, at, "a list")),
         ["string"] => Err(list_problem(segment, at, "a string")),
-        ["integer"] | ["number"] => Err(PathProblem::NotAnObject { at, what: "a number" }),
-        ["boolean"] => Err(PathProblem::NotAnObject { at, what: "a boolean" }),
+        ["integer"] | ["number"] => Err(PathProblem::NotAnObject {
+            at,
+            what: "a number",
+        }),
+        ["boolean"] => Err(PathProblem::NotAnObject {
+            at,
+            what: "a boolean",
+        }),
         ["object"] => match schema.get("additionalProperties") {
             Some(values @ Value::Object(_)) => schema_at(root, values, path, at + 1, hops),
             _ => Ok(()),

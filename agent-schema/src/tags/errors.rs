@@ -118,10 +118,9 @@ impl fmt::Display for Detail {
             Detail::UnclosedCurlyString => f.write_str(
                 "a `“` string is never closed by a `”` before the end of the doc comment",
             ),
-            Detail::ExpectedCommaOrClose { found } => write!(
-                f,
-                "expected `,` or `)` after an argument, found `{found}`"
-            ),
+            Detail::ExpectedCommaOrClose { found } => {
+                write!(f, "expected `,` or `)` after an argument, found `{found}`")
+            }
             Detail::ExactlyOne { found } => {
                 write!(f, "expected exactly 1 quoted argument, found {found}")
             }

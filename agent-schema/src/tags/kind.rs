@@ -196,8 +196,12 @@ impl TagErrorKind {
     /// The first line: what is wrong.
     pub fn summary(&self) -> String {
         match self {
-            TagErrorKind::Malformed { tag, detail, .. } => format!("malformed `@{tag}(…)`: {detail}"),
-            TagErrorKind::HumanAndAgentOnly => "`@humanOnly` and `@agentOnly` exclude each other".into(),
+            TagErrorKind::Malformed { tag, detail, .. } => {
+                format!("malformed `@{tag}(…)`: {detail}")
+            }
+            TagErrorKind::HumanAndAgentOnly => {
+                "`@humanOnly` and `@agentOnly` exclude each other".into()
+            }
             TagErrorKind::ConfirmOnHumanOnly => {
                 "`@requiresConfirm` has no effect on a `@humanOnly` variant".into()
             }
@@ -214,7 +218,9 @@ impl TagErrorKind {
                 format!("`@example` has \"type\": {found}, but the variant's wire name is \"{wire_name}\"")
             }
             TagErrorKind::InvalidCel { tag, .. } => format!("`{tag}` expression is not valid CEL"),
-            TagErrorKind::FieldTagOnVariant { tag } => format!("`{tag}` is a field tag, not a variant tag"),
+            TagErrorKind::FieldTagOnVariant { tag } => {
+                format!("`{tag}` is a field tag, not a variant tag")
+            }
             TagErrorKind::VariantTagOnField { tag } => {
                 format!("`{tag}` is a variant tag: it has no meaning on a field")
             }
@@ -265,7 +271,8 @@ impl TagErrorKind {
                 "#[derive(AgentMsg)] does not support generic message enums".into()
             }
             TagErrorKind::LifetimeEnum => {
-                "`AgentMsg` needs an owned `'static` message type, found a lifetime parameter".into()
+                "`AgentMsg` needs an owned `'static` message type, found a lifetime parameter"
+                    .into()
             }
             TagErrorKind::EmptyEnum => "#[derive(AgentMsg)] needs at least one variant".into(),
             TagErrorKind::DuplicateWireName {
@@ -278,7 +285,10 @@ impl TagErrorKind {
                 format!("variants `{first}` and `{second}` read the same wire name \"{wire_name}\"")
             }
             TagErrorKind::CratePath { problem } => {
-                format!("cannot use the `agent_schema` crate path: {}", shorten(problem, 50))
+                format!(
+                    "cannot use the `agent_schema` crate path: {}",
+                    shorten(problem, 50)
+                )
             }
         }
     }

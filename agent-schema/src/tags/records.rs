@@ -215,7 +215,10 @@ fn usable(event: Event, errors: &mut Vec<TagError>) -> Option<(usize, Tag, Call)
             placement: Some(placement),
             ..
         } => {
-            errors.push(TagError::new(at, TagErrorKind::Misplaced { tag, placement }));
+            errors.push(TagError::new(
+                at,
+                TagErrorKind::Misplaced { tag, placement },
+            ));
             None
         }
         Event::Known {

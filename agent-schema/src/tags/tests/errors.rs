@@ -245,7 +245,10 @@ fn d8_quoted_example_not_json() {
             "the quoted example is not valid JSON",
             "@example(\"\")"
         )
-        .replace("help: ", "help: EOF while parsing a value at line 1 column 0: ")
+        .replace(
+            "help: ",
+            "help: EOF while parsing a value at line 1 column 0: "
+        )
     );
     assert_eq!(code("inc", " @example(\"{ type: 'inc' }\")"), "D8");
 }

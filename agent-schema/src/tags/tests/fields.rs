@@ -60,7 +60,10 @@ fn no_tags() {
 
 #[test]
 fn a_repeated_field_tag_is_e19() {
-    let text = doc(&[" @should(\"a\") @validates(\"x\")", " @should(\"b\") @validates(\"y\")"]);
+    let text = doc(&[
+        " @should(\"a\") @validates(\"x\")",
+        " @should(\"b\") @validates(\"y\")",
+    ]);
     let errors = parse_field_doc(&text).unwrap_err();
     let codes: Vec<_> = errors.iter().map(|e| e.code()).collect();
     assert_eq!(codes, ["E19", "E19"]);
@@ -72,7 +75,8 @@ fn a_repeated_field_tag_is_e19() {
     );
     // Nested docs get the same check.
     assert_eq!(
-        parse_nested_field_doc("@validates(\"v > 0\")\n@validates(\"v < 9\")").unwrap_err()[0].code(),
+        parse_nested_field_doc("@validates(\"v > 0\")\n@validates(\"v < 9\")").unwrap_err()[0]
+            .code(),
         "E19"
     );
 }

@@ -27,8 +27,14 @@ fn tag_boundaries() {
     assert_eq!(codes, ["E4", "E4"]);
     assert_eq!(variant_errors("a", &[" @humanOnlyX"])[0].code(), "E4");
     // Punctuation after a flag glues it (E17), and prose before it puts it in a sentence.
-    assert_eq!(variant_errors("a", &[" @requiresConfirm."])[0].code(), "E17");
-    assert_eq!(variant_errors("a", &[" This is @requiresConfirm"])[0].code(), "E17");
+    assert_eq!(
+        variant_errors("a", &[" @requiresConfirm."])[0].code(),
+        "E17"
+    );
+    assert_eq!(
+        variant_errors("a", &[" This is @requiresConfirm"])[0].code(),
+        "E17"
+    );
     // `@` without an identifier is not a tag.
     assert!(variant("a", &[" @ @1 @-"]).is_default());
 }
@@ -43,7 +49,10 @@ fn filler_in_argument_lists() {
     let errors = variant_errors("a", &[" @emits(", " * * \"a\")"]);
     assert_eq!(errors[0].code(), "D4");
     // A call tag followed by a newline before `(` has no list (E18).
-    assert_eq!(variant_errors("a", &[" @intent", " (\"x\")"])[0].code(), "E18");
+    assert_eq!(
+        variant_errors("a", &[" @intent", " (\"x\")"])[0].code(),
+        "E18"
+    );
 }
 
 #[test]

@@ -31,11 +31,7 @@ fn near_miss_names_get_a_suggestion() {
         assert_eq!(
             errors[0].kind,
             TagErrorKind::UnknownTag {
-                name: line.trim_start()[1..]
-                    .split('(')
-                    .next()
-                    .unwrap()
-                    .to_owned(),
+                name: line.trim_start()[1..].split('(').next().unwrap().to_owned(),
                 suggestion: known
             },
             "{line}"
@@ -108,7 +104,15 @@ fn tag_between_two_fenced_blocks_is_read() {
 
 #[test]
 fn error_offsets_after_fenced_lines_point_at_the_tag() {
-    let lines = [" ```", " @intent(", " ```", " ```", " x", " ```", " @intnet(\"y\")"];
+    let lines = [
+        " ```",
+        " @intent(",
+        " ```",
+        " ```",
+        " x",
+        " ```",
+        " @intnet(\"y\")",
+    ];
     let errors = variant_errors("a", &lines);
     assert_eq!(errors.len(), 1);
     let text = doc(&lines);
@@ -163,15 +167,21 @@ fn every_first_line_is_short_and_every_message_has_a_fix() {
             tag: Tag::RouteGated,
             parser_message: long.clone(),
         },
-        TagErrorKind::FieldTagOnVariant { tag: Tag::Validates },
+        TagErrorKind::FieldTagOnVariant {
+            tag: Tag::Validates,
+        },
         TagErrorKind::VariantTagOnField {
             tag: Tag::AlwaysAffordable,
         },
-        TagErrorKind::FieldWithoutWireName { tag: Tag::Validates },
+        TagErrorKind::FieldWithoutWireName {
+            tag: Tag::Validates,
+        },
         TagErrorKind::TagOnEnum,
         TagErrorKind::TupleVariant,
         TagErrorKind::NotInternallyTagged,
-        TagErrorKind::WrongTagName { found: long.clone() },
+        TagErrorKind::WrongTagName {
+            found: long.clone(),
+        },
         TagErrorKind::NotAnEnum,
         TagErrorKind::NewtypeNotStruct { ty: long.clone() },
         TagErrorKind::Misplaced {

@@ -116,7 +116,10 @@ fn emits_first_call_deduplicated() {
     assert_eq!(emits(" @emits(\"cloud/save\")"), strings(&["cloud/save"]));
     assert_eq!(emits(" @emits(\"a\", \"b\", \"a\")"), strings(&["a", "b"]));
     // A second `@emits` is an error (E19), never silently dropped.
-    assert_eq!(variant_errors("a", &[" @emits(\"a\") @emits(\"b\")"])[0].code(), "E19");
+    assert_eq!(
+        variant_errors("a", &[" @emits(\"a\") @emits(\"b\")"])[0].code(),
+        "E19"
+    );
     assert_eq!(emits(" @emits(\"a\",)"), strings(&["a"]));
     assert_eq!(emits(" no emits here"), Vec::<String>::new());
 }
@@ -140,7 +143,10 @@ fn route_gated_one_or_two_arguments() {
     assert_eq!(ann.route_gate.as_deref(), Some("state.ready"));
     assert_eq!(ann.route_gate_reason, None);
     // A second gate is an error naming both lines.
-    let errors = variant_errors("a", &[" @routeGated(\"x\")", " @routeGated(\"y\", \"why\")"]);
+    let errors = variant_errors(
+        "a",
+        &[" @routeGated(\"x\")", " @routeGated(\"y\", \"why\")"],
+    );
     assert_eq!(errors.len(), 1);
     assert_eq!(
         errors[0].kind.summary(),
@@ -220,17 +226,27 @@ fn a_repeated_single_valued_tag_is_e19() {
             " @warning(\"w2\")",
         ],
     );
-    let found: Vec<_> = errors.iter().map(|e| (e.code(), e.offset, e.first)).collect();
+    let found: Vec<_> = errors
+        .iter()
+        .map(|e| (e.code(), e.offset, e.first))
+        .collect();
     let second_warning = "@intent(\"x\") @intent(\"y\")\n@warning(\"w1\")\n".len();
     assert_eq!(
         found,
         [
             ("E19", "@intent(\"x\") ".len(), Some(0)),
-            ("E19", second_warning, Some("@intent(\"x\") @intent(\"y\")\n".len())),
+            (
+                "E19",
+                second_warning,
+                Some("@intent(\"x\") @intent(\"y\")\n".len())
+            ),
         ]
     );
     // Flags and `@example` may repeat.
-    let ann = variant("a", &[" @requiresConfirm @requiresConfirm @example(\"1\") @example(\"2\")"]);
+    let ann = variant(
+        "a",
+        &[" @requiresConfirm @requiresConfirm @example(\"1\") @example(\"2\")"],
+    );
     assert!(ann.requires_confirm);
     assert_eq!(ann.examples.len(), 2);
 }
@@ -254,11 +270,17 @@ fn tags_in_prose_after_quote_backtick_or_letter_are_not_tags() {
     );
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].code(), "E17");
-    let ann = variant("a", &[" Unlike `@humanOnly` ones, this is shared; mail support@example.com."]);
+    let ann = variant(
+        "a",
+        &[" Unlike `@humanOnly` ones, this is shared; mail support@example.com."],
+    );
     assert!(ann.is_default());
     assert!(variant("a", &[" Use ``@humanOnly`` or ```@agentOnly``` here."]).is_default());
     // A stray quote in prose never hides a later tag.
-    assert_eq!(variant_errors("a", &[" Say \"hello. @humanOnly"])[0].code(), "E17");
+    assert_eq!(
+        variant_errors("a", &[" Say \"hello. @humanOnly"])[0].code(),
+        "E17"
+    );
     // An unclosed backtick does not hide a tag, nor does a code span on another line.
     let ann = variant("a", &[" a ` b", " @humanOnly `c`"]);
     assert_eq!(ann.dispatch_mode, DispatchMode::HumanOnly);
@@ -274,8 +296,13 @@ fn flag_with_empty_list() {
 #[test]
 fn call_tag_without_parenthesis_is_an_error() {
     // §8.1 #22 (changed): prose mentions go in backticks.
-    assert_eq!(variant_errors("a", &[" see the @example tag"])[0].code(), "E17");
-    assert!(variant("a", &[" see the `@example` tag"]).examples.is_empty());
+    assert_eq!(
+        variant_errors("a", &[" see the @example tag"])[0].code(),
+        "E17"
+    );
+    assert!(variant("a", &[" see the `@example` tag"])
+        .examples
+        .is_empty());
     let errors = variant_errors("a", &[" @intent", " (not a call)"]);
     assert_eq!(errors[0].code(), "E18");
     assert_eq!(
