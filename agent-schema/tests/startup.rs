@@ -189,3 +189,26 @@ fn a_near_miss_on_a_nested_field_fails() {
         "{text}"
     );
 }
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Limits {
+    /// @validates("v <= state.max")
+    low: f64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum NestedScope {
+    SetLimits { limits: Limits },
+}
+
+#[test]
+fn a_nested_validates_reading_state_fails() {
+    assert_eq!(
+        error_of::<NestedScope>(),
+        "variant \"setLimits\": `@validates` on `low`: `@validates` reads `state`, but only `v` is \
+         in scope\n\
+         help: `@validates` sees only the field's value `v`; a check on the state belongs in \
+         `@routeGated`"
+    );
+}

@@ -4,14 +4,16 @@
 //!   variant's own fields;
 //! - every field path a `@routeGated` expression reads from `state` exists in the state's
 //!   JSON Schema, and every path a `@validates` expression reads from `v` exists in the
-//!   field's type; `.length` on a list or a string is reported with "use size(…)".
+//!   field's type; `.length` on a list or a string is reported with "use size(…)";
+//! - every `@validates`, nested ones included, passes the compile-time CEL checks (syntax,
+//!   depth, only `v` in scope).
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::model::{FieldModel, MsgModel, ObjectModel, TypeKind, TypeNode, VariantModel};
 use super::SchemaError;
-use crate::tags::cel::{analyze, evaluate};
+use crate::tags::cel::{analyze, check_expression, evaluate};
 use crate::tags::Tag;
 
 impl MsgModel {
@@ -125,6 +127,15 @@ fn with_type(object: Map<String, Value>, wire_name: &str) -> Map<String, Value> 
 fn check_field_paths(variant: &VariantModel, object: &ObjectModel) -> Result<(), SchemaError> {
     for field in &object.fields {
         if let Some(src) = &field.validates {
+            // Nested fields' tags come from schemars docs, unseen by the derive: same checks.
+            if let Some(kind) = check_expression(Tag::Validates, src) {
+                return Err(SchemaError::Startup {
+                    variant: variant.wire_name.clone(),
+                    tag: Tag::Validates,
+                    problem: format!("on `{}`: {}", field.name, kind.summary()),
+                    fix: kind.help().unwrap_or_default(),
+                });
+            }
             for (root, path) in reads_of(src, "v") {
                 if let Err(problem) = node_path(&field.ty, &path, 0) {
                     return Err(path_error(
