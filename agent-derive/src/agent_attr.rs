@@ -58,3 +58,51 @@ fn found_crate() -> Path {
     }
     syn::parse_quote!(::agent_schema)
 }
+
+#[cfg(test)]
+mod tests {
+    use quote::ToTokens;
+
+    use super::found_crate;
+
+    /// `found_crate` for a package whose `Cargo.toml` lists `dependencies`.
+    fn found_with(name: &str, dependencies: &str) -> String {
+        let dir = std::env::temp_dir().join(format!("agent-derive-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        let manifest = format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+             [dependencies]\n{dependencies}"
+        );
+        std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+        std::fs::write(dir.join("src/lib.rs"), "").unwrap();
+        let saved = std::env::var_os("CARGO_MANIFEST_DIR");
+        std::env::set_var("CARGO_MANIFEST_DIR", &dir);
+        let path = found_crate().to_token_stream().to_string().replace(' ', "");
+        match saved {
+            Some(value) => std::env::set_var("CARGO_MANIFEST_DIR", value),
+            None => std::env::remove_var("CARGO_MANIFEST_DIR"),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        path
+    }
+
+    #[test]
+    fn the_schema_crate_is_found_directly_or_through_the_runtime() {
+        assert_eq!(
+            found_with("direct", "agent-schema = \"0.1\"\n"),
+            "::agent_schema"
+        );
+        assert_eq!(
+            found_with(
+                "renamed",
+                "schema = { package = \"agent-schema\", version = \"0.1\" }\n"
+            ),
+            "::schema"
+        );
+        assert_eq!(
+            found_with("runtime_only", "agent-runtime = \"0.1\"\n"),
+            "::agent_runtime::agent_schema"
+        );
+        assert_eq!(found_with("neither", ""), "::agent_schema");
+    }
+}

@@ -134,8 +134,6 @@ pub enum TagErrorKind {
         /// The allowed nesting depth.
         max: usize,
     },
-    /// E22: the enum has generic type or const parameters.
-    GenericEnum,
     /// E23: the enum has lifetime parameters.
     LifetimeEnum,
     /// E24: the enum has no variants.
@@ -157,7 +155,8 @@ pub enum TagErrorKind {
 }
 
 impl TagErrorKind {
-    /// The code of this error (`D1` … `D9` for malformed calls, `E1` … `E26` otherwise).
+    /// The code of this error (`D1` … `D9` for malformed calls, `E1` … `E26` otherwise; E22 is
+    /// unused: generic enums are supported).
     pub fn code(&self) -> &'static str {
         match self {
             TagErrorKind::Malformed { detail, .. } => detail.code(),
@@ -185,7 +184,6 @@ impl TagErrorKind {
             TagErrorKind::DuplicateTag { .. } => "E19",
             TagErrorKind::CelScope { .. } => "E20",
             TagErrorKind::CelTooDeep { .. } => "E21",
-            TagErrorKind::GenericEnum => "E22",
             TagErrorKind::LifetimeEnum => "E23",
             TagErrorKind::EmptyEnum => "E24",
             TagErrorKind::DuplicateWireName { .. } => "E25",
@@ -266,9 +264,6 @@ impl TagErrorKind {
             }
             TagErrorKind::CelTooDeep { tag, max } => {
                 format!("`{tag}` expression is nested more than {max} levels deep")
-            }
-            TagErrorKind::GenericEnum => {
-                "#[derive(AgentMsg)] does not support generic message enums".into()
             }
             TagErrorKind::LifetimeEnum => {
                 "`AgentMsg` needs an owned `'static` message type, found a lifetime parameter"
@@ -371,9 +366,6 @@ impl TagErrorKind {
             }
             TagErrorKind::CelTooDeep { .. } => {
                 "split the expression, or move the check into the app's update function".into()
-            }
-            TagErrorKind::GenericEnum => {
-                "use a concrete enum; a generic one can be wrapped in a concrete `Msg` enum".into()
             }
             TagErrorKind::LifetimeEnum => {
                 "use owned types (`String`, `Vec<T>`) instead of borrowed ones".into()

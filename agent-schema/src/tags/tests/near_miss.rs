@@ -204,7 +204,6 @@ fn every_first_line_is_short_and_every_message_has_a_fix() {
             tag: Tag::RouteGated,
             max: 32,
         },
-        TagErrorKind::GenericEnum,
         TagErrorKind::LifetimeEnum,
         TagErrorKind::EmptyEnum,
         TagErrorKind::DuplicateWireName {
