@@ -1,52 +1,48 @@
-//! Compile-time syntax check of CEL expressions (`@routeGated`, `@validates`).
+//! Compile-time check of CEL expressions (`@routeGated`, `@validates`): syntax, nesting depth
+//! and scope, through `agent_schema::tags::cel` (which parses on a big-stack thread, so no
+//! expression can crash the compiler).
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use agent_schema::tags::cel::check_expression;
+use agent_schema::tags::{Tag, TagErrorKind};
 
-/// The CEL parser's error text for `source`, or `None` when it parses. The empty expression
-/// is an error.
-pub(crate) fn cel_error(source: &str) -> Option<String> {
-    let parsed = catch_unwind(AssertUnwindSafe(|| {
-        cel::Program::compile(source)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }));
-    match parsed {
-        Ok(Ok(())) if source.trim().is_empty() => Some(EMPTY.to_owned()),
-        Ok(Ok(())) => None,
-        Ok(Err(message)) => Some(message),
-        Err(_) => Some("ERROR: <input>: the CEL parser failed on this expression".to_owned()),
-    }
+/// The error of `tag`'s expression `source`, or `None` when it can be used.
+pub(crate) fn cel_error(tag: Tag, source: &str) -> Option<TagErrorKind> {
+    check_expression(tag, source)
 }
-
-/// The message for an empty expression, should the parser accept one.
-const EMPTY: &str = "ERROR: <input>:1:1: Syntax error: the expression is empty";
 
 #[cfg(test)]
 mod tests {
     use super::cel_error;
+    use agent_schema::tags::Tag;
 
     #[test]
     fn valid_expressions() {
-        for source in [
-            "state.ready",
-            "state.matrix.kind == 'loaded'",
-            "v >= 0 && v <= 100",
-            "size(v) > 0",
-            r"v.matches(r'^\d{5}$')",
-            "state.mode == \"admin\"",
+        for (tag, source) in [
+            (Tag::RouteGated, "state.ready"),
+            (Tag::RouteGated, "state.matrix.kind == 'loaded'"),
+            (Tag::Validates, "v >= 0 && v <= 100"),
+            (Tag::Validates, "size(v) > 0"),
+            (Tag::Validates, r"v.matches(r'^\d{5}$')"),
+            (Tag::RouteGated, "state.mode == \"admin\""),
+            (Tag::RouteGated, "state.items.exists(t, t.done)"),
         ] {
-            assert_eq!(cel_error(source), None, "{source}");
+            assert_eq!(cel_error(tag, source), None, "{source}");
         }
     }
 
     #[test]
     fn invalid_expressions() {
+        let error = cel_error(Tag::RouteGated, "state.").unwrap();
         assert_eq!(
-            cel_error("state.").unwrap().lines().next().unwrap(),
+            error.help().unwrap(),
             "ERROR: <input>:1:7: Syntax error: no viable alternative at input '.'"
         );
-        assert!(cel_error("v >= 0 &&").is_some());
-        assert!(cel_error("").is_some());
-        assert!(cel_error("   ").is_some());
+        assert_eq!(error.code(), "E6");
+        assert_eq!(cel_error(Tag::Validates, "v >= 0 &&").unwrap().code(), "E7");
+        assert_eq!(cel_error(Tag::Validates, "").unwrap().code(), "E7");
+        assert_eq!(cel_error(Tag::Validates, "   ").unwrap().code(), "E7");
+        assert_eq!(cel_error(Tag::Validates, "state.x").unwrap().code(), "E20");
+        let deep = format!("{}state{}", "(".repeat(60), ")".repeat(60));
+        assert_eq!(cel_error(Tag::RouteGated, &deep).unwrap().code(), "E21");
     }
 }

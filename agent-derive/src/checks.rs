@@ -86,22 +86,27 @@ fn check_field(field: &Field, errors: &mut Errors) -> Option<(String, FieldTags)
     Some((wire_name.clone(), tags))
 }
 
-/// E6/E7: every `tag` expression in `docs` must parse as CEL.
+/// E6/E7, E20, E21: every `tag` expression in `docs` must parse as CEL, stay within the
+/// nesting limit and read only the variable of its tag.
 fn check_cel(docs: &Docs, tag: Tag, fallback: &dyn quote::ToTokens, errors: &mut Errors) {
     for source in cel_sources(docs.as_str()) {
         if source.tag != tag {
             continue;
         }
-        if let Some(message) = cel_error(&source.source) {
-            let error = TagError::invalid_cel(source.offset, tag, &message);
+        if let Some(kind) = cel_error(tag, &source.source) {
+            let error = TagError::new(source.offset, kind);
             errors.push(docs.tag_error(&error, fallback));
         }
     }
 }
 
-/// Pushes tag errors of one doc text with their spans.
+/// Pushes tag errors of one doc text with their spans; a repeated tag also points at its
+/// first occurrence.
 fn push_all(docs: &Docs, found: &[TagError], fallback: &dyn quote::ToTokens, errors: &mut Errors) {
     for error in found {
         errors.push(docs.tag_error(error, fallback));
+        if let (Some(first), TagErrorKind::DuplicateTag { tag, .. }) = (error.first, &error.kind) {
+            errors.push(docs.error_at(first, fallback, format!("the first `{tag}` is here")));
+        }
     }
 }

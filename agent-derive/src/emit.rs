@@ -9,11 +9,28 @@ use syn::Path;
 use crate::checks::Record;
 use crate::model::Model;
 
-/// The `impl AgentMsg for …` of a checked enum.
+/// The `impl AgentMsg for …` of a checked enum, inside `const _: () = { … }` that imports the
+/// crate path once: a wrong `#[agent(crate = …)]` gives one unresolved-import error there.
+///
+/// A generic enum gets the bounds the trait needs on the enum type itself, so it implements
+/// `AgentMsg` exactly for the parameters serde and schemars support.
 pub(crate) fn emit(model: &Model, records: &[Record<'_>]) -> TokenStream {
-    let krate = &model.krate;
+    let path = &model.krate;
+    let krate: Path = syn::parse_quote!(__agent_schema);
+    let krate = &krate;
     let ident = &model.ident;
     let (impl_generics, ty_generics, where_clause) = model.generics.split_for_impl();
+    let mut where_clause = where_clause.cloned();
+    if model.is_generic() {
+        let clause = where_clause.get_or_insert_with(|| syn::parse_quote!(where));
+        clause.predicates.push(syn::parse_quote! {
+            #ident #ty_generics: #krate::__private::serde::Serialize
+                + #krate::__private::serde::de::DeserializeOwned
+                + #krate::__private::schemars::JsonSchema
+                + ::core::marker::Send
+                + 'static
+        });
+    }
     let descriptors = records.iter().map(|r| descriptor(krate, r));
     let arms = model.variants.iter().map(|v| {
         let name = &v.ident;
@@ -22,6 +39,8 @@ pub(crate) fn emit(model: &Model, records: &[Record<'_>]) -> TokenStream {
         quote!(Self::#name { .. } => #wire,)
     });
     quote! {
+        const _: () = {
+        use #path as __agent_schema;
         #[automatically_derived]
         impl #impl_generics #krate::AgentMsg for #ident #ty_generics #where_clause {
             fn variants() -> &'static [#krate::VariantDescriptor] {
@@ -35,6 +54,7 @@ pub(crate) fn emit(model: &Model, records: &[Record<'_>]) -> TokenStream {
                 }
             }
         }
+        };
     }
 }
 

@@ -21,14 +21,12 @@
 #![warn(missing_docs)]
 
 mod agent_attr;
-mod case;
 mod cel_check;
 mod checks;
 mod docs;
 mod emit;
 mod errors;
 mod model;
-mod serde_attrs;
 
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};

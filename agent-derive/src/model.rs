@@ -1,15 +1,18 @@
 //! The derive's view of the enum: variants with their wire names, shapes, docs and fields.
-//! Building it reports the structural errors (E12 … E16).
+//! Wire names and the enum representation are serde's own reading of the `#[serde(…)]`
+//! attributes (`serde_derive_internals`, as schemars uses). Building it reports the
+//! structural errors (E12 … E16, E22 … E25).
 
 use agent_schema::tags::TagErrorKind;
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
-use syn::ext::IdentExt;
-use syn::{Data, DeriveInput, Fields, Generics, Ident, Path, Type};
+use serde_derive_internals::ast::{self, Container, Style};
+use serde_derive_internals::attr::TagType;
+use serde_derive_internals::{Ctxt, Derive};
+use syn::{Data, DeriveInput, GenericParam, Generics, Ident, Path, Type};
 
 use crate::docs::Docs;
 use crate::errors::Errors;
-use crate::serde_attrs::{ContainerAttrs, FieldAttrs, Rules, VariantAttrs};
 
 /// The derived enum.
 pub(crate) struct Model {
@@ -31,6 +34,8 @@ pub(crate) struct Variant {
     pub(crate) ident: Ident,
     /// The wire name serde reads (deserialize name).
     pub(crate) wire_name: String,
+    /// Every name serde accepts for it: the wire name and its aliases.
+    pub(crate) accepted: Vec<String>,
     /// The name serde writes (serialize name); `variant_name` of a skipped variant.
     pub(crate) ser_name: String,
     /// `#[serde(skip)]` / `#[serde(skip_deserializing)]`: no record.
@@ -53,35 +58,50 @@ pub(crate) struct Field {
 
 impl Model {
     /// Builds the model, pushing structural errors to `errors`. `None` when the input is not
-    /// an enum (E15), or the `#[agent]` attribute is unusable.
+    /// an enum (E15), has lifetime parameters (E23), or the crate path is unusable.
     pub(crate) fn build(input: &DeriveInput, errors: &mut Errors) -> Option<Model> {
-        let data = match &input.data {
-            Data::Enum(data) => data,
-            Data::Struct(s) => {
-                let item = (s.struct_token, &input.ident);
-                errors.push(syn::Error::new_spanned(
-                    tokens(&item),
-                    TagErrorKind::NotAnEnum,
-                ));
-                return None;
-            }
-            Data::Union(u) => {
-                let item = (u.union_token, &input.ident);
-                errors.push(syn::Error::new_spanned(
-                    tokens(&item),
-                    TagErrorKind::NotAnEnum,
-                ));
-                return None;
-            }
+        let item = match &input.data {
+            Data::Enum(_) => None,
+            Data::Struct(s) => Some(tokens(&(s.struct_token, &input.ident))),
+            Data::Union(u) => Some(tokens(&(u.union_token, &input.ident))),
         };
+        if let Some(item) = item {
+            errors.push(syn::Error::new_spanned(item, TagErrorKind::NotAnEnum));
+            return None;
+        }
+        if let Some(lifetime) = input.generics.lifetimes().next() {
+            errors.push(syn::Error::new_spanned(
+                lifetime,
+                TagErrorKind::LifetimeEnum,
+            ));
+            return None;
+        }
         let krate = crate::agent_attr::crate_path(&input.attrs, errors)?;
-        let container = ContainerAttrs::parse(&input.attrs);
+        let cx = Ctxt::new();
+        let private = Ident::new("__private", Span::call_site());
+        // serde_derive_internals reads syn 3 syntax trees: the same tokens, parsed again.
+        let input3: syn3::DeriveInput = syn3::parse2(input.to_token_stream()).ok()?;
+        let container = Container::from_ast(&cx, &input3, Derive::Deserialize, &private);
+        // Malformed serde attributes are serde's own derive's to report.
+        let _ = cx.check();
+        let container = container?;
         check_representation(input, &container, errors);
-        let variants = data
-            .variants
+        let (ast::Data::Enum(variants), Data::Enum(originals)) = (&container.data, &input.data)
+        else {
+            return None;
+        };
+        if variants.is_empty() {
+            errors.push(syn::Error::new_spanned(
+                &input.ident,
+                TagErrorKind::EmptyEnum,
+            ));
+        }
+        let variants: Vec<Variant> = variants
             .iter()
-            .map(|v| build_variant(v, &container, errors))
+            .zip(&originals.variants)
+            .map(|(v, original)| build_variant(v, original, errors))
             .collect();
+        check_wire_names(&variants, input, errors);
         Some(Model {
             ident: input.ident.clone(),
             generics: input.generics.clone(),
@@ -90,70 +110,130 @@ impl Model {
             variants,
         })
     }
+
+    /// True when the enum has type or const parameters.
+    pub(crate) fn is_generic(&self) -> bool {
+        self.generics
+            .params
+            .iter()
+            .any(|p| !matches!(p, GenericParam::Lifetime(_)))
+    }
 }
 
 /// E13 / E14: the enum must be `#[serde(tag = "type")]` without `content` or `untagged`.
-fn check_representation(input: &DeriveInput, container: &ContainerAttrs, errors: &mut Errors) {
-    match &container.tag {
-        _ if container.untagged || container.content => errors.push(syn::Error::new_spanned(
-            &input.ident,
-            TagErrorKind::NotInternallyTagged,
-        )),
-        None => errors.push(syn::Error::new_spanned(
-            &input.ident,
-            TagErrorKind::NotInternallyTagged,
-        )),
-        Some((tag, attr)) if tag != "type" => errors.push(syn::Error::new_spanned(
-            attr,
-            TagErrorKind::WrongTagName { found: tag.clone() },
-        )),
-        Some(_) => {}
+fn check_representation(input: &DeriveInput, container: &Container<'_>, errors: &mut Errors) {
+    match container.attrs.tag() {
+        TagType::Internal { tag } if tag == "type" => {}
+        TagType::Internal { tag } => {
+            let kind = TagErrorKind::WrongTagName { found: tag.clone() };
+            let span_of = serde_attr_with(input, "tag");
+            match span_of {
+                Some(attr) => errors.push(syn::Error::new_spanned(attr, kind)),
+                None => errors.push(syn::Error::new_spanned(&input.ident, kind)),
+            }
+        }
+        TagType::External | TagType::Adjacent { .. } | TagType::None => errors.push(
+            syn::Error::new_spanned(&input.ident, TagErrorKind::NotInternallyTagged),
+        ),
     }
+}
+
+/// The first `#[serde(…)]` attribute of the enum whose tokens mention `key`.
+fn serde_attr_with<'a>(input: &'a DeriveInput, key: &str) -> Option<&'a syn::Attribute> {
+    input.attrs.iter().find(|a| {
+        a.path().is_ident("serde")
+            && a.meta
+                .to_token_stream()
+                .into_iter()
+                .any(|t| contains_ident(&t, key))
+    })
+}
+
+/// True when `tree` is, or contains, the identifier `key`.
+fn contains_ident(tree: &proc_macro2::TokenTree, key: &str) -> bool {
+    match tree {
+        proc_macro2::TokenTree::Ident(ident) => ident == key,
+        proc_macro2::TokenTree::Group(group) => {
+            group.stream().into_iter().any(|t| contains_ident(&t, key))
+        }
+        _ => false,
+    }
+}
+
+/// E25: two variants of the agent surface that serde reads under the same name (after
+/// renames, `rename_all` and aliases).
+fn check_wire_names(variants: &[Variant], input: &DeriveInput, errors: &mut Errors) {
+    let mut seen: Vec<(&str, &Ident)> = Vec::new();
+    for variant in variants.iter().filter(|v| !v.skipped) {
+        for name in &variant.accepted {
+            if let Some((_, first)) = seen.iter().find(|(n, _)| n == name) {
+                if *first != &variant.ident {
+                    let kind = TagErrorKind::DuplicateWireName {
+                        wire_name: name.clone(),
+                        first: first.to_string(),
+                        second: variant.ident.to_string(),
+                    };
+                    let original = input_variant(input, &variant.ident);
+                    errors.push(syn::Error::new_spanned(original, kind));
+                    break;
+                }
+                continue;
+            }
+            seen.push((name, &variant.ident));
+        }
+    }
+}
+
+/// The `syn` variant named `ident` (for error spans), or the enum name.
+fn input_variant(input: &DeriveInput, ident: &Ident) -> TokenStream {
+    if let Data::Enum(data) = &input.data {
+        if let Some(v) = data.variants.iter().find(|v| &v.ident == ident) {
+            return v.ident.to_token_stream();
+        }
+    }
+    input.ident.to_token_stream()
 }
 
 /// One variant of the model; E12 and E16 for variants that are part of the agent surface.
 fn build_variant(
-    variant: &syn::Variant,
-    container: &ContainerAttrs,
+    variant: &ast::Variant<'_>,
+    original: &syn::Variant,
     errors: &mut Errors,
 ) -> Variant {
-    let attrs = VariantAttrs::parse(&variant.attrs);
-    let ident_name = variant.ident.unraw().to_string();
-    let wire_name = attrs
-        .rename
-        .de
-        .clone()
-        .unwrap_or_else(|| container.rename_all.de_rule().apply_to_variant(&ident_name));
-    let ser_name = attrs.rename.ser.clone().unwrap_or_else(|| {
-        container
-            .rename_all
-            .ser_rule()
-            .apply_to_variant(&ident_name)
-    });
-    let skipped = attrs.skip_deserializing;
-    let fields = match &variant.fields {
-        Fields::Unit => Vec::new(),
-        Fields::Named(named) => {
-            let rules = field_rules(&attrs.rename_all, &container.rename_all_fields);
-            named.named.iter().map(|f| build_field(f, rules)).collect()
+    let names = variant.attrs.name();
+    let wire_name = names.deserialize_name().value.clone();
+    let mut accepted = vec![wire_name.clone()];
+    for alias in variant.attrs.aliases() {
+        if !accepted.contains(&alias.value) {
+            accepted.push(alias.value.clone());
         }
-        Fields::Unnamed(unnamed) if unnamed.unnamed.len() == 1 => {
-            let field = &unnamed.unnamed[0];
+    }
+    let skipped = variant.attrs.skip_deserializing();
+    let fields = match variant.style {
+        Style::Unit => Vec::new(),
+        Style::Struct => variant
+            .fields
+            .iter()
+            .zip(&original.fields)
+            .map(|(f, o)| build_field(f, o))
+            .collect(),
+        Style::Newtype => {
+            let field = original.fields.iter().next();
+            let field = field.expect("a newtype variant has one field");
             if !skipped {
                 if let Some(kind) = non_struct_payload(&field.ty) {
                     errors.push(syn::Error::new_spanned(&field.ty, kind));
                 }
             }
-            let field = Field {
+            vec![Field {
                 wire_name: None,
                 docs: Docs::from_attrs(&field.attrs),
                 tokens: field.to_token_stream(),
-            };
-            vec![field]
+            }]
         }
-        Fields::Unnamed(_) => {
+        Style::Tuple => {
             if !skipped {
-                let item = (&variant.ident, &variant.fields);
+                let item = (&original.ident, &original.fields);
                 errors.push(syn::Error::new_spanned(
                     tokens(&item),
                     TagErrorKind::TupleVariant,
@@ -163,38 +243,27 @@ fn build_variant(
         }
     };
     Variant {
-        ident: variant.ident.clone(),
+        ident: original.ident.clone(),
         wire_name,
-        ser_name,
+        accepted,
+        ser_name: names.serialize_name().value.clone(),
         skipped,
-        docs: Docs::from_attrs(&variant.attrs),
+        docs: Docs::from_attrs(&original.attrs),
         fields,
     }
 }
 
-/// The deserialize rule for a variant's field names: the variant's `rename_all`, else the
-/// enum's `rename_all_fields` (per direction, as serde does).
-fn field_rules(variant: &Rules, container_fields: &Rules) -> crate::case::RenameRule {
-    variant.de_rule().or(container_fields.de_rule())
-}
-
 /// One named field of a struct variant.
-fn build_field(field: &syn::Field, rule: crate::case::RenameRule) -> Field {
-    let attrs = FieldAttrs::parse(&field.attrs);
-    let wire_name = if attrs.flatten || attrs.skip_deserializing {
+fn build_field(field: &ast::Field<'_>, original: &syn::Field) -> Field {
+    let wire_name = if field.attrs.flatten() || field.attrs.skip_deserializing() {
         None
     } else {
-        let ident = field.ident.as_ref().map(|i| i.unraw().to_string());
-        attrs
-            .rename
-            .de
-            .clone()
-            .or_else(|| ident.map(|i| rule.apply_to_field(&i)))
+        Some(field.attrs.name().deserialize_name().value.clone())
     };
     Field {
         wire_name,
-        docs: Docs::from_attrs(&field.attrs),
-        tokens: field.to_token_stream(),
+        docs: Docs::from_attrs(&original.attrs),
+        tokens: original.to_token_stream(),
     }
 }
 

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 fn compile_fail() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/compile_fail/*.rs");
+    cases.pass("tests/pass/*.rs");
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -23,7 +24,7 @@ pub struct Extra {
     tag_line: String,
 }
 
-/// The messages of the test app. Mentions the @intent tag in prose, which is fine.
+/// The messages of the test app. Mentions the `@intent` tag in prose, which is fine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, AgentMsg)]
 #[serde(
     tag = "type",

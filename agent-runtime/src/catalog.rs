@@ -53,22 +53,20 @@ impl std::fmt::Debug for Catalog {
 
 impl Catalog {
     /// Builds the catalog of `app`: checks the `Msg` schema against the derive (variant lists,
-    /// nested tags, nested `@validates` CEL syntax), compiles the constraint validators and
+    /// nested tags, nested `@validates` CEL syntax), runs the start-up checks against the real
+    /// types (`MsgModel::check_startup`), compiles the constraint validators and
     /// caches the describe document.
     pub fn build<A: App>(app: &A) -> Result<Catalog, CatalogError> {
         let model = MsgModel::build::<A::Msg>()?;
         model.check_nested_validates(check_syntax)?;
+        let state = state_schema::<A::State>();
+        model.check_startup::<A::Msg>(&state)?;
         let predicates = Arc::new(PredicateCache::new());
         let validator = Validator::new(&model, predicates.clone())?;
         let affordances = Affordances::new(&model, predicates);
         let docs = app.docs();
-        let document = DescribeDocument::new(
-            app.name(),
-            app.version(),
-            state_schema::<A::State>(),
-            &model,
-            docs.as_ref(),
-        );
+        let document =
+            DescribeDocument::new(app.name(), app.version(), state, &model, docs.as_ref());
         let describe = document.to_value();
         let describe_json: Arc<RawValue> = serde_json::value::to_raw_value(&describe)
             .map_err(|e| CatalogError::Describe(e.to_string()))?

@@ -9,11 +9,16 @@
 //!   a non-boolean result, an evaluation error and a program that does not compile all fail.
 //! - Programs are compiled once per source string and cached, failures included
 //!   ([`PredicateCache`]).
+//! - **Stack**: an expression nested deeper than `agent_schema::tags::cel::MAX_CEL_DEPTH`
+//!   does not compile (so it fails). An expression whose tree is deeper than
+//!   [`INLINE_DEPTH`] is evaluated on a dedicated thread with a large stack, so evaluation
+//!   never depends on the stack size of the caller (a 2 MiB tokio worker included).
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock, RwLock};
 
+use agent_schema::tags::cel as cel_check;
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
 };
@@ -27,17 +32,59 @@ pub const STATE_VAR: &str = "state";
 /// The variable a `@validates` predicate sees.
 pub const VALUE_VAR: &str = "v";
 
+/// Expressions whose tree is at most this deep are evaluated on the caller's thread; deeper
+/// ones on a thread of their own with [`DEEP_STACK`] bytes of stack.
+pub const INLINE_DEPTH: usize = 12;
+
+/// The stack of the thread that evaluates deep expressions.
+const DEEP_STACK: usize = 32 * 1024 * 1024;
+
 /// The standard CEL environment (functions, macros), built once for the process.
 fn env() -> &'static Arc<Env> {
     static ENV: OnceLock<Arc<Env>> = OnceLock::new();
     ENV.get_or_init(|| Arc::new(Env::stdlib()))
 }
 
-/// Compiles `src` with the standard environment; a panic inside the parser counts as a
-/// compile error.
-fn compile(src: &str) -> Result<Program, String> {
-    match catch_unwind(AssertUnwindSafe(|| env().compile(src))) {
-        Ok(Ok(program)) => Ok(program),
+/// A compiled program and whether it must be evaluated on a big stack.
+#[derive(Debug)]
+pub struct CompiledPredicate {
+    program: Program,
+    deep: bool,
+}
+
+impl CompiledPredicate {
+    /// The program.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+}
+
+/// Compiles `src` with the standard environment, on a thread with a big stack. The source
+/// is first checked for depth (see `agent_schema::tags::cel`); a panic inside the parser
+/// counts as a compile error.
+fn compile(src: &str) -> Result<CompiledPredicate, String> {
+    let reads = match cel_check::analyze(src) {
+        Ok(reads) => reads,
+        Err(cel_check::CelProblem::Syntax(message)) => return Err(message),
+        Err(cel_check::CelProblem::TooDeep) => {
+            return Err(format!(
+                "the expression is nested more than {} levels deep",
+                cel_check::MAX_CEL_DEPTH
+            ))
+        }
+    };
+    let deep = reads.depth > INLINE_DEPTH;
+    // The parser recurses per bracket level: it always runs on a big stack (once per source).
+    let source = src.to_owned();
+    let compiled = std::thread::Builder::new()
+        .name("cel-compile".into())
+        .stack_size(DEEP_STACK)
+        .spawn(move || catch_unwind(AssertUnwindSafe(|| env().compile(&source))))
+        .map_err(|e| e.to_string())?
+        .join()
+        .unwrap_or_else(Err);
+    match compiled {
+        Ok(Ok(program)) => Ok(CompiledPredicate { program, deep }),
         Ok(Err(errors)) => Err(first_line(&errors.to_string())),
         Err(_) => Err("the CEL parser failed on this expression".to_string()),
     }
@@ -122,7 +169,7 @@ fn json_to_val(value: &Value) -> Box<dyn Val + '_> {
 }
 
 /// A compiled program, or the first line of its compile error.
-type Compiled = Result<Arc<Program>, String>;
+type Compiled = Result<Arc<CompiledPredicate>, String>;
 
 /// Compiled CEL programs keyed by source string. Thread-safe; a source is compiled at most
 /// once per cache (a compile failure is remembered as a failure).
@@ -155,7 +202,7 @@ impl PredicateCache {
 
     /// The compiled program for `src` (compiling and caching it on first use), or the first
     /// line of its compile error.
-    pub fn program(&self, src: &str) -> Result<Arc<Program>, String> {
+    pub fn program(&self, src: &str) -> Result<Arc<CompiledPredicate>, String> {
         // A poisoned lock only means another thread panicked while holding it; the map itself
         // is always in a consistent state (single inserts), so keep using it.
         if let Some(hit) = self
@@ -201,13 +248,15 @@ impl PredicateCache {
     pub fn gate_scope<'c, 's>(&'c self, state: &'s Value) -> GateScope<'c, 's> {
         GateScope {
             cache: self,
+            state,
             context: bind(STATE_VAR, state),
         }
     }
 
     fn evaluate(&self, src: &str, var: &str, value: &Value) -> bool {
         match self.program(src) {
-            Ok(program) => run(&program, &bind(var, value)),
+            Ok(compiled) if compiled.deep => run_deep(&compiled.program, var, value),
+            Ok(compiled) => run(&compiled.program, &bind(var, value)),
             Err(_) => false,
         }
     }
@@ -216,6 +265,7 @@ impl PredicateCache {
 /// A state bound once for many route gates (see [`PredicateCache::gate_scope`]).
 pub struct GateScope<'c, 's> {
     cache: &'c PredicateCache,
+    state: &'s Value,
     context: Context<'s, 's>,
 }
 
@@ -229,7 +279,8 @@ impl GateScope<'_, '_> {
     /// Evaluates the route gate `src` against the bound state; true only on boolean `true`.
     pub fn passes(&self, src: &str) -> bool {
         match self.cache.program(src) {
-            Ok(program) => run(&program, &self.context),
+            Ok(compiled) if compiled.deep => run_deep(&compiled.program, STATE_VAR, self.state),
+            Ok(compiled) => run(&compiled.program, &self.context),
             Err(_) => false,
         }
     }
@@ -249,6 +300,19 @@ fn run(program: &Program, context: &Context<'_, '_>) -> bool {
         catch_unwind(AssertUnwindSafe(|| program.execute(context))),
         Ok(Ok(cel::Value::Bool(true)))
     )
+}
+
+/// [`run`] on a thread of its own with a large stack, binding `var` to `value` there.
+fn run_deep(program: &Program, var: &str, value: &Value) -> bool {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("cel-evaluate".into())
+            .stack_size(DEEP_STACK)
+            .spawn_scoped(scope, || run(program, &bind(var, value)))
+            .ok()
+            .and_then(|handle| handle.join().ok())
+            .unwrap_or(false)
+    })
 }
 
 /// Evaluates the route gate `src` with `state` bound, using [`PredicateCache::global`].
@@ -360,6 +424,7 @@ mod tests {
         assert_eq!(cache.len(), 1);
         assert!(cache.program("state.a ==").is_err());
         let first = cache.program("state.a == 1").unwrap();
+        assert!(first.program().references().has_variable("state"));
         let second = cache.program("state.a == 1").unwrap();
         assert!(Arc::ptr_eq(&first, &second));
         assert_eq!(cache.len(), 2);
@@ -418,6 +483,38 @@ mod tests {
             let back = cel::Value::try_from(&*borrowed).unwrap();
             assert_eq!(back, json_to_cel(sample), "{sample}");
         }
+    }
+
+    #[test]
+    fn evaluation_does_not_depend_on_the_caller_stack() {
+        // The deepest expression that compiles, evaluated on a thread with a small stack.
+        let max = agent_schema::tags::cel::MAX_CEL_DEPTH;
+        let deep = format!("{}v{} + 1 == 2", "(".repeat(max), ")".repeat(max));
+        let sum = format!("{} == 100", vec!["v"; 100].join(" + "));
+        let too_deep = format!("{}v{} == 1", "(".repeat(max + 1), ")".repeat(max + 1));
+        let cache = Arc::new(PredicateCache::new());
+        let worker = Arc::clone(&cache);
+        let results = std::thread::Builder::new()
+            .name("small-stack".into())
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                [
+                    worker.evaluate_validates(&deep, &json!(1)),
+                    worker.evaluate_validates(&sum, &json!(1)),
+                    worker.evaluate_validates(&too_deep, &json!(1)),
+                    worker
+                        .gate_scope(&json!({"n": 1}))
+                        .passes("((((((((((((((state.n)))))))))))))) == 1"),
+                ]
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(results, [true, true, false, true]);
+        assert!(cache
+            .program(&format!("{}v{}", "(".repeat(max + 1), ")".repeat(max + 1)))
+            .unwrap_err()
+            .contains("nested more than"));
     }
 
     #[test]

@@ -128,16 +128,22 @@ pub fn state_schema<S: JsonSchema>() -> Value {
 }
 
 /// Builds the describe document of an app whose message enum is `M` and whose state is `S`.
+///
+/// Fails like host construction does: on a schema that does not fit the derive, and on the
+/// start-up checks of [`MsgModel::check_startup`] (examples that do not deserialize or fail
+/// `@validates`, expressions that read fields the schema does not have).
 pub fn describe<M: AgentMsg, S: JsonSchema>(
     name: &str,
     version: &str,
     docs: Option<&AgentDocs>,
 ) -> Result<DescribeDocument, SchemaError> {
     let model = MsgModel::build::<M>()?;
+    let state_schema = state_schema::<S>();
+    model.check_startup::<M>(&state_schema)?;
     Ok(DescribeDocument::new(
         name,
         version,
-        state_schema::<S>(),
+        state_schema,
         &model,
         docs,
     ))

@@ -26,3 +26,13 @@ pub use annotations::{
 pub use describe::{describe, AgentContext, AgentDocs, DescribeDocument};
 pub use msg::{AgentMsg, VariantDescriptor};
 pub use shape::{MsgModel, SchemaError};
+
+// Lets `#[derive(AgentMsg)]` name this crate as `::agent_schema` inside its own tests.
+extern crate self as agent_schema;
+
+/// What the code emitted by `#[derive(AgentMsg)]` names; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+}

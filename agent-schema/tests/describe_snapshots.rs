@@ -77,7 +77,10 @@ static ADD_FIELDS: [StaticFieldTags; 1] = [StaticFieldTags {
     hint: Some("Say why."),
     validates: None,
 }];
-static ADD_EXAMPLES: [&str; 1] = [r#"{"type":"addCriterion"}"#];
+// Start-up checks deserialize every example as the Msg: this one carries the required field.
+static ADD_EXAMPLES: [&str; 1] = [
+    r#"{"type":"addCriterion","criterion":{"label":"Cost","weight":50,"tags":[],"scale":{"kind":"flag"}}}"#,
+];
 static CLEAR_EMITS: [&str; 1] = ["cloud/save"];
 
 static VARIANTS: [VariantDescriptor; 4] = [

@@ -2,6 +2,9 @@
 
 mod table;
 
+#[cfg(test)]
+mod startup_tests;
+
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;

@@ -49,6 +49,20 @@ pub enum SchemaError {
         /// First line of the CEL parser's error.
         parser_message: String,
     },
+    /// A start-up check against the real types failed
+    /// ([`MsgModel::check_startup`](crate::shape::MsgModel::check_startup)): an `@example`
+    /// that does not deserialize or fails `@validates`, or an expression that reads a field
+    /// path the schema does not have.
+    Startup {
+        /// The variant's wire name.
+        variant: String,
+        /// The tag at fault.
+        tag: Tag,
+        /// What is wrong.
+        problem: String,
+        /// How to fix it.
+        fix: String,
+    },
 }
 
 impl fmt::Display for SchemaError {
@@ -96,6 +110,12 @@ impl fmt::Display for SchemaError {
                 "agent tag error in the doc of the Msg schema property `{pointer}`: {}",
                 TagError::invalid_cel(0, Tag::Validates, parser_message)
             ),
+            SchemaError::Startup {
+                variant,
+                tag,
+                problem,
+                fix,
+            } => write!(f, "variant \"{variant}\": `{tag}` {problem}\nhelp: {fix}"),
         }
     }
 }
@@ -135,7 +155,7 @@ mod tests {
         };
         let text = e.to_string();
         assert!(text.contains("`/$defs/Cell/properties/meta`"));
-        assert!(text.contains("`@validates` expression is not valid CEL: ERROR: <input>:1:4"));
+        assert!(text.contains("`@validates` expression is not valid CEL\nhelp: ERROR: <input>:1:4"));
         let e = SchemaError::VariantNotObject {
             index: 2,
             variant: None,

@@ -51,6 +51,7 @@ mod model;
 mod object;
 pub mod pointer;
 mod resolve;
+mod startup;
 mod union;
 mod wire;
 

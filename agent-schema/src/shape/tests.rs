@@ -463,7 +463,7 @@ fn tags_from_the_derive_and_from_docs() {
             "item": {"$ref": "#/$defs/Item"}}),
         &["own", "flat", "item"],
         json!({"Item": {"type": "object", "description": "@should(\"type doc, not a field doc\")",
-            "properties": {"id": {"type": "string", "description": "Id. @should(\"the id\") @intent(\"x\")"}},
+            "properties": {"id": {"type": "string", "description": "Id.\n@should(\"the id\") @intent(\"x\")"}},
             "required": ["id"]}}),
     );
     let model = MsgModel::from_schema(&root, &[d]).unwrap();

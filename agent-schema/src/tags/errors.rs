@@ -5,14 +5,8 @@
 
 use std::fmt;
 
+use super::kind::TagErrorKind;
 use super::tag::Tag;
-
-/// The advice appended to a malformed `@example` call.
-const ADVICE_EXAMPLE: &str = "The argument must be a quoted string or a JSON object/array literal (e.g. `@example({\"type\":\"inc\"})`).";
-/// The advice appended to every other malformed call.
-const ADVICE_OTHER: &str = "Arguments must be quoted strings; escape an embedded quote as `\\\"` (e.g. `@tag(\"v == \\\"admin\\\"\")`) or use single quotes inside the string.";
-/// The closing sentence of every malformed-call message.
-const REFUSAL: &str = "The derive refuses to guess: a half-read predicate would open a `@routeGated` gate or make `@validates` accept everything.";
 
 /// Why a tag call is malformed: the DETAIL of §6.1 (D1 … D9).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +85,21 @@ impl Detail {
     }
 }
 
+impl Detail {
+    /// What to do about this detail, when something more specific than the tag's general
+    /// advice applies.
+    pub(crate) fn hint(&self) -> Option<&'static str> {
+        match self {
+            Detail::ExpectedCommaOrClose { .. } => Some(
+                "an unescaped quote inside the string ends it early: escape it as `\\\"` or use single quotes",
+            ),
+            Detail::UnclosedCurlyString => Some("close a `“` string with `”`"),
+            Detail::FlagWithArguments { .. } => Some("write the flag alone, without arguments"),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for Detail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -99,9 +108,7 @@ impl fmt::Display for Detail {
                 f,
                 "the `{opener}` is never balanced before the end of the doc comment"
             ),
-            Detail::InvalidJsonLiteral { error } => {
-                write!(f, "the JSON literal is not valid JSON ({error})")
-            }
+            Detail::InvalidJsonLiteral { .. } => f.write_str("the JSON literal is not valid JSON"),
             Detail::ExpectedString { found } => {
                 write!(f, "expected a quoted string argument, found `{found}`")
             }
@@ -109,12 +116,11 @@ impl fmt::Display for Detail {
                 f.write_str("a quoted string is never closed before the end of the doc comment")
             }
             Detail::UnclosedCurlyString => f.write_str(
-                "a quoted string is never closed before the end of the doc comment (a `“` must be closed by a `”`)",
+                "a `“` string is never closed by a `”` before the end of the doc comment",
             ),
-            Detail::ExpectedCommaOrClose { found } => write!(
-                f,
-                "expected `,` or `)` after an argument, found `{found}` (an unescaped quote inside the string ends it early)"
-            ),
+            Detail::ExpectedCommaOrClose { found } => {
+                write!(f, "expected `,` or `)` after an argument, found `{found}`")
+            }
             Detail::ExactlyOne { found } => {
                 write!(f, "expected exactly 1 quoted argument, found {found}")
             }
@@ -124,184 +130,10 @@ impl fmt::Display for Detail {
             Detail::OneOrTwo { found } => {
                 write!(f, "expected 1–2 quoted arguments, found {found}")
             }
-            Detail::ExampleNotJson { error } => {
-                write!(f, "the quoted example is not valid JSON ({error})")
-            }
+            Detail::ExampleNotJson { .. } => f.write_str("the quoted example is not valid JSON"),
             Detail::FlagWithArguments { found } => {
                 write!(f, "flag tags take no arguments, found `{found}`")
             }
-        }
-    }
-}
-
-/// What is wrong: one of the errors of §6.1 (`Malformed`) or §6.2 (E1 … E16).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TagErrorKind {
-    /// §6.1: a malformed call.
-    Malformed {
-        /// The tag name as written (without `@`).
-        tag: String,
-        /// What is wrong.
-        detail: Detail,
-        /// The call text, whitespace-collapsed and truncated (see [`excerpt`]).
-        excerpt: String,
-    },
-    /// E1: `@humanOnly` and `@agentOnly` on one variant.
-    HumanAndAgentOnly,
-    /// E2: `@requiresConfirm` on a `@humanOnly` variant.
-    ConfirmOnHumanOnly,
-    /// E3: `@alwaysAffordable` on a `@humanOnly` variant.
-    AffordableOnHumanOnly,
-    /// E4: an unknown tag close to a known one.
-    UnknownTag {
-        /// The name as written (without `@`).
-        name: String,
-        /// The closest known tag.
-        suggestion: Tag,
-    },
-    /// E5: an `@example` object whose `"type"` is not the variant's wire name.
-    ExampleWrongType {
-        /// The compact JSON text of the example's `"type"` value.
-        found: String,
-        /// The variant's wire name.
-        wire_name: String,
-    },
-    /// E6 (`@routeGated`) / E7 (`@validates`): the expression is not valid CEL.
-    InvalidCel {
-        /// [`Tag::RouteGated`] or [`Tag::Validates`].
-        tag: Tag,
-        /// The first line of the CEL parser's error text.
-        parser_message: String,
-    },
-    /// E8: a field tag on a variant.
-    FieldTagOnVariant {
-        /// The field tag.
-        tag: Tag,
-    },
-    /// E9: a variant tag on a field.
-    VariantTagOnField {
-        /// The variant tag.
-        tag: Tag,
-    },
-    /// E10: a field tag on a field without its own wire name (flatten, skip, newtype payload).
-    FieldWithoutWireName {
-        /// The field tag.
-        tag: Tag,
-    },
-    /// E11: a known tag in the enum's own doc comment.
-    TagOnEnum,
-    /// E12: a tuple variant with zero or several fields.
-    TupleVariant,
-    /// E13: the enum is not internally tagged.
-    NotInternallyTagged,
-    /// E14: internally tagged with a tag other than `"type"`.
-    WrongTagName {
-        /// The tag name found.
-        found: String,
-    },
-    /// E15: the derive is used on something other than an enum.
-    NotAnEnum,
-    /// E16: a newtype variant whose payload type is not a struct.
-    NewtypeNotStruct {
-        /// The payload type as written.
-        ty: String,
-    },
-}
-
-impl TagErrorKind {
-    /// The code of this error (`D1` … `D9` for malformed calls, `E1` … `E16` otherwise).
-    pub fn code(&self) -> &'static str {
-        match self {
-            TagErrorKind::Malformed { detail, .. } => detail.code(),
-            TagErrorKind::HumanAndAgentOnly => "E1",
-            TagErrorKind::ConfirmOnHumanOnly => "E2",
-            TagErrorKind::AffordableOnHumanOnly => "E3",
-            TagErrorKind::UnknownTag { .. } => "E4",
-            TagErrorKind::ExampleWrongType { .. } => "E5",
-            TagErrorKind::InvalidCel { tag, .. } => {
-                if *tag == Tag::Validates {
-                    "E7"
-                } else {
-                    "E6"
-                }
-            }
-            TagErrorKind::FieldTagOnVariant { .. } => "E8",
-            TagErrorKind::VariantTagOnField { .. } => "E9",
-            TagErrorKind::FieldWithoutWireName { .. } => "E10",
-            TagErrorKind::TagOnEnum => "E11",
-            TagErrorKind::TupleVariant => "E12",
-            TagErrorKind::NotInternallyTagged => "E13",
-            TagErrorKind::WrongTagName { .. } => "E14",
-            TagErrorKind::NotAnEnum => "E15",
-            TagErrorKind::NewtypeNotStruct { .. } => "E16",
-        }
-    }
-}
-
-impl fmt::Display for TagErrorKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TagErrorKind::Malformed { tag, detail, excerpt } => {
-                let advice = if tag == Tag::Example.name() {
-                    ADVICE_EXAMPLE
-                } else {
-                    ADVICE_OTHER
-                };
-                write!(
-                    f,
-                    "Malformed `@{tag}(…)` annotation — {detail}: `{excerpt}`. {advice} {REFUSAL}"
-                )
-            }
-            TagErrorKind::HumanAndAgentOnly => f.write_str(
-                "`@humanOnly` and `@agentOnly` exclude each other: a variant is either human-only or agent-only",
-            ),
-            TagErrorKind::ConfirmOnHumanOnly => f.write_str(
-                "`@requiresConfirm` has no effect on a `@humanOnly` variant: agents can never send it",
-            ),
-            TagErrorKind::AffordableOnHumanOnly => f.write_str(
-                "`@alwaysAffordable` has no effect on a `@humanOnly` variant: human-only variants are never listed to agents",
-            ),
-            TagErrorKind::UnknownTag { name, suggestion } => {
-                write!(f, "unknown agent tag `@{name}`; did you mean `{suggestion}`?")
-            }
-            TagErrorKind::ExampleWrongType { found, wire_name } => write!(
-                f,
-                "this `@example` has \"type\": {found} but the variant's wire name is \"{wire_name}\""
-            ),
-            TagErrorKind::InvalidCel {
-                tag,
-                parser_message,
-            } => write!(
-                f,
-                "`{tag}` expression is not valid CEL: {parser_message}"
-            ),
-            TagErrorKind::FieldTagOnVariant { tag } => {
-                write!(f, "`{tag}` is a field tag: put it on a field of this variant")
-            }
-            TagErrorKind::VariantTagOnField { tag } => {
-                write!(f, "`{tag}` is a variant tag: it has no meaning on a field")
-            }
-            TagErrorKind::FieldWithoutWireName { tag } => {
-                write!(f, "`{tag}` needs a field with its own wire name")
-            }
-            TagErrorKind::TagOnEnum => f.write_str(
-                "agent tags belong on variants and fields, not on the enum itself",
-            ),
-            TagErrorKind::TupleVariant => f.write_str(
-                "tuple variants are not supported by #[derive(AgentMsg)]: use a struct variant `V { … }`, a unit variant, or a newtype variant holding a struct",
-            ),
-            TagErrorKind::NotInternallyTagged => f.write_str(
-                "#[derive(AgentMsg)] needs an internally tagged enum: add #[serde(tag = \"type\")]",
-            ),
-            TagErrorKind::WrongTagName { found } => write!(
-                f,
-                "the LAP discriminant is \"type\": use #[serde(tag = \"type\")] (found tag = \"{found}\")"
-            ),
-            TagErrorKind::NotAnEnum => f.write_str("#[derive(AgentMsg)] only supports enums"),
-            TagErrorKind::NewtypeNotStruct { ty } => write!(
-                f,
-                "a newtype variant must hold a struct: serde cannot tag a `{ty}` payload; use a struct variant `V {{ … }}`"
-            ),
         }
     }
 }
@@ -314,12 +146,24 @@ pub struct TagError {
     pub offset: usize,
     /// What is wrong.
     pub kind: TagErrorKind,
+    /// For an error about a repeated tag, the byte offset of the first occurrence.
+    pub first: Option<usize>,
 }
 
 impl TagError {
     /// An error at `offset`.
     pub fn new(offset: usize, kind: TagErrorKind) -> TagError {
-        TagError { offset, kind }
+        TagError {
+            offset,
+            kind,
+            first: None,
+        }
+    }
+
+    /// The same error, also pointing at the first occurrence of a repeated tag.
+    pub fn with_first(mut self, first: usize) -> TagError {
+        self.first = Some(first);
+        self
     }
 
     /// E6/E7 for the expression of `tag` at `offset`; only the first line of
@@ -348,6 +192,11 @@ impl fmt::Display for TagError {
 }
 
 impl std::error::Error for TagError {}
+
+/// The 1-based line of the doc text `doc` holding byte `offset`.
+pub fn line_of(doc: &str, offset: usize) -> usize {
+    doc[..offset.min(doc.len())].matches('\n').count() + 1
+}
 
 /// The first line of `text` (without its line break).
 pub fn first_line(text: &str) -> &str {

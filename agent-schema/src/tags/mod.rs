@@ -7,8 +7,25 @@
 //!   [`check_enum_doc`] read the tags of a variant, a field, a nested field and the enum.
 //! - [`cel_sources`] lists the CEL expressions to syntax-check (this crate has no CEL
 //!   parser; the caller reports failures with [`TagError::invalid_cel`]).
-//! - [`TagError`] carries the byte offset of the offending `@` and formats the exact message
-//!   text of §6.
+//! - [`cel`] checks the expressions: syntax, nesting depth and scope (`v` for `@validates`,
+//!   `state` for `@routeGated`), parsing on a big-stack thread.
+//! - [`TagError`] carries the byte offset of the offending `@`; its text is a first line of
+//!   at most 100 chars saying what is wrong and a `help:` line with the fix.
+//!
+//! # No near miss is silent
+//!
+//! An `@` followed by an identifier is tag-like unless a letter, digit or `_` precedes it
+//! (`support@example.com`) or it sits in an inline code span (backticks, closed on the same
+//! line) or a fenced code block. A tag-like name is then:
+//!
+//! - a known tag standing where tags stand (start of a doc line, after other tags or a list
+//!   marker, separated by whitespace): read;
+//! - a known tag glued to punctuation (`(@humanOnly)`, `"@humanOnly"`, `@humanOnly.`) or after
+//!   prose on its line: E17;
+//! - a call tag not followed by `(`: E18;
+//! - a single-valued tag written a second time: E19, naming both lines;
+//! - an unknown name close to a known one ([`suggest`]): E4;
+//! - any other name (`@alice`, `@see`): prose.
 //!
 //! ```
 //! use agent_schema::tags::{doc_text, parse_variant_doc};
@@ -20,10 +37,12 @@
 //! ```
 
 mod args;
+pub mod cel;
 mod cursor;
 mod doc;
 mod errors;
 mod json_form;
+mod kind;
 mod records;
 mod scanner;
 pub(crate) mod suggest;
@@ -33,7 +52,8 @@ mod tag;
 mod tests;
 
 pub use doc::{doc_text, DocText};
-pub use errors::{excerpt, first_line, Detail, TagError, TagErrorKind};
+pub use errors::{excerpt, first_line, line_of, Detail, TagError};
+pub use kind::{Placement, TagErrorKind};
 pub use records::{
     cel_sources, check_enum_doc, parse_field_doc, parse_nested_field_doc, parse_variant_doc,
     written_tags, CelSource,

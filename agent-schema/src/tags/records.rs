@@ -4,7 +4,8 @@
 use serde_json::Value;
 
 use super::args::Arg;
-use super::errors::{first_line, Detail, TagError, TagErrorKind};
+use super::errors::{first_line, line_of, Detail, TagError};
+use super::kind::TagErrorKind;
 use super::scanner::{malformed, scan, Call, Event};
 use super::tag::Tag;
 use crate::annotations::{DispatchMode, FieldTags, MessageAnnotations};
@@ -30,26 +31,13 @@ pub fn parse_variant_doc(doc: &str, wire_name: &str) -> Result<MessageAnnotation
     let mut ann = MessageAnnotations::default();
     let mut errors = Vec::new();
     let mut flags = FlagOffsets::default();
-    let mut emits_seen = false;
+    let mut seen = SeenCalls::default();
     for event in scan(doc) {
-        let (at, tag, call) = match event {
-            Event::Unknown {
-                at,
-                name,
-                suggestion,
-            } => {
-                errors.push(TagError::new(
-                    at,
-                    TagErrorKind::UnknownTag { name, suggestion },
-                ));
-                continue;
-            }
-            Event::Known { at, tag, call } => (at, tag, call),
+        let Some((at, tag, call)) = usable(event, &mut errors) else {
+            continue;
         };
         if tag.is_field_tag() {
-            if call.is_written() {
-                errors.push(TagError::new(at, TagErrorKind::FieldTagOnVariant { tag }));
-            }
+            errors.push(TagError::new(at, TagErrorKind::FieldTagOnVariant { tag }));
             continue;
         }
         let args = match checked_args(doc, at, tag, call, &mut errors) {
@@ -60,6 +48,9 @@ pub fn parse_variant_doc(doc: &str, wire_name: &str) -> Result<MessageAnnotation
             Checked::Skip => continue,
             Checked::Args(args) => args,
         };
+        if seen.repeated(doc, at, tag, &mut errors) {
+            continue;
+        }
         let mut values = args.into_iter().map(|a| a.value);
         match tag {
             Tag::Intent => set_first(&mut ann.intent, values.next()),
@@ -72,15 +63,14 @@ pub fn parse_variant_doc(doc: &str, wire_name: &str) -> Result<MessageAnnotation
                     ann.examples.push(value);
                 }
             }
-            Tag::Emits if !emits_seen => {
-                emits_seen = true;
+            Tag::Emits => {
                 for value in values {
                     if !ann.emits.contains(&value) {
                         ann.emits.push(value);
                     }
                 }
             }
-            Tag::RouteGated if ann.route_gate.is_none() => {
+            Tag::RouteGated => {
                 ann.route_gate = values.next();
                 ann.route_gate_reason = values.next();
             }
@@ -110,24 +100,18 @@ pub fn parse_nested_field_doc(doc: &str) -> Result<FieldTags, Vec<TagError>> {
     field_tags(doc, false)
 }
 
-/// The errors of the derived enum's own doc text: E11 for every known tag written there
-/// (flag, or call tag followed by `(`) and E4 for names close to a known tag.
+/// The errors of the derived enum's own doc text: E11 for every known tag there (outside
+/// backticks and code blocks) and E4 for names close to a known tag.
 pub fn check_enum_doc(doc: &str) -> Vec<TagError> {
     scan(doc)
         .into_iter()
-        .filter_map(|event| match event {
-            Event::Known { at, call, .. } if call.is_written() => {
-                Some(TagError::new(at, TagErrorKind::TagOnEnum))
-            }
-            Event::Known { .. } => None,
+        .map(|event| match event {
+            Event::Known { at, .. } => TagError::new(at, TagErrorKind::TagOnEnum),
             Event::Unknown {
                 at,
                 name,
                 suggestion,
-            } => Some(TagError::new(
-                at,
-                TagErrorKind::UnknownTag { name, suggestion },
-            )),
+            } => TagError::new(at, TagErrorKind::UnknownTag { name, suggestion }),
         })
         .collect()
 }
@@ -145,6 +129,7 @@ pub fn cel_sources(doc: &str) -> Vec<CelSource> {
                 at,
                 tag: tag @ (Tag::RouteGated | Tag::Validates),
                 call: Call::Args { args, .. },
+                placement: None,
             } if arity_error(tag, args.len()).is_none() => Some(CelSource {
                 offset: at,
                 tag,
@@ -162,40 +147,42 @@ pub fn written_tags(doc: &str) -> Vec<(usize, Tag)> {
     scan(doc)
         .into_iter()
         .filter_map(|event| match event {
-            Event::Known { at, tag, call } if call.is_written() => Some((at, tag)),
+            Event::Known { at, tag, call, .. } if call.is_written() => Some((at, tag)),
             _ => None,
         })
         .collect()
 }
 
-/// Shared body of [`parse_field_doc`] (`strict`) and [`parse_nested_field_doc`].
+/// Shared body of [`parse_field_doc`] (`strict`) and [`parse_nested_field_doc`]. Outside
+/// `strict`, only what concerns the field tags is an error: variant tags and names close to
+/// a variant tag are ignored there.
 fn field_tags(doc: &str, strict: bool) -> Result<FieldTags, Vec<TagError>> {
     let mut tags = FieldTags::default();
     let mut errors = Vec::new();
+    let mut seen = SeenCalls::default();
     for event in scan(doc) {
-        match event {
-            Event::Unknown {
-                at,
-                name,
-                suggestion,
-            } if strict => errors.push(TagError::new(
-                at,
-                TagErrorKind::UnknownTag { name, suggestion },
-            )),
-            Event::Unknown { .. } => {}
-            Event::Known { at, tag, call } if tag.is_field_tag() => {
-                if let Checked::Args(args) = checked_args(doc, at, tag, call, &mut errors) {
-                    let value = args.into_iter().next().map(|a| a.value);
-                    match tag {
-                        Tag::Should => set_first(&mut tags.hint, value),
-                        _ => set_first(&mut tags.validates, value),
-                    }
-                }
+        let concerns_fields = match &event {
+            Event::Known { tag, .. } => tag.is_field_tag(),
+            Event::Unknown { suggestion, .. } => suggestion.is_field_tag(),
+        };
+        if !strict && !concerns_fields {
+            continue;
+        }
+        let Some((at, tag, call)) = usable(event, &mut errors) else {
+            continue;
+        };
+        if !tag.is_field_tag() {
+            errors.push(TagError::new(at, TagErrorKind::VariantTagOnField { tag }));
+            continue;
+        }
+        if let Checked::Args(args) = checked_args(doc, at, tag, call, &mut errors) {
+            if seen.repeated(doc, at, tag, &mut errors) {
+                continue;
             }
-            Event::Known { at, tag, call } => {
-                if strict && call.is_written() {
-                    errors.push(TagError::new(at, TagErrorKind::VariantTagOnField { tag }));
-                }
+            let value = args.into_iter().next().map(|a| a.value);
+            match tag {
+                Tag::Should => tags.hint = value,
+                _ => tags.validates = value,
             }
         }
     }
@@ -203,6 +190,74 @@ fn field_tags(doc: &str, strict: bool) -> Result<FieldTags, Vec<TagError>> {
         Ok(tags)
     } else {
         Err(errors)
+    }
+}
+
+/// A known tag that stands where a tag belongs and is written as its kind requires:
+/// `(at, tag, call)`. Otherwise the error (E4, E17, E18) goes to `errors` and the answer is
+/// `None`.
+fn usable(event: Event, errors: &mut Vec<TagError>) -> Option<(usize, Tag, Call)> {
+    match event {
+        Event::Unknown {
+            at,
+            name,
+            suggestion,
+        } => {
+            errors.push(TagError::new(
+                at,
+                TagErrorKind::UnknownTag { name, suggestion },
+            ));
+            None
+        }
+        Event::Known {
+            at,
+            tag,
+            placement: Some(placement),
+            ..
+        } => {
+            errors.push(TagError::new(
+                at,
+                TagErrorKind::Misplaced { tag, placement },
+            ));
+            None
+        }
+        Event::Known {
+            at,
+            tag,
+            call: Call::Mention,
+            ..
+        } => {
+            errors.push(TagError::new(at, TagErrorKind::CallWithoutList { tag }));
+            None
+        }
+        Event::Known { at, tag, call, .. } => Some((at, tag, call)),
+    }
+}
+
+/// Where each single-valued call tag was first written (E19).
+#[derive(Default)]
+struct SeenCalls {
+    first: Vec<(Tag, usize)>,
+}
+
+impl SeenCalls {
+    /// True (with E19 pushed) when `tag`, written at `at`, was already written; flags and
+    /// `@example` may repeat.
+    fn repeated(&mut self, doc: &str, at: usize, tag: Tag, errors: &mut Vec<TagError>) -> bool {
+        if tag.is_flag() || tag == Tag::Example {
+            return false;
+        }
+        if let Some(&(_, first)) = self.first.iter().find(|(t, _)| *t == tag) {
+            let kind = TagErrorKind::DuplicateTag {
+                tag,
+                first_line: line_of(doc, first),
+                line: line_of(doc, at),
+            };
+            errors.push(TagError::new(at, kind).with_first(first));
+            return true;
+        }
+        self.first.push((tag, at));
+        false
     }
 }
 
@@ -221,7 +276,10 @@ enum Checked {
 fn checked_args(doc: &str, at: usize, tag: Tag, call: Call, errors: &mut Vec<TagError>) -> Checked {
     match call {
         Call::Flag => Checked::Flag,
-        Call::Mention => Checked::Skip,
+        Call::Mention => {
+            errors.push(TagError::new(at, TagErrorKind::CallWithoutList { tag }));
+            Checked::Skip
+        }
         Call::Broken { detail, end } => {
             errors.push(malformed(doc, at, end, tag, detail));
             Checked::Skip

@@ -2,7 +2,8 @@
 
 use super::args::{parse_empty_list, parse_list, Arg};
 use super::cursor::{Cursor, Failure};
-use super::errors::{excerpt, Detail, TagError, TagErrorKind};
+use super::errors::{excerpt, Detail, TagError};
+use super::kind::{Placement, TagErrorKind};
 use super::suggest::suggest;
 use super::tag::Tag;
 
@@ -17,6 +18,8 @@ pub(crate) enum Event {
         tag: Tag,
         /// What follows it.
         call: Call,
+        /// `None` when the tag stands where a tag belongs; otherwise how it sits in prose.
+        placement: Option<Placement>,
     },
     /// An unknown tag name close to a known tag (E4).
     Unknown {
@@ -34,7 +37,7 @@ pub(crate) enum Event {
 pub(crate) enum Call {
     /// A flag, bare or with an empty `()`.
     Flag,
-    /// A call tag not followed by `(`: a prose mention, ignored.
+    /// A call tag not followed by `(` (E18).
     Mention,
     /// A call tag with a well-formed argument list (arity not checked yet).
     Args {
@@ -53,36 +56,73 @@ pub(crate) enum Call {
 }
 
 impl Call {
-    /// True unless this is a prose mention: the tag is really written there.
+    /// True unless this is a call tag without its list.
     pub(crate) fn is_written(&self) -> bool {
         !matches!(self, Call::Mention)
     }
 }
 
 /// Every tag occurrence of `doc`, in order.
+///
+/// An `@` starts a tag occurrence when an identifier follows it and the char before it is not
+/// a letter, digit or `_` (so `support@example.com` is prose), outside fenced code blocks and
+/// outside inline code spans (a backtick run closed by a run of the same length on the same
+/// line). Argument lists are never scanned. A known tag right after punctuation, a flag right
+/// before punctuation, and a known tag after prose on its line get a [`Placement`].
 pub(crate) fn scan(doc: &str) -> Vec<Event> {
     let fenced = fenced_ranges(doc);
     let mut events = Vec::new();
     let mut pos = 0;
-    while let Some(found) = doc[pos..].find('@') {
-        let at = pos + found;
-        pos = at + 1;
-        if !starts_tag(doc, at) || fenced.iter().any(|r| r.contains(&at)) {
+    // Text between here and a tag must be blank (or a list marker) for the tag to be in
+    // position: the start of the line, or the end of the previous tag.
+    let mut clean_from = 0;
+    while let Some(c) = doc[pos..].chars().next() {
+        if c == '\n' {
+            pos += 1;
+            clean_from = pos;
             continue;
         }
+        if let Some(range) = fenced.iter().find(|r| r.contains(&pos)) {
+            pos = range.end;
+            continue;
+        }
+        if c == '`' {
+            pos = skip_code_span(doc, pos);
+            continue;
+        }
+        if c != '@' {
+            pos += c.len_utf8();
+            continue;
+        }
+        let at = pos;
         let name = identifier(&doc[at + 1..]);
-        if name.is_empty() {
+        let before = doc[..at].chars().next_back();
+        if name.is_empty() || before.is_some_and(|b| b.is_alphanumeric() || b == '_' || b == '@') {
+            pos = at + 1;
             continue;
         }
         let after_name = at + 1 + name.len();
         let mut cur = Cursor::new(doc, after_name);
         if let Some(tag) = Tag::from_name(name) {
+            let mut placement = placement_before(doc, clean_from, at, before);
             let call = read_call(&mut cur, tag);
+            if placement.is_none() && matches!(call, Call::Flag) && cur.pos() == after_name {
+                if let Some(next) = doc[after_name..].chars().next() {
+                    if !super::errors::is_space(next) {
+                        placement = Some(Placement::GluedAfter(next));
+                    }
+                }
+            }
             pos = match &call {
                 Call::Flag | Call::Mention => cur.pos(),
                 Call::Args { end, .. } | Call::Broken { end, .. } => *end,
             };
-            events.push(Event::Known { at, tag, call });
+            events.push(Event::Known {
+                at,
+                tag,
+                call,
+                placement,
+            });
         } else if let Some(suggestion) = suggest(name) {
             // Skip the argument list of a misspelled call, so its text is not scanned.
             cur.skip_blanks();
@@ -102,9 +142,50 @@ pub(crate) fn scan(doc: &str) -> Vec<Event> {
             });
         } else {
             pos = after_name;
+            continue;
         }
+        clean_from = pos;
     }
     events
+}
+
+/// How a known tag at `at` sits, judged by what comes before it: right after punctuation
+/// (anything but whitespace or `)`), or after prose written since `clean_from`.
+fn placement_before(
+    doc: &str,
+    clean_from: usize,
+    at: usize,
+    before: Option<char>,
+) -> Option<Placement> {
+    if let Some(b) = before {
+        if !super::errors::is_space(b) && b != ')' {
+            return Some(Placement::GluedBefore(b));
+        }
+    }
+    let prose = doc[clean_from.min(at)..at].trim_matches(super::errors::is_space);
+    match prose {
+        "" | "*" | "-" | "+" => None,
+        _ => Some(Placement::InSentence),
+    }
+}
+
+/// Skips the backtick run at `pos` and, when a run of the same length closes it later on the
+/// same line, the whole code span. Returns where scanning continues.
+fn skip_code_span(doc: &str, pos: usize) -> usize {
+    let run = doc[pos..].bytes().take_while(|&b| b == b'`').count();
+    let after = pos + run;
+    let line_end = doc[after..].find('\n').map_or(doc.len(), |i| after + i);
+    let line = &doc[after..line_end];
+    let mut i = 0;
+    while let Some(found) = line[i..].find('`') {
+        let start = i + found;
+        let len = line[start..].bytes().take_while(|&b| b == b'`').count();
+        if len == run {
+            return after + start + len;
+        }
+        i = start + len;
+    }
+    after
 }
 
 /// Reads what follows a known tag name; the cursor is just after the name.
@@ -149,15 +230,6 @@ pub(crate) fn malformed(doc: &str, at: usize, end: usize, tag: Tag, detail: Deta
             excerpt: excerpt(&doc[at..end]),
         },
     )
-}
-
-/// True when the `@` at `at` may start a tag: it is the first char, or follows whitespace
-/// (space, tab, `\n`, `\r`) or `)`.
-fn starts_tag(doc: &str, at: usize) -> bool {
-    match doc[..at].chars().next_back() {
-        None => true,
-        Some(c) => matches!(c, ' ' | '\t' | '\n' | '\r' | ')'),
-    }
 }
 
 /// The identifier `[A-Za-z_][A-Za-z0-9_]*` at the start of `text`, taken maximally ("" if none).

@@ -55,14 +55,30 @@ fn curly_hint() {
 fn no_tags() {
     // §8.2 #34
     assert!(field(&[]).is_empty());
-    assert!(field(&[" The title. Mention the @should tag in prose."]).is_empty());
+    assert!(field(&[" The title. Mention the `@should` tag in prose."]).is_empty());
 }
 
 #[test]
-fn first_field_tag_wins() {
-    let tags = field(&[" @should(\"a\") @should(\"b\") @validates(\"x\") @validates(\"y\")"]);
-    assert_eq!(tags.hint.as_deref(), Some("a"));
-    assert_eq!(tags.validates.as_deref(), Some("x"));
+fn a_repeated_field_tag_is_e19() {
+    let text = doc(&[
+        " @should(\"a\") @validates(\"x\")",
+        " @should(\"b\") @validates(\"y\")",
+    ]);
+    let errors = parse_field_doc(&text).unwrap_err();
+    let codes: Vec<_> = errors.iter().map(|e| e.code()).collect();
+    assert_eq!(codes, ["E19", "E19"]);
+    assert_eq!(errors[0].first, Some(0));
+    assert_eq!(
+        errors[0].to_string(),
+        "`@should` is written twice (doc lines 1 and 2)\n\
+         help: only one `@should` counts: keep one and remove the other"
+    );
+    // Nested docs get the same check.
+    assert_eq!(
+        parse_nested_field_doc("@validates(\"v > 0\")\n@validates(\"v < 9\")").unwrap_err()[0]
+            .code(),
+        "E19"
+    );
 }
 
 #[test]
@@ -78,11 +94,14 @@ fn variant_tags_on_a_field_are_e9() {
         assert_eq!(errors[0].code(), "E9");
         assert_eq!(
             errors[0].to_string(),
-            format!("`{tag}` is a variant tag: it has no meaning on a field")
+            format!(
+                "`{tag}` is a variant tag: it has no meaning on a field\n\
+                 help: put it on the variant that holds this field"
+            )
         );
     }
-    // A prose mention of a call tag is not a tag.
-    assert!(field(&[" Set by the @intent tag"]).is_empty());
+    // A prose mention of a tag belongs in backticks.
+    assert!(field(&[" Set by the `@intent` tag"]).is_empty());
 }
 
 #[test]
@@ -92,17 +111,21 @@ fn field_errors_are_e4_and_malformed_calls() {
     assert_eq!(codes, ["E4", "D7a"]);
     assert_eq!(
         errors[0].to_string(),
-        "unknown agent tag `@Should`; did you mean `@should`?"
+        "unknown agent tag `@Should`; did you mean `@should`?\n\
+         help: write `@should`, or put the word in backticks if it is not meant as a tag"
     );
 }
 
 #[test]
 fn nested_fields_ignore_other_tags() {
     // §7.4: only @should/@validates are interpreted; other tags are ignored.
-    let text = "The id.\n@intent(\"x\") @humanOnly @Should(\"y\")\n@should(\"the row id\")";
+    let text = "The id.\n@intent(\"x\") @humanOnly @Intnet(\"y\")\n@should(\"the row id\")";
     let tags = parse_nested_field_doc(text).unwrap();
     assert_eq!(tags.hint.as_deref(), Some("the row id"));
     assert!(parse_field_doc(text).is_err());
+    // A near miss of a field tag is an error there too.
+    let errors = parse_nested_field_doc("The id.\n@Should(\"y\")").unwrap_err();
+    assert_eq!(errors[0].code(), "E4");
     // Text inside an ignored call is still not scanned.
     let tags = parse_nested_field_doc("@intent(\"@should(\\\"no\\\")\")").unwrap();
     assert!(tags.is_empty());

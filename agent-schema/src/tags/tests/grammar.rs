@@ -15,12 +15,26 @@ fn tag_boundaries() {
         variant("a", &["\t@agentOnly"]).dispatch_mode,
         DispatchMode::AgentOnly
     );
-    assert!(variant("a", &[" x@humanOnly (@humanOnly 'x'@humanOnly"]).is_default());
-    // The identifier is taken maximally and compared case-sensitively.
-    assert!(variant("a", &[" @humanOnlyExtra @intent_of_user(\"y\")"]).is_default());
+    // After a letter, digit or `_` an `@` is prose (emails).
+    assert!(variant("a", &[" x@humanOnly 1@agentOnly _@humanOnly"]).is_default());
+    // After other punctuation a known tag is an error, not prose (E17).
+    let errors = variant_errors("a", &[" (@humanOnly 'x'@humanOnly"]);
+    let codes: Vec<_> = errors.iter().map(|e| e.code()).collect();
+    assert_eq!(codes, ["E17", "E17"]);
+    // The identifier is taken maximally; a known tag as its prefix is a near miss (E4).
+    let errors = variant_errors("a", &[" @humanOnlyExtra @intent_of_user(\"y\")"]);
+    let codes: Vec<_> = errors.iter().map(|e| e.code()).collect();
+    assert_eq!(codes, ["E4", "E4"]);
     assert_eq!(variant_errors("a", &[" @humanOnlyX"])[0].code(), "E4");
-    // Punctuation after a flag ends its name.
-    assert!(variant("a", &[" This is @requiresConfirm."]).requires_confirm);
+    // Punctuation after a flag glues it (E17), and prose before it puts it in a sentence.
+    assert_eq!(
+        variant_errors("a", &[" @requiresConfirm."])[0].code(),
+        "E17"
+    );
+    assert_eq!(
+        variant_errors("a", &[" This is @requiresConfirm"])[0].code(),
+        "E17"
+    );
     // `@` without an identifier is not a tag.
     assert!(variant("a", &[" @ @1 @-"]).is_default());
 }
@@ -34,8 +48,11 @@ fn filler_in_argument_lists() {
     // Only ONE `*` per line is filler.
     let errors = variant_errors("a", &[" @emits(", " * * \"a\")"]);
     assert_eq!(errors[0].code(), "D4");
-    // A call tag followed by a newline before `(` is a prose mention.
-    assert!(variant("a", &[" @intent", " (\"x\")"]).intent.is_none());
+    // A call tag followed by a newline before `(` has no list (E18).
+    assert_eq!(
+        variant_errors("a", &[" @intent", " (\"x\")"])[0].code(),
+        "E18"
+    );
 }
 
 #[test]

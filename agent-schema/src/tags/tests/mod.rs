@@ -4,6 +4,7 @@ mod doc;
 mod errors;
 mod fields;
 mod grammar;
+mod near_miss;
 mod suggest;
 mod variants;
 

@@ -41,7 +41,7 @@ fn names_that_are_not_close() {
         "internal",
         "someOtherTag",
         "foo",
-        "intentional",
+        "alice",
         "emi",
         "hum",
     ] {

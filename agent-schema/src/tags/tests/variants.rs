@@ -1,6 +1,6 @@
 //! §8.1: variant tags.
 
-use super::{strings, variant};
+use super::{strings, variant, variant_errors};
 use crate::annotations::{DispatchMode, MessageAnnotations};
 
 #[test]
@@ -60,7 +60,7 @@ fn no_tags_gives_the_default_record() {
     assert!(variant("a", &[]).is_default());
     assert!(variant("a", &[" Plain prose."]).is_default());
     assert!(variant("a", &[" @someOtherTag @foo @see docs"]).is_default());
-    assert!(variant("a", &[" @todo @internal @intentional"]).is_default());
+    assert!(variant("a", &[" @todo @internal @alice"]).is_default());
     let json = serde_json::to_string(&variant("a", &[" Plain prose."])).unwrap();
     assert_eq!(
         json,
@@ -115,7 +115,11 @@ fn emits_first_call_deduplicated() {
     );
     assert_eq!(emits(" @emits(\"cloud/save\")"), strings(&["cloud/save"]));
     assert_eq!(emits(" @emits(\"a\", \"b\", \"a\")"), strings(&["a", "b"]));
-    assert_eq!(emits(" @emits(\"a\") @emits(\"b\")"), strings(&["a"]));
+    // A second `@emits` is an error (E19), never silently dropped.
+    assert_eq!(
+        variant_errors("a", &[" @emits(\"a\") @emits(\"b\")"])[0].code(),
+        "E19"
+    );
     assert_eq!(emits(" @emits(\"a\",)"), strings(&["a"]));
     assert_eq!(emits(" no emits here"), Vec::<String>::new());
 }
@@ -138,10 +142,16 @@ fn route_gated_one_or_two_arguments() {
     let ann = variant("a", &[" @routeGated(\"state.ready\")"]);
     assert_eq!(ann.route_gate.as_deref(), Some("state.ready"));
     assert_eq!(ann.route_gate_reason, None);
-    // Only the first call counts, its reason included.
-    let ann = variant("a", &[" @routeGated(\"x\") @routeGated(\"y\", \"why\")"]);
-    assert_eq!(ann.route_gate.as_deref(), Some("x"));
-    assert_eq!(ann.route_gate_reason, None);
+    // A second gate is an error naming both lines.
+    let errors = variant_errors(
+        "a",
+        &[" @routeGated(\"x\")", " @routeGated(\"y\", \"why\")"],
+    );
+    assert_eq!(errors.len(), 1);
+    assert_eq!(
+        errors[0].kind.summary(),
+        "`@routeGated` is written twice (doc lines 1 and 2)"
+    );
 }
 
 #[test]
@@ -206,9 +216,9 @@ fn empty_strings_are_values() {
 }
 
 #[test]
-fn first_call_wins() {
-    // §8.1 #18
-    let ann = variant(
+fn a_repeated_single_valued_tag_is_e19() {
+    // §8.1 #18 (changed): a second call is an error at the second, pointing at the first.
+    let errors = variant_errors(
         "a",
         &[
             " @intent(\"x\") @intent(\"y\")",
@@ -216,8 +226,29 @@ fn first_call_wins() {
             " @warning(\"w2\")",
         ],
     );
-    assert_eq!(ann.intent.as_deref(), Some("x"));
-    assert_eq!(ann.warning.as_deref(), Some("w1"));
+    let found: Vec<_> = errors
+        .iter()
+        .map(|e| (e.code(), e.offset, e.first))
+        .collect();
+    let second_warning = "@intent(\"x\") @intent(\"y\")\n@warning(\"w1\")\n".len();
+    assert_eq!(
+        found,
+        [
+            ("E19", "@intent(\"x\") ".len(), Some(0)),
+            (
+                "E19",
+                second_warning,
+                Some("@intent(\"x\") @intent(\"y\")\n".len())
+            ),
+        ]
+    );
+    // Flags and `@example` may repeat.
+    let ann = variant(
+        "a",
+        &[" @requiresConfirm @requiresConfirm @example(\"1\") @example(\"2\")"],
+    );
+    assert!(ann.requires_confirm);
+    assert_eq!(ann.examples.len(), 2);
 }
 
 #[test]
@@ -231,14 +262,27 @@ fn tags_inside_arguments_are_text() {
 #[test]
 fn tags_in_prose_after_quote_backtick_or_letter_are_not_tags() {
     // §8.1 #20
-    let ann = variant(
+    // §8.1 #20 (changed): a quoted tag in prose is an error (E17); backticks and emails are
+    // prose.
+    let errors = variant_errors(
         "a",
         &[" Unlike \"@humanOnly\" ones, this is shared; mail support@example.com."],
     );
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].code(), "E17");
+    let ann = variant(
+        "a",
+        &[" Unlike `@humanOnly` ones, this is shared; mail support@example.com."],
+    );
     assert!(ann.is_default());
-    assert!(variant("a", &[" Unlike `@humanOnly` ones, this is shared."]).is_default());
+    assert!(variant("a", &[" Use ``@humanOnly`` or ```@agentOnly``` here."]).is_default());
     // A stray quote in prose never hides a later tag.
-    let ann = variant("a", &[" Say \"hello. @humanOnly"]);
+    assert_eq!(
+        variant_errors("a", &[" Say \"hello. @humanOnly"])[0].code(),
+        "E17"
+    );
+    // An unclosed backtick does not hide a tag, nor does a code span on another line.
+    let ann = variant("a", &[" a ` b", " @humanOnly `c`"]);
     assert_eq!(ann.dispatch_mode, DispatchMode::HumanOnly);
 }
 
@@ -250,12 +294,24 @@ fn flag_with_empty_list() {
 }
 
 #[test]
-fn call_tag_without_parenthesis_is_a_mention() {
-    // §8.1 #22
-    assert!(variant("a", &[" see the @example tag"]).examples.is_empty());
-    assert!(variant("a", &[" @intent", " (not a call)"])
-        .intent
-        .is_none());
+fn call_tag_without_parenthesis_is_an_error() {
+    // §8.1 #22 (changed): prose mentions go in backticks.
+    assert_eq!(
+        variant_errors("a", &[" see the @example tag"])[0].code(),
+        "E17"
+    );
+    assert!(variant("a", &[" see the `@example` tag"])
+        .examples
+        .is_empty());
+    let errors = variant_errors("a", &[" @intent", " (not a call)"]);
+    assert_eq!(errors[0].code(), "E18");
+    assert_eq!(
+        errors[0].to_string(),
+        "`@intent` is not followed by `(`\n\
+         help: write `@intent(\"…\")`; to mention the tag in prose, put it in backticks"
+    );
+    assert_eq!(variant_errors("a", &[" @intent \"x\""])[0].code(), "E18");
+    assert_eq!(variant_errors("a", &[" @intent: \"x\""])[0].code(), "E18");
 }
 
 #[test]

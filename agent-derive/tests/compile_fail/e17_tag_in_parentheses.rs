@@ -1,0 +1,10 @@
+use agent_derive::AgentMsg;
+
+#[derive(AgentMsg)]
+#[serde(tag = "type")]
+enum Msg {
+    /// Only for admins (@humanOnly).
+    Reset,
+}
+
+fn main() {}

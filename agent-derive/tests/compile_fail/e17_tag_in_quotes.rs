@@ -1,0 +1,10 @@
+use agent_derive::AgentMsg;
+
+#[derive(AgentMsg)]
+#[serde(tag = "type")]
+enum Msg {
+    /// Unlike "@humanOnly" variants, this one is shared.
+    Reset,
+}
+
+fn main() {}

@@ -1,0 +1,12 @@
+use agent_derive::AgentMsg;
+
+#[derive(AgentMsg)]
+#[serde(tag = "type")]
+enum Msg {
+    /// @intent("Delete a row")
+    /// Careful.
+    /// @intent("Remove a row")
+    Delete,
+}
+
+fn main() {}

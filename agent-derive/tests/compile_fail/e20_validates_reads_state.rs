@@ -1,0 +1,12 @@
+use agent_derive::AgentMsg;
+
+#[derive(AgentMsg)]
+#[serde(tag = "type")]
+enum Msg {
+    Set {
+        /// @validates("v <= state.max")
+        value: i32,
+    },
+}
+
+fn main() {}

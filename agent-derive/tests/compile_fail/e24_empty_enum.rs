@@ -1,0 +1,7 @@
+use agent_derive::AgentMsg;
+
+#[derive(AgentMsg)]
+#[serde(tag = "type")]
+enum Msg {}
+
+fn main() {}

@@ -1,0 +1,11 @@
+use agent_derive::AgentMsg;
+
+#[derive(AgentMsg)]
+#[serde(tag = "type")]
+enum Msg {
+    Save,
+    #[serde(alias = "Save")]
+    Store,
+}
+
+fn main() {}

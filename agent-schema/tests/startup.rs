@@ -1,0 +1,214 @@
+//! Start-up checks of `describe` against the real types (issue 11): examples deserialize and
+//! pass `@validates`, and expressions read only field paths the schemas have.
+
+use agent_derive::AgentMsg;
+use agent_schema::describe;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct State {
+    todos: Vec<String>,
+    mode: String,
+    filter: Filter,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Filter {
+    done: bool,
+}
+
+/// The error text of `describe::<M, State>`.
+fn error_of<M: agent_schema::AgentMsg>() -> String {
+    describe::<M, State>("app", "1", None)
+        .unwrap_err()
+        .to_string()
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum Good {
+    /// @example({"type":"setWeight","weight":50})
+    /// @example({"weight": 5})
+    /// @example([{"type":"setWeight","weight":1},{"type":"setWeight","weight":2}])
+    /// @routeGated("size(state.todos) > 0 && state.mode == 'edit' && !state.filter.done")
+    SetWeight {
+        /// @validates("v >= 0 && v <= 100")
+        weight: f64,
+    },
+    /// @routeGated("state.todos.exists(t, t == 'x')")
+    Clear,
+}
+
+#[test]
+fn valid_examples_and_paths_pass() {
+    let doc = describe::<Good, State>("app", "1", None).unwrap();
+    assert_eq!(
+        doc.annotations["setWeight"]["examples"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum WrongFieldType {
+    /// @example({"type":"setWeight","weight":"heavy"})
+    SetWeight { weight: f64 },
+}
+
+#[test]
+fn an_example_with_a_wrong_field_type_fails() {
+    assert_eq!(
+        error_of::<WrongFieldType>(),
+        "variant \"setWeight\": `@example` #1 does not deserialize as the message: invalid type: \
+         string \"heavy\", expected f64\n\
+         help: make the example match the variant's fields, or remove it"
+    );
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum MissingField {
+    /// @example({"type":"rename"})
+    Rename { to: String },
+}
+
+#[test]
+fn an_example_missing_a_required_field_fails() {
+    assert_eq!(
+        error_of::<MissingField>(),
+        "variant \"rename\": `@example` #1 does not deserialize as the message: missing field `to`\n\
+         help: make the example match the variant's fields, or remove it"
+    );
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum FailsValidates {
+    /// @example({"weight": 50})
+    /// @example({"weight": 150})
+    SetWeight {
+        /// @validates("v >= 0 && v <= 100")
+        weight: f64,
+    },
+}
+
+#[test]
+fn an_example_failing_validates_fails() {
+    assert_eq!(
+        error_of::<FailsValidates>(),
+        "variant \"setWeight\": `@example` #2 fails `@validates(\"v >= 0 && v <= 100\")` of field \
+         `weight` with 150\n\
+         help: change the example's `weight` or the predicate"
+    );
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum LengthHabit {
+    /// @routeGated("state.todos.length > 0")
+    Clear,
+}
+
+#[test]
+fn length_on_a_list_says_use_size() {
+    assert_eq!(
+        error_of::<LengthHabit>(),
+        "variant \"clear\": `@routeGated` `state.todos.length > 0` reads `state.todos.length` of \
+         a list\n\
+         help: CEL has no `.length`: use size(state.todos)"
+    );
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum MissingStateField {
+    /// @routeGated("state.filter.archived")
+    Clear,
+}
+
+#[test]
+fn a_state_path_that_does_not_exist_fails() {
+    assert_eq!(
+        error_of::<MissingStateField>(),
+        "variant \"clear\": `@routeGated` `state.filter.archived` reads `state.filter.archived`, \
+         which is not in the schema\n\
+         help: the fields of `state.filter` are: done"
+    );
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Range {
+    min: f64,
+    max: f64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum FieldPaths {
+    SetRange {
+        /// @validates("v.min <= v.maximum")
+        range: Range,
+    },
+}
+
+#[test]
+fn a_validates_path_that_does_not_exist_fails() {
+    assert_eq!(
+        error_of::<FieldPaths>(),
+        "variant \"setRange\": `@validates` `v.min <= v.maximum` reads `v.maximum`, which is not \
+         in the schema\n\
+         help: the fields of `v` are: min, max"
+    );
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Cell {
+    /// The note.
+    /// @shuold("cite it")
+    note: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum NestedTypo {
+    SetCell { cell: Cell },
+}
+
+#[test]
+fn a_near_miss_on_a_nested_field_fails() {
+    let text = error_of::<NestedTypo>();
+    assert!(
+        text.starts_with(
+            "agent tag error in the doc of the Msg schema property `/$defs/Cell/properties/note`: \
+             unknown agent tag `@shuold`; did you mean `@should`?"
+        ),
+        "{text}"
+    );
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Limits {
+    /// @validates("v <= state.max")
+    low: f64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum NestedScope {
+    SetLimits { limits: Limits },
+}
+
+#[test]
+fn a_nested_validates_reading_state_fails() {
+    assert_eq!(
+        error_of::<NestedScope>(),
+        "variant \"setLimits\": `@validates` on `low`: `@validates` reads `state`, but only `v` is \
+         in scope\n\
+         help: `@validates` sees only the field's value `v`; a check on the state belongs in \
+         `@routeGated`"
+    );
+}
