@@ -13,18 +13,18 @@ use super::tools::ToolSpec;
 pub fn check_args(
     tool: &ToolSpec,
     schema: &Map<String, Value>,
-    arguments: Option<&Map<String, Value>>,
+    arguments: Option<Map<String, Value>>,
 ) -> Result<Map<String, Value>, String> {
     let refusal = |problem: String| format!("{}: invalid arguments: {problem}", tool.name);
     let empty = Map::new();
-    let arguments = arguments.unwrap_or(&empty);
+    let mut arguments = arguments.unwrap_or_default();
     let properties = schema
         .get("properties")
         .and_then(Value::as_object)
         .unwrap_or(&empty);
     let mut checked = Map::new();
     for (name, property) in properties {
-        let value = match arguments.get(name) {
+        let value = match arguments.remove(name) {
             None | Some(Value::Null) => {
                 if is_required(schema, name) {
                     return Err(refusal(format!("{name} is required")));
@@ -33,10 +33,10 @@ pub fn check_args(
             }
             Some(v) => v,
         };
-        if let Some(problem) = problem(name, property, value) {
+        if let Some(problem) = problem(name, property, &value) {
             return Err(refusal(problem));
         }
-        checked.insert(name.clone(), value.clone());
+        checked.insert(name.clone(), value);
     }
     Ok(checked)
 }
@@ -123,7 +123,7 @@ mod tests {
 
     fn check(surface: Surface, tool: &str, args: Value) -> Result<Value, String> {
         let spec = find(surface, tool).unwrap();
-        check_args(&spec, &spec.input_schema(), args.as_object()).map(Value::Object)
+        check_args(&spec, &spec.input_schema(), args.as_object().cloned()).map(Value::Object)
     }
 
     #[test]

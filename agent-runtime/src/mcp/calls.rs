@@ -53,7 +53,7 @@ impl ToolCatalog {
     /// Finds the tool a call names and checks its arguments. An unknown tool is a protocol
     /// error (`invalid_params`), as MCP asks; bad arguments are a tool error with the refusal
     /// text.
-    pub fn resolve(&self, request: &CallToolRequestParams) -> Result<ResolvedCall, ErrorData> {
+    pub fn resolve(&self, request: CallToolRequestParams) -> Result<ResolvedCall, ErrorData> {
         let Some(i) = self.specs.iter().position(|t| t.name == request.name) else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {}", request.name),
@@ -63,7 +63,7 @@ impl ToolCatalog {
         let spec = self.specs[i];
         let schema: &Arc<JsonObject> = &self.listed[i].input_schema;
         Ok(
-            match check_args(&spec, schema, request.arguments.as_ref()) {
+            match check_args(&spec, schema, request.arguments) {
                 Ok(args) => ResolvedCall::Run(spec, args),
                 Err(refusal) => ResolvedCall::Refused(failure(refusal)),
             },

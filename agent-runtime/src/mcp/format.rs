@@ -24,6 +24,9 @@ pub struct LapAnswer {
     pub body: Value,
     /// Whether the call counts as failed.
     pub failed: bool,
+    /// The body as the operation serialized it, when it came as JSON text: a result that
+    /// passes the body on unchanged uses it as its text instead of serializing `body` again.
+    pub text: Option<String>,
 }
 
 impl LapAnswer {
@@ -33,6 +36,7 @@ impl LapAnswer {
             status,
             body,
             failed: !(200..300).contains(&status),
+            text: None,
         }
     }
 
@@ -43,6 +47,7 @@ impl LapAnswer {
             status: 0,
             body: serde_json::json!({"error": {"code": "network", "detail": detail.into()}}),
             failed: true,
+            text: None,
         }
     }
 
@@ -110,8 +115,14 @@ pub fn schema_changed_note(old: &str, new: &str) -> String {
 
 /// A success result: the body as `structuredContent` and its JSON as text.
 pub fn success(body: Value) -> CallToolResult {
+    let text = body.to_string();
+    success_with_text(body, text)
+}
+
+/// A success result whose text (the JSON of `body`) is already at hand.
+pub fn success_with_text(body: Value, text: String) -> CallToolResult {
     let mut result = CallToolResult::default();
-    result.content = vec![ContentBlock::text(body.to_string())];
+    result.content = vec![ContentBlock::text(text)];
     result.structured_content = Some(body);
     result
 }

@@ -9,7 +9,8 @@ use rmcp::model::CallToolResult;
 use serde_json::{json, Map, Value};
 
 use super::format::{
-    connect_failure, failure, forwarded_failure, schema_changed_note, success, LapAnswer,
+    connect_failure, failure, forwarded_failure, schema_changed_note, success, success_with_text,
+    LapAnswer,
 };
 use crate::ops::Operation;
 
@@ -33,6 +34,13 @@ impl DescriptionCache {
     /// Replaces the cached description.
     pub fn set(&self, description: Value) {
         *self.lock() = Some(description);
+    }
+
+    /// The `schemaHash` of the cached description (`null` when it has none).
+    pub fn get_hash(&self) -> Option<Value> {
+        self.lock()
+            .as_ref()
+            .map(|d| d.get("schemaHash").cloned().unwrap_or(Value::Null))
     }
 
     /// Forgets the cached description.
@@ -66,26 +74,47 @@ pub async fn forward_tool<F: Forwarder>(
     match op {
         Operation::Describe => {
             cache.set(answer.body.clone());
-            success(answer.body)
+            pass_on(answer)
         }
-        Operation::Observe => success(note_schema_change(cache, answer.body)),
-        _ => success(answer.body),
+        Operation::Observe => {
+            let (body, changed) = note_schema_change(cache, answer.body);
+            match (changed, answer.text) {
+                (false, Some(text)) => success_with_text(body, text),
+                _ => success(body),
+            }
+        }
+        _ => pass_on(answer),
+    }
+}
+
+/// A success result of an answer passed on unchanged (its text reused when it has one).
+fn pass_on(answer: LapAnswer) -> CallToolResult {
+    match answer.text {
+        Some(text) => success_with_text(answer.body, text),
+        None => success(answer.body),
     }
 }
 
 /// Adds `schemaChanged` and `schemaChangedNote` to an `observe` body when a description was
-/// cached and its `schemaHash` differs from the body's; replaces the cache either way.
-pub fn note_schema_change(cache: &DescriptionCache, mut body: Value) -> Value {
-    let Some(description) = body.get("description").filter(|d| d.is_object()).cloned() else {
-        return body;
+/// cached and its `schemaHash` differs from the body's, and caches the body's description;
+/// answers the body and whether the note was added. An unchanged description is not copied.
+pub fn note_schema_change(cache: &DescriptionCache, mut body: Value) -> (Value, bool) {
+    let Some(description) = body.get("description").filter(|d| d.is_object()) else {
+        return (body, false);
     };
     let new_hash = description
         .get("schemaHash")
         .cloned()
         .unwrap_or(Value::Null);
-    if let Some(old) = cache.get() {
-        let old_hash = old.get("schemaHash").cloned().unwrap_or(Value::Null);
+    let cached_hash = cache.get_hash();
+    if cached_hash.as_ref() == Some(&new_hash) {
+        return (body, false);
+    }
+    let description = description.clone();
+    let mut changed = false;
+    if let Some(old_hash) = cached_hash {
         if old_hash != new_hash {
+            changed = true;
             if let Some(obj) = body.as_object_mut() {
                 obj.insert("schemaChanged".into(), Value::Bool(true));
                 obj.insert(
@@ -99,7 +128,7 @@ pub fn note_schema_change(cache: &DescriptionCache, mut body: Value) -> Value {
         }
     }
     cache.set(description);
-    body
+    (body, changed)
 }
 
 fn hash_text(v: &Value) -> String {
@@ -166,13 +195,13 @@ mod tests {
     fn schema_change_note() {
         let cache = DescriptionCache::default();
         // No cache → no note.
-        let body = note_schema_change(&cache, observe_with("h1"));
+        let (body, _) = note_schema_change(&cache, observe_with("h1"));
         assert!(body.get("schemaChanged").is_none());
         // Same hash → no note.
-        let body = note_schema_change(&cache, observe_with("h1"));
+        let (body, _) = note_schema_change(&cache, observe_with("h1"));
         assert!(body.get("schemaChanged").is_none());
         // Different hash → note naming both, and the cache is replaced.
-        let body = note_schema_change(&cache, observe_with("h2"));
+        let (body, _) = note_schema_change(&cache, observe_with("h2"));
         assert_eq!(body["schemaChanged"], true);
         let note = body["schemaChangedNote"].as_str().unwrap();
         assert!(note.contains("h1") && note.contains("h2") && note.contains("stale"));

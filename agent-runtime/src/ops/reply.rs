@@ -53,6 +53,12 @@ impl Reply {
         &self.body
     }
 
+    /// The JSON body, owned.
+    #[cfg(feature = "mcp")]
+    pub fn into_body(self) -> String {
+        self.body
+    }
+
     /// The same answer marked as a replay (`idempotent-replayed: true`).
     pub fn replayed(mut self) -> Reply {
         self.headers

@@ -143,7 +143,7 @@ impl ServerHandler for Bridge {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (spec, args) = match self.tools.resolve(&request)? {
+        let (spec, args) = match self.tools.resolve(request)? {
             ResolvedCall::Run(spec, args) => (spec, args),
             ResolvedCall::Refused(refusal) => return Ok(refusal.into()),
         };

@@ -134,7 +134,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (spec, args) = match self.tools.resolve(&request)? {
+        let (spec, args) = match self.tools.resolve(request)? {
             ResolvedCall::Run(spec, args) => (spec, args),
             ResolvedCall::Refused(refusal) => return Ok(refusal.into()),
         };
@@ -174,6 +174,8 @@ impl<A: App> Forwarder for InProcess<A> {
             Err(e) => ops::Reply::from_error(&e),
         };
         let body = serde_json::from_str(reply.body()).unwrap_or(Value::Null);
-        LapAnswer::new(reply.status().as_u16(), body)
+        let mut answer = LapAnswer::new(reply.status().as_u16(), body);
+        answer.text = Some(reply.into_body());
+        answer
     }
 }
