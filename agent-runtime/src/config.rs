@@ -30,6 +30,10 @@ pub struct HostConfig {
     /// Open sessions one owner holds at most (default 16); an owner at the cap mints further
     /// tokens for one of their sessions (`{"session": id}`) instead.
     pub max_sessions_per_owner: usize,
+    /// A session unused for this long (no request looked it up, nothing committed or logged)
+    /// is closed and dropped, freeing its slot (default [`DEFAULT_SESSION_IDLE_MS`], 30
+    /// minutes; 0 disables). Its agent tokens then answer 503 `paused`.
+    pub session_idle_ms: u64,
 }
 
 impl Default for HostConfig {
@@ -41,6 +45,7 @@ impl Default for HostConfig {
             clock: Arc::new(SystemClock),
             max_sessions: 1024,
             max_sessions_per_owner: 16,
+            session_idle_ms: DEFAULT_SESSION_IDLE_MS,
         }
     }
 }
@@ -53,9 +58,13 @@ impl std::fmt::Debug for HostConfig {
             .field("event_history", &self.event_history)
             .field("max_sessions", &self.max_sessions)
             .field("max_sessions_per_owner", &self.max_sessions_per_owner)
+            .field("session_idle_ms", &self.session_idle_ms)
             .finish_non_exhaustive()
     }
 }
+
+/// Default of [`HostConfig::session_idle_ms`]: 30 minutes.
+pub const DEFAULT_SESSION_IDLE_MS: u64 = 30 * 60 * 1000;
 
 /// The body cap on every route that reads a body (`lap.md` §3.5).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;

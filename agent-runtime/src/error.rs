@@ -125,6 +125,9 @@ impl IntoResponse for ApiError {
         if let Some(r) = self.reconnect {
             headers.insert("x-llui-reconnect", HeaderValue::from_static(r));
         }
+        if let Some(ms) = self.retry_after_ms {
+            crate::security::insert_retry_after(headers, ms);
+        }
         response
     }
 }

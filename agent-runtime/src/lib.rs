@@ -13,7 +13,7 @@
 //! use agent_runtime::app::{App, EffectError};
 //! use agent_runtime::session::EffectContext;
 //! use agent_runtime::{AgentMsg, AgentServer, Host};
-//! use axum::serve::ListenerExt as _;
+//! use std::future::IntoFuture as _;
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //!
@@ -70,16 +70,10 @@
 //! let app = axum::Router::new()
 //!     .route("/", axum::routing::get(|| async { "my app" }))
 //!     .merge(agent.router()); // /agent/... ; everything else is yours
-//! // TCP_NODELAY on accepted sockets: without it the end of each streamed MCP answer (SSE)
-//! // waits ~40 ms for the client's delayed ACK.
+//! // Header-read, body-read and idle timeouts, TCP_NODELAY and the peer address
+//! // (`ConnectInfo<SocketAddr>`, read for rate limits): see `agent_runtime::serve`.
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-//! let listener = listener.tap_io(|tcp| {
-//!     let _ = tcp.set_nodelay(true);
-//! });
-//! let serve = axum::serve(
-//!     listener,
-//!     app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-//! );
+//! let serve = agent_runtime::serve(listener, app).into_future();
 //! # let serve = async move { tokio::select! { r = serve => r, _ = tokio::task::yield_now() => Ok(()) } };
 //! serve.await?;
 //! # Ok(())
@@ -108,6 +102,7 @@ pub mod mcp;
 mod ops;
 pub(crate) mod reads;
 pub mod security;
+pub mod serve;
 mod server;
 pub mod session;
 pub mod validate;
@@ -120,5 +115,6 @@ pub use config::{DispatchPolicy, HostConfig};
 pub use error::ApiError;
 pub use host::Host;
 pub use ops::{Operation, IDEMPOTENCY_WINDOW_MS};
+pub use serve::{serve, Serve};
 pub use server::{AgentServer, AgentServerBuilder, ServerOptions, DEFAULT_RATE_LIMIT};
 pub use session::Session;

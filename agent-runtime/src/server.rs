@@ -10,6 +10,7 @@ use crate::app::App;
 use crate::clock::SharedClock;
 use crate::host::Host;
 use crate::ops::IdempotencyStore;
+use crate::security::{host_allowed_in, loopback_hosts, HOST_REFUSED_DETAIL};
 use crate::security::{
     AuditEntry, AuditSink, ConfigError, GovernorRateLimiter, Identity, IdentityCookie, IdentityKey,
     IdentityResolver, InMemoryTokenStore, OriginPolicy, RateLimitSpec, RateLimiter, TokenStore,
@@ -42,6 +43,11 @@ pub struct ServerOptions {
     pub identity_key: Option<IdentityKey>,
     /// Per-token LAP rate limit (also used for mint, keyed by identity).
     pub rate_limit: RateLimitSpec,
+    /// `Host` values accepted on every route but `/agent/mcp` (which has its own
+    /// `mcp.allowed_hosts`, same default): a name matches any port, `name:port` only that
+    /// port. Default [`loopback_hosts`] (`localhost`, `127.0.0.1`, `::1`); a deployment lists
+    /// its own host names; empty accepts any host. Others get 403 `forbidden`.
+    pub allowed_hosts: Vec<String>,
     /// The MCP endpoint `/agent/mcp` (`lap.md` §7.3).
     #[cfg(feature = "mcp")]
     pub mcp: crate::mcp::McpOptions,
@@ -62,6 +68,7 @@ impl Default for ServerOptions {
             rate_limit: DEFAULT_RATE_LIMIT
                 .parse()
                 .expect("the default rate limit parses"),
+            allowed_hosts: loopback_hosts(),
             #[cfg(feature = "mcp")]
             mcp: crate::mcp::McpOptions::default(),
         }
@@ -75,6 +82,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("lap_base_path", &self.lap_base_path)
             .field("sliding_ttl_ms", &self.sliding_ttl_ms)
             .field("max_wait_ms", &self.max_wait_ms)
+            .field("allowed_hosts", &self.allowed_hosts)
             .finish_non_exhaustive()
     }
 }
@@ -197,8 +205,25 @@ impl<A: App> AgentServerBuilder<A> {
 impl<A: App> AgentServer<A> {
     /// The agent surface as one `Router` (state already applied): LAP, the management and
     /// human routes, the console and `/agent/mcp`. Merge it into the app's.
+    ///
+    /// Every route but `/agent/mcp` answers 403 to a `Host` outside
+    /// [`ServerOptions::allowed_hosts`] (`/agent/mcp` checks `mcp.allowed_hosts`).
     pub fn router(&self) -> axum::Router {
-        let router = crate::lap::routes(self);
+        let allowed: Arc<[String]> = self.inner.options.allowed_hosts.clone().into();
+        let router = crate::lap::routes(self).layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let allowed = allowed.clone();
+                async move {
+                    if host_allowed_in(request.headers(), request.uri().authority(), &allowed) {
+                        next.run(request).await
+                    } else {
+                        axum::response::IntoResponse::into_response(
+                            crate::error::ApiError::forbidden(HOST_REFUSED_DETAIL),
+                        )
+                    }
+                }
+            },
+        ));
         #[cfg(feature = "mcp")]
         let router = router.merge(crate::mcp::server::mcp_routes(self));
         router

@@ -109,15 +109,19 @@ impl App for Counter {
 
     fn update(&self, state: &mut State, msg: Msg) -> Vec<Effect> {
         match msg {
-            Msg::Inc => state.count += 1,
-            Msg::Dec => state.count -= 1,
+            Msg::Inc => state.count = state.count.saturating_add(1),
+            Msg::Dec => state.count = state.count.saturating_sub(1),
             Msg::Reset => state.count = 0,
             Msg::Delete { id } => state.last_delete = Some(id),
             Msg::SignOut => {}
             Msg::Nav { to } => state.view = to,
             Msg::SetCount { value } => state.count = value,
             Msg::BulkAdd { amounts } => {
-                state.count = state.count.saturating_add(amounts.iter().sum::<i64>());
+                // Exact in i128, then clamped: neither the sum nor the count wraps (or panics).
+                let total = amounts
+                    .iter()
+                    .fold(i128::from(state.count), |sum, &a| sum + i128::from(a));
+                state.count = total.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
                 return vec![Effect::AuditWrite { amounts }];
             }
         }
@@ -207,5 +211,50 @@ impl App for Counter {
             region("inc", "+".into()),
             region("dec", "-".into()),
         ]
+    }
+}
+
+#[cfg(test)]
+mod saturation_tests {
+    use super::*;
+
+    fn at(count: i64) -> State {
+        let mut state = Counter.init().0;
+        state.count = count;
+        state
+    }
+
+    #[test]
+    fn inc_dec_and_bulk_add_saturate() {
+        let mut s = at(i64::MAX);
+        Counter.update(&mut s, Msg::Inc);
+        assert_eq!(s.count, i64::MAX);
+        let mut s = at(i64::MIN);
+        Counter.update(&mut s, Msg::Dec);
+        assert_eq!(s.count, i64::MIN);
+        let mut s = at(0);
+        Counter.update(
+            &mut s,
+            Msg::BulkAdd {
+                amounts: vec![i64::MAX, i64::MAX, 5],
+            },
+        );
+        assert_eq!(s.count, i64::MAX);
+        let mut s = at(i64::MAX);
+        Counter.update(
+            &mut s,
+            Msg::BulkAdd {
+                amounts: vec![1, -1],
+            },
+        );
+        assert_eq!(s.count, i64::MAX, "exact sum, not step-wise clamping");
+        let mut s = at(0);
+        Counter.update(
+            &mut s,
+            Msg::BulkAdd {
+                amounts: vec![i64::MIN, -1],
+            },
+        );
+        assert_eq!(s.count, i64::MIN);
     }
 }

@@ -1,13 +1,14 @@
 //! The command line shared by the runnable examples:
 //! `cargo run --example <name> [--port N] [--rate-limit N/unit]`.
 
+use std::future::IntoFuture as _;
 use std::net::SocketAddr;
 
 use agent_runtime::app::App;
+use agent_runtime::security::loopback_hosts;
 use agent_runtime::security::RateLimitSpec;
 use agent_runtime::Host;
 use agent_runtime::{AgentServer, ServerOptions};
-use axum::serve::ListenerExt as _;
 
 /// Options of an example server.
 #[derive(Debug, Clone)]
@@ -66,6 +67,8 @@ pub fn agent_server<A: App>(app: A, opts: &ExampleOptions) -> AgentServer<A> {
     let options = ServerOptions {
         allow_anonymous: true,
         rate_limit: opts.rate_limit,
+        // Only loopback names in `Host` (a DNS-rebinding page cannot reach the server).
+        allowed_hosts: loopback_hosts(),
         ..ServerOptions::default()
     };
     AgentServer::builder(host)
@@ -105,15 +108,8 @@ pub async fn start<A: App>(app: A, opts: &ExampleOptions) -> std::io::Result<Run
     let server = agent_server(app, opts);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await?;
     let addr = listener.local_addr()?;
-    let service = server
-        .router()
-        .into_make_service_with_connect_info::<SocketAddr>();
-    // TCP_NODELAY on every accepted socket: otherwise the last chunk of a streamed answer (the
-    // end of MCP's SSE response) waits for the client's delayed ACK, ~40 ms per call.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let task = tokio::spawn(async move { axum::serve(listener, service).await });
+    // Header-read, body-read and idle timeouts, TCP_NODELAY, the peer address for rate limits.
+    let task = tokio::spawn(agent_runtime::serve(listener, server.router()).into_future());
     Ok(RunningExample { server, addr, task })
 }
 

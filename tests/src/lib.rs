@@ -162,6 +162,25 @@ impl<A: App> TestServer<A> {
             .await
     }
 
+    /// `POST /agent/lap/v1/state` with each malformed or unknown `Authorization` value (and
+    /// none): each must answer 401 `auth-failed`.
+    pub async fn assert_bad_bearers_refused(&self) {
+        for auth in [
+            None,
+            Some("Basic x"),
+            Some("Bearer agt_unknown"),
+            Some("bearer x"),
+        ] {
+            let mut req = self.request(reqwest::Method::POST, "/agent/lap/v1/state");
+            if let Some(a) = auth {
+                req = req.header("authorization", a);
+            }
+            let a = self.send(req).await;
+            assert_eq!(a.status, 401, "{auth:?}");
+            assert_eq!(a.body, json!({"error":{"code":"auth-failed"}}), "{auth:?}");
+        }
+    }
+
     /// The same LAP call on a task of its own, for calls that wait (confirmations, long polls)
     /// while the test acts meanwhile.
     pub fn spawn_lap(

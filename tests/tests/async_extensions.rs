@@ -151,7 +151,7 @@ impl RateLimiter for AwaitingLimiter {
             yield_now().await;
             let budget = match bucket {
                 Bucket::Token => self.per_token,
-                Bucket::Identity => self.per_identity,
+                Bucket::Identity | Bucket::Mint => self.per_identity,
             };
             let count = used
                 .entry(format!("{}:{key}", bucket.as_str()))
@@ -291,20 +291,7 @@ async fn gate_refusals_through_awaiting_extensions() {
     let t = &w.t;
     let m = t.mint("alice", None).await;
     // Missing or bad bearer → 401 auth-failed.
-    for auth in [
-        None,
-        Some("Basic x"),
-        Some("Bearer agt_unknown"),
-        Some("bearer x"),
-    ] {
-        let mut req = t.request(reqwest::Method::POST, "/agent/lap/v1/state");
-        if let Some(a) = auth {
-            req = req.header("authorization", a);
-        }
-        let a = t.send(req).await;
-        assert_eq!(a.status, 401, "{auth:?}");
-        assert_eq!(a.body, json!({"error":{"code":"auth-failed"}}));
-    }
+    t.assert_bad_bearers_refused().await;
     // Budget of 3 per token: the 4th call → 429 with the limiter's retryAfterMs.
     for _ in 0..3 {
         assert_eq!(t.lap(&m.token, "/state", &json!({})).await.status, 200);

@@ -5,7 +5,8 @@ mod table;
 #[cfg(test)]
 mod startup_tests;
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Once, RwLock, Weak};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -22,6 +23,8 @@ struct HostInner<A: App> {
     config: HostConfig,
     audit: Arc<dyn AuditSink>,
     sessions: RwLock<SessionTable<A>>,
+    /// Starts the idle sweeper with the first session (it needs a tokio runtime).
+    sweeper: Once,
 }
 
 /// Hosts the sessions of one app. Cheap to clone (shared).
@@ -80,6 +83,7 @@ impl<A: App> Host<A> {
                 config,
                 audit,
                 sessions: RwLock::new(SessionTable::new()),
+                sweeper: Once::new(),
             }),
         })
     }
@@ -122,9 +126,12 @@ impl<A: App> Host<A> {
     /// Starts a new session owned by `owner`; must be called inside a tokio runtime.
     ///
     /// Fails with [`CreateSessionError::Capacity`] when the host holds `max_sessions` open sessions,
-    /// or `owner` holds `max_sessions_per_owner` of them.
+    /// or `owner` holds `max_sessions_per_owner` of them (sessions idle for
+    /// [`HostConfig::session_idle_ms`] are closed first and do not count).
     pub fn create_session(&self, owner: Option<String>) -> Result<Session<A>, CreateSessionError> {
         let config = &self.inner.config;
+        self.start_sweeper();
+        let now = config.clock.now_ms();
         // Checked and inserted under one write lock, so concurrent mints cannot overshoot.
         let mut sessions = self
             .inner
@@ -133,6 +140,9 @@ impl<A: App> Host<A> {
             .unwrap_or_else(|e| e.into_inner());
         if sessions.len() >= config.max_sessions {
             sessions.prune_closed();
+            if config.session_idle_ms > 0 {
+                sessions.expire_idle(now, config.session_idle_ms);
+            }
         }
         if sessions.len() >= config.max_sessions {
             return Err(CreateSessionError::Capacity(format!(
@@ -141,7 +151,11 @@ impl<A: App> Host<A> {
             )));
         }
         if let Some(owner) = owner.as_deref() {
-            let owned = sessions.open_count_of(owner);
+            let mut owned = sessions.open_count_of(owner);
+            if owned >= config.max_sessions_per_owner && config.session_idle_ms > 0 {
+                sessions.expire_idle(now, config.session_idle_ms);
+                owned = sessions.open_count_of(owner);
+            }
             if owned >= config.max_sessions_per_owner {
                 return Err(CreateSessionError::Capacity(format!(
                     "you already have {owned} open sessions (at most {}); mint for one of them with {{\"session\": \"<sessionId>\"}}",
@@ -158,19 +172,61 @@ impl<A: App> Host<A> {
             self.inner.config.clone(),
             self.inner.audit.clone(),
         )?;
-        sessions.insert(session.clone());
+        sessions.insert(session.clone(), now);
         Ok(session)
     }
 
-    /// The open session `id`.
+    /// The open session `id`. Counts as a use of the session (it does not expire while used).
     pub fn session(&self, id: &str) -> Option<Session<A>> {
-        self.inner
+        let sessions = self
+            .inner
             .sessions
             .read()
+            .unwrap_or_else(|e| e.into_inner());
+        let entry = sessions.get(id).filter(|e| !e.session.is_closed())?;
+        entry.touch(self.inner.config.clock.now_ms());
+        Some(entry.session.clone())
+    }
+
+    /// Closes and forgets every session unused for [`HostConfig::session_idle_ms`] (no request
+    /// looked it up and nothing was committed or logged); returns how many. A background task
+    /// does this periodically once the host has a session; call it to sweep now.
+    pub fn expire_idle_sessions(&self) -> usize {
+        let idle_ms = self.inner.config.session_idle_ms;
+        if idle_ms == 0 {
+            return 0;
+        }
+        let now = self.inner.config.clock.now_ms();
+        self.inner
+            .sessions
+            .write()
             .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-            .filter(|s| !s.is_closed())
-            .cloned()
+            .expire_idle(now, idle_ms)
+    }
+
+    /// Spawns (once) the task that expires idle sessions every `session_idle_ms / 4` (at least
+    /// 10 ms, at most 30 s). It holds the host weakly and ends with it.
+    fn start_sweeper(&self) {
+        let idle_ms = self.inner.config.session_idle_ms;
+        if idle_ms == 0 {
+            return;
+        }
+        self.inner.sweeper.call_once(|| {
+            let weak: Weak<HostInner<A>> = Arc::downgrade(&self.inner);
+            let period = Duration::from_millis((idle_ms / 4).clamp(10, 30_000));
+            tokio::spawn(async move {
+                let mut ticker = tokio::time::interval(period);
+                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    ticker.tick().await;
+                    let Some(inner) = weak.upgrade() else { return };
+                    let expired = Host { inner }.expire_idle_sessions();
+                    if expired > 0 {
+                        tracing::debug!("closed {expired} idle sessions");
+                    }
+                }
+            });
+        });
     }
 
     /// The open sessions owned by `owner`, oldest first.

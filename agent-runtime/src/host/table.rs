@@ -2,14 +2,39 @@
 //! O(the owner's sessions) rather than O(all sessions).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::app::App;
 use crate::session::Session;
 
+/// A session and when it was last used (ms by the host's clock): looked up by a request, or
+/// its event counter moved (a commit, a log entry).
+pub(super) struct Entry<A: App> {
+    pub session: Session<A>,
+    last_used: AtomicU64,
+    seen_event: AtomicU64,
+}
+
+impl<A: App> Entry<A> {
+    pub fn touch(&self, now: u64) {
+        self.last_used.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// Whether the session went unused for `idle_ms` at `now`; a moved event counter counts
+    /// as use.
+    fn idle(&self, now: u64, idle_ms: u64) -> bool {
+        let newest = self.session.last_event_id();
+        if self.seen_event.swap(newest, Ordering::Relaxed) != newest {
+            self.touch(now);
+        }
+        now.saturating_sub(self.last_used.load(Ordering::Relaxed)) >= idle_ms
+    }
+}
+
 /// Sessions by id, plus the ids of each owner's sessions. Closed sessions stay until pruned:
 /// a session can be closed from anywhere (its handle, a revoke), not only through the host.
 pub(super) struct SessionTable<A: App> {
-    by_id: HashMap<String, Session<A>>,
+    by_id: HashMap<String, Entry<A>>,
     by_owner: HashMap<String, Vec<String>>,
 }
 
@@ -21,7 +46,7 @@ impl<A: App> SessionTable<A> {
         }
     }
 
-    pub fn get(&self, id: &str) -> Option<&Session<A>> {
+    pub fn get(&self, id: &str) -> Option<&Entry<A>> {
         self.by_id.get(id)
     }
 
@@ -31,21 +56,29 @@ impl<A: App> SessionTable<A> {
     }
 
     pub fn open_count(&self) -> usize {
-        self.by_id.values().filter(|s| !s.is_closed()).count()
+        self.by_id
+            .values()
+            .filter(|e| !e.session.is_closed())
+            .count()
     }
 
-    pub fn insert(&mut self, session: Session<A>) {
+    pub fn insert(&mut self, session: Session<A>, now: u64) {
         if let Some(owner) = session.owner() {
             self.by_owner
                 .entry(owner.to_owned())
                 .or_default()
                 .push(session.id().to_owned());
         }
-        self.by_id.insert(session.id().to_owned(), session);
+        let entry = Entry {
+            last_used: AtomicU64::new(now),
+            seen_event: AtomicU64::new(session.last_event_id()),
+            session,
+        };
+        self.by_id.insert(entry.session.id().to_owned(), entry);
     }
 
     pub fn remove(&mut self, id: &str) -> Option<Session<A>> {
-        let session = self.by_id.remove(id)?;
+        let session = self.by_id.remove(id)?.session;
         if let Some(owner) = session.owner() {
             self.forget_owned(owner, |owned| owned != id);
         }
@@ -57,12 +90,29 @@ impl<A: App> SessionTable<A> {
         let closed: Vec<String> = self
             .by_id
             .iter()
-            .filter(|(_, s)| s.is_closed())
+            .filter(|(_, e)| e.session.is_closed())
             .map(|(id, _)| id.clone())
             .collect();
         for id in closed {
             self.remove(&id);
         }
+    }
+
+    /// Closes and drops every session unused for `idle_ms` at `now` (O(all sessions)).
+    /// Returns how many.
+    pub fn expire_idle(&mut self, now: u64, idle_ms: u64) -> usize {
+        let idle: Vec<String> = self
+            .by_id
+            .iter()
+            .filter(|(_, e)| e.idle(now, idle_ms))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &idle {
+            if let Some(session) = self.remove(id) {
+                session.close();
+            }
+        }
+        idle.len()
     }
 
     /// The number of open sessions of `owner`, after dropping its closed ones.
@@ -72,7 +122,7 @@ impl<A: App> SessionTable<A> {
         };
         let closed: Vec<String> = ids
             .iter()
-            .filter(|id| self.by_id.get(*id).is_none_or(|s| s.is_closed()))
+            .filter(|id| self.by_id.get(*id).is_none_or(|e| e.session.is_closed()))
             .cloned()
             .collect();
         for id in &closed {
@@ -89,6 +139,7 @@ impl<A: App> SessionTable<A> {
             .into_iter()
             .flatten()
             .filter_map(|id| self.by_id.get(id))
+            .map(|e| &e.session)
             .filter(|s| !s.is_closed())
     }
 

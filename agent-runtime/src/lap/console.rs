@@ -1,4 +1,5 @@
-//! `GET /agent/console`: the human console, a self-contained page served from the binary.
+//! `GET /agent/console`: the human console, a self-contained page served from the binary,
+//! with `X-Frame-Options: DENY` and CSP `frame-ancestors 'none'` (it cannot be framed).
 
 use axum::extract::Request;
 use axum::http::{header, HeaderValue, Method, StatusCode};
@@ -32,6 +33,12 @@ async fn console<A: App>(server: AgentServer<A>, req: Request) -> Response {
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    // No framing by another page (clickjacking the Approve button).
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("frame-ancestors 'none'"),
     );
     if !known {
         let https = server.inner.origin.request_origin(&parts).is_https();

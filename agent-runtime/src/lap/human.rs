@@ -25,7 +25,7 @@ use crate::session::{EditedApprovalError, Session, SessionError};
 use agent_schema::protocol::ErrorCode;
 use agent_schema::protocol::{DispatchRequest, Fields};
 
-const NOT_YOURS: &str = "unknown session or not yours";
+pub(super) const NOT_YOURS: &str = "unknown session or not yours";
 
 /// The human routes.
 pub(crate) fn human_routes<A: App>(server: &AgentServer<A>) -> Router {
@@ -56,7 +56,7 @@ pub(crate) fn human_routes<A: App>(server: &AgentServer<A>) -> Router {
 
 /// Access rules 0–5 of `lap.md` §6.1. Returns the caller's identity and, for a session route,
 /// the session.
-async fn access<A: App>(
+pub(super) async fn access<A: App>(
     server: &AgentServer<A>,
     parts: &Parts,
     method: Method,

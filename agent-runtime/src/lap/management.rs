@@ -73,12 +73,7 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
     let limit_key = identity
         .clone()
         .unwrap_or_else(|| request_client_address(&parts, server.options().trust_proxy));
-    if let Err(limited) = server
-        .inner
-        .limiter
-        .check(&limit_key, Bucket::Identity)
-        .await
-    {
+    if let Err(limited) = server.inner.limiter.check(&limit_key, Bucket::Mint).await {
         server
             .audit(AuditEntry::rate_limited(
                 now,

@@ -7,6 +7,7 @@ mod body;
 #[cfg(feature = "console")]
 mod console;
 mod human;
+mod human_close;
 mod management;
 mod openapi;
 mod operations;
@@ -21,7 +22,8 @@ pub(crate) fn routes<A: App>(server: &AgentServer<A>) -> Router {
     let router = Router::new()
         .merge(management::management_routes(server))
         .merge(operations::lap_routes(server))
-        .merge(human::human_routes(server));
+        .merge(human::human_routes(server))
+        .merge(human_close::close_routes(server));
     #[cfg(feature = "console")]
     let router = router.merge(console::console_routes(server));
     router

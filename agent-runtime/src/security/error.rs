@@ -45,15 +45,26 @@ pub trait WireError {
 }
 
 /// The HTTP answer for a [`WireError`]: its status, `content-type: application/json` and its
-/// body. No other header is added (the MCP endpoint adds its own `retry-after`).
+/// body, plus `retry-after` when the error has a `retryAfterMs` (every 429).
 pub fn wire_error_response<E: WireError + ?Sized>(error: &E) -> Response {
     let body = error.body().to_string();
     let mut response = (error.status(), body).into_response();
-    response.headers_mut().insert(
+    let headers = response.headers_mut();
+    headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    if let Some(ms) = error.retry_after_ms() {
+        insert_retry_after(headers, ms);
+    }
     response
+}
+
+/// Sets `retry-after` to `max(1, ceil(retry_after_ms / 1000))` seconds: every answer carrying
+/// `retryAfterMs` (429 `rate-limited`) has it, on LAP, mint, the human routes and MCP.
+pub fn insert_retry_after(headers: &mut axum::http::HeaderMap, retry_after_ms: u64) {
+    let secs = retry_after_ms.div_ceil(1000).max(1);
+    headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
 }
 
 /// A configuration value the server refuses to start with.
@@ -107,5 +118,6 @@ mod tests {
             response.headers().get(header::CONTENT_TYPE).unwrap(),
             "application/json"
         );
+        assert_eq!(response.headers().get(header::RETRY_AFTER).unwrap(), "1");
     }
 }

@@ -1,6 +1,6 @@
 //! The security building blocks of the LAP server (lap.md §2, §3): agent tokens and their
 //! store, caller identity, the client address, rate limiting, the audit trail and the
-//! cross-origin check.
+//! cross-origin and `Host` checks.
 //!
 //! Request-time refusals ([`AuthError`], [`RateLimited`], [`CrossOriginRefused`]) implement
 //! [`WireError`] (HTTP status, error code, body) and axum's `IntoResponse`; start-up problems
@@ -9,6 +9,7 @@
 mod audit;
 mod client_addr;
 mod error;
+mod host;
 mod identity;
 mod origin;
 mod rate_limit;
@@ -23,7 +24,8 @@ pub use client_addr::{
     client_address, forwarded_for_chain, peer_address, request_client_address, InvalidTrustProxy,
     TrustProxy, ANONYMOUS_CLIENT_ADDR,
 };
-pub use error::{wire_error_response, ConfigError, WireError};
+pub use error::{insert_retry_after, wire_error_response, ConfigError, WireError};
+pub use host::{host_allowed, host_allowed_in, loopback_hosts, HOST_REFUSED_DETAIL};
 pub use identity::{
     anonymous_identity, Identity, IdentityCookie, IdentityKey, IdentityResolver, IssuedIdentity,
     ANONYMOUS_PREFIX, DEFAULT_IDENTITY_COOKIE_NAME, IDENTITY_COOKIE_MAX_AGE_S,

@@ -153,16 +153,21 @@ impl<'de> Deserialize<'de> for RateLimitSpec {
 pub enum Bucket {
     /// Per agent token (key `tid`): the LAP gate.
     Token,
-    /// Per caller (key = identity or client address): mint and MCP session allocation.
+    /// Per caller (key = client address): MCP session allocation.
     Identity,
+    /// Per caller (key = identity, or the client address without one): `/agent/mint`. Its
+    /// own namespace, so cookieless mints and MCP `initialize` from one address do not share
+    /// a bucket.
+    Mint,
 }
 
 impl Bucket {
-    /// `token` or `identity`.
+    /// `token`, `identity` or `mint`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Bucket::Token => "token",
             Bucket::Identity => "identity",
+            Bucket::Mint => "mint",
         }
     }
 }

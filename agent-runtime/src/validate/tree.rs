@@ -59,12 +59,63 @@ pub(crate) struct NodeTree {
     pub(crate) constraints: Option<ConstraintCheck>,
 }
 
+/// The 64-bit integer type an integer node deserializes into, as far as the schema tells:
+/// schemars gives unsigned types `minimum: 0`, so a node with a non-negative minimum is read
+/// as `u64`, any other as `i64`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IntegerKind {
+    Signed,
+    Unsigned,
+}
+
+impl IntegerKind {
+    fn of(constraints: &agent_schema::shape::Constraints) -> IntegerKind {
+        let non_negative = constraints
+            .minimum
+            .as_ref()
+            .and_then(serde_json::Number::as_f64)
+            .is_some_and(|m| m >= 0.0);
+        if non_negative {
+            IntegerKind::Unsigned
+        } else {
+            IntegerKind::Signed
+        }
+    }
+
+    /// Whether `n` deserializes into this type: an integer literal (no fraction, exponent or
+    /// `-0`, which serde reads as floats) in range.
+    pub(crate) fn accepts(self, n: &serde_json::Number) -> bool {
+        match self {
+            IntegerKind::Signed => n.is_i64(),
+            IntegerKind::Unsigned => n.is_u64(),
+        }
+    }
+
+    /// The refusal message for `n`.
+    pub(crate) fn message(self, n: &serde_json::Number) -> String {
+        let (low, high) = match self {
+            IntegerKind::Signed => (i64::MIN.to_string(), i64::MAX.to_string()),
+            IntegerKind::Unsigned => ("0".to_owned(), u64::MAX.to_string()),
+        };
+        if n.is_f64() {
+            format!(
+                "expected an integer written without a fraction, exponent or minus zero (between {low} and {high}), got {n}"
+            )
+        } else {
+            format!("expected an integer between {low} and {high}, got {n}")
+        }
+    }
+}
+
 /// The kind of a [`NodeTree`].
 #[derive(Debug)]
 pub(crate) enum KindTree {
     Unknown,
     String,
-    Number,
+    /// A number; `integer` when the schema says `type: "integer"`.
+    Number {
+        integer: Option<IntegerKind>,
+    },
     Boolean,
     Enum {
         values: Vec<Value>,
@@ -149,7 +200,9 @@ fn node(model: &TypeNode, pointer: &str) -> Result<NodeTree, ValidatorError> {
     let kind = match &model.kind {
         TypeKind::Unknown => KindTree::Unknown,
         TypeKind::String => KindTree::String,
-        TypeKind::Number { .. } => KindTree::Number,
+        TypeKind::Number { integer } => KindTree::Number {
+            integer: integer.then(|| IntegerKind::of(&model.constraints)),
+        },
         TypeKind::Boolean => KindTree::Boolean,
         TypeKind::Enum(values) => KindTree::Enum {
             legal: literal_list(values),

@@ -149,7 +149,7 @@ impl<'a> Walk<'a> {
             KindTree::String if !value.is_string() => {
                 return self.error(IssueCode::WrongType, m::wrong_type("string", value));
             }
-            KindTree::Number if !value.is_number() => {
+            KindTree::Number { .. } if !value.is_number() => {
                 return self.error(IssueCode::WrongType, m::wrong_type("number", value));
             }
             KindTree::Boolean if !value.is_boolean() => {
@@ -170,10 +170,26 @@ impl<'a> Walk<'a> {
             _ => {}
         }
         // The node's own type check passed: its constraints, then its children.
+        let mut constraint_failed = false;
         if let Some(constraints) = &node.constraints {
             constraints.check(value, |message| {
+                constraint_failed = true;
                 self.error(IssueCode::ConstraintFailed, message)
             });
+        }
+        // What the constraints cannot see: `5.0`, `-0`, `1e3` and out-of-range integers pass
+        // JSON Schema's `integer` but fail serde's i64/u64 (reported when the constraints
+        // found nothing, so `1.5` or `-1` for a `u8` keep their usual message).
+        if let (
+            KindTree::Number {
+                integer: Some(integer),
+            },
+            Value::Number(n),
+        ) = (&node.kind, value)
+        {
+            if !constraint_failed && !integer.accepts(n) {
+                return self.error(IssueCode::ConstraintFailed, integer.message(n));
+            }
         }
         match (&node.kind, value) {
             (KindTree::Object(object), Value::Object(map)) => self.object(object, map, None),

@@ -1,0 +1,294 @@
+//! [`serve`]: `axum::serve` with the timeouts a server exposed to untrusted clients needs.
+//!
+//! `axum::serve` sets no timer, so a connection that sends half its headers, or a body that
+//! never finishes, is held forever (and enough of them exhaust the file descriptors). [`serve`]
+//! accepts on a `TcpListener` and serves each connection with hyper-util's HTTP/1 + HTTP/2
+//! builder and:
+//!
+//! - a **header-read timeout** (default 30 s): the whole request head must arrive within it; on
+//!   HTTP/1 it also bounds how long an idle keep-alive connection waits for its next request;
+//! - a **body-read timeout** (default 30 s): a request body that produces no data for this long
+//!   fails, the handler answers (400 `invalid`, or 413 on an over-long body) and the connection
+//!   is closed;
+//! - an **idle timeout** (default 5 min): a connection on which nothing was read or written for
+//!   this long is closed, whatever it is doing. It must exceed the longest quiet answer the app
+//!   serves (the LAP long polls wait at most `ServerOptions::max_wait_ms`, 2 min by default; the
+//!   event streams send a keep-alive comment well within it).
+//!
+//! Every accepted socket gets `TCP_NODELAY` (without it the end of each streamed answer waits
+//! ~40 ms for the client's delayed ACK), and every request carries the peer address as axum's
+//! `ConnectInfo<SocketAddr>`, which the runtime reads for rate-limit keys.
+//!
+//! ```no_run
+//! # async fn run(app: axum::Router) -> std::io::Result<()> {
+//! use std::time::Duration;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
+//! agent_runtime::serve(listener, app)
+//!     .header_read_timeout(Duration::from_secs(10))
+//!     .await
+//! # }
+//! ```
+
+use std::future::{Future, IntoFuture};
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceExt as _;
+use tower_http::timeout::TimeoutBody;
+
+/// Default of [`Serve::header_read_timeout`].
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default of [`Serve::body_read_timeout`].
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default of [`Serve::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Serves `router` on `listener` with read and idle timeouts; see the [module docs](self).
+///
+/// The returned [`Serve`] is a future (through `IntoFuture`) that runs until the listener
+/// fails; configure it first with its methods.
+pub fn serve(listener: TcpListener, router: Router) -> Serve {
+    Serve {
+        listener,
+        router,
+        header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+        body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+        idle_timeout: DEFAULT_IDLE_TIMEOUT,
+    }
+}
+
+/// A server being configured; `.await` it to run. Built by [`serve`].
+#[must_use = "a Serve does nothing until awaited"]
+pub struct Serve {
+    listener: TcpListener,
+    router: Router,
+    header_read_timeout: Duration,
+    body_read_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+impl std::fmt::Debug for Serve {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Serve")
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Serve {
+    /// Time allowed for a whole request head (HTTP/1; also the keep-alive wait for the next
+    /// request). Default [`DEFAULT_HEADER_READ_TIMEOUT`].
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// Longest wait for the next piece of a request body. Default
+    /// [`DEFAULT_BODY_READ_TIMEOUT`].
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
+        self
+    }
+
+    /// A connection on which nothing is read or written for this long is closed. Default
+    /// [`DEFAULT_IDLE_TIMEOUT`].
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    async fn run(self) -> io::Result<()> {
+        let mut builder = Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.header_read_timeout);
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .keep_alive_interval(None);
+        let builder = Arc::new(builder);
+        loop {
+            let (tcp, peer) = match self.listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) if is_connection_error(&e) => continue,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait instead of spinning.
+                    tracing::error!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            let _ = tcp.set_nodelay(true);
+            let connection = Connection {
+                builder: builder.clone(),
+                router: self.router.clone(),
+                body_read_timeout: self.body_read_timeout,
+                idle_timeout: self.idle_timeout,
+            };
+            tokio::spawn(connection.run(tcp, peer));
+        }
+    }
+}
+
+impl IntoFuture for Serve {
+    type Output = io::Result<()>;
+    type IntoFuture = Pin<Box<dyn Future<Output = io::Result<()>> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}
+
+fn is_connection_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    )
+}
+
+struct Connection {
+    builder: Arc<Builder<TokioExecutor>>,
+    router: Router,
+    body_read_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+impl Connection {
+    async fn run(self, tcp: TcpStream, peer: SocketAddr) {
+        let activity = Activity::new();
+        let io = TokioIo::new(ActivityIo {
+            inner: tcp,
+            activity: activity.clone(),
+        });
+        let router = self.router;
+        let body_timeout = self.body_read_timeout;
+        let service = tower::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let mut request = request.map(|body| Body::new(TimeoutBody::new(body_timeout, body)));
+            request.extensions_mut().insert(ConnectInfo(peer));
+            router.clone().oneshot(request)
+        });
+        let connection = self
+            .builder
+            .serve_connection_with_upgrades(io, TowerToHyperService::new(service));
+        tokio::select! {
+            result = connection => {
+                if let Err(e) = result {
+                    tracing::debug!("connection from {peer} ended: {e}");
+                }
+            }
+            () = activity.idle_for(self.idle_timeout) => {
+                tracing::debug!("closing connection from {peer}: idle");
+            }
+        }
+    }
+}
+
+/// When the connection last read or wrote a byte (ms since `start`).
+#[derive(Clone)]
+struct Activity {
+    start: Instant,
+    last_ms: Arc<AtomicU64>,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            start: Instant::now(),
+            last_ms: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    fn touch(&self) {
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Resolves once nothing happened for `idle`.
+    async fn idle_for(&self, idle: Duration) {
+        loop {
+            let last = self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+            let deadline = last + idle;
+            if Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep_until(deadline.into()).await;
+        }
+    }
+}
+
+/// A socket that records its activity.
+struct ActivityIo {
+    inner: TcpStream,
+    activity: Activity,
+}
+
+impl AsyncRead for ActivityIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(poll, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.touch();
+        }
+        poll
+    }
+}
+
+impl AsyncWrite for ActivityIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        poll
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        poll
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
