@@ -34,6 +34,8 @@ pub struct HostConfig {
     /// is closed and dropped, freeing its slot (default [`DEFAULT_SESSION_IDLE_MS`], 30
     /// minutes; 0 disables). Its agent tokens then answer 503 `paused`.
     pub session_idle_ms: u64,
+    /// Byte budgets of what a session or token keeps (see [`Budgets`]).
+    pub budgets: Budgets,
 }
 
 impl Default for HostConfig {
@@ -46,6 +48,7 @@ impl Default for HostConfig {
             max_sessions: 1024,
             max_sessions_per_owner: 16,
             session_idle_ms: DEFAULT_SESSION_IDLE_MS,
+            budgets: Budgets::default(),
         }
     }
 }
@@ -59,6 +62,7 @@ impl std::fmt::Debug for HostConfig {
             .field("max_sessions", &self.max_sessions)
             .field("max_sessions_per_owner", &self.max_sessions_per_owner)
             .field("session_idle_ms", &self.session_idle_ms)
+            .field("budgets", &self.budgets)
             .finish_non_exhaustive()
     }
 }
@@ -68,3 +72,178 @@ pub const DEFAULT_SESSION_IDLE_MS: u64 = 30 * 60 * 1000;
 
 /// The body cap on every route that reads a body (`lap.md` §3.5).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Byte budgets: what one session or one token may make the host keep. Sizes are the JSON
+/// encoding of what is kept. A call that would go over a budget is refused with a clear error
+/// (413, 400 or 429, the limit in the detail); kept state is never truncated silently. Rings
+/// (the activity log, the event history) drop their oldest entries to stay within their totals,
+/// as they do for their entry counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budgets {
+    /// A narration text, and the whole entry it makes, in bytes (default 16 KiB); more is 413.
+    /// Log entries built from messages summarize their payload, and drop a `stateDiff` that
+    /// would take an entry past this size (saying so in `detail`).
+    pub log_entry_bytes: usize,
+    /// Bytes the activity log of a session keeps in all (default 1 MiB); the oldest entries
+    /// go first.
+    pub log_total_bytes: usize,
+    /// Bytes one event of the history may take (default 64 KiB); a larger event is sent live
+    /// but not kept, so a later replay across it gets a snapshot.
+    pub event_bytes: usize,
+    /// Bytes the event history of a session keeps in all (default 4 MiB); the oldest events go
+    /// first (a replay from before them gets a snapshot).
+    pub event_history_bytes: usize,
+    /// A proposal's message and reason in bytes (default 32 KiB); more is 413. An edited
+    /// approval over it is 400.
+    pub confirm_bytes: usize,
+    /// Pending confirmations a session holds at most (default 64); one more is 429.
+    pub max_pending_confirms: usize,
+    /// Bytes the pending confirmations of a session hold in all (default 1 MiB); more is 429.
+    pub pending_confirm_bytes: usize,
+    /// An idempotency record's key and message in bytes (default 256 KiB); a keyed `/message`
+    /// over it is 413.
+    pub idempotency_record_bytes: usize,
+    /// Bytes the idempotency records of one token hold in all, answers included (default
+    /// 4 MiB); a keyed `/message` past it is 429 until the oldest record expires.
+    pub idempotency_token_bytes: usize,
+    /// Period of the sweep that drops expired idempotency records (default 30 s).
+    pub idempotency_sweep_ms: u64,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            log_entry_bytes: 16 * 1024,
+            log_total_bytes: 1024 * 1024,
+            event_bytes: 64 * 1024,
+            event_history_bytes: 4 * 1024 * 1024,
+            confirm_bytes: 32 * 1024,
+            max_pending_confirms: 64,
+            pending_confirm_bytes: 1024 * 1024,
+            idempotency_record_bytes: 256 * 1024,
+            idempotency_token_bytes: 4 * 1024 * 1024,
+            idempotency_sweep_ms: 30_000,
+        }
+    }
+}
+
+/// A refusal for going over a [`Budgets`] limit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} is {size}{unit}; the limit is {limit}")]
+pub struct OverBudget {
+    /// What was measured (`text`, `msg`, `pending confirmations`, …).
+    pub what: String,
+    /// Its size (bytes, or a count when `unit` is empty).
+    pub size: usize,
+    /// `" bytes"`, or empty for a count.
+    pub unit: &'static str,
+    /// The limit.
+    pub limit: usize,
+    /// A total is full (429) rather than one item too large (413).
+    pub full: bool,
+    /// When a full total frees up, in ms (429 only).
+    pub retry_after_ms: Option<u64>,
+}
+
+impl OverBudget {
+    /// One item over its size limit (413).
+    pub fn too_large(what: impl Into<String>, size: usize, limit: usize) -> Self {
+        OverBudget {
+            what: what.into(),
+            size,
+            unit: " bytes",
+            limit,
+            full: false,
+            retry_after_ms: None,
+        }
+    }
+
+    /// A total that one more item would take past its limit (429).
+    pub fn full(what: impl Into<String>, size: usize, limit: usize, retry: Option<u64>) -> Self {
+        OverBudget {
+            what: what.into(),
+            size,
+            unit: " bytes",
+            limit,
+            full: true,
+            retry_after_ms: retry,
+        }
+    }
+
+    /// A count that one more item would take past its limit (429).
+    pub fn full_count(what: impl Into<String>, n: usize, limit: usize, retry: Option<u64>) -> Self {
+        OverBudget {
+            unit: "",
+            ..OverBudget::full(what, n, limit, retry)
+        }
+    }
+
+    /// Checks `size <= limit` for one item (413 when not).
+    pub fn check(what: &str, size: usize, limit: usize) -> Result<(), OverBudget> {
+        if size > limit {
+            Err(OverBudget::too_large(what, size, limit))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl From<OverBudget> for crate::error::ApiError {
+    fn from(e: OverBudget) -> Self {
+        use agent_schema::protocol::ErrorCode;
+        use axum::http::StatusCode;
+        if e.full {
+            let mut err =
+                crate::error::ApiError::new(StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited)
+                    .with_detail(e.to_string());
+            err.retry_after_ms = e.retry_after_ms;
+            err
+        } else {
+            crate::error::ApiError::payload_too_large().with_detail(e.to_string())
+        }
+    }
+}
+
+/// The length of `value`'s compact JSON encoding, without building it.
+pub(crate) fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, value);
+    c.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_len_is_the_compact_encoding() {
+        let v = json!({"a":[1,2,"x\"y"],"b":null});
+        assert_eq!(json_len(&v), v.to_string().len());
+    }
+
+    #[test]
+    fn over_budget_maps_to_413_or_429_with_the_limit() {
+        let e: crate::error::ApiError = OverBudget::check("text", 1_048_576, 16_384)
+            .unwrap_err()
+            .into();
+        assert_eq!(e.status.as_u16(), 413);
+        assert_eq!(
+            e.detail.as_deref(),
+            Some("text is 1048576 bytes; the limit is 16384")
+        );
+        let e: crate::error::ApiError = OverBudget::full("x", 5, 4, Some(7)).into();
+        assert_eq!(e.status.as_u16(), 429);
+        assert_eq!(e.retry_after_ms, Some(7));
+    }
+}

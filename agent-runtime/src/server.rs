@@ -191,7 +191,7 @@ impl<A: App> AgentServerBuilder<A> {
                 identity,
                 limiter,
                 origin,
-                idempotency: IdempotencyStore::default(),
+                idempotency: IdempotencyStore::new(self.host.config()),
                 revocations,
                 #[cfg(feature = "mcp")]
                 mcp: Arc::new(crate::mcp::McpSessions::new(&self.options.mcp)),

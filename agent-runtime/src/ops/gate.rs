@@ -115,8 +115,9 @@ pub(crate) async fn serve<A: App, R: OpRequest>(
     let first = match request.idempotency() {
         None => None,
         Some((key, msg)) => match server.inner.idempotency.claim(&tid, key, msg, server.now()) {
-            Claim::First(tx) => Some(tx),
-            Claim::Repeat(record) => {
+            Err(over) => return Reply::from_error(&over.into()),
+            Ok(Claim::First(tx)) => Some(tx),
+            Ok(Claim::Repeat(record)) => {
                 if !record.same_message(msg) {
                     return Reply::from_error(
                         &ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict).with_detail(

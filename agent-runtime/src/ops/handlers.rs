@@ -15,9 +15,10 @@ use serde_json::json;
 use super::table::Operation;
 use super::{log_entry, Answer, Call};
 use crate::app::App;
+use crate::config::OverBudget;
 use crate::error::ApiError;
 use crate::security::AuditEvent;
-use crate::session::{DispatchOptions, SessionError};
+use crate::session::{DispatchOptions, SendError, SessionError};
 
 type Handled<R> = Result<Answer<R>, ApiError>;
 
@@ -180,12 +181,13 @@ pub(super) async fn message<A: App>(
     let DispatchRequest { msg, reason, .. } = req.dispatch;
     let variant = msg.variant().to_string();
     let result = match session
-        .send_message(&msg.0, reason, opts, Some(call.tid()))
+        .send_message_within_budgets(&msg.0, reason, opts, Some(call.tid()))
         .await
     {
         Ok(r) => r,
-        Err(SessionError::Closed) => return Err(ApiError::paused()),
-        Err(SessionError::Internal(d)) => {
+        Err(SendError::OverBudget(e)) => return Err(e.into()),
+        Err(SendError::Session(SessionError::Closed)) => return Err(ApiError::paused()),
+        Err(SendError::Session(SessionError::Internal(d))) => {
             session.record_errored(call.tid(), &variant, d.clone());
             return Err(ApiError::internal(d));
         }
@@ -276,11 +278,14 @@ pub(super) async fn narrate<A: App>(
     req: NarrateRequest,
 ) -> Handled<NarrateResponse> {
     let session = call.session;
+    let limit = call.server.host().config().budgets.log_entry_bytes;
+    OverBudget::check("text", req.text.len(), limit)?;
     let intent = req
         .intent
         .unwrap_or_else(|| Operation::Narrate.spec().label.to_string());
     let mut entry = log_entry(LogKind::Narrate, intent, call.tid(), session.now_ms());
     entry.detail = Some(req.text);
+    OverBudget::check("the log entry", crate::config::json_len(&entry), limit)?;
     session.append_log(entry);
     Ok(Answer::audited(
         NarrateResponse { ok: true },

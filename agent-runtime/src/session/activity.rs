@@ -1,26 +1,57 @@
-//! The activity log: the last 100 entries of a session, and the payload summaries they carry.
+//! The activity log: the last 100 entries of a session within a byte budget, and the payload
+//! summaries they carry.
 
 use std::collections::VecDeque;
 
 use agent_schema::protocol::{LogEntry, LogKind};
 use serde_json::Value;
 
+use crate::config::{json_len, Budgets};
+
 /// How many entries a session keeps.
 pub const LOG_CAPACITY: usize = 100;
 
-/// A ring of the newest [`LOG_CAPACITY`] entries.
-#[derive(Debug, Default)]
+/// Characters a message's variant or intent keeps in a log entry.
+pub const LABEL_CHARS: usize = 128;
+
+/// A ring of the newest [`LOG_CAPACITY`] entries holding at most `total_bytes`.
+#[derive(Debug)]
 pub struct ActivityLog {
-    entries: VecDeque<LogEntry>,
+    /// Entries oldest first, each with its encoded size.
+    entries: VecDeque<(LogEntry, usize)>,
+    bytes: usize,
+    total_bytes: usize,
+}
+
+impl Default for ActivityLog {
+    fn default() -> Self {
+        ActivityLog::new(Budgets::default().log_total_bytes)
+    }
 }
 
 impl ActivityLog {
-    /// Appends an entry, dropping the oldest when full.
-    pub fn push(&mut self, entry: LogEntry) {
-        if self.entries.len() == LOG_CAPACITY {
-            self.entries.pop_front();
+    /// An empty log keeping at most `total_bytes` of entries.
+    pub fn new(total_bytes: usize) -> Self {
+        ActivityLog {
+            entries: VecDeque::new(),
+            bytes: 0,
+            total_bytes,
         }
-        self.entries.push_back(entry);
+    }
+
+    /// Appends an entry (already bounded, see [`bound_entry`]), dropping the oldest while the
+    /// log is over its count or bytes.
+    pub fn push(&mut self, entry: LogEntry) {
+        let size = json_len(&entry);
+        self.bytes += size;
+        self.entries.push_back((entry, size));
+        while self.entries.len() > LOG_CAPACITY
+            || (self.bytes > self.total_bytes && self.entries.len() > 1)
+        {
+            if let Some((_, s)) = self.entries.pop_front() {
+                self.bytes -= s;
+            }
+        }
     }
 
     /// Entries newest first, optionally filtered by kind, at most `n`.
@@ -28,10 +59,17 @@ impl ActivityLog {
         self.entries
             .iter()
             .rev()
+            .map(|(e, _)| e)
             .filter(|e| kind.is_none_or(|k| e.kind.as_str() == k))
             .take(n)
             .cloned()
             .collect()
+    }
+
+    /// Bytes kept.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Number of entries kept.
@@ -61,7 +99,7 @@ pub fn payload_detail(msg: &Value) -> Option<String> {
     let mut items: Vec<String> = keys
         .iter()
         .take(3)
-        .map(|(k, v)| format!("{k}={}", truncate(&summarize(v))))
+        .map(|(k, v)| format!("{}={}", clip(k, 30), clip(&summarize(v), 30)))
         .collect();
     if keys.len() > 3 {
         items.push("…".to_string());
@@ -76,7 +114,8 @@ fn summarize(v: &Value) -> String {
         Value::Array(a) => format!("[{}]", a.len()),
         Value::Object(o) => {
             let mut s = String::from("{");
-            s.push_str(&o.keys().take(3).cloned().collect::<Vec<_>>().join(","));
+            let keys: Vec<String> = o.keys().take(3).map(|k| clip(k, 30)).collect();
+            s.push_str(&keys.join(","));
             if o.len() > 3 {
                 s.push_str(",…");
             }
@@ -86,14 +125,51 @@ fn summarize(v: &Value) -> String {
     }
 }
 
-fn truncate(s: &str) -> String {
-    if s.chars().count() > 30 {
-        let mut t: String = s.chars().take(29).collect();
+/// `s` cut to `max` characters, the last one `…` when cut.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.chars().nth(max).is_some() {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
         t.push('…');
         t
     } else {
         s.to_string()
     }
+}
+
+/// Brings `entry` within `limit` bytes and returns its size: a `stateDiff` that does not fit
+/// is dropped (and `detail` says so); then over-long texts are clipped, as a last resort (the
+/// callers bound narration texts and labels before).
+pub fn bound_entry(entry: &mut LogEntry, limit: usize) -> usize {
+    let mut size = json_len(entry);
+    if size <= limit {
+        return size;
+    }
+    if let Some(d) = entry.state_diff.take() {
+        let note = format!(
+            "stateDiff omitted: {} bytes; the limit is {limit}",
+            json_len(&d)
+        );
+        entry.detail = Some(match entry.detail.take() {
+            Some(t) => format!("{t} ({note})"),
+            None => note,
+        });
+        size = json_len(entry);
+    }
+    for field in 0..3 {
+        if size <= limit {
+            break;
+        }
+        let text = match field {
+            0 => &mut entry.detail,
+            1 => &mut entry.intent,
+            _ => &mut entry.variant,
+        };
+        if let Some(t) = text.as_mut() {
+            *t = clip(t, LABEL_CHARS);
+        }
+        size = json_len(entry);
+    }
+    size
 }
 
 /// A fresh log entry of `kind` at `at` with every optional key absent.
@@ -161,6 +237,42 @@ mod tests {
         let all = log.recent(1000, None);
         assert_eq!(all[0].at, 100);
         assert_eq!(all.last().unwrap().at, 1);
+    }
+
+    #[test]
+    fn huge_keys_and_values_are_summarized() {
+        let big = "k".repeat(1 << 20);
+        let d = payload_detail(&json!({"type":"x", big.clone(): {big.clone(): 1}})).unwrap();
+        assert!(d.len() < 200, "{}", d.len());
+    }
+
+    #[test]
+    fn entries_over_the_budget_lose_their_diff_and_say_so() {
+        let mut e = entry(LogKind::Dispatched, 1);
+        e.state_diff = Some(vec![serde_json::from_value(
+            json!({"op":"replace","path":"/s","value":"x".repeat(100_000)}),
+        )
+        .unwrap()]);
+        let size = bound_entry(&mut e, 16 * 1024);
+        assert!(size <= 16 * 1024);
+        assert!(e.state_diff.is_none());
+        assert!(e.detail.unwrap().contains("the limit is 16384"));
+        let mut e = entry(LogKind::Blocked, 1);
+        e.variant = Some("v".repeat(1 << 20));
+        assert!(bound_entry(&mut e, 16 * 1024) <= 16 * 1024);
+    }
+
+    #[test]
+    fn the_log_keeps_its_byte_total() {
+        let mut log = ActivityLog::new(50_000);
+        for i in 0..100 {
+            let mut e = entry(LogKind::Narrate, i);
+            e.detail = Some("n".repeat(10_000));
+            log.push(e);
+        }
+        assert!(log.bytes() <= 50_000);
+        assert_eq!(log.len(), 4);
+        assert_eq!(log.recent(1, None)[0].at, 99);
     }
 
     #[test]

@@ -6,6 +6,8 @@
 use agent_schema::protocol::{ConfirmEntry, ConfirmOutcome, ConfirmStatus};
 use serde_json::Value;
 
+use crate::config::{json_len, OverBudget};
+
 /// How long decided entries are kept after their decision.
 pub const DECIDED_RETENTION_MS: u64 = 5 * 60 * 1000;
 
@@ -40,24 +42,65 @@ impl std::fmt::Display for DecisionError {
 pub struct ConfirmStore {
     slots: Vec<Slot>,
     max_age_ms: u64,
+    max_pending: usize,
+    pending_bytes: usize,
 }
 
 impl ConfirmStore {
-    /// An empty store whose pending entries expire after `max_age_ms`.
+    /// An empty store whose pending entries expire after `max_age_ms`, with the default
+    /// budgets.
+    #[cfg(test)]
     pub fn new(max_age_ms: u64) -> Self {
+        let b = crate::config::Budgets::default();
+        Self::with_budgets(max_age_ms, b.max_pending_confirms, b.pending_confirm_bytes)
+    }
+
+    /// An empty store holding at most `max_pending` pending entries of `pending_bytes` in all.
+    pub fn with_budgets(max_age_ms: u64, max_pending: usize, pending_bytes: usize) -> Self {
         ConfirmStore {
             slots: Vec::new(),
             max_age_ms,
+            max_pending,
+            pending_bytes,
         }
     }
 
-    /// Appends a pending entry.
-    pub fn propose(&mut self, entry: ConfirmEntry) {
+    /// Appends a pending entry at `now`, unless the pending entries are at their count or
+    /// bytes budget (429, retry once the oldest expires).
+    pub fn propose(&mut self, entry: ConfirmEntry, now: u64) -> Result<(), OverBudget> {
+        let pending = || {
+            self.slots
+                .iter()
+                .filter(|s| s.entry.status == ConfirmStatus::Pending)
+        };
+        let retry = pending()
+            .map(|s| s.entry.proposed_at)
+            .min()
+            .map(|oldest| (oldest + self.max_age_ms + 1).saturating_sub(now));
+        let count = pending().count();
+        if count >= self.max_pending {
+            return Err(OverBudget::full_count(
+                "the number of pending confirmations",
+                count + 1,
+                self.max_pending,
+                retry,
+            ));
+        }
+        let bytes = pending().map(|s| json_len(&s.entry)).sum::<usize>() + json_len(&entry);
+        if bytes > self.pending_bytes {
+            return Err(OverBudget::full(
+                "pending confirmations",
+                bytes,
+                self.pending_bytes,
+                retry,
+            ));
+        }
         self.slots.push(Slot {
             entry,
             decided_at: None,
             committed: None,
         });
+        Ok(())
     }
 
     /// Expires pending entries older than the maximum age and forgets entries decided more
@@ -186,8 +229,8 @@ mod tests {
     #[test]
     fn proposals_stay_in_order_and_decisions_are_final() {
         let mut store = ConfirmStore::new(600_000);
-        store.propose(entry("a", 0));
-        store.propose(entry("b", 0));
+        store.propose(entry("a", 0), 0).unwrap();
+        store.propose(entry("b", 0), 0).unwrap();
         assert_eq!(store.pending().len(), 2);
         store.approve("a", None, 1).unwrap();
         assert_eq!(
@@ -217,8 +260,8 @@ mod tests {
     #[test]
     fn expiry_is_strictly_after_max_age() {
         let mut store = ConfirmStore::new(6000);
-        store.propose(entry("a", 1000));
-        store.propose(entry("b", 1000));
+        store.propose(entry("a", 1000), 1000).unwrap();
+        store.propose(entry("b", 1000), 1000).unwrap();
         store.approve("b", None, 1500).unwrap();
         assert!(store.sweep(7000).is_empty());
         assert_eq!(store.pending().len(), 1);
@@ -231,11 +274,36 @@ mod tests {
     #[test]
     fn decided_entries_are_forgotten_after_five_minutes() {
         let mut store = ConfirmStore::new(600_000);
-        store.propose(entry("a", 0));
+        store.propose(entry("a", 0), 0).unwrap();
         store.reject("a", 10).unwrap();
         store.sweep(10 + DECIDED_RETENTION_MS - 1);
         assert!(store.get("a").is_some());
         store.sweep(10 + DECIDED_RETENTION_MS);
         assert!(store.get("a").is_none());
+    }
+
+    #[test]
+    fn pending_entries_are_bounded_in_count_and_bytes() {
+        let mut store = ConfirmStore::with_budgets(600_000, 3, 1_000_000);
+        for i in 0..3 {
+            store.propose(entry(&format!("e{i}"), 0), 0).unwrap();
+        }
+        let err = store.propose(entry("e3", 0), 100).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the number of pending confirmations is 4; the limit is 3"
+        );
+        assert_eq!(err.retry_after_ms, Some(600_000 + 1 - 100));
+        // A decision frees a place.
+        store.reject("e0", 200).unwrap();
+        store.propose(entry("e3", 0), 200).unwrap();
+
+        let mut store = ConfirmStore::with_budgets(600_000, 100, 1_000);
+        let mut big = entry("big", 0);
+        big.payload = serde_json::json!({"id": "x".repeat(900)});
+        let err = store.propose(big, 0).unwrap_err();
+        assert!(err.full);
+        assert!(err.to_string().ends_with("; the limit is 1000"), "{err}");
+        assert!(store.pending().is_empty());
     }
 }

@@ -17,7 +17,7 @@ use super::events::EventBody;
 use super::task::{Approval, Origin};
 use super::{activity, lock, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
 use crate::app::App;
-use crate::config::DispatchPolicy;
+use crate::config::{json_len, DispatchPolicy, OverBudget};
 use crate::diff::diff;
 use crate::security::AuditEvent;
 
@@ -73,6 +73,15 @@ impl From<DecisionError> for EditedApprovalError {
             DecisionError::AlreadyDecided(s) => EditedApprovalError::AlreadyDecided(s),
         }
     }
+}
+
+/// Why [`Session::send_message_within_budgets`] refused a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SendError {
+    /// The session failed.
+    Session(SessionError),
+    /// A proposal over its budget, or the pending confirmations full.
+    OverBudget(OverBudget),
 }
 
 fn rejected(reason: RejectReason, detail: Option<String>) -> SendResult {
@@ -155,8 +164,11 @@ impl<A: App> Session<A> {
             .and_then(|v| self.core.catalog.annotations(v))
             .and_then(|a| a.intent.as_deref());
         let mut entry = activity::entry(kind, self.core.now());
-        entry.variant = variant.map(str::to_owned);
-        entry.intent = Some(activity::message_intent(intent, variant));
+        entry.variant = variant.map(|v| activity::clip(v, activity::LABEL_CHARS));
+        entry.intent = Some(activity::clip(
+            &activity::message_intent(intent, variant),
+            activity::LABEL_CHARS,
+        ));
         entry.detail = activity::payload_detail(msg);
         entry.tid = tid.map(str::to_owned);
         entry
@@ -164,6 +176,8 @@ impl<A: App> Session<A> {
 
     /// The agent's `send_message` (`semantics.md` §5): gates, validation, confirmation,
     /// dispatch and drain. Logs the outcome and records it as `tid`'s last dispatch outcome.
+    /// A proposal over the confirmation budgets is rejected as `invalid` with the limit in its
+    /// detail.
     pub async fn send_message(
         &self,
         msg: &Value,
@@ -171,6 +185,28 @@ impl<A: App> Session<A> {
         opts: DispatchOptions,
         tid: Option<&str>,
     ) -> Result<SendResult, SessionError> {
+        match self
+            .send_message_within_budgets(msg, reason, opts, tid)
+            .await
+        {
+            Ok(r) => Ok(r),
+            Err(SendError::Session(e)) => Err(e),
+            Err(SendError::OverBudget(e)) => {
+                Ok(rejected(RejectReason::Invalid, Some(e.to_string())))
+            }
+        }
+    }
+
+    /// [`Self::send_message`], with a proposal over the confirmation budgets (its message and
+    /// reason over [`crate::config::Budgets::confirm_bytes`], or the pending entries full)
+    /// refused as [`SendError::OverBudget`], nothing proposed or logged.
+    pub(crate) async fn send_message_within_budgets(
+        &self,
+        msg: &Value,
+        reason: Option<String>,
+        opts: DispatchOptions,
+        tid: Option<&str>,
+    ) -> Result<SendResult, SendError> {
         let Some(variant) = variant_of(msg) else {
             return Ok(rejected(RejectReason::Invalid, None));
         };
@@ -200,6 +236,14 @@ impl<A: App> Session<A> {
         };
         let annotations = annotations.unwrap_or_default();
         if annotations.requires_confirm {
+            let budgets = &self.core.config.budgets;
+            let size = json_len(msg) + reason.as_ref().map_or(0, json_len);
+            let what = if reason.is_some() {
+                "msg with its reason"
+            } else {
+                "msg"
+            };
+            OverBudget::check(what, size, budgets.confirm_bytes).map_err(SendError::OverBudget)?;
             let entry = ConfirmEntry {
                 id: uuid::Uuid::new_v4().to_string(),
                 variant: variant.to_string(),
@@ -212,15 +256,22 @@ impl<A: App> Session<A> {
                 edited_payload: None,
             };
             let id = entry.id.clone();
+            self.core.sweep_confirms();
             {
-                lock(&self.core.confirms).propose(entry.clone());
+                let now = self.core.now();
+                lock(&self.core.confirms)
+                    .propose(entry.clone(), now)
+                    .map_err(SendError::OverBudget)?;
                 lock(&self.core.events).publish(EventBody::Confirm(entry));
             }
             self.core.confirm_changed.send_modify(|v| *v += 1);
             self.append_log(self.message_log_entry(LogKind::Proposed, msg, tid));
             return Ok(SendResult::PendingConfirmation { confirm_id: id });
         }
-        let result = self.dispatch_checked(typed, warnings, opts).await?;
+        let result = self
+            .dispatch_checked(typed, warnings, opts)
+            .await
+            .map_err(SendError::Session)?;
         if let SendResult::Dispatched {
             state_diff, drain, ..
         } = &result
@@ -370,6 +421,10 @@ impl<A: App> Session<A> {
                         "msg.type must be a string".into(),
                     ));
                 };
+                let limit = self.core.config.budgets.confirm_bytes;
+                if let Err(e) = OverBudget::check("the edited msg", json_len(m), limit) {
+                    return Err(EditedApprovalError::Invalid(e.to_string()));
+                }
                 if t != entry.variant {
                     return Err(EditedApprovalError::Invalid(format!(
                         "msg.type must be \"{}\": an edit cannot change the variant",

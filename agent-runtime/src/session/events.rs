@@ -3,16 +3,19 @@
 //! known id.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use agent_schema::protocol::{ConfirmEntry, LogEntry};
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
+use super::lock;
+use crate::config::json_len;
 use crate::diff::diff;
 
-/// Capacity of the live channel; a subscriber that falls further behind gets a fresh snapshot.
-const LIVE_CAPACITY: usize = 1024;
+/// Capacity of the live channel: a subscriber that falls further behind (it does not read) is
+/// dropped, its stream ends, and a reconnect with `Last-Event-ID` replays or snapshots.
+const LIVE_CAPACITY: usize = 256;
 
 /// What a published event carries.
 #[derive(Debug, Clone)]
@@ -25,10 +28,18 @@ pub enum EventBody {
     Confirm(ConfirmEntry),
 }
 
+/// An event as kept and sent live: the history and the live channel share one allocation.
+#[derive(Debug, Clone)]
+enum Kept {
+    State(Arc<Value>),
+    Log(Arc<LogEntry>),
+    Confirm(Arc<ConfirmEntry>),
+}
+
 #[derive(Debug, Clone)]
 struct Published {
     id: u64,
-    body: EventBody,
+    body: Kept,
 }
 
 /// One event as a subscriber receives it.
@@ -42,12 +53,17 @@ pub struct SessionEvent {
     pub data: Value,
 }
 
-/// The publishing side: numbers events and keeps the recent history.
+/// The publishing side: numbers events and keeps the recent history, within a count and a
+/// byte budget. Kept ids are always consecutive, ending at the newest id.
 #[derive(Debug)]
 pub struct EventHub {
     newest: u64,
-    history: VecDeque<Published>,
+    /// Events oldest first, each with its encoded size.
+    history: VecDeque<(Published, usize)>,
+    history_bytes: usize,
     history_cap: usize,
+    event_bytes: usize,
+    history_total_bytes: usize,
     latest_state: Arc<Value>,
     /// Created by the first subscriber and dropped when the last one is gone, so an idle
     /// session without a console holds no channel buffer.
@@ -55,13 +71,38 @@ pub struct EventHub {
     closed: bool,
 }
 
+/// An event hub shared by its session and its subscriptions.
+pub type SharedHub = Arc<Mutex<EventHub>>;
+
 impl EventHub {
-    /// A hub keeping `history_cap` events, starting from `initial_state`.
+    /// A hub keeping `history_cap` events, starting from `initial_state`, with the default
+    /// byte budgets.
+    #[cfg(test)]
     pub fn new(history_cap: usize, initial_state: Arc<Value>) -> Self {
+        let b = crate::config::Budgets::default();
+        Self::with_budgets(
+            history_cap,
+            b.event_bytes,
+            b.event_history_bytes,
+            initial_state,
+        )
+    }
+
+    /// A hub keeping at most `history_cap` events and `history_total_bytes`, an event over
+    /// `event_bytes` being sent live but not kept.
+    pub fn with_budgets(
+        history_cap: usize,
+        event_bytes: usize,
+        history_total_bytes: usize,
+        initial_state: Arc<Value>,
+    ) -> Self {
         EventHub {
             newest: 0,
             history: VecDeque::new(),
+            history_bytes: 0,
             history_cap: history_cap.max(1),
+            event_bytes,
+            history_total_bytes,
             latest_state: initial_state,
             live: None,
             closed: false,
@@ -83,103 +124,135 @@ impl EventHub {
     /// Publishes an event and returns its id.
     pub fn publish(&mut self, body: EventBody) -> u64 {
         self.newest += 1;
-        if let EventBody::State(s) = &body {
-            self.latest_state = s.clone();
-        }
-        // History keeps `state` events without their data: a replay sends the current state.
-        let kept = match &body {
-            EventBody::State(_) => EventBody::State(Arc::new(Value::Null)),
-            other => other.clone(),
+        let (body, size) = match body {
+            EventBody::State(s) => {
+                self.latest_state = s.clone();
+                (Kept::State(s), 0)
+            }
+            EventBody::Log(e) => {
+                let size = json_len(&e);
+                (Kept::Log(Arc::new(e)), size)
+            }
+            EventBody::Confirm(e) => {
+                let size = json_len(&e);
+                (Kept::Confirm(Arc::new(e)), size)
+            }
         };
-        if self.history.len() == self.history_cap {
-            self.history.pop_front();
-        }
-        self.history.push_back(Published {
+        let published = Published {
             id: self.newest,
-            body: kept,
-        });
+            body,
+        };
+        if size > self.event_bytes {
+            // Not kept: a replay across it would miss it, so none reaches back before it.
+            self.history.clear();
+            self.history_bytes = 0;
+        } else {
+            // History keeps `state` events without their data: a replay sends the state
+            // captured when it starts.
+            let kept = match &published.body {
+                Kept::State(_) => Kept::State(Arc::new(Value::Null)),
+                other => other.clone(),
+            };
+            self.history.push_back((
+                Published {
+                    id: self.newest,
+                    body: kept,
+                },
+                size,
+            ));
+            self.history_bytes += size;
+            while self.history.len() > self.history_cap
+                || self.history_bytes > self.history_total_bytes
+            {
+                match self.history.pop_front() {
+                    Some((_, s)) => self.history_bytes -= s,
+                    None => break,
+                }
+            }
+        }
         if let Some(live) = &self.live {
             if live.receiver_count() == 0 {
                 self.live = None;
             } else {
-                let _ = live.send(Published {
-                    id: self.newest,
-                    body,
-                });
+                let _ = live.send(published);
             }
         }
         self.newest
     }
 
-    /// Opens a subscription after `last_event_id` (the `Last-Event-ID` header or the
-    /// `lastEventId` query parameter, as given). `pending` are the current pending entries,
-    /// used when a snapshot has to be sent.
-    pub fn subscribe(
-        &mut self,
-        last_event_id: Option<&str>,
-        pending: Vec<ConfirmEntry>,
-    ) -> Subscription {
-        let live = if self.closed {
-            // The sender is dropped at once: the subscription ends after its initial events.
-            broadcast::channel(1).0.subscribe()
-        } else {
-            self.live
-                .get_or_insert_with(|| broadcast::channel(LIVE_CAPACITY).0)
-                .subscribe()
-        };
-        let mut initial = VecDeque::new();
-        let replay_from = last_event_id
-            .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|s| s.parse::<u64>().ok())
-            .filter(|&l| l <= self.newest)
-            .filter(|&l| {
-                // Every event in l+1 ..= newest must still be kept.
-                l == self.newest || self.history.front().is_some_and(|f| f.id <= l + 1)
+    /// The kept event right after `id`, when the history still holds it.
+    fn after(&self, id: u64) -> Option<Published> {
+        let front = self.history.front()?.0.id;
+        let index = (id + 1).checked_sub(front)?;
+        self.history
+            .get(usize::try_from(index).ok()?)
+            .map(|(p, _)| p.clone())
+    }
+
+    /// Bytes the history holds.
+    #[cfg(test)]
+    fn history_bytes(&self) -> usize {
+        self.history_bytes
+    }
+}
+
+/// Opens a subscription to `hub` after `last_event_id` (the `Last-Event-ID` header or the
+/// `lastEventId` query parameter, as given). `pending` are the current pending entries, sent
+/// after a snapshot. The replay is read from the history one event at a time as the
+/// subscriber reads, never built up front.
+pub fn subscribe(
+    hub: &SharedHub,
+    last_event_id: Option<&str>,
+    pending: Vec<ConfirmEntry>,
+) -> Subscription {
+    let mut h = lock(hub);
+    let live = if h.closed {
+        // The sender is dropped at once: the subscription ends after its initial events.
+        broadcast::channel(1).0.subscribe()
+    } else {
+        h.live
+            .get_or_insert_with(|| broadcast::channel(LIVE_CAPACITY).0)
+            .subscribe()
+    };
+    let replay_from = last_event_id
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|&l| l <= h.newest)
+        .filter(|&l| {
+            // Every event in l+1 ..= newest must still be kept.
+            l == h.newest || h.history.front().is_some_and(|(f, _)| f.id <= l + 1)
+        });
+    let mut sub = Subscription {
+        hub: hub.clone(),
+        replay: None,
+        snapshot: None,
+        pending: VecDeque::new(),
+        live,
+        last_id: h.newest,
+        last_state_sent: None,
+    };
+    match replay_from {
+        Some(l) => {
+            let newest_state = h
+                .history
+                .iter()
+                .rev()
+                .take_while(|(p, _)| p.id > l)
+                .find(|(p, _)| matches!(p.body, Kept::State(_)))
+                .map(|(p, _)| p.id);
+            sub.replay = Some(Replay {
+                cursor: l,
+                end: h.newest,
+                newest_state,
+                state: h.latest_state.clone(),
             });
-        let mut last_state_sent = None;
-        match replay_from {
-            Some(l) => {
-                let missed: Vec<&Published> = self.history.iter().filter(|p| p.id > l).collect();
-                let newest_state = missed
-                    .iter()
-                    .filter(|p| matches!(p.body, EventBody::State(_)))
-                    .map(|p| p.id)
-                    .max();
-                for p in missed {
-                    match &p.body {
-                        EventBody::State(_) if Some(p.id) == newest_state => {
-                            initial.push_back(SessionEvent {
-                                id: p.id,
-                                name: "state",
-                                data: json!({ "state": *self.latest_state }),
-                            });
-                            last_state_sent = Some(self.latest_state.clone());
-                        }
-                        EventBody::State(_) => {}
-                        EventBody::Log(e) => initial.push_back(log_event(p.id, e)),
-                        EventBody::Confirm(e) => initial.push_back(confirm_event(p.id, e)),
-                    }
-                }
-            }
-            None => {
-                initial.push_back(SessionEvent {
-                    id: self.newest,
-                    name: "state",
-                    data: json!({ "state": *self.latest_state, "snapshot": true }),
-                });
-                last_state_sent = Some(self.latest_state.clone());
-                for e in &pending {
-                    initial.push_back(confirm_event(self.newest, e));
-                }
-            }
         }
-        Subscription {
-            initial,
-            live,
-            last_id: self.newest,
-            last_state_sent,
+        None => {
+            sub.snapshot = Some((h.newest, h.latest_state.clone()));
+            sub.pending = pending.into();
         }
     }
+    sub
 }
 
 fn log_event(id: u64, e: &LogEntry) -> SessionEvent {
@@ -198,20 +271,37 @@ fn confirm_event(id: u64, e: &ConfirmEntry) -> SessionEvent {
     }
 }
 
-/// A live view of a session's events. Ends (`None`) when the session closes.
+/// The part of the history a subscription still has to replay: ids in `cursor+1 ..= end`.
+#[derive(Debug)]
+struct Replay {
+    cursor: u64,
+    end: u64,
+    /// The id of the newest `state` event in the range: sent with `state`.
+    newest_state: Option<u64>,
+    /// The state when the subscription opened.
+    state: Arc<Value>,
+}
+
+/// A live view of a session's events. Ends (`None`) when the session closes, when the replay
+/// it was promised is no longer kept, or when it falls too far behind the live events.
 #[derive(Debug)]
 pub struct Subscription {
-    initial: VecDeque<SessionEvent>,
+    hub: SharedHub,
+    replay: Option<Replay>,
+    /// The snapshot still to send: its id and state.
+    snapshot: Option<(u64, Arc<Value>)>,
+    /// Pending entries still to send after the snapshot.
+    pending: VecDeque<ConfirmEntry>,
     live: broadcast::Receiver<Published>,
     last_id: u64,
     last_state_sent: Option<Arc<Value>>,
 }
 
 impl Subscription {
-    /// The next event, or `None` once the session is closed.
+    /// The next event, or `None` once the stream is over.
     pub async fn next(&mut self) -> Option<SessionEvent> {
-        if let Some(e) = self.initial.pop_front() {
-            return Some(e);
+        if let Some(e) = self.next_initial() {
+            return e;
         }
         loop {
             match self.live.recv().await {
@@ -220,15 +310,62 @@ impl Subscription {
                     self.last_id = p.id;
                     return Some(self.render(p));
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                // Too far behind: drop this subscriber rather than buffer for it.
+                Err(broadcast::error::RecvError::Lagged(_)) => return None,
                 Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
     }
 
+    /// The next replayed or snapshot event: `None` when there is none left, `Some(None)` when
+    /// the stream has to end.
+    fn next_initial(&mut self) -> Option<Option<SessionEvent>> {
+        if let Some((id, state)) = self.snapshot.take() {
+            let data = json!({ "state": *state, "snapshot": true });
+            self.last_state_sent = Some(state);
+            return Some(Some(SessionEvent {
+                id,
+                name: "state",
+                data,
+            }));
+        }
+        if let Some(e) = self.pending.pop_front() {
+            return Some(Some(confirm_event(self.last_id, &e)));
+        }
+        let replay = self.replay.as_mut()?;
+        loop {
+            if replay.cursor >= replay.end {
+                self.replay = None;
+                return None;
+            }
+            let Some(p) = lock(&self.hub).after(replay.cursor) else {
+                // The history moved past this subscriber while it replayed: end it.
+                self.replay = None;
+                return Some(None);
+            };
+            replay.cursor = p.id;
+            let event = match &p.body {
+                Kept::State(_) if Some(p.id) == replay.newest_state => {
+                    let state = replay.state.clone();
+                    let data = json!({ "state": *state });
+                    self.last_state_sent = Some(state);
+                    SessionEvent {
+                        id: p.id,
+                        name: "state",
+                        data,
+                    }
+                }
+                Kept::State(_) => continue,
+                Kept::Log(e) => log_event(p.id, e),
+                Kept::Confirm(e) => confirm_event(p.id, e),
+            };
+            return Some(Some(event));
+        }
+    }
+
     fn render(&mut self, p: Published) -> SessionEvent {
         match p.body {
-            EventBody::State(state) => {
+            Kept::State(state) => {
                 let data = match &self.last_state_sent {
                     Some(prev) => json!({ "state": *state, "stateDiff": diff(prev, &state) }),
                     None => json!({ "state": *state }),
@@ -240,8 +377,8 @@ impl Subscription {
                     data,
                 }
             }
-            EventBody::Log(e) => log_event(p.id, &e),
-            EventBody::Confirm(e) => confirm_event(p.id, &e),
+            Kept::Log(e) => log_event(p.id, &e),
+            Kept::Confirm(e) => confirm_event(p.id, &e),
         }
     }
 }
@@ -256,21 +393,81 @@ mod tests {
         EventBody::State(Arc::new(json!({ "count": n })))
     }
 
-    fn narrate(hub: &mut EventHub, at: u64) -> u64 {
-        hub.publish(EventBody::Log(entry(LogKind::Narrate, at)))
+    fn narrate(hub: &SharedHub, at: u64) -> u64 {
+        lock(hub).publish(EventBody::Log(entry(LogKind::Narrate, at)))
+    }
+
+    fn shared(hub: EventHub) -> SharedHub {
+        Arc::new(Mutex::new(hub))
+    }
+
+    fn big_narration(at: u64, bytes: usize) -> EventBody {
+        let mut e = entry(LogKind::Narrate, at);
+        e.detail = Some("x".repeat(bytes));
+        EventBody::Log(e)
+    }
+
+    #[tokio::test]
+    async fn the_history_keeps_its_byte_budget_and_skips_oversized_events() {
+        let hub = shared(EventHub::with_budgets(
+            256,
+            20_000,
+            100_000,
+            Arc::new(json!({})),
+        ));
+        for i in 0..50 {
+            lock(&hub).publish(big_narration(i, 10_000));
+        }
+        assert!(lock(&hub).history_bytes() <= 100_000);
+        // Too old now: a snapshot.
+        let mut sub = subscribe(&hub, Some("1"), vec![]);
+        assert_eq!(sub.next().await.unwrap().data["snapshot"], json!(true));
+        // Within the kept history: a replay.
+        let mut sub = subscribe(&hub, Some("45"), vec![]);
+        assert_eq!(sub.next().await.unwrap().id, 46);
+        // An event over the per-event budget is not kept: nothing replays across it.
+        lock(&hub).publish(big_narration(99, 30_000));
+        assert_eq!(lock(&hub).history_bytes(), 0);
+        let mut sub = subscribe(&hub, Some("45"), vec![]);
+        assert_eq!(sub.next().await.unwrap().data["snapshot"], json!(true));
+    }
+
+    #[tokio::test]
+    async fn a_replay_is_read_lazily_and_ends_when_the_history_moves_past_it() {
+        let hub = shared(EventHub::new(4, Arc::new(json!({}))));
+        for i in 0..4 {
+            narrate(&hub, i);
+        }
+        let mut sub = subscribe(&hub, Some("0"), vec![]);
+        assert_eq!(sub.next().await.unwrap().id, 1);
+        // Four more events push 2..4 out before the subscriber reads them.
+        for i in 0..4 {
+            narrate(&hub, i);
+        }
+        assert_eq!(sub.next().await, None);
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_that_does_not_read_is_dropped() {
+        let hub = shared(EventHub::new(4, Arc::new(json!({}))));
+        let mut sub = subscribe(&hub, Some("0"), vec![]);
+        for i in 0..(LIVE_CAPACITY as u64 + 10) {
+            narrate(&hub, i);
+        }
+        assert_eq!(sub.next().await, None);
     }
 
     #[tokio::test]
     async fn replay_sends_missed_logs_and_one_current_state() {
-        let mut hub = EventHub::new(256, Arc::new(json!({"count":0})));
-        hub.publish(state(1));
-        let n = narrate(&mut hub, 1);
-        narrate(&mut hub, 2);
-        narrate(&mut hub, 3);
-        narrate(&mut hub, 4);
-        hub.publish(state(2));
-        hub.publish(state(3));
-        let mut sub = hub.subscribe(Some(&n.to_string()), vec![]);
+        let hub = shared(EventHub::new(256, Arc::new(json!({"count":0}))));
+        lock(&hub).publish(state(1));
+        let n = narrate(&hub, 1);
+        narrate(&hub, 2);
+        narrate(&hub, 3);
+        narrate(&hub, 4);
+        lock(&hub).publish(state(2));
+        lock(&hub).publish(state(3));
+        let mut sub = subscribe(&hub, Some(&n.to_string()), vec![]);
         let mut got = Vec::new();
         for _ in 0..4 {
             got.push(sub.next().await.unwrap());
@@ -284,15 +481,15 @@ mod tests {
 
     #[tokio::test]
     async fn equal_id_sends_nothing_until_the_next_event() {
-        let mut hub = EventHub::new(256, Arc::new(json!({"count":0})));
-        let h = hub.publish(state(1));
-        let mut sub = hub.subscribe(Some(&h.to_string()), vec![]);
-        hub.publish(state(2));
+        let hub = shared(EventHub::new(256, Arc::new(json!({"count":0}))));
+        let h = lock(&hub).publish(state(1));
+        let mut sub = subscribe(&hub, Some(&h.to_string()), vec![]);
+        lock(&hub).publish(state(2));
         let e = sub.next().await.unwrap();
         assert_eq!(e.id, h + 1);
         // First state on this connection: no diff.
         assert_eq!(e.data, json!({"state":{"count":2}}));
-        hub.publish(state(5));
+        lock(&hub).publish(state(5));
         let e = sub.next().await.unwrap();
         assert_eq!(
             e.data,
@@ -302,19 +499,19 @@ mod tests {
 
     #[tokio::test]
     async fn too_old_bad_or_future_ids_get_a_snapshot() {
-        let mut hub = EventHub::new(4, Arc::new(json!({"count":0})));
+        let hub = shared(EventHub::new(4, Arc::new(json!({"count":0}))));
         for i in 0..10 {
-            narrate(&mut hub, i);
+            narrate(&hub, i);
         }
         for last in [Some("1"), Some("abc"), Some("99"), None] {
-            let mut sub = hub.subscribe(last, vec![]);
+            let mut sub = subscribe(&hub, last, vec![]);
             let e = sub.next().await.unwrap();
             assert_eq!(e.name, "state");
             assert_eq!(e.id, 10);
             assert_eq!(e.data["snapshot"], json!(true));
         }
         // Still within the kept history: replay.
-        let mut sub = hub.subscribe(Some("7"), vec![]);
+        let mut sub = subscribe(&hub, Some("7"), vec![]);
         assert_eq!(sub.next().await.unwrap().id, 8);
     }
 }

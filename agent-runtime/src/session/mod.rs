@@ -32,6 +32,7 @@ use crate::security::{AuditEntry, AuditEvent, AuditSink};
 const NOTES_CAPACITY: usize = 64;
 
 pub use crate::app::{EffectContext, SessionClosed};
+pub(crate) use dispatch::SendError;
 pub use dispatch::{DispatchOptions, EditedApprovalError};
 pub use events::{SessionEvent, Subscription};
 pub use outcome::LastOutcome;
@@ -76,7 +77,7 @@ pub(crate) struct SessionCore<A: App> {
     confirms: Mutex<ConfirmStore>,
     confirm_changed: watch::Sender<u64>,
     log: Mutex<ActivityLog>,
-    events: Mutex<EventHub>,
+    events: events::SharedHub,
     outcomes: Mutex<HashMap<String, LastOutcome>>,
     closed: watch::Sender<bool>,
     /// The next ticket; held while a message is queued so tickets reach the inbox in order.
@@ -152,8 +153,18 @@ impl<A: App> Session<A> {
             id,
             owner,
             created_at,
-            confirms: Mutex::new(ConfirmStore::new(config.confirm_max_age_ms)),
-            events: Mutex::new(EventHub::new(config.event_history, redacted)),
+            confirms: Mutex::new(ConfirmStore::with_budgets(
+                config.confirm_max_age_ms,
+                config.budgets.max_pending_confirms,
+                config.budgets.pending_confirm_bytes,
+            )),
+            events: Arc::new(Mutex::new(EventHub::with_budgets(
+                config.event_history,
+                config.budgets.event_bytes,
+                config.budgets.event_history_bytes,
+                redacted,
+            ))),
+            log: Mutex::new(ActivityLog::new(config.budgets.log_total_bytes)),
             app,
             catalog,
             config,
@@ -163,7 +174,6 @@ impl<A: App> Session<A> {
             published,
             notes,
             confirm_changed,
-            log: Mutex::new(ActivityLog::default()),
             outcomes: Mutex::new(HashMap::new()),
             closed,
             next_ticket: Mutex::new(1),
@@ -238,9 +248,10 @@ impl<A: App> Session<A> {
     }
 
     /// Subscribes to the session's events after `last_event_id` (replay) or from a snapshot.
+    /// The replay is read from the history as the subscriber reads it.
     pub fn subscribe(&self, last_event_id: Option<&str>) -> Subscription {
         let pending = self.pending();
-        lock(&self.core.events).subscribe(last_event_id, pending)
+        events::subscribe(&self.core.events, last_event_id, pending)
     }
 
     /// The log, newest first, at most `n` entries, optionally filtered by kind.
@@ -248,14 +259,16 @@ impl<A: App> Session<A> {
         lock(&self.core.log).recent(n, kind)
     }
 
-    /// Appends a log entry and publishes it as a `log` event.
+    /// Appends a log entry and publishes it as a `log` event. An entry over the log-entry
+    /// budget is bounded first (see [`crate::config::Budgets::log_entry_bytes`]).
     pub fn append_log(&self, entry: LogEntry) {
         self.core.append_log(entry);
     }
 }
 
 impl<A: App> SessionCore<A> {
-    fn append_log(&self, entry: LogEntry) {
+    fn append_log(&self, mut entry: LogEntry) {
+        activity::bound_entry(&mut entry, self.config.budgets.log_entry_bytes);
         let mut log = lock(&self.log);
         log.push(entry.clone());
         lock(&self.events).publish(EventBody::Log(entry));
