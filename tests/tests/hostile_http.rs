@@ -489,3 +489,50 @@ async fn the_counter_saturates_over_lap() {
     let body: Value = float.json().await.expect("json");
     assert!(body.to_string().contains("without a fraction"), "{body}");
 }
+
+/// Records the keys of mint checks; allows everything.
+#[derive(Default)]
+struct RecordingLimiter {
+    mint_keys: std::sync::Mutex<Vec<String>>,
+}
+
+impl agent_runtime::security::RateLimiter for RecordingLimiter {
+    fn check<'a>(
+        &'a self,
+        key: &'a str,
+        bucket: agent_runtime::security::Bucket,
+    ) -> futures::future::BoxFuture<'a, Result<(), agent_runtime::security::RateLimited>> {
+        if bucket == agent_runtime::security::Bucket::Mint {
+            self.mint_keys.lock().expect("lock").push(key.to_owned());
+        }
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test]
+async fn serve_hands_the_peer_address_to_the_runtime() {
+    let limiter = Arc::new(RecordingLimiter::default());
+    let host = Host::new(Counter).expect("host");
+    let server = AgentServer::builder(host)
+        .options(anonymous())
+        .rate_limiter(limiter.clone())
+        .build()
+        .expect("server");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(std::future::IntoFuture::into_future(agent_runtime::serve(
+        listener,
+        server.router(),
+    )));
+    let resp = reqwest::Client::new()
+        .post(format!("http://{addr}/agent/mint"))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("mint");
+    assert_eq!(resp.status(), 200);
+    // A cookieless mint is keyed by the client address: the TCP peer, not the shared `anon`.
+    assert_eq!(*limiter.mint_keys.lock().expect("lock"), ["127.0.0.1"]);
+}
