@@ -60,14 +60,17 @@ const ERROR_ANSWERS: &[ErrorAnswer] = &[
     ErrorAnswer {
         status: "413",
         name: "PayloadTooLarge",
-        description: "`payload-too-large`: the body is over 1 MiB.",
+        description: "`payload-too-large`: the body is over 1 MiB, or one item is over its \
+            byte budget (a narration text, a proposal, an idempotency record); the detail \
+            names the size and the limit.",
         message_only: false,
     },
     ErrorAnswer {
         status: "429",
         name: "RateLimited",
-        description: "`rate-limited`: the token's rate limit is exhausted; retry after \
-            `retryAfterMs`.",
+        description: "`rate-limited`: the token's rate limit is exhausted, or a byte budget \
+            is full (pending confirmations, idempotency records; the detail names the limit); \
+            retry after `retryAfterMs`.",
         message_only: false,
     },
     ErrorAnswer {
