@@ -62,11 +62,9 @@ impl ToolCatalog {
         };
         let spec = self.specs[i];
         let schema: &Arc<JsonObject> = &self.listed[i].input_schema;
-        Ok(
-            match check_args(&spec, schema, request.arguments) {
-                Ok(args) => ResolvedCall::Run(spec, args),
-                Err(refusal) => ResolvedCall::Refused(failure(refusal)),
-            },
-        )
+        Ok(match check_args(&spec, schema, request.arguments) {
+            Ok(args) => ResolvedCall::Run(spec, args),
+            Err(refusal) => ResolvedCall::Refused(failure(refusal)),
+        })
     }
 }
