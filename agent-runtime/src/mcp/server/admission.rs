@@ -31,7 +31,7 @@ use crate::config::MAX_BODY_BYTES;
 use crate::error::ApiError;
 use crate::mcp::MCP_PATH;
 use crate::security::{
-    request_client_address, verify_bearer, AuditEntry, AuditEvent, Bucket, WireError,
+    host_allowed, request_client_address, verify_bearer, AuditEntry, AuditEvent, Bucket, WireError,
 };
 use crate::server::AgentServer;
 use agent_schema::protocol::ErrorCode;
@@ -312,38 +312,6 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse().ok())
-}
-
-/// rmcp's DNS-rebinding rule: the `Host` (or the URI authority) must match an allowed entry;
-/// an entry without a port matches any port. An empty list allows every host.
-fn host_allowed(parts: &Parts, allowed: &[String]) -> bool {
-    if allowed.is_empty() {
-        return true;
-    }
-    let authority = match parts.headers.get(header::HOST) {
-        Some(h) => h
-            .to_str()
-            .ok()
-            .and_then(|h| axum::http::uri::Authority::try_from(h).ok()),
-        None => parts.uri.authority().cloned(),
-    };
-    let Some(authority) = authority else {
-        return false;
-    };
-    let host = normalize_host(authority.host());
-    let port = authority.port_u16();
-    allowed.iter().any(|entry| {
-        let entry = entry.trim();
-        let (entry_host, entry_port) = match axum::http::uri::Authority::try_from(entry) {
-            Ok(a) => (normalize_host(a.host()), a.port_u16()),
-            Err(_) => (normalize_host(entry), None),
-        };
-        !entry.is_empty() && entry_host == host && entry_port.is_none_or(|p| Some(p) == port)
-    })
-}
-
-fn normalize_host(host: &str) -> String {
-    host.trim_matches(['[', ']']).to_ascii_lowercase()
 }
 
 fn media_types(headers: &HeaderMap, name: header::HeaderName) -> Vec<String> {
