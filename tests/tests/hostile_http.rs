@@ -249,33 +249,21 @@ async fn every_429_has_retry_after_and_mints_do_not_share_the_mcp_bucket() {
     assert!(retry_after(limited.headers()).is_some_and(|s| s >= 1));
 
     // MCP `initialize` from the same address still has its bucket (mint used the other).
-    let init = http
-        .post(format!("{}/agent/mcp", r.base))
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .body(
-            json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
-                "protocolVersion":"2025-06-18","capabilities":{},
-                "clientInfo":{"name":"hostile","version":"1"}}})
-            .to_string(),
-        )
-        .send()
-        .await
-        .expect("initialize");
+    let initialize = || {
+        http.post(format!("{}/agent/mcp", r.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(
+                json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+                    "protocolVersion":"2025-06-18","capabilities":{},
+                    "clientInfo":{"name":"hostile","version":"1"}}})
+                .to_string(),
+            )
+            .send()
+    };
+    let init = initialize().await.expect("initialize");
     assert_eq!(init.status(), 200);
-    let again = http
-        .post(format!("{}/agent/mcp", r.base))
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .body(
-            json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
-                "protocolVersion":"2025-06-18","capabilities":{},
-                "clientInfo":{"name":"hostile","version":"1"}}})
-            .to_string(),
-        )
-        .send()
-        .await
-        .expect("initialize");
+    let again = initialize().await.expect("initialize");
     assert_eq!(again.status(), 429);
     assert!(retry_after(again.headers()).is_some());
 }
