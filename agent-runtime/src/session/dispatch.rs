@@ -379,15 +379,22 @@ impl<A: App> Session<A> {
         };
         let mut clone = self.with_state(Clone::clone);
         let app = &*self.core.app;
-        let before = redact(app, &clone);
+        let threw = |message| Ok(WouldDispatchResult::ReducerThrew { message });
+        let before = match redact(app, &clone) {
+            Ok(v) => v,
+            Err(message) => return threw(message),
+        };
         match catch_unwind(AssertUnwindSafe(|| app.update(&mut clone, typed))) {
-            Ok(effects) => Ok(WouldDispatchResult::Predicted {
-                state_diff: diff(&before, &redact(app, &clone)),
-                effects: effects
-                    .iter()
-                    .map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
-                    .collect(),
-            }),
+            Ok(effects) => match redact(app, &clone) {
+                Ok(after) => Ok(WouldDispatchResult::Predicted {
+                    state_diff: diff(&before, &after),
+                    effects: effects
+                        .iter()
+                        .map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
+                        .collect(),
+                }),
+                Err(message) => threw(message),
+            },
             Err(p) => Ok(WouldDispatchResult::ReducerThrew {
                 message: format!("update panicked: {}", panic_text(&*p)),
             }),

@@ -139,7 +139,7 @@ impl<A: App> Session<A> {
             app.init()
         }))
         .map_err(|p| SessionError::Internal(format!("init panicked: {}", panic_text(&*p))))?;
-        let redacted = Arc::new(redact(&*app, &state));
+        let redacted = Arc::new(redact(&*app, &state).map_err(SessionError::Internal)?);
         let (inbox, rx) = mpsc::unbounded_channel();
         let (published, _) = watch::channel(Published {
             seq: 0,
@@ -328,9 +328,11 @@ impl<A: App> SessionCore<A> {
     }
 }
 
-/// Serializes and redacts a state.
-pub(crate) fn redact<A: App>(app: &A, state: &A::State) -> Value {
-    let mut v = serde_json::to_value(state).unwrap_or(Value::Null);
+/// Serializes and redacts a state; a state that does not serialize is an error (its text
+/// starts with `state failed to serialize: `), never a silent `null`.
+pub(crate) fn redact<A: App>(app: &A, state: &A::State) -> Result<Value, String> {
+    let mut v =
+        serde_json::to_value(state).map_err(|e| format!("state failed to serialize: {e}"))?;
     app.redact(&mut v);
-    v
+    Ok(v)
 }

@@ -84,7 +84,23 @@ fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
         // `update` changed before panicking stays (the commit still counts).
         let outcome = catch_unwind(AssertUnwindSafe(|| core.app.update(&mut state, env.msg)));
-        (outcome, Arc::new(redact(&*core.app, &state)))
+        (outcome, redact(&*core.app, &state))
+    };
+    // A state that does not serialize is reported like a panicking `update` (drain errors
+    // and an `error` log entry); agents keep the last state that did serialize.
+    let redacted = match redacted {
+        Ok(v) => Arc::new(v),
+        Err(message) => {
+            let mut entry = activity::entry(LogKind::Error, core.now());
+            entry.intent = Some("State failed to serialize".into());
+            entry.detail = Some(message.clone());
+            core.append_log(entry);
+            let _ = core.notes.send(CommitNote::Error(DrainError {
+                kind: DrainErrorKind::Error,
+                message,
+            }));
+            prev.clone()
+        }
     };
     let seq = core.published.borrow().seq + 1;
     core.published.send_replace(Published {
