@@ -204,6 +204,18 @@ async fn a_foreign_host_is_refused_on_every_route() {
     assert_eq!(resp.status(), 200);
 }
 
+/// `POST /agent/mint {}` with `http` (its cookie jar, if any, keeps the identity): the answer.
+async fn mint_anonymously(http: &reqwest::Client, base: &str) -> Value {
+    http.post(format!("{base}/agent/mint"))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("mint")
+        .json()
+        .await
+        .expect("json")
+}
+
 fn retry_after(headers: &HeaderMap) -> Option<u64> {
     headers
         .get("retry-after")
@@ -344,15 +356,7 @@ async fn the_owner_closes_a_session() {
         .cookie_store(true)
         .build()
         .expect("client");
-    let minted: Value = owner
-        .post(format!("{}/agent/mint", r.base))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("json");
+    let minted = mint_anonymously(&owner, &r.base).await;
     let id = minted["sessionId"].as_str().expect("id").to_owned();
     let token = minted["token"].as_str().expect("token").to_owned();
     let close = format!("{}/agent/human/sessions/{id}/close", r.base);
@@ -434,15 +438,7 @@ async fn the_owner_closes_a_session() {
 async fn the_counter_saturates_over_lap() {
     let r = run().await;
     let http = reqwest::Client::new();
-    let minted: Value = http
-        .post(format!("{}/agent/mint", r.base))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("json");
+    let minted = mint_anonymously(&http, &r.base).await;
     let token = minted["token"].as_str().expect("token");
     let send = |msg: Value| {
         http.post(format!("{}/agent/lap/v1/message", r.base))
