@@ -68,7 +68,13 @@ mod tests {
     #[test]
     fn loopback_names_any_port_and_ports_when_listed() {
         let allowed = loopback_hosts();
-        for ok in ["localhost", "LOCALHOST:8787", "127.0.0.1:1", "[::1]:80"] {
+        for ok in [
+            "localhost",
+            "LOCALHOST",
+            "LOCALHOST:8787",
+            "127.0.0.1:1",
+            "[::1]:80",
+        ] {
             assert!(host_allowed(&parts(Some(ok)), &allowed), "{ok}");
         }
         for bad in ["evil.example", "evil.example:8787", "127.0.0.2", "", "a b"] {

@@ -367,28 +367,6 @@ fn insert_header(response: &mut Response, name: header::HeaderName, value: u64) 
 mod tests {
     use super::*;
 
-    fn parts(host: Option<&str>) -> Parts {
-        let mut b = Request::builder().uri("/agent/mcp");
-        if let Some(h) = host {
-            b = b.header(header::HOST, h);
-        }
-        b.body(()).unwrap().into_parts().0
-    }
-
-    #[test]
-    fn hosts_match_like_rmcp() {
-        let allowed: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-        assert!(host_allowed(&parts(Some("127.0.0.1:8787")), &allowed));
-        assert!(host_allowed(&parts(Some("LOCALHOST")), &allowed));
-        assert!(host_allowed(&parts(Some("[::1]:80")), &allowed));
-        assert!(!host_allowed(&parts(Some("evil.example")), &allowed));
-        assert!(!host_allowed(&parts(None), &allowed));
-        let with_port = vec!["app.example:8080".to_string()];
-        assert!(host_allowed(&parts(Some("app.example:8080")), &with_port));
-        assert!(!host_allowed(&parts(Some("app.example:9090")), &with_port));
-        assert!(host_allowed(&parts(Some("anything")), &[]));
-    }
-
     #[test]
     fn media_type_checks() {
         let mut h = HeaderMap::new();
