@@ -10,7 +10,7 @@ use crate::app::App;
 use crate::clock::SharedClock;
 use crate::host::Host;
 use crate::ops::IdempotencyStore;
-use crate::security::{host_allowed_in, loopback_hosts, HOST_REFUSED_DETAIL};
+use crate::security::{loopback_hosts, AllowedHosts, HOST_REFUSED_DETAIL};
 use crate::security::{
     AuditEntry, AuditSink, ConfigError, GovernorRateLimiter, Identity, IdentityCookie, IdentityKey,
     IdentityResolver, InMemoryTokenStore, OriginPolicy, RateLimitSpec, RateLimiter, TokenStore,
@@ -209,12 +209,12 @@ impl<A: App> AgentServer<A> {
     /// Every route but `/agent/mcp` answers 403 to a `Host` outside
     /// [`ServerOptions::allowed_hosts`] (`/agent/mcp` checks `mcp.allowed_hosts`).
     pub fn router(&self) -> axum::Router {
-        let allowed: Arc<[String]> = self.inner.options.allowed_hosts.clone().into();
+        let allowed = AllowedHosts::new(&self.inner.options.allowed_hosts);
         let router = crate::lap::routes(self).layer(axum::middleware::from_fn(
             move |request: axum::extract::Request, next: axum::middleware::Next| {
                 let allowed = allowed.clone();
                 async move {
-                    if host_allowed_in(request.headers(), request.uri().authority(), &allowed) {
+                    if allowed.allows(request.headers(), request.uri().authority()) {
                         next.run(request).await
                     } else {
                         axum::response::IntoResponse::into_response(

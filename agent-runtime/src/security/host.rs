@@ -2,6 +2,8 @@
 //! own name to 127.0.0.1 reaches a loopback server with its own name in `Host`; refusing
 //! unknown names stops it. Same rule as rmcp's check on `/agent/mcp`.
 
+use std::sync::Arc;
+
 use axum::http::{header, request::Parts, uri::Authority, HeaderMap};
 
 /// The loopback names: `localhost`, `127.0.0.1`, `::1` (any port).
@@ -13,8 +15,11 @@ pub fn loopback_hosts() -> Vec<String> {
 /// `allowed`. An entry without a port matches any port, `name:port` only that port; names
 /// compare case-insensitively, IPv6 literals with or without brackets. An empty list allows
 /// every host; a missing or unparsable `Host` is refused otherwise.
+///
+/// This parses `allowed` on each call; a server checking every request keeps an
+/// [`AllowedHosts`] instead.
 pub fn host_allowed(parts: &Parts, allowed: &[String]) -> bool {
-    host_allowed_in(&parts.headers, parts.uri.authority(), allowed)
+    AllowedHosts::new(allowed).allows(&parts.headers, parts.uri.authority())
 }
 
 /// [`host_allowed`] on the pieces of a request.
@@ -23,26 +28,55 @@ pub fn host_allowed_in(
     uri_authority: Option<&Authority>,
     allowed: &[String],
 ) -> bool {
-    if allowed.is_empty() {
-        return true;
+    AllowedHosts::new(allowed).allows(headers, uri_authority)
+}
+
+/// A `Host` allow-list with its entries parsed once (the rule of [`host_allowed`]).
+#[derive(Debug, Clone)]
+pub struct AllowedHosts {
+    /// The list was empty: every host is allowed.
+    any: bool,
+    /// `(lowercase name without brackets, port)`; empty entries are dropped (they match
+    /// nothing).
+    entries: Arc<[(String, Option<u16>)]>,
+}
+
+impl AllowedHosts {
+    /// Parses the entries of an allow-list.
+    pub fn new(allowed: &[String]) -> Self {
+        let entries = allowed
+            .iter()
+            .map(|entry| entry.trim())
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| match Authority::try_from(entry) {
+                Ok(a) => (normalize_host(a.host()), a.port_u16()),
+                Err(_) => (normalize_host(entry), None),
+            })
+            .collect();
+        AllowedHosts {
+            any: allowed.is_empty(),
+            entries,
+        }
     }
-    let authority = match headers.get(header::HOST) {
-        Some(h) => h.to_str().ok().and_then(|h| Authority::try_from(h).ok()),
-        None => uri_authority.cloned(),
-    };
-    let Some(authority) = authority else {
-        return false;
-    };
-    let host = normalize_host(authority.host());
-    let port = authority.port_u16();
-    allowed.iter().any(|entry| {
-        let entry = entry.trim();
-        let (entry_host, entry_port) = match Authority::try_from(entry) {
-            Ok(a) => (normalize_host(a.host()), a.port_u16()),
-            Err(_) => (normalize_host(entry), None),
+
+    /// Whether a request with these headers (and URI authority) may pass.
+    pub fn allows(&self, headers: &HeaderMap, uri_authority: Option<&Authority>) -> bool {
+        if self.any {
+            return true;
+        }
+        let authority = match headers.get(header::HOST) {
+            Some(h) => h.to_str().ok().and_then(|h| Authority::try_from(h).ok()),
+            None => uri_authority.cloned(),
         };
-        !entry.is_empty() && entry_host == host && entry_port.is_none_or(|p| Some(p) == port)
-    })
+        let Some(authority) = authority else {
+            return false;
+        };
+        let host = authority.host().trim_matches(['[', ']']);
+        let port = authority.port_u16();
+        self.entries.iter().any(|(entry_host, entry_port)| {
+            entry_host.eq_ignore_ascii_case(host) && entry_port.is_none_or(|p| Some(p) == port)
+        })
+    }
 }
 
 fn normalize_host(host: &str) -> String {
@@ -85,5 +119,7 @@ mod tests {
         assert!(host_allowed(&parts(Some("app.example:443")), &pinned));
         assert!(!host_allowed(&parts(Some("app.example:80")), &pinned));
         assert!(host_allowed(&parts(Some("anything")), &[]));
+        // A list of empty entries matches nothing (it is not the empty list).
+        assert!(!host_allowed(&parts(Some("localhost")), &[" ".to_string()]));
     }
 }

@@ -31,7 +31,7 @@ use crate::config::MAX_BODY_BYTES;
 use crate::error::ApiError;
 use crate::mcp::MCP_PATH;
 use crate::security::{
-    host_allowed, request_client_address, verify_bearer, AuditEntry, AuditEvent, Bucket, WireError,
+    request_client_address, verify_bearer, AllowedHosts, AuditEntry, AuditEvent, Bucket, WireError,
 };
 use crate::server::AgentServer;
 use agent_schema::protocol::ErrorCode;
@@ -41,12 +41,14 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// Builds [`McpAdmission`] around rmcp's service.
 pub struct McpAdmissionLayer<A: App> {
     server: AgentServer<A>,
+    hosts: AllowedHosts,
 }
 
 impl<A: App> McpAdmissionLayer<A> {
     /// The admission rules of `server`'s MCP options.
     pub fn new(server: AgentServer<A>) -> Self {
-        McpAdmissionLayer { server }
+        let hosts = AllowedHosts::new(&server.options().mcp.allowed_hosts);
+        McpAdmissionLayer { server, hosts }
     }
 }
 
@@ -56,6 +58,7 @@ impl<A: App, S> Layer<S> for McpAdmissionLayer<A> {
     fn layer(&self, inner: S) -> Self::Service {
         McpAdmission {
             server: self.server.clone(),
+            hosts: self.hosts.clone(),
             inner,
         }
     }
@@ -64,6 +67,8 @@ impl<A: App, S> Layer<S> for McpAdmissionLayer<A> {
 /// The admission service: the session rules of `lap.md` §7.3 in front of `S`.
 pub struct McpAdmission<A: App, S> {
     server: AgentServer<A>,
+    /// `McpOptions::allowed_hosts`, parsed once.
+    hosts: AllowedHosts,
     inner: S,
 }
 
@@ -71,6 +76,7 @@ impl<A: App, S: Clone> Clone for McpAdmission<A, S> {
     fn clone(&self) -> Self {
         McpAdmission {
             server: self.server.clone(),
+            hosts: self.hosts.clone(),
             inner: self.inner.clone(),
         }
     }
@@ -134,8 +140,7 @@ where
         if declared_length(&parts.headers).is_some_and(|n| n > MAX_BODY_BYTES as u64) {
             return ApiError::payload_too_large().into_response();
         }
-        let options = &self.server.options().mcp;
-        if !host_allowed(&parts, &options.allowed_hosts) {
+        if !self.hosts.allows(&parts.headers, parts.uri.authority()) {
             return plain(
                 StatusCode::FORBIDDEN,
                 "Forbidden: Host header is not allowed",
