@@ -37,8 +37,10 @@ pub struct Catalog {
     validator: Validator,
     affordances: Affordances,
     describe: Value,
-    /// The same document serialized once: `/describe` and `/observe` embed it as is.
+    /// The same document serialized once: `/describe` embeds it as is.
     describe_json: Arc<RawValue>,
+    /// The lean document `/observe` embeds (no `annotations`), serialized once.
+    observe_json: Arc<RawValue>,
     schema_hash: String,
 }
 
@@ -68,9 +70,13 @@ impl Catalog {
         let document =
             DescribeDocument::new(app.name(), app.version(), state, &model, docs.as_ref());
         let describe = document.to_value();
-        let describe_json: Arc<RawValue> = serde_json::value::to_raw_value(&describe)
-            .map_err(|e| CatalogError::Describe(e.to_string()))?
-            .into();
+        let raw = |v: &Value| -> Result<Arc<RawValue>, CatalogError> {
+            Ok(serde_json::value::to_raw_value(v)
+                .map_err(|e| CatalogError::Describe(e.to_string()))?
+                .into())
+        };
+        let describe_json = raw(&describe)?;
+        let observe_json = raw(&document.to_lean_value())?;
         let annotations = model
             .variants
             .iter()
@@ -82,6 +88,7 @@ impl Catalog {
             affordances,
             schema_hash: document.schema_hash.clone(),
             describe_json,
+            observe_json,
             describe,
             model,
         })
@@ -125,6 +132,12 @@ impl Catalog {
     /// The describe document as the `/describe` answer (shares the serialized text).
     pub fn description(&self) -> agent_schema::protocol::Description {
         agent_schema::protocol::Description(self.describe_json.clone())
+    }
+
+    /// The lean describe document `/observe` embeds: no `annotations` (each action carries
+    /// its own); shares the serialized text.
+    pub fn observe_description(&self) -> agent_schema::protocol::Description {
+        agent_schema::protocol::Description(self.observe_json.clone())
     }
 
     /// The `schemaHash`.

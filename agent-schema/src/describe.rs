@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::compact::compact_schema;
 use crate::hash::schema_hash;
 use crate::msg::AgentMsg;
 use crate::shape::{MsgModel, SchemaError};
@@ -75,7 +76,8 @@ pub struct DescribeDocument {
     pub name: String,
     /// The app's version.
     pub version: String,
-    /// The schemars JSON Schema of `State` (the whole root schema, `$defs` included).
+    /// The schemars JSON Schema of `State` (the whole root schema, `$defs` included), compacted
+    /// by [`compact_schema`].
     pub state_schema: Value,
     /// The `MsgSchemaShape`.
     pub messages: Value,
@@ -90,7 +92,8 @@ pub struct DescribeDocument {
 }
 
 impl DescribeDocument {
-    /// Assembles the document from an already built model and the `State` schema.
+    /// Assembles the document from an already built model and the `State` schema (compacted
+    /// here).
     pub fn new(
         name: &str,
         version: &str,
@@ -98,6 +101,7 @@ impl DescribeDocument {
         model: &MsgModel,
         docs: Option<&AgentDocs>,
     ) -> DescribeDocument {
+        let state_schema = compact_schema(state_schema);
         let messages = model.to_wire();
         let annotations = model.annotations_json();
         let schema_hash = schema_hash(&annotations, &messages, &state_schema);
@@ -117,6 +121,16 @@ impl DescribeDocument {
     pub fn to_value(&self) -> Value {
         // Every part is already JSON or plain strings: serialization cannot fail.
         serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The document as `/observe` embeds it: without `annotations`, which every action in the
+    /// same answer already carries (the full document stays at `/describe`).
+    pub fn to_lean_value(&self) -> Value {
+        let mut value = self.to_value();
+        if let Some(map) = value.as_object_mut() {
+            map.shift_remove("annotations");
+        }
+        value
     }
 }
 

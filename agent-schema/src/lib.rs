@@ -5,13 +5,14 @@
 //! - [`tags`]: the tag grammar, shared by the derive (at compile time) and the runtime.
 //! - [`shape`]: the message model built from the schemars schema and its `MsgSchemaShape`;
 //!   [`synth`]: `payloadHint` and field hints; [`describe`](mod@describe) and [`hash`]: the describe
-//!   document and `schemaHash`.
+//!   document and `schemaHash`; [`compact`]: the compact state schema agents read.
 //!
 //! No async and no HTTP live here.
 
 #![warn(missing_docs)]
 
 pub mod annotations;
+pub mod compact;
 pub mod describe;
 pub mod hash;
 pub mod msg;

@@ -12,21 +12,22 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum View {
-    /// The counter itself.
+    // Plain comments: doc comments on the state's types reach the agent's context (the state
+    // schema in `describe` and `observe`), and these names say it all.
+    // The counter itself.
     Home,
-    /// A (pretend) reports page.
+    // A (pretend) reports page.
     Reports,
 }
 
-/// The counter's state. On the wire: `{"count":0,"lastDelete":null,"view":"home"}`.
+// The counter's state. On the wire: `{"count":0,"lastDelete":null,"view":"home"}`.
+// Plain comments where the name says it all (doc comments reach the agent's context).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct State {
-    /// The count.
     pub count: i64,
     /// The id of the last deleted row.
     pub last_delete: Option<String>,
-    /// The page shown.
     pub view: View,
 }
 

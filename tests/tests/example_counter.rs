@@ -49,6 +49,37 @@ async fn starts_on_a_free_port_and_announces_it() {
 }
 
 #[tokio::test]
+async fn observe_is_lean_and_describe_is_whole() {
+    let w = World::start(Counter).await;
+    let (status, observed) = w.lap("/observe", json!({})).await;
+    assert_eq!(status, 200);
+    let describe = w.describe().await;
+    let lean = &observed["description"];
+    // The annotations are in describe only; every listed action carries its own.
+    assert!(lean.get("annotations").is_none(), "{lean}");
+    assert_eq!(
+        describe["annotations"]["inc"]["intent"],
+        "increment the counter"
+    );
+    let mut whole = describe.clone();
+    whole.as_object_mut().unwrap().shift_remove("annotations");
+    assert_eq!(lean, &whole);
+    // The state schema is compact: no dialect URL, no titles repeating a type or property.
+    let schema = describe["stateSchema"].to_string();
+    assert!(
+        !schema.contains("$schema") && !schema.contains("\"title\""),
+        "{schema}"
+    );
+    assert_eq!(
+        describe["stateSchema"]["required"],
+        json!(["count", "view"])
+    );
+    // Bytes an agent reads on every observe (3,224 when this was written; 5,264 before).
+    let bytes = serde_json::to_vec(&observed).unwrap().len();
+    assert!(bytes < 3_600, "observe is {bytes} bytes");
+}
+
+#[tokio::test]
 async fn intent_names_the_action_in_listing_and_describe() {
     let w = World::start(Counter).await;
     let actions = w.actions().await;

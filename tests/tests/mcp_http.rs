@@ -282,8 +282,20 @@ async fn connect_observe_act_confirm_wait_narrate_disconnect() {
     );
     assert!(observed.get("schemaChanged").is_none());
     assert!(observed.get("schemaChangedNote").is_none());
+    // observe's description is lean; describe_app still has the annotations (it is not served
+    // from the lean description observe and connect saw).
+    assert!(observed["description"].get("annotations").is_none());
+    assert!(connected["description"].get("annotations").is_none());
     let described = ok(&call(&c, "describe_app", json!({})).await);
     assert_eq!(described["name"], "counter");
+    assert_eq!(
+        described["annotations"]["inc"]["intent"],
+        "increment the counter"
+    );
+    assert_eq!(
+        described["schemaHash"],
+        observed["description"]["schemaHash"]
+    );
     assert!(described["docs"]["purpose"]
         .as_str()
         .is_some_and(|p| !p.is_empty()));

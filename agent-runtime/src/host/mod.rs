@@ -123,6 +123,11 @@ impl<A: App> Host<A> {
         self.inner.catalog.description()
     }
 
+    /// The lean describe document `/observe` embeds (no `annotations`).
+    pub fn observe_description(&self) -> agent_schema::protocol::Description {
+        self.inner.catalog.observe_description()
+    }
+
     /// Starts a new session owned by `owner`; must be called inside a tokio runtime.
     ///
     /// Fails with [`CreateSessionError::Capacity`] when the host holds `max_sessions` open sessions,

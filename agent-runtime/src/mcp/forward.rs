@@ -21,34 +21,62 @@ pub trait Forwarder: Send + Sync {
     fn post(&self, op: Operation, body: Value) -> impl Future<Output = LapAnswer> + Send;
 }
 
-/// The app description last read through a binding (`describe_app`, `observe`, connect).
+/// What a binding knows of the app's description: the `schemaHash` last seen (from
+/// `observe`, connect or `describe_app`) and the full document last read by `describe_app`.
+///
+/// `observe` embeds a lean description without `annotations`, so only a `describe_app` answer
+/// fills the document `describe_app` is served from; a new hash forgets it.
 #[derive(Debug, Default)]
-pub struct DescriptionCache(Mutex<Option<Value>>);
+pub struct DescriptionCache(Mutex<Known>);
+
+#[derive(Debug, Default)]
+struct Known {
+    /// `Some(Value::Null)` when a description had no `schemaHash`.
+    hash: Option<Value>,
+    full: Option<Value>,
+}
+
+fn hash_of(description: &Value) -> Value {
+    description
+        .get("schemaHash")
+        .cloned()
+        .unwrap_or(Value::Null)
+}
 
 impl DescriptionCache {
-    /// The cached description.
+    /// The full description last read by `describe_app`, while its hash is current.
     pub fn get(&self) -> Option<Value> {
-        self.lock().clone()
+        self.lock().full.clone()
     }
 
-    /// Replaces the cached description.
+    /// Caches a full description (a `describe_app` answer) and its hash.
     pub fn set(&self, description: Value) {
-        *self.lock() = Some(description);
+        let mut known = self.lock();
+        known.hash = Some(hash_of(&description));
+        known.full = Some(description);
     }
 
-    /// The `schemaHash` of the cached description (`null` when it has none).
+    /// Records the hash of a description seen elsewhere (`observe`, connect); a hash that
+    /// differs from the cached one drops the cached full description.
+    pub fn note_hash(&self, hash: Value) {
+        let mut known = self.lock();
+        if known.hash.as_ref() != Some(&hash) {
+            known.full = None;
+        }
+        known.hash = Some(hash);
+    }
+
+    /// The `schemaHash` last seen (`null` when that description had none).
     pub fn get_hash(&self) -> Option<Value> {
-        self.lock()
-            .as_ref()
-            .map(|d| d.get("schemaHash").cloned().unwrap_or(Value::Null))
+        self.lock().hash.clone()
     }
 
-    /// Forgets the cached description.
+    /// Forgets everything.
     pub fn clear(&self) {
-        *self.lock() = None;
+        *self.lock() = Known::default();
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Value>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -95,22 +123,18 @@ fn pass_on(answer: LapAnswer) -> CallToolResult {
     }
 }
 
-/// Adds `schemaChanged` and `schemaChangedNote` to an `observe` body when a description was
-/// cached and its `schemaHash` differs from the body's, and caches the body's description;
-/// answers the body and whether the note was added. An unchanged description is not copied.
+/// Adds `schemaChanged` and `schemaChangedNote` to an `observe` body when a hash was seen
+/// before and the body description's `schemaHash` differs, and records the body's hash;
+/// answers the body and whether the note was added.
 pub fn note_schema_change(cache: &DescriptionCache, mut body: Value) -> (Value, bool) {
     let Some(description) = body.get("description").filter(|d| d.is_object()) else {
         return (body, false);
     };
-    let new_hash = description
-        .get("schemaHash")
-        .cloned()
-        .unwrap_or(Value::Null);
+    let new_hash = hash_of(description);
     let cached_hash = cache.get_hash();
     if cached_hash.as_ref() == Some(&new_hash) {
         return (body, false);
     }
-    let description = description.clone();
     let mut changed = false;
     if let Some(old_hash) = cached_hash {
         if old_hash != new_hash {
@@ -127,7 +151,7 @@ pub fn note_schema_change(cache: &DescriptionCache, mut body: Value) -> (Value, 
             }
         }
     }
-    cache.set(description);
+    cache.note_hash(new_hash);
     (body, changed)
 }
 
@@ -141,7 +165,7 @@ fn hash_text(v: &Value) -> String {
 
 /// The connect flow, after the binding is stored: `/observe {}`; a failure is the text of
 /// `connect_session failed: observe failed: …` (the caller then drops the binding); success
-/// caches the description and answers `{status:"connected", appName, appVersion, state,
+/// records the description's hash and answers `{status:"connected", appName, appVersion, state,
 /// actions, description, context}`.
 pub async fn connect_flow<F: Forwarder>(
     forwarder: &F,
@@ -156,7 +180,7 @@ pub async fn connect_flow<F: Forwarder>(
     let description = field("description");
     let described = |k: &str| description.get(k).cloned().unwrap_or(Value::Null);
     if description.is_object() {
-        cache.set(description.clone());
+        cache.note_hash(hash_of(&description));
     }
     Ok(success(json!({
         "status": "connected",
@@ -205,7 +229,20 @@ mod tests {
         assert_eq!(body["schemaChanged"], true);
         let note = body["schemaChangedNote"].as_str().unwrap();
         assert!(note.contains("h1") && note.contains("h2") && note.contains("stale"));
-        assert_eq!(cache.get().unwrap()["schemaHash"], "h2");
+        assert_eq!(cache.get_hash(), Some(json!("h2")));
+        // observe never fills the full description describe_app is served from.
+        assert_eq!(cache.get(), None);
+    }
+
+    #[test]
+    fn a_new_hash_forgets_the_full_description() {
+        let cache = DescriptionCache::default();
+        cache.set(json!({"name":"app","annotations":{},"schemaHash":"h1"}));
+        cache.note_hash(json!("h1"));
+        assert_eq!(cache.get().unwrap()["annotations"], json!({}));
+        let (body, changed) = note_schema_change(&cache, observe_with("h2"));
+        assert!(changed && body["schemaChanged"] == true);
+        assert_eq!(cache.get(), None);
     }
 
     #[tokio::test]
@@ -235,7 +272,7 @@ mod tests {
         assert_eq!(s["appName"], "app");
         assert_eq!(s["appVersion"], "1");
         assert_eq!(s["state"], json!({"n":1}));
-        assert_eq!(cache.get().unwrap()["schemaHash"], "h");
+        assert_eq!(cache.get_hash(), Some(json!("h")));
         let bad = Table {
             calls: AtomicUsize::new(0),
             answer: |_| LapAnswer::new(401, json!({"error":{"code":"auth-failed"}})),

@@ -56,7 +56,7 @@ pub(super) async fn observe<A: App>(
     let body = ObserveResponse {
         state: session.state(),
         actions,
-        description: call.server.host().description(),
+        description: call.server.host().observe_description(),
         context,
     };
     Ok(read(Operation::Observe, body))

@@ -142,9 +142,10 @@ operations! {
         response: Description,
         handler: handlers::describe,
         description: "The app's name, version, message schemas and annotations, docs \
-            (purpose, cautions, examples) and schemaHash. Answered from the cached description \
-            when one is known; observe already includes it, so call this only to re-read the \
-            schemas.",
+            (purpose, cautions, examples) and schemaHash. Answered from the cache after the \
+            first call while the schema is unchanged; observe already includes all of it but \
+            the annotations (each action carries its own), so call this only for those or to \
+            re-read the schemas.",
     }
     /// `/state`: the state or a slice of it.
     State {

@@ -55,7 +55,8 @@ pub struct ObserveResponse {
     pub state: Arc<Value>,
     /// The actions available now.
     pub actions: Vec<Action>,
-    /// The app description.
+    /// The app description, lean: `annotations` are left out (each action carries its own;
+    /// `/describe` has them).
     pub description: Description,
     /// The app's context for this state, or null.
     pub context: Option<AgentContext>,
