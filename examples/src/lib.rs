@@ -4,3 +4,4 @@
 pub mod counter;
 pub mod serve;
 pub mod todo;
+pub mod tui;
