@@ -57,7 +57,7 @@ pub enum ConfirmDecision {
 #[serde(tag = "t", rename_all = "kebab-case", rename_all_fields = "camelCase")]
 pub enum ClientFrame {
     /// Sent on socket open.
-    Hello(Hello),
+    Hello(Box<Hello>),
     /// The answer to an `rpc`.
     RpcReply {
         /// The `rpc` id.

@@ -98,6 +98,9 @@ impl Link {
 /// The paired sockets of a server.
 pub(crate) struct Hub {
     links: Mutex<HashMap<String, Link>>,
+    /// Held across a socket's registration or removal and the token status change that goes
+    /// with it, so a close handled late never overwrites the status a newer socket set.
+    pub lifecycle: tokio::sync::Mutex<()>,
     next_conn: AtomicU64,
     /// How long outcomes are kept, and links after their socket closed.
     outcome_ms: u64,
@@ -119,6 +122,7 @@ impl Hub {
     pub fn new(outcome_ms: u64, grace_ms: u64, entry_bytes: usize) -> Self {
         Hub {
             links: Mutex::new(HashMap::new()),
+            lifecycle: tokio::sync::Mutex::new(()),
             next_conn: AtomicU64::new(1),
             outcome_ms,
             grace_ms,
@@ -229,7 +233,7 @@ impl Hub {
             return; // a superseded socket's late frames
         }
         match frame {
-            ClientFrame::Hello(hello) => link.hello = Some(Arc::new(hello)),
+            ClientFrame::Hello(hello) => link.hello = Some(Arc::new(*hello)),
             ClientFrame::RpcReply { id, result } => {
                 if let Some(tx) = link.rpcs.remove(&id) {
                     let _ = tx.send(Ok(result));

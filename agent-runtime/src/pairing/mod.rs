@@ -29,6 +29,14 @@ pub mod client;
 #[cfg(feature = "pairing")]
 pub use records::{InMemoryPairingStore, PairingStore};
 
+/// The path of the pairing socket.
+pub const SOCKET_PATH: &str = "/agent/ws";
+
+#[cfg(feature = "pairing-client")]
+fn socket_path() -> &'static str {
+    SOCKET_PATH
+}
+
 /// Options of pairing (`ServerOptions::pairing`).
 #[derive(Debug, Clone)]
 pub struct PairingOptions {

@@ -21,7 +21,7 @@ use crate::security::{verify_bearer, AuthError, TokenRecord, TokenStatus};
 use crate::server::AgentServer;
 
 /// The path of the pairing socket.
-pub(crate) const WS_PATH: &str = "/agent/ws";
+pub(crate) const WS_PATH: &str = super::SOCKET_PATH;
 
 /// The `/agent/ws` route.
 pub(crate) fn ws_routes<A: App>(server: &AgentServer<A>) -> Router {
@@ -86,6 +86,9 @@ async fn run<A: App>(server: AgentServer<A>, record: TokenRecord, socket: WebSoc
     let hub = &pairing.hub;
     let tid = record.tid.clone();
     let mut revocations = server.inner.revocations.subscribe();
+    let lifecycle = hub.lifecycle.lock().await;
+    // The record as it is now (a close handled meanwhile may have changed it).
+    let record = server.tokens().find_by_tid(&tid).await.unwrap_or(record);
     let now = server.now();
     hub.sweep(now);
     let registered = hub.register(&tid);
@@ -99,6 +102,7 @@ async fn run<A: App>(server: AgentServer<A>, record: TokenRecord, socket: WebSoc
     } else {
         set_status(&**server.tokens(), &tid, TokenStatus::AwaitingClaude, None).await;
     }
+    drop(lifecycle);
     let (mut sink, mut stream) = socket.split();
     let mut outgoing = registered.outgoing;
     let mut writer = tokio::spawn(async move {
@@ -136,6 +140,7 @@ async fn run<A: App>(server: AgentServer<A>, record: TokenRecord, socket: WebSoc
         }
     }
     writer.abort();
+    let _lifecycle = hub.lifecycle.lock().await;
     let now = server.now();
     if hub.unregister(&tid, conn, now) {
         let until = now.saturating_add(pairing.options.grace_ms);
