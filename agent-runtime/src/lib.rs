@@ -4,7 +4,8 @@
 //! its doc comments deriving [`AgentMsg`], an [`App::update`] returning effects) is hosted by a
 //! [`Host`] (its sessions) and served by an [`AgentServer`]: LAP under `/agent/lap/v1`, MCP at
 //! `/agent/mcp` (feature `mcp`), the management and human routes, the console page (feature
-//! `console`) and the OpenAPI document of LAP. Every operation is declared once ([`Operation`])
+//! `console`), `/agent/ws` for apps that run elsewhere and pair with the server (feature
+//! `pairing`, [`pairing`]) and the OpenAPI document of LAP. Every operation is declared once ([`Operation`])
 //! and runs through one gate whatever the surface.
 //!
 //! # Embedding
@@ -100,6 +101,8 @@ pub(crate) mod lap;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod ops;
+#[cfg(any(feature = "pairing", feature = "pairing-client"))]
+pub mod pairing;
 pub(crate) mod reads;
 pub mod security;
 pub mod serve;

@@ -51,6 +51,9 @@ pub struct ServerOptions {
     /// The MCP endpoint `/agent/mcp` (`lap.md` §7.3).
     #[cfg(feature = "mcp")]
     pub mcp: crate::mcp::McpOptions,
+    /// `/agent/ws` and paired sessions (`pairing.md`).
+    #[cfg(feature = "pairing")]
+    pub pairing: crate::pairing::PairingOptions,
 }
 
 impl Default for ServerOptions {
@@ -71,6 +74,8 @@ impl Default for ServerOptions {
             allowed_hosts: loopback_hosts(),
             #[cfg(feature = "mcp")]
             mcp: crate::mcp::McpOptions::default(),
+            #[cfg(feature = "pairing")]
+            pairing: crate::pairing::PairingOptions::default(),
         }
     }
 }
@@ -100,6 +105,9 @@ pub(crate) struct ServerInner<A: App> {
     /// The live sessions of `/agent/mcp`.
     #[cfg(feature = "mcp")]
     pub mcp: Arc<crate::mcp::McpSessions>,
+    /// Paired sockets and which tokens are paired.
+    #[cfg(feature = "pairing")]
+    pub pairing: crate::pairing::Pairing,
 }
 
 /// The HTTP surface of a host. Cheap to clone (shared).
@@ -130,9 +138,18 @@ pub struct AgentServerBuilder<A: App> {
     tokens: Option<Arc<dyn TokenStore>>,
     limiter: Option<Arc<dyn RateLimiter>>,
     resolver: Option<Arc<dyn IdentityResolver>>,
+    #[cfg(feature = "pairing")]
+    pairing_store: Option<Arc<dyn crate::pairing::PairingStore>>,
 }
 
 impl<A: App> AgentServerBuilder<A> {
+    /// Uses a durable or shared store of which tokens are paired.
+    #[cfg(feature = "pairing")]
+    pub fn pairing_store(mut self, store: Arc<dyn crate::pairing::PairingStore>) -> Self {
+        self.pairing_store = Some(store);
+        self
+    }
+
     /// Replaces the options.
     pub fn options(mut self, options: ServerOptions) -> Self {
         self.options = options;
@@ -195,6 +212,13 @@ impl<A: App> AgentServerBuilder<A> {
                 revocations,
                 #[cfg(feature = "mcp")]
                 mcp: Arc::new(crate::mcp::McpSessions::new(&self.options.mcp)),
+                #[cfg(feature = "pairing")]
+                pairing: crate::pairing::Pairing::new(
+                    self.options.pairing.clone(),
+                    self.pairing_store
+                        .unwrap_or_else(|| Arc::new(crate::pairing::InMemoryPairingStore::new())),
+                    self.host.config().budgets.log_entry_bytes,
+                ),
                 options: self.options,
                 host: self.host,
             }),
@@ -237,6 +261,8 @@ impl<A: App> AgentServer<A> {
             tokens: None,
             limiter: None,
             resolver: None,
+            #[cfg(feature = "pairing")]
+            pairing_store: None,
         }
     }
 

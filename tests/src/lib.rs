@@ -4,6 +4,7 @@
 pub mod example;
 pub mod mcp;
 pub mod probe;
+pub mod tab;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -52,16 +52,31 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
     check_content_length(&parts.headers)?;
     server.inner.origin.check(&parts)?;
     let bytes = read_bytes(body).await?;
-    let bad_body = || ApiError::invalid(r#"body must be empty or {"session": "<sessionId>"}"#);
+    let bad_body = || {
+        ApiError::invalid(
+            r#"body must be empty, {"session": "<sessionId>"} or {"paired": true|false}"#,
+        )
+    };
+    let mut paired = paired_by_default(server);
     let requested_session = if bytes.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
         match serde_json::from_slice::<Value>(&bytes) {
-            Ok(Value::Object(o)) => match o.get("session") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(_) => return Err(bad_body()),
-            },
+            Ok(Value::Object(o)) => {
+                match o.get("paired") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Bool(b)) => paired = *b,
+                    Some(_) => return Err(bad_body()),
+                }
+                match o.get("session") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => {
+                        paired = false;
+                        Some(s.clone())
+                    }
+                    Some(_) => return Err(bad_body()),
+                }
+            }
             _ => return Err(bad_body()),
         }
     };
@@ -95,6 +110,9 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
             (issued.uid, Some(issued.set_cookie))
         }
     };
+    if paired {
+        return mint_paired(server, uid, &origin, set_cookie, now).await;
+    }
     let session = match requested_session {
         Some(id) => server
             .host()
@@ -153,6 +171,79 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
         }
     }
     Ok(response)
+}
+
+/// Whether a bare mint makes a paired session.
+fn paired_by_default<A: App>(_server: &AgentServer<A>) -> bool {
+    #[cfg(feature = "pairing")]
+    return _server.options().pairing.mint_paired;
+    #[cfg(not(feature = "pairing"))]
+    false
+}
+
+/// Mints a token for a paired session (`pairing.md`): no session is started here; the record
+/// waits in `awaiting-ws` for the app to open `/agent/ws`.
+async fn mint_paired<A: App>(
+    server: &AgentServer<A>,
+    uid: String,
+    origin: &crate::security::RequestOrigin,
+    set_cookie: Option<String>,
+    now: u64,
+) -> Result<Response, ApiError> {
+    #[cfg(not(feature = "pairing"))]
+    {
+        let _ = (server, uid, origin, set_cookie, now);
+        Err(ApiError::invalid(
+            "this server does not pair (feature `pairing` is off)",
+        ))
+    }
+    #[cfg(feature = "pairing")]
+    {
+        server
+            .inner
+            .tokens
+            .sweep_expired(now, SWEEP_RETENTION_MS)
+            .await;
+        let (token, hash) = mint_token();
+        let origin_text = origin.url("");
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let mut record = TokenRecord::minted(
+            hash,
+            Some(uid.clone()),
+            session_id.clone(),
+            origin_text.clone(),
+            now,
+        );
+        record.status = TokenStatus::AwaitingWs;
+        let body = json!({
+            "token": token.expose(),
+            "tid": record.tid,
+            "sessionId": session_id,
+            "wsUrl": origin.websocket_url(crate::pairing::socket::WS_PATH),
+            "lapUrl": origin.url(&server.options().lap_base_path),
+            "expiresAt": record.expires_at,
+            "lapVersion": 2,
+        });
+        let tid = record.tid.clone();
+        server.inner.pairing.store.insert(&tid).await;
+        server.inner.tokens.create(record).await;
+        server
+            .audit(AuditEntry::mint(
+                now,
+                &tid,
+                Some(&uid),
+                &origin_text,
+                &session_id,
+            ))
+            .await;
+        let mut response = json_ok(&body);
+        if let Some(c) = set_cookie {
+            if let Ok(v) = HeaderValue::try_from(c) {
+                response.headers_mut().insert(header::SET_COOKIE, v);
+            }
+        }
+        Ok(response)
+    }
 }
 
 async fn revoke<A: App>(server: AgentServer<A>, req: Request) -> Response {

@@ -11,6 +11,8 @@ mod human_close;
 mod management;
 mod openapi;
 mod operations;
+#[cfg(feature = "pairing")]
+mod resume;
 
 use axum::Router;
 
@@ -26,5 +28,9 @@ pub(crate) fn routes<A: App>(server: &AgentServer<A>) -> Router {
         .merge(human_close::close_routes(server));
     #[cfg(feature = "console")]
     let router = router.merge(console::console_routes(server));
+    #[cfg(feature = "pairing")]
+    let router = router
+        .merge(resume::resume_routes(server))
+        .merge(crate::pairing::socket::ws_routes(server));
     router
 }

@@ -16,7 +16,7 @@ use super::body::{check_content_length, read_json};
 use super::openapi::openapi_document;
 use crate::app::App;
 use crate::error::{json_ok, ApiError};
-use crate::ops::{self, Caller};
+use crate::ops::{self, Admission};
 use crate::server::AgentServer;
 
 /// The LAP routes: one per operation under the base path; anything else falls through.
@@ -60,7 +60,7 @@ async fn openapi_json<A: App>(State(server): State<AgentServer<A>>) -> Response 
 
 /// A caller through steps 1–5 of the gate: `Content-Length` over the cap → 413, then the
 /// bearer of the `Authorization` header, its session and the rate limit.
-pub(crate) struct Admitted<A: App>(pub Caller<A>);
+pub(crate) struct Admitted<A: App>(pub Admission<A>);
 
 impl<A: App> FromRequestParts<AgentServer<A>> for Admitted<A> {
     type Rejection = ApiError;

@@ -37,12 +37,22 @@ pub(crate) struct Caller<A: App> {
     pub session: Session<A>,
 }
 
+/// The two kinds of session a token can drive.
+pub(crate) enum Admission<A: App> {
+    /// A session hosted in this process, through the whole gate.
+    Hosted(Caller<A>),
+    /// A paired session (`pairing.md`): the token is verified; the pairing check, the rate
+    /// limit and the rest run in [`crate::pairing::lap::serve`].
+    #[cfg(feature = "pairing")]
+    Paired(TokenRecord),
+}
+
 /// Steps 2–5 of the gate for `authorization` (the value of an `Authorization` header,
 /// `Bearer agt_…`): 401/403 for the token, 503 paused for a closed session, 429.
 pub(crate) async fn admit<A: App>(
     server: &AgentServer<A>,
     authorization: Option<&str>,
-) -> Result<Caller<A>, ApiError> {
+) -> Result<Admission<A>, ApiError> {
     let record = verify_bearer(
         authorization,
         &**server.tokens(),
@@ -50,6 +60,10 @@ pub(crate) async fn admit<A: App>(
         server.options().sliding_ttl_ms,
     )
     .await?;
+    #[cfg(feature = "pairing")]
+    if server.inner.pairing.store.is_paired(&record.tid).await {
+        return Ok(Admission::Paired(record));
+    }
     let session = server
         .host()
         .session(&record.session_id)
@@ -59,7 +73,7 @@ pub(crate) async fn admit<A: App>(
         .limiter
         .check(&record.tid, Bucket::Token)
         .await?;
-    Ok(Caller { record, session })
+    Ok(Admission::Hosted(Caller { record, session }))
 }
 
 /// What a request may carry for the gate: an idempotency key with the message it guards.
@@ -199,7 +213,7 @@ async fn run<A: App, R: OpRequest>(
 }
 
 /// Activation (`awaiting-claude` → `active`) or touch of a successful call.
-async fn activate<A: App>(server: &AgentServer<A>, record: &TokenRecord) {
+pub(crate) async fn activate<A: App>(server: &AgentServer<A>, record: &TokenRecord) {
     let now = server.now();
     if record.status == TokenStatus::AwaitingClaude {
         let label = record.label.as_deref().unwrap_or(DEFAULT_ACTIVE_LABEL);
@@ -226,7 +240,7 @@ async fn success_tail<A: App>(call: &Call<'_, A>, handled: Handled) -> Reply {
 }
 
 /// Races `work` against the revocation of `tid` (→ 403 `revoked`).
-async fn with_revocation<A: App>(
+pub(crate) async fn with_revocation<A: App>(
     server: &AgentServer<A>,
     tid: &str,
     work: impl std::future::Future<Output = Reply>,

@@ -20,11 +20,13 @@ use agent_schema::protocol::LogEntry;
 use serde::Serialize;
 use serde_json::Value;
 
-pub(crate) use gate::{admit, Caller};
+#[cfg(feature = "pairing")]
+pub(crate) use gate::{activate, with_revocation};
+pub(crate) use gate::{admit, Admission};
 pub(crate) use handlers::dispatch_options;
 pub(crate) use idempotency::IdempotencyStore;
 pub use idempotency::IDEMPOTENCY_WINDOW_MS;
-#[cfg(feature = "mcp")]
+#[cfg(any(feature = "mcp", feature = "pairing"))]
 pub(crate) use reply::Reply;
 pub(crate) use table::run as call;
 pub use table::Operation;

@@ -29,6 +29,23 @@ impl Reply {
         }
     }
 
+    /// An answer with `status` and `body` (JSON text).
+    #[cfg(feature = "pairing")]
+    pub fn with_status(status: StatusCode, body: String) -> Reply {
+        Reply {
+            status,
+            body,
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds a header.
+    #[cfg(feature = "pairing")]
+    pub fn with_header(mut self, name: &str, value: &str) -> Reply {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
     /// The answer of an error.
     pub fn from_error(e: &ApiError) -> Reply {
         let mut headers = Vec::new();

@@ -13,7 +13,7 @@ use agent_schema::protocol::{
 use schemars::{Schema, SchemaGenerator};
 use serde_json::Value;
 
-use super::gate::{serve, Caller};
+use super::gate::{serve, Admission};
 use super::handlers;
 use super::reply::Reply;
 use crate::app::App;
@@ -95,10 +95,24 @@ macro_rules! operations {
         /// does not read) and runs it through the gate.
         pub(crate) async fn run<A: App>(
             server: &AgentServer<A>,
-            caller: Caller<A>,
+            admission: Admission<A>,
             op: Operation,
             body: Value,
         ) -> Reply {
+            let caller = match admission {
+                Admission::Hosted(caller) => caller,
+                #[cfg(feature = "pairing")]
+                Admission::Paired(record) => {
+                    // The same request checks as a hosted session, then the forward.
+                    let checked = match op {$(
+                        Operation::$op => serde_json::from_value::<$req>(body.clone()).map(drop),
+                    )*};
+                    return match checked {
+                        Ok(()) => crate::pairing::lap::serve(server, record, op, body).await,
+                        Err(e) => Reply::from_error(&ApiError::invalid(e.to_string())),
+                    };
+                }
+            };
             match op {$(
                 Operation::$op => match serde_json::from_value::<$req>(body) {
                     Ok(request) => {

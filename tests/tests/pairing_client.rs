@@ -1,0 +1,205 @@
+//! End to end: the counter hosted in a separate process by the Rust pairing client
+//! (`paired-counter`), paired with a server, driven by an agent over LAP and MCP. The process
+//! plays the human (approvals, its own dispatches) and is killed with SIGKILL and restarted.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use agent_examples::counter::Counter;
+use agent_runtime::pairing::PairingOptions;
+use agent_runtime::{AgentServer, Host, ServerOptions};
+use agent_tests::mcp::McpAgent;
+use agent_tests::{start, Answer, TestServer};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+/// The app process.
+struct AppProcess {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: Lines<BufReader<ChildStdout>>,
+}
+
+impl AppProcess {
+    fn start(base: &str, token: &str) -> AppProcess {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_paired-counter"))
+            .args([base, token])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn paired-counter");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        AppProcess {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    /// Waits (10 s at most) for a stdout line starting with `prefix`.
+    async fn expect(&mut self, prefix: &str) -> String {
+        let wait = async {
+            while let Some(line) = self.stdout.next_line().await.expect("stdout") {
+                if line.starts_with(prefix) {
+                    return line;
+                }
+                eprintln!("paired-counter: {line}");
+            }
+            panic!("paired-counter exited before printing {prefix:?}");
+        };
+        tokio::time::timeout(Duration::from_secs(10), wait)
+            .await
+            .unwrap_or_else(|_| panic!("no {prefix:?} line within 10 s"))
+    }
+
+    async fn say(&mut self, line: &str) {
+        self.stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+}
+
+async fn lap(t: &TestServer<Counter>, token: &str, tail: &str, body: Value) -> Answer {
+    t.lap(token, tail, &body).await
+}
+
+#[tokio::test]
+async fn a_paired_app_process_is_driven_killed_and_resumed() {
+    let options = ServerOptions {
+        rate_limit: "10000/minute".parse().unwrap(),
+        pairing: PairingOptions {
+            mint_paired: true,
+            grace_ms: 20_000,
+            ..PairingOptions::default()
+        },
+        ..ServerOptions::default()
+    };
+    let t = start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await;
+    let minted = t
+        .post_json("/agent/mint", Some("alice"), None, &json!({}))
+        .await;
+    let token = minted.body["token"].as_str().unwrap().to_string();
+    let mut app = AppProcess::start(&t.base, &token);
+    app.expect("status Paired").await;
+
+    // observe: the client's state and actions, the description from its hello.
+    let a = lap(&t, &token, "/observe", json!({})).await;
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    assert_eq!(a.body["state"]["count"], 0);
+    assert_eq!(a.body["description"]["name"], "counter");
+    assert_eq!(
+        a.body["description"]["schemaHash"],
+        t.server.host().describe()["schemaHash"]
+    );
+    let variants: Vec<&str> = a.body["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["variant"].as_str().unwrap())
+        .collect();
+    assert!(variants.contains(&"inc") && !variants.contains(&"signOut"));
+    app.expect("status Active").await;
+
+    // dispatch, validation and human-only are the app's own gates.
+    let a = lap(&t, &token, "/message", json!({"msg": {"type": "inc"}})).await;
+    assert_eq!(a.body["status"], "dispatched", "{:?}", a.body);
+    assert_eq!(
+        a.body["stateDiff"],
+        json!([{"op": "replace", "path": "/count", "value": 1}])
+    );
+    let a = lap(&t, &token, "/message", json!({"msg": {"type": "signOut"}})).await;
+    assert_eq!(a.status, 200);
+    assert_eq!(a.body["status"], "rejected");
+    assert_eq!(a.body["reason"], "human-only");
+    let a = lap(
+        &t,
+        &token,
+        "/message",
+        json!({"msg": {"type": "setCount", "value": -5}}),
+    )
+    .await;
+    assert_eq!(a.body["reason"], "invalid", "{:?}", a.body);
+
+    // A confirmation approved in the app process.
+    let pending = t.spawn_lap(
+        &token,
+        "/message",
+        json!({"msg": {"type": "delete", "id": "7"}, "timeoutMs": 8000}),
+    );
+    loop {
+        app.say("approve").await;
+        if app.expect("approve ").await == "approve delete true" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let a = pending.await.unwrap();
+    assert_eq!(a.body["status"], "confirmed", "{:?}", a.body);
+    assert_eq!(a.body["stateAfter"]["lastDelete"], "7");
+
+    // /wait woken by the app's own change.
+    let waiting = t.spawn_lap(
+        &token,
+        "/wait",
+        json!({"path": "/count", "timeoutMs": 8000}),
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    app.say("inc").await;
+    app.expect("inc true").await;
+    let a = waiting.await.unwrap();
+    assert_eq!(a.body["status"], "changed", "{:?}", a.body);
+    assert_eq!(a.body["stateAfter"]["count"], 2);
+
+    // The log the app streams back, and a narration echoed into it.
+    assert_eq!(
+        lap(&t, &token, "/narrate", json!({"text": "checking"}))
+            .await
+            .body,
+        json!({"ok": true})
+    );
+    let entries = loop {
+        let a = lap(&t, &token, "/recent-actions", json!({"n": 50})).await;
+        let entries = a.body["entries"].as_array().unwrap().clone();
+        if entries.iter().any(|e| e["kind"] == "narrate") {
+            break entries;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(entries
+        .iter()
+        .any(|e| e["kind"] == "dispatched" && e["variant"] == "inc"));
+
+    // MCP drives the same paired session.
+    let agent = McpAgent::connect(&t.base, &token).await;
+    let observed = agent.call("observe", json!({})).await;
+    assert_eq!(observed["state"]["count"], 2);
+    let sent = agent
+        .call("send_message", json!({"msg": {"type": "inc"}}))
+        .await;
+    assert_eq!(sent["status"], "dispatched", "{sent}");
+    agent.close().await;
+
+    // Killed: the agent hears 503 paused; restarted with the token: resumes.
+    app.child.start_kill().unwrap();
+    app.child.wait().await.unwrap();
+    let paused = loop {
+        let a = lap(&t, &token, "/state", json!({})).await;
+        if a.status == 503 {
+            break a;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(paused.body["error"]["code"], "paused");
+    assert_eq!(paused.headers["x-llui-reconnect"], "pending");
+    let mut app = AppProcess::start(&t.base, &token);
+    app.expect("status Active").await;
+    let a = lap(&t, &token, "/message", json!({"msg": {"type": "inc"}})).await;
+    assert_eq!(a.body["status"], "dispatched", "{:?}", a.body);
+    app.say("quit").await;
+    app.child.wait().await.unwrap();
+}
