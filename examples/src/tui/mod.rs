@@ -6,6 +6,8 @@
 //! the terminal. The session is a plain [`Session`], so the app runs the same whether it is
 //! hosted in this process or paired with a server.
 
+#[cfg(feature = "full")]
+pub mod cli;
 mod keys;
 mod view;
 
@@ -15,6 +17,7 @@ use agent_runtime::agent_schema::protocol::WaitFor;
 use agent_runtime::session::{DispatchOptions, Session};
 use crossterm::event::{Event, EventStream, KeyEvent, KeyEventKind};
 use futures::StreamExt as _;
+use tokio::sync::watch;
 
 pub use keys::{command, Command, Mode};
 pub use view::{render, Screen};
@@ -56,6 +59,11 @@ impl Controller {
         let mut controller = Controller { session, screen };
         controller.refresh();
         controller
+    }
+
+    /// Replaces the screen's heading.
+    pub fn set_heading(&mut self, heading: String) {
+        self.screen.heading = heading;
     }
 
     /// What to draw now.
@@ -160,8 +168,9 @@ impl Controller {
     }
 }
 
-/// Runs the app in the terminal until the person quits or the session closes.
-pub async fn run(session: Session<TodoApp>, heading: String) -> io::Result<()> {
+/// Runs the app in the terminal until the person quits or the session closes; `heading` is the
+/// screen's first lines, redrawn when it changes (the pairing status).
+pub async fn run(session: Session<TodoApp>, heading: watch::Receiver<String>) -> io::Result<()> {
     let mut terminal = ratatui::init();
     let result = event_loop(&mut terminal, session, heading).await;
     ratatui::restore();
@@ -171,11 +180,13 @@ pub async fn run(session: Session<TodoApp>, heading: String) -> io::Result<()> {
 async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     session: Session<TodoApp>,
-    heading: String,
+    mut heading: watch::Receiver<String>,
 ) -> io::Result<()> {
     let mut keys = EventStream::new();
     let mut events = session.subscribe(None);
-    let mut controller = Controller::new(session.clone(), heading);
+    let first = heading.borrow_and_update().clone();
+    let mut controller = Controller::new(session.clone(), first);
+    let mut heading_open = true;
     loop {
         terminal.draw(|f| render(controller.screen(), f))?;
         tokio::select! {
@@ -193,6 +204,10 @@ async fn event_loop(
             event = events.next() => match event {
                 Some(_) => controller.refresh(),
                 None => return Ok(()),
+            },
+            changed = heading.changed(), if heading_open => match changed {
+                Ok(()) => controller.set_heading(heading.borrow_and_update().clone()),
+                Err(_) => heading_open = false,
             },
         }
     }

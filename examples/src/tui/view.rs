@@ -13,7 +13,7 @@ use crate::todo::{Priority, State};
 /// Everything one frame shows.
 #[derive(Debug, Clone)]
 pub struct Screen {
-    /// The first line: where the app is paired and how an agent connects.
+    /// The first lines: where the app is paired and how an agent connects.
     pub heading: String,
     /// The app's state (the person sees everything, the redacted key included).
     pub state: State,
@@ -41,8 +41,9 @@ pub fn render(screen: &Screen, frame: &mut Frame) {
     } else {
         screen.pending.len() as u16 + 2
     };
+    let heading_lines = screen.heading.lines().count().max(1) as u16;
     let [heading, todos, proposals_area, log, input, help] = Layout::vertical([
-        Constraint::Length(1),
+        Constraint::Length(heading_lines),
         Constraint::Min(3),
         Constraint::Length(proposals),
         Constraint::Length(7),
