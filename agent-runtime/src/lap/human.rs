@@ -286,7 +286,7 @@ fn event_stream(
         let event = Event::default()
             .id(e.id.to_string())
             .event(e.name)
-            .data(e.data.to_string());
+            .data(e.text);
         Some((Ok(event), sub))
     })
 }
