@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use agent_schema::protocol::{ConfirmEntry, LogEntry};
-use bytes::Bytes;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
@@ -49,7 +49,7 @@ struct Published {
 #[derive(Debug)]
 struct StateEvent {
     seq: u64,
-    json: Bytes,
+    json: Option<Arc<RawValue>>,
     patch: Arc<[PatchOp]>,
 }
 
@@ -73,11 +73,10 @@ impl SessionEvent {
 }
 
 /// The data of a `state` event: `{"state":…}` plus `"stateDiff"` or `"snapshot":true`.
-fn state_text(json: &[u8], diff: Option<&[PatchOp]>, snapshot: bool) -> String {
-    let state = String::from_utf8_lossy(json);
+fn state_text(state: &str, diff: Option<&[PatchOp]>, snapshot: bool) -> String {
     let mut text = String::with_capacity(state.len() + 64);
     text.push_str("{\"state\":");
-    text.push_str(&state);
+    text.push_str(state);
     if let Some(ops) = diff {
         text.push_str(",\"stateDiff\":");
         text.push_str(&serde_json::to_string(ops).unwrap_or_else(|_| "[]".into()));
@@ -163,11 +162,7 @@ impl EventHub {
         let (body, size) = match body {
             EventBody::State(s) => {
                 // Serialized only when a subscriber will read it.
-                let json = if self.live.is_some() {
-                    s.json()
-                } else {
-                    Bytes::new()
-                };
+                let json = self.live.is_some().then(|| s.json());
                 let event = StateEvent {
                     seq: s.seq,
                     json,
@@ -199,7 +194,7 @@ impl EventHub {
             let kept = match &published.body {
                 Kept::State(_) => Kept::State(Arc::new(StateEvent {
                     seq: 0,
-                    json: Bytes::new(),
+                    json: None,
                     patch: Arc::from([]),
                 })),
                 other => other.clone(),
@@ -373,7 +368,7 @@ impl Subscription {
     /// the stream has to end.
     fn next_initial(&mut self) -> Option<Option<SessionEvent>> {
         if let Some((id, state)) = self.snapshot.take() {
-            let text = state_text(&state.json(), None, true);
+            let text = state_text(state.json().get(), None, true);
             self.last_state_sent = Some(state.seq);
             return Some(Some(SessionEvent {
                 id,
@@ -399,7 +394,7 @@ impl Subscription {
             let event = match &p.body {
                 Kept::State(_) if Some(p.id) == replay.newest_state => {
                     let state = replay.state.clone();
-                    let text = state_text(&state.json(), None, false);
+                    let text = state_text(state.json().get(), None, false);
                     self.last_state_sent = Some(state.seq);
                     SessionEvent {
                         id: p.id,
@@ -424,7 +419,7 @@ impl Subscription {
                 let diff = (self.last_state_sent.is_some()
                     && self.last_state_sent == state.seq.checked_sub(1))
                 .then_some(&*state.patch);
-                let text = state_text(&state.json, diff, false);
+                let text = state_text(state.json.as_deref().map_or("null", RawValue::get), diff, false);
                 self.last_state_sent = Some(state.seq);
                 SessionEvent {
                     id: p.id,

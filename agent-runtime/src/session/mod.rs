@@ -18,9 +18,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
-use bytes::Bytes;
 
 use agent_schema::protocol::LogEntry;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
@@ -67,7 +67,7 @@ pub struct Published {
     /// The ops from the previous snapshot's state to this one.
     patch: Arc<[PatchOp]>,
     /// The state serialized, made by the first reader of this snapshot.
-    json: Arc<OnceLock<Bytes>>,
+    json: Arc<OnceLock<Arc<RawValue>>>,
 }
 
 impl Published {
@@ -93,11 +93,15 @@ impl Published {
     }
 
     /// The state as JSON text, serialized at most once per snapshot, by the first reader.
-    pub fn json(&self) -> Bytes {
+    pub fn json(&self) -> Arc<RawValue> {
         self.json
             .get_or_init(|| {
-                // A `Value` always serializes (its keys are strings).
-                Bytes::from(serde_json::to_vec(&*self.state).unwrap_or_else(|_| b"null".to_vec()))
+                // A `Value` always serializes: its keys are strings.
+                let text = serde_json::to_string(&*self.state).unwrap_or_else(|_| "null".into());
+                // SAFETY: serde_json wrote the text from a `Value`: it is one well-formed JSON
+                // value (`from_string` would only parse it all again to check that).
+                let raw = unsafe { RawValue::from_string_unchecked(text) };
+                Arc::from(raw)
             })
             .clone()
     }

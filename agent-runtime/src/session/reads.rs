@@ -44,7 +44,14 @@ impl<A: App> Session<A> {
 
     /// `get_state {path?}` → `{"state": V}` or `{}`.
     pub fn get_state(&self, path: Option<&str>) -> StateResponse {
-        get_state_response(&self.state(), path)
+        let published = self.published();
+        match crate::reads::get_state(&published.state, path) {
+            // The whole state: the snapshot's text, serialized once per commit.
+            Some(v) if std::ptr::eq(v, &*published.state) => StateResponse {
+                state: Some(published.json()),
+            },
+            _ => get_state_response(&published.state, path),
+        }
     }
 
     /// `query_state {path}` → `{"found":true,"value"}` or `{"found":false,"detail"}`.
