@@ -211,9 +211,8 @@ pub fn strip_schema(schema: &mut Value) {
             let mut removed = Vec::new();
             if let Some(Value::Object(props)) = map.get_mut("properties") {
                 props.retain(|name, prop| {
-                    let redact = description(prop).is_some_and(|d| {
-                        parse_state_field_doc(d).unwrap_or(d.contains("@redact"))
-                    });
+                    let redact = description(prop)
+                        .is_some_and(|d| parse_state_field_doc(d).unwrap_or(d.contains("@redact")));
                     if redact {
                         removed.push(name.clone());
                     }
@@ -296,10 +295,11 @@ impl<'s> RawGraph<'s> {
                 let redact = match description(sub).map(parse_state_field_doc) {
                     Some(Ok(r)) => r,
                     Some(Err(errors)) => {
-                        self.errors.extend(errors.into_iter().map(|error| RedactError {
-                            pointer: at.clone(),
-                            error,
-                        }));
+                        self.errors
+                            .extend(errors.into_iter().map(|error| RedactError {
+                                pointer: at.clone(),
+                                error,
+                            }));
                         false
                     }
                     None => false,
@@ -347,7 +347,7 @@ impl<'s> RawGraph<'s> {
     fn compile(&self, root: usize) -> RedactPlan {
         let mut sets: Vec<BTreeSet<usize>> = Vec::new();
         let mut index: HashMap<BTreeSet<usize>, usize> = HashMap::new();
-        let mut merged: Vec<(Vec<(String, MSlot)>, Option<usize>)> = Vec::new();
+        let mut merged: Vec<Merged> = Vec::new();
         let start = self.closure([root]);
         index.insert(start.clone(), 0);
         sets.push(start);
@@ -452,6 +452,9 @@ impl<'s> RawGraph<'s> {
         }
     }
 }
+
+/// A merged node before pruning: its fields and its wildcard.
+type Merged = (Vec<(String, MSlot)>, Option<usize>);
 
 #[derive(Clone, Copy)]
 enum MSlot {

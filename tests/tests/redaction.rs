@@ -157,14 +157,13 @@ async fn no_redacted_field_reaches_an_agent() {
     let lap = async |tail: &str, body: Value| -> Value {
         let a = t.lap(&m.token, tail, &body).await;
         assert_eq!(a.status, 200, "{tail}: {}", a.body);
-        seen.borrow_mut().push((format!("{tail} {body}"), a.body.clone()));
+        seen.borrow_mut()
+            .push((format!("{tail} {body}"), a.body.clone()));
         a.body
     };
     let describe = lap("/describe", json!({})).await;
     assert!(
-        describe["stateSchema"]["properties"]
-            .get("count")
-            .is_some(),
+        describe["stateSchema"]["properties"].get("count").is_some(),
         "{describe}"
     );
     lap("/observe", json!({})).await;
@@ -184,7 +183,10 @@ async fn no_redacted_field_reaches_an_agent() {
     let state = lap("/state", json!({})).await;
     assert_eq!(state["state"]["entries"][1], json!({"label": "bank"}));
     assert_eq!(state["state"]["byLabel"]["mail"], json!({"label": "mail"}));
-    assert_eq!(state["state"]["mode"], json!({"kind": "locked", "since": 5}));
+    assert_eq!(
+        state["state"]["mode"],
+        json!({"kind": "locked", "since": 5})
+    );
     for path in ["/entries/0", "/byLabel", "/mode", ""] {
         lap("/query-state", json!({ "path": path })).await;
         lap("/state", json!({ "path": path })).await;
@@ -226,8 +228,14 @@ async fn no_redacted_field_reaches_an_agent() {
         ("observe", json!({})),
         ("describe_app", json!({})),
         ("get_state", json!({})),
-        ("send_message", json!({"msg": {"type": "add", "label": "x"}, "waitFor": "idle", "includeState": true})),
-        ("send_message", json!({"msg": {"type": "rotate"}, "waitFor": "idle"})),
+        (
+            "send_message",
+            json!({"msg": {"type": "add", "label": "x"}, "waitFor": "idle", "includeState": true}),
+        ),
+        (
+            "send_message",
+            json!({"msg": {"type": "rotate"}, "waitFor": "idle"}),
+        ),
         ("would_dispatch", json!({"msg": {"type": "lock"}})),
         ("describe_recent_actions", json!({"n": 10})),
         ("query_state", json!({"path": "/byLabel"})),

@@ -419,7 +419,11 @@ impl Subscription {
                 let diff = (self.last_state_sent.is_some()
                     && self.last_state_sent == state.seq.checked_sub(1))
                 .then_some(&*state.patch);
-                let text = state_text(state.json.as_deref().map_or("null", RawValue::get), diff, false);
+                let text = state_text(
+                    state.json.as_deref().map_or("null", RawValue::get),
+                    diff,
+                    false,
+                );
                 self.last_state_sent = Some(state.seq);
                 SessionEvent {
                     id: p.id,
@@ -470,12 +474,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_history_keeps_its_byte_budget_and_skips_oversized_events() {
-        let hub = shared(EventHub::with_budgets(
-            256,
-            20_000,
-            100_000,
-            snap(0, 0),
-        ));
+        let hub = shared(EventHub::with_budgets(256, 20_000, 100_000, snap(0, 0)));
         for i in 0..50 {
             lock(&hub).publish(big_narration(i, 10_000));
         }

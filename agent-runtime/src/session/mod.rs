@@ -18,7 +18,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
-
 use agent_schema::protocol::LogEntry;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -26,10 +25,10 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::app::{overrides_redact, App};
 use crate::catalog::Catalog;
-use crate::diff::PatchOp;
-use crate::snapshot::Snapshots;
 use crate::config::HostConfig;
+use crate::diff::PatchOp;
 use crate::security::{AuditEntry, AuditEvent, AuditSink};
+use crate::snapshot::Snapshots;
 
 /// Capacity of the commit-note channel. A drain waiter that falls further behind still learns
 /// of its own commit through `committed_through`.

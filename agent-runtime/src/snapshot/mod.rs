@@ -138,10 +138,7 @@ impl Snapshots {
             });
         }
         self.spare = (!ctx.reordered).then(|| (current.clone(), patch.clone()));
-        Ok(Next {
-            state: tree,
-            patch,
-        })
+        Ok(Next { state: tree, patch })
     }
 
     /// A tree equal to `current` that no one else holds: the spare brought up to date, or a

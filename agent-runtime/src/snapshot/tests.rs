@@ -170,7 +170,10 @@ fn plan() -> RedactPlan {
 }
 
 fn no_secret(what: &str, text: &str) -> Result<(), TestCaseError> {
-    prop_assert!(!text.contains(SECRET), "{what} leaks a redacted field: {text}");
+    prop_assert!(
+        !text.contains(SECRET),
+        "{what} leaks a redacted field: {text}"
+    );
     Ok(())
 }
 
@@ -280,7 +283,9 @@ fn an_unchanged_state_publishes_the_same_tree() {
     let plan = Arc::new(RedactPlan::default());
     let mut snaps = Snapshots::new(plan, false);
     let current = Arc::new(json!({"a": [1, 2]}));
-    let n = snaps.next_of(&json!({"a": [1, 2]}), &current, &|_| {}).unwrap();
+    let n = snaps
+        .next_of(&json!({"a": [1, 2]}), &current, &|_| {})
+        .unwrap();
     assert!(Arc::ptr_eq(&n.state, &current));
     assert!(n.patch.is_empty());
 }

@@ -344,9 +344,7 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
     ) -> Result<TupleVariantWalk<'a, 'c, 'p>, Error> {
         let step = field_step(self.plan, variant);
         let Walker { target, plan, ctx } = self;
-        if step != Step::Redact
-            && matches!(variant_slot(target, variant), Some(Value::Array(_)))
-        {
+        if step != Step::Redact && matches!(variant_slot(target, variant), Some(Value::Array(_))) {
             let Some(Value::Array(vec)) = variant_slot(target, variant) else {
                 unreachable!("checked just above")
             };
@@ -397,9 +395,7 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
     ) -> Result<StructVariantWalk<'a, 'c, 'p>, Error> {
         let step = field_step(self.plan, variant);
         let Walker { target, plan, ctx } = self;
-        if step != Step::Redact
-            && matches!(variant_slot(target, variant), Some(Value::Object(_)))
-        {
+        if step != Step::Redact && matches!(variant_slot(target, variant), Some(Value::Object(_))) {
             let Some(Value::Object(map)) = variant_slot(target, variant) else {
                 unreachable!("checked just above")
             };

@@ -57,8 +57,7 @@ pub use errors::{excerpt, first_line, line_of, Detail, TagError};
 pub use kind::{Placement, TagErrorKind};
 pub use records::{
     cel_sources, check_enum_doc, parse_field_doc, parse_nested_field_doc, parse_state_field_doc,
-    parse_variant_doc,
-    written_tags, CelSource,
+    parse_variant_doc, written_tags, CelSource,
 };
 pub use suggest::{osa_distance, suggest};
 pub use tag::Tag;

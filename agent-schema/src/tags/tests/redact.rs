@@ -12,7 +12,10 @@ fn state_codes(lines: &[&str]) -> Vec<&'static str> {
 
 #[test]
 fn redact_is_read_on_state_fields() {
-    assert_eq!(parse_state_field_doc(&doc(&[" The API key.", " @redact"])), Ok(true));
+    assert_eq!(
+        parse_state_field_doc(&doc(&[" The API key.", " @redact"])),
+        Ok(true)
+    );
     assert_eq!(parse_state_field_doc(&doc(&[" @redact()"])), Ok(true));
     assert_eq!(parse_state_field_doc(&doc(&[" The API key."])), Ok(false));
     // Other tags, known or not, are not the state's business (types are shared with messages).
@@ -32,7 +35,11 @@ fn near_misses_of_redact_are_errors() {
     assert_eq!(state_codes(&[" Never shown, @redact"]), ["E17"]);
     assert_eq!(state_codes(&[" @redact(\"x\")"]), ["D9"]);
     let errors = parse_state_field_doc(&doc(&[" @redacted"])).unwrap_err();
-    assert!(errors[0].to_string().contains("did you mean `@redact`?"), "{}", errors[0]);
+    assert!(
+        errors[0].to_string().contains("did you mean `@redact`?"),
+        "{}",
+        errors[0]
+    );
 }
 
 #[test]
@@ -48,5 +55,8 @@ fn redact_in_a_message_is_a_clear_error() {
     let errors = parse_field_doc(&doc(&[" @redact"])).unwrap_err();
     assert_eq!(errors[0].kind.code(), "E27");
     // Nested payload types may be shared with the state: their `@redact` is not read there.
-    assert_eq!(parse_nested_field_doc(&doc(&[" @redact"])), Ok(Default::default()));
+    assert_eq!(
+        parse_nested_field_doc(&doc(&[" @redact"])),
+        Ok(Default::default())
+    );
 }
