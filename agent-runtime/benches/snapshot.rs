@@ -8,7 +8,8 @@
 //!   every commit before issue 12 — as the baseline.
 //! - `actions/<n>`: `list_actions` alone (part of every answer; its route gates bind the state).
 //! - `observe/<n>`: the `/observe` body after a commit (the snapshot's text made by this first
-//!   read) and read again (cached), against `serde_json::to_writer` of the typed state.
+//!   read) and read again (cached); the snapshot's text alone (`snapshot_text`, what the first
+//!   read adds), against `serde_json::to_writer` of the typed state.
 //!
 //! It also prints the heap bytes of an idle session (a counting allocator), fresh and after
 //! one commit, beside the size of its state.
@@ -209,6 +210,9 @@ fn bench_observe(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("cached", n), &n, |b, _| {
             b.iter(|| observe(&host, &s))
+        });
+        group.bench_with_input(BenchmarkId::new("snapshot_text", n), &n, |b, _| {
+            b.iter(|| serde_json::to_string(&*s.state()).expect("state").len())
         });
         group.bench_with_input(BenchmarkId::new("to_writer", n), &n, |b, _| {
             b.iter(|| {

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
-use agent_schema::protocol::LogEntry;
+use agent_schema::protocol::{Action, LogEntry};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -67,6 +67,8 @@ pub struct Published {
     patch: Arc<[PatchOp]>,
     /// The state serialized, made by the first reader of this snapshot.
     json: Arc<OnceLock<Arc<RawValue>>>,
+    /// `list_actions` on this snapshot, made by its first reader.
+    actions: Arc<OnceLock<Vec<Action>>>,
 }
 
 impl Published {
@@ -76,6 +78,7 @@ impl Published {
             state,
             patch,
             json: Arc::new(OnceLock::new()),
+            actions: Arc::new(OnceLock::new()),
         }
     }
 
@@ -83,6 +86,8 @@ impl Published {
     /// state and its serialized text).
     fn with_patch(mut self, patch: Arc<[PatchOp]>) -> Self {
         self.patch = patch;
+        // The app's hooks read the typed state, which may differ in redacted fields.
+        self.actions = Arc::new(OnceLock::new());
         self
     }
 
