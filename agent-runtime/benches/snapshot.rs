@@ -6,7 +6,9 @@
 //!   path; `full` is the same app with an [`App::redact`] override (a no-op), which takes the
 //!   full path — the whole state serialized, hooked and diffed at every commit, the cost of
 //!   every commit before issue 12 — as the baseline.
-//! - `actions/<n>`: `list_actions` alone (part of every answer; its route gates bind the state).
+//! - `actions/<n>`: `list_actions` on a snapshot whose actions the answer already computed
+//!   (they are kept per snapshot; computing them binds the whole state for the route gates,
+//!   which the `toggle` figures include once per commit).
 //! - `observe/<n>`: the `/observe` body after a commit (the snapshot's text made by this first
 //!   read) and read again (cached); the snapshot's text alone (`snapshot_text`, what the first
 //!   read adds), against `serde_json::to_writer` of the typed state.
