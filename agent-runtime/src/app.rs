@@ -66,8 +66,16 @@ pub trait App: Send + Sync + Sized + 'static {
         Vec::new()
     }
 
-    /// Removes or masks, in place, what agents must not see in the serialized state.
-    fn redact(&self, _state: &mut Value) {}
+    /// Removes or masks, in place, what agents must not see in the serialized state, for
+    /// masking that depends on values. A field agents must never see is better tagged
+    /// `/// @redact` in the state type: it is never serialized at all.
+    ///
+    /// **The slow path**: an app that overrides this hook has its whole state serialized,
+    /// hooked and diffed at every commit (cost proportional to the state); without it, a
+    /// commit costs what it changes plus a walk of the typed state.
+    fn redact(&self, state: &mut Value) {
+        default_redact(state);
+    }
 
     /// An outline of what the app shows (`describe_visible_content`).
     fn outline(&self, _state: &Self::State) -> Option<VisibleContent> {
@@ -78,6 +86,24 @@ pub trait App: Send + Sync + Sized + 'static {
     fn regions(&self, _state: &Self::State) -> Vec<Region> {
         Vec::new()
     }
+}
+
+/// What the default [`App::redact`] turns the probe into (see [`overrides_redact`]).
+const REDACT_PROBE: &str = "\u{0}agent-runtime: is App::redact the default?";
+
+/// The body of the default [`App::redact`]: leaves every state alone (it answers the probe
+/// of [`overrides_redact`] only).
+fn default_redact(state: &mut Value) {
+    if state.as_str() == Some(REDACT_PROBE) {
+        *state = Value::Bool(true);
+    }
+}
+
+/// Whether `app` overrides [`App::redact`]: only the default answers the probe.
+pub(crate) fn overrides_redact<A: App>(app: &A) -> bool {
+    let mut probe = Value::String(REDACT_PROBE.to_owned());
+    app.redact(&mut probe);
+    probe != Value::Bool(true)
 }
 
 /// What [`App::outline`] returns.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use agent_schema::describe::{state_schema, DescribeDocument};
 use agent_schema::protocol::{Action, ValidationOutcome};
+use agent_schema::redact::{strip_schema, RedactPlan};
 use agent_schema::{MessageAnnotations, MsgModel, SchemaError};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -28,6 +29,9 @@ pub enum CatalogError {
     /// The describe document could not be serialized.
     #[error("describe document: {0}")]
     Describe(String),
+    /// A `@redact` tag on a state field is malformed (a near miss such as `@redacted`).
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Redact(Vec<agent_schema::redact::RedactError>),
 }
 
 /// The checked schema of one app.
@@ -37,6 +41,7 @@ pub struct Catalog {
     validator: Validator,
     affordances: Affordances,
     describe: Value,
+    redact_plan: Arc<RedactPlan>,
     /// The same document serialized once: `/describe` embeds it as is.
     describe_json: Arc<RawValue>,
     /// The lean document `/observe` embeds (no `annotations`), serialized once.
@@ -61,7 +66,11 @@ impl Catalog {
     pub fn build<A: App>(app: &A) -> Result<Catalog, CatalogError> {
         let model = MsgModel::build::<A::Msg>()?;
         model.check_nested_validates(check_syntax)?;
-        let state = state_schema::<A::State>();
+        let mut state = state_schema::<A::State>();
+        let redact_plan = Arc::new(RedactPlan::from_schema(&state).map_err(CatalogError::Redact)?);
+        // Agents never see `@redact` fields, nor gates reading them (they read the redacted
+        // state): the schema they are checked against and shown is the stripped one.
+        strip_schema(&mut state);
         model.check_startup::<A::Msg>(&state)?;
         let predicates = Arc::new(PredicateCache::new());
         let validator = Validator::new(&model, predicates.clone())?;
@@ -90,6 +99,7 @@ impl Catalog {
             describe_json,
             observe_json,
             describe,
+            redact_plan,
             model,
         })
     }
@@ -117,6 +127,11 @@ impl Catalog {
         state: &Value,
     ) -> Vec<Action> {
         self.affordances.list(bindings, hook, state)
+    }
+
+    /// The `@redact` fields of the state.
+    pub fn redact_plan(&self) -> &Arc<RedactPlan> {
+        &self.redact_plan
     }
 
     /// The describe document (`lap.md` §5.4).

@@ -41,6 +41,19 @@ pub fn diff(prev: &Value, next: &Value) -> Vec<PatchOp> {
     differ.ops
 }
 
+/// Appends to `ops` the operations that turn `prev` into `next`, the two values sitting at
+/// `path` (an RFC 6901 pointer, `""` for the root): the same ops [`diff`] gives, with `path`
+/// in front of theirs. `path` is left as it was given.
+pub(crate) fn diff_into(prev: &Value, next: &Value, path: &mut String, ops: &mut Vec<PatchOp>) {
+    let mut differ = Differ {
+        path: std::mem::take(path),
+        ops: std::mem::take(ops),
+    };
+    differ.walk(prev, next);
+    *path = differ.path;
+    *ops = differ.ops;
+}
+
 /// The walk's state: the path of the current node and the ops emitted so far.
 struct Differ {
     path: String,
@@ -166,7 +179,7 @@ fn same_key_order(prev: &Map<String, Value>, next: &Map<String, Value>) -> bool 
 }
 
 /// Appends `/` and the RFC 6901 escape of `key` (`~` → `~0`, `/` → `~1`) to `path`.
-fn push_key(path: &mut String, key: &str) {
+pub(crate) fn push_key(path: &mut String, key: &str) {
     path.push('/');
     if !key.bytes().any(|b| b == b'~' || b == b'/') {
         path.push_str(key);
@@ -182,7 +195,7 @@ fn push_key(path: &mut String, key: &str) {
 }
 
 /// Appends `/` and the decimal form of `index` to `path`, without going through `fmt`.
-fn push_index(path: &mut String, mut index: usize) {
+pub(crate) fn push_index(path: &mut String, mut index: usize) {
     path.push('/');
     let mut digits = [0u8; 20];
     let mut at = digits.len();

@@ -134,7 +134,12 @@ impl IntoResponse for ApiError {
 
 /// A 200 JSON answer.
 pub fn json_ok(body: &Value) -> Response {
-    let mut response = (StatusCode::OK, body.to_string()).into_response();
+    json_text_ok(body.to_string())
+}
+
+/// A 200 JSON answer from its text.
+pub fn json_text_ok(body: String) -> Response {
+    let mut response = (StatusCode::OK, body).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -108,6 +108,7 @@ pub mod security;
 pub mod serve;
 mod server;
 pub mod session;
+pub(crate) mod snapshot;
 pub mod validate;
 
 pub use agent_derive::AgentMsg;

@@ -10,6 +10,8 @@
 
 use std::borrow::Cow;
 
+use std::sync::Arc;
+
 use agent_schema::protocol::{QueryStateResponse, StateResponse};
 use serde_json::Value;
 
@@ -44,7 +46,8 @@ pub fn get_state<'a>(state: &'a Value, path: Option<&str>) -> Option<&'a Value> 
 /// The `get_state` answer: `{"state": V}`, or `{}` when the path misses.
 pub fn get_state_response(state: &Value, path: Option<&str>) -> StateResponse {
     StateResponse {
-        state: get_state(state, path).cloned(),
+        state: get_state(state, path)
+            .and_then(|v| serde_json::value::to_raw_value(v).ok().map(Arc::from)),
     }
 }
 

@@ -152,7 +152,9 @@ pub fn describe<M: AgentMsg, S: JsonSchema>(
     docs: Option<&AgentDocs>,
 ) -> Result<DescribeDocument, SchemaError> {
     let model = MsgModel::build::<M>()?;
-    let state_schema = state_schema::<S>();
+    let mut state_schema = state_schema::<S>();
+    // Agents never see `@redact` fields (a malformed tag fails the host's start, not this).
+    crate::redact::strip_schema(&mut state_schema);
     model.check_startup::<M>(&state_schema)?;
     Ok(DescribeDocument::new(
         name,

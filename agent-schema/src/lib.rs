@@ -6,6 +6,7 @@
 //! - [`shape`]: the message model built from the schemars schema and its `MsgSchemaShape`;
 //!   [`synth`]: `payloadHint` and field hints; [`describe`](mod@describe) and [`hash`]: the describe
 //!   document and `schemaHash`; [`compact`]: the compact state schema agents read.
+//! - [`redact`]: the `@redact` fields of a state, from its schema.
 //!
 //! No async and no HTTP live here.
 
@@ -17,6 +18,7 @@ pub mod describe;
 pub mod hash;
 pub mod msg;
 pub mod protocol;
+pub mod redact;
 pub mod shape;
 pub mod synth;
 pub mod tags;

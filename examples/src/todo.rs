@@ -10,7 +10,6 @@ use agent_runtime::session::EffectContext;
 use agent_runtime::{AgentContext, AgentDocs, AgentMsg};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// How urgent a todo is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -93,7 +92,8 @@ pub struct State {
     pub saves: u32,
     /// Next id number.
     pub next_id: u32,
-    /// A secret that agents must never see (redacted).
+    /// A secret that agents must never see.
+    /// @redact
     pub api_key: String,
 }
 
@@ -356,12 +356,6 @@ impl App for TodoApp {
             b.push("clearCompleted".into());
         }
         b
-    }
-
-    fn redact(&self, state: &mut Value) {
-        if let Some(obj) = state.as_object_mut() {
-            obj.remove("apiKey");
-        }
     }
 
     fn outline(&self, state: &State) -> Option<VisibleContent> {

@@ -12,12 +12,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use axum::Router;
 use futures::stream::{self, Stream};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::body::{check_content_length, read_json};
 use crate::app::App;
-use crate::error::{json_ok, ApiError};
+use crate::error::{json_ok, json_text_ok, ApiError};
 use crate::ops::dispatch_options;
 use crate::security::{AgentSession, TokenRecord, TokenStatus};
 use crate::server::AgentServer;
@@ -160,14 +160,30 @@ async fn human_session<A: App>(server: AgentServer<A>, id: String, req: Request)
         Ok(a) => a,
         Err(e) => return internal(e).into_response(),
     };
-    json_ok(&json!({
-        "state": *session.state(),
-        "actions": actions,
-        "pending": session.pending(),
-        "log": session.recent_log(usize::MAX, None),
-        "lastEventId": session.last_event_id(),
-        "agents": agents,
-    }))
+    let view = HumanView {
+        state: session.published().json(),
+        actions,
+        pending: session.pending(),
+        log: session.recent_log(usize::MAX, None),
+        last_event_id: session.last_event_id(),
+        agents,
+    };
+    match serde_json::to_string(&view) {
+        Ok(text) => json_text_ok(text),
+        Err(e) => ApiError::internal(format!("session view: {e}")).into_response(),
+    }
+}
+
+/// The human's view of a session; the state is the snapshot's text, embedded as is.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HumanView {
+    state: std::sync::Arc<serde_json::value::RawValue>,
+    actions: Vec<agent_schema::protocol::Action>,
+    pending: Vec<agent_schema::protocol::ConfirmEntry>,
+    log: Vec<agent_schema::protocol::LogEntry>,
+    last_event_id: u64,
+    agents: Vec<AgentSession>,
 }
 
 async fn human_dispatch<A: App>(server: AgentServer<A>, id: String, req: Request) -> Response {
@@ -286,7 +302,7 @@ fn event_stream(
         let event = Event::default()
             .id(e.id.to_string())
             .event(e.name)
-            .data(e.data.to_string());
+            .data(e.text);
         Some((Ok(event), sub))
     })
 }

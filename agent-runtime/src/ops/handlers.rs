@@ -54,7 +54,7 @@ pub(super) async fn observe<A: App>(
     let actions = session.list_actions().map_err(closed_or_internal)?;
     let context = session.context().map_err(closed_or_internal)?;
     let body = ObserveResponse {
-        state: session.state(),
+        state: session.published().json(),
         actions,
         description: call.server.host().observe_description(),
         context,

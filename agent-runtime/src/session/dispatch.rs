@@ -338,14 +338,14 @@ impl<A: App> Session<A> {
         let state_diff = if opts.wait_for == WaitFor::None {
             Vec::new()
         } else {
-            diff(&drained.prev, &drained.after)
+            drained.after.diff_since(&drained.prev)
         };
         let actions = self.list_actions()?;
         Ok(SendResult::Dispatched {
             state_diff,
             actions,
             drain: report,
-            state_after: opts.include_state.then(|| (*drained.after).clone()),
+            state_after: opts.include_state.then(|| (*drained.after.state).clone()),
         })
     }
 
@@ -380,12 +380,13 @@ impl<A: App> Session<A> {
         let mut clone = self.with_state(Clone::clone);
         let app = &*self.core.app;
         let threw = |message| Ok(WouldDispatchResult::ReducerThrew { message });
-        let before = match redact(app, &clone) {
+        let plan = self.core.catalog.redact_plan();
+        let before = match redact(app, plan, &clone) {
             Ok(v) => v,
             Err(message) => return threw(message),
         };
         match catch_unwind(AssertUnwindSafe(|| app.update(&mut clone, typed))) {
-            Ok(effects) => match redact(app, &clone) {
+            Ok(effects) => match redact(app, plan, &clone) {
                 Ok(after) => Ok(WouldDispatchResult::Predicted {
                     state_diff: diff(&before, &after),
                     effects: effects

@@ -1,23 +1,21 @@
 //! Enqueue a message and wait per `waitFor` (`semantics.md` §5.2).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use agent_schema::protocol::{DrainError, DrainReport, WaitFor};
-use serde_json::Value;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::time::Instant;
 
 use super::task::{CommitNote, Origin};
-use super::{Session, SessionError};
+use super::{Published, Session, SessionError};
 use crate::app::App;
 
 /// What a drain observed.
 pub(crate) struct Drained {
-    /// The redacted state when the message was enqueued.
-    pub prev: Arc<Value>,
-    /// The redacted state at return.
-    pub after: Arc<Value>,
+    /// The snapshot when the message was enqueued.
+    pub prev: Published,
+    /// The snapshot at return.
+    pub after: Published,
     pub report: DrainReport,
 }
 
@@ -49,7 +47,7 @@ impl<A: App> Session<A> {
         if self.is_closed() {
             return Err(SessionError::Closed);
         }
-        let prev = core.published.borrow().state.clone();
+        let prev = core.published.borrow().clone();
         let mut report = DrainReport {
             effects_observed: 0,
             duration_ms: 0,
@@ -147,7 +145,7 @@ impl<A: App> Session<A> {
             }
         }
         report.duration_ms = t0.elapsed().as_millis() as u64;
-        let after = core.published.borrow().state.clone();
+        let after = core.published.borrow().clone();
         Ok(Drained {
             prev,
             after,

@@ -6,12 +6,14 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use agent_schema::protocol::{ConfirmEntry, LogEntry};
-use serde_json::{json, Value};
+use serde_json::value::RawValue;
+use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::lock;
+use super::Published as Snapshot;
 use crate::config::json_len;
-use crate::diff::diff;
+use crate::diff::PatchOp;
 
 /// Capacity of the live channel: a subscriber that falls further behind (it does not read) is
 /// dropped, its stream ends, and a reconnect with `Last-Event-ID` replays or snapshots.
@@ -20,8 +22,8 @@ const LIVE_CAPACITY: usize = 256;
 /// What a published event carries.
 #[derive(Debug, Clone)]
 pub enum EventBody {
-    /// The redacted state after a commit.
-    State(Arc<Value>),
+    /// The snapshot a commit published.
+    State(Snapshot),
     /// A new log entry.
     Log(LogEntry),
     /// A proposal or a status change.
@@ -31,7 +33,7 @@ pub enum EventBody {
 /// An event as kept and sent live: the history and the live channel share one allocation.
 #[derive(Debug, Clone)]
 enum Kept {
-    State(Arc<Value>),
+    State(Arc<StateEvent>),
     Log(Arc<LogEntry>),
     Confirm(Arc<ConfirmEntry>),
 }
@@ -42,6 +44,15 @@ struct Published {
     body: Kept,
 }
 
+/// A `state` event as sent live: the snapshot's serialized text and its patch, not its tree
+/// (subscribers do not hold the session's trees alive).
+#[derive(Debug)]
+struct StateEvent {
+    seq: u64,
+    json: Option<Arc<RawValue>>,
+    patch: Arc<[PatchOp]>,
+}
+
 /// One event as a subscriber receives it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionEvent {
@@ -49,8 +60,32 @@ pub struct SessionEvent {
     pub id: u64,
     /// `state`, `log` or `confirm`.
     pub name: &'static str,
-    /// The event's JSON data.
-    pub data: Value,
+    /// The event's data as JSON text (a state is embedded as its snapshot's text, never
+    /// serialized again).
+    pub text: String,
+}
+
+impl SessionEvent {
+    /// The event's data, parsed.
+    pub fn data(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+}
+
+/// The data of a `state` event: `{"state":…}` plus `"stateDiff"` or `"snapshot":true`.
+fn state_text(state: &str, diff: Option<&[PatchOp]>, snapshot: bool) -> String {
+    let mut text = String::with_capacity(state.len() + 64);
+    text.push_str("{\"state\":");
+    text.push_str(state);
+    if let Some(ops) = diff {
+        text.push_str(",\"stateDiff\":");
+        text.push_str(&serde_json::to_string(ops).unwrap_or_else(|_| "[]".into()));
+    }
+    if snapshot {
+        text.push_str(",\"snapshot\":true");
+    }
+    text.push('}');
+    text
 }
 
 /// The publishing side: numbers events and keeps the recent history, within a count and a
@@ -64,7 +99,7 @@ pub struct EventHub {
     history_cap: usize,
     event_bytes: usize,
     history_total_bytes: usize,
-    latest_state: Arc<Value>,
+    latest_state: Snapshot,
     /// Created by the first subscriber and dropped when the last one is gone, so an idle
     /// session without a console holds no channel buffer.
     live: Option<broadcast::Sender<Published>>,
@@ -78,7 +113,7 @@ impl EventHub {
     /// A hub keeping `history_cap` events, starting from `initial_state`, with the default
     /// byte budgets.
     #[cfg(test)]
-    pub fn new(history_cap: usize, initial_state: Arc<Value>) -> Self {
+    pub fn new(history_cap: usize, initial_state: Snapshot) -> Self {
         let b = crate::config::Budgets::default();
         Self::with_budgets(
             history_cap,
@@ -94,7 +129,7 @@ impl EventHub {
         history_cap: usize,
         event_bytes: usize,
         history_total_bytes: usize,
-        initial_state: Arc<Value>,
+        initial_state: Snapshot,
     ) -> Self {
         EventHub {
             newest: 0,
@@ -126,8 +161,15 @@ impl EventHub {
         self.newest += 1;
         let (body, size) = match body {
             EventBody::State(s) => {
-                self.latest_state = s.clone();
-                (Kept::State(s), 0)
+                // Serialized only when a subscriber will read it.
+                let json = self.live.is_some().then(|| s.json());
+                let event = StateEvent {
+                    seq: s.seq,
+                    json,
+                    patch: s.patch.clone(),
+                };
+                self.latest_state = s;
+                (Kept::State(Arc::new(event)), 0)
             }
             EventBody::Log(e) => {
                 let size = json_len(&e);
@@ -150,7 +192,11 @@ impl EventHub {
             // History keeps `state` events without their data: a replay sends the state
             // captured when it starts.
             let kept = match &published.body {
-                Kept::State(_) => Kept::State(Arc::new(Value::Null)),
+                Kept::State(_) => Kept::State(Arc::new(StateEvent {
+                    seq: 0,
+                    json: None,
+                    patch: Arc::from([]),
+                })),
                 other => other.clone(),
             };
             self.history.push_back((
@@ -259,7 +305,7 @@ fn log_event(id: u64, e: &LogEntry) -> SessionEvent {
     SessionEvent {
         id,
         name: "log",
-        data: serde_json::to_value(e).unwrap_or(Value::Null),
+        text: serde_json::to_string(e).unwrap_or_else(|_| "null".into()),
     }
 }
 
@@ -267,7 +313,7 @@ fn confirm_event(id: u64, e: &ConfirmEntry) -> SessionEvent {
     SessionEvent {
         id,
         name: "confirm",
-        data: serde_json::to_value(e).unwrap_or(Value::Null),
+        text: serde_json::to_string(e).unwrap_or_else(|_| "null".into()),
     }
 }
 
@@ -279,7 +325,7 @@ struct Replay {
     /// The id of the newest `state` event in the range: sent with `state`.
     newest_state: Option<u64>,
     /// The state when the subscription opened.
-    state: Arc<Value>,
+    state: Snapshot,
 }
 
 /// A live view of a session's events. Ends (`None`) when the session closes, when the replay
@@ -289,12 +335,13 @@ pub struct Subscription {
     hub: SharedHub,
     replay: Option<Replay>,
     /// The snapshot still to send: its id and state.
-    snapshot: Option<(u64, Arc<Value>)>,
+    snapshot: Option<(u64, Snapshot)>,
     /// Pending entries still to send after the snapshot.
     pending: VecDeque<ConfirmEntry>,
     live: broadcast::Receiver<Published>,
     last_id: u64,
-    last_state_sent: Option<Arc<Value>>,
+    /// The commit number of the last state sent.
+    last_state_sent: Option<u64>,
 }
 
 impl Subscription {
@@ -321,12 +368,12 @@ impl Subscription {
     /// the stream has to end.
     fn next_initial(&mut self) -> Option<Option<SessionEvent>> {
         if let Some((id, state)) = self.snapshot.take() {
-            let data = json!({ "state": *state, "snapshot": true });
-            self.last_state_sent = Some(state);
+            let text = state_text(state.json().get(), None, true);
+            self.last_state_sent = Some(state.seq);
             return Some(Some(SessionEvent {
                 id,
                 name: "state",
-                data,
+                text,
             }));
         }
         if let Some(e) = self.pending.pop_front() {
@@ -347,12 +394,12 @@ impl Subscription {
             let event = match &p.body {
                 Kept::State(_) if Some(p.id) == replay.newest_state => {
                     let state = replay.state.clone();
-                    let data = json!({ "state": *state });
-                    self.last_state_sent = Some(state);
+                    let text = state_text(state.json().get(), None, false);
+                    self.last_state_sent = Some(state.seq);
                     SessionEvent {
                         id: p.id,
                         name: "state",
-                        data,
+                        text,
                     }
                 }
                 Kept::State(_) => continue,
@@ -366,15 +413,22 @@ impl Subscription {
     fn render(&mut self, p: Published) -> SessionEvent {
         match p.body {
             Kept::State(state) => {
-                let data = match &self.last_state_sent {
-                    Some(prev) => json!({ "state": *state, "stateDiff": diff(prev, &state) }),
-                    None => json!({ "state": *state }),
-                };
-                self.last_state_sent = Some(state);
+                // Live state events come one per commit, in order: the diff from the last
+                // state sent is the commit's patch. (Without a last state, or after a gap,
+                // there is no diff: the console computes its own.)
+                let diff = (self.last_state_sent.is_some()
+                    && self.last_state_sent == state.seq.checked_sub(1))
+                .then_some(&*state.patch);
+                let text = state_text(
+                    state.json.as_deref().map_or("null", RawValue::get),
+                    diff,
+                    false,
+                );
+                self.last_state_sent = Some(state.seq);
                 SessionEvent {
                     id: p.id,
                     name: "state",
-                    data,
+                    text,
                 }
             }
             Kept::Log(e) => log_event(p.id, &e),
@@ -389,8 +443,19 @@ mod tests {
     use crate::session::activity::entry;
     use agent_schema::protocol::LogKind;
 
-    fn state(n: i64) -> EventBody {
-        EventBody::State(Arc::new(json!({ "count": n })))
+    use serde_json::json;
+
+    /// The snapshot of commit `seq` of a counter at `n`, reached by setting the count.
+    fn snap(seq: u64, n: i64) -> Snapshot {
+        let patch = vec![PatchOp::Replace {
+            path: "/count".into(),
+            value: json!(n),
+        }];
+        Snapshot::new(seq, Arc::new(json!({ "count": n })), patch.into())
+    }
+
+    fn state(seq: u64, n: i64) -> EventBody {
+        EventBody::State(snap(seq, n))
     }
 
     fn narrate(hub: &SharedHub, at: u64) -> u64 {
@@ -409,19 +474,14 @@ mod tests {
 
     #[tokio::test]
     async fn the_history_keeps_its_byte_budget_and_skips_oversized_events() {
-        let hub = shared(EventHub::with_budgets(
-            256,
-            20_000,
-            100_000,
-            Arc::new(json!({})),
-        ));
+        let hub = shared(EventHub::with_budgets(256, 20_000, 100_000, snap(0, 0)));
         for i in 0..50 {
             lock(&hub).publish(big_narration(i, 10_000));
         }
         assert!(lock(&hub).history_bytes() <= 100_000);
         // Too old now: a snapshot.
         let mut sub = subscribe(&hub, Some("1"), vec![]);
-        assert_eq!(sub.next().await.unwrap().data["snapshot"], json!(true));
+        assert_eq!(sub.next().await.unwrap().data()["snapshot"], json!(true));
         // Within the kept history: a replay.
         let mut sub = subscribe(&hub, Some("45"), vec![]);
         assert_eq!(sub.next().await.unwrap().id, 46);
@@ -429,12 +489,12 @@ mod tests {
         lock(&hub).publish(big_narration(99, 30_000));
         assert_eq!(lock(&hub).history_bytes(), 0);
         let mut sub = subscribe(&hub, Some("45"), vec![]);
-        assert_eq!(sub.next().await.unwrap().data["snapshot"], json!(true));
+        assert_eq!(sub.next().await.unwrap().data()["snapshot"], json!(true));
     }
 
     #[tokio::test]
     async fn a_replay_is_read_lazily_and_ends_when_the_history_moves_past_it() {
-        let hub = shared(EventHub::new(4, Arc::new(json!({}))));
+        let hub = shared(EventHub::new(4, snap(0, 0)));
         for i in 0..4 {
             narrate(&hub, i);
         }
@@ -449,7 +509,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_subscriber_that_does_not_read_is_dropped() {
-        let hub = shared(EventHub::new(4, Arc::new(json!({}))));
+        let hub = shared(EventHub::new(4, snap(0, 0)));
         let mut sub = subscribe(&hub, Some("0"), vec![]);
         for i in 0..(LIVE_CAPACITY as u64 + 10) {
             narrate(&hub, i);
@@ -459,14 +519,14 @@ mod tests {
 
     #[tokio::test]
     async fn replay_sends_missed_logs_and_one_current_state() {
-        let hub = shared(EventHub::new(256, Arc::new(json!({"count":0}))));
-        lock(&hub).publish(state(1));
+        let hub = shared(EventHub::new(256, snap(0, 0)));
+        lock(&hub).publish(state(1, 1));
         let n = narrate(&hub, 1);
         narrate(&hub, 2);
         narrate(&hub, 3);
         narrate(&hub, 4);
-        lock(&hub).publish(state(2));
-        lock(&hub).publish(state(3));
+        lock(&hub).publish(state(2, 2));
+        lock(&hub).publish(state(3, 3));
         let mut sub = subscribe(&hub, Some(&n.to_string()), vec![]);
         let mut got = Vec::new();
         for _ in 0..4 {
@@ -476,30 +536,30 @@ mod tests {
         assert_eq!(names, vec!["log", "log", "log", "state"]);
         let ids: Vec<_> = got.iter().map(|e| e.id).collect();
         assert_eq!(ids, vec![n + 1, n + 2, n + 3, n + 5]);
-        assert_eq!(got[3].data, json!({"state":{"count":3}}));
+        assert_eq!(got[3].data(), json!({"state":{"count":3}}));
     }
 
     #[tokio::test]
     async fn equal_id_sends_nothing_until_the_next_event() {
-        let hub = shared(EventHub::new(256, Arc::new(json!({"count":0}))));
-        let h = lock(&hub).publish(state(1));
+        let hub = shared(EventHub::new(256, snap(0, 0)));
+        let h = lock(&hub).publish(state(1, 1));
         let mut sub = subscribe(&hub, Some(&h.to_string()), vec![]);
-        lock(&hub).publish(state(2));
+        lock(&hub).publish(state(2, 2));
         let e = sub.next().await.unwrap();
         assert_eq!(e.id, h + 1);
         // First state on this connection: no diff.
-        assert_eq!(e.data, json!({"state":{"count":2}}));
-        lock(&hub).publish(state(5));
+        assert_eq!(e.data(), json!({"state":{"count":2}}));
+        lock(&hub).publish(state(3, 5));
         let e = sub.next().await.unwrap();
         assert_eq!(
-            e.data,
+            e.data(),
             json!({"state":{"count":5},"stateDiff":[{"op":"replace","path":"/count","value":5}]})
         );
     }
 
     #[tokio::test]
     async fn too_old_bad_or_future_ids_get_a_snapshot() {
-        let hub = shared(EventHub::new(4, Arc::new(json!({"count":0}))));
+        let hub = shared(EventHub::new(4, snap(0, 0)));
         for i in 0..10 {
             narrate(&hub, i);
         }
@@ -508,7 +568,7 @@ mod tests {
             let e = sub.next().await.unwrap();
             assert_eq!(e.name, "state");
             assert_eq!(e.id, 10);
-            assert_eq!(e.data["snapshot"], json!(true));
+            assert_eq!(e.data()["snapshot"], json!(true));
         }
         // Still within the kept history: replay.
         let mut sub = subscribe(&hub, Some("7"), vec![]);

@@ -16,16 +16,19 @@ mod task;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
-use agent_schema::protocol::LogEntry;
+use agent_schema::protocol::{Action, LogEntry};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
-use crate::app::App;
+use crate::app::{overrides_redact, App};
 use crate::catalog::Catalog;
 use crate::config::HostConfig;
+use crate::diff::PatchOp;
 use crate::security::{AuditEntry, AuditEvent, AuditSink};
+use crate::snapshot::Snapshots;
 
 /// Capacity of the commit-note channel. A drain waiter that falls further behind still learns
 /// of its own commit through `committed_through`.
@@ -53,13 +56,71 @@ pub enum SessionError {
     Internal(String),
 }
 
-/// The published, redacted state of a session.
+/// The published, redacted state of a session: one snapshot per commit.
 #[derive(Debug, Clone)]
 pub struct Published {
     /// Number of commits so far.
     pub seq: u64,
     /// The redacted JSON state.
     pub state: Arc<Value>,
+    /// The ops from the previous snapshot's state to this one.
+    patch: Arc<[PatchOp]>,
+    /// The state serialized, made by the first reader of this snapshot.
+    json: Arc<OnceLock<Arc<RawValue>>>,
+    /// `list_actions` on this snapshot, made by its first reader.
+    actions: Arc<OnceLock<Vec<Action>>>,
+}
+
+impl Published {
+    fn new(seq: u64, state: Arc<Value>, patch: Arc<[PatchOp]>) -> Self {
+        Published {
+            seq,
+            state,
+            patch,
+            json: Arc::new(OnceLock::new()),
+            actions: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The same snapshot with another patch (a commit that changed nothing shares the
+    /// state and its serialized text).
+    fn with_patch(mut self, patch: Arc<[PatchOp]>) -> Self {
+        self.patch = patch;
+        // The app's hooks read the typed state, which may differ in redacted fields.
+        self.actions = Arc::new(OnceLock::new());
+        self
+    }
+
+    /// The ops that took the previous snapshot (`seq - 1`) to this one.
+    pub fn patch(&self) -> &[PatchOp] {
+        &self.patch
+    }
+
+    /// The state as JSON text, serialized at most once per snapshot, by the first reader.
+    pub fn json(&self) -> Arc<RawValue> {
+        self.json
+            .get_or_init(|| {
+                // A `Value` always serializes: its keys are strings.
+                let text = serde_json::to_string(&*self.state).unwrap_or_else(|_| "null".into());
+                // SAFETY: serde_json wrote the text from a `Value`: it is one well-formed JSON
+                // value (`from_string` would only parse it all again to check that).
+                let raw = unsafe { RawValue::from_string_unchecked(text) };
+                Arc::from(raw)
+            })
+            .clone()
+    }
+
+    /// The ops from `earlier` (a snapshot of the same session) to this one: this snapshot's
+    /// own patch when exactly one commit separates them, else the diff of the two states.
+    pub fn diff_since(&self, earlier: &Published) -> Vec<PatchOp> {
+        if self.seq == earlier.seq || Arc::ptr_eq(&self.state, &earlier.state) {
+            Vec::new()
+        } else if self.seq == earlier.seq + 1 {
+            self.patch.to_vec()
+        } else {
+            crate::diff::diff(&earlier.state, &self.state)
+        }
+    }
 }
 
 pub(crate) struct SessionCore<A: App> {
@@ -71,6 +132,8 @@ pub(crate) struct SessionCore<A: App> {
     config: HostConfig,
     audit: Arc<dyn AuditSink>,
     state: RwLock<A::State>,
+    /// The task's trees (see [`crate::snapshot`]); only the task locks it.
+    snapshots: Mutex<Snapshots>,
     inbox: mpsc::UnboundedSender<Envelope<A::Msg>>,
     published: watch::Sender<Published>,
     notes: broadcast::Sender<CommitNote>,
@@ -139,12 +202,15 @@ impl<A: App> Session<A> {
             app.init()
         }))
         .map_err(|p| SessionError::Internal(format!("init panicked: {}", panic_text(&*p))))?;
-        let redacted = Arc::new(redact(&*app, &state).map_err(SessionError::Internal)?);
+        let snapshots = Snapshots::new(catalog.redact_plan().clone(), overrides_redact(&*app));
+        let redacted = Arc::new(
+            snapshots
+                .initial(&*app, &state)
+                .map_err(SessionError::Internal)?,
+        );
         let (inbox, rx) = mpsc::unbounded_channel();
-        let (published, _) = watch::channel(Published {
-            seq: 0,
-            state: redacted.clone(),
-        });
+        let first = Published::new(0, redacted, Arc::from([]));
+        let (published, _) = watch::channel(first.clone());
         let (notes, _) = broadcast::channel(NOTES_CAPACITY);
         let (confirm_changed, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
@@ -162,7 +228,7 @@ impl<A: App> Session<A> {
                 config.event_history,
                 config.budgets.event_bytes,
                 config.budgets.event_history_bytes,
-                redacted,
+                first,
             ))),
             log: Mutex::new(ActivityLog::new(config.budgets.log_total_bytes)),
             app,
@@ -170,6 +236,7 @@ impl<A: App> Session<A> {
             config,
             audit,
             state: RwLock::new(state),
+            snapshots: Mutex::new(snapshots),
             inbox,
             published,
             notes,
@@ -328,11 +395,13 @@ impl<A: App> SessionCore<A> {
     }
 }
 
-/// Serializes and redacts a state; a state that does not serialize is an error (its text
-/// starts with `state failed to serialize: `), never a silent `null`.
-pub(crate) fn redact<A: App>(app: &A, state: &A::State) -> Result<Value, String> {
-    let mut v =
-        serde_json::to_value(state).map_err(|e| format!("state failed to serialize: {e}"))?;
-    app.redact(&mut v);
-    Ok(v)
+/// Serializes and redacts a state from scratch (the `@redact` plan, then the app's hook); a
+/// state that does not serialize is an error (its text starts with
+/// `state failed to serialize: `), never a silent `null`.
+pub(crate) fn redact<A: App>(
+    app: &A,
+    plan: &agent_schema::redact::RedactPlan,
+    state: &A::State,
+) -> Result<Value, String> {
+    crate::snapshot::serialize_full(app, plan, state)
 }

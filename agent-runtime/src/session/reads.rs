@@ -25,8 +25,22 @@ impl<A: App> Session<A> {
             })
     }
 
-    /// `list_actions` on the current state.
+    /// `list_actions` on the current state. Computed once per commit, by the first caller
+    /// (the app's `bindings` and `affordances` hooks are functions of the state).
     pub fn list_actions(&self) -> Result<Vec<Action>, SessionError> {
+        let published = self.published();
+        if let Some(actions) = published.actions.get() {
+            return Ok(actions.clone());
+        }
+        let actions = self.compute_actions(&published.state)?;
+        // Kept only when no commit was published meanwhile (the hooks read the newest state).
+        if self.core.published.borrow().seq == published.seq {
+            let _ = published.actions.set(actions.clone());
+        }
+        Ok(actions)
+    }
+
+    fn compute_actions(&self, state: &Value) -> Result<Vec<Action>, SessionError> {
         let (bindings, hook) = self.hook("affordances", |app, s| {
             let hook = app.affordances(s).map(|msgs| {
                 msgs.iter()
@@ -35,16 +49,22 @@ impl<A: App> Session<A> {
             });
             (app.bindings(s), hook)
         })?;
-        let state = self.state();
         Ok(self
             .core
             .catalog
-            .list_actions(&bindings, hook.as_deref(), &state))
+            .list_actions(&bindings, hook.as_deref(), state))
     }
 
     /// `get_state {path?}` → `{"state": V}` or `{}`.
     pub fn get_state(&self, path: Option<&str>) -> StateResponse {
-        get_state_response(&self.state(), path)
+        let published = self.published();
+        match crate::reads::get_state(&published.state, path) {
+            // The whole state: the snapshot's text, serialized once per commit.
+            Some(v) if std::ptr::eq(v, &*published.state) => StateResponse {
+                state: Some(published.json()),
+            },
+            _ => get_state_response(&published.state, path),
+        }
     }
 
     /// `query_state {path}` → `{"found":true,"value"}` or `{"found":false,"detail"}`.

@@ -9,9 +9,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::EventBody;
-use super::{activity, effects, lock, panic_text, redact, Published, SessionCore};
+use super::{activity, effects, lock, panic_text, Published, SessionCore};
 use crate::app::App;
-use crate::diff::diff;
 
 /// A message waiting in a session's inbox.
 pub(crate) struct Envelope<M> {
@@ -78,18 +77,24 @@ pub(crate) async fn run<A: App>(
 }
 
 fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
-    let prev = core.published.borrow().state.clone();
-    let (outcome, redacted) = {
+    let prev = core.published.borrow().clone();
+    let (outcome, next) = {
         let mut state = core.state.write().unwrap_or_else(|e| e.into_inner());
         // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
         // `update` changed before panicking stays (the commit still counts).
         let outcome = catch_unwind(AssertUnwindSafe(|| core.app.update(&mut state, env.msg)));
-        (outcome, redact(&*core.app, &state))
+        let next = lock(&core.snapshots).next(&*core.app, &state, &prev.state);
+        (outcome, next)
     };
     // A state that does not serialize is reported like a panicking `update` (drain errors
     // and an `error` log entry); agents keep the last state that did serialize.
-    let redacted = match redacted {
-        Ok(v) => Arc::new(v),
+    let published = match next {
+        Ok(next) if Arc::ptr_eq(&next.state, &prev.state) => Published {
+            seq: prev.seq + 1,
+            ..prev.clone()
+        }
+        .with_patch(next.patch),
+        Ok(next) => Published::new(prev.seq + 1, next.state, next.patch),
         Err(message) => {
             let mut entry = activity::entry(LogKind::Error, core.now());
             entry.intent = Some("State failed to serialize".into());
@@ -99,14 +104,15 @@ fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
                 kind: DrainErrorKind::Error,
                 message,
             }));
-            prev.clone()
+            Published {
+                seq: prev.seq + 1,
+                ..prev.clone()
+            }
+            .with_patch(Arc::from([]))
         }
     };
-    let seq = core.published.borrow().seq + 1;
-    core.published.send_replace(Published {
-        seq,
-        state: redacted.clone(),
-    });
+    let redacted = published.state.clone();
+    core.published.send_replace(published.clone());
     let effects = match outcome {
         Ok(effects) => effects,
         Err(payload) => {
@@ -124,7 +130,7 @@ fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     if let Some(committed) = env.committed {
         let _ = committed.send(());
     }
-    lock(&core.events).publish(EventBody::State(redacted.clone()));
+    lock(&core.events).publish(EventBody::State(published.clone()));
     if let Origin::Approved(approval) = env.origin {
         let Approval {
             confirm_id,
@@ -138,7 +144,7 @@ fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         entry.variant = Some(variant);
         entry.intent = Some(intent);
         entry.detail = activity::payload_detail(&applied);
-        entry.state_diff = Some(diff(&prev, &redacted));
+        entry.state_diff = Some(published.patch().to_vec());
         entry.tid = tid;
         lock(&core.confirms).mark_committed(
             &confirm_id,

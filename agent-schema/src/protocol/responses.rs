@@ -50,9 +50,9 @@ impl JsonSchema for Description {
 /// `/observe`: everything an agent needs to act, in one answer (`semantics.md` §8.3).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ObserveResponse {
-    /// The agent-visible state.
+    /// The agent-visible state, as the JSON text of the session's snapshot (embedded as is).
     #[schemars(schema_with = "any_schema")]
-    pub state: Arc<Value>,
+    pub state: Arc<RawValue>,
     /// The actions available now.
     pub actions: Vec<Action>,
     /// The app description, lean: `annotations` are left out (each action carries its own;
@@ -63,12 +63,13 @@ pub struct ObserveResponse {
 }
 
 /// `/state`: `{"state": V}`, or `{}` when the path misses.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct StateResponse {
-    /// The state or the slice at the path.
+    /// The state or the slice at the path, as JSON text (the whole state is the session's
+    /// snapshot text, embedded as is).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "any_schema")]
-    pub state: Option<Value>,
+    pub state: Option<Arc<RawValue>>,
 }
 
 /// `/query-state`: `{"found":true,"value"}` or `{"found":false,"detail"}`.

@@ -152,6 +152,11 @@ pub enum TagErrorKind {
         /// What was found wrong.
         problem: String,
     },
+    /// E27: a state field tag (`@redact`) on a message variant or a message field.
+    StateTagInMsg {
+        /// The state field tag.
+        tag: Tag,
+    },
 }
 
 impl TagErrorKind {
@@ -188,6 +193,7 @@ impl TagErrorKind {
             TagErrorKind::EmptyEnum => "E24",
             TagErrorKind::DuplicateWireName { .. } => "E25",
             TagErrorKind::CratePath { .. } => "E26",
+            TagErrorKind::StateTagInMsg { .. } => "E27",
         }
     }
 
@@ -285,6 +291,9 @@ impl TagErrorKind {
                     shorten(problem, 50)
                 )
             }
+            TagErrorKind::StateTagInMsg { tag } => {
+                format!("`{tag}` marks a field of the app's state, not part of a message")
+            }
         }
     }
 
@@ -379,6 +388,9 @@ impl TagErrorKind {
             TagErrorKind::CratePath { .. } => {
                 "write #[agent(crate = \"path::to::agent_schema\")], e.g. \"agent_runtime::agent_schema\"".into()
             }
+            TagErrorKind::StateTagInMsg { tag } => format!(
+                "put `{tag}` on the field of the state (or of a struct inside it) to hide from agents"
+            ),
         };
         Some(text)
     }

@@ -4,7 +4,8 @@
 //!
 //! - [`doc_text`] builds an item's doc text from its `#[doc]` values.
 //! - [`parse_variant_doc`], [`parse_field_doc`], [`parse_nested_field_doc`] and
-//!   [`check_enum_doc`] read the tags of a variant, a field, a nested field and the enum.
+//!   [`check_enum_doc`] read the tags of a variant, a field, a nested field and the enum;
+//!   [`parse_state_field_doc`] reads `@redact` on a field of the app's state.
 //! - [`cel_sources`] lists the CEL expressions to syntax-check (this crate has no CEL
 //!   parser; the caller reports failures with [`TagError::invalid_cel`]).
 //! - [`cel`] checks the expressions: syntax, nesting depth and scope (`v` for `@validates`,
@@ -55,8 +56,8 @@ pub use doc::{doc_text, DocText};
 pub use errors::{excerpt, first_line, line_of, Detail, TagError};
 pub use kind::{Placement, TagErrorKind};
 pub use records::{
-    cel_sources, check_enum_doc, parse_field_doc, parse_nested_field_doc, parse_variant_doc,
-    written_tags, CelSource,
+    cel_sources, check_enum_doc, parse_field_doc, parse_nested_field_doc, parse_state_field_doc,
+    parse_variant_doc, written_tags, CelSource,
 };
 pub use suggest::{osa_distance, suggest};
 pub use tag::Tag;

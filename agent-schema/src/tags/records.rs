@@ -36,6 +36,10 @@ pub fn parse_variant_doc(doc: &str, wire_name: &str) -> Result<MessageAnnotation
         let Some((at, tag, call)) = usable(event, &mut errors) else {
             continue;
         };
+        if tag.is_state_tag() {
+            errors.push(TagError::new(at, TagErrorKind::StateTagInMsg { tag }));
+            continue;
+        }
         if tag.is_field_tag() {
             errors.push(TagError::new(at, TagErrorKind::FieldTagOnVariant { tag }));
             continue;
@@ -98,6 +102,44 @@ pub fn parse_field_doc(doc: &str) -> Result<FieldTags, Vec<TagError>> {
 /// not, are ignored. Malformed `@should`/`@validates` calls are still errors.
 pub fn parse_nested_field_doc(doc: &str) -> Result<FieldTags, Vec<TagError>> {
     field_tags(doc, false)
+}
+
+/// Whether the doc text of a field of the app's state (read from its schemars description at
+/// host start-up) carries `@redact`, or every error about it: E4 for a name close to
+/// `@redact`, E17 for a misplaced one, a malformed `@redact(…)` (it takes no arguments).
+/// Other tags, known or not, are ignored: state types may be shared with messages.
+///
+/// ```
+/// use agent_schema::tags::parse_state_field_doc;
+///
+/// assert_eq!(parse_state_field_doc("The API key.\n@redact"), Ok(true));
+/// assert_eq!(parse_state_field_doc("Send to support@example.com"), Ok(false));
+/// assert!(parse_state_field_doc("@redacted").is_err());
+/// ```
+pub fn parse_state_field_doc(doc: &str) -> Result<bool, Vec<TagError>> {
+    let mut redact = false;
+    let mut errors = Vec::new();
+    for event in scan(doc) {
+        let concerns_state = match &event {
+            Event::Known { tag, .. } => tag.is_state_tag(),
+            Event::Unknown { suggestion, .. } => suggestion.is_state_tag(),
+        };
+        if !concerns_state {
+            continue;
+        }
+        let Some((at, tag, call)) = usable(event, &mut errors) else {
+            continue;
+        };
+        if let Checked::Flag = checked_args(doc, at, tag, call, &mut errors) {
+            redact = true;
+        }
+    }
+    if errors.is_empty() {
+        Ok(redact)
+    } else {
+        errors.sort_by_key(|e| e.offset);
+        Err(errors)
+    }
 }
 
 /// The errors of the derived enum's own doc text: E11 for every known tag there (outside
@@ -171,6 +213,10 @@ fn field_tags(doc: &str, strict: bool) -> Result<FieldTags, Vec<TagError>> {
         let Some((at, tag, call)) = usable(event, &mut errors) else {
             continue;
         };
+        if tag.is_state_tag() {
+            errors.push(TagError::new(at, TagErrorKind::StateTagInMsg { tag }));
+            continue;
+        }
         if !tag.is_field_tag() {
             errors.push(TagError::new(at, TagErrorKind::VariantTagOnField { tag }));
             continue;

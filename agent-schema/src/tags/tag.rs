@@ -28,11 +28,13 @@ pub enum Tag {
     Should,
     /// `@validates("expr")`: a CEL check of a field value (field tag).
     Validates,
+    /// `@redact`: a field of the app's state that agents never see (state field tag).
+    Redact,
 }
 
 impl Tag {
     /// Every known tag, in table order.
-    pub const ALL: [Tag; 11] = [
+    pub const ALL: [Tag; 12] = [
         Tag::Intent,
         Tag::RequiresConfirm,
         Tag::HumanOnly,
@@ -44,6 +46,7 @@ impl Tag {
         Tag::RouteGated,
         Tag::Should,
         Tag::Validates,
+        Tag::Redact,
     ];
 
     /// The tag name without the `@`, exactly as it must be written.
@@ -60,6 +63,7 @@ impl Tag {
             Tag::RouteGated => "routeGated",
             Tag::Should => "should",
             Tag::Validates => "validates",
+            Tag::Redact => "redact",
         }
     }
 
@@ -69,12 +73,22 @@ impl Tag {
     }
 
     /// True for the presence flags (`@requiresConfirm`, `@humanOnly`, `@agentOnly`,
-    /// `@alwaysAffordable`); false for call tags.
+    /// `@alwaysAffordable`, `@redact`); false for call tags.
     pub fn is_flag(self) -> bool {
         matches!(
             self,
-            Tag::RequiresConfirm | Tag::HumanOnly | Tag::AgentOnly | Tag::AlwaysAffordable
+            Tag::RequiresConfirm
+                | Tag::HumanOnly
+                | Tag::AgentOnly
+                | Tag::AlwaysAffordable
+                | Tag::Redact
         )
+    }
+
+    /// True for the tags of the app's state fields (`@redact`): they mean nothing on a
+    /// message, its variants or its fields.
+    pub fn is_state_tag(self) -> bool {
+        self == Tag::Redact
     }
 
     /// True for the field tags (`@should`, `@validates`); false for variant tags.

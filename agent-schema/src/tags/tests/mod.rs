@@ -5,6 +5,7 @@ mod errors;
 mod fields;
 mod grammar;
 mod near_miss;
+mod redact;
 mod suggest;
 mod variants;
 

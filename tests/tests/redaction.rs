@@ -1,0 +1,293 @@
+//! Declarative redaction (`/// @redact` on state fields, issue 12): no redacted field appears
+//! in any byte an agent can read — state, observe, describe's `stateSchema`, diffs,
+//! `stateAfter`, predictions, waits, the log, confirmation results, MCP results — however
+//! deep the field sits (a struct in a list, in a map, in an enum variant), and a route gate
+//! cannot read one.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use agent_runtime::app::{App, EffectError};
+use agent_runtime::session::EffectContext;
+use agent_runtime::{AgentMsg, AgentServer, Host, ServerOptions};
+use agent_tests::mcp::McpAgent;
+use agent_tests::start;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// Every redacted value holds it; nothing agents may see does.
+const SECRET: &str = "S3CRET";
+
+#[derive(Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Vault {
+    count: i64,
+    /// The key of the vault's backend.
+    /// @redact
+    api_key: String,
+    entries: Vec<Entry>,
+    by_label: BTreeMap<String, Entry>,
+    mode: Mode,
+}
+
+#[derive(Clone, Serialize, JsonSchema)]
+struct Entry {
+    label: String,
+    /// @redact
+    password: String,
+}
+
+#[derive(Clone, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+enum Mode {
+    Open,
+    Locked {
+        /// @redact
+        pin: String,
+        since: u64,
+    },
+}
+
+#[derive(Clone, Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum VaultMsg {
+    /// @intent("Count one more")
+    Inc,
+    /// @intent("Add an entry")
+    Add { label: String },
+    /// @intent("Rotate every secret")
+    Rotate,
+    /// @intent("Lock the vault")
+    Lock,
+    /// @intent("Unlock the vault")
+    Unlock,
+    /// @intent("Delete every entry")
+    /// @requiresConfirm
+    Wipe,
+}
+
+struct VaultApp;
+
+impl App for VaultApp {
+    type State = Vault;
+    type Msg = VaultMsg;
+    type Effect = ();
+
+    fn name(&self) -> &str {
+        "vault"
+    }
+    fn version(&self) -> &str {
+        "1"
+    }
+    fn init(&self) -> (Vault, Vec<()>) {
+        let vault = Vault {
+            count: 0,
+            api_key: format!("{SECRET}-key-0"),
+            entries: Vec::new(),
+            by_label: BTreeMap::new(),
+            mode: Mode::Open,
+        };
+        (vault, Vec::new())
+    }
+    fn update(&self, state: &mut Vault, msg: VaultMsg) -> Vec<()> {
+        state.count += 1;
+        let n = state.count;
+        match msg {
+            VaultMsg::Inc => {}
+            VaultMsg::Add { label } => {
+                let entry = Entry {
+                    label: label.clone(),
+                    password: format!("{SECRET}-pw-{n}"),
+                };
+                state.entries.push(entry.clone());
+                state.by_label.insert(label, entry);
+            }
+            VaultMsg::Rotate => {
+                state.api_key = format!("{SECRET}-key-{n}");
+                for e in state.entries.iter_mut().chain(state.by_label.values_mut()) {
+                    e.password = format!("{SECRET}-pw-{n}");
+                }
+                if let Mode::Locked { pin, .. } = &mut state.mode {
+                    *pin = format!("{SECRET}-pin-{n}");
+                }
+            }
+            VaultMsg::Lock => {
+                state.mode = Mode::Locked {
+                    pin: format!("{SECRET}-pin-{n}"),
+                    since: n as u64,
+                }
+            }
+            VaultMsg::Unlock => state.mode = Mode::Open,
+            VaultMsg::Wipe => {
+                state.entries.clear();
+                state.by_label.clear();
+            }
+        }
+        Vec::new()
+    }
+    fn run_effect(
+        &self,
+        _: (),
+        _: EffectContext<VaultMsg>,
+    ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static {
+        std::future::ready(Ok(()))
+    }
+}
+
+/// Fails when `what` shows a redacted value or a redacted field's name.
+fn assert_clean(what: &str, body: &Value) {
+    let text = body.to_string();
+    for needle in [SECRET, "apiKey", "\"password\"", "\"pin\""] {
+        assert!(!text.contains(needle), "{what} shows {needle}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn no_redacted_field_reaches_an_agent() {
+    let options = ServerOptions {
+        rate_limit: "100000/minute".parse().expect("limit"),
+        ..ServerOptions::default()
+    };
+    let host = Host::new(VaultApp).expect("host");
+    let t = start(AgentServer::builder(host).options(options)).await;
+    let m = t.mint("alice", None).await;
+    let seen: RefCell<Vec<(String, Value)>> = RefCell::new(Vec::new());
+    let lap = async |tail: &str, body: Value| -> Value {
+        let a = t.lap(&m.token, tail, &body).await;
+        assert_eq!(a.status, 200, "{tail}: {}", a.body);
+        seen.borrow_mut()
+            .push((format!("{tail} {body}"), a.body.clone()));
+        a.body
+    };
+    let describe = lap("/describe", json!({})).await;
+    assert!(
+        describe["stateSchema"]["properties"].get("count").is_some(),
+        "{describe}"
+    );
+    lap("/observe", json!({})).await;
+    let send = |msg: Value| json!({"msg": msg, "waitFor": "idle", "includeState": true});
+    for msg in [
+        json!({"type": "add", "label": "mail"}),
+        json!({"type": "add", "label": "bank"}),
+        json!({"type": "inc"}),
+        json!({"type": "rotate"}),
+        json!({"type": "lock"}),
+        json!({"type": "rotate"}),
+    ] {
+        let a = lap("/message", send(msg)).await;
+        assert_eq!(a["status"], "dispatched", "{a}");
+    }
+    // The structures around the secrets are there: only the secrets are gone.
+    let state = lap("/state", json!({})).await;
+    assert_eq!(state["state"]["entries"][1], json!({"label": "bank"}));
+    assert_eq!(state["state"]["byLabel"]["mail"], json!({"label": "mail"}));
+    assert_eq!(
+        state["state"]["mode"],
+        json!({"kind": "locked", "since": 5})
+    );
+    for path in ["/entries/0", "/byLabel", "/mode", ""] {
+        lap("/query-state", json!({ "path": path })).await;
+        lap("/state", json!({ "path": path })).await;
+    }
+    for msg in [json!({"type": "rotate"}), json!({"type": "unlock"})] {
+        lap("/would-dispatch", json!({ "msg": msg })).await;
+    }
+    // A long poll answered by a change.
+    let wait = t.spawn_lap(&m.token, "/wait", json!({"timeoutMs": 5000}));
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    lap("/message", send(json!({"type": "rotate"}))).await;
+    let waited = wait.await.expect("wait").body;
+    assert_eq!(waited["status"], "changed", "{waited}");
+    seen.borrow_mut().push(("/wait".into(), waited));
+    // A confirmed wipe: the proposal, the human's approval, the result.
+    let proposal = t.spawn_lap(
+        &m.token,
+        "/message",
+        json!({"msg": {"type": "wipe"}, "timeoutMs": 50}),
+    );
+    let answer = proposal.await.expect("proposal").body;
+    let id = answer["confirmId"].as_str().expect("confirm id").to_owned();
+    let (status, _) = t
+        .decide("alice", &m, &id, json!({"decision": "approve"}))
+        .await;
+    assert_eq!(status, 200);
+    let result = lap(
+        "/confirm-result",
+        json!({"confirmId": id, "timeoutMs": 2000}),
+    )
+    .await;
+    assert_eq!(result["status"], "confirmed", "{result}");
+    lap("/recent-actions", json!({"n": 50})).await;
+    lap("/observe", json!({})).await;
+
+    // The same over MCP.
+    let agent = McpAgent::connect(&t.base, &m.token).await;
+    for (tool, args) in [
+        ("observe", json!({})),
+        ("describe_app", json!({})),
+        ("get_state", json!({})),
+        (
+            "send_message",
+            json!({"msg": {"type": "add", "label": "x"}, "waitFor": "idle", "includeState": true}),
+        ),
+        (
+            "send_message",
+            json!({"msg": {"type": "rotate"}, "waitFor": "idle"}),
+        ),
+        ("would_dispatch", json!({"msg": {"type": "lock"}})),
+        ("describe_recent_actions", json!({"n": 10})),
+        ("query_state", json!({"path": "/byLabel"})),
+    ] {
+        let out = agent.call(tool, args.clone()).await;
+        seen.borrow_mut().push((format!("mcp {tool} {args}"), out));
+    }
+    agent.close().await;
+
+    for (what, body) in seen.borrow().iter() {
+        assert_clean(what, body);
+    }
+}
+
+#[derive(Clone, Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum GatedMsg {
+    /// @intent("Peek")
+    /// @routeGated("state.apiKey != ''", "needs a key")
+    Peek,
+}
+
+struct GatedApp;
+
+impl App for GatedApp {
+    type State = Vault;
+    type Msg = GatedMsg;
+    type Effect = ();
+
+    fn name(&self) -> &str {
+        "gated"
+    }
+    fn version(&self) -> &str {
+        "1"
+    }
+    fn init(&self) -> (Vault, Vec<()>) {
+        VaultApp.init()
+    }
+    fn update(&self, _: &mut Vault, _: GatedMsg) -> Vec<()> {
+        Vec::new()
+    }
+    fn run_effect(
+        &self,
+        _: (),
+        _: EffectContext<GatedMsg>,
+    ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static {
+        std::future::ready(Ok(()))
+    }
+}
+
+#[test]
+fn a_route_gate_cannot_read_a_redacted_field() {
+    let error = Host::new(GatedApp).expect_err("the gate reads a redacted field");
+    assert!(error.to_string().contains("apiKey"), "{error}");
+}
