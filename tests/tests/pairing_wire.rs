@@ -587,3 +587,36 @@ async fn frames_over_4_mib_are_refused() {
     tab.hello(Some(2)).await;
     assert_eq!(tab.next().await["t"], "hello-ack");
 }
+
+#[tokio::test]
+async fn a_socket_lost_mid_call_answers_paused_and_pending_confirmation() {
+    let t = server().await;
+    let m = mint(&t).await;
+    let mut tab = Tab::pair(&t.base, &m.token).await;
+    let read = call(&t, &m.token, "/state", json!({}));
+    let _ = tab.rpc("get_state").await;
+    let message = call(
+        &t,
+        &m.token,
+        "/message",
+        json!({"msg": {"type": "reset"}, "timeoutMs": 5000}),
+    );
+    let (id, _) = tab.rpc("send_message").await;
+    tab.reply(
+        &id,
+        json!({"status": "pending-confirmation", "confirmId": "c9"}),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    // Let the server read the reply before the socket goes.
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    tab.close().await;
+    let a = read.await.unwrap();
+    assert_paused(&a, "pending");
+    let a = message.await.unwrap();
+    assert_eq!(
+        a.body,
+        json!({"status": "pending-confirmation", "confirmId": "c9"})
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+}
