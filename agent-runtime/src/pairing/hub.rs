@@ -355,9 +355,8 @@ impl Hub {
                 if let Some(r) = link.outcomes.get(id) {
                     return Some(r.clone());
                 }
-                if link.conn.is_none() {
-                    return None;
-                }
+                // No socket: nobody can decide any more.
+                link.conn.as_ref()?;
                 link.changed.subscribe()
             };
             if tokio::time::timeout_at(deadline, changed.changed())
