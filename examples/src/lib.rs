@@ -4,4 +4,5 @@
 pub mod counter;
 pub mod serve;
 pub mod todo;
+#[cfg(feature = "tui")]
 pub mod tui;

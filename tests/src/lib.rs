@@ -3,6 +3,8 @@
 
 pub mod example;
 pub mod mcp;
+#[cfg(feature = "full")]
+pub mod paired;
 pub mod probe;
 pub mod tab;
 

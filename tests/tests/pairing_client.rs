@@ -203,3 +203,59 @@ async fn a_paired_app_process_is_driven_killed_and_resumed() {
     app.say("quit").await;
     app.child.wait().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_client_without_a_valid_token_claims_its_session_again() {
+    use agent_runtime::pairing::client::{Claim, PairingClient, PairingConfig, PairingStatus};
+    use agent_tests::tab::Tab;
+    use agent_tests::USER_HEADER;
+
+    let options = ServerOptions {
+        pairing: PairingOptions {
+            mint_paired: true,
+            ..PairingOptions::default()
+        },
+        ..ServerOptions::default()
+    };
+    let t = start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await;
+    let minted = t
+        .post_json("/agent/mint", Some("alice"), None, &json!({}))
+        .await;
+    let token = minted.body["token"].as_str().unwrap().to_string();
+    let tid = minted.body["tid"].as_str().unwrap().to_string();
+    // The app paired once, then went away (pending-resume).
+    Tab::pair(&t.base, &token).await.close().await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    let host = Host::new(Counter).unwrap();
+    let session = host.create_session(None).unwrap();
+    let mut config = PairingConfig::new(&t.base, "agt_lost-with-the-old-process");
+    config.claim = Some(Claim {
+        tid: tid.clone(),
+        headers: vec![(USER_HEADER.to_string(), "alice".to_string())],
+    });
+    let client = PairingClient::new(&host, session, config).spawn();
+    let status = client
+        .wait_for(Duration::from_secs(10), |s| *s == PairingStatus::Paired)
+        .await;
+    assert_eq!(status, PairingStatus::Paired);
+    // The claim rotated the bearer: the old one is gone.
+    assert_eq!(lap(&t, &token, "/state", json!({})).await.status, 401);
+    let record = t.server.tokens().find_by_tid(&tid).await.unwrap();
+    assert_eq!(record.status.as_str(), "awaiting-claude");
+    client.stop().await;
+
+    // Without a claim, a refused token stops the client with the reason.
+    let session = host.create_session(None).unwrap();
+    let client = PairingClient::new(&host, session, PairingConfig::new(&t.base, &token)).spawn();
+    let status = client
+        .wait_for(Duration::from_secs(10), |s| {
+            matches!(s, PairingStatus::Stopped(_))
+        })
+        .await;
+    assert_eq!(
+        status,
+        PairingStatus::Stopped("the server refused the token (401)".into())
+    );
+    client.stop().await;
+}

@@ -1,71 +1,10 @@
 //! `/agent/ws` on the wire (`pairing.md`): a raw WebSocket client plays the app runtime with
-//! frames the test writes itself, and an agent calls LAP over HTTP.
+//! frames the test writes itself, and an agent calls LAP over HTTP. Handshake, forwarding,
+//! confirmations, watches and the log; the life cycle is in `pairing_lifecycle.rs`.
 
-use agent_examples::counter::Counter;
-use agent_runtime::pairing::PairingOptions;
-use agent_runtime::{AgentServer, Host, ServerOptions};
+use agent_tests::paired::{assert_paused, call, mint, server, status_of};
 use agent_tests::tab::{ws_url, Tab};
-use agent_tests::{start, Answer, Minted, TestServer};
-use serde_json::{json, Value};
-
-/// Short windows so the grace and timeout paths run fast.
-const GRACE_MS: u64 = 600;
-const FORWARD_MS: u64 = 400;
-
-async fn server() -> TestServer<Counter> {
-    let options = ServerOptions {
-        rate_limit: "10000/minute".parse().unwrap(),
-        pairing: PairingOptions {
-            mint_paired: true,
-            grace_ms: GRACE_MS,
-            forward_timeout_ms: FORWARD_MS,
-            ..PairingOptions::default()
-        },
-        ..ServerOptions::default()
-    };
-    start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await
-}
-
-async fn mint(t: &TestServer<Counter>) -> Minted {
-    let a = t
-        .post_json("/agent/mint", Some("alice"), None, &json!({}))
-        .await;
-    assert_eq!(a.status, 200, "{:?}", a.body);
-    assert_eq!(a.body["lapVersion"], 2);
-    assert!(a.body["wsUrl"].as_str().unwrap().ends_with("/agent/ws"));
-    Minted {
-        token: a.body["token"].as_str().unwrap().into(),
-        tid: a.body["tid"].as_str().unwrap().into(),
-        session_id: a.body["sessionId"].as_str().unwrap().into(),
-    }
-}
-
-/// Starts a LAP call on a task.
-fn call(
-    t: &TestServer<Counter>,
-    token: &str,
-    tail: &str,
-    body: Value,
-) -> tokio::task::JoinHandle<Answer> {
-    t.spawn_lap(token, tail, body)
-}
-
-fn status_of(t: &TestServer<Counter>, tid: &str) -> String {
-    let store = t.server.tokens().clone();
-    let tid = tid.to_string();
-    futures::executor::block_on(async move { store.find_by_tid(&tid).await })
-        .map(|r| r.status.as_str().to_string())
-        .unwrap_or_default()
-}
-
-fn assert_paused(a: &Answer, reconnect: &str) {
-    assert_eq!(a.status, 503, "{:?}", a.body);
-    assert_eq!(
-        a.body,
-        json!({"error": {"code": "paused", "reconnect": reconnect}})
-    );
-    assert_eq!(a.headers["x-llui-reconnect"], reconnect);
-}
+use serde_json::json;
 
 #[tokio::test]
 async fn handshake_refusals() {
@@ -118,14 +57,14 @@ async fn handshake_refusals() {
     )
     .await;
     assert!(tab.is_ok());
-    assert_eq!(status_of(&t, &m.tid), "awaiting-claude");
+    assert_eq!(status_of(&t, &m.tid).await, "awaiting-claude");
 }
 
 #[tokio::test]
 async fn unpaired_token_is_paused_then_every_route_is_forwarded() {
     let t = server().await;
     let m = mint(&t).await;
-    assert_eq!(status_of(&t, &m.tid), "awaiting-ws");
+    assert_eq!(status_of(&t, &m.tid).await, "awaiting-ws");
     let a = t.lap(&m.token, "/state", &json!({})).await;
     assert_paused(&a, "pending");
     assert_eq!(a.headers["retry-after"], "5");
@@ -177,7 +116,7 @@ async fn unpaired_token_is_paused_then_every_route_is_forwarded() {
         if i == 0 {
             // The first successful call activates the session.
             assert_eq!(tab.next().await, json!({"t": "active"}));
-            assert_eq!(status_of(&t, &m.tid), "active");
+            assert_eq!(status_of(&t, &m.tid).await, "active");
         }
     }
     // /message forwards the whole body.
@@ -414,176 +353,4 @@ async fn wait_watches_and_narrate_echoes_into_recent_actions() {
         a.body["entries"],
         json!([{"id": "r1", "at": 1, "kind": "read"}])
     );
-}
-
-#[tokio::test]
-async fn revoke_pushes_revoked_and_closes() {
-    let t = server().await;
-    let m = mint(&t).await;
-    let mut tab = Tab::pair(&t.base, &m.token).await;
-    let a = t
-        .post_json("/agent/revoke", Some("alice"), None, &json!({"tid": m.tid}))
-        .await;
-    assert_eq!(a.body, json!({"status": "revoked"}));
-    let (closed, frames) = tab.closed().await;
-    assert!(closed);
-    assert_eq!(frames, vec![json!({"t": "revoked"})]);
-    let a = t.lap(&m.token, "/state", &json!({})).await;
-    assert_eq!(a.status, 403);
-    assert_eq!(status_of(&t, &m.tid), "revoked");
-    assert_eq!(
-        Tab::open(&ws_url(&t.base, &m.token), &[]).await.err(),
-        Some(403)
-    );
-}
-
-#[tokio::test]
-async fn a_newer_socket_supersedes_and_the_old_version_is_refused() {
-    let t = server().await;
-    let m = mint(&t).await;
-    let mut first = Tab::pair(&t.base, &m.token).await;
-    let pending = call(&t, &m.token, "/state", json!({}));
-    let _ = first.rpc("get_state").await;
-    let mut second = Tab::pair(&t.base, &m.token).await;
-    assert!(first.closed().await.0);
-    // The waiter moved with the tid: the new socket answers later calls.
-    let a = pending.await.unwrap();
-    assert_eq!(a.status, 504);
-    let pending = call(&t, &m.token, "/state", json!({}));
-    let (id, _) = second.rpc("get_state").await;
-    second.reply(&id, json!({"state": 2})).await;
-    assert_eq!(pending.await.unwrap().body, json!({"state": 2}));
-    // A client below lapVersion 2 gets its ack, then is closed.
-    let mut old = Tab::open(&ws_url(&t.base, &m.token), &[]).await.unwrap();
-    old.hello(Some(1)).await;
-    let (closed, frames) = old.closed().await;
-    assert!(closed);
-    assert_eq!(frames[0]["t"], "hello-ack");
-}
-
-#[tokio::test]
-async fn pending_resume_grace_then_paused_expired() {
-    let t = server().await;
-    let m = mint(&t).await;
-    let tab = Tab::pair(&t.base, &m.token).await;
-    tab.close().await;
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    assert_eq!(status_of(&t, &m.tid), "pending-resume");
-    let a = t.lap(&m.token, "/state", &json!({})).await;
-    assert_paused(&a, "pending");
-    assert_eq!(a.headers["retry-after"], "1");
-    // Re-pair within grace: `active` at once.
-    let mut tab = Tab::open(&ws_url(&t.base, &m.token), &[]).await.unwrap();
-    assert_eq!(tab.next().await, json!({"t": "active"}));
-    assert_eq!(status_of(&t, &m.tid), "active");
-    tab.close().await;
-    tokio::time::sleep(std::time::Duration::from_millis(GRACE_MS + 100)).await;
-    let a = t.lap(&m.token, "/state", &json!({})).await;
-    assert_paused(&a, "expired");
-    assert!(a.headers.get("retry-after").is_none());
-    assert_eq!(
-        Tab::open(&ws_url(&t.base, &m.token), &[]).await.err(),
-        Some(401)
-    );
-}
-
-#[tokio::test]
-async fn resume_claim_rotates_the_token() {
-    let t = server().await;
-    let m = mint(&t).await;
-    Tab::pair(&t.base, &m.token).await.close().await;
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    let a = t
-        .post_json(
-            "/agent/resume/list",
-            Some("alice"),
-            None,
-            &json!({"tids": [m.tid, "x"]}),
-        )
-        .await;
-    assert_eq!(a.body["sessions"].as_array().unwrap().len(), 1);
-    assert_eq!(a.body["sessions"][0]["tid"], m.tid.as_str());
-    assert_eq!(a.body["sessions"][0]["status"], "pending-resume");
-    let a = t
-        .post_json(
-            "/agent/resume/list",
-            Some("bob"),
-            None,
-            &json!({"tids": [m.tid]}),
-        )
-        .await;
-    assert_eq!(a.body, json!({"sessions": []}));
-    let a = t
-        .post_json(
-            "/agent/resume/claim",
-            Some("bob"),
-            None,
-            &json!({"tid": m.tid}),
-        )
-        .await;
-    assert_eq!(
-        (a.status, a.body),
-        (403, json!({"error": {"code": "revoked"}}))
-    );
-    let a = t
-        .post_json(
-            "/agent/resume/claim",
-            Some("alice"),
-            None,
-            &json!({"tid": m.tid}),
-        )
-        .await;
-    assert_eq!(a.status, 200, "{:?}", a.body);
-    assert_eq!(a.body["tid"], m.tid.as_str());
-    let new_token = a.body["token"].as_str().unwrap().to_string();
-    assert_ne!(new_token, m.token);
-    assert!(a.body["wsUrl"].as_str().unwrap().ends_with("/agent/ws"));
-    assert_eq!(status_of(&t, &m.tid), "active");
-    // The old token is gone; the new one pairs.
-    assert_eq!(t.lap(&m.token, "/state", &json!({})).await.status, 401);
-    assert_eq!(
-        Tab::open(&ws_url(&t.base, &m.token), &[]).await.err(),
-        Some(401)
-    );
-    let mut tab = Tab::pair(&t.base, &new_token).await;
-    let pending = call(&t, &new_token, "/state", json!({}));
-    let (id, _) = tab.rpc("get_state").await;
-    tab.reply(&id, json!({"state": "resumed"})).await;
-    assert_eq!(pending.await.unwrap().body, json!({"state": "resumed"}));
-    // A second claim finds nothing pending.
-    let a = t
-        .post_json(
-            "/agent/resume/claim",
-            Some("alice"),
-            None,
-            &json!({"tid": m.tid}),
-        )
-        .await;
-    assert_eq!(a.status, 403);
-}
-
-#[tokio::test]
-async fn frames_over_4_mib_are_refused() {
-    let t = server().await;
-    let m = mint(&t).await;
-    let mut tab = Tab::pair(&t.base, &m.token).await;
-    let big = format!(
-        r#"{{"t":"log-append","entry":{{"detail":"{}"}}}}"#,
-        "x".repeat(4 * 1024 * 1024)
-    );
-    let _ = tab.send_text(big).await;
-    assert!(tab.closed().await.0);
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    let a = t.lap(&m.token, "/state", &json!({})).await;
-    assert_paused(&a, "pending");
-    // Just under the limit passes (and is not kept in the log: over the entry budget).
-    let mut tab = Tab::open(&ws_url(&t.base, &m.token), &[]).await.unwrap();
-    assert_eq!(tab.next().await, json!({"t": "active"}));
-    let fits = format!(
-        r#"{{"t":"log-append","entry":{{"detail":"{}"}}}}"#,
-        "x".repeat(4 * 1024 * 1024 - 100)
-    );
-    tab.send_text(fits).await.unwrap();
-    tab.hello(Some(2)).await;
-    assert_eq!(tab.next().await["t"], "hello-ack");
 }

@@ -194,6 +194,8 @@ impl Hub {
         link.conn = None;
         link.closed_at = Some(now);
         link.rpcs.clear();
+        // Confirmation waiters answer at once: the human cannot decide on a closed app.
+        link.bump();
         true
     }
 
@@ -223,14 +225,15 @@ impl Hub {
         self.links().get(tid).and_then(|l| l.hello.clone())
     }
 
-    /// Handles a frame from socket `conn` of `tid`. Answers the frame to send back, if any.
-    pub fn inbound(&self, tid: &str, conn: u64, frame: ClientFrame, now: u64) {
+    /// Handles a frame from socket `conn` of `tid`; false when that socket is no longer the
+    /// current one (its late frames are ignored).
+    pub fn inbound(&self, tid: &str, conn: u64, frame: ClientFrame, now: u64) -> bool {
         let mut links = self.links();
         let Some(link) = links.get_mut(tid) else {
-            return;
+            return false;
         };
         if link.conn.as_ref().map(|(id, _)| *id) != Some(conn) {
-            return; // a superseded socket's late frames
+            return false;
         }
         match frame {
             ClientFrame::Hello(hello) => link.hello = Some(Arc::new(*hello)),
@@ -278,6 +281,7 @@ impl Hub {
                 }
             }
         }
+        true
     }
 
     /// Sends `rpc {id, tool, args}` to the socket of `tid` and waits up to `deadline` for its
@@ -340,7 +344,8 @@ impl Hub {
             .is_some_and(|l| l.known_confirms.iter().any(|k| k == id))
     }
 
-    /// Waits up to `timeout` for the outcome of confirmation `id` (kept once known).
+    /// Waits up to `timeout` for the outcome of confirmation `id` (kept once known); `None`
+    /// at the deadline or as soon as no socket is paired.
     pub async fn wait_confirm(&self, tid: &str, id: &str, timeout: Duration) -> Option<Resolution> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -350,6 +355,8 @@ impl Hub {
                 if let Some(r) = link.outcomes.get(id) {
                     return Some(r.clone());
                 }
+                // No socket: nobody can decide any more.
+                link.conn.as_ref()?;
                 link.changed.subscribe()
             };
             if tokio::time::timeout_at(deadline, changed.changed())

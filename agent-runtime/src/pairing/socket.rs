@@ -169,8 +169,8 @@ fn inbound<A: App>(server: &AgentServer<A>, tid: &str, conn: u64, text: &str) {
         ClientFrame::Hello(h) => Some(h.lap_version),
         _ => None,
     };
-    hub.inbound(tid, conn, frame, server.now());
-    if let Some(version) = version {
+    let current = hub.inbound(tid, conn, frame, server.now());
+    if let (true, Some(version)) = (current, version) {
         hub.push(
             tid,
             ServerFrame::HelloAck {

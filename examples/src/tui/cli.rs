@@ -4,11 +4,8 @@
 //! the example servers allow anonymously) and keeps the identity cookie, so after a long outage
 //! it can claim the session again (`/agent/resume/claim`, a rotated token).
 
-use std::time::Duration;
-
-use agent_runtime::pairing::client::{Claim, PairingClient, PairingConfig, PairingStatus};
+use agent_runtime::pairing::client::{mint, PairingClient, PairingConfig, PairingStatus};
 use agent_runtime::Host;
-use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::todo::TodoApp;
@@ -54,45 +51,6 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<TuiOptions, 
     })
 }
 
-/// A paired token minted anonymously, with what claiming it again needs.
-struct Minted {
-    token: String,
-    claim: Option<Claim>,
-}
-
-async fn mint(server: &str) -> Result<Minted, String> {
-    let answer = reqwest::Client::new()
-        .post(format!("{server}/agent/mint"))
-        .json(&serde_json::json!({"paired": true}))
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .map_err(|e| format!("cannot reach {server}: {e}"))?;
-    let status = answer.status();
-    let cookies: Vec<String> = answer
-        .headers()
-        .get_all(reqwest::header::SET_COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .filter_map(|v| v.split(';').next().map(str::to_owned))
-        .collect();
-    let body: Value = answer
-        .json()
-        .await
-        .map_err(|e| format!("mint answered {status} without JSON: {e}"))?;
-    let field = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_owned);
-    let token = field("token").ok_or_else(|| format!("mint answered {status}: {body}"))?;
-    let claim = field("tid").map(|tid| Claim {
-        tid,
-        headers: if cookies.is_empty() {
-            Vec::new()
-        } else {
-            vec![("cookie".into(), cookies.join("; "))]
-        },
-    });
-    Ok(Minted { token, claim })
-}
-
 /// The screen's heading for a pairing status.
 pub fn heading(server: &str, token: &str, status: &PairingStatus) -> String {
     let status = match status {
@@ -107,17 +65,16 @@ pub fn heading(server: &str, token: &str, status: &PairingStatus) -> String {
 
 /// Pairs a new todo session with the server and runs the terminal app until the person quits.
 pub async fn run(options: TuiOptions) -> Result<(), String> {
-    let (token, claim) = match options.token {
-        Some(token) => (token, None),
-        None => {
-            let minted = mint(&options.server).await?;
-            (minted.token, minted.claim)
-        }
+    let config = match &options.token {
+        Some(token) => PairingConfig::new(options.server.clone(), token.clone()),
+        None => mint(&options.server, &[])
+            .await
+            .map_err(|e| format!("cannot mint a paired session on {}: {e}", options.server))?
+            .config(options.server.clone()),
     };
+    let token = config.token.clone();
     let host = Host::new(TodoApp::default()).map_err(|e| e.to_string())?;
     let session = host.create_session(None).map_err(|e| e.to_string())?;
-    let mut config = PairingConfig::new(options.server.clone(), token.clone());
-    config.claim = claim;
     let client = PairingClient::new(&host, session.clone(), config).spawn();
     let mut status = client.status();
     let (heading_tx, heading_rx) = watch::channel(heading(

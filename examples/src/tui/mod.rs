@@ -6,7 +6,6 @@
 //! the terminal. The session is a plain [`Session`], so the app runs the same whether it is
 //! hosted in this process or paired with a server.
 
-#[cfg(feature = "full")]
 pub mod cli;
 mod keys;
 mod view;

@@ -118,6 +118,78 @@ impl PairingConfig {
     }
 }
 
+/// A token minted for a paired session by [`mint`].
+#[derive(Clone)]
+pub struct Minted {
+    /// The bearer (`agt_…`): the app pairs with it and the agent calls LAP with it.
+    pub token: String,
+    /// The token id.
+    pub tid: String,
+    /// The LAP base URL to give the agent.
+    pub lap_url: String,
+    /// The identity cookie the server issued (anonymous minting), for claiming later.
+    pub cookie: Option<String>,
+}
+
+impl std::fmt::Debug for Minted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Minted")
+            .field("tid", &self.tid)
+            .field("lap_url", &self.lap_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Minted {
+    /// A configuration that pairs with `url` using this token, and claims the session again
+    /// with the same identity when the token is refused.
+    pub fn config(&self, url: impl Into<String>) -> PairingConfig {
+        let mut config = PairingConfig::new(url, self.token.clone());
+        config.claim = Some(Claim {
+            tid: self.tid.clone(),
+            headers: self
+                .cookie
+                .iter()
+                .map(|c| ("cookie".to_string(), c.clone()))
+                .collect(),
+        });
+        config
+    }
+}
+
+/// `POST /agent/mint {"paired": true}` on the server at `url` (with `headers` for the
+/// identity, if the server needs one; anonymous minting when it allows it).
+pub async fn mint(url: &str, headers: &[(String, String)]) -> Result<Minted, String> {
+    let config = PairingConfig::new(url, "");
+    let mut request = reqwest::Client::new()
+        .post(format!("{}/agent/mint", config.http_base()))
+        .header("content-type", "application/json")
+        .body(r#"{"paired":true}"#)
+        .timeout(Duration::from_secs(30));
+    for (k, v) in headers {
+        request = request.header(k, v);
+    }
+    let response = request.send().await.map_err(|e| e.to_string())?;
+    let status = response.status();
+    let cookie = response
+        .headers()
+        .get(reqwest::header::SET_COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(str::to_string);
+    let body: Value = response.json().await.map_err(|e| e.to_string())?;
+    let field = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_string);
+    match (status.is_success(), field("token"), field("tid")) {
+        (true, Some(token), Some(tid)) => Ok(Minted {
+            token,
+            tid,
+            lap_url: field("lapUrl").unwrap_or_default(),
+            cookie,
+        }),
+        _ => Err(format!("mint refused ({status}): {body}")),
+    }
+}
+
 /// Where the pairing stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PairingStatus {

@@ -1,0 +1,74 @@
+//! Helpers of the pairing wire tests: a counter server that mints paired sessions with short
+//! windows, and checks of what it answers.
+
+use agent_examples::counter::Counter;
+use agent_runtime::pairing::PairingOptions;
+use agent_runtime::{AgentServer, Host, ServerOptions};
+use serde_json::{json, Value};
+
+use crate::{start, Answer, Minted, TestServer};
+
+/// The grace window of [`server`]: short, so the grace paths run fast.
+pub const GRACE_MS: u64 = 600;
+/// How long [`server`] waits for a forwarded answer before 504.
+pub const FORWARD_MS: u64 = 400;
+
+/// A counter server that mints paired sessions, with short windows.
+pub async fn server() -> TestServer<Counter> {
+    let options = ServerOptions {
+        rate_limit: "10000/minute".parse().unwrap(),
+        pairing: PairingOptions {
+            mint_paired: true,
+            grace_ms: GRACE_MS,
+            forward_timeout_ms: FORWARD_MS,
+            ..PairingOptions::default()
+        },
+        ..ServerOptions::default()
+    };
+    start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await
+}
+
+/// Mints a paired session as `alice`.
+pub async fn mint(t: &TestServer<Counter>) -> Minted {
+    let a = t
+        .post_json("/agent/mint", Some("alice"), None, &json!({}))
+        .await;
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    assert_eq!(a.body["lapVersion"], 2);
+    assert!(a.body["wsUrl"].as_str().unwrap().ends_with("/agent/ws"));
+    Minted {
+        token: a.body["token"].as_str().unwrap().into(),
+        tid: a.body["tid"].as_str().unwrap().into(),
+        session_id: a.body["sessionId"].as_str().unwrap().into(),
+    }
+}
+
+/// Starts a LAP call on a task.
+pub fn call(
+    t: &TestServer<Counter>,
+    token: &str,
+    tail: &str,
+    body: Value,
+) -> tokio::task::JoinHandle<Answer> {
+    t.spawn_lap(token, tail, body)
+}
+
+/// The token status of `tid` (`awaiting-ws`, `active`, …; empty when unknown).
+pub async fn status_of(t: &TestServer<Counter>, tid: &str) -> String {
+    t.server
+        .tokens()
+        .find_by_tid(tid)
+        .await
+        .map(|r| r.status.as_str().to_string())
+        .unwrap_or_default()
+}
+
+/// Asserts a 503 `paused` with `reconnect` in the body and `X-LLui-Reconnect`.
+pub fn assert_paused(a: &Answer, reconnect: &str) {
+    assert_eq!(a.status, 503, "{:?}", a.body);
+    assert_eq!(
+        a.body,
+        json!({"error": {"code": "paused", "reconnect": reconnect}})
+    );
+    assert_eq!(a.headers["x-llui-reconnect"], reconnect);
+}
