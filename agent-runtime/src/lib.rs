@@ -105,6 +105,7 @@ pub mod security;
 pub mod serve;
 mod server;
 pub mod session;
+pub mod store;
 pub mod validate;
 
 pub use agent_derive::AgentMsg;

@@ -3,7 +3,9 @@
 
 pub mod example;
 pub mod mcp;
+pub mod postgres;
 pub mod probe;
+pub mod store_conformance;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
