@@ -151,6 +151,15 @@ impl<A: App> AgentServerBuilder<A> {
         self
     }
 
+    /// Uses the token store of `stores` (tokens then survive a restart, and replicas on one
+    /// database share them). The sessions' store is the host's ([`Host::with_store`]); the
+    /// identity key is [`ServerOptions::identity_key`] (see
+    /// [`Stores::identity_key`](crate::store::Stores::identity_key)).
+    pub fn stores(mut self, stores: &crate::store::Stores) -> Self {
+        self.tokens = Some(stores.tokens.clone());
+        self
+    }
+
     /// Uses another rate limiter.
     pub fn rate_limiter(mut self, limiter: Arc<dyn RateLimiter>) -> Self {
         self.limiter = Some(limiter);

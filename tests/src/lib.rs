@@ -5,6 +5,7 @@ pub mod example;
 pub mod mcp;
 pub mod postgres;
 pub mod probe;
+pub mod process;
 pub mod store_conformance;
 
 use std::net::SocketAddr;

@@ -98,7 +98,8 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
     let session = match requested_session {
         Some(id) => server
             .host()
-            .session(&id)
+            .load_session(&id)
+            .await
             .filter(|s| s.owner() == Some(uid.as_str()))
             .ok_or_else(|| ApiError::forbidden("unknown session or not yours"))?,
         None => server

@@ -52,7 +52,8 @@ pub(crate) async fn admit<A: App>(
     .await?;
     let session = server
         .host()
-        .session(&record.session_id)
+        .load_session(&record.session_id)
+        .await
         .ok_or_else(ApiError::paused)?;
     server
         .inner

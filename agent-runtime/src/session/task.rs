@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::EventBody;
-use super::{activity, effects, lock, panic_text, redact, Published, SessionCore};
+use super::{activity, effects, lock, panic_text, persist, redact, Published, SessionCore};
 use crate::app::App;
 use crate::diff::diff;
 
@@ -64,27 +64,32 @@ pub(crate) async fn run<A: App>(
         // An idle session with no confirmations has no timer: thousands of idle sessions cost
         // no wake-ups. A change to the confirmations wakes the loop to re-check.
         let sweeping = !lock(&core.confirms).is_empty();
-        tokio::select! {
+        let env = tokio::select! {
             biased;
             _ = closed.wait_for(|c| *c) => break,
             env = inbox.recv() => match env {
-                Some(env) => commit(&core, env),
+                Some(env) => env,
                 None => break,
             },
-            _ = confirms_changed.changed() => {}
-            _ = expiry.tick(), if sweeping => core.sweep_confirms(),
-        }
+            _ = confirms_changed.changed() => continue,
+            _ = expiry.tick(), if sweeping => {
+                core.sweep_confirms();
+                continue;
+            }
+        };
+        commit(&core, env).await;
     }
 }
 
-fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
+async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     let prev = core.published.borrow().state.clone();
-    let (outcome, redacted) = {
+    let (outcome, redacted, snapshot) = {
         let mut state = core.state.write().unwrap_or_else(|e| e.into_inner());
         // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
         // `update` changed before panicking stays (the commit still counts).
         let outcome = catch_unwind(AssertUnwindSafe(|| core.app.update(&mut state, env.msg)));
-        (outcome, redact(&*core.app, &state))
+        let snapshot = persist::snapshot(core, &state);
+        (outcome, redact(&*core.app, &state), snapshot)
     };
     // A state that does not serialize is reported like a panicking `update` (drain errors
     // and an `error` log entry); agents keep the last state that did serialize.
@@ -103,6 +108,8 @@ fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         }
     };
     let seq = core.published.borrow().seq + 1;
+    // Durable before anyone sees it, and before its effects start.
+    persist::commit(core, seq, snapshot).await;
     core.published.send_replace(Published {
         seq,
         state: redacted.clone(),

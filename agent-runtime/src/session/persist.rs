@@ -1,0 +1,202 @@
+//! Durable sessions: the session's side of the store. A session with a [`Persistence`] is
+//! written to its [`SessionStore`] when it starts, and every commit writes the whole state
+//! (JSON) as the next sequence number before anyone sees it and before its effects start.
+//!
+//! The commit path calls exactly two functions: [`snapshot`] under the state lock and
+//! [`commit`] after it.
+
+use std::sync::Arc;
+
+use agent_schema::protocol::{DrainError, DrainErrorKind, LogEntry, LogKind};
+
+use super::task::CommitNote;
+use super::{activity, lock, Parts, Session, SessionCore, SessionError};
+use crate::app::App;
+use crate::store::{SessionRecord, SessionStore};
+
+/// Where a session's commits go, and the schema hash they are written under.
+#[derive(Clone)]
+pub(crate) struct Persistence {
+    store: Arc<dyn SessionStore>,
+    schema_hash: Arc<str>,
+}
+
+impl Persistence {
+    pub(crate) fn new(store: Arc<dyn SessionStore>, schema_hash: &str) -> Self {
+        Persistence {
+            store,
+            schema_hash: Arc::from(schema_hash),
+        }
+    }
+
+    /// The record of a new session.
+    pub(crate) fn new_record<S: serde::Serialize>(
+        &self,
+        id: &str,
+        owner: Option<String>,
+        now: u64,
+        state: &S,
+    ) -> Result<SessionRecord, SessionError> {
+        let state = serde_json::to_string(state)
+            .map_err(|e| SessionError::Internal(format!("state failed to serialize: {e}")))?;
+        Ok(SessionRecord::new(
+            id,
+            owner,
+            now,
+            state,
+            &*self.schema_hash,
+        ))
+    }
+}
+
+/// The first write of a session task, before it takes any message.
+pub(crate) enum FirstWrite {
+    /// A new session: insert its record.
+    Insert(SessionRecord),
+    /// A restored session whose stored state was reset: commit the initial state.
+    Reset { seq: u64, state: String },
+}
+
+/// Does the first write; a failure is logged in the session (it keeps running in memory).
+pub(crate) async fn first_write<A: App>(core: &SessionCore<A>, first: FirstWrite) {
+    let Some(p) = &core.persist else { return };
+    let result = match first {
+        FirstWrite::Insert(record) => p.store.insert_session(record).await,
+        FirstWrite::Reset { seq, state } => p
+            .store
+            .commit_state(&core.id, seq, &state, &p.schema_hash, core.now())
+            .await
+            .map(|_| ()),
+    };
+    if let Err(e) = result {
+        log_error(core, "Session not stored", e.to_string());
+    }
+}
+
+/// The JSON text of the whole state, when the session persists (called under the state lock,
+/// right after `update`).
+pub(crate) fn snapshot<A: App>(
+    core: &SessionCore<A>,
+    state: &A::State,
+) -> Option<Result<String, String>> {
+    core.persist.as_ref()?;
+    Some(serde_json::to_string(state).map_err(|e| format!("state failed to serialize: {e}")))
+}
+
+/// Writes `snapshot` as commit `seq`. A failure (the database, or a conflict: another
+/// writer committed `seq` first) is reported like a failed update: a drain error and an
+/// `error` log entry; the commit stays in memory.
+pub(crate) async fn commit<A: App>(
+    core: &SessionCore<A>,
+    seq: u64,
+    snapshot: Option<Result<String, String>>,
+) {
+    let (Some(p), Some(Ok(state))) = (&core.persist, snapshot) else {
+        return;
+    };
+    let message = match p
+        .store
+        .commit_state(&core.id, seq, &state, &p.schema_hash, core.now())
+        .await
+    {
+        Ok(true) => return,
+        Ok(false) => format!("commit {seq} not stored: another writer committed it first"),
+        Err(e) => format!("commit {seq} not stored: {e}"),
+    };
+    let _ = core.notes.send(CommitNote::Error(DrainError {
+        kind: DrainErrorKind::Error,
+        message: message.clone(),
+    }));
+    log_error(core, "Commit not stored", message);
+}
+
+fn log_error<A: App>(core: &SessionCore<A>, intent: &str, detail: String) {
+    tracing::error!(target: "agent_runtime::store", session = %core.id, "{intent}: {detail}");
+    let mut entry = activity::entry(LogKind::Error, core.now());
+    entry.intent = Some(intent.into());
+    entry.detail = Some(detail);
+    core.append_log(entry);
+}
+
+/// The note agents get when a session was stored under another schema.
+pub(crate) fn schema_changed_note(old: &str, new: &str) -> String {
+    format!(
+        "App schema changed (was {old}, now {new}). Descriptions, actions and examples read \
+         before this are stale; use the ones in this result."
+    )
+}
+
+/// Rebuilds a session from its record: the state exactly as committed and its sequence
+/// number, the log tail. A state that no longer deserializes resets the session to the app's
+/// `init` (committed as the next sequence number, with an `error` log entry saying so); a
+/// record written under another schema hash gets a log entry with the schema-changed note.
+pub(crate) fn restore<A: App>(
+    record: SessionRecord,
+    parts: Parts<A>,
+    persist: Persistence,
+) -> Result<Session<A>, SessionError> {
+    let current_hash = persist.schema_hash.clone();
+    let mut notes: Vec<(LogKind, &str, String)> = Vec::new();
+    if record.schema_hash != *current_hash {
+        notes.push((
+            LogKind::Error,
+            "App schema changed",
+            schema_changed_note(&record.schema_hash, &current_hash),
+        ));
+    }
+    let app = parts.app.clone();
+    let (state, seq, first, effects) = match serde_json::from_str::<A::State>(&record.state) {
+        Ok(state) => (state, record.seq, None, Vec::new()),
+        Err(e) => {
+            let (state, effects) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| app.init())).map_err(
+                    |p| {
+                        SessionError::Internal(format!("init panicked: {}", super::panic_text(&*p)))
+                    },
+                )?;
+            let text = serde_json::to_string(&state)
+                .map_err(|e| SessionError::Internal(format!("state failed to serialize: {e}")))?;
+            notes.push((
+                LogKind::Error,
+                "Session reset",
+                format!(
+                    "the stored state (commit {}) no longer deserializes ({e}); the session was \
+                     reset to the app's initial state",
+                    record.seq
+                ),
+            ));
+            let seq = record.seq + 1;
+            (
+                state,
+                seq,
+                Some(FirstWrite::Reset { seq, state: text }),
+                effects,
+            )
+        }
+    };
+    let tail: Vec<LogEntry> = serde_json::from_str(&record.log_tail).unwrap_or_default();
+    let (core, rx) = Session::core(
+        record.id,
+        record.owner,
+        record.created_at,
+        seq,
+        state,
+        parts,
+        Some(persist),
+    )?;
+    {
+        let mut log = lock(&core.log);
+        for entry in tail {
+            log.push(entry);
+        }
+    }
+    for (kind, intent, detail) in notes {
+        let mut entry = activity::entry(kind, core.now());
+        entry.intent = Some(intent.into());
+        entry.detail = Some(detail);
+        core.append_log(entry);
+    }
+    let session = Session { core };
+    session.spawn(rx, first, effects);
+    Ok(session)
+}

@@ -1,0 +1,138 @@
+//! Restart survival on SQLite: the counter example runs as its own process on a SQLite file,
+//! is killed with SIGKILL, and is started again on the same file.
+
+use std::path::PathBuf;
+
+use agent_tests::process::ServerProcess;
+use serde_json::{json, Value};
+
+fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_counter-server"))
+}
+
+/// A temporary directory, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        let dir = std::env::temp_dir().join(format!("agent-restart-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+
+    fn db(&self) -> String {
+        self.0
+            .join("counter.db")
+            .to_str()
+            .expect("utf-8")
+            .to_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn lap(base: &str, token: &str, tail: &str, body: Value) -> (u16, Value) {
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/agent/lap/v1{tail}"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .expect("LAP call");
+    (
+        resp.status().as_u16(),
+        resp.json().await.unwrap_or(Value::Null),
+    )
+}
+
+async fn send(base: &str, token: &str, msg: Value) -> Value {
+    let (status, body) = lap(
+        base,
+        token,
+        "/message",
+        json!({"msg": msg, "waitFor": "idle"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+async fn count(base: &str, token: &str) -> i64 {
+    let (status, body) = lap(base, token, "/state", json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    body["state"]["count"].as_i64().expect("count")
+}
+
+#[tokio::test]
+async fn token_state_and_identity_survive_sigkill() {
+    let dir = TempDir::new();
+    let db = dir.db();
+    let first = ServerProcess::start(&binary(), &["--db", &db]);
+    let human = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client");
+    let minted: Value = human
+        .post(format!("{}/agent/mint", first.base))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("mint")
+        .json()
+        .await
+        .expect("mint answer");
+    let token = minted["token"].as_str().expect("token").to_owned();
+    let session = minted["sessionId"].as_str().expect("session").to_owned();
+    for _ in 0..3 {
+        send(&first.base, &token, json!({"type": "inc"})).await;
+    }
+    send(&first.base, &token, json!({"type": "nav", "to": "reports"})).await;
+    assert_eq!(count(&first.base, &token).await, 3);
+    first.kill();
+
+    let second = ServerProcess::start(&binary(), &["--db", &db]);
+    // The same token, the state exactly as committed.
+    let (status, body) = lap(&second.base, &token, "/state", json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["state"]["count"], 3, "{body}");
+    assert_eq!(body["state"]["view"], "reports", "{body}");
+    // And it goes on from there.
+    send(&second.base, &token, json!({"type": "inc"})).await;
+    assert_eq!(count(&second.base, &token).await, 4);
+    // The human's identity cookie still names the owner of the session.
+    let resp = human
+        .get(format!("{}/agent/human/sessions", second.base))
+        .send()
+        .await
+        .expect("human sessions");
+    assert_eq!(resp.status().as_u16(), 200);
+    let listed: Value = resp.json().await.expect("json");
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .filter_map(|s| s["sessionId"].as_str())
+        .collect();
+    assert_eq!(ids, [session.as_str()], "{listed}");
+    // A new anonymous client is someone else: the session is not theirs.
+    let stranger = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client");
+    let resp = stranger
+        .post(format!("{}/agent/mint", second.base))
+        .json(&json!({"session": session}))
+        .send()
+        .await
+        .expect("mint");
+    assert_eq!(resp.status().as_u16(), 403);
+    second.kill();
+
+    // A third start still finds the newest commit.
+    let third = ServerProcess::start(&binary(), &["--db", &db]);
+    assert_eq!(count(&third.base, &token).await, 4);
+}
