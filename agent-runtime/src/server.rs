@@ -95,6 +95,8 @@ pub(crate) struct ServerInner<A: App> {
     pub origin: OriginPolicy,
     pub options: ServerOptions,
     pub idempotency: IdempotencyStore,
+    /// Where first answers of keyed calls are also kept, with a durable store.
+    pub durable_idempotency: Option<Arc<dyn crate::store::IdempotencyRecords>>,
     /// Revoked tids, so in-flight long polls of that token end with 403.
     pub revocations: broadcast::Sender<String>,
     /// The live sessions of `/agent/mcp`.
@@ -128,6 +130,7 @@ pub struct AgentServerBuilder<A: App> {
     host: Host<A>,
     options: ServerOptions,
     tokens: Option<Arc<dyn TokenStore>>,
+    idempotency: Option<Arc<dyn crate::store::IdempotencyRecords>>,
     limiter: Option<Arc<dyn RateLimiter>>,
     resolver: Option<Arc<dyn IdentityResolver>>,
 }
@@ -157,6 +160,9 @@ impl<A: App> AgentServerBuilder<A> {
     /// [`Stores::identity_key`](crate::store::Stores::identity_key)).
     pub fn stores(mut self, stores: &crate::store::Stores) -> Self {
         self.tokens = Some(stores.tokens.clone());
+        if stores.is_durable() {
+            self.idempotency = Some(stores.idempotency.clone());
+        }
         self
     }
 
@@ -201,6 +207,7 @@ impl<A: App> AgentServerBuilder<A> {
                 limiter,
                 origin,
                 idempotency: IdempotencyStore::new(self.host.config()),
+                durable_idempotency: self.idempotency,
                 revocations,
                 #[cfg(feature = "mcp")]
                 mcp: Arc::new(crate::mcp::McpSessions::new(&self.options.mcp)),
@@ -244,6 +251,7 @@ impl<A: App> AgentServer<A> {
             host,
             options: ServerOptions::default(),
             tokens: None,
+            idempotency: None,
             limiter: None,
             resolver: None,
         }

@@ -136,3 +136,107 @@ async fn token_state_and_identity_survive_sigkill() {
     let third = ServerProcess::start(&binary(), &["--db", &db]);
     assert_eq!(count(&third.base, &token).await, 4);
 }
+
+async fn mint(base: &str, human: &reqwest::Client) -> (String, String) {
+    let minted: Value = human
+        .post(format!("{base}/agent/mint"))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("mint")
+        .json()
+        .await
+        .expect("mint answer");
+    (
+        minted["token"].as_str().expect("token").to_owned(),
+        minted["sessionId"].as_str().expect("session").to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn pending_confirmation_and_idempotency_survive_sigkill() {
+    let dir = TempDir::new();
+    let db = dir.db();
+    let first = ServerProcess::start(&binary(), &["--db", &db]);
+    let human = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client");
+    let (token, session) = mint(&first.base, &human).await;
+    let keyed = json!({"msg": {"type": "inc"}, "idempotencyKey": "k1", "waitFor": "idle"});
+    let (status, answered) = lap(&first.base, &token, "/message", keyed.clone()).await;
+    assert_eq!(status, 200, "{answered}");
+    // A proposal the human has not decided when the agent's wait ends.
+    let (status, parked) = lap(
+        &first.base,
+        &token,
+        "/message",
+        json!({"msg": {"type": "delete", "id": "7"}, "timeoutMs": 100, "reason": "cleanup"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{parked}");
+    assert_eq!(parked["status"], "pending-confirmation", "{parked}");
+    let confirm_id = parked["confirmId"].as_str().expect("confirmId").to_owned();
+    first.kill();
+
+    let second = ServerProcess::start(&binary(), &["--db", &db]);
+    // The retried message gets the first answer and is not applied again.
+    let resp = reqwest::Client::new()
+        .post(format!("{}/agent/lap/v1/message", second.base))
+        .bearer_auth(&token)
+        .json(&keyed)
+        .send()
+        .await
+        .expect("retry");
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(
+        resp.headers()
+            .get("idempotent-replayed")
+            .and_then(|v| v.to_str().ok()),
+        Some("true")
+    );
+    let replayed: Value = resp.json().await.expect("json");
+    assert_eq!(replayed, answered);
+    assert_eq!(count(&second.base, &token).await, 1);
+    let other = json!({"msg": {"type": "dec"}, "idempotencyKey": "k1", "waitFor": "idle"});
+    let (status, conflict) = lap(&second.base, &token, "/message", other).await;
+    assert_eq!(status, 409, "{conflict}");
+
+    // The owner still sees the proposal and approves it on the new process.
+    let detail: Value = human
+        .get(format!("{}/agent/human/sessions/{session}", second.base))
+        .send()
+        .await
+        .expect("detail")
+        .json()
+        .await
+        .expect("json");
+    let pending: Vec<&str> = detail["pending"]
+        .as_array()
+        .expect("pending")
+        .iter()
+        .filter_map(|p| p["id"].as_str())
+        .collect();
+    assert_eq!(pending, [confirm_id.as_str()], "{detail}");
+    let resp = human
+        .post(format!(
+            "{}/agent/human/sessions/{session}/confirms/{confirm_id}",
+            second.base
+        ))
+        .json(&json!({"decision": "approve"}))
+        .send()
+        .await
+        .expect("approve");
+    assert_eq!(resp.status().as_u16(), 200);
+    // The parked agent's confirm-result reports it.
+    let (status, result) = lap(
+        &second.base,
+        &token,
+        "/confirm-result",
+        json!({"confirmId": confirm_id, "timeoutMs": 5000}),
+    )
+    .await;
+    assert_eq!(status, 200, "{result}");
+    assert_eq!(result["status"], "confirmed", "{result}");
+    assert_eq!(result["stateAfter"]["lastDelete"], "7", "{result}");
+}

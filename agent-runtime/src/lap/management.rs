@@ -118,6 +118,12 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
         .tokens
         .sweep_expired(now, SWEEP_RETENTION_MS)
         .await;
+    if let Some(store) = &server.inner.durable_idempotency {
+        let before = now.saturating_sub(crate::IDEMPOTENCY_WINDOW_MS);
+        if let Err(e) = store.sweep_idempotent(before).await {
+            tracing::error!(target: "agent_runtime::store", "idempotency sweep failed: {e}");
+        }
+    }
     let (token, hash) = mint_token();
     let origin_text = origin.url("");
     let record = TokenRecord::minted(

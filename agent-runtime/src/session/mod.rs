@@ -248,6 +248,7 @@ impl<A: App> Session<A> {
         effects: Vec<A::Effect>,
     ) {
         let core = self.core.clone();
+        persist::spawn_confirm_saver(&core);
         tokio::spawn(async move {
             if let Some(first) = first {
                 persist::first_write(&core, first).await;

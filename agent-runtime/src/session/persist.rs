@@ -118,6 +118,40 @@ fn log_error<A: App>(core: &SessionCore<A>, intent: &str, detail: String) {
     core.append_log(entry);
 }
 
+/// For a durable session: writes the confirmations to the store after every change, until
+/// the session closes (closing, or dropping an idle session from memory, never erases them).
+pub(crate) fn spawn_confirm_saver<A: App>(core: &Arc<SessionCore<A>>) {
+    let Some(p) = core.persist.clone() else {
+        return;
+    };
+    let core = core.clone();
+    let mut changed = core.confirm_changed.subscribe();
+    let mut closed = core.closed.subscribe();
+    tokio::spawn(async move {
+        let mut saved = String::from("[]");
+        loop {
+            tokio::select! {
+                biased;
+                _ = closed.wait_for(|c| *c) => return,
+                r = changed.changed() => if r.is_err() { return },
+            }
+            let json = lock(&core.confirms).to_json();
+            // `close` sets the flag before clearing the entries: an empty list read after
+            // the clear is never written.
+            if *core.closed.borrow() {
+                return;
+            }
+            if json == saved {
+                continue;
+            }
+            match p.store.save_confirms(&core.id, &json).await {
+                Ok(()) => saved = json,
+                Err(e) => log_error(&core, "Confirmations not stored", e.to_string()),
+            }
+        }
+    });
+}
+
 /// The note agents get when a session was stored under another schema.
 pub(crate) fn schema_changed_note(old: &str, new: &str) -> String {
     format!(
@@ -189,6 +223,13 @@ pub(crate) fn restore<A: App>(
         for entry in tail {
             log.push(entry);
         }
+    }
+    if !lock(&core.confirms).restore_json(&record.confirms) {
+        notes.push((
+            LogKind::Error,
+            "Confirmations lost",
+            "the stored confirmations no longer parse; they were dropped".into(),
+        ));
     }
     for (kind, intent, detail) in notes {
         let mut entry = activity::entry(kind, core.now());
