@@ -83,24 +83,52 @@ pub(crate) fn snapshot<A: App>(
     Some(serde_json::to_string(state).map_err(|e| format!("state failed to serialize: {e}")))
 }
 
-/// Writes `snapshot` as commit `seq`. A failure (the database, or a conflict: another
-/// writer committed `seq` first) is reported like a failed update: a drain error and an
-/// `error` log entry; the commit stays in memory.
+/// The copy of a message kept to apply it again after a lost compare-and-set (only when the
+/// session persists: `update` is a pure function of state and message).
+pub(crate) fn retry_copy<A: App>(core: &SessionCore<A>, msg: &A::Msg) -> Option<A::Msg> {
+    core.persist.as_ref().map(|_| msg.clone())
+}
+
+/// A commit that was applied again on the state another writer stored.
+pub(crate) struct Redo<A: App> {
+    /// Its sequence number.
+    pub seq: u64,
+    /// The redacted state after it.
+    pub redacted: Arc<serde_json::Value>,
+    /// The effects of this application.
+    pub effects: Vec<A::Effect>,
+}
+
+/// How many times a commit is applied again before it is given up as not stored.
+const MAX_REAPPLY: usize = 64;
+
+/// Writes `snapshot` as commit `seq` (compare-and-set). When another writer committed `seq`
+/// first, reloads the stored state, applies `retry` to it again, and tries the next
+/// sequence number; answers the commit that was stored in the end. A failure (the database,
+/// or too many lost races) is reported like a failed update: a drain error and an `error`
+/// log entry; the commit stays in memory.
 pub(crate) async fn commit<A: App>(
     core: &SessionCore<A>,
     seq: u64,
     snapshot: Option<Result<String, String>>,
-) {
+    retry: Option<A::Msg>,
+) -> Option<Redo<A>> {
     let (Some(p), Some(Ok(state))) = (&core.persist, snapshot) else {
-        return;
+        return None;
     };
     let message = match p
         .store
         .commit_state(&core.id, seq, &state, &p.schema_hash, core.now())
         .await
     {
-        Ok(true) => return,
-        Ok(false) => format!("commit {seq} not stored: another writer committed it first"),
+        Ok(true) => return None,
+        Ok(false) => match retry {
+            Some(msg) => match reapply(core, p, msg).await {
+                Ok(redo) => return Some(redo),
+                Err(message) => message,
+            },
+            None => format!("commit {seq} not stored: another writer committed it first"),
+        },
         Err(e) => format!("commit {seq} not stored: {e}"),
     };
     let _ = core.notes.send(CommitNote::Error(DrainError {
@@ -108,6 +136,59 @@ pub(crate) async fn commit<A: App>(
         message: message.clone(),
     }));
     log_error(core, "Commit not stored", message);
+    None
+}
+
+/// Reload, apply again, compare-and-set; until it is stored.
+async fn reapply<A: App>(
+    core: &SessionCore<A>,
+    p: &Persistence,
+    msg: A::Msg,
+) -> Result<Redo<A>, String> {
+    for _ in 0..MAX_REAPPLY {
+        let record = p
+            .store
+            .load_session(&core.id)
+            .await
+            .map_err(|e| format!("commit not stored: {e}"))?
+            .ok_or_else(|| "commit not stored: the session is gone from the store".to_string())?;
+        let mut state: A::State = serde_json::from_str(&record.state).map_err(|e| {
+            format!("commit not stored: the stored state does not deserialize ({e})")
+        })?;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            core.app.update(&mut state, msg.clone())
+        }));
+        let effects = match outcome {
+            Ok(effects) => effects,
+            Err(payload) => {
+                let _ = core.notes.send(CommitNote::Error(DrainError {
+                    kind: DrainErrorKind::Error,
+                    message: format!("update panicked: {}", super::panic_text(&*payload)),
+                }));
+                Vec::new()
+            }
+        };
+        let text =
+            serde_json::to_string(&state).map_err(|e| format!("state failed to serialize: {e}"))?;
+        let redacted = Arc::new(super::redact(&*core.app, &state)?);
+        let seq = record.seq + 1;
+        let stored = p
+            .store
+            .commit_state(&core.id, seq, &text, &p.schema_hash, core.now())
+            .await
+            .map_err(|e| format!("commit {seq} not stored: {e}"))?;
+        if stored {
+            *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+            return Ok(Redo {
+                seq,
+                redacted,
+                effects,
+            });
+        }
+    }
+    Err(format!(
+        "commit not stored: lost the race to other writers {MAX_REAPPLY} times"
+    ))
 }
 
 fn log_error<A: App>(core: &SessionCore<A>, intent: &str, detail: String) {

@@ -83,6 +83,7 @@ pub(crate) async fn run<A: App>(
 
 async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     let prev = core.published.borrow().state.clone();
+    let retry = persist::retry_copy(core, &env.msg);
     let (outcome, redacted, snapshot) = {
         let mut state = core.state.write().unwrap_or_else(|e| e.into_inner());
         // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
@@ -107,9 +108,13 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
             prev.clone()
         }
     };
-    let seq = core.published.borrow().seq + 1;
-    // Durable before anyone sees it, and before its effects start.
-    persist::commit(core, seq, snapshot).await;
+    let mut seq = core.published.borrow().seq + 1;
+    let (mut outcome, mut redacted) = (outcome, redacted);
+    // Durable before anyone sees it, and before its effects start. Another replica may have
+    // committed first: the message is then applied again on the state it stored.
+    if let Some(redo) = persist::commit(core, seq, snapshot, retry).await {
+        (seq, redacted, outcome) = (redo.seq, redo.redacted, Ok(redo.effects));
+    }
     core.published.send_replace(Published {
         seq,
         state: redacted.clone(),
