@@ -27,7 +27,7 @@
 //!     Reset,
 //! }
 //!
-//! #[derive(Clone, Serialize, JsonSchema)]
+//! #[derive(Clone, Serialize, Deserialize, JsonSchema)]
 //! struct Counter {
 //!     count: i64,
 //! }

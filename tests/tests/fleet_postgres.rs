@@ -65,6 +65,25 @@ async fn inc(
     }
 }
 
+/// Waits until the human sees a pending proposal on the replica at `base`; its id.
+async fn pending_on(human: &reqwest::Client, base: &str, session: &str) -> String {
+    for _ in 0..500 {
+        let detail: Value = human
+            .get(format!("{base}/agent/human/sessions/{session}"))
+            .send()
+            .await
+            .expect("detail")
+            .json()
+            .await
+            .expect("json");
+        if let Some(id) = detail["pending"][0]["id"].as_str() {
+            return id.to_owned();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("no pending proposal reached the other replica");
+}
+
 async fn stored_count(url: &str, session: &str) -> (i64, u64) {
     let stores = Stores::open(url).await.expect("store");
     let record = stores
@@ -175,6 +194,40 @@ async fn two_replicas_share_one_session_without_losing_an_inc() {
     assert_eq!(count, 1000, "every dispatched inc applied exactly once");
     assert_eq!(seq, 1000);
 
+    // A proposal parked on A is approved through B; A's waiting agent learns it (the
+    // replicas wake each other with LISTEN/NOTIFY).
+    let parked = {
+        let (base, token) = (bases[0].clone(), tokens[0].clone());
+        tokio::spawn(async move {
+            let resp = reqwest::Client::new()
+                .post(format!("{base}/agent/lap/v1/message"))
+                .bearer_auth(token)
+                .json(&json!({"msg": {"type": "delete", "id": "9"}, "timeoutMs": 20000}))
+                .send()
+                .await
+                .expect("propose");
+            resp.json::<Value>().await.expect("json")
+        })
+    };
+    let confirm_id = pending_on(&human, &bases[1], &session).await;
+    let resp = human
+        .post(format!(
+            "{}/agent/human/sessions/{session}/confirms/{confirm_id}",
+            bases[1]
+        ))
+        .json(&json!({"decision": "approve"}))
+        .send()
+        .await
+        .expect("approve");
+    assert_eq!(resp.status().as_u16(), 200);
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(15), parked)
+        .await
+        .expect("the parked agent is woken")
+        .expect("task");
+    assert_eq!(answer["status"], "confirmed", "{answer}");
+    assert_eq!(answer["stateAfter"]["lastDelete"], "9", "{answer}");
+    assert_eq!(answer["stateAfter"]["count"], 1000, "{answer}");
+
     // Again with replica A killed (SIGKILL) mid-run: B finishes. An inc whose answer was
     // lost with A may or may not have committed; every dispatched one did, once.
     drop(b);
@@ -184,6 +237,7 @@ async fn two_replicas_share_one_session_without_losing_an_inc() {
     assert_eq!(dispatched + lost, AGENTS * 10);
     let (count, _) = stored_count(&url, &session).await;
     let after = usize::try_from(count - 1000).expect("no inc went missing");
+    // (The approved delete left the count alone.)
     assert!(
         dispatched <= after && after <= dispatched + lost,
         "applied {after}, dispatched {dispatched}, lost in flight {lost}"

@@ -31,6 +31,8 @@ struct HostInner<A: App> {
     reloading: tokio::sync::Mutex<()>,
     /// Starts the idle sweeper with the first session (it needs a tokio runtime).
     sweeper: Once,
+    /// Starts the listener for other processes' changes (shared stores only).
+    listener: Once,
 }
 
 /// Hosts the sessions of one app. Cheap to clone (shared).
@@ -115,6 +117,7 @@ impl<A: App> Host<A> {
                 store,
                 reloading: tokio::sync::Mutex::new(()),
                 sweeper: Once::new(),
+                listener: Once::new(),
             }),
         })
     }
@@ -181,6 +184,7 @@ impl<A: App> Host<A> {
     pub fn create_session(&self, owner: Option<String>) -> Result<Session<A>, CreateSessionError> {
         let config = &self.inner.config;
         self.start_sweeper();
+        self.start_listener();
         let now = config.clock.now_ms();
         // Checked and inserted under one write lock, so concurrent mints cannot overshoot.
         let mut sessions = self
@@ -259,6 +263,7 @@ impl<A: App> Host<A> {
             }
         };
         self.start_sweeper();
+        self.start_listener();
         let config = &self.inner.config;
         let now = config.clock.now_ms();
         let mut sessions = self
@@ -313,6 +318,33 @@ impl<A: App> Host<A> {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .expire_idle(now, idle_ms)
+    }
+
+    /// With a shared store, spawns (once) the task that hands other processes' changes to
+    /// the sessions held here. It holds the host weakly and ends with it.
+    fn start_listener(&self) {
+        let Some(store) = self.inner.store.as_ref() else {
+            return;
+        };
+        self.inner.listener.call_once(|| {
+            let Some(mut changes) = store.changes() else {
+                return;
+            };
+            let weak: Weak<HostInner<A>> = Arc::downgrade(&self.inner);
+            tokio::spawn(async move {
+                loop {
+                    let id = match changes.recv().await {
+                        Ok(id) => id,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    };
+                    let Some(inner) = weak.upgrade() else { return };
+                    if let Some(session) = (Host { inner }).session(&id) {
+                        session.refresh_from_store();
+                    }
+                }
+            });
+        });
     }
 
     /// Spawns (once) the task that expires idle sessions every `session_idle_ms / 4` (at least

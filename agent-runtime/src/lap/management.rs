@@ -113,6 +113,8 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
                 other => ApiError::internal(other.to_string()),
             })?,
     };
+    // A new session is in the store before its token is (another replica can load it).
+    session.stored().await;
     server
         .inner
         .tokens

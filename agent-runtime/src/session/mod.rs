@@ -87,6 +87,10 @@ pub(crate) struct SessionCore<A: App> {
     committed_through: AtomicU64,
     /// Where commits are written (none: in memory only).
     persist: Option<persist::Persistence>,
+    /// Woken when another process changed the stored session: the task reloads it.
+    refresh: tokio::sync::Notify,
+    /// True once the session is in its store (at once without one).
+    stored: watch::Sender<bool>,
 }
 
 /// The receiving end of a session's inbox, handed to its task.
@@ -206,6 +210,7 @@ impl<A: App> Session<A> {
         let (notes, _) = broadcast::channel(NOTES_CAPACITY);
         let (confirm_changed, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
+        let in_memory = persist.is_none();
         let core = Arc::new(SessionCore {
             id,
             owner,
@@ -236,6 +241,8 @@ impl<A: App> Session<A> {
             next_ticket: Mutex::new(1),
             committed_through: AtomicU64::new(0),
             persist,
+            refresh: tokio::sync::Notify::new(),
+            stored: watch::channel(in_memory).0,
         });
         Ok((core, rx))
     }
@@ -253,6 +260,7 @@ impl<A: App> Session<A> {
             if let Some(first) = first {
                 persist::first_write(&core, first).await;
             }
+            core.stored.send_replace(true);
             for effect in effects {
                 effects::spawn_effect(&core, effect);
             }
@@ -331,6 +339,21 @@ impl<A: App> Session<A> {
     /// The log, newest first, at most `n` entries, optionally filtered by kind.
     pub fn recent_log(&self, n: usize, kind: Option<&str>) -> Vec<LogEntry> {
         lock(&self.core.log).recent(n, kind)
+    }
+
+    /// Resolves once the session is in its store (at once without a store), so another
+    /// process can load it.
+    pub async fn stored(&self) {
+        let mut rx = self.core.stored.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    /// Asks the session task to reload the stored session: another process committed or
+    /// changed its confirmations (a no-op without a store).
+    pub fn refresh_from_store(&self) {
+        if self.core.persist.is_some() {
+            self.core.refresh.notify_one();
+        }
     }
 
     /// Appends a log entry and publishes it as a `log` event. An entry over the log-entry

@@ -19,6 +19,9 @@ use crate::store::{SessionRecord, SessionStore};
 pub(crate) struct Persistence {
     store: Arc<dyn SessionStore>,
     schema_hash: Arc<str>,
+    /// The confirmations JSON the store holds as far as this process knows (written here,
+    /// or read back from another process's change), so none is written back needlessly.
+    stored_confirms: Arc<std::sync::Mutex<String>>,
 }
 
 impl Persistence {
@@ -26,6 +29,7 @@ impl Persistence {
         Persistence {
             store,
             schema_hash: Arc::from(schema_hash),
+            stored_confirms: Arc::new(std::sync::Mutex::new("[]".into())),
         }
     }
 
@@ -209,7 +213,6 @@ pub(crate) fn spawn_confirm_saver<A: App>(core: &Arc<SessionCore<A>>) {
     let mut changed = core.confirm_changed.subscribe();
     let mut closed = core.closed.subscribe();
     tokio::spawn(async move {
-        let mut saved = String::from("[]");
         loop {
             tokio::select! {
                 biased;
@@ -222,15 +225,52 @@ pub(crate) fn spawn_confirm_saver<A: App>(core: &Arc<SessionCore<A>>) {
             if *core.closed.borrow() {
                 return;
             }
-            if json == saved {
+            if *lock(&p.stored_confirms) == json {
                 continue;
             }
             match p.store.save_confirms(&core.id, &json).await {
-                Ok(()) => saved = json,
+                Ok(()) => *lock(&p.stored_confirms) = json,
                 Err(e) => log_error(&core, "Confirmations not stored", e.to_string()),
             }
         }
     });
+}
+
+/// Reloads the stored session after another process changed it (called by the session
+/// task, so no commit runs meanwhile): a newer commit replaces the state and is published
+/// (waking `/wait`, `waitFor` and event streams); changed confirmations replace these
+/// (waking confirmation waiters).
+pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
+    let Some(p) = &core.persist else { return };
+    let record = match p.store.load_session(&core.id).await {
+        Ok(Some(record)) => record,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::error!(target: "agent_runtime::store", "reloading session {} failed: {e}", core.id);
+            return;
+        }
+    };
+    if record.seq > core.published.borrow().seq {
+        if let Ok(state) = serde_json::from_str::<A::State>(&record.state) {
+            if let Ok(redacted) = super::redact(&*core.app, &state) {
+                let redacted = Arc::new(redacted);
+                *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+                core.published.send_replace(super::Published {
+                    seq: record.seq,
+                    state: redacted.clone(),
+                });
+                lock(&core.events).publish(super::events::EventBody::State(redacted));
+            }
+        }
+    }
+    *lock(&p.stored_confirms) = record.confirms.clone();
+    let changed = {
+        let mut confirms = lock(&core.confirms);
+        confirms.to_json() != record.confirms && confirms.restore_json(&record.confirms)
+    };
+    if changed {
+        core.confirm_changed.send_modify(|v| *v += 1);
+    }
 }
 
 /// The note agents get when a session was stored under another schema.
@@ -304,6 +344,9 @@ pub(crate) fn restore<A: App>(
         for entry in tail {
             log.push(entry);
         }
+    }
+    if let Some(p) = &core.persist {
+        *lock(&p.stored_confirms) = record.confirms.clone();
     }
     if !lock(&core.confirms).restore_json(&record.confirms) {
         notes.push((

@@ -68,16 +68,21 @@ pub(crate) async fn run<A: App>(
             biased;
             _ = closed.wait_for(|c| *c) => break,
             env = inbox.recv() => match env {
-                Some(env) => env,
+                Some(env) => Some(env),
                 None => break,
             },
             _ = confirms_changed.changed() => continue,
+            // Another process changed the stored session.
+            _ = core.refresh.notified() => None,
             _ = expiry.tick(), if sweeping => {
                 core.sweep_confirms();
                 continue;
             }
         };
-        commit(&core, env).await;
+        match env {
+            Some(env) => commit(&core, env).await,
+            None => persist::refresh(&core).await,
+        }
     }
 }
 

@@ -36,7 +36,20 @@ CREATE TABLE IF NOT EXISTS agent_mcp_sessions (
     id TEXT PRIMARY KEY, tid TEXT NOT NULL, created_at BIGINT NOT NULL,
     deleted BOOLEAN NOT NULL);
 CREATE TABLE IF NOT EXISTS agent_keys (name TEXT PRIMARY KEY, bytes BYTEA NOT NULL);
+CREATE OR REPLACE FUNCTION agent_sessions_notify() RETURNS trigger AS $$
+BEGIN
+    PERFORM pg_notify('agent_session_changes', NEW.id);
+    RETURN NULL;
+END
+$$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS agent_sessions_changed ON agent_sessions;
+CREATE TRIGGER agent_sessions_changed AFTER UPDATE ON agent_sessions
+    FOR EACH ROW EXECUTE FUNCTION agent_sessions_notify();
 ";
+
+/// Notifications buffered for a slow host before the oldest are dropped (a host that lags
+/// reloads on its next commit anyway).
+const CHANGES_CAPACITY: usize = 1024;
 
 /// Key of the advisory lock held while the tables are created.
 const SCHEMA_LOCK: i64 = 0x6167_656e_7473;
@@ -45,6 +58,9 @@ const SCHEMA_LOCK: i64 = 0x6167_656e_7473;
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: sqlx::PgPool,
+    /// Fed by one `LISTEN` task, started by the first
+    /// [`SessionStore::changes`](crate::store::SessionStore::changes) call.
+    changes: std::sync::Arc<std::sync::OnceLock<tokio::sync::broadcast::Sender<String>>>,
 }
 
 impl PostgresStore {
@@ -62,7 +78,49 @@ impl PostgresStore {
             .await?;
         sqlx::raw_sql(SCHEMA).execute(&mut *tx).await?;
         tx.commit().await?;
-        Ok(PostgresStore { pool })
+        Ok(PostgresStore {
+            pool,
+            changes: Default::default(),
+        })
+    }
+
+    /// Starts the task that `LISTEN`s on [`CHANGES_CHANNEL`] (reconnecting after a lost
+    /// connection) and forwards each changed session id. It ends when every receiver is gone.
+    fn listen(&self) -> tokio::sync::broadcast::Sender<String> {
+        let (tx, _) = tokio::sync::broadcast::channel(CHANGES_CAPACITY);
+        let sender = tx.clone();
+        let pool = self.pool.clone();
+        tokio::spawn(async move {
+            loop {
+                let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::error!(target: "agent_runtime::store", "LISTEN connect failed: {e}");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                };
+                if let Err(e) = listener.listen(CHANGES_CHANNEL).await {
+                    tracing::error!(target: "agent_runtime::store", "LISTEN failed: {e}");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+                loop {
+                    match listener.recv().await {
+                        Ok(n) => {
+                            if sender.send(n.payload().to_owned()).is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(target: "agent_runtime::store", "LISTEN lost: {e}");
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        tx
     }
 
     /// The connection pool.
@@ -71,4 +129,4 @@ impl PostgresStore {
     }
 }
 
-impl_sql_store!(PostgresStore, sqlx::Postgres);
+impl_sql_store!(PostgresStore, sqlx::Postgres, changes);

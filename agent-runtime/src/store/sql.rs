@@ -45,7 +45,17 @@ pub(super) fn token_failure(op: &str, e: &sqlx::Error) {
 }
 
 macro_rules! impl_sql_store {
+    ($store:ty, $db:ty, changes) => {
+        $crate::store::sql::impl_sql_store!(@impl $store, $db, {
+            fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+                Some(self.changes.get_or_init(|| self.listen()).subscribe())
+            }
+        });
+    };
     ($store:ty, $db:ty) => {
+        $crate::store::sql::impl_sql_store!(@impl $store, $db, {});
+    };
+    (@impl $store:ty, $db:ty, { $($changes:tt)* }) => {
         const TOKEN_COLUMNS: &str = "tid, token_hash, uid, session_id, status, created_at, \
              expires_at, last_seen_at, pending_resume_until, origin, label";
 
@@ -404,6 +414,8 @@ macro_rules! impl_sql_store {
                     Ok($crate::store::sql::from_db(n))
                 })
             }
+
+            $($changes)*
         }
 
         impl $crate::store::IdempotencyRecords for $store {

@@ -56,6 +56,12 @@ pub trait SessionStore: Send + Sync {
 
     /// How many sessions the store holds.
     fn session_count(&self) -> BoxFuture<'_, StoreResult<u64>>;
+
+    /// The ids of sessions other processes change (a commit, the confirmations), as they are
+    /// changed; `None` when the store is not shared (must be called inside a tokio runtime).
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
 }
 
 /// Where the first answers of keyed `/message` calls live (`lap.md` §5.7).
