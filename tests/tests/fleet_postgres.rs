@@ -118,7 +118,8 @@ async fn run(
         })
     });
     let mut agents = Vec::new();
-    for token in tokens.iter().take(AGENTS).cloned() {
+    for token in tokens.iter().take(AGENTS) {
+        let token = token.clone();
         let (bases, dead, sent, dispatched, lost) = (
             bases.clone(),
             dead.clone(),
