@@ -102,6 +102,9 @@ pub(crate) struct ServerInner<A: App> {
     /// The live sessions of `/agent/mcp`.
     #[cfg(feature = "mcp")]
     pub mcp: Arc<crate::mcp::McpSessions>,
+    /// Where the MCP session ids issued are kept (durable stores only).
+    #[cfg(feature = "mcp")]
+    pub mcp_bindings: Option<Arc<dyn crate::store::McpBindings>>,
 }
 
 /// The HTTP surface of a host. Cheap to clone (shared).
@@ -131,6 +134,7 @@ pub struct AgentServerBuilder<A: App> {
     options: ServerOptions,
     tokens: Option<Arc<dyn TokenStore>>,
     idempotency: Option<Arc<dyn crate::store::IdempotencyRecords>>,
+    mcp_bindings: Option<Arc<dyn crate::store::McpBindings>>,
     limiter: Option<Arc<dyn RateLimiter>>,
     resolver: Option<Arc<dyn IdentityResolver>>,
 }
@@ -162,6 +166,7 @@ impl<A: App> AgentServerBuilder<A> {
         self.tokens = Some(stores.tokens.clone());
         if stores.is_durable() {
             self.idempotency = Some(stores.idempotency.clone());
+            self.mcp_bindings = Some(stores.mcp.clone());
         }
         self
     }
@@ -211,6 +216,8 @@ impl<A: App> AgentServerBuilder<A> {
                 revocations,
                 #[cfg(feature = "mcp")]
                 mcp: Arc::new(crate::mcp::McpSessions::new(&self.options.mcp)),
+                #[cfg(feature = "mcp")]
+                mcp_bindings: self.mcp_bindings,
                 options: self.options,
                 host: self.host,
             }),
@@ -252,6 +259,7 @@ impl<A: App> AgentServer<A> {
             options: ServerOptions::default(),
             tokens: None,
             idempotency: None,
+            mcp_bindings: None,
             limiter: None,
             resolver: None,
         }

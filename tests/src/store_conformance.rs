@@ -228,26 +228,42 @@ pub async fn idempotency(stores: &Stores) {
     assert!(i.get_idempotent("t1", "k1").await.expect("get").is_some());
 }
 
-/// MCP session bindings: bind, read, delete (a deleted id stays deleted, even when bound
-/// again).
+/// MCP session bindings: bind, complete, read, delete (a deleted id stays deleted, even when
+/// bound again).
 pub async fn mcp_bindings(stores: &Stores) {
     let m = &stores.mcp;
-    let binding = McpBinding {
+    let issued = McpBinding {
         id: "m1".into(),
-        tid: "t1".into(),
+        tid: String::new(),
+        init: r#"{"protocolVersion":"2025-06-18"}"#.into(),
         created_at: 5,
         deleted: false,
     };
-    m.bind_mcp(binding.clone()).await.expect("bind");
+    m.bind_mcp(issued.clone()).await.expect("bind");
     assert_eq!(
         m.mcp_binding("m1").await.expect("get"),
-        Some(binding.clone())
+        Some(issued.clone())
     );
+    // The token becomes known later; the init params stay.
+    m.bind_mcp(McpBinding {
+        tid: "t1".into(),
+        init: String::new(),
+        created_at: 9,
+        ..issued.clone()
+    })
+    .await
+    .expect("bind tid");
+    let bound = McpBinding {
+        tid: "t1".into(),
+        ..issued.clone()
+    };
+    assert_eq!(m.mcp_binding("m1").await.expect("get"), Some(bound.clone()));
     assert_eq!(m.mcp_binding("m2").await.expect("get"), None);
     m.delete_mcp("m1").await.expect("delete");
     let deleted = m.mcp_binding("m1").await.expect("get").expect("kept");
     assert!(deleted.deleted);
-    m.bind_mcp(binding).await.expect("bind again");
+    assert_eq!(deleted.tid, "t1");
+    m.bind_mcp(bound).await.expect("bind again");
     assert!(
         m.mcp_binding("m1")
             .await

@@ -240,3 +240,97 @@ async fn pending_confirmation_and_idempotency_survive_sigkill() {
     assert_eq!(result["status"], "confirmed", "{result}");
     assert_eq!(result["stateAfter"]["lastDelete"], "7", "{result}");
 }
+
+/// A raw MCP POST (JSON-RPC `body`) with the bearer and, when given, the session id.
+async fn mcp_post(
+    base: &str,
+    token: &str,
+    session: Option<&str>,
+    body: Value,
+) -> reqwest::Response {
+    let mut req = reqwest::Client::new()
+        .post(format!("{base}/agent/mcp"))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some(id) = session {
+        req = req.header("mcp-session-id", id);
+    }
+    req.send().await.expect("MCP POST")
+}
+
+#[tokio::test]
+async fn an_mcp_client_goes_on_after_sigkill_and_a_deleted_id_stays_dead() {
+    use agent_tests::mcp::{call, ok};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::ServiceExt as _;
+
+    let dir = TempDir::new();
+    let db = dir.db();
+    let first = ServerProcess::start(&binary(), &["--db", &db]);
+    let port = first.base.rsplit(':').next().expect("port").to_owned();
+    let human = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client");
+    let (token, _) = mint(&first.base, &human).await;
+
+    // rmcp's client with the bearer on every request; re-initializing after a 404 is off,
+    // so a lost session would fail the calls below.
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(format!("{}/agent/mcp", first.base))
+            .auth_header(token.clone());
+    config.reinit_on_expired_session = false;
+    let client =
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .expect("initialize");
+    let sent = ok(&call(
+        client.peer(),
+        "send_message",
+        json!({"msg": {"type": "inc"}, "waitFor": "idle"}),
+    )
+    .await);
+    assert_eq!(sent["status"], "dispatched", "{sent}");
+
+    // A second MCP session, ended with DELETE before the restart.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let resp = mcp_post(&first.base, &token, None, init).await;
+    assert_eq!(resp.status().as_u16(), 200);
+    let deleted_id = resp.headers()["mcp-session-id"]
+        .to_str()
+        .expect("id")
+        .to_owned();
+    let resp = reqwest::Client::new()
+        .delete(format!("{}/agent/mcp", first.base))
+        .bearer_auth(&token)
+        .header("mcp-session-id", &deleted_id)
+        .send()
+        .await
+        .expect("DELETE");
+    assert_eq!(resp.status().as_u16(), 200);
+    first.kill();
+
+    let second = ServerProcess::start(&binary(), &["--db", &db, "--port", &port]);
+    let sent = ok(&call(
+        client.peer(),
+        "send_message",
+        json!({"msg": {"type": "inc"}, "waitFor": "idle"}),
+    )
+    .await);
+    assert_eq!(sent["status"], "dispatched", "{sent}");
+    let state = ok(&call(client.peer(), "get_state", json!({})).await);
+    assert_eq!(state["state"]["count"], 2, "{state}");
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let resp = mcp_post(&second.base, &token, Some(&deleted_id), list.clone()).await;
+    assert_eq!(resp.status().as_u16(), 404, "a DELETEd id stays dead");
+    // An id that was never issued is not found either, bearer or not.
+    let resp = mcp_post(&second.base, &token, Some("never-issued"), list).await;
+    assert_eq!(resp.status().as_u16(), 404);
+    let _ = client.cancel().await;
+}

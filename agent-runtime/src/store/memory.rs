@@ -154,8 +154,21 @@ impl IdempotencyRecords for MemoryStore {
 
 impl McpBindings for MemoryStore {
     fn bind_mcp(&self, binding: McpBinding) -> BoxFuture<'_, StoreResult<()>> {
-        // The first binding of an id stays (a deleted id is never revived).
-        self.lock().mcp.entry(binding.id.clone()).or_insert(binding);
+        let mut maps = self.lock();
+        match maps.mcp.get_mut(&binding.id) {
+            // A deleted id is never revived; known fields are completed.
+            Some(stored) => {
+                if !binding.tid.is_empty() {
+                    stored.tid = binding.tid;
+                }
+                if !binding.init.is_empty() {
+                    stored.init = binding.init;
+                }
+            }
+            None => {
+                maps.mcp.insert(binding.id.clone(), binding);
+            }
+        }
         ready(())
     }
 

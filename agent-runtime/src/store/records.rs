@@ -70,13 +70,16 @@ pub struct IdempotencyEntry {
     pub headers: String,
 }
 
-/// An MCP session id issued by `/agent/mcp` and the token it is bound to.
+/// An MCP session id issued by `/agent/mcp`, the token it is bound to and the client's
+/// `initialize` parameters (what rebuilding the session after a restart replays).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpBinding {
     /// The `Mcp-Session-Id`.
     pub id: String,
-    /// The token id (`tid`) the MCP session was initialized with.
+    /// The token id (`tid`) the MCP session is bound to (empty: not known yet).
     pub tid: String,
+    /// JSON text of the `initialize` request's params (empty: not known yet).
+    pub init: String,
     /// When it was issued (ms since the epoch).
     pub created_at: u64,
     /// Whether the client ended it with `DELETE` (it then stays dead).

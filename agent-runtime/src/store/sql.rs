@@ -497,11 +497,16 @@ macro_rules! impl_sql_store {
             ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<()>> {
                 Box::pin(async move {
                     sqlx::query(
-                        "INSERT INTO agent_mcp_sessions (id, tid, created_at, deleted) \
-                         VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING",
+                        "INSERT INTO agent_mcp_sessions (id, tid, init, created_at, deleted) \
+                         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET \
+                         tid = CASE WHEN excluded.tid = '' THEN agent_mcp_sessions.tid \
+                         ELSE excluded.tid END, \
+                         init = CASE WHEN excluded.init = '' THEN agent_mcp_sessions.init \
+                         ELSE excluded.init END",
                     )
                     .bind(&b.id)
                     .bind(&b.tid)
+                    .bind(&b.init)
                     .bind($crate::store::sql::to_db(b.created_at))
                     .bind(b.deleted)
                     .execute(&self.pool)
@@ -518,15 +523,17 @@ macro_rules! impl_sql_store {
                 $crate::store::StoreResult<Option<$crate::store::McpBinding>>,
             > {
                 Box::pin(async move {
-                    let row: Option<(String, i64, bool)> = sqlx::query_as(
-                        "SELECT tid, created_at, deleted FROM agent_mcp_sessions WHERE id = $1",
+                    let row: Option<(String, String, i64, bool)> = sqlx::query_as(
+                        "SELECT tid, init, created_at, deleted FROM agent_mcp_sessions \
+                         WHERE id = $1",
                     )
                     .bind(id)
                     .fetch_optional(&self.pool)
                     .await?;
-                    Ok(row.map(|(tid, created_at, deleted)| $crate::store::McpBinding {
+                    Ok(row.map(|(tid, init, created_at, deleted)| $crate::store::McpBinding {
                         id: id.to_owned(),
                         tid,
+                        init,
                         created_at: $crate::store::sql::from_db(created_at),
                         deleted,
                     }))

@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS agent_idempotency (
     status INTEGER NOT NULL, body TEXT NOT NULL, headers TEXT NOT NULL,
     PRIMARY KEY (tid, key));
 CREATE TABLE IF NOT EXISTS agent_mcp_sessions (
-    id TEXT PRIMARY KEY, tid TEXT NOT NULL, created_at BIGINT NOT NULL,
+    id TEXT PRIMARY KEY, tid TEXT NOT NULL, init TEXT NOT NULL, created_at BIGINT NOT NULL,
     deleted BOOLEAN NOT NULL);
 CREATE TABLE IF NOT EXISTS agent_keys (name TEXT PRIMARY KEY, bytes BLOB NOT NULL);
 ";

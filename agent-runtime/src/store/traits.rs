@@ -82,7 +82,8 @@ pub trait IdempotencyRecords: Send + Sync {
 
 /// Where the MCP session ids `/agent/mcp` issued are kept, with the token each is bound to.
 pub trait McpBindings: Send + Sync {
-    /// Records that MCP session `binding.id` was issued for `binding.tid`.
+    /// Records MCP session `binding.id`; for an id already recorded, a non-empty `tid` or
+    /// `init` replaces the stored one and the rest stays (a deleted id stays deleted).
     fn bind_mcp(&self, binding: McpBinding) -> BoxFuture<'_, StoreResult<()>>;
 
     /// The binding of MCP session `id` (deleted ones included, flagged).
