@@ -334,3 +334,83 @@ async fn an_mcp_client_goes_on_after_sigkill_and_a_deleted_id_stays_dead() {
     assert_eq!(resp.status().as_u16(), 404);
     let _ = client.cancel().await;
 }
+
+/// The first numbered event of the human's event stream (`id`, `event`, `data`), opened with
+/// `Last-Event-ID: last` when given.
+async fn first_event(
+    human: &reqwest::Client,
+    base: &str,
+    session: &str,
+    last: Option<u64>,
+) -> (u64, String, Value) {
+    use futures::StreamExt as _;
+    let mut req = human.get(format!("{base}/agent/human/sessions/{session}/events"));
+    if let Some(l) = last {
+        req = req.header("last-event-id", l.to_string());
+    }
+    let resp = req.send().await.expect("events");
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut stream = resp.bytes_stream();
+    let mut buf = String::new();
+    loop {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(5), stream.next())
+            .await
+            .expect("an event within 5 s")
+            .expect("stream open")
+            .expect("chunk");
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let (mut id, mut event, mut data) = (None, String::new(), Value::Null);
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix("event:") {
+                    event = v.trim().to_owned();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data = serde_json::from_str(v.trim()).unwrap_or(Value::Null);
+                }
+            }
+            if let Some(id) = id {
+                return (id, event, data);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_console_event_stream_resumes_after_sigkill() {
+    let dir = TempDir::new();
+    let db = dir.db();
+    let first = ServerProcess::start(&binary(), &["--db", &db]);
+    let human = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client");
+    let (token, session) = mint(&first.base, &human).await;
+    for _ in 0..3 {
+        send(&first.base, &token, json!({"type": "inc"})).await;
+    }
+    let (seen, event, data) = first_event(&human, &first.base, &session, None).await;
+    assert_eq!(
+        (event.as_str(), &data["state"]["count"]),
+        ("state", &json!(3))
+    );
+    first.kill();
+
+    let second = ServerProcess::start(&binary(), &["--db", &db]);
+    // The new process has events of its own before the console reconnects.
+    for _ in 0..5 {
+        send(&second.base, &token, json!({"type": "inc"})).await;
+    }
+    // Reconnecting with the last id it saw: a snapshot of the current state, numbered
+    // after every id of the process before.
+    let (id, event, data) = first_event(&human, &second.base, &session, Some(seen)).await;
+    assert_eq!(event, "state");
+    assert_eq!(data["snapshot"], true, "{data}");
+    assert_eq!(data["state"]["count"], 8, "{data}");
+    assert!(
+        id > seen,
+        "event ids go on after a restart ({id} after {seen})"
+    );
+}

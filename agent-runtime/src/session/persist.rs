@@ -339,6 +339,10 @@ pub(crate) fn restore<A: App>(
         parts,
         Some(persist),
     )?;
+    // Event ids go on from the wall clock (ms): above those of the process before, so an
+    // event stream reconnecting with its `Last-Event-ID` gets a snapshot, never another
+    // process's events under the ids it saw.
+    lock(&core.events).continue_after(core.now());
     {
         let mut log = lock(&core.log);
         for entry in tail {
