@@ -389,9 +389,10 @@ impl<A: App> Host<A> {
     /// Closes and forgets session `id` (and deletes it from the store). Returns whether it
     /// was open.
     pub fn close_session(&self, id: &str) -> bool {
-        if let Some(store) = self.inner.store.clone() {
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        if let (Some(store), Some(runtime)) = (self.inner.store.clone(), runtime) {
             let id = id.to_owned();
-            tokio::spawn(async move {
+            runtime.spawn(async move {
                 if let Err(e) = store.delete_session(&id).await {
                     tracing::error!(target: "agent_runtime::store", "deleting session {id} failed: {e}");
                 }
