@@ -58,6 +58,7 @@ const SCHEMA_LOCK: i64 = 0x6167_656e_7473;
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: sqlx::PgPool,
+    touches: std::sync::Arc<super::sql::Touches>,
     /// Fed by one `LISTEN` task, started by the first
     /// [`SessionStore::changes`](crate::store::SessionStore::changes) call.
     changes: std::sync::Arc<std::sync::OnceLock<tokio::sync::broadcast::Sender<String>>>,
@@ -80,6 +81,7 @@ impl PostgresStore {
         tx.commit().await?;
         Ok(PostgresStore {
             pool,
+            touches: Default::default(),
             changes: Default::default(),
         })
     }

@@ -44,6 +44,51 @@ pub(super) fn token_failure(op: &str, e: &sqlx::Error) {
     tracing::error!(target: "agent_runtime::store", "token store {op} failed: {e}");
 }
 
+/// `lastSeenAt` updates waiting to be written: a LAP call touches its token every time, and
+/// writing each touch would double the writes of `/message`. Touches are written at most once
+/// a second per token by a flusher task; reads overlay the pending ones, so callers see every
+/// touch at once. A process killed loses at most the last second of `lastSeenAt` moves.
+#[derive(Debug, Default)]
+pub(crate) struct Touches {
+    pending: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    flusher: std::sync::OnceLock<()>,
+}
+
+/// How often pending touches are written.
+pub(crate) const TOUCH_FLUSH: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Touches {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, u64>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a touch; answers whether the flusher must be started.
+    pub(crate) fn add(&self, tid: &str, now: u64) -> bool {
+        let mut pending = self.lock();
+        let at = pending.entry(tid.to_owned()).or_insert(now);
+        *at = (*at).max(now);
+        drop(pending);
+        let mut start = false;
+        self.flusher.get_or_init(|| start = true);
+        start
+    }
+
+    /// The newest pending touch of `tid`.
+    pub(crate) fn get(&self, tid: &str) -> Option<u64> {
+        self.lock().get(tid).copied()
+    }
+
+    /// Takes every pending touch.
+    pub(crate) fn drain(&self) -> Vec<(String, u64)> {
+        self.lock().drain().collect()
+    }
+
+    /// Forgets the pending touch of `tid` (a write set `lastSeenAt` itself).
+    pub(crate) fn forget(&self, tid: &str) {
+        self.lock().remove(tid);
+    }
+}
+
 macro_rules! impl_sql_store {
     ($store:ty, $db:ty, changes) => {
         $crate::store::sql::impl_sql_store!(@impl $store, $db, {
@@ -110,8 +155,17 @@ macro_rules! impl_sql_store {
                     "SELECT {TOKEN_COLUMNS} FROM agent_tokens WHERE {condition} ORDER BY ord, tid"
                 );
                 let rows = sqlx::query(&sql).bind(value).fetch_all(&self.pool).await;
-                match rows.and_then(|rows| rows.iter().map(token_from_row).collect()) {
-                    Ok(records) => records,
+                let records: Result<Vec<$crate::security::TokenRecord>, sqlx::Error> =
+                    rows.and_then(|rows| rows.iter().map(token_from_row).collect());
+                match records {
+                    Ok(mut records) => {
+                        for r in &mut records {
+                            if let Some(at) = self.touches.get(&r.tid) {
+                                r.last_seen_at = r.last_seen_at.max(at);
+                            }
+                        }
+                        records
+                    }
                     Err(e) => {
                         $crate::store::sql::token_failure(op, &e);
                         Vec::new()
@@ -157,6 +211,37 @@ macro_rules! impl_sql_store {
                 .execute(&mut *tx)
                 .await?;
                 tx.commit().await
+            }
+
+            /// Starts the task writing pending touches every [`TOUCH_FLUSH`] (it ends with the
+            /// store).
+            fn start_touch_flusher(&self) {
+                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                    return;
+                };
+                let touches = std::sync::Arc::downgrade(&self.touches);
+                let pool = self.pool.clone();
+                runtime.spawn(async move {
+                    let mut tick = tokio::time::interval($crate::store::sql::TOUCH_FLUSH);
+                    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    loop {
+                        tick.tick().await;
+                        let Some(touches) = touches.upgrade() else { return };
+                        for (tid, at) in touches.drain() {
+                            let done = sqlx::query(
+                                "UPDATE agent_tokens SET last_seen_at = $2 \
+                                 WHERE tid = $1 AND last_seen_at < $2",
+                            )
+                            .bind(&tid)
+                            .bind($crate::store::sql::to_db(at))
+                            .execute(&pool)
+                            .await;
+                            if let Err(e) = done {
+                                $crate::store::sql::token_failure("touch", &e);
+                            }
+                        }
+                    }
+                });
             }
 
             async fn update_token(&self, op: &str, sql: &str, tid: &str, now: Option<u64>, label: Option<&str>) {
@@ -214,13 +299,10 @@ macro_rules! impl_sql_store {
             }
 
             fn touch<'a>(&'a self, tid: &'a str, now: u64) -> futures::future::BoxFuture<'a, ()> {
-                Box::pin(self.update_token(
-                    "touch",
-                    "UPDATE agent_tokens SET last_seen_at = $2 WHERE tid = $1",
-                    tid,
-                    Some(now),
-                    None,
-                ))
+                if self.touches.add(tid, now) {
+                    self.start_touch_flusher();
+                }
+                Box::pin(futures::future::ready(()))
             }
 
             fn mark_active<'a>(
@@ -229,6 +311,7 @@ macro_rules! impl_sql_store {
                 label: &'a str,
                 now: u64,
             ) -> futures::future::BoxFuture<'a, ()> {
+                self.touches.forget(tid);
                 Box::pin(self.update_token(
                     "mark_active",
                     "UPDATE agent_tokens SET status = 'active', last_seen_at = $2, label = $3 \

@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS agent_keys (name TEXT PRIMARY KEY, bytes BLOB NOT NUL
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: sqlx::SqlitePool,
+    touches: std::sync::Arc<super::sql::Touches>,
 }
 
 impl SqliteStore {
@@ -69,7 +70,10 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
-        Ok(SqliteStore { pool })
+        Ok(SqliteStore {
+            pool,
+            touches: Default::default(),
+        })
     }
 }
 
