@@ -203,7 +203,7 @@ async fn two_replicas_share_one_session_without_losing_an_inc() {
             let resp = reqwest::Client::new()
                 .post(format!("{base}/agent/lap/v1/message"))
                 .bearer_auth(token)
-                .json(&json!({"msg": {"type": "delete", "id": "9"}, "timeoutMs": 20000}))
+                .json(&json!({"msg": {"type": "delete", "id": "9"}, "timeoutMs": 50000}))
                 .send()
                 .await
                 .expect("propose");
@@ -221,7 +221,7 @@ async fn two_replicas_share_one_session_without_losing_an_inc() {
         .await
         .expect("approve");
     assert_eq!(resp.status().as_u16(), 200);
-    let answer = tokio::time::timeout(std::time::Duration::from_secs(15), parked)
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(60), parked)
         .await
         .expect("the parked agent is woken")
         .expect("task");

@@ -333,14 +333,22 @@ impl<A: App> Host<A> {
             let weak: Weak<HostInner<A>> = Arc::downgrade(&self.inner);
             tokio::spawn(async move {
                 loop {
-                    let id = match changes.recv().await {
-                        Ok(id) => id,
+                    let change = match changes.recv().await {
+                        Ok(change) => change,
                         Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                         Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                     };
+                    let mut fields = change.split(' ');
+                    let id = fields.next().unwrap_or_default();
+                    let seq = fields.next().and_then(|s| s.parse::<u64>().ok());
+                    let confirms = fields.next() != Some("0");
                     let Some(inner) = weak.upgrade() else { return };
-                    if let Some(session) = (Host { inner }).session(&id) {
-                        session.refresh_from_store();
+                    if let Some(session) = (Host { inner }).session(id) {
+                        // This process's own commits come back too: nothing to reload.
+                        let newer = seq.is_none_or(|seq| seq > session.published().seq);
+                        if confirms || newer {
+                            session.refresh_from_store();
+                        }
                     }
                 }
             });

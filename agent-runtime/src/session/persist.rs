@@ -263,8 +263,17 @@ pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
             }
         }
     }
-    *lock(&p.stored_confirms) = record.confirms.clone();
-    let changed = {
+    // Only what another process wrote replaces these: a change made here and not yet written
+    // (the saver runs after it) must not be undone by the store's older copy.
+    let foreign = {
+        let mut known = lock(&p.stored_confirms);
+        let foreign = *known != record.confirms;
+        if foreign {
+            known.clone_from(&record.confirms);
+        }
+        foreign
+    };
+    let changed = foreign && {
         let mut confirms = lock(&core.confirms);
         confirms.to_json() != record.confirms && confirms.restore_json(&record.confirms)
     };

@@ -18,6 +18,8 @@ mod traits;
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod touches;
 
 #[cfg(feature = "postgres")]
 mod postgres;

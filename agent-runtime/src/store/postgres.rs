@@ -9,7 +9,8 @@ use sqlx::postgres::PgPoolOptions;
 use super::sql::impl_sql_store;
 use super::StoreError;
 
-/// The `LISTEN/NOTIFY` channel on which a write names the session it changed.
+/// The `LISTEN/NOTIFY` channel on which a write names the session it changed:
+/// `<session id> <sequence number> <1 if the confirmations changed, else 0>`.
 pub const CHANGES_CHANNEL: &str = "agent_session_changes";
 
 /// The tables, created when missing (under an advisory lock, so replicas starting together
@@ -38,7 +39,8 @@ CREATE TABLE IF NOT EXISTS agent_mcp_sessions (
 CREATE TABLE IF NOT EXISTS agent_keys (name TEXT PRIMARY KEY, bytes BYTEA NOT NULL);
 CREATE OR REPLACE FUNCTION agent_sessions_notify() RETURNS trigger AS $$
 BEGIN
-    PERFORM pg_notify('agent_session_changes', NEW.id);
+    PERFORM pg_notify('agent_session_changes', NEW.id || ' ' || NEW.seq || ' ' ||
+        CASE WHEN OLD.confirms IS DISTINCT FROM NEW.confirms THEN '1' ELSE '0' END);
     RETURN NULL;
 END
 $$ LANGUAGE plpgsql;

@@ -57,8 +57,9 @@ pub trait SessionStore: Send + Sync {
     /// How many sessions the store holds.
     fn session_count(&self) -> BoxFuture<'_, StoreResult<u64>>;
 
-    /// The ids of sessions other processes change (a commit, the confirmations), as they are
-    /// changed; `None` when the store is not shared (must be called inside a tokio runtime).
+    /// The sessions other processes change, as they are changed: `<id> <seq> <1 if the
+    /// confirmations changed, else 0>` (a bare id means "reload it"); `None` when the store
+    /// is not shared (must be called inside a tokio runtime).
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
         None
     }
