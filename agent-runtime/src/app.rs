@@ -18,8 +18,9 @@ pub type EffectError = Box<dyn std::error::Error + Send + Sync>;
 /// One value of the implementing type serves every session of a host; per-session data lives in
 /// [`App::State`].
 pub trait App: Send + Sync + Sized + 'static {
-    /// The application state. Serialized (then [`App::redact`]ed) for everything agents see.
-    type State: Serialize + JsonSchema + Clone + Send + Sync + 'static;
+    /// The application state. Serialized (then [`App::redact`]ed) for everything agents see;
+    /// deserialized when a durable store brings a session back.
+    type State: Serialize + serde::de::DeserializeOwned + JsonSchema + Clone + Send + Sync + 'static;
     /// The message enum, annotated with agent tags.
     type Msg: AgentMsg + Clone + Sync;
     /// Effects as data: `would_dispatch` lists them (as JSON) without running them.

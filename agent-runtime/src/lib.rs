@@ -28,7 +28,7 @@
 //!     Reset,
 //! }
 //!
-//! #[derive(Clone, Serialize, JsonSchema)]
+//! #[derive(Clone, Serialize, Deserialize, JsonSchema)]
 //! struct Counter {
 //!     count: i64,
 //! }
@@ -109,6 +109,7 @@ pub mod serve;
 mod server;
 pub mod session;
 pub(crate) mod snapshot;
+pub mod store;
 pub mod validate;
 
 pub use agent_derive::AgentMsg;

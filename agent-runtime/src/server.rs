@@ -100,6 +100,8 @@ pub(crate) struct ServerInner<A: App> {
     pub origin: OriginPolicy,
     pub options: ServerOptions,
     pub idempotency: IdempotencyStore,
+    /// Where first answers of keyed calls are also kept, with a durable store.
+    pub durable_idempotency: Option<Arc<dyn crate::store::IdempotencyRecords>>,
     /// Revoked tids, so in-flight long polls of that token end with 403.
     pub revocations: broadcast::Sender<String>,
     /// The live sessions of `/agent/mcp`.
@@ -108,6 +110,9 @@ pub(crate) struct ServerInner<A: App> {
     /// Paired sockets and which tokens are paired.
     #[cfg(feature = "pairing")]
     pub pairing: crate::pairing::Pairing,
+    /// Where the MCP session ids issued are kept (durable stores only).
+    #[cfg(feature = "mcp")]
+    pub mcp_bindings: Option<Arc<dyn crate::store::McpBindings>>,
 }
 
 /// The HTTP surface of a host. Cheap to clone (shared).
@@ -136,6 +141,8 @@ pub struct AgentServerBuilder<A: App> {
     host: Host<A>,
     options: ServerOptions,
     tokens: Option<Arc<dyn TokenStore>>,
+    idempotency: Option<Arc<dyn crate::store::IdempotencyRecords>>,
+    mcp_bindings: Option<Arc<dyn crate::store::McpBindings>>,
     limiter: Option<Arc<dyn RateLimiter>>,
     resolver: Option<Arc<dyn IdentityResolver>>,
     #[cfg(feature = "pairing")]
@@ -165,6 +172,19 @@ impl<A: App> AgentServerBuilder<A> {
     /// Uses a durable or shared token store.
     pub fn token_store(mut self, store: Arc<dyn TokenStore>) -> Self {
         self.tokens = Some(store);
+        self
+    }
+
+    /// Uses the token store of `stores` (tokens then survive a restart, and replicas on one
+    /// database share them). The sessions' store is the host's ([`Host::with_store`]); the
+    /// identity key is [`ServerOptions::identity_key`] (see
+    /// [`Stores::identity_key`](crate::store::Stores::identity_key)).
+    pub fn stores(mut self, stores: &crate::store::Stores) -> Self {
+        self.tokens = Some(stores.tokens.clone());
+        if stores.is_durable() {
+            self.idempotency = Some(stores.idempotency.clone());
+            self.mcp_bindings = Some(stores.mcp.clone());
+        }
         self
     }
 
@@ -209,6 +229,7 @@ impl<A: App> AgentServerBuilder<A> {
                 limiter,
                 origin,
                 idempotency: IdempotencyStore::new(self.host.config()),
+                durable_idempotency: self.idempotency,
                 revocations,
                 #[cfg(feature = "mcp")]
                 mcp: Arc::new(crate::mcp::McpSessions::new(&self.options.mcp)),
@@ -219,6 +240,8 @@ impl<A: App> AgentServerBuilder<A> {
                         .unwrap_or_else(|| Arc::new(crate::pairing::InMemoryPairingStore::new())),
                     self.host.config().budgets.log_entry_bytes,
                 ),
+                #[cfg(feature = "mcp")]
+                mcp_bindings: self.mcp_bindings,
                 options: self.options,
                 host: self.host,
             }),
@@ -259,6 +282,8 @@ impl<A: App> AgentServer<A> {
             host,
             options: ServerOptions::default(),
             tokens: None,
+            idempotency: None,
+            mcp_bindings: None,
             limiter: None,
             resolver: None,
             #[cfg(feature = "pairing")]

@@ -1,5 +1,9 @@
 //! The command line shared by the runnable examples:
-//! `cargo run --example <name> [--port N] [--rate-limit N/unit]`.
+//! `cargo run --example <name> [--port N] [--rate-limit N/unit] [--db PATH|postgres://… | --memory]`.
+//!
+//! Sessions, tokens and the identity signing key are durable by default: a SQLite file
+//! `<app name>.db` in the working directory (`--db PATH` another file, `--db postgres://…`
+//! a PostgreSQL database shared by replicas, `--memory` nothing kept).
 
 use std::future::IntoFuture as _;
 use std::net::SocketAddr;
@@ -7,6 +11,7 @@ use std::net::SocketAddr;
 use agent_runtime::app::App;
 use agent_runtime::security::loopback_hosts;
 use agent_runtime::security::RateLimitSpec;
+use agent_runtime::store::Stores;
 use agent_runtime::Host;
 use agent_runtime::{AgentServer, ServerOptions};
 
@@ -17,6 +22,9 @@ pub struct ExampleOptions {
     pub port: u16,
     /// Per-token LAP rate limit.
     pub rate_limit: RateLimitSpec,
+    /// The store: `memory`, a SQLite path or a `postgres://` URL; `None` is the default
+    /// SQLite file `<app name>.db` in the working directory.
+    pub db: Option<String>,
 }
 
 /// Parses `--port N` and `--rate-limit N/unit` (also `--port=N`); `default_port` otherwise.
@@ -27,6 +35,7 @@ pub fn parse_args(
     let mut opts = ExampleOptions {
         port: default_port,
         rate_limit: ServerOptions::default().rate_limit,
+        db: None,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -49,9 +58,18 @@ pub fn parse_args(
                 let v = value()?;
                 opts.rate_limit = v.parse().map_err(|e| format!("{e}"))?;
             }
+            "--db" => {
+                let v = value()?;
+                if v.is_empty() {
+                    return Err("--db needs a path or a postgres:// URL".into());
+                }
+                opts.db = Some(v);
+            }
+            "--memory" => opts.db = Some("memory".into()),
             "-h" | "--help" => {
                 return Err(
-                    "usage: [--port N (0 = any free port)] [--rate-limit N/second|minute|hour]"
+                    "usage: [--port N (0 = any free port)] [--rate-limit N/second|minute|hour] \
+                     [--db PATH|postgres://… (default <app>.db) | --memory]"
                         .into(),
                 )
             }
@@ -61,20 +79,64 @@ pub fn parse_args(
     Ok(opts)
 }
 
-/// Builds the agent surface for `app` with anonymous minting on (local use).
+/// Builds the agent surface for `app` with anonymous minting on (local use), in memory.
 pub fn agent_server<A: App>(app: A, opts: &ExampleOptions) -> AgentServer<A> {
     let host = Host::new(app).unwrap_or_else(|e| panic!("the app's schema is invalid: {e}"));
-    let options = ServerOptions {
+    AgentServer::builder(host)
+        .options(server_options(opts))
+        .build()
+        .unwrap_or_else(|e| panic!("invalid server options: {e}"))
+}
+
+fn server_options(opts: &ExampleOptions) -> ServerOptions {
+    ServerOptions {
         allow_anonymous: true,
         rate_limit: opts.rate_limit,
         // Only loopback names in `Host` (a DNS-rebinding page cannot reach the server).
         allowed_hosts: loopback_hosts(),
         ..ServerOptions::default()
-    };
+    }
+}
+
+/// The store spec of `opts` for `app` (the default SQLite file is `<app name>.db`).
+pub fn store_spec<A: App>(app: &A, opts: &ExampleOptions) -> String {
+    opts.db
+        .clone()
+        .unwrap_or_else(|| format!("{}.db", app.name()))
+}
+
+/// Builds the agent surface for `app` on the store `opts` names: sessions, tokens and the
+/// identity signing key in it (in memory for `memory`).
+pub async fn durable_agent_server<A: App>(
+    app: A,
+    opts: &ExampleOptions,
+) -> Result<AgentServer<A>, String> {
+    let spec = store_spec(&app, opts);
+    if spec == "memory" {
+        return Ok(agent_server(app, opts));
+    }
+    let stores = Stores::open(&spec)
+        .await
+        .map_err(|e| format!("cannot open the store {spec:?}: {e}"))?;
+    let host = Host::with_store(
+        app,
+        agent_runtime::HostConfig::default(),
+        std::sync::Arc::new(agent_runtime::security::TracingAuditSink),
+        stores.sessions.clone(),
+    )
+    .map_err(|e| format!("the app's schema is invalid: {e}"))?;
+    let mut options = server_options(opts);
+    options.identity_key = Some(
+        stores
+            .identity_key()
+            .await
+            .map_err(|e| format!("cannot read the signing key: {e}"))?,
+    );
     AgentServer::builder(host)
         .options(options)
+        .stores(&stores)
         .build()
-        .unwrap_or_else(|e| panic!("invalid server options: {e}"))
+        .map_err(|e| format!("invalid server options: {e}"))
 }
 
 /// A running example server.
@@ -105,7 +167,9 @@ impl<A: App> RunningExample<A> {
 
 /// Binds `127.0.0.1:<opts.port>` and serves `app`'s agent surface on a tokio task.
 pub async fn start<A: App>(app: A, opts: &ExampleOptions) -> std::io::Result<RunningExample<A>> {
-    let server = agent_server(app, opts);
+    let server = durable_agent_server(app, opts)
+        .await
+        .map_err(std::io::Error::other)?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await?;
     let addr = listener.local_addr()?;
     // Header-read, body-read and idle timeouts, TCP_NODELAY, the peer address for rate limits.
@@ -160,5 +224,18 @@ mod tests {
         assert!(parse_args(args(&["--port"]), 1).is_err());
         assert!(parse_args(args(&["--rate-limit", "0/minute"]), 1).is_err());
         assert!(parse_args(args(&["--bogus"]), 1).is_err());
+        assert_eq!(parse_args(args(&[]), 1).unwrap().db, None);
+        assert_eq!(
+            parse_args(args(&["--memory"]), 1).unwrap().db.as_deref(),
+            Some("memory")
+        );
+        assert_eq!(
+            parse_args(args(&["--db", "x.db"]), 1)
+                .unwrap()
+                .db
+                .as_deref(),
+            Some("x.db")
+        );
+        assert!(parse_args(args(&["--db="]), 1).is_err());
     }
 }

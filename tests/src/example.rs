@@ -21,7 +21,8 @@ pub struct ExampleWorld<A: App> {
 impl<A: App> ExampleWorld<A> {
     /// Starts `app` with `--port 0` and mints a token anonymously, as a newcomer would.
     pub async fn start(app: A) -> Self {
-        let opts = parse_args(["--port".to_string(), "0".to_string()], 8787).expect("options");
+        let opts =
+            parse_args(["--port", "0", "--memory"].map(String::from), 8787).expect("options");
         let example = start(app, &opts).await.expect("the example starts");
         let human = reqwest::Client::builder()
             .cookie_store(true)

@@ -5,7 +5,10 @@ pub mod example;
 pub mod mcp;
 #[cfg(feature = "full")]
 pub mod paired;
+pub mod postgres;
 pub mod probe;
+pub mod process;
+pub mod store_conformance;
 pub mod tab;
 
 use std::net::SocketAddr;

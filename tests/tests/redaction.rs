@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 /// Every redacted value holds it; nothing agents may see does.
 const SECRET: &str = "S3CRET";
 
-#[derive(Clone, Serialize, JsonSchema)]
+#[derive(Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct Vault {
     count: i64,
@@ -32,14 +32,14 @@ struct Vault {
     mode: Mode,
 }
 
-#[derive(Clone, Serialize, JsonSchema)]
+#[derive(Clone, Serialize, Deserialize, JsonSchema)]
 struct Entry {
     label: String,
     /// @redact
     password: String,
 }
 
-#[derive(Clone, Serialize, JsonSchema)]
+#[derive(Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 enum Mode {
     Open,

@@ -14,7 +14,9 @@ use crate::app::App;
 use crate::catalog::{Catalog, CatalogError};
 use crate::config::HostConfig;
 use crate::security::{AuditSink, TracingAuditSink};
-use crate::session::{Session, SessionError};
+use crate::session::persist::Persistence;
+use crate::session::{Parts, Session, SessionError};
+use crate::store::SessionStore;
 use table::SessionTable;
 
 struct HostInner<A: App> {
@@ -23,8 +25,14 @@ struct HostInner<A: App> {
     config: HostConfig,
     audit: Arc<dyn AuditSink>,
     sessions: RwLock<SessionTable<A>>,
+    /// Where sessions are written (none: in memory only, the default).
+    store: Option<Arc<dyn SessionStore>>,
+    /// Serializes reloads from the store, so two requests cannot rebuild one session twice.
+    reloading: tokio::sync::Mutex<()>,
     /// Starts the idle sweeper with the first session (it needs a tokio runtime).
     sweeper: Once,
+    /// Starts the listener for other processes' changes (shared stores only).
+    listener: Once,
 }
 
 /// Hosts the sessions of one app. Cheap to clone (shared).
@@ -75,6 +83,29 @@ impl<A: App> Host<A> {
         config: HostConfig,
         audit: Arc<dyn AuditSink>,
     ) -> Result<Self, CatalogError> {
+        Self::build(app, config, audit, None)
+    }
+
+    /// Like [`Host::with_config`], with durable sessions: every session is written to `store`
+    /// and every commit is stored before it is published and before its effects start. A
+    /// session missing from memory (the process restarted, or it was idle for
+    /// [`HostConfig::session_idle_ms`] and dropped) is reloaded from the store on its next
+    /// use.
+    pub fn with_store(
+        app: A,
+        config: HostConfig,
+        audit: Arc<dyn AuditSink>,
+        store: Arc<dyn SessionStore>,
+    ) -> Result<Self, CatalogError> {
+        Self::build(app, config, audit, Some(store))
+    }
+
+    fn build(
+        app: A,
+        config: HostConfig,
+        audit: Arc<dyn AuditSink>,
+        store: Option<Arc<dyn SessionStore>>,
+    ) -> Result<Self, CatalogError> {
         let catalog = Catalog::build::<A>(&app)?;
         Ok(Host {
             inner: Arc::new(HostInner {
@@ -83,9 +114,31 @@ impl<A: App> Host<A> {
                 config,
                 audit,
                 sessions: RwLock::new(SessionTable::new()),
+                store,
+                reloading: tokio::sync::Mutex::new(()),
                 sweeper: Once::new(),
+                listener: Once::new(),
             }),
         })
+    }
+
+    /// The session store, when sessions are durable.
+    pub fn session_store(&self) -> Option<&Arc<dyn SessionStore>> {
+        self.inner.store.as_ref()
+    }
+
+    fn parts(&self) -> Parts<A> {
+        Parts {
+            app: self.inner.app.clone(),
+            catalog: self.inner.catalog.clone(),
+            config: self.inner.config.clone(),
+            audit: self.inner.audit.clone(),
+        }
+    }
+
+    fn persistence(&self) -> Option<Persistence> {
+        let store = self.inner.store.clone()?;
+        Some(Persistence::new(store, self.inner.catalog.schema_hash()))
     }
 
     /// The app.
@@ -136,6 +189,7 @@ impl<A: App> Host<A> {
     pub fn create_session(&self, owner: Option<String>) -> Result<Session<A>, CreateSessionError> {
         let config = &self.inner.config;
         self.start_sweeper();
+        self.start_listener();
         let now = config.clock.now_ms();
         // Checked and inserted under one write lock, so concurrent mints cannot overshoot.
         let mut sessions = self
@@ -169,14 +223,7 @@ impl<A: App> Host<A> {
             }
         }
         let id = uuid::Uuid::new_v4().to_string();
-        let session = Session::start(
-            id,
-            owner,
-            self.inner.app.clone(),
-            self.inner.catalog.clone(),
-            self.inner.config.clone(),
-            self.inner.audit.clone(),
-        )?;
+        let session = Session::start(id, owner, self.parts(), self.persistence())?;
         sessions.insert(session.clone(), now);
         Ok(session)
     }
@@ -193,6 +240,75 @@ impl<A: App> Host<A> {
         Some(entry.session.clone())
     }
 
+    /// The session `id`: the open one in memory, or (with a store) the one stored, rebuilt
+    /// from its last commit. Counts as a use of the session.
+    pub async fn load_session(&self, id: &str) -> Option<Session<A>> {
+        if let Some(session) = self.session(id) {
+            return Some(session);
+        }
+        let store = self.inner.store.as_ref()?;
+        let _one_at_a_time = self.inner.reloading.lock().await;
+        // Another request may have rebuilt it while this one waited.
+        if let Some(session) = self.session(id) {
+            return Some(session);
+        }
+        let record = match store.load_session(id).await {
+            Ok(record) => record?,
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "loading session {id} failed: {e}");
+                return None;
+            }
+        };
+        let persistence = self.persistence()?;
+        let session = match Session::restore(record, self.parts(), persistence) {
+            Ok(session) => session,
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "restoring session {id} failed: {e}");
+                return None;
+            }
+        };
+        self.start_sweeper();
+        self.start_listener();
+        let config = &self.inner.config;
+        let now = config.clock.now_ms();
+        let mut sessions = self
+            .inner
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        if sessions.len() >= config.max_sessions {
+            sessions.prune_closed();
+            if config.session_idle_ms > 0 {
+                sessions.expire_idle(now, config.session_idle_ms);
+            }
+        }
+        sessions.insert(session.clone(), now);
+        Some(session)
+    }
+
+    /// The sessions owned by `owner`, oldest first: the open ones, and (with a store) the
+    /// stored ones, reloaded.
+    pub async fn load_sessions_of(&self, owner: &str) -> Vec<Session<A>> {
+        let Some(store) = self.inner.store.as_ref() else {
+            return self.sessions_of(owner);
+        };
+        let ids = match store.sessions_of(owner).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "listing sessions failed: {e}");
+                return self.sessions_of(owner);
+            }
+        };
+        let mut list = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(s) = self.load_session(&id).await {
+                list.push(s);
+            }
+        }
+        list.sort_by_key(|s| s.created_at());
+        list
+    }
+
     /// Closes and forgets every session unused for [`HostConfig::session_idle_ms`] (no request
     /// looked it up and nothing was committed or logged); returns how many. A background task
     /// does this periodically once the host has a session; call it to sweep now.
@@ -207,6 +323,41 @@ impl<A: App> Host<A> {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .expire_idle(now, idle_ms)
+    }
+
+    /// With a shared store, spawns (once) the task that hands other processes' changes to
+    /// the sessions held here. It holds the host weakly and ends with it.
+    fn start_listener(&self) {
+        let Some(store) = self.inner.store.as_ref() else {
+            return;
+        };
+        self.inner.listener.call_once(|| {
+            let Some(mut changes) = store.changes() else {
+                return;
+            };
+            let weak: Weak<HostInner<A>> = Arc::downgrade(&self.inner);
+            tokio::spawn(async move {
+                loop {
+                    let change = match changes.recv().await {
+                        Ok(change) => change,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    };
+                    let mut fields = change.split(' ');
+                    let id = fields.next().unwrap_or_default();
+                    let seq = fields.next().and_then(|s| s.parse::<u64>().ok());
+                    let confirms = fields.next() != Some("0");
+                    let Some(inner) = weak.upgrade() else { return };
+                    if let Some(session) = (Host { inner }).session(id) {
+                        // This process's own commits come back too: nothing to reload.
+                        let newer = seq.is_none_or(|seq| seq > session.published().seq);
+                        if confirms || newer {
+                            session.refresh_from_store();
+                        }
+                    }
+                }
+            });
+        });
     }
 
     /// Spawns (once) the task that expires idle sessions every `session_idle_ms / 4` (at least
@@ -248,8 +399,18 @@ impl<A: App> Host<A> {
         list
     }
 
-    /// Closes and forgets session `id`. Returns whether it existed.
+    /// Closes and forgets session `id` (and deletes it from the store). Returns whether it
+    /// was open.
     pub fn close_session(&self, id: &str) -> bool {
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        if let (Some(store), Some(runtime)) = (self.inner.store.clone(), runtime) {
+            let id = id.to_owned();
+            runtime.spawn(async move {
+                if let Err(e) = store.delete_session(&id).await {
+                    tracing::error!(target: "agent_runtime::store", "deleting session {id} failed: {e}");
+                }
+            });
+        }
         let removed = self
             .inner
             .sessions

@@ -100,7 +100,8 @@ pub(super) async fn access<A: App>(
         Some(id) => Some(
             server
                 .host()
-                .session(id)
+                .load_session(id)
+                .await
                 .filter(|s| s.owner() == Some(uid.as_str()))
                 .ok_or_else(|| ApiError::forbidden(NOT_YOURS))?,
         ),
@@ -133,7 +134,7 @@ async fn human_sessions<A: App>(server: AgentServer<A>, req: Request) -> Respons
         Ok((uid, _)) => uid,
         Err(e) => return e.into_response(),
     };
-    let owned = server.host().sessions_of(&uid);
+    let owned = server.host().load_sessions_of(&uid).await;
     let mut sessions = Vec::with_capacity(owned.len());
     for s in &owned {
         let agents = agents_of(&server, s.id()).await;

@@ -116,7 +116,8 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
     let session = match requested_session {
         Some(id) => server
             .host()
-            .session(&id)
+            .load_session(&id)
+            .await
             .filter(|s| s.owner() == Some(uid.as_str()))
             .ok_or_else(|| ApiError::forbidden("unknown session or not yours"))?,
         None => server
@@ -130,11 +131,19 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
                 other => ApiError::internal(other.to_string()),
             })?,
     };
+    // A new session is in the store before its token is (another replica can load it).
+    session.stored().await;
     server
         .inner
         .tokens
         .sweep_expired(now, SWEEP_RETENTION_MS)
         .await;
+    if let Some(store) = &server.inner.durable_idempotency {
+        let before = now.saturating_sub(crate::IDEMPOTENCY_WINDOW_MS);
+        if let Err(e) = store.sweep_idempotent(before).await {
+            tracing::error!(target: "agent_runtime::store", "idempotency sweep failed: {e}");
+        }
+    }
     let (token, hash) = mint_token();
     let origin_text = origin.url("");
     let record = TokenRecord::minted(

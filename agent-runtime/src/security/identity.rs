@@ -54,6 +54,11 @@ impl IdentityKey {
         IdentityKey(Arc::from(&bytes[..]))
     }
 
+    /// The key bytes (to store them where every replica reads them).
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
     fn mac(&self, value: &str) -> HmacSha256 {
         // HMAC takes keys of any length; `new_from_slice` cannot fail for it.
         let mut mac = match HmacSha256::new_from_slice(&self.0) {

@@ -19,6 +19,16 @@ struct Slot {
     committed: Option<ConfirmOutcome>,
 }
 
+/// A slot as a durable store keeps it (JSON).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredSlot {
+    entry: ConfirmEntry,
+    decided_at: Option<u64>,
+    /// `(stateAfter, msg)` once an approved message committed.
+    committed: Option<(Value, Option<Value>)>,
+}
+
 /// Why a decision was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecisionError {
@@ -121,6 +131,44 @@ impl ConfirmStore {
                 .is_none_or(|d| now.saturating_sub(d) < DECIDED_RETENTION_MS)
         });
         expired
+    }
+
+    /// The entries as JSON text, for a durable store.
+    pub(crate) fn to_json(&self) -> String {
+        let slots: Vec<StoredSlot> = self
+            .slots
+            .iter()
+            .map(|s| StoredSlot {
+                entry: s.entry.clone(),
+                decided_at: s.decided_at,
+                committed: match &s.committed {
+                    Some(ConfirmOutcome::Confirmed { state_after, msg }) => {
+                        Some((state_after.clone(), msg.clone()))
+                    }
+                    _ => None,
+                },
+            })
+            .collect();
+        serde_json::to_string(&slots).unwrap_or_else(|_| "[]".into())
+    }
+
+    /// Replaces the entries with those of `json` (written by [`Self::to_json`]); answers
+    /// whether it parsed.
+    pub(crate) fn restore_json(&mut self, json: &str) -> bool {
+        let Ok(slots) = serde_json::from_str::<Vec<StoredSlot>>(json) else {
+            return false;
+        };
+        self.slots = slots
+            .into_iter()
+            .map(|s| Slot {
+                entry: s.entry,
+                decided_at: s.decided_at,
+                committed: s
+                    .committed
+                    .map(|(state_after, msg)| ConfirmOutcome::Confirmed { state_after, msg }),
+            })
+            .collect();
+        true
     }
 
     /// True when the store holds no entry, pending or decided.

@@ -144,6 +144,14 @@ impl EventHub {
         }
     }
 
+    /// Numbers the next events after `id` (a session brought back from a store: ids of the
+    /// process before must not name this process's events).
+    pub(crate) fn continue_after(&mut self, id: u64) {
+        if self.history.is_empty() {
+            self.newest = self.newest.max(id);
+        }
+    }
+
     /// The newest event id (0 before the first event).
     pub fn newest_id(&self) -> u64 {
         self.newest

@@ -11,6 +11,7 @@ mod drain;
 mod effects;
 pub(crate) mod events;
 mod outcome;
+pub(crate) mod persist;
 mod reads;
 mod task;
 
@@ -147,6 +148,27 @@ pub(crate) struct SessionCore<A: App> {
     next_ticket: Mutex<u64>,
     /// The ticket of the newest committed message (tickets commit in increasing order).
     committed_through: AtomicU64,
+    /// Where commits are written (none: in memory only).
+    persist: Option<persist::Persistence>,
+    /// Woken when another process changed the stored session: the task reloads it.
+    refresh: tokio::sync::Notify,
+    /// True once the session is in its store (at once without one).
+    stored: watch::Sender<bool>,
+}
+
+/// The receiving end of a session's inbox, handed to its task.
+type Inbox<M> = mpsc::UnboundedReceiver<Envelope<M>>;
+
+/// A session's shared core and its inbox, before the task starts.
+type Built<A> = (Arc<SessionCore<A>>, Inbox<<A as App>::Msg>);
+
+/// What every session of a host shares: the app, its checked schema, the options and the
+/// audit sink.
+pub(crate) struct Parts<A: App> {
+    pub app: Arc<A>,
+    pub catalog: Arc<Catalog>,
+    pub config: HostConfig,
+    pub audit: Arc<dyn AuditSink>,
 }
 
 /// One running app instance. Cheap to clone (shared).
@@ -190,18 +212,58 @@ pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 
 impl<A: App> Session<A> {
     /// Starts a new session from the app's `init`; must be called inside a tokio runtime.
+    /// With `persist`, the session is written to the store before its first commit.
     pub(crate) fn start(
         id: String,
         owner: Option<String>,
-        app: Arc<A>,
-        catalog: Arc<Catalog>,
-        config: HostConfig,
-        audit: Arc<dyn AuditSink>,
+        parts: Parts<A>,
+        persist: Option<persist::Persistence>,
     ) -> Result<Self, SessionError> {
-        let (state, effects) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            app.init()
-        }))
-        .map_err(|p| SessionError::Internal(format!("init panicked: {}", panic_text(&*p))))?;
+        let (state, effects) =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parts.app.init())).map_err(
+                |p| SessionError::Internal(format!("init panicked: {}", panic_text(&*p))),
+            )?;
+        let created_at = parts.config.clock.now_ms();
+        let first = match &persist {
+            Some(p) => Some(persist::FirstWrite::Insert(p.new_record(
+                &id,
+                owner.clone(),
+                created_at,
+                &state,
+            )?)),
+            None => None,
+        };
+        let (core, rx) = Self::core(id, owner, created_at, 0, state, parts, persist)?;
+        let session = Session { core };
+        session.spawn(rx, first, effects);
+        Ok(session)
+    }
+
+    /// Rebuilds a session from its stored record (see [`persist::restore`]); must be called
+    /// inside a tokio runtime.
+    pub(crate) fn restore(
+        record: crate::store::SessionRecord,
+        parts: Parts<A>,
+        persist: persist::Persistence,
+    ) -> Result<Self, SessionError> {
+        persist::restore(record, parts, persist)
+    }
+
+    fn core(
+        id: String,
+        owner: Option<String>,
+        created_at: u64,
+        seq: u64,
+        state: A::State,
+        parts: Parts<A>,
+        persist: Option<persist::Persistence>,
+    ) -> Result<Built<A>, SessionError> {
+        let Parts {
+            app,
+            catalog,
+            config,
+            audit,
+        } = parts;
         let snapshots = Snapshots::new(catalog.redact_plan().clone(), overrides_redact(&*app));
         let redacted = Arc::new(
             snapshots
@@ -209,12 +271,12 @@ impl<A: App> Session<A> {
                 .map_err(SessionError::Internal)?,
         );
         let (inbox, rx) = mpsc::unbounded_channel();
-        let first = Published::new(0, redacted, Arc::from([]));
+        let first = Published::new(seq, redacted, Arc::from([]));
         let (published, _) = watch::channel(first.clone());
         let (notes, _) = broadcast::channel(NOTES_CAPACITY);
         let (confirm_changed, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
-        let created_at = config.clock.now_ms();
+        let in_memory = persist.is_none();
         let core = Arc::new(SessionCore {
             id,
             owner,
@@ -245,12 +307,32 @@ impl<A: App> Session<A> {
             closed,
             next_ticket: Mutex::new(1),
             committed_through: AtomicU64::new(0),
+            persist,
+            refresh: tokio::sync::Notify::new(),
+            stored: watch::channel(in_memory).0,
         });
-        for effect in effects {
-            effects::spawn_effect(&core, effect);
-        }
-        tokio::spawn(task::run(core.clone(), rx));
-        Ok(Session { core })
+        Ok((core, rx))
+    }
+
+    /// Starts the session task (after writing `record`, when given) and the initial effects.
+    fn spawn(
+        &self,
+        rx: Inbox<A::Msg>,
+        first: Option<persist::FirstWrite>,
+        effects: Vec<A::Effect>,
+    ) {
+        let core = self.core.clone();
+        persist::spawn_confirm_saver(&core);
+        tokio::spawn(async move {
+            if let Some(first) = first {
+                persist::first_write(&core, first).await;
+            }
+            core.stored.send_replace(true);
+            for effect in effects {
+                effects::spawn_effect(&core, effect);
+            }
+            task::run(core, rx).await;
+        });
     }
 
     /// The session id.
@@ -324,6 +406,21 @@ impl<A: App> Session<A> {
     /// The log, newest first, at most `n` entries, optionally filtered by kind.
     pub fn recent_log(&self, n: usize, kind: Option<&str>) -> Vec<LogEntry> {
         lock(&self.core.log).recent(n, kind)
+    }
+
+    /// Resolves once the session is in its store (at once without a store), so another
+    /// process can load it.
+    pub async fn stored(&self) {
+        let mut rx = self.core.stored.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    /// Asks the session task to reload the stored session: another process committed or
+    /// changed its confirmations (a no-op without a store).
+    pub fn refresh_from_store(&self) {
+        if self.core.persist.is_some() {
+            self.core.refresh.notify_one();
+        }
     }
 
     /// Appends a log entry and publishes it as a `log` event. An entry over the log-entry

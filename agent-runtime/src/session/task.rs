@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::EventBody;
-use super::{activity, effects, lock, panic_text, Published, SessionCore};
+use super::{activity, effects, lock, panic_text, persist, Published, SessionCore};
 use crate::app::App;
 
 /// A message waiting in a session's inbox.
@@ -63,28 +63,39 @@ pub(crate) async fn run<A: App>(
         // An idle session with no confirmations has no timer: thousands of idle sessions cost
         // no wake-ups. A change to the confirmations wakes the loop to re-check.
         let sweeping = !lock(&core.confirms).is_empty();
-        tokio::select! {
+        let env = tokio::select! {
             biased;
             _ = closed.wait_for(|c| *c) => break,
             env = inbox.recv() => match env {
-                Some(env) => commit(&core, env),
+                Some(env) => Some(env),
                 None => break,
             },
-            _ = confirms_changed.changed() => {}
-            _ = expiry.tick(), if sweeping => core.sweep_confirms(),
+            _ = confirms_changed.changed() => continue,
+            // Another process changed the stored session.
+            _ = core.refresh.notified() => None,
+            _ = expiry.tick(), if sweeping => {
+                core.sweep_confirms();
+                continue;
+            }
+        };
+        match env {
+            Some(env) => commit(&core, env).await,
+            None => persist::refresh(&core).await,
         }
     }
 }
 
-fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
+async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     let prev = core.published.borrow().clone();
-    let (outcome, next) = {
+    let retry = persist::retry_copy(core, &env.msg);
+    let (outcome, next, snapshot) = {
         let mut state = core.state.write().unwrap_or_else(|e| e.into_inner());
         // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
         // `update` changed before panicking stays (the commit still counts).
         let outcome = catch_unwind(AssertUnwindSafe(|| core.app.update(&mut state, env.msg)));
         let next = lock(&core.snapshots).next(&*core.app, &state, &prev.state);
-        (outcome, next)
+        let snapshot = persist::snapshot(core, &state);
+        (outcome, next, snapshot)
     };
     // A state that does not serialize is reported like a panicking `update` (drain errors
     // and an `error` log entry); agents keep the last state that did serialize.
@@ -111,6 +122,16 @@ fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
             .with_patch(Arc::from([]))
         }
     };
+    let (mut outcome, mut published) = (outcome, published);
+    // Durable before anyone sees it, and before its effects start. Another replica may have
+    // committed first: the message is then applied again on the state it stored.
+    if let Some(redo) = persist::commit(core, published.seq, snapshot, retry).await {
+        // The walk's trees hold the state this process computed, not the one stored.
+        lock(&core.snapshots).forget_spare();
+        let patch = crate::diff::diff(&prev.state, &redo.redacted);
+        published = Published::new(redo.seq, redo.redacted, patch.into());
+        outcome = Ok(redo.effects);
+    }
     let redacted = published.state.clone();
     core.published.send_replace(published.clone());
     let effects = match outcome {

@@ -141,6 +141,13 @@ impl Snapshots {
         Ok(Next { state: tree, patch })
     }
 
+    /// Forgets the spare tree: the published state changed outside [`Self::next`] (a commit
+    /// applied again on the stored state, a reload from the store), so the next commit starts
+    /// from a copy of the published tree.
+    pub(crate) fn forget_spare(&mut self) {
+        self.spare = None;
+    }
+
     /// A tree equal to `current` that no one else holds: the spare brought up to date, or a
     /// clone of `current`.
     fn spare_tree(&mut self, current: &Arc<Value>) -> Arc<Value> {

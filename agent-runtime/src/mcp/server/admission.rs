@@ -5,7 +5,9 @@
 //! both accepted media types → 406, without a JSON body → 415, with unparsable JSON-RPC → rmcp's
 //! 400. Then every request sweeps the expired sessions, and:
 //! - with `mcp-session-id`: a live id is touched and handed to rmcp (`DELETE` closes it and
-//!   answers 200 here); any other id → 404 `{"error":"session not found"}` (no resurrection);
+//!   answers 200 here); with a durable store, an id issued before a restart and not deleted
+//!   is rebuilt for the bearer of the token it was bound to; any other id → 404
+//!   `{"error":"session not found"}`;
 //! - without it: `server/discover` goes to rmcp; anything but a POST `initialize` → 400
 //!   `{"error":"mcp-session-id required"}`; an `initialize` is rate limited (client address),
 //!   its bearer verified (admitted AND bound; the token's LRU sessions make room), a slot
@@ -205,16 +207,101 @@ where
 
     async fn with_session(&self, parts: Parts, bytes: Bytes, id: String) -> Response {
         let sessions = self.server.mcp_sessions();
-        // Registered ids only: never issued, expired, evicted, deleted or ended → 404.
+        // Registered ids only: never issued, expired, evicted, deleted or ended → 404; with
+        // a durable store, an id issued before a restart is rebuilt.
         if !sessions.touch(&id, self.server.now()) {
-            return bare_error(StatusCode::NOT_FOUND, "session not found");
+            return self.restore(parts, bytes, id).await;
         }
         if parts.method == Method::DELETE {
             sessions.remove(&id);
-            sessions.close(vec![id]).await;
+            sessions.close(vec![id.clone()]).await;
+            if let Some(store) = self.durable() {
+                if let Err(e) = store.delete_mcp(&id).await {
+                    tracing::error!(target: "agent_runtime::store", "deleting MCP session {id} failed: {e}");
+                }
+            }
             return StatusCode::OK.into_response();
         }
         self.pass(parts, bytes).await
+    }
+
+    fn durable(&self) -> Option<&std::sync::Arc<dyn crate::store::McpBindings>> {
+        self.server.inner.mcp_bindings.as_ref()
+    }
+
+    /// An id this server does not hold: with a durable store, one it issued (not deleted) is
+    /// rebuilt under the same id when the request carries the bearer of the token it was
+    /// bound to (the token itself is never stored); rmcp replays the stored `initialize`.
+    /// Anything else → 404.
+    async fn restore(&self, parts: Parts, bytes: Bytes, id: String) -> Response {
+        let not_found = || bare_error(StatusCode::NOT_FOUND, "session not found");
+        let Some(store) = self.durable() else {
+            return not_found();
+        };
+        let stored = match store.mcp_binding(&id).await {
+            Ok(Some(b)) if !b.deleted && !b.tid.is_empty() && !b.init.is_empty() => b,
+            Ok(_) => return not_found(),
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "loading MCP session {id} failed: {e}");
+                return not_found();
+            }
+        };
+        let server = &self.server;
+        let now = server.now();
+        let authorization = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|a| a.to_str().ok());
+        let record = match verify_bearer(
+            authorization,
+            &**server.tokens(),
+            now,
+            server.options().sliding_ttl_ms,
+        )
+        .await
+        {
+            Ok(record) if record.tid == stored.tid => record,
+            _ => return not_found(),
+        };
+        if parts.method == Method::DELETE {
+            if let Err(e) = store.delete_mcp(&id).await {
+                tracing::error!(target: "agent_runtime::store", "deleting MCP session {id} failed: {e}");
+            }
+            return StatusCode::OK.into_response();
+        }
+        let token = authorization
+            .and_then(|a| a.strip_prefix("Bearer "))
+            .unwrap_or_default()
+            .to_string();
+        let sessions = server.mcp_sessions().clone();
+        let evicted = sessions.make_room_for_token(&record.tid);
+        sessions.close(evicted).await;
+        let reservation = match sessions.reserve(false) {
+            Ok((reservation, evicted)) => {
+                sessions.close(evicted).await;
+                reservation
+            }
+            Err(_) => {
+                let error =
+                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::SessionCapacity);
+                let mut response = error.into_response();
+                insert_header(&mut response, header::RETRY_AFTER, 30);
+                return response;
+            }
+        };
+        reservation.commit(
+            id.clone(),
+            now,
+            Some(Binding {
+                tid: record.tid,
+                token,
+            }),
+        );
+        let response = self.pass(parts, bytes).await;
+        if response.status() == StatusCode::NOT_FOUND {
+            sessions.remove(&id);
+        }
+        response
     }
 
     async fn initialize(&self, parts: Parts, bytes: Bytes) -> Response {
@@ -297,6 +384,9 @@ where
                 .map(str::to_owned);
             match id {
                 Some(id) if response.status() == StatusCode::OK => {
+                    if let (Some(store), Some(b)) = (this.durable(), &binding) {
+                        remember(store, &id, &b.tid, this.server.now()).await;
+                    }
                     reservation.commit(id, this.server.now(), binding);
                 }
                 _ => drop(reservation),
@@ -309,6 +399,25 @@ where
                 ApiError::internal(format!("building the MCP session failed: {e}")).into_response()
             }
         }
+    }
+}
+
+/// Records the token a new MCP session is bound to (rmcp stored its `initialize` already).
+async fn remember(
+    store: &std::sync::Arc<dyn crate::store::McpBindings>,
+    id: &str,
+    tid: &str,
+    now: u64,
+) {
+    let binding = crate::store::McpBinding {
+        id: id.to_owned(),
+        tid: tid.to_owned(),
+        init: String::new(),
+        created_at: now,
+        deleted: false,
+    };
+    if let Err(e) = store.bind_mcp(binding).await {
+        tracing::error!(target: "agent_runtime::store", "storing MCP session {id} failed: {e}");
     }
 }
 

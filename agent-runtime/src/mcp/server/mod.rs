@@ -8,6 +8,7 @@
 mod admission;
 mod handler;
 mod registry;
+mod restore;
 
 use std::sync::Arc;
 
@@ -78,10 +79,16 @@ pub(crate) fn mcp_routes<A: App>(server: &AgentServer<A>) -> Router {
     let tools = Arc::new(ToolCatalog::new(Surface::Server));
     let handler_server = server.clone();
     let factory = move || Ok(McpHandler::new(handler_server.clone(), tools.clone()));
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(true)
         .with_allowed_hosts(options.allowed_hosts.clone())
         .with_max_request_body_bytes(MAX_BODY_BYTES);
+    if let Some(bindings) = server.inner.mcp_bindings.clone() {
+        config.session_store = Some(Arc::new(restore::StoredMcpSessions::new(
+            bindings,
+            server.clock().clone(),
+        )));
+    }
     let service = StreamableHttpService::new(factory, sessions.manager(), config);
     let admission = tower::Layer::layer(&McpAdmissionLayer::new(server.clone()), service);
     Router::new().route_service(MCP_PATH, admission)

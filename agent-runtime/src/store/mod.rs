@@ -1,0 +1,176 @@
+//! Durable sessions: where tokens, sessions (state, sequence number, schema hash, pending
+//! confirmations, the activity-log tail), idempotency answers, MCP session bindings and the
+//! identity signing key live.
+//!
+//! Three implementations of the same traits:
+//!
+//! - in memory ([`MemoryStore`] with [`InMemoryTokenStore`]): the library default; everything
+//!   goes with the process;
+//! - SQLite ([`SqliteStore`], feature `sqlite`): one file, for a single server that restarts;
+//! - PostgreSQL ([`PostgresStore`], feature `postgres`): several replicas sharing one database.
+//!
+//! [`Stores`] bundles one implementation behind the trait objects the host and the server
+//! use; [`Stores::open`] picks one from a command-line style spec.
+
+mod memory;
+mod records;
+mod traits;
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) mod sql;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod touches;
+
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+use std::sync::Arc;
+
+pub use crate::security::{InMemoryTokenStore, TokenStore};
+pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresStore, CHANGES_CHANNEL};
+pub use records::{IdempotencyEntry, McpBinding, SessionRecord};
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
+pub use traits::{IdempotencyRecords, McpBindings, SessionStore, SigningKeys, StoreResult};
+
+use crate::security::IdentityKey;
+
+/// The name under which the identity cookie's signing key is stored.
+pub const IDENTITY_KEY_NAME: &str = "identity-cookie";
+
+/// Why a store call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The record exists already (a duplicate id).
+    #[error("store conflict: {0}")]
+    Conflict(String),
+    /// The database failed or could not be reached.
+    #[error("store failed: {0}")]
+    Database(String),
+    /// The store spec names a backend this build does not include, or does not parse.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// Which implementation a [`Stores`] bundle holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// In memory: nothing survives the process.
+    Memory,
+    /// One SQLite file.
+    Sqlite,
+    /// A PostgreSQL database shared by replicas.
+    Postgres,
+}
+
+/// One store implementation behind the traits the host and the server use. Cheap to clone.
+#[derive(Clone)]
+pub struct Stores {
+    /// Token records (hashes and status).
+    pub tokens: Arc<dyn TokenStore>,
+    /// Sessions.
+    pub sessions: Arc<dyn SessionStore>,
+    /// Idempotency answers.
+    pub idempotency: Arc<dyn IdempotencyRecords>,
+    /// MCP session bindings.
+    pub mcp: Arc<dyn McpBindings>,
+    /// Signing keys.
+    pub keys: Arc<dyn SigningKeys>,
+    /// Which implementation this is.
+    pub kind: StoreKind,
+}
+
+impl std::fmt::Debug for Stores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stores")
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Stores {
+    fn default() -> Self {
+        Self::in_memory()
+    }
+}
+
+impl Stores {
+    /// The in-memory stores (the library default).
+    pub fn in_memory() -> Self {
+        let store = Arc::new(MemoryStore::new());
+        Stores {
+            tokens: Arc::new(InMemoryTokenStore::new()),
+            sessions: store.clone(),
+            idempotency: store.clone(),
+            mcp: store.clone(),
+            keys: store,
+            kind: StoreKind::Memory,
+        }
+    }
+
+    /// One value implementing every trait, shared by all of them.
+    pub fn from_store<S>(store: S, kind: StoreKind) -> Self
+    where
+        S: TokenStore + SessionStore + IdempotencyRecords + McpBindings + SigningKeys + 'static,
+    {
+        let store = Arc::new(store);
+        Stores {
+            tokens: store.clone(),
+            sessions: store.clone(),
+            idempotency: store.clone(),
+            mcp: store.clone(),
+            keys: store,
+            kind,
+        }
+    }
+
+    /// Opens the store `spec` names: `memory`, a `postgres://` or `postgresql://` URL, a
+    /// `sqlite:` URL, or else the path of a SQLite file (created when missing).
+    pub async fn open(spec: &str) -> Result<Self, StoreError> {
+        if spec == "memory" {
+            return Ok(Self::in_memory());
+        }
+        if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+            #[cfg(feature = "postgres")]
+            return Ok(Self::from_store(
+                PostgresStore::open(spec).await?,
+                StoreKind::Postgres,
+            ));
+            #[cfg(not(feature = "postgres"))]
+            return Err(StoreError::Unsupported(
+                "this build has no PostgreSQL store (cargo feature `postgres`)".into(),
+            ));
+        }
+        #[cfg(feature = "sqlite")]
+        {
+            let store = if spec.starts_with("sqlite:") {
+                SqliteStore::open_url(spec).await?
+            } else {
+                SqliteStore::open(spec).await?
+            };
+            Ok(Self::from_store(store, StoreKind::Sqlite))
+        }
+        #[cfg(not(feature = "sqlite"))]
+        Err(StoreError::Unsupported(format!(
+            "this build has no SQLite store (cargo feature `sqlite`) for {spec:?}"
+        )))
+    }
+
+    /// Whether what is written survives the process.
+    pub fn is_durable(&self) -> bool {
+        self.kind != StoreKind::Memory
+    }
+
+    /// The identity cookie's signing key: the one stored, or a new random one stored now
+    /// (every replica on the same database gets the same key).
+    pub async fn identity_key(&self) -> Result<IdentityKey, StoreError> {
+        let candidate = IdentityKey::random().as_bytes().to_vec();
+        let bytes = self.keys.signing_key(IDENTITY_KEY_NAME, candidate).await?;
+        IdentityKey::new(bytes)
+            .map_err(|e| StoreError::Database(format!("the stored signing key is unusable: {e}")))
+    }
+}

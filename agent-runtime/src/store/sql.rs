@@ -1,0 +1,624 @@
+//! The SQL both database stores share: one macro implements every store trait for a type
+//! holding `pool: sqlx::Pool<DB>`. The statements are written once, in the dialect SQLite and
+//! PostgreSQL both accept (`$N` parameters, `ON CONFLICT`, `excluded.`); only the table
+//! definitions differ (see each backend's `SCHEMA`).
+
+use crate::security::TokenStatus;
+
+use super::StoreError;
+
+/// The token status spelled `text` (an unknown spelling reads as revoked: a record the code
+/// cannot understand must not authenticate anyone).
+pub(super) fn status_from(text: &str) -> TokenStatus {
+    match text {
+        "awaiting-ws" => TokenStatus::AwaitingWs,
+        "awaiting-claude" => TokenStatus::AwaitingClaude,
+        "active" => TokenStatus::Active,
+        "pending-resume" => TokenStatus::PendingResume,
+        _ => TokenStatus::Revoked,
+    }
+}
+
+/// Milliseconds and counters are `u64` in Rust and `BIGINT` in the database.
+pub(super) fn to_db(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+pub(super) fn from_db(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match e.as_database_error() {
+            Some(d) if d.is_unique_violation() => StoreError::Conflict(d.message().to_owned()),
+            _ => StoreError::Database(e.to_string()),
+        }
+    }
+}
+
+/// Logs a failed token-store call: the [`crate::security::TokenStore`] trait has no error
+/// channel, so a database failure reads as "no such record" (the caller answers 401, never
+/// a wrong grant).
+pub(super) fn token_failure(op: &str, e: &sqlx::Error) {
+    tracing::error!(target: "agent_runtime::store", "token store {op} failed: {e}");
+}
+
+pub(crate) use super::touches::{Touches, TOUCH_FLUSH};
+
+macro_rules! impl_sql_store {
+    ($store:ty, $db:ty, changes) => {
+        $crate::store::sql::impl_sql_store!(@impl $store, $db, {
+            fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+                Some(self.changes.get_or_init(|| self.listen()).subscribe())
+            }
+        });
+    };
+    ($store:ty, $db:ty) => {
+        $crate::store::sql::impl_sql_store!(@impl $store, $db, {});
+    };
+    (@impl $store:ty, $db:ty, { $($changes:tt)* }) => {
+        const TOKEN_COLUMNS: &str = "tid, token_hash, uid, session_id, status, created_at, \
+             expires_at, last_seen_at, pending_resume_until, origin, label";
+
+        fn token_from_row(
+            row: &<$db as sqlx::Database>::Row,
+        ) -> Result<$crate::security::TokenRecord, sqlx::Error> {
+            use sqlx::Row as _;
+            use $crate::store::sql::{from_db, status_from};
+            Ok($crate::security::TokenRecord {
+                tid: row.try_get("tid")?,
+                token_hash: row.try_get("token_hash")?,
+                uid: row.try_get("uid")?,
+                session_id: row.try_get("session_id")?,
+                status: status_from(&row.try_get::<String, _>("status")?),
+                created_at: from_db(row.try_get("created_at")?),
+                expires_at: from_db(row.try_get("expires_at")?),
+                last_seen_at: from_db(row.try_get("last_seen_at")?),
+                pending_resume_until: row
+                    .try_get::<Option<i64>, _>("pending_resume_until")?
+                    .map(from_db),
+                origin: row.try_get("origin")?,
+                label: row.try_get("label")?,
+            })
+        }
+
+        fn session_from_row(
+            row: &<$db as sqlx::Database>::Row,
+        ) -> Result<$crate::store::SessionRecord, sqlx::Error> {
+            use sqlx::Row as _;
+            use $crate::store::sql::from_db;
+            Ok($crate::store::SessionRecord {
+                id: row.try_get("id")?,
+                owner: row.try_get("owner")?,
+                created_at: from_db(row.try_get("created_at")?),
+                updated_at: from_db(row.try_get("updated_at")?),
+                seq: from_db(row.try_get("seq")?),
+                state: row.try_get("state")?,
+                schema_hash: row.try_get("schema_hash")?,
+                confirms: row.try_get("confirms")?,
+                log_tail: row.try_get("log_tail")?,
+            })
+        }
+
+        impl $store {
+            async fn tokens_where(
+                &self,
+                op: &str,
+                condition: &str,
+                value: &str,
+            ) -> Vec<$crate::security::TokenRecord> {
+                let sql = format!(
+                    "SELECT {TOKEN_COLUMNS} FROM agent_tokens WHERE {condition} ORDER BY ord, tid"
+                );
+                let rows = sqlx::query(&sql).bind(value).fetch_all(&self.pool).await;
+                let records: Result<Vec<$crate::security::TokenRecord>, sqlx::Error> =
+                    rows.and_then(|rows| rows.iter().map(token_from_row).collect());
+                match records {
+                    Ok(mut records) => {
+                        for r in &mut records {
+                            if let Some(at) = self.touches.get(&r.tid) {
+                                r.last_seen_at = r.last_seen_at.max(at);
+                            }
+                        }
+                        records
+                    }
+                    Err(e) => {
+                        $crate::store::sql::token_failure(op, &e);
+                        Vec::new()
+                    }
+                }
+            }
+
+            async fn token_where(
+                &self,
+                op: &str,
+                condition: &str,
+                value: &str,
+            ) -> Option<$crate::security::TokenRecord> {
+                self.tokens_where(op, condition, value).await.pop()
+            }
+
+            async fn create_token(
+                &self,
+                r: $crate::security::TokenRecord,
+            ) -> Result<(), sqlx::Error> {
+                use $crate::store::sql::to_db;
+                let mut tx = self.pool.begin().await?;
+                sqlx::query("DELETE FROM agent_tokens WHERE tid = $1")
+                    .bind(&r.tid)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(&format!(
+                    "INSERT INTO agent_tokens ({TOKEN_COLUMNS}, ord) VALUES ($1, $2, $3, $4, $5, \
+                     $6, $7, $8, $9, $10, $11, \
+                     (SELECT COALESCE(MAX(ord), 0) + 1 FROM agent_tokens))"
+                ))
+                .bind(&r.tid)
+                .bind(&r.token_hash)
+                .bind(&r.uid)
+                .bind(&r.session_id)
+                .bind(r.status.as_str())
+                .bind(to_db(r.created_at))
+                .bind(to_db(r.expires_at))
+                .bind(to_db(r.last_seen_at))
+                .bind(r.pending_resume_until.map(to_db))
+                .bind(&r.origin)
+                .bind(&r.label)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await
+            }
+
+            /// Starts the task writing pending touches every [`TOUCH_FLUSH`] (it ends with the
+            /// store).
+            fn start_touch_flusher(&self) {
+                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                    return;
+                };
+                let touches = std::sync::Arc::downgrade(&self.touches);
+                let pool = self.pool.clone();
+                runtime.spawn(async move {
+                    let mut tick = tokio::time::interval($crate::store::sql::TOUCH_FLUSH);
+                    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    loop {
+                        tick.tick().await;
+                        let Some(touches) = touches.upgrade() else { return };
+                        for (tid, at) in touches.drain() {
+                            let done = sqlx::query(
+                                "UPDATE agent_tokens SET last_seen_at = $2 \
+                                 WHERE tid = $1 AND last_seen_at < $2",
+                            )
+                            .bind(&tid)
+                            .bind($crate::store::sql::to_db(at))
+                            .execute(&pool)
+                            .await;
+                            if let Err(e) = done {
+                                $crate::store::sql::token_failure("touch", &e);
+                            }
+                        }
+                    }
+                });
+            }
+
+            async fn update_token(&self, op: &str, sql: &str, tid: &str, now: Option<u64>, label: Option<&str>) {
+                let mut q = sqlx::query(sql).bind(tid);
+                if let Some(now) = now {
+                    q = q.bind($crate::store::sql::to_db(now));
+                }
+                if let Some(label) = label {
+                    q = q.bind(label);
+                }
+                if let Err(e) = q.execute(&self.pool).await {
+                    $crate::store::sql::token_failure(op, &e);
+                }
+            }
+        }
+
+        impl $crate::security::TokenStore for $store {
+            fn create(
+                &self,
+                record: $crate::security::TokenRecord,
+            ) -> futures::future::BoxFuture<'_, ()> {
+                Box::pin(async move {
+                    if let Err(e) = self.create_token(record).await {
+                        $crate::store::sql::token_failure("create", &e);
+                    }
+                })
+            }
+
+            fn find_by_tid<'a>(
+                &'a self,
+                tid: &'a str,
+            ) -> futures::future::BoxFuture<'a, Option<$crate::security::TokenRecord>> {
+                Box::pin(self.token_where("find_by_tid", "tid = $1", tid))
+            }
+
+            fn find_by_token_hash<'a>(
+                &'a self,
+                token_hash: &'a str,
+            ) -> futures::future::BoxFuture<'a, Option<$crate::security::TokenRecord>> {
+                Box::pin(self.token_where("find_by_token_hash", "token_hash = $1", token_hash))
+            }
+
+            fn list_by_identity<'a>(
+                &'a self,
+                uid: &'a str,
+            ) -> futures::future::BoxFuture<'a, Vec<$crate::security::TokenRecord>> {
+                Box::pin(self.tokens_where("list_by_identity", "uid = $1", uid))
+            }
+
+            fn list_by_session<'a>(
+                &'a self,
+                session_id: &'a str,
+            ) -> futures::future::BoxFuture<'a, Vec<$crate::security::TokenRecord>> {
+                Box::pin(self.tokens_where("list_by_session", "session_id = $1", session_id))
+            }
+
+            fn touch<'a>(&'a self, tid: &'a str, now: u64) -> futures::future::BoxFuture<'a, ()> {
+                if self.touches.add(tid, now) {
+                    self.start_touch_flusher();
+                }
+                Box::pin(futures::future::ready(()))
+            }
+
+            fn mark_active<'a>(
+                &'a self,
+                tid: &'a str,
+                label: &'a str,
+                now: u64,
+            ) -> futures::future::BoxFuture<'a, ()> {
+                self.touches.forget(tid);
+                Box::pin(self.update_token(
+                    "mark_active",
+                    "UPDATE agent_tokens SET status = 'active', last_seen_at = $2, label = $3 \
+                     WHERE tid = $1",
+                    tid,
+                    Some(now),
+                    Some(label),
+                ))
+            }
+
+            fn revoke<'a>(&'a self, tid: &'a str) -> futures::future::BoxFuture<'a, ()> {
+                Box::pin(self.update_token(
+                    "revoke",
+                    "UPDATE agent_tokens SET status = 'revoked' WHERE tid = $1",
+                    tid,
+                    None,
+                    None,
+                ))
+            }
+
+            fn sweep_expired(
+                &self,
+                now: u64,
+                retention_ms: u64,
+            ) -> futures::future::BoxFuture<'_, usize> {
+                use $crate::store::sql::to_db;
+                Box::pin(async move {
+                    let done = sqlx::query("DELETE FROM agent_tokens WHERE expires_at <= $1")
+                        .bind(to_db(now.saturating_sub(retention_ms)))
+                        .execute(&self.pool)
+                        .await;
+                    match done {
+                        Ok(r) => usize::try_from(r.rows_affected()).unwrap_or(usize::MAX),
+                        Err(e) => {
+                            $crate::store::sql::token_failure("sweep_expired", &e);
+                            0
+                        }
+                    }
+                })
+            }
+        }
+
+        impl $crate::store::SessionStore for $store {
+            fn insert_session(
+                &self,
+                r: $crate::store::SessionRecord,
+            ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<()>> {
+                use $crate::store::sql::to_db;
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT INTO agent_sessions (id, owner, created_at, updated_at, seq, \
+                         state, schema_hash, confirms, log_tail) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    )
+                    .bind(&r.id)
+                    .bind(&r.owner)
+                    .bind(to_db(r.created_at))
+                    .bind(to_db(r.updated_at))
+                    .bind(to_db(r.seq))
+                    .bind(&r.state)
+                    .bind(&r.schema_hash)
+                    .bind(&r.confirms)
+                    .bind(&r.log_tail)
+                    .execute(&self.pool)
+                    .await?;
+                    Ok(())
+                })
+            }
+
+            fn load_session<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> futures::future::BoxFuture<
+                'a,
+                $crate::store::StoreResult<Option<$crate::store::SessionRecord>>,
+            > {
+                Box::pin(async move {
+                    let row = sqlx::query(
+                        "SELECT id, owner, created_at, updated_at, seq, state, schema_hash, \
+                         confirms, log_tail FROM agent_sessions WHERE id = $1",
+                    )
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                    Ok(row.as_ref().map(session_from_row).transpose()?)
+                })
+            }
+
+            fn commit_state<'a>(
+                &'a self,
+                id: &'a str,
+                seq: u64,
+                state: &'a str,
+                schema_hash: &'a str,
+                now: u64,
+            ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<bool>> {
+                use $crate::store::sql::to_db;
+                Box::pin(async move {
+                    let Some(previous) = seq.checked_sub(1) else {
+                        return Ok(false);
+                    };
+                    let done = sqlx::query(
+                        "UPDATE agent_sessions SET seq = $2, state = $3, schema_hash = $4, \
+                         updated_at = $5 WHERE id = $1 AND seq = $6",
+                    )
+                    .bind(id)
+                    .bind(to_db(seq))
+                    .bind(state)
+                    .bind(schema_hash)
+                    .bind(to_db(now))
+                    .bind(to_db(previous))
+                    .execute(&self.pool)
+                    .await?;
+                    Ok(done.rows_affected() == 1)
+                })
+            }
+
+            fn save_confirms<'a>(
+                &'a self,
+                id: &'a str,
+                confirms: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<()>> {
+                Box::pin(async move {
+                    sqlx::query("UPDATE agent_sessions SET confirms = $2 WHERE id = $1")
+                        .bind(id)
+                        .bind(confirms)
+                        .execute(&self.pool)
+                        .await?;
+                    Ok(())
+                })
+            }
+
+            fn save_log_tail<'a>(
+                &'a self,
+                id: &'a str,
+                log_tail: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<()>> {
+                Box::pin(async move {
+                    sqlx::query("UPDATE agent_sessions SET log_tail = $2 WHERE id = $1")
+                        .bind(id)
+                        .bind(log_tail)
+                        .execute(&self.pool)
+                        .await?;
+                    Ok(())
+                })
+            }
+
+            fn delete_session<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<bool>> {
+                Box::pin(async move {
+                    let done = sqlx::query("DELETE FROM agent_sessions WHERE id = $1")
+                        .bind(id)
+                        .execute(&self.pool)
+                        .await?;
+                    Ok(done.rows_affected() > 0)
+                })
+            }
+
+            fn sessions_of<'a>(
+                &'a self,
+                owner: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<Vec<String>>> {
+                Box::pin(async move {
+                    let ids: Vec<(String,)> = sqlx::query_as(
+                        "SELECT id FROM agent_sessions WHERE owner = $1 ORDER BY created_at, id",
+                    )
+                    .bind(owner)
+                    .fetch_all(&self.pool)
+                    .await?;
+                    Ok(ids.into_iter().map(|(id,)| id).collect())
+                })
+            }
+
+            fn session_count(
+                &self,
+            ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<u64>> {
+                Box::pin(async move {
+                    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_sessions")
+                        .fetch_one(&self.pool)
+                        .await?;
+                    Ok($crate::store::sql::from_db(n))
+                })
+            }
+
+            $($changes)*
+        }
+
+        impl $crate::store::IdempotencyRecords for $store {
+            fn put_idempotent(
+                &self,
+                e: $crate::store::IdempotencyEntry,
+            ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<()>> {
+                use $crate::store::sql::to_db;
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT INTO agent_idempotency (tid, key, created_at, msg, status, body, \
+                         headers) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                         ON CONFLICT (tid, key) DO UPDATE SET created_at = excluded.created_at, \
+                         msg = excluded.msg, status = excluded.status, body = excluded.body, \
+                         headers = excluded.headers",
+                    )
+                    .bind(&e.tid)
+                    .bind(&e.key)
+                    .bind(to_db(e.created_at))
+                    .bind(&e.msg)
+                    .bind(i32::from(e.status))
+                    .bind(&e.body)
+                    .bind(&e.headers)
+                    .execute(&self.pool)
+                    .await?;
+                    Ok(())
+                })
+            }
+
+            fn get_idempotent<'a>(
+                &'a self,
+                tid: &'a str,
+                key: &'a str,
+            ) -> futures::future::BoxFuture<
+                'a,
+                $crate::store::StoreResult<Option<$crate::store::IdempotencyEntry>>,
+            > {
+                Box::pin(async move {
+                    let row: Option<(i64, String, i32, String, String)> = sqlx::query_as(
+                        "SELECT created_at, msg, status, body, headers FROM agent_idempotency \
+                         WHERE tid = $1 AND key = $2",
+                    )
+                    .bind(tid)
+                    .bind(key)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                    Ok(row.map(|(created_at, msg, status, body, headers)| {
+                        $crate::store::IdempotencyEntry {
+                            tid: tid.to_owned(),
+                            key: key.to_owned(),
+                            created_at: $crate::store::sql::from_db(created_at),
+                            msg,
+                            status: u16::try_from(status).unwrap_or(500),
+                            body,
+                            headers,
+                        }
+                    }))
+                })
+            }
+
+            fn sweep_idempotent(
+                &self,
+                before: u64,
+            ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<u64>> {
+                Box::pin(async move {
+                    let done = sqlx::query("DELETE FROM agent_idempotency WHERE created_at < $1")
+                        .bind($crate::store::sql::to_db(before))
+                        .execute(&self.pool)
+                        .await?;
+                    Ok(done.rows_affected())
+                })
+            }
+        }
+
+        impl $crate::store::McpBindings for $store {
+            fn bind_mcp(
+                &self,
+                b: $crate::store::McpBinding,
+            ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<()>> {
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT INTO agent_mcp_sessions (id, tid, init, created_at, deleted) \
+                         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET \
+                         tid = CASE WHEN excluded.tid = '' THEN agent_mcp_sessions.tid \
+                         ELSE excluded.tid END, \
+                         init = CASE WHEN excluded.init = '' THEN agent_mcp_sessions.init \
+                         ELSE excluded.init END",
+                    )
+                    .bind(&b.id)
+                    .bind(&b.tid)
+                    .bind(&b.init)
+                    .bind($crate::store::sql::to_db(b.created_at))
+                    .bind(b.deleted)
+                    .execute(&self.pool)
+                    .await?;
+                    Ok(())
+                })
+            }
+
+            fn mcp_binding<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> futures::future::BoxFuture<
+                'a,
+                $crate::store::StoreResult<Option<$crate::store::McpBinding>>,
+            > {
+                Box::pin(async move {
+                    let row: Option<(String, String, i64, bool)> = sqlx::query_as(
+                        "SELECT tid, init, created_at, deleted FROM agent_mcp_sessions \
+                         WHERE id = $1",
+                    )
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                    Ok(row.map(|(tid, init, created_at, deleted)| $crate::store::McpBinding {
+                        id: id.to_owned(),
+                        tid,
+                        init,
+                        created_at: $crate::store::sql::from_db(created_at),
+                        deleted,
+                    }))
+                })
+            }
+
+            fn delete_mcp<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<()>> {
+                Box::pin(async move {
+                    sqlx::query("UPDATE agent_mcp_sessions SET deleted = TRUE WHERE id = $1")
+                        .bind(id)
+                        .execute(&self.pool)
+                        .await?;
+                    Ok(())
+                })
+            }
+        }
+
+        impl $crate::store::SigningKeys for $store {
+            fn signing_key<'a>(
+                &'a self,
+                name: &'a str,
+                candidate: Vec<u8>,
+            ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<Vec<u8>>> {
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT INTO agent_keys (name, bytes) VALUES ($1, $2) \
+                         ON CONFLICT (name) DO NOTHING",
+                    )
+                    .bind(name)
+                    .bind(&candidate)
+                    .execute(&self.pool)
+                    .await?;
+                    let (bytes,): (Vec<u8>,) =
+                        sqlx::query_as("SELECT bytes FROM agent_keys WHERE name = $1")
+                            .bind(name)
+                            .fetch_one(&self.pool)
+                            .await?;
+                    Ok(bytes)
+                })
+            }
+        }
+    };
+}
+
+pub(super) use impl_sql_store;

@@ -1,0 +1,46 @@
+//! Coalesced token touches of the database stores.
+
+/// `lastSeenAt` updates waiting to be written: a LAP call touches its token every time, and
+/// writing each touch would double the writes of `/message`. Touches are written at most once
+/// a second per token by a flusher task; reads overlay the pending ones, so callers see every
+/// touch at once. A process killed loses at most the last second of `lastSeenAt` moves.
+#[derive(Debug, Default)]
+pub(crate) struct Touches {
+    pending: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    flusher: std::sync::OnceLock<()>,
+}
+
+/// How often pending touches are written.
+pub(crate) const TOUCH_FLUSH: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Touches {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, u64>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a touch; answers whether the flusher must be started.
+    pub(crate) fn add(&self, tid: &str, now: u64) -> bool {
+        let mut pending = self.lock();
+        let at = pending.entry(tid.to_owned()).or_insert(now);
+        *at = (*at).max(now);
+        drop(pending);
+        let mut start = false;
+        self.flusher.get_or_init(|| start = true);
+        start
+    }
+
+    /// The newest pending touch of `tid`.
+    pub(crate) fn get(&self, tid: &str) -> Option<u64> {
+        self.lock().get(tid).copied()
+    }
+
+    /// Takes every pending touch.
+    pub(crate) fn drain(&self) -> Vec<(String, u64)> {
+        self.lock().drain().collect()
+    }
+
+    /// Forgets the pending touch of `tid` (a write set `lastSeenAt` itself).
+    pub(crate) fn forget(&self, tid: &str) {
+        self.lock().remove(tid);
+    }
+}

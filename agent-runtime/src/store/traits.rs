@@ -1,0 +1,106 @@
+//! The store traits besides [`TokenStore`](crate::security::TokenStore): sessions,
+//! idempotency answers, MCP session bindings and the identity signing key.
+//!
+//! Like the token store, every method returns a boxed `Send` future, so the traits stay
+//! dyn-compatible (`Arc<dyn SessionStore>`) and an implementation can await its database.
+
+use futures::future::BoxFuture;
+
+use super::records::{IdempotencyEntry, McpBinding, SessionRecord};
+use super::StoreError;
+
+/// A store answer: the value, or why the database failed.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Where sessions live.
+pub trait SessionStore: Send + Sync {
+    /// Stores a new session; fails with [`StoreError::Conflict`] when the id exists.
+    fn insert_session(&self, record: SessionRecord) -> BoxFuture<'_, StoreResult<()>>;
+
+    /// The session `id`.
+    fn load_session<'a>(&'a self, id: &'a str)
+        -> BoxFuture<'a, StoreResult<Option<SessionRecord>>>;
+
+    /// Compare-and-set commit: writes `state` as commit `seq` (and `schema_hash`) only if the
+    /// stored sequence number is still `seq - 1`. Answers whether it was written: `false`
+    /// means another writer committed first (or the session is gone), and the caller must
+    /// reload.
+    fn commit_state<'a>(
+        &'a self,
+        id: &'a str,
+        seq: u64,
+        state: &'a str,
+        schema_hash: &'a str,
+        now: u64,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Replaces the JSON text of the pending confirmations.
+    fn save_confirms<'a>(
+        &'a self,
+        id: &'a str,
+        confirms: &'a str,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Replaces the JSON text of the activity-log tail.
+    fn save_log_tail<'a>(
+        &'a self,
+        id: &'a str,
+        log_tail: &'a str,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Deletes the session; answers whether it existed.
+    fn delete_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// The ids of the sessions owned by exactly `owner`, oldest first.
+    fn sessions_of<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, StoreResult<Vec<String>>>;
+
+    /// How many sessions the store holds.
+    fn session_count(&self) -> BoxFuture<'_, StoreResult<u64>>;
+
+    /// The sessions other processes change, as they are changed: `<id> <seq> <1 if the
+    /// confirmations changed, else 0>` (a bare id means "reload it"); `None` when the store
+    /// is not shared (must be called inside a tokio runtime).
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
+}
+
+/// Where the first answers of keyed `/message` calls live (`lap.md` §5.7).
+pub trait IdempotencyRecords: Send + Sync {
+    /// Stores the answer under `(tid, key)`, replacing an older one.
+    fn put_idempotent(&self, entry: IdempotencyEntry) -> BoxFuture<'_, StoreResult<()>>;
+
+    /// The answer stored under `(tid, key)`.
+    fn get_idempotent<'a>(
+        &'a self,
+        tid: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<IdempotencyEntry>>>;
+
+    /// Deletes the answers created before `before`; answers how many went.
+    fn sweep_idempotent(&self, before: u64) -> BoxFuture<'_, StoreResult<u64>>;
+}
+
+/// Where the MCP session ids `/agent/mcp` issued are kept, with the token each is bound to.
+pub trait McpBindings: Send + Sync {
+    /// Records MCP session `binding.id`; for an id already recorded, a non-empty `tid` or
+    /// `init` replaces the stored one and the rest stays (a deleted id stays deleted).
+    fn bind_mcp(&self, binding: McpBinding) -> BoxFuture<'_, StoreResult<()>>;
+
+    /// The binding of MCP session `id` (deleted ones included, flagged).
+    fn mcp_binding<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<McpBinding>>>;
+
+    /// Marks MCP session `id` deleted: it is never rebuilt.
+    fn delete_mcp<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
+}
+
+/// Where the identity cookie's signing key is kept, shared by every replica.
+pub trait SigningKeys: Send + Sync {
+    /// The key stored under `name`; when there is none, stores `candidate` and answers it.
+    /// Concurrent callers all get the one key that was stored first.
+    fn signing_key<'a>(
+        &'a self,
+        name: &'a str,
+        candidate: Vec<u8>,
+    ) -> BoxFuture<'a, StoreResult<Vec<u8>>>;
+}

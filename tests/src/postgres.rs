@@ -1,0 +1,178 @@
+//! A real PostgreSQL server for tests: `initdb` into a fresh temporary directory, `postgres`
+//! on a free loopback port, stopped and removed when the handle drops.
+//!
+//! PostgreSQL refuses to run as root; when the tests run as root (CI does), the server runs
+//! as the unprivileged user `nobody` (the data directory is handed to it). The binaries are
+//! found through `$PG_BIN`, `pg_config --bindir`, or Debian's `/usr/lib/postgresql/<ver>/bin`.
+
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running PostgreSQL server owned by the test.
+pub struct PgServer {
+    child: Child,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl PgServer {
+    /// `postgres://postgres@127.0.0.1:<port>/postgres` (trust authentication on loopback).
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Initializes a cluster in a temporary directory and starts it; panics with the reason
+    /// when PostgreSQL is missing or does not start.
+    pub fn start() -> PgServer {
+        let bin = bin_dir().expect(
+            "PostgreSQL binaries not found: install the `postgresql` package (Debian) or set PG_BIN",
+        );
+        let dir = std::env::temp_dir().join(format!("agent-pg-{}", uuid_like()));
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data).expect("temporary directory");
+        let user = unprivileged_user();
+        if let Some((uid, gid)) = user {
+            std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).expect("chown");
+            std::os::unix::fs::chown(&data, Some(uid), Some(gid)).expect("chown");
+        }
+        let output = as_user(Command::new(bin.join("initdb")), user, &dir)
+            .args([
+                "-D",
+                path_str(&data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+            ])
+            .args(["--no-sync", "--no-instructions"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("initdb runs");
+        assert!(
+            output.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let port = free_port();
+        let log = std::fs::File::create(dir.join("server.log")).expect("log file");
+        if let Some((uid, gid)) = user {
+            std::os::unix::fs::chown(dir.join("server.log"), Some(uid), Some(gid)).expect("chown");
+        }
+        let child = as_user(Command::new(bin.join("postgres")), user, &dir)
+            .args([
+                "-D",
+                path_str(&data),
+                "-p",
+                &port.to_string(),
+                "-k",
+                path_str(&dir),
+            ])
+            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+            .args(["-c", "max_connections=100"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("postgres starts");
+        let server = PgServer { child, dir, port };
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                // Accepting TCP is not yet accepting queries; the store retries its first
+                // connection through the pool's acquire timeout, so a short grace is enough.
+                std::thread::sleep(Duration::from_millis(300));
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        panic!("PostgreSQL did not start within 30 s:\n{log}");
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        // SIGKILL to the postmaster: its backends notice and exit; the data is thrown away.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("temporary paths are UTF-8")
+}
+
+fn uuid_like() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{}-{nanos}", std::process::id())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// `Some((uid, gid))` of `nobody` when running as root, `None` otherwise.
+fn unprivileged_user() -> Option<(u32, u32)> {
+    let me = Command::new("id").arg("-u").output().ok()?;
+    if String::from_utf8_lossy(&me.stdout).trim() != "0" {
+        return None;
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").expect("/etc/passwd");
+    let line = passwd
+        .lines()
+        .find(|l| l.starts_with("nobody:"))
+        .expect("running as root needs the user `nobody` to run PostgreSQL");
+    let fields: Vec<&str> = line.split(':').collect();
+    Some((
+        fields[2].parse().expect("uid"),
+        fields[3].parse().expect("gid"),
+    ))
+}
+
+fn as_user(mut cmd: Command, user: Option<(u32, u32)>, home: &Path) -> Command {
+    if let Some((uid, gid)) = user {
+        cmd.gid(gid).uid(uid);
+    }
+    cmd.env("HOME", home).current_dir(home);
+    cmd
+}
+
+/// The directory of `initdb` and `postgres`.
+fn bin_dir() -> Option<PathBuf> {
+    if let Ok(dir) = std::env::var("PG_BIN") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
+        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if dir.join("initdb").exists() {
+            return Some(dir);
+        }
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let v = e.file_name().to_str()?.parse().ok()?;
+            Some((v, e.path().join("bin")))
+        })
+        .filter(|(_, p)| p.join("initdb").exists())
+        .collect();
+    versions.sort();
+    versions.pop().map(|(_, p)| p)
+}

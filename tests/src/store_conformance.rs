@@ -1,0 +1,355 @@
+//! Store conformance: the same test bodies run against every store implementation (in
+//! memory, SQLite, PostgreSQL). Each body takes a freshly opened, empty [`Stores`].
+
+use agent_runtime::security::{TokenRecord, TokenStatus};
+use agent_runtime::store::{IdempotencyEntry, McpBinding, SessionRecord, StoreError, Stores};
+
+fn token(tid: &str, uid: Option<&str>, session: &str, expires_at: u64) -> TokenRecord {
+    TokenRecord {
+        tid: tid.into(),
+        token_hash: format!("hash-{tid}"),
+        uid: uid.map(Into::into),
+        session_id: session.into(),
+        status: TokenStatus::AwaitingClaude,
+        created_at: 10,
+        expires_at,
+        last_seen_at: 10,
+        pending_resume_until: None,
+        origin: "http://localhost".into(),
+        label: None,
+    }
+}
+
+fn tids(records: Vec<TokenRecord>) -> Vec<String> {
+    records.into_iter().map(|r| r.tid).collect()
+}
+
+/// Token records: create, find by tid and hash, lists in creation order, touch, activation,
+/// revocation, replacement and the expiry sweep.
+pub async fn tokens(stores: &Stores) {
+    let t = &stores.tokens;
+    let a = token("a", Some("u1"), "s1", 1_000);
+    t.create(a.clone()).await;
+    t.create(token("b", None, "s1", 4_500)).await;
+    t.create(token("c", Some("u2"), "s2", 10_000)).await;
+    t.create(token("d", Some("u1"), "s3", 10_000)).await;
+    assert_eq!(t.find_by_tid("a").await, Some(a.clone()));
+    assert_eq!(t.find_by_token_hash("hash-a").await, Some(a.clone()));
+    assert_eq!(t.find_by_tid("zz").await, None);
+    assert_eq!(t.find_by_token_hash("hash-zz").await, None);
+    assert_eq!(tids(t.list_by_identity("u1").await), ["a", "d"]);
+    assert!(t.list_by_identity("u").await.is_empty());
+    assert_eq!(tids(t.list_by_session("s1").await), ["a", "b"]);
+
+    t.touch("a", 77).await;
+    let touched = t.find_by_tid("a").await.expect("a");
+    assert_eq!(touched.last_seen_at, 77);
+    assert_eq!(touched.status, TokenStatus::AwaitingClaude);
+
+    t.mark_active("a", "claude", 88).await;
+    let active = t.find_by_tid("a").await.expect("a");
+    assert_eq!(active.status, TokenStatus::Active);
+    assert_eq!(active.label.as_deref(), Some("claude"));
+    assert_eq!(active.last_seen_at, 88);
+    assert_eq!(active.created_at, a.created_at);
+
+    t.revoke("a").await;
+    let revoked = t
+        .find_by_token_hash("hash-a")
+        .await
+        .expect("kept after revoke");
+    assert_eq!(revoked.status, TokenStatus::Revoked);
+
+    // Mutations of a missing tid change nothing.
+    t.touch("zz", 1).await;
+    t.revoke("zz").await;
+    assert_eq!(t.find_by_tid("zz").await, None);
+
+    // Replacing a tid drops its old hash and moves it to the end of the creation order.
+    let mut replaced = token("b", None, "s1", 4_500);
+    replaced.token_hash = "hash-b2".into();
+    replaced.pending_resume_until = Some(99);
+    t.create(replaced.clone()).await;
+    assert_eq!(t.find_by_token_hash("hash-b").await, None);
+    assert_eq!(t.find_by_token_hash("hash-b2").await, Some(replaced));
+    assert_eq!(tids(t.list_by_session("s1").await), ["a", "b"]);
+
+    // expiresAt + retention <= now is swept, boundary included.
+    assert_eq!(t.sweep_expired(5_000, 1_000).await, 1);
+    assert_eq!(t.find_by_tid("a").await, None);
+    assert!(t.find_by_tid("b").await.is_some());
+    assert_eq!(t.sweep_expired(5_500, 1_000).await, 1);
+    assert_eq!(t.sweep_expired(5_500, 1_000).await, 0);
+    assert_eq!(tids(t.list_by_identity("u1").await), ["d"]);
+}
+
+/// Sessions: insert (a duplicate id is a conflict), load, compare-and-set commits, the
+/// confirmation and log columns, listing by owner, count and delete.
+pub async fn sessions(stores: &Stores) {
+    let s = &stores.sessions;
+    let first = SessionRecord::new("s1", Some("u1".into()), 100, r#"{"count":0}"#.into(), "h1");
+    s.insert_session(first.clone()).await.expect("insert");
+    assert!(matches!(
+        s.insert_session(first.clone()).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(
+        s.load_session("s1").await.expect("load"),
+        Some(first.clone())
+    );
+    assert_eq!(s.load_session("nope").await.expect("load"), None);
+
+    assert!(s
+        .commit_state("s1", 1, r#"{"count":1}"#, "h1", 150)
+        .await
+        .expect("commit"));
+    // The same sequence number again, a gap, and a sequence 0 all lose.
+    assert!(!s
+        .commit_state("s1", 1, r#"{"count":9}"#, "h1", 151)
+        .await
+        .expect("commit"));
+    assert!(!s
+        .commit_state("s1", 3, r#"{"count":9}"#, "h1", 151)
+        .await
+        .expect("commit"));
+    assert!(!s
+        .commit_state("s1", 0, r#"{"count":9}"#, "h1", 151)
+        .await
+        .expect("commit"));
+    assert!(!s
+        .commit_state("nope", 1, "{}", "h1", 151)
+        .await
+        .expect("commit"));
+    assert!(s
+        .commit_state("s1", 2, r#"{"count":2}"#, "h2", 160)
+        .await
+        .expect("commit"));
+    let loaded = s.load_session("s1").await.expect("load").expect("s1");
+    assert_eq!(loaded.seq, 2);
+    assert_eq!(loaded.state, r#"{"count":2}"#);
+    assert_eq!(loaded.schema_hash, "h2");
+    assert_eq!(loaded.updated_at, 160);
+    assert_eq!(loaded.created_at, 100);
+    assert_eq!(loaded.owner.as_deref(), Some("u1"));
+
+    s.save_confirms("s1", r#"[{"id":"c1"}]"#)
+        .await
+        .expect("confirms");
+    s.save_log_tail("s1", r#"[{"kind":"dispatched"}]"#)
+        .await
+        .expect("log");
+    let loaded = s.load_session("s1").await.expect("load").expect("s1");
+    assert_eq!(loaded.confirms, r#"[{"id":"c1"}]"#);
+    assert_eq!(loaded.log_tail, r#"[{"kind":"dispatched"}]"#);
+    assert_eq!(loaded.state, r#"{"count":2}"#);
+
+    s.insert_session(SessionRecord::new(
+        "s0",
+        Some("u1".into()),
+        50,
+        "{}".into(),
+        "h1",
+    ))
+    .await
+    .expect("insert");
+    s.insert_session(SessionRecord::new("s2", None, 60, "{}".into(), "h1"))
+        .await
+        .expect("insert");
+    assert_eq!(s.sessions_of("u1").await.expect("list"), ["s0", "s1"]);
+    assert!(s.sessions_of("u2").await.expect("list").is_empty());
+    assert_eq!(s.session_count().await.expect("count"), 3);
+    assert!(s.delete_session("s1").await.expect("delete"));
+    assert!(!s.delete_session("s1").await.expect("delete"));
+    assert_eq!(s.load_session("s1").await.expect("load"), None);
+    assert_eq!(s.session_count().await.expect("count"), 2);
+}
+
+/// Two writers commit the same sequence number at once: exactly one wins.
+pub async fn concurrent_commits(stores: &Stores) {
+    let s = &stores.sessions;
+    s.insert_session(SessionRecord::new("race", None, 1, "0".into(), "h"))
+        .await
+        .expect("insert");
+    for seq in 1..=20u64 {
+        let a = s.commit_state("race", seq, "\"a\"", "h", seq);
+        let b = s.commit_state("race", seq, "\"b\"", "h", seq);
+        let (a, b) = futures::join!(a, b);
+        let (a, b) = (a.expect("commit a"), b.expect("commit b"));
+        assert!(a ^ b, "exactly one writer wins commit {seq} (a={a}, b={b})");
+    }
+    assert_eq!(
+        s.load_session("race")
+            .await
+            .expect("load")
+            .expect("race")
+            .seq,
+        20
+    );
+}
+
+/// Idempotency answers: put, get, replace, sweep.
+pub async fn idempotency(stores: &Stores) {
+    let i = &stores.idempotency;
+    let entry = IdempotencyEntry {
+        tid: "t1".into(),
+        key: "k1".into(),
+        created_at: 1_000,
+        msg: r#"{"type":"inc"}"#.into(),
+        status: 200,
+        body: r#"{"status":"dispatched"}"#.into(),
+        headers: "[]".into(),
+    };
+    i.put_idempotent(entry.clone()).await.expect("put");
+    assert_eq!(
+        i.get_idempotent("t1", "k1").await.expect("get"),
+        Some(entry.clone())
+    );
+    assert_eq!(i.get_idempotent("t2", "k1").await.expect("get"), None);
+    assert_eq!(i.get_idempotent("t1", "k2").await.expect("get"), None);
+    let newer = IdempotencyEntry {
+        created_at: 3_000,
+        status: 413,
+        headers: r#"[["x-a","b"]]"#.into(),
+        ..entry.clone()
+    };
+    i.put_idempotent(newer.clone()).await.expect("replace");
+    assert_eq!(
+        i.get_idempotent("t1", "k1").await.expect("get"),
+        Some(newer)
+    );
+    i.put_idempotent(IdempotencyEntry {
+        key: "old".into(),
+        ..entry
+    })
+    .await
+    .expect("put");
+    assert_eq!(i.sweep_idempotent(2_000).await.expect("sweep"), 1);
+    assert_eq!(i.get_idempotent("t1", "old").await.expect("get"), None);
+    assert!(i.get_idempotent("t1", "k1").await.expect("get").is_some());
+}
+
+/// MCP session bindings: bind, complete, read, delete (a deleted id stays deleted, even when
+/// bound again).
+pub async fn mcp_bindings(stores: &Stores) {
+    let m = &stores.mcp;
+    let issued = McpBinding {
+        id: "m1".into(),
+        tid: String::new(),
+        init: r#"{"protocolVersion":"2025-06-18"}"#.into(),
+        created_at: 5,
+        deleted: false,
+    };
+    m.bind_mcp(issued.clone()).await.expect("bind");
+    assert_eq!(
+        m.mcp_binding("m1").await.expect("get"),
+        Some(issued.clone())
+    );
+    // The token becomes known later; the init params stay.
+    m.bind_mcp(McpBinding {
+        tid: "t1".into(),
+        init: String::new(),
+        created_at: 9,
+        ..issued.clone()
+    })
+    .await
+    .expect("bind tid");
+    let bound = McpBinding {
+        tid: "t1".into(),
+        ..issued.clone()
+    };
+    assert_eq!(m.mcp_binding("m1").await.expect("get"), Some(bound.clone()));
+    assert_eq!(m.mcp_binding("m2").await.expect("get"), None);
+    m.delete_mcp("m1").await.expect("delete");
+    let deleted = m.mcp_binding("m1").await.expect("get").expect("kept");
+    assert!(deleted.deleted);
+    assert_eq!(deleted.tid, "t1");
+    m.bind_mcp(bound).await.expect("bind again");
+    assert!(
+        m.mcp_binding("m1")
+            .await
+            .expect("get")
+            .expect("kept")
+            .deleted
+    );
+}
+
+/// The signing key: the first candidate stored wins; later candidates get it back.
+pub async fn signing_key(stores: &Stores) {
+    let first = stores
+        .keys
+        .signing_key("k", vec![1; 32])
+        .await
+        .expect("key");
+    assert_eq!(first, vec![1; 32]);
+    let again = stores
+        .keys
+        .signing_key("k", vec![2; 32])
+        .await
+        .expect("key");
+    assert_eq!(again, vec![1; 32]);
+    let other = stores
+        .keys
+        .signing_key("other", vec![3; 40])
+        .await
+        .expect("key");
+    assert_eq!(other, vec![3; 40]);
+    let a = stores.identity_key().await.expect("identity key");
+    let b = stores.identity_key().await.expect("identity key");
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+}
+
+/// Every body above, in order, on one store.
+pub async fn all(stores: &Stores) {
+    tokens(stores).await;
+    sessions(stores).await;
+    concurrent_commits(stores).await;
+    idempotency(stores).await;
+    mcp_bindings(stores).await;
+    signing_key(stores).await;
+}
+
+/// What a second [`Stores`] opened on the same database must read back after [`all`] ran on
+/// the first: the durable backends keep everything.
+pub async fn reopened(stores: &Stores) {
+    assert_eq!(
+        stores.tokens.find_by_tid("d").await.map(|r| r.session_id),
+        Some("s3".to_string())
+    );
+    let s0 = stores.sessions.load_session("s0").await.expect("load");
+    assert_eq!(s0.map(|r| r.created_at), Some(50));
+    let race = stores
+        .sessions
+        .load_session("race")
+        .await
+        .expect("load")
+        .expect("race");
+    assert_eq!(race.seq, 20);
+    assert!(
+        race.state == "\"a\"" || race.state == "\"b\"",
+        "{}",
+        race.state
+    );
+    assert!(
+        stores
+            .mcp
+            .mcp_binding("m1")
+            .await
+            .expect("get")
+            .expect("m1")
+            .deleted
+    );
+    assert_eq!(
+        stores
+            .keys
+            .signing_key("k", vec![9; 32])
+            .await
+            .expect("key"),
+        vec![1; 32]
+    );
+    assert!(stores
+        .idempotency
+        .get_idempotent("t1", "k1")
+        .await
+        .expect("get")
+        .is_some());
+}

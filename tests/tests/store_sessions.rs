@@ -1,0 +1,181 @@
+//! Durable sessions in one process, on a real SQLite file: idle sessions leave memory and
+//! come back from the store; a stored state that no longer deserializes resets its session
+//! with a log entry; a record written under another schema hash gets the schema-changed note.
+
+use std::sync::Arc;
+
+use agent_examples::counter::{Counter, Msg};
+use agent_runtime::clock::ManualClock;
+use agent_runtime::security::TracingAuditSink;
+use agent_runtime::session::DispatchOptions;
+use agent_runtime::store::{SessionRecord, Stores};
+use agent_runtime::{Host, HostConfig};
+
+struct TempDb(std::path::PathBuf);
+
+impl TempDb {
+    fn new() -> TempDb {
+        let dir = std::env::temp_dir().join(format!("agent-store-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        TempDb(dir)
+    }
+    fn path(&self) -> String {
+        self.0.join("s.db").to_str().expect("utf-8").to_owned()
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn host(stores: &Stores, clock: Arc<ManualClock>, idle_ms: u64) -> Host<Counter> {
+    let config = HostConfig {
+        clock,
+        session_idle_ms: idle_ms,
+        ..HostConfig::default()
+    };
+    Host::with_store(
+        Counter,
+        config,
+        Arc::new(TracingAuditSink),
+        stores.sessions.clone(),
+    )
+    .expect("host")
+}
+
+#[tokio::test]
+async fn idle_sessions_leave_memory_and_come_back_from_the_store() {
+    let db = TempDb::new();
+    let stores = Stores::open(&db.path()).await.expect("store");
+    let clock = Arc::new(ManualClock::new(1_000));
+    let host = host(&stores, clock.clone(), 60_000);
+    let session = host.create_session(Some("u1".into())).expect("session");
+    session.stored().await;
+    for _ in 0..2 {
+        session
+            .dispatch_msg(Msg::Inc, DispatchOptions::default())
+            .await
+            .expect("inc");
+    }
+    let id = session.id().to_owned();
+    assert_eq!(session.published().seq, 2);
+    // The first sweep sees the commits (a use); the next one, a minute later, drops it.
+    clock.advance(1);
+    assert_eq!(host.expire_idle_sessions(), 0);
+    clock.advance(60_001);
+    assert_eq!(host.expire_idle_sessions(), 1);
+    assert_eq!(host.session_count(), 0);
+    assert!(host.session(&id).is_none(), "dropped from memory");
+    let back = host
+        .load_session(&id)
+        .await
+        .expect("reloaded from the store");
+    assert_eq!(back.published().seq, 2);
+    assert_eq!(back.state()["count"], 2);
+    assert_eq!(back.owner(), Some("u1"));
+    assert_eq!(host.session_count(), 1);
+    back.dispatch_msg(Msg::Inc, DispatchOptions::default())
+        .await
+        .expect("inc");
+    let stored = stores
+        .sessions
+        .load_session(&id)
+        .await
+        .expect("load")
+        .expect("stored");
+    assert_eq!(stored.seq, 3);
+    assert_eq!(host.load_sessions_of("u1").await.len(), 1);
+    // Closing a session deletes it from the store.
+    assert!(host.close_session(&id));
+    for _ in 0..100 {
+        if stores
+            .sessions
+            .load_session(&id)
+            .await
+            .expect("load")
+            .is_none()
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(stores
+        .sessions
+        .load_session(&id)
+        .await
+        .expect("load")
+        .is_none());
+    let again = host.load_session(&id).await;
+    assert!(again.is_none(), "{again:?}");
+}
+
+#[tokio::test]
+async fn an_undeserializable_state_resets_and_a_new_schema_is_noted() {
+    let db = TempDb::new();
+    let stores = Stores::open(&db.path()).await.expect("store");
+    let clock = Arc::new(ManualClock::new(1_000));
+    let host = host(&stores, clock, 0);
+    let hash = host.catalog().schema_hash().to_owned();
+    // A state of another shape than the app's.
+    let mut broken = SessionRecord::new("broken", None, 5, r#"{"count":"many"}"#.into(), &hash);
+    broken.seq = 7;
+    stores
+        .sessions
+        .insert_session(broken)
+        .await
+        .expect("insert");
+    let session = host
+        .load_session("broken")
+        .await
+        .expect("reset, not refused");
+    assert_eq!(session.state()["count"], 0);
+    assert_eq!(session.published().seq, 8);
+    let log = session.recent_log(10, Some("error"));
+    assert!(
+        log.iter()
+            .any(|e| e.intent.as_deref() == Some("Session reset")
+                && e.detail
+                    .as_deref()
+                    .is_some_and(|d| d.contains("no longer deserializes"))),
+        "{log:?}"
+    );
+    session.stored().await;
+    let mut stored = None;
+    for _ in 0..100 {
+        stored = stores.sessions.load_session("broken").await.expect("load");
+        if stored.as_ref().is_some_and(|r| r.seq == 8) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let stored = stored.expect("stored");
+    assert_eq!(stored.seq, 8, "the reset is committed");
+    assert!(stored.state.contains("\"count\":0"), "{}", stored.state);
+
+    // A good state written under an older schema: kept, with the note.
+    let good = SessionRecord::new(
+        "older",
+        None,
+        5,
+        serde_json::to_string(&serde_json::json!({
+            "count": 41, "view": "home", "lastDelete": null
+        }))
+        .expect("json"),
+        "old-hash",
+    );
+    stores.sessions.insert_session(good).await.expect("insert");
+    let session = host.load_session("older").await.expect("loaded");
+    let log = session.recent_log(10, Some("error"));
+    assert_eq!(session.state()["count"], 41);
+    let note = log
+        .iter()
+        .find(|e| e.intent.as_deref() == Some("App schema changed"))
+        .and_then(|e| e.detail.clone())
+        .unwrap_or_else(|| panic!("no schema note in {log:?}"));
+    assert!(
+        note.contains("old-hash") && note.contains(&hash) && note.contains("stale"),
+        "{note}"
+    );
+}
