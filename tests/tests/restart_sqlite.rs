@@ -92,6 +92,21 @@ async fn token_state_and_identity_survive_sigkill() {
     }
     send(&first.base, &token, json!({"type": "nav", "to": "reports"})).await;
     assert_eq!(count(&first.base, &token).await, 3);
+    // The log tail is written shortly after the entries (at most one write per half second).
+    let stores = agent_runtime::store::Stores::open(&db)
+        .await
+        .expect("store");
+    let mut stored_log = String::new();
+    for _ in 0..100 {
+        let record = stores.sessions.load_session(&session).await.expect("load");
+        stored_log = record.map(|r| r.log_tail).unwrap_or_default();
+        if stored_log.contains("\"nav\"") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(stored_log.contains("\"nav\""), "{stored_log}");
+    drop(stores);
     first.kill();
 
     let second = ServerProcess::start(&binary(), &["--db", &db]);
@@ -118,6 +133,23 @@ async fn token_state_and_identity_survive_sigkill() {
         .filter_map(|s| s["sessionId"].as_str())
         .collect();
     assert_eq!(ids, [session.as_str()], "{listed}");
+    // The activity log's tail came back with the session.
+    let detail: Value = human
+        .get(format!("{}/agent/human/sessions/{session}", second.base))
+        .send()
+        .await
+        .expect("detail")
+        .json()
+        .await
+        .expect("json");
+    let variants: Vec<&str> = detail["log"]
+        .as_array()
+        .expect("log")
+        .iter()
+        .filter(|e| e["kind"] == "dispatched")
+        .filter_map(|e| e["variant"].as_str())
+        .collect();
+    assert_eq!(variants, ["inc", "nav", "inc", "inc", "inc"], "{detail}");
     // A new anonymous client is someone else: the session is not theirs.
     let stranger = reqwest::Client::builder()
         .cookie_store(true)

@@ -154,6 +154,8 @@ pub(crate) struct SessionCore<A: App> {
     refresh: tokio::sync::Notify,
     /// True once the session is in its store (at once without one).
     stored: watch::Sender<bool>,
+    /// Woken by a new log entry of a durable session: the log saver writes the tail.
+    log_dirty: tokio::sync::Notify,
 }
 
 /// The receiving end of a session's inbox, handed to its task.
@@ -310,6 +312,7 @@ impl<A: App> Session<A> {
             persist,
             refresh: tokio::sync::Notify::new(),
             stored: watch::channel(in_memory).0,
+            log_dirty: tokio::sync::Notify::new(),
         });
         Ok((core, rx))
     }
@@ -323,6 +326,7 @@ impl<A: App> Session<A> {
     ) {
         let core = self.core.clone();
         persist::spawn_confirm_saver(&core);
+        persist::spawn_log_saver(&core);
         tokio::spawn(async move {
             if let Some(first) = first {
                 persist::first_write(&core, first).await;
@@ -436,6 +440,9 @@ impl<A: App> SessionCore<A> {
         let mut log = lock(&self.log);
         log.push(entry.clone());
         lock(&self.events).publish(EventBody::Log(entry));
+        if self.persist.is_some() {
+            self.log_dirty.notify_one();
+        }
     }
 
     fn now(&self) -> u64 {

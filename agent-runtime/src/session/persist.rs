@@ -240,6 +240,43 @@ pub(crate) fn spawn_confirm_saver<A: App>(core: &Arc<SessionCore<A>>) {
     });
 }
 
+/// Entries of the activity log a durable store keeps (the newest ones).
+pub(crate) const LOG_TAIL_ENTRIES: usize = 32;
+
+/// How long the log saver gathers new entries before one write.
+const LOG_SAVE_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// For a durable session: writes the newest [`LOG_TAIL_ENTRIES`] log entries to the store
+/// after new ones were appended (at most one write per [`LOG_SAVE_DELAY`]; no timer while the
+/// log is quiet), until the session closes.
+pub(crate) fn spawn_log_saver<A: App>(core: &Arc<SessionCore<A>>) {
+    let Some(p) = core.persist.clone() else {
+        return;
+    };
+    let core = core.clone();
+    let mut closed = core.closed.subscribe();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                _ = closed.wait_for(|c| *c) => return,
+                _ = core.log_dirty.notified() => {}
+            }
+            tokio::select! {
+                biased;
+                _ = closed.wait_for(|c| *c) => return,
+                _ = tokio::time::sleep(LOG_SAVE_DELAY) => {}
+            }
+            let mut tail = lock(&core.log).recent(LOG_TAIL_ENTRIES, None);
+            tail.reverse();
+            let json = serde_json::to_string(&tail).unwrap_or_else(|_| "[]".into());
+            if let Err(e) = p.store.save_log_tail(&core.id, &json).await {
+                tracing::error!(target: "agent_runtime::store", "storing the log of {} failed: {e}", core.id);
+            }
+        }
+    });
+}
+
 /// Reloads the stored session after another process changed it (called by the session
 /// task, so no commit runs meanwhile): a newer commit replaces the state and is published
 /// (waking `/wait`, `waitFor` and event streams); changed confirmations replace these
