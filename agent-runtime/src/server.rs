@@ -145,18 +145,9 @@ pub struct AgentServerBuilder<A: App> {
     mcp_bindings: Option<Arc<dyn crate::store::McpBindings>>,
     limiter: Option<Arc<dyn RateLimiter>>,
     resolver: Option<Arc<dyn IdentityResolver>>,
-    #[cfg(feature = "pairing")]
-    pairing_store: Option<Arc<dyn crate::pairing::PairingStore>>,
 }
 
 impl<A: App> AgentServerBuilder<A> {
-    /// Uses a durable or shared store of which tokens are paired.
-    #[cfg(feature = "pairing")]
-    pub fn pairing_store(mut self, store: Arc<dyn crate::pairing::PairingStore>) -> Self {
-        self.pairing_store = Some(store);
-        self
-    }
-
     /// Replaces the options.
     pub fn options(mut self, options: ServerOptions) -> Self {
         self.options = options;
@@ -236,8 +227,6 @@ impl<A: App> AgentServerBuilder<A> {
                 #[cfg(feature = "pairing")]
                 pairing: crate::pairing::Pairing::new(
                     self.options.pairing.clone(),
-                    self.pairing_store
-                        .unwrap_or_else(|| Arc::new(crate::pairing::InMemoryPairingStore::new())),
                     self.host.config().budgets.log_entry_bytes,
                 ),
                 #[cfg(feature = "mcp")]
@@ -286,8 +275,6 @@ impl<A: App> AgentServer<A> {
             mcp_bindings: None,
             limiter: None,
             resolver: None,
-            #[cfg(feature = "pairing")]
-            pairing_store: None,
         }
     }
 

@@ -215,7 +215,7 @@ async fn mint_paired<A: App>(
             .await;
         let (token, hash) = mint_token();
         let origin_text = origin.url("");
-        let session_id = uuid::Uuid::new_v4().to_string();
+        let session_id = crate::pairing::records::new_paired_session_id();
         let mut record = TokenRecord::minted(
             hash,
             Some(uid.clone()),
@@ -234,7 +234,6 @@ async fn mint_paired<A: App>(
             "lapVersion": 2,
         });
         let tid = record.tid.clone();
-        server.inner.pairing.store.insert(&tid).await;
         server.inner.tokens.create(record).await;
         server
             .audit(AuditEntry::mint(

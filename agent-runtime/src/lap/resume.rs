@@ -63,14 +63,11 @@ async fn admit<A: App>(
 
 /// A paired record of `uid` still inside its grace window.
 async fn resumable<A: App>(server: &AgentServer<A>, uid: &str, tid: &str) -> Option<TokenRecord> {
-    if !server.inner.pairing.store.is_paired(tid).await {
-        return None;
-    }
-    server
-        .tokens()
-        .find_by_tid(tid)
-        .await
-        .filter(|r| r.uid.as_deref() == Some(uid) && within_grace(r, server.now()))
+    server.tokens().find_by_tid(tid).await.filter(|r| {
+        crate::pairing::is_paired(r)
+            && r.uid.as_deref() == Some(uid)
+            && within_grace(r, server.now())
+    })
 }
 
 async fn list<A: App>(server: AgentServer<A>, req: Request) -> Result<Value, ApiError> {

@@ -61,7 +61,7 @@ pub(crate) async fn admit<A: App>(
     )
     .await?;
     #[cfg(feature = "pairing")]
-    if server.inner.pairing.store.is_paired(&record.tid).await {
+    if crate::pairing::is_paired(&record) {
         return Ok(Admission::Paired(record));
     }
     let session = server

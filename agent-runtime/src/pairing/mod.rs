@@ -7,7 +7,8 @@
 //! it on a hosted session, so LAP, MCP and the bridge work unchanged.
 //!
 //! - [`frames`]: the wire frames, shared by the server and the client.
-//! - [`records`]: which tokens are paired ([`PairingStore`], the seam for durable storage)
+//! - [`records`]: which tokens are paired ([`is_paired`]) and their life cycle, all in the
+//!   token store (durable with a durable token store)
 //!   and the token life-cycle steps.
 //! - `hub`: the live sockets and everything waiting on them.
 //! - `socket`: `GET /agent/ws`.
@@ -27,7 +28,7 @@ pub(crate) mod socket;
 pub mod client;
 
 #[cfg(feature = "pairing")]
-pub use records::{InMemoryPairingStore, PairingStore};
+pub use records::{is_paired, PAIRED_SESSION_PREFIX};
 
 /// The path of the pairing socket.
 pub const SOCKET_PATH: &str = "/agent/ws";
@@ -70,20 +71,14 @@ impl Default for PairingOptions {
 #[cfg(feature = "pairing")]
 pub(crate) struct Pairing {
     pub hub: hub::Hub,
-    pub store: std::sync::Arc<dyn PairingStore>,
     pub options: PairingOptions,
 }
 
 #[cfg(feature = "pairing")]
 impl Pairing {
-    pub fn new(
-        options: PairingOptions,
-        store: std::sync::Arc<dyn PairingStore>,
-        entry_bytes: usize,
-    ) -> Self {
+    pub fn new(options: PairingOptions, entry_bytes: usize) -> Self {
         Pairing {
             hub: hub::Hub::new(options.outcome_ms, options.grace_ms, entry_bytes),
-            store,
             options,
         }
     }

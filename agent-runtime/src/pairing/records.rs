@@ -2,67 +2,26 @@
 //! `pairing.md` (`awaiting-ws` → `awaiting-claude` → `active` → `pending-resume` → re-pair or
 //! claim, `revoked` at any time).
 //!
-//! The seam with durable storage is [`PairingStore`] (which tids are paired) plus the
-//! [`TokenStore`]'s own fields: status, `pendingResumeUntil` and the token hash of a record
-//! are changed by replacing the record ([`TokenStore::create`] with the same `tid`), so a
-//! durable token store persists the whole life cycle with no new method.
-
-use std::collections::HashSet;
-use std::sync::RwLock;
-
-use futures::future::BoxFuture;
+//! Everything lives in the [`TokenStore`], so a durable token store keeps the whole life
+//! cycle across restarts with no store of its own: a paired token is one whose session id is a
+//! paired session id ([`PAIRED_SESSION_PREFIX`], given at mint), and status,
+//! `pendingResumeUntil` and the token hash are changed by replacing the record
+//! ([`TokenStore::create`] with the same `tid`).
 
 use crate::security::{TokenRecord, TokenStatus, TokenStore};
 
-/// Which token ids drive a paired session (as opposed to a session hosted in this process).
-/// Methods return futures so an implementation can await a database.
-pub trait PairingStore: Send + Sync {
-    /// Records `tid` as paired (at mint).
-    fn insert<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, ()>;
-    /// Whether `tid` is paired.
-    fn is_paired<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, bool>;
-    /// Forgets `tid` (its token expired and was swept).
-    fn remove<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, ()>;
+/// The prefix of the session id minted for a paired session (the session lives in the app,
+/// so no hosted session ever has it).
+pub const PAIRED_SESSION_PREFIX: &str = "paired-";
+
+/// A new paired session id.
+pub(crate) fn new_paired_session_id() -> String {
+    format!("{PAIRED_SESSION_PREFIX}{}", uuid::Uuid::new_v4())
 }
 
-/// The in-memory [`PairingStore`] (lost on restart, like the in-memory token store).
-#[derive(Debug, Default)]
-pub struct InMemoryPairingStore {
-    tids: RwLock<HashSet<String>>,
-}
-
-impl InMemoryPairingStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
-    }
-}
-
-impl PairingStore for InMemoryPairingStore {
-    fn insert<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, ()> {
-        self.tids
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(tid.to_string());
-        Box::pin(async {})
-    }
-
-    fn is_paired<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, bool> {
-        let paired = self
-            .tids
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(tid);
-        Box::pin(async move { paired })
-    }
-
-    fn remove<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, ()> {
-        self.tids
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(tid);
-        Box::pin(async {})
-    }
+/// Whether `record` drives a paired session (as opposed to one hosted in this process).
+pub fn is_paired(record: &TokenRecord) -> bool {
+    record.session_id.starts_with(PAIRED_SESSION_PREFIX)
 }
 
 /// Changes the record of `tid` with `change` unless it is revoked; answers the new record.
@@ -133,10 +92,19 @@ mod tests {
             tokens.find_by_tid(&tid).unwrap().status,
             TokenStatus::Revoked
         );
-        let store = InMemoryPairingStore::new();
-        store.insert(&tid).await;
-        assert!(store.is_paired(&tid).await);
-        store.remove(&tid).await;
-        assert!(!store.is_paired(&tid).await);
+    }
+
+    #[test]
+    fn paired_records_are_known_by_their_session_id() {
+        let paired = TokenRecord::minted(
+            "h".into(),
+            None,
+            new_paired_session_id(),
+            "http://x".into(),
+            0,
+        );
+        assert!(is_paired(&paired));
+        let hosted = TokenRecord::minted("h".into(), None, "s".into(), "http://x".into(), 0);
+        assert!(!is_paired(&hosted));
     }
 }

@@ -65,7 +65,7 @@ async fn upgrade<A: App>(server: AgentServer<A>, req: Request) -> Response {
         Err(AuthError::Revoked) => return StatusCode::FORBIDDEN.into_response(),
         Err(AuthError::AuthFailed) => return StatusCode::UNAUTHORIZED.into_response(),
     };
-    if !server.inner.pairing.store.is_paired(&record.tid).await {
+    if !super::is_paired(&record) {
         // The token drives a session hosted in this process.
         return StatusCode::FORBIDDEN.into_response();
     }
