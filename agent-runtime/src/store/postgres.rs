@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sqlx::postgres::PgPoolOptions;
 
-use super::sql::impl_sql_store;
+use super::sql::{impl_sql_store, tables};
 use super::StoreError;
 
 /// The `LISTEN/NOTIFY` channel on which a write names the session it changed:
@@ -15,28 +15,9 @@ pub const CHANGES_CHANNEL: &str = "agent_session_changes";
 
 /// The tables, created when missing (under an advisory lock, so replicas starting together
 /// do not race).
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS agent_tokens (
-    tid TEXT PRIMARY KEY, token_hash TEXT NOT NULL, uid TEXT, session_id TEXT NOT NULL,
-    status TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL,
-    last_seen_at BIGINT NOT NULL, pending_resume_until BIGINT, origin TEXT NOT NULL,
-    label TEXT, ord BIGINT NOT NULL);
-CREATE INDEX IF NOT EXISTS agent_tokens_hash ON agent_tokens (token_hash);
-CREATE INDEX IF NOT EXISTS agent_tokens_uid ON agent_tokens (uid);
-CREATE INDEX IF NOT EXISTS agent_tokens_session ON agent_tokens (session_id);
-CREATE TABLE IF NOT EXISTS agent_sessions (
-    id TEXT PRIMARY KEY, owner TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
-    seq BIGINT NOT NULL, state TEXT NOT NULL, schema_hash TEXT NOT NULL,
-    confirms TEXT NOT NULL, log_tail TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS agent_sessions_owner ON agent_sessions (owner);
-CREATE TABLE IF NOT EXISTS agent_idempotency (
-    tid TEXT NOT NULL, key TEXT NOT NULL, created_at BIGINT NOT NULL, msg TEXT NOT NULL,
-    status INTEGER NOT NULL, body TEXT NOT NULL, headers TEXT NOT NULL,
-    PRIMARY KEY (tid, key));
-CREATE TABLE IF NOT EXISTS agent_mcp_sessions (
-    id TEXT PRIMARY KEY, tid TEXT NOT NULL, init TEXT NOT NULL, created_at BIGINT NOT NULL,
-    deleted BOOLEAN NOT NULL);
-CREATE TABLE IF NOT EXISTS agent_keys (name TEXT PRIMARY KEY, bytes BYTEA NOT NULL);
+const SCHEMA: &str = concat!(
+    tables!("BYTEA"),
+    "
 CREATE OR REPLACE FUNCTION agent_sessions_notify() RETURNS trigger AS $$
 BEGIN
     PERFORM pg_notify('agent_session_changes', NEW.id || ' ' || NEW.seq || ' ' ||
@@ -47,7 +28,8 @@ $$ LANGUAGE plpgsql;
 DROP TRIGGER IF EXISTS agent_sessions_changed ON agent_sessions;
 CREATE TRIGGER agent_sessions_changed AFTER UPDATE ON agent_sessions
     FOR EACH ROW EXECUTE FUNCTION agent_sessions_notify();
-";
+"
+);
 
 /// Notifications buffered for a slow host before the oldest are dropped (a host that lags
 /// reloads on its next commit anyway).
