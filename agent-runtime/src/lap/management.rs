@@ -145,41 +145,51 @@ async fn mint_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<Res
         }
     }
     let (token, hash) = mint_token();
-    let origin_text = origin.url("");
     let record = TokenRecord::minted(
         hash,
         Some(uid.clone()),
         session.id().to_string(),
-        origin_text.clone(),
+        origin.url(""),
         now,
     );
+    Ok(issue(server, token.expose(), record, &origin, set_cookie, now).await)
+}
+
+/// Stores a minted `record`, audits the mint and answers it with the bearer `token` (and the
+/// identity cookie when this request was given one).
+async fn issue<A: App>(
+    server: &AgentServer<A>,
+    token: &str,
+    record: TokenRecord,
+    origin: &crate::security::RequestOrigin,
+    set_cookie: Option<String>,
+    now: u64,
+) -> Response {
     let body = json!({
-        "token": token.expose(),
+        "token": token,
         "tid": record.tid,
-        "sessionId": session.id(),
+        "sessionId": record.session_id,
         "wsUrl": origin.websocket_url("/agent/ws"),
         "lapUrl": origin.url(&server.options().lap_base_path),
         "expiresAt": record.expires_at,
         "lapVersion": 2,
     });
-    let tid = record.tid.clone();
+    let entry = AuditEntry::mint(
+        now,
+        &record.tid,
+        record.uid.as_deref(),
+        &record.origin,
+        &record.session_id,
+    );
     server.inner.tokens.create(record).await;
-    server
-        .audit(AuditEntry::mint(
-            now,
-            &tid,
-            Some(&uid),
-            &origin_text,
-            session.id(),
-        ))
-        .await;
+    server.audit(entry).await;
     let mut response = json_ok(&body);
     if let Some(c) = set_cookie {
         if let Ok(v) = HeaderValue::try_from(c) {
             response.headers_mut().insert(header::SET_COOKIE, v);
         }
     }
-    Ok(response)
+    response
 }
 
 /// Whether a bare mint makes a paired session.
@@ -214,43 +224,16 @@ async fn mint_paired<A: App>(
             .sweep_expired(now, SWEEP_RETENTION_MS)
             .await;
         let (token, hash) = mint_token();
-        let origin_text = origin.url("");
         let session_id = crate::pairing::records::new_paired_session_id();
         let mut record = TokenRecord::minted(
             hash,
             Some(uid.clone()),
             session_id.clone(),
-            origin_text.clone(),
+            origin.url(""),
             now,
         );
         record.status = TokenStatus::AwaitingWs;
-        let body = json!({
-            "token": token.expose(),
-            "tid": record.tid,
-            "sessionId": session_id,
-            "wsUrl": origin.websocket_url(crate::pairing::socket::WS_PATH),
-            "lapUrl": origin.url(&server.options().lap_base_path),
-            "expiresAt": record.expires_at,
-            "lapVersion": 2,
-        });
-        let tid = record.tid.clone();
-        server.inner.tokens.create(record).await;
-        server
-            .audit(AuditEntry::mint(
-                now,
-                &tid,
-                Some(&uid),
-                &origin_text,
-                &session_id,
-            ))
-            .await;
-        let mut response = json_ok(&body);
-        if let Some(c) = set_cookie {
-            if let Ok(v) = HeaderValue::try_from(c) {
-                response.headers_mut().insert(header::SET_COOKIE, v);
-            }
-        }
-        Ok(response)
+        Ok(issue(server, token.expose(), record, origin, set_cookie, now).await)
     }
 }
 
