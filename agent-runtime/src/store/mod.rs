@@ -19,6 +19,8 @@ mod traits;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod tables;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod touches;
 
 #[cfg(feature = "postgres")]

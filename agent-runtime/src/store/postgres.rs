@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use sqlx::postgres::PgPoolOptions;
 
-use super::sql::{impl_sql_store, tables};
+use super::sql::impl_sql_store;
+use super::tables::tables;
 use super::StoreError;
 
 /// The `LISTEN/NOTIFY` channel on which a write names the session it changed:

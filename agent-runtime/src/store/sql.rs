@@ -1,7 +1,7 @@
 //! The SQL both database stores share: one macro implements every store trait for a type
 //! holding `pool: sqlx::Pool<DB>`. The statements are written once, in the dialect SQLite and
 //! PostgreSQL both accept (`$N` parameters, `ON CONFLICT`, `excluded.`); only the table
-//! definitions differ: the binary column type (`tables!`) and PostgreSQL's change trigger.
+//! definitions differ: the binary column type (see `tables`) and PostgreSQL's change trigger.
 
 use crate::security::TokenStatus;
 
@@ -622,38 +622,3 @@ macro_rules! impl_sql_store {
 }
 
 pub(super) use impl_sql_store;
-
-/// The tables both databases create when missing, as one string literal; `$bytes` is the
-/// binary column type (`BLOB`, `BYTEA`).
-macro_rules! tables {
-    ($bytes:literal) => {
-        concat!(
-            "
-CREATE TABLE IF NOT EXISTS agent_tokens (
-    tid TEXT PRIMARY KEY, token_hash TEXT NOT NULL, uid TEXT, session_id TEXT NOT NULL,
-    status TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL,
-    last_seen_at BIGINT NOT NULL, pending_resume_until BIGINT, origin TEXT NOT NULL,
-    label TEXT, ord BIGINT NOT NULL);
-CREATE INDEX IF NOT EXISTS agent_tokens_hash ON agent_tokens (token_hash);
-CREATE INDEX IF NOT EXISTS agent_tokens_uid ON agent_tokens (uid);
-CREATE INDEX IF NOT EXISTS agent_tokens_session ON agent_tokens (session_id);
-CREATE TABLE IF NOT EXISTS agent_sessions (
-    id TEXT PRIMARY KEY, owner TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
-    seq BIGINT NOT NULL, state TEXT NOT NULL, schema_hash TEXT NOT NULL,
-    confirms TEXT NOT NULL, log_tail TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS agent_sessions_owner ON agent_sessions (owner);
-CREATE TABLE IF NOT EXISTS agent_idempotency (
-    tid TEXT NOT NULL, key TEXT NOT NULL, created_at BIGINT NOT NULL, msg TEXT NOT NULL,
-    status INTEGER NOT NULL, body TEXT NOT NULL, headers TEXT NOT NULL,
-    PRIMARY KEY (tid, key));
-CREATE TABLE IF NOT EXISTS agent_mcp_sessions (
-    id TEXT PRIMARY KEY, tid TEXT NOT NULL, init TEXT NOT NULL, created_at BIGINT NOT NULL,
-    deleted BOOLEAN NOT NULL);
-CREATE TABLE IF NOT EXISTS agent_keys (name TEXT PRIMARY KEY, bytes ",
-            $bytes,
-            " NOT NULL);
-"
-        )
-    };
-}
-pub(super) use tables;

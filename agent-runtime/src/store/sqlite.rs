@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-use super::sql::{impl_sql_store, tables};
+use super::sql::impl_sql_store;
+use super::tables::tables;
 use super::StoreError;
 
 /// The tables, created when missing.
