@@ -44,13 +44,18 @@ const SESSION_HEADER: &str = "mcp-session-id";
 pub struct McpAdmissionLayer<A: App> {
     server: AgentServer<A>,
     hosts: AllowedHosts,
+    restoring: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 impl<A: App> McpAdmissionLayer<A> {
     /// The admission rules of `server`'s MCP options.
     pub fn new(server: AgentServer<A>) -> Self {
         let hosts = AllowedHosts::new(&server.options().mcp.allowed_hosts);
-        McpAdmissionLayer { server, hosts }
+        McpAdmissionLayer {
+            server,
+            hosts,
+            restoring: Default::default(),
+        }
     }
 }
 
@@ -61,6 +66,7 @@ impl<A: App, S> Layer<S> for McpAdmissionLayer<A> {
         McpAdmission {
             server: self.server.clone(),
             hosts: self.hosts.clone(),
+            restoring: self.restoring.clone(),
             inner,
         }
     }
@@ -71,6 +77,9 @@ pub struct McpAdmission<A: App, S> {
     server: AgentServer<A>,
     /// `McpOptions::allowed_hosts`, parsed once.
     hosts: AllowedHosts,
+    /// Held while a session is rebuilt from the store, so the requests a client sends together
+    /// after a restart (its event stream and a call) rebuild it once; shared by all clones.
+    restoring: std::sync::Arc<tokio::sync::Mutex<()>>,
     inner: S,
 }
 
@@ -79,6 +88,7 @@ impl<A: App, S: Clone> Clone for McpAdmission<A, S> {
         McpAdmission {
             server: self.server.clone(),
             hosts: self.hosts.clone(),
+            restoring: self.restoring.clone(),
             inner: self.inner.clone(),
         }
     }
@@ -210,7 +220,11 @@ where
         // Registered ids only: never issued, expired, evicted, deleted or ended → 404; with
         // a durable store, an id issued before a restart is rebuilt.
         if !sessions.touch(&id, self.server.now()) {
-            return self.restore(parts, bytes, id).await;
+            let rebuilding = self.restoring.clone().lock_owned().await;
+            // Another request may have rebuilt it while this one waited.
+            if !sessions.touch(&id, self.server.now()) {
+                return self.restore(parts, bytes, id, rebuilding).await;
+            }
         }
         if parts.method == Method::DELETE {
             sessions.remove(&id);
@@ -233,7 +247,13 @@ where
     /// rebuilt under the same id when the request carries the bearer of the token it was
     /// bound to (the token itself is never stored); rmcp replays the stored `initialize`.
     /// Anything else → 404.
-    async fn restore(&self, parts: Parts, bytes: Bytes, id: String) -> Response {
+    async fn restore(
+        &self,
+        parts: Parts,
+        bytes: Bytes,
+        id: String,
+        rebuilding: tokio::sync::OwnedMutexGuard<()>,
+    ) -> Response {
         let not_found = || bare_error(StatusCode::NOT_FOUND, "session not found");
         let Some(store) = self.durable() else {
             return not_found();
@@ -297,6 +317,7 @@ where
                 token,
             }),
         );
+        drop(rebuilding);
         let response = self.pass(parts, bytes).await;
         if response.status() == StatusCode::NOT_FOUND {
             sessions.remove(&id);
