@@ -61,6 +61,18 @@ async fn send(base: &str, token: &str, msg: Value) -> Value {
     body
 }
 
+/// The owner's view of `session` (`GET /agent/human/sessions/{id}`).
+async fn session_detail(human: &reqwest::Client, base: &str, session: &str) -> Value {
+    human
+        .get(format!("{base}/agent/human/sessions/{session}"))
+        .send()
+        .await
+        .expect("detail")
+        .json()
+        .await
+        .expect("json")
+}
+
 async fn count(base: &str, token: &str) -> i64 {
     let (status, body) = lap(base, token, "/state", json!({})).await;
     assert_eq!(status, 200, "{body}");
@@ -134,14 +146,7 @@ async fn token_state_and_identity_survive_sigkill() {
         .collect();
     assert_eq!(ids, [session.as_str()], "{listed}");
     // The activity log's tail came back with the session.
-    let detail: Value = human
-        .get(format!("{}/agent/human/sessions/{session}", second.base))
-        .send()
-        .await
-        .expect("detail")
-        .json()
-        .await
-        .expect("json");
+    let detail = session_detail(&human, &second.base, &session).await;
     let variants: Vec<&str> = detail["log"]
         .as_array()
         .expect("log")
@@ -235,14 +240,7 @@ async fn pending_confirmation_and_idempotency_survive_sigkill() {
     assert_eq!(status, 409, "{conflict}");
 
     // The owner still sees the proposal and approves it on the new process.
-    let detail: Value = human
-        .get(format!("{}/agent/human/sessions/{session}", second.base))
-        .send()
-        .await
-        .expect("detail")
-        .json()
-        .await
-        .expect("json");
+    let detail = session_detail(&human, &second.base, &session).await;
     let pending: Vec<&str> = detail["pending"]
         .as_array()
         .expect("pending")
