@@ -113,7 +113,8 @@ fn todo_id(state: &Value, title: &str) -> String {
 
 #[tokio::test]
 async fn a_person_and_an_agent_share_the_terminal_app() {
-    let opts = parse_args(["--port".to_string(), "0".to_string()], 8788).expect("options");
+    // In memory: the example's default store is a SQLite file in the working directory.
+    let opts = parse_args(["--port", "0", "--memory"].map(String::from), 8788).expect("options");
     let server = start(TodoApp::default(), &opts).await.expect("server");
     let base = server.base_url();
     let minted: Value = reqwest::Client::new()
