@@ -2,8 +2,10 @@
 //! frames the test writes itself, and an agent calls LAP over HTTP. Handshake, forwarding,
 //! confirmations, watches and the log; the life cycle is in `pairing_lifecycle.rs`.
 
+use agent_examples::counter::Counter;
 use agent_tests::paired::{assert_paused, call, mint, server, status_of};
 use agent_tests::tab::{ws_url, Tab};
+use agent_tests::{Answer, TestServer};
 use serde_json::json;
 
 #[tokio::test]
@@ -175,24 +177,37 @@ async fn unpaired_token_is_paused_then_every_route_is_forwarded() {
     assert_eq!(pending.await.unwrap().status, 200);
 }
 
+/// The agent sends `reset` (waiting `timeout_ms`) and the tab answers that it awaits
+/// confirmation `confirm_id`; answers the agent's pending call.
+async fn propose_reset(
+    t: &TestServer<Counter>,
+    token: &str,
+    tab: &mut Tab,
+    timeout_ms: u64,
+    confirm_id: &str,
+) -> tokio::task::JoinHandle<Answer> {
+    let pending = call(
+        t,
+        token,
+        "/message",
+        json!({"msg": {"type": "reset"}, "timeoutMs": timeout_ms}),
+    );
+    let (id, _) = tab.rpc("send_message").await;
+    tab.reply(
+        &id,
+        json!({"status": "pending-confirmation", "confirmId": confirm_id}),
+    )
+    .await;
+    pending
+}
+
 #[tokio::test]
 async fn confirmations_wait_expire_and_are_buffered() {
     let t = server().await;
     let m = mint(&t).await;
     let mut tab = Tab::pair(&t.base, &m.token).await;
     // Approved while the agent waits.
-    let pending = call(
-        &t,
-        &m.token,
-        "/message",
-        json!({"msg": {"type": "reset"}, "timeoutMs": 3000}),
-    );
-    let (id, _) = tab.rpc("send_message").await;
-    tab.reply(
-        &id,
-        json!({"status": "pending-confirmation", "confirmId": "c1"}),
-    )
-    .await;
+    let pending = propose_reset(&t, &m.token, &mut tab, 3000, "c1").await;
     tab.send(json!({"t": "confirm-resolved", "confirmId": "c1", "outcome": "confirmed", "stateAfter": {"count": 0}}))
         .await;
     let a = pending.await.unwrap();
@@ -202,18 +217,7 @@ async fn confirmations_wait_expire_and_are_buffered() {
     );
     assert_eq!(tab.next().await, json!({"t": "active"}));
     // Rejected: the agent hears "user-cancelled" and the tab is told to void it.
-    let pending = call(
-        &t,
-        &m.token,
-        "/message",
-        json!({"msg": {"type": "reset"}, "timeoutMs": 3000}),
-    );
-    let (id, _) = tab.rpc("send_message").await;
-    tab.reply(
-        &id,
-        json!({"status": "pending-confirmation", "confirmId": "c2"}),
-    )
-    .await;
+    let pending = propose_reset(&t, &m.token, &mut tab, 3000, "c2").await;
     tab.send(json!({"t": "confirm-resolved", "confirmId": "c2", "outcome": "user-cancelled"}))
         .await;
     let a = pending.await.unwrap();
@@ -226,18 +230,7 @@ async fn confirmations_wait_expire_and_are_buffered() {
         json!({"t": "confirm-expire", "confirmId": "c2"})
     );
     // Undecided within timeoutMs: pending-confirmation; decided between polls: kept.
-    let pending = call(
-        &t,
-        &m.token,
-        "/message",
-        json!({"msg": {"type": "reset"}, "timeoutMs": 100}),
-    );
-    let (id, _) = tab.rpc("send_message").await;
-    tab.reply(
-        &id,
-        json!({"status": "pending-confirmation", "confirmId": "c3"}),
-    )
-    .await;
+    let pending = propose_reset(&t, &m.token, &mut tab, 100, "c3").await;
     let a = pending.await.unwrap();
     assert_eq!(
         a.body,
