@@ -29,6 +29,18 @@ struct StoredSlot {
     committed: Option<(Value, Option<Value>)>,
 }
 
+impl From<StoredSlot> for Slot {
+    fn from(s: StoredSlot) -> Self {
+        Slot {
+            entry: s.entry,
+            decided_at: s.decided_at,
+            committed: s
+                .committed
+                .map(|(state_after, msg)| ConfirmOutcome::Confirmed { state_after, msg }),
+        }
+    }
+}
+
 /// Why a decision was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecisionError {
@@ -158,17 +170,35 @@ impl ConfirmStore {
         let Ok(slots) = serde_json::from_str::<Vec<StoredSlot>>(json) else {
             return false;
         };
-        self.slots = slots
-            .into_iter()
-            .map(|s| Slot {
-                entry: s.entry,
-                decided_at: s.decided_at,
-                committed: s
-                    .committed
-                    .map(|(state_after, msg)| ConfirmOutcome::Confirmed { state_after, msg }),
-            })
-            .collect();
+        self.slots = slots.into_iter().map(Slot::from).collect();
         true
+    }
+
+    /// Takes another process's entries (`foreign`, written by [`Self::to_json`]) while
+    /// keeping the entries proposed here since `stored` was written (not in `stored`, not
+    /// in `foreign`): two replicas proposing at once both keep their proposal. Answers
+    /// whether anything changed; a `foreign` text that does not parse changes nothing.
+    pub(crate) fn merge_foreign(&mut self, foreign: &str, stored: &str) -> bool {
+        let Ok(slots) = serde_json::from_str::<Vec<StoredSlot>>(foreign) else {
+            return false;
+        };
+        let ids = |json: &str| -> std::collections::HashSet<String> {
+            serde_json::from_str::<Vec<StoredSlot>>(json)
+                .map(|v| v.into_iter().map(|s| s.entry.id).collect())
+                .unwrap_or_default()
+        };
+        let known: std::collections::HashSet<String> = ids(stored)
+            .into_iter()
+            .chain(slots.iter().map(|s| s.entry.id.clone()))
+            .collect();
+        let before = self.to_json();
+        let local: Vec<Slot> = std::mem::take(&mut self.slots)
+            .into_iter()
+            .filter(|s| !known.contains(&s.entry.id))
+            .collect();
+        self.slots = slots.into_iter().map(Slot::from).collect();
+        self.slots.extend(local);
+        self.to_json() != before
     }
 
     /// True when the store holds no entry, pending or decided.
@@ -353,5 +383,35 @@ mod tests {
         assert!(err.full);
         assert!(err.to_string().ends_with("; the limit is 1000"), "{err}");
         assert!(store.pending().is_empty());
+    }
+
+    #[test]
+    fn a_foreign_copy_replaces_what_was_stored_and_keeps_unwritten_proposals() {
+        // Both replicas stored [a]; here "b" was proposed and not yet written; the other
+        // replica approved "a" and committed it.
+        let mut here = ConfirmStore::new(600_000);
+        here.propose(entry("a", 0), 0).unwrap();
+        let stored = here.to_json();
+        here.propose(entry("b", 0), 1).unwrap();
+        let mut there = ConfirmStore::new(600_000);
+        assert!(there.restore_json(&stored));
+        there.approve("a", None, 2).unwrap();
+        there.mark_committed("a", serde_json::json!({"n": 1}), None);
+        let foreign = there.to_json();
+
+        assert!(here.merge_foreign(&foreign, &stored));
+        assert!(matches!(
+            here.outcome("a"),
+            Some(ConfirmOutcome::Confirmed { .. })
+        ));
+        assert_eq!(here.outcome("b"), Some(ConfirmOutcome::Pending));
+        // An entry the other replica forgot (it was in `stored`) goes.
+        let none = ConfirmStore::new(600_000).to_json();
+        assert!(here.merge_foreign(&none, &foreign));
+        assert!(here.get("a").is_none());
+        assert!(here.get("b").is_some());
+        // Nothing new: nothing changes; unparsable text changes nothing.
+        assert!(!here.merge_foreign(&here.to_json(), &here.to_json()));
+        assert!(!here.merge_foreign("not json", &none));
     }
 }

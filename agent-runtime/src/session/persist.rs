@@ -22,6 +22,10 @@ pub(crate) struct Persistence {
     /// The confirmations JSON the store holds as far as this process knows (written here,
     /// or read back from another process's change), so none is written back needlessly.
     stored_confirms: Arc<std::sync::Mutex<String>>,
+    /// Held by the confirmation saver from reading the entries to recording what it wrote,
+    /// and by [`refresh`] from loading the record to merging it: a load that started before
+    /// one of this process's writes can then never be taken for another process's change.
+    confirms_io: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Persistence {
@@ -30,6 +34,7 @@ impl Persistence {
             store,
             schema_hash: Arc::from(schema_hash),
             stored_confirms: Arc::new(std::sync::Mutex::new("[]".into())),
+            confirms_io: Arc::default(),
         }
     }
 
@@ -223,6 +228,7 @@ pub(crate) fn spawn_confirm_saver<A: App>(core: &Arc<SessionCore<A>>) {
                 _ = closed.wait_for(|c| *c) => return,
                 r = changed.changed() => if r.is_err() { return },
             }
+            let _io = p.confirms_io.lock().await;
             let json = lock(&core.confirms).to_json();
             // `close` sets the flag before clearing the entries: an empty list read after
             // the clear is never written.
@@ -283,6 +289,7 @@ pub(crate) fn spawn_log_saver<A: App>(core: &Arc<SessionCore<A>>) {
 /// (waking confirmation waiters).
 pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
     let Some(p) = &core.persist else { return };
+    let _io = p.confirms_io.lock().await;
     let record = match p.store.load_session(&core.id).await {
         Ok(Some(record)) => record,
         Ok(None) => return,
@@ -306,19 +313,19 @@ pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
             }
         }
     }
-    // Only what another process wrote replaces these: a change made here and not yet written
-    // (the saver runs after it) must not be undone by the store's older copy.
-    let foreign = {
+    // Only what another process wrote replaces these, and proposals made here and not yet
+    // written (the saver runs after them) stay: the store's copy must not undo them.
+    let stored = {
         let mut known = lock(&p.stored_confirms);
-        let foreign = *known != record.confirms;
-        if foreign {
-            known.clone_from(&record.confirms);
+        if *known == record.confirms {
+            return;
         }
-        foreign
+        std::mem::replace(&mut *known, record.confirms.clone())
     };
-    let changed = foreign && {
+    let changed = {
         let mut confirms = lock(&core.confirms);
-        confirms.to_json() != record.confirms && confirms.restore_json(&record.confirms)
+        // Also when the merge kept unwritten entries: the saver writes the merged list.
+        confirms.merge_foreign(&record.confirms, &stored) || confirms.to_json() != record.confirms
     };
     if changed {
         core.confirm_changed.send_modify(|v| *v += 1);
