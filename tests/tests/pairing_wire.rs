@@ -130,6 +130,24 @@ async fn unpaired_token_is_paused_then_every_route_is_forwarded() {
     tab.reply(&id, result.clone()).await;
     let a = pending.await.unwrap();
     assert_eq!((a.status, a.body), (200, result));
+    // A keyed /message reaches the app once: the retry is the first answer replayed, and
+    // another message under the key is 409 (neither is forwarded: the next rpc is observe's).
+    let keyed = json!({"msg": {"type": "inc"}, "idempotencyKey": "k-1"});
+    let pending = call(&t, &m.token, "/message", keyed.clone());
+    let (id, _) = tab.rpc("send_message").await;
+    let result = json!({"status": "dispatched", "stateDiff": [], "actions": [], "drain": {}});
+    tab.reply(&id, result.clone()).await;
+    assert_eq!(pending.await.unwrap().body, result);
+    let again = t.lap(&m.token, "/message", &keyed).await;
+    assert_eq!((again.status, &again.body), (200, &result));
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    let other = json!({"msg": {"type": "dec"}, "idempotencyKey": "k-1"});
+    let conflict = t.lap(&m.token, "/message", &other).await;
+    assert_eq!(conflict.status, 409, "{}", conflict.body);
+    assert_eq!(
+        conflict.body["error"]["detail"],
+        "idempotencyKey k-1 was used for a different message"
+    );
     // /describe from the cached hello; /observe merges it.
     let a = t.lap(&m.token, "/describe", &json!({})).await;
     assert_eq!(a.status, 200);

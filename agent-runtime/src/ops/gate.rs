@@ -12,12 +12,10 @@ use agent_schema::protocol::{
     QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest,
     WouldDispatchRequest,
 };
-use axum::http::StatusCode;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
 
-use super::idempotency::Claim;
 use super::reply::Reply;
 use super::table::Operation;
 use super::{log_entry, Call, Handled};
@@ -127,128 +125,12 @@ pub(crate) async fn serve<A: App, R: OpRequest>(
         let run = run(server.clone(), op, caller, request, handler);
         return with_revocation(server, &tid, run).await;
     }
-    if let Some((key, msg)) = request.idempotency() {
-        if let Some(replay) = durable_replay(server, &caller.record, key, msg).await {
-            return replay;
-        }
-    }
-    let durable_key = request
+    let keyed = request
         .idempotency()
-        .map(|(key, msg)| (key.to_owned(), msg.to_string(), server.now()));
-    let first = match request.idempotency() {
-        None => None,
-        Some((key, msg)) => match server.inner.idempotency.claim(&tid, key, msg, server.now()) {
-            Err(over) => return Reply::from_error(&over.into()),
-            Ok(Claim::First(tx)) => Some(tx),
-            Ok(Claim::Repeat(record)) => {
-                if !record.same_message(msg) {
-                    return Reply::from_error(
-                        &ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict).with_detail(
-                            format!("idempotencyKey {key} was used for a different message"),
-                        ),
-                    );
-                }
-                let replay = with_revocation(server, &tid, async {
-                    match record.answer().await {
-                        Some(a) => Reply::from_stored(a),
-                        None => Reply::from_error(&ApiError::internal(
-                            "the first call with this idempotencyKey failed without an answer",
-                        )),
-                    }
-                })
-                .await;
-                if replay.status() == StatusCode::OK {
-                    activate(server, &caller.record).await;
-                }
-                return replay.replayed();
-            }
-        },
-    };
-    // The dispatch runs to completion on its own task even if the caller goes away.
-    let task_server = server.clone();
-    let tid_of_task = tid.clone();
-    let task = tokio::spawn(async move {
-        let reply = run(task_server.clone(), op, caller, request, handler).await;
-        if let Some(tx) = first {
-            let stored = reply.clone().into_stored();
-            if let Some((key, msg, created_at)) = durable_key {
-                store_answer(&task_server, &tid_of_task, key, msg, created_at, &stored).await;
-            }
-            tx.send_replace(Some(stored));
-        }
-        reply
-    });
-    with_revocation(server, &tid, async {
-        task.await.unwrap_or_else(|e| {
-            Reply::from_error(&ApiError::internal(format!("message task failed: {e}")))
-        })
-    })
-    .await
-}
-
-/// With a durable store: the first answer stored under `(tid, key)` in an earlier process (or
-/// on another replica), replayed; a different message under the key is 409.
-async fn durable_replay<A: App>(
-    server: &AgentServer<A>,
-    record: &crate::security::TokenRecord,
-    key: &str,
-    msg: &Value,
-) -> Option<Reply> {
-    let store = server.inner.durable_idempotency.as_ref()?;
-    let entry = match store.get_idempotent(&record.tid, key).await {
-        Ok(entry) => entry?,
-        Err(e) => {
-            tracing::error!(target: "agent_runtime::store", "idempotency lookup failed: {e}");
-            return None;
-        }
-    };
-    if entry.created_at + super::IDEMPOTENCY_WINDOW_MS <= server.now() {
-        return None;
-    }
-    if serde_json::from_str::<Value>(&entry.msg).ok().as_ref() != Some(msg) {
-        return Some(Reply::from_error(
-            &ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict).with_detail(format!(
-                "idempotencyKey {key} was used for a different message"
-            )),
-        ));
-    }
-    let headers: Vec<(String, String)> = serde_json::from_str(&entry.headers).unwrap_or_default();
-    let answer = super::idempotency::StoredAnswer {
-        status: StatusCode::from_u16(entry.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        body: entry.body,
-        headers,
-    };
-    let replay = Reply::from_stored(answer);
-    if replay.status() == StatusCode::OK {
-        activate(server, record).await;
-    }
-    Some(replay.replayed())
-}
-
-/// With a durable store: keeps the first answer of a keyed call, before it is sent.
-async fn store_answer<A: App>(
-    server: &AgentServer<A>,
-    tid: &str,
-    key: String,
-    msg: String,
-    created_at: u64,
-    answer: &super::idempotency::StoredAnswer,
-) {
-    let Some(store) = server.inner.durable_idempotency.as_ref() else {
-        return;
-    };
-    let entry = crate::store::IdempotencyEntry {
-        tid: tid.to_owned(),
-        key,
-        created_at,
-        msg,
-        status: answer.status.as_u16(),
-        body: answer.body.clone(),
-        headers: serde_json::to_string(&answer.headers).unwrap_or_else(|_| "[]".into()),
-    };
-    if let Err(e) = store.put_idempotent(entry).await {
-        tracing::error!(target: "agent_runtime::store", "storing an idempotency answer failed: {e}");
-    }
+        .map(|(key, msg)| (key.to_owned(), msg.clone()));
+    let record = caller.record.clone();
+    let work = run(server.clone(), op, caller, request, handler);
+    super::detached::run_keyed(server, &record, keyed, work).await
 }
 
 /// Runs the handler (a panic is a 500) and the success tail; a failure inside the server logs

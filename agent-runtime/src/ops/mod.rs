@@ -10,6 +10,7 @@
 //! The LAP router, `/agent/mcp` and the OpenAPI document are generated from the table; no
 //! surface calls another.
 
+mod detached;
 pub(crate) mod gate;
 mod handlers;
 mod idempotency;

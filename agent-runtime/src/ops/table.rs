@@ -13,6 +13,8 @@ use agent_schema::protocol::{
 use schemars::{Schema, SchemaGenerator};
 use serde_json::Value;
 
+#[cfg(feature = "pairing")]
+use super::gate::OpRequest;
 use super::gate::{serve, Admission};
 use super::handlers;
 use super::reply::Reply;
@@ -103,12 +105,22 @@ macro_rules! operations {
                 Admission::Hosted(caller) => caller,
                 #[cfg(feature = "pairing")]
                 Admission::Paired(record) => {
-                    // The same request checks as a hosted session, then the forward.
-                    let checked = match op {$(
-                        Operation::$op => serde_json::from_value::<$req>(body.clone()).map(drop),
+                    // The same request checks as a hosted session, then the forward (a
+                    // `/message` detached and keyed like a hosted one).
+                    let keyed = match op {$(
+                        Operation::$op => serde_json::from_value::<$req>(body.clone()).map(|r| {
+                            r.idempotency().map(|(key, msg)| (key.to_owned(), msg.clone()))
+                        }),
                     )*};
-                    return match checked {
-                        Ok(()) => crate::pairing::lap::serve(server, record, op, body).await,
+                    return match keyed {
+                        Ok(keyed) if op.spec().conduct.detached => {
+                            let (s, r) = (server.clone(), record.clone());
+                            let work = async move {
+                                crate::pairing::lap::serve(&s, r, op, body).await
+                            };
+                            super::detached::run_keyed(server, &record, keyed, work).await
+                        }
+                        Ok(_) => crate::pairing::lap::serve(server, record, op, body).await,
                         Err(e) => Reply::from_error(&ApiError::invalid(e.to_string())),
                     };
                 }
