@@ -487,3 +487,65 @@ async fn edit_reject_dispatch_and_revoke_in_the_browser() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver (.ci/run installs them)"]
+async fn a_paired_app_in_the_browser() {
+    let t = anonymous_counter().await;
+    let base = t.base.clone();
+    with_browser(|c| async move {
+        c.goto(&format!("{base}/agent/console")).await.unwrap();
+        wait_text(&c, "[data-testid=sessions-empty]", |s| !s.is_empty()).await;
+        // The page's identity mints a paired session; an app runtime pairs with its token and
+        // answers the console's reads of its state.
+        let minted = c
+            .execute(
+                "return fetch('/agent/mint', {method: 'POST', headers: {'content-type': \
+                 'application/json'}, body: '{\"paired\": true}'}).then(r => r.json())",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let token = minted["token"].as_str().expect("token").to_string();
+        let session_id = minted["sessionId"].as_str().unwrap().to_string();
+        let mut tab = agent_tests::tab::Tab::pair(&base, &token).await;
+        let app = tokio::spawn(async move {
+            loop {
+                let (id, _) = tab.rpc("observe").await;
+                tab.reply(&id, json!({"state": {"count": 5}, "actions": []}))
+                    .await;
+            }
+        });
+
+        click(&c, "[data-testid=refresh-sessions]").await;
+        wait_text(&c, "[data-testid=session-paired]", |s| s == "paired app").await;
+        click(&c, &format!("[data-session-id=\"{session_id}\"]")).await;
+        wait_text(&c, "[data-testid=conn-status]", |s| {
+            s == "paired app connected"
+        })
+        .await;
+        wait_text(&c, r#"[data-testid=state] [data-path="/count"]"#, |s| {
+            s == "5"
+        })
+        .await;
+        let note = c
+            .find(Locator::Css("[data-testid=paired-note]"))
+            .await
+            .unwrap();
+        assert!(note.is_displayed().await.unwrap());
+        let dispatch = c
+            .find(Locator::Css("[data-testid=dispatch-send]"))
+            .await
+            .unwrap();
+        assert!(!dispatch.is_displayed().await.unwrap());
+
+        // Closing it revokes the token: the session leaves the list.
+        click(&c, "[data-testid=close-session]").await;
+        c.accept_alert().await.unwrap();
+        wait_text(&c, "[data-testid=no-selection]", |s| !s.is_empty()).await;
+        app.abort();
+        let (status, _) = agent_call(&base, &token, "/state", json!({})).await;
+        assert_eq!(status, 403);
+    })
+    .await;
+}

@@ -95,6 +95,10 @@ pub(super) async fn access<A: App>(
         .resolve(parts)
         .await
         .ok_or_else(ApiError::auth_required)?;
+    #[cfg(feature = "pairing")]
+    if session_id.is_some_and(super::human_paired::is_paired_id) {
+        return Err(super::human_paired::acts_in_the_app());
+    }
     let session = match session_id {
         None => None,
         Some(id) => Some(
@@ -143,13 +147,27 @@ async fn human_sessions<A: App>(server: AgentServer<A>, req: Request) -> Respons
             "createdAt": s.created_at(),
             "pendingConfirms": s.pending().len(),
             "agents": agents,
+            "kind": "hosted",
         }));
+    }
+    #[cfg(feature = "pairing")]
+    {
+        let mut paired = super::human_paired::list_entries(&server, &uid).await;
+        sessions.append(&mut paired);
     }
     json_ok(&json!({ "sessions": sessions }))
 }
 
 async fn human_session<A: App>(server: AgentServer<A>, id: String, req: Request) -> Response {
     let (parts, _) = req.into_parts();
+    #[cfg(feature = "pairing")]
+    if super::human_paired::is_paired_id(&id) {
+        let view = match access(&server, &parts, Method::GET, None).await {
+            Ok((uid, _)) => super::human_paired::view(&server, &uid, &id).await,
+            Err(e) => Err(e),
+        };
+        return view.map_or_else(IntoResponse::into_response, |v| json_ok(&v));
+    }
     let session = match access(&server, &parts, Method::GET, Some(&id)).await {
         Ok((_, Some(s))) => s,
         Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),

@@ -2,7 +2,8 @@
 //! access rules as the other human POSTs (`lap.md` §6.1: identity, same origin,
 //! `content-type: application/json`, no agent bearer); the body is ignored. The session stops,
 //! its event streams end, its waits answer "session closed", its agent tokens answer 503
-//! `paused`, and its slot is free at once. Answer: 200 `{"closed":true,"sessionId":id}`.
+//! `paused`, and its slot is free at once. Closing a paired session revokes its token.
+//! Answer: 200 `{"closed":true,"sessionId":id}`.
 
 use axum::extract::{Path, Request};
 use axum::http::Method;
@@ -25,6 +26,14 @@ pub(crate) fn close_routes<A: App>(server: &AgentServer<A>) -> Router {
 
 async fn human_close<A: App>(server: AgentServer<A>, id: String, req: Request) -> Response {
     let (parts, _) = req.into_parts();
+    #[cfg(feature = "pairing")]
+    if super::human_paired::is_paired_id(&id) {
+        let closed = match access(&server, &parts, Method::POST, None).await {
+            Ok((uid, _)) => super::human_paired::close(&server, &uid, &id).await,
+            Err(e) => Err(e),
+        };
+        return closed.map_or_else(IntoResponse::into_response, |v| json_ok(&v));
+    }
     let session = match access(&server, &parts, Method::POST, Some(&id)).await {
         Ok((_, Some(s))) => s,
         Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),

@@ -268,13 +268,23 @@ async fn revoke_inner<A: App>(server: &AgentServer<A>, req: Request) -> Result<R
         .await
         .filter(|r| r.uid.as_deref() == Some(uid.as_str()))
         .ok_or_else(ApiError::revoked)?;
+    revoke_record(server, &record, &uid).await;
+    Ok(json_ok(&json!({"status": "revoked"})))
+}
+
+/// Revokes `record` for its owner `uid`: stored as revoked, its idempotency records dropped,
+/// its calls in flight and a paired app's socket told, and audited.
+pub(super) async fn revoke_record<A: App>(
+    server: &AgentServer<A>,
+    record: &TokenRecord,
+    uid: &str,
+) {
     server.inner.tokens.revoke(&record.tid).await;
     server.inner.idempotency.forget_token(&record.tid);
     let _ = server.inner.revocations.send(record.tid.clone());
     server
-        .audit(AuditEntry::revoke(server.now(), &record.tid, Some(&uid)))
+        .audit(AuditEntry::revoke(server.now(), &record.tid, Some(uid)))
         .await;
-    Ok(json_ok(&json!({"status": "revoked"})))
 }
 
 async fn sessions<A: App>(server: AgentServer<A>, req: Request) -> Response {

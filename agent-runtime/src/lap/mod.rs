@@ -8,6 +8,8 @@ mod body;
 mod console;
 mod human;
 mod human_close;
+#[cfg(feature = "pairing")]
+mod human_paired;
 mod management;
 mod openapi;
 mod operations;
