@@ -42,7 +42,7 @@ async fn live_records<A: App>(server: &AgentServer<A>, uid: &str) -> Vec<TokenRe
         .list_by_identity(uid)
         .await
         .into_iter()
-        .filter(|r| is_paired(r))
+        .filter(is_paired)
         .filter(|r| match r.status {
             TokenStatus::Revoked => false,
             TokenStatus::PendingResume => within_grace(r, now),
