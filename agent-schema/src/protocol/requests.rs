@@ -76,6 +76,10 @@ fn string_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string"})
 }
 
+fn non_empty_string_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "minLength": 1})
+}
+
 fn boolean_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "boolean"})
 }
@@ -301,8 +305,8 @@ lenient_request!(WaitRequest, |fields| {
 /// `/narrate {text, intent?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct NarrateRequest {
-    /// What to tell the user.
-    #[schemars(schema_with = "string_schema")]
+    /// What to tell the user (not empty).
+    #[schemars(schema_with = "non_empty_string_schema")]
     pub text: String,
     /// A short label for the entry (default "Agent narrated").
     #[serde(default, skip_serializing_if = "Option::is_none")]
