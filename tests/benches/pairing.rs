@@ -12,7 +12,6 @@ use agent_runtime::pairing::PairingOptions;
 use agent_runtime::{AgentServer, Host, ServerOptions};
 use agent_tests::{start, TestServer};
 use criterion::{criterion_group, criterion_main, Criterion};
-use serde_json::json;
 
 const BODY: &str = r#"{"msg":{"type":"inc"},"waitFor":"idle"}"#;
 
@@ -31,14 +30,7 @@ async fn round_trip(http: &reqwest::Client, url: &str, token: &str) {
 }
 
 async fn mint(t: &TestServer<Counter>, paired: bool) -> String {
-    let a = t
-        .post_json(
-            "/agent/mint",
-            Some("bench"),
-            None,
-            &json!({ "paired": paired }),
-        )
-        .await;
+    let a = agent_tests::paired::mint_as(t, "bench", paired).await;
     a.body["token"].as_str().unwrap().to_string()
 }
 

@@ -43,6 +43,17 @@ pub async fn mint(t: &TestServer<Counter>) -> Minted {
     }
 }
 
+/// `POST /agent/mint {"paired": paired}` as `user`: the raw answer.
+pub async fn mint_as(t: &TestServer<Counter>, user: &str, paired: bool) -> Answer {
+    t.post_json(
+        "/agent/mint",
+        Some(user),
+        None,
+        &json!({ "paired": paired }),
+    )
+    .await
+}
+
 /// Starts a LAP call on a task.
 pub fn call(
     t: &TestServer<Counter>,

@@ -2,7 +2,7 @@
 //! ones, its view is read from the app (an `observe` rpc) while the app is connected, acting
 //! inside the app is refused (409), and closing it revokes the token (the app gets `revoked`).
 
-use agent_tests::paired::{mint, server};
+use agent_tests::paired::{mint, mint_as, server};
 use agent_tests::tab::Tab;
 use agent_tests::USER_HEADER;
 use serde_json::{json, Value};
@@ -19,14 +19,7 @@ fn entry<'a>(list: &'a Value, id: &str) -> &'a Value {
 #[tokio::test]
 async fn paired_sessions_in_the_owners_list_view_and_close() {
     let t = server().await;
-    let hosted = t
-        .post_json(
-            "/agent/mint",
-            Some("alice"),
-            None,
-            &json!({"paired": false}),
-        )
-        .await;
+    let hosted = mint_as(&t, "alice", false).await;
     assert_eq!(hosted.status, 200, "{}", hosted.body);
     let m = mint(&t).await;
 

@@ -3,7 +3,7 @@
 //! confirmations, watches and the log; the life cycle is in `pairing_lifecycle.rs`.
 
 use agent_examples::counter::Counter;
-use agent_tests::paired::{assert_paused, call, mint, server, status_of};
+use agent_tests::paired::{assert_paused, call, mint, mint_as, server, status_of};
 use agent_tests::tab::{ws_url, Tab};
 use agent_tests::{Answer, TestServer};
 use serde_json::json;
@@ -37,14 +37,7 @@ async fn handshake_refusals() {
         Some(401)
     );
     // A token of a session hosted in the server does not pair.
-    let hosted = t
-        .post_json(
-            "/agent/mint",
-            Some("alice"),
-            None,
-            &json!({"paired": false}),
-        )
-        .await;
+    let hosted = mint_as(&t, "alice", false).await;
     let hosted_token = hosted.body["token"].as_str().unwrap();
     assert_eq!(
         Tab::open(&ws_url(&t.base, hosted_token), &[]).await.err(),
