@@ -161,12 +161,11 @@ async fn human_sessions<A: App>(server: AgentServer<A>, req: Request) -> Respons
 async fn human_session<A: App>(server: AgentServer<A>, id: String, req: Request) -> Response {
     let (parts, _) = req.into_parts();
     #[cfg(feature = "pairing")]
-    if super::human_paired::is_paired_id(&id) {
-        let view = match access(&server, &parts, Method::GET, None).await {
-            Ok((uid, _)) => super::human_paired::view(&server, &uid, &id).await,
-            Err(e) => Err(e),
-        };
-        return view.map_or_else(IntoResponse::into_response, |v| json_ok(&v));
+    {
+        use super::human_paired::{owner_route, OwnerRoute};
+        if let Some(answer) = owner_route(&server, &parts, &id, OwnerRoute::View).await {
+            return answer;
+        }
     }
     let session = match access(&server, &parts, Method::GET, Some(&id)).await {
         Ok((_, Some(s))) => s,

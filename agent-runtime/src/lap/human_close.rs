@@ -27,12 +27,11 @@ pub(crate) fn close_routes<A: App>(server: &AgentServer<A>) -> Router {
 async fn human_close<A: App>(server: AgentServer<A>, id: String, req: Request) -> Response {
     let (parts, _) = req.into_parts();
     #[cfg(feature = "pairing")]
-    if super::human_paired::is_paired_id(&id) {
-        let closed = match access(&server, &parts, Method::POST, None).await {
-            Ok((uid, _)) => super::human_paired::close(&server, &uid, &id).await,
-            Err(e) => Err(e),
-        };
-        return closed.map_or_else(IntoResponse::into_response, |v| json_ok(&v));
+    {
+        use super::human_paired::{owner_route, OwnerRoute};
+        if let Some(answer) = owner_route(&server, &parts, &id, OwnerRoute::Close).await {
+            return answer;
+        }
     }
     let session = match access(&server, &parts, Method::POST, Some(&id)).await {
         Ok((_, Some(s))) => s,

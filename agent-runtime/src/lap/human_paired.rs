@@ -7,12 +7,13 @@
 
 use std::time::Duration;
 
-use axum::http::StatusCode;
+use axum::http::{request::Parts, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use super::human::NOT_YOURS;
+use super::human::{access, NOT_YOURS};
 use crate::app::App;
-use crate::error::ApiError;
+use crate::error::{json_ok, ApiError};
 use crate::pairing::records::within_grace;
 use crate::pairing::{is_paired, PAIRED_SESSION_PREFIX};
 use crate::security::{TokenRecord, TokenStatus};
@@ -32,6 +33,40 @@ pub(super) fn acts_in_the_app() -> ApiError {
     ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict).with_detail(
         "this session is paired: the app dispatches and decides confirmations in its own UI",
     )
+}
+
+/// The owner's routes that act on a paired session itself.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum OwnerRoute {
+    /// `GET /agent/human/sessions/{id}`.
+    View,
+    /// `POST /agent/human/sessions/{id}/close`.
+    Close,
+}
+
+/// The answer of `route` when `id` names a paired session (after the human access rules);
+/// `None` for a hosted session.
+pub(super) async fn owner_route<A: App>(
+    server: &AgentServer<A>,
+    parts: &Parts,
+    id: &str,
+    route: OwnerRoute,
+) -> Option<Response> {
+    if !is_paired_id(id) {
+        return None;
+    }
+    let method = match route {
+        OwnerRoute::View => Method::GET,
+        OwnerRoute::Close => Method::POST,
+    };
+    let answer = match access(server, parts, method, None).await {
+        Ok((uid, _)) => match route {
+            OwnerRoute::View => view(server, &uid, id).await,
+            OwnerRoute::Close => close(server, &uid, id).await,
+        },
+        Err(e) => Err(e),
+    };
+    Some(answer.map_or_else(IntoResponse::into_response, |v| json_ok(&v)))
 }
 
 /// The live paired tokens of `uid` (a revoked token, or one past its resume grace, is gone).
@@ -85,11 +120,7 @@ pub(super) async fn list_entries<A: App>(server: &AgentServer<A>, uid: &str) -> 
 
 /// `GET /agent/human/sessions/{id}` of a paired session: the app's state and actions (`null`
 /// and `[]` while it is not connected or does not answer), no pending entries, the log ring.
-pub(super) async fn view<A: App>(
-    server: &AgentServer<A>,
-    uid: &str,
-    id: &str,
-) -> Result<Value, ApiError> {
+async fn view<A: App>(server: &AgentServer<A>, uid: &str, id: &str) -> Result<Value, ApiError> {
     let record = owned(server, uid, id).await?;
     let hub = &server.inner.pairing.hub;
     let connected = hub.is_paired(&record.tid);
@@ -120,11 +151,7 @@ pub(super) async fn view<A: App>(
 
 /// `POST /agent/human/sessions/{id}/close` of a paired session: its token is revoked (the
 /// app's socket gets `revoked` and closes; agents get 403).
-pub(super) async fn close<A: App>(
-    server: &AgentServer<A>,
-    uid: &str,
-    id: &str,
-) -> Result<Value, ApiError> {
+async fn close<A: App>(server: &AgentServer<A>, uid: &str, id: &str) -> Result<Value, ApiError> {
     let record = owned(server, uid, id).await?;
     super::management::revoke_record(server, &record, uid).await;
     Ok(json!({ "closed": true, "sessionId": id }))
