@@ -29,7 +29,8 @@ use agent_schema::synth::{field_hints, payload_hint};
 use agent_schema::{DispatchMode, MsgModel};
 use serde_json::{Map, Value};
 
-use crate::cel_eval::{GateScope, PredicateCache};
+use crate::cel_eval::PredicateCache;
+use crate::gates::{GateSet, GateValues};
 
 /// The `unavailableReason` of a closed route gate without a reason of its own.
 pub const DEFAULT_UNAVAILABLE_REASON: &str = "not available in the current state";
@@ -43,15 +44,15 @@ struct Entry {
     synthesized: Value,
     mode: DispatchMode,
     always_affordable: bool,
-    /// The route gate (non-empty) and its reason.
-    gate: Option<(String, Option<String>)>,
+    /// The route gate (its number in the [`GateSet`]) and its reason.
+    gate: Option<(usize, Option<String>)>,
 }
 
 /// The affordance lister of one app (`semantics.md` §4).
 pub struct Affordances {
     entries: Vec<Entry>,
     index: HashMap<String, usize>,
-    predicates: Arc<PredicateCache>,
+    gates: Arc<GateSet>,
 }
 
 impl fmt::Debug for Affordances {
@@ -75,6 +76,7 @@ impl Affordances {
     pub fn new(model: &MsgModel, predicates: Arc<PredicateCache>) -> Self {
         let mut entries = Vec::with_capacity(model.variants.len());
         let mut index = HashMap::with_capacity(model.variants.len());
+        let mut sources: Vec<&str> = Vec::new();
         for variant in &model.variants {
             let a = &variant.annotations;
             let hints = field_hints(variant)
@@ -106,12 +108,15 @@ impl Affordances {
             };
             let gate = a
                 .route_gate
-                .clone()
+                .as_deref()
                 .filter(|g| !g.is_empty())
-                .map(|g| (g, a.route_gate_reason.clone()));
-            if let Some((src, _)) = &gate {
-                let _ = predicates.program(src);
-            }
+                .map(|src| {
+                    let id = sources.iter().position(|s| *s == src).unwrap_or_else(|| {
+                        sources.push(src);
+                        sources.len() - 1
+                    });
+                    (id, a.route_gate_reason.clone())
+                });
             index
                 .entry(variant.wire_name.clone())
                 .or_insert(entries.len());
@@ -123,17 +128,37 @@ impl Affordances {
                 gate,
             });
         }
+        let gates = Arc::new(GateSet::new(sources, &predicates));
         Affordances {
             entries,
             index,
-            predicates,
+            gates,
         }
+    }
+
+    /// The distinct route gates, numbered as [`Self::list_with`] asks for them.
+    pub(crate) fn gates(&self) -> &Arc<GateSet> {
+        &self.gates
     }
 
     /// `list_actions`: `bindings` from the app's `bindings` hook, `hook` the JSON of the
     /// messages the `affordances` hook returned (`None` when it returned `None`), `state` the
     /// redacted JSON state the route gates see.
     pub fn list(&self, bindings: &[String], hook: Option<&[Value]>, state: &Value) -> Vec<Action> {
+        let values = GateValues::unknown(&self.gates);
+        self.list_with(bindings, hook, &mut |id| {
+            values.passes(&self.gates, id, state)
+        })
+    }
+
+    /// [`Self::list`] with the route gates answered by `gate` (a gate's number in
+    /// [`Self::gates`] → whether it passes).
+    pub(crate) fn list_with(
+        &self,
+        bindings: &[String],
+        hook: Option<&[Value]>,
+        gate: &mut dyn FnMut(usize) -> bool,
+    ) -> Vec<Action> {
         let n = self.entries.len();
         let mut seen = vec![false; n];
         let mut picks: Vec<Pick> = Vec::new();
@@ -212,7 +237,6 @@ impl Affordances {
             });
         }
 
-        let mut gates = Gates::new(&self.predicates, state);
         picks
             .into_iter()
             .map(|pick| {
@@ -220,8 +244,8 @@ impl Affordances {
                 let mut action = entry.template.clone();
                 action.source = pick.source;
                 action.payload_hint = pick.payload_hint;
-                if let Some((src, reason)) = &entry.gate {
-                    if !gates.passes(src) {
+                if let Some((id, reason)) = &entry.gate {
+                    if !gate(*id) {
                         action.available = Some(false);
                         action.unavailable_reason = Some(
                             reason
@@ -233,38 +257,5 @@ impl Affordances {
                 action
             })
             .collect()
-    }
-}
-
-/// Route gates of one `list` call: the state is bound only when a gate is met, and each source
-/// is evaluated once.
-struct Gates<'c, 's> {
-    predicates: &'c PredicateCache,
-    state: &'s Value,
-    scope: Option<GateScope<'c, 's>>,
-    results: Vec<(&'c str, bool)>,
-}
-
-impl<'c, 's> Gates<'c, 's> {
-    fn new(predicates: &'c PredicateCache, state: &'s Value) -> Self {
-        Gates {
-            predicates,
-            state,
-            scope: None,
-            results: Vec::new(),
-        }
-    }
-
-    fn passes(&mut self, src: &'c str) -> bool {
-        if let Some(&(_, open)) = self.results.iter().find(|(s, _)| *s == src) {
-            return open;
-        }
-        let (predicates, state) = (self.predicates, self.state);
-        let open = self
-            .scope
-            .get_or_insert_with(|| predicates.gate_scope(state))
-            .passes(src);
-        self.results.push((src, open));
-        open
     }
 }

@@ -129,6 +129,22 @@ impl Catalog {
         self.affordances.list(bindings, hook, state)
     }
 
+    /// `list_actions` with the route gates answered by `gate` (see
+    /// [`Affordances::list_with`]).
+    pub(crate) fn list_actions_with(
+        &self,
+        bindings: &[String],
+        hook: Option<&[Value]>,
+        gate: &mut dyn FnMut(usize) -> bool,
+    ) -> Vec<Action> {
+        self.affordances.list_with(bindings, hook, gate)
+    }
+
+    /// The app's distinct route gates.
+    pub(crate) fn gates(&self) -> &Arc<crate::gates::GateSet> {
+        self.affordances.gates()
+    }
+
     /// The `@redact` fields of the state.
     pub fn redact_plan(&self) -> &Arc<RedactPlan> {
         &self.redact_plan

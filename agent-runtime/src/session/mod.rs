@@ -28,6 +28,7 @@ use crate::app::{overrides_redact, App};
 use crate::catalog::Catalog;
 use crate::config::HostConfig;
 use crate::diff::PatchOp;
+use crate::gates::GateValues;
 use crate::security::{AuditEntry, AuditEvent, AuditSink};
 use crate::snapshot::Snapshots;
 
@@ -70,16 +71,19 @@ pub struct Published {
     json: Arc<OnceLock<Arc<RawValue>>>,
     /// `list_actions` on this snapshot, made by its first reader.
     actions: Arc<OnceLock<Vec<Action>>>,
+    /// The route gate results on this state (see [`crate::gates`]).
+    gates: GateValues,
 }
 
 impl Published {
-    fn new(seq: u64, state: Arc<Value>, patch: Arc<[PatchOp]>) -> Self {
+    fn new(seq: u64, state: Arc<Value>, patch: Arc<[PatchOp]>, gates: GateValues) -> Self {
         Published {
             seq,
             state,
             patch,
             json: Arc::new(OnceLock::new()),
             actions: Arc::new(OnceLock::new()),
+            gates,
         }
     }
 
@@ -266,14 +270,18 @@ impl<A: App> Session<A> {
             config,
             audit,
         } = parts;
-        let snapshots = Snapshots::new(catalog.redact_plan().clone(), overrides_redact(&*app));
+        let snapshots = Snapshots::new(
+            catalog.redact_plan().clone(),
+            overrides_redact(&*app),
+            catalog.gates().clone(),
+        );
         let redacted = Arc::new(
             snapshots
                 .initial(&*app, &state)
                 .map_err(SessionError::Internal)?,
         );
         let (inbox, rx) = mpsc::unbounded_channel();
-        let first = Published::new(seq, redacted, Arc::from([]));
+        let first = Published::new(seq, redacted, Arc::from([]), snapshots.unknown_gates());
         let (published, _) = watch::channel(first.clone());
         let (notes, _) = broadcast::channel(NOTES_CAPACITY);
         let (confirm_changed, _) = watch::channel(0);

@@ -32,7 +32,7 @@ impl<A: App> Session<A> {
         if let Some(actions) = published.actions.get() {
             return Ok(actions.clone());
         }
-        let actions = self.compute_actions(&published.state)?;
+        let actions = self.compute_actions(&published)?;
         // Kept only when no commit was published meanwhile (the hooks read the newest state).
         if self.core.published.borrow().seq == published.seq {
             let _ = published.actions.set(actions.clone());
@@ -40,7 +40,7 @@ impl<A: App> Session<A> {
         Ok(actions)
     }
 
-    fn compute_actions(&self, state: &Value) -> Result<Vec<Action>, SessionError> {
+    fn compute_actions(&self, published: &super::Published) -> Result<Vec<Action>, SessionError> {
         let (bindings, hook) = self.hook("affordances", |app, s| {
             let hook = app.affordances(s).map(|msgs| {
                 msgs.iter()
@@ -49,10 +49,13 @@ impl<A: App> Session<A> {
             });
             (app.bindings(s), hook)
         })?;
-        Ok(self
-            .core
-            .catalog
-            .list_actions(&bindings, hook.as_deref(), state))
+        let catalog = &self.core.catalog;
+        let gates = catalog.gates();
+        Ok(
+            catalog.list_actions_with(&bindings, hook.as_deref(), &mut |id| {
+                published.gates.passes(gates, id, &published.state)
+            }),
+        )
     }
 
     /// `get_state {path?}` → `{"state": V}` or `{}`.
