@@ -63,11 +63,33 @@ impl fmt::Debug for Affordances {
     }
 }
 
+/// One entry of a `list_actions` answer, kept without what its variant's template holds
+/// (a session keeps the list of its current snapshot in this form; [`Affordances::render`]
+/// makes the actions).
+#[derive(Debug, Clone)]
+pub(crate) struct Listed {
+    entry: u32,
+    source: ActionSource,
+    hint: Hint,
+    /// The route gate is open (or there is none).
+    open: bool,
+}
+
+/// The `payloadHint` of a listed action.
+#[derive(Debug, Clone)]
+enum Hint {
+    Null,
+    /// The variant's synthesized hint.
+    Synthesized,
+    /// A message of the affordances hook without its `type` (boxed: rare, and large).
+    Given(Box<Value>),
+}
+
 /// One action chosen by the passes, before the gate is applied.
 struct Pick {
     entry: usize,
     source: ActionSource,
-    payload_hint: Option<Value>,
+    hint: Hint,
 }
 
 impl Affordances {
@@ -159,6 +181,40 @@ impl Affordances {
         hook: Option<&[Value]>,
         gate: &mut dyn FnMut(usize) -> bool,
     ) -> Vec<Action> {
+        self.render(&self.pick(bindings, hook, gate))
+    }
+
+    /// The actions of a list made by [`Self::pick`].
+    pub(crate) fn render(&self, listed: &[Listed]) -> Vec<Action> {
+        listed
+            .iter()
+            .map(|l| {
+                let entry = &self.entries[l.entry as usize];
+                let mut action = entry.template.clone();
+                action.source = l.source;
+                action.payload_hint = match &l.hint {
+                    Hint::Null => None,
+                    Hint::Synthesized => Some(entry.synthesized.clone()),
+                    Hint::Given(v) => Some((**v).clone()),
+                };
+                if !l.open {
+                    let reason = entry.gate.as_ref().and_then(|(_, r)| r.clone());
+                    action.available = Some(false);
+                    action.unavailable_reason =
+                        Some(reason.unwrap_or_else(|| DEFAULT_UNAVAILABLE_REASON.to_owned()));
+                }
+                action
+            })
+            .collect()
+    }
+
+    /// The four passes and the route gates (see [`Self::list_with`]), in the compact form.
+    pub(crate) fn pick(
+        &self,
+        bindings: &[String],
+        hook: Option<&[Value]>,
+        gate: &mut dyn FnMut(usize) -> bool,
+    ) -> Vec<Listed> {
         let n = self.entries.len();
         let mut seen = vec![false; n];
         let mut picks: Vec<Pick> = Vec::new();
@@ -175,7 +231,7 @@ impl Affordances {
             picks.push(Pick {
                 entry: i,
                 source: ActionSource::Binding,
-                payload_hint: None,
+                hint: Hint::Null,
             });
         }
 
@@ -205,7 +261,11 @@ impl Affordances {
             picks.push(Pick {
                 entry: i,
                 source: ActionSource::AlwaysAffordable,
-                payload_hint: (!payload.is_empty()).then_some(Value::Object(payload)),
+                hint: if payload.is_empty() {
+                    Hint::Null
+                } else {
+                    Hint::Given(Box::new(Value::Object(payload)))
+                },
             });
         }
 
@@ -218,7 +278,7 @@ impl Affordances {
             picks.push(Pick {
                 entry: i,
                 source: ActionSource::AlwaysAffordable,
-                payload_hint: Some(entry.synthesized.clone()),
+                hint: Hint::Synthesized,
             });
         }
 
@@ -233,28 +293,20 @@ impl Affordances {
             picks.push(Pick {
                 entry: i,
                 source: ActionSource::Schema,
-                payload_hint: Some(entry.synthesized.clone()),
+                hint: Hint::Synthesized,
             });
         }
 
         picks
             .into_iter()
-            .map(|pick| {
-                let entry = &self.entries[pick.entry];
-                let mut action = entry.template.clone();
-                action.source = pick.source;
-                action.payload_hint = pick.payload_hint;
-                if let Some((id, reason)) = &entry.gate {
-                    if !gate(*id) {
-                        action.available = Some(false);
-                        action.unavailable_reason = Some(
-                            reason
-                                .clone()
-                                .unwrap_or_else(|| DEFAULT_UNAVAILABLE_REASON.to_owned()),
-                        );
-                    }
-                }
-                action
+            .map(|pick| Listed {
+                entry: pick.entry as u32,
+                source: pick.source,
+                hint: pick.hint,
+                open: self.entries[pick.entry]
+                    .gate
+                    .as_ref()
+                    .is_none_or(|(id, _)| gate(*id)),
             })
             .collect()
     }

@@ -140,7 +140,7 @@ pub(crate) async fn commit<A: App>(
         },
         Err(e) => format!("commit {seq} not stored: {e}"),
     };
-    let _ = core.notes.send(CommitNote::Error(DrainError {
+    core.notes.send(CommitNote::Error(DrainError {
         kind: DrainErrorKind::Error,
         message: message.clone(),
     }));
@@ -170,7 +170,7 @@ async fn reapply<A: App>(
         let effects = match outcome {
             Ok(effects) => effects,
             Err(payload) => {
-                let _ = core.notes.send(CommitNote::Error(DrainError {
+                core.notes.send(CommitNote::Error(DrainError {
                     kind: DrainErrorKind::Error,
                     message: format!("update panicked: {}", super::panic_text(&*payload)),
                 }));

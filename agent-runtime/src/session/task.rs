@@ -111,7 +111,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
             entry.intent = Some("State failed to serialize".into());
             entry.detail = Some(message.clone());
             core.append_log(entry);
-            let _ = core.notes.send(CommitNote::Error(DrainError {
+            core.notes.send(CommitNote::Error(DrainError {
                 kind: DrainErrorKind::Error,
                 message,
             }));
@@ -141,7 +141,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     let effects = match outcome {
         Ok(effects) => effects,
         Err(payload) => {
-            let _ = core.notes.send(CommitNote::Error(DrainError {
+            core.notes.send(CommitNote::Error(DrainError {
                 kind: DrainErrorKind::Error,
                 message: format!("update panicked: {}", panic_text(&*payload)),
             }));
@@ -150,7 +150,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     };
     core.committed_through
         .store(env.ticket, std::sync::atomic::Ordering::Release);
-    let _ = core.notes.send(CommitNote::Commit { ticket: env.ticket });
+    core.notes.send(CommitNote::Commit { ticket: env.ticket });
     // After the note, so the waiter finds it queued when it wakes.
     if let Some(committed) = env.committed {
         let _ = committed.send(());
