@@ -27,7 +27,9 @@ impl<A: App> Session<A> {
     }
 
     /// `list_actions` on the current state. Computed once per commit, by the first caller
-    /// (the app's `bindings` and `affordances` hooks are functions of the state).
+    /// (the app's `bindings` and `affordances` hooks are functions of the state), kept in a
+    /// compact form and rendered from the variants' templates at each read; the route gates
+    /// come from the snapshot's results.
     pub fn list_actions(&self) -> Result<Vec<Action>, SessionError> {
         let published = self.published();
         let catalog = &self.core.catalog;

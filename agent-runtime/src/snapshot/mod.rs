@@ -15,6 +15,9 @@
 //! reordered object keys, the spare is rebuilt by cloning the published tree: correct,
 //! just O(state) for that commit.
 //!
+//! Route gates: each commit's patch also advances the session's [`GateBook`] (see
+//! [`crate::gates`]), so the snapshot is published with its gate results.
+//!
 //! Redaction: the `@redact` plan is applied by the walker, so redacted fields are never
 //! serialized at all (the fast path).
 //!
