@@ -7,8 +7,9 @@
 //!   full path — the whole state serialized, hooked and diffed at every commit, the cost of
 //!   every commit before issue 12 — as the baseline.
 //! - `actions/<n>`: `list_actions` on a snapshot whose actions the answer already computed
-//!   (they are kept per snapshot; computing them binds the whole state for the route gates,
-//!   which the `toggle` figures include once per commit).
+//!   (kept per snapshot in a compact form and rendered from the variants' templates; the
+//!   route gates they need are advanced along each commit's patch, which the `toggle`
+//!   figures include).
 //! - `observe/<n>`: the `/observe` body after a commit (the snapshot's text made by this first
 //!   read) and read again (cached); the snapshot's text alone (`snapshot_text`, what the first
 //!   read adds), against `serde_json::to_writer` of the typed state.

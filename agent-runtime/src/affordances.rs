@@ -29,7 +29,8 @@ use agent_schema::synth::{field_hints, payload_hint};
 use agent_schema::{DispatchMode, MsgModel};
 use serde_json::{Map, Value};
 
-use crate::cel_eval::{GateScope, PredicateCache};
+use crate::cel_eval::PredicateCache;
+use crate::gates::{GateSet, GateValues};
 
 /// The `unavailableReason` of a closed route gate without a reason of its own.
 pub const DEFAULT_UNAVAILABLE_REASON: &str = "not available in the current state";
@@ -43,15 +44,15 @@ struct Entry {
     synthesized: Value,
     mode: DispatchMode,
     always_affordable: bool,
-    /// The route gate (non-empty) and its reason.
-    gate: Option<(String, Option<String>)>,
+    /// The route gate (its number in the [`GateSet`]) and its reason.
+    gate: Option<(usize, Option<String>)>,
 }
 
 /// The affordance lister of one app (`semantics.md` §4).
 pub struct Affordances {
     entries: Vec<Entry>,
     index: HashMap<String, usize>,
-    predicates: Arc<PredicateCache>,
+    gates: Arc<GateSet>,
 }
 
 impl fmt::Debug for Affordances {
@@ -62,11 +63,33 @@ impl fmt::Debug for Affordances {
     }
 }
 
+/// One entry of a `list_actions` answer, kept without what its variant's template holds
+/// (a session keeps the list of its current snapshot in this form; [`Affordances::render`]
+/// makes the actions).
+#[derive(Debug, Clone)]
+pub(crate) struct Listed {
+    entry: u32,
+    source: ActionSource,
+    hint: Hint,
+    /// The route gate is open (or there is none).
+    open: bool,
+}
+
+/// The `payloadHint` of a listed action.
+#[derive(Debug, Clone)]
+enum Hint {
+    Null,
+    /// The variant's synthesized hint.
+    Synthesized,
+    /// A message of the affordances hook without its `type` (boxed: rare, and large).
+    Given(Box<Value>),
+}
+
 /// One action chosen by the passes, before the gate is applied.
 struct Pick {
     entry: usize,
     source: ActionSource,
-    payload_hint: Option<Value>,
+    hint: Hint,
 }
 
 impl Affordances {
@@ -75,6 +98,7 @@ impl Affordances {
     pub fn new(model: &MsgModel, predicates: Arc<PredicateCache>) -> Self {
         let mut entries = Vec::with_capacity(model.variants.len());
         let mut index = HashMap::with_capacity(model.variants.len());
+        let mut sources: Vec<&str> = Vec::new();
         for variant in &model.variants {
             let a = &variant.annotations;
             let hints = field_hints(variant)
@@ -106,12 +130,15 @@ impl Affordances {
             };
             let gate = a
                 .route_gate
-                .clone()
+                .as_deref()
                 .filter(|g| !g.is_empty())
-                .map(|g| (g, a.route_gate_reason.clone()));
-            if let Some((src, _)) = &gate {
-                let _ = predicates.program(src);
-            }
+                .map(|src| {
+                    let id = sources.iter().position(|s| *s == src).unwrap_or_else(|| {
+                        sources.push(src);
+                        sources.len() - 1
+                    });
+                    (id, a.route_gate_reason.clone())
+                });
             index
                 .entry(variant.wire_name.clone())
                 .or_insert(entries.len());
@@ -123,17 +150,71 @@ impl Affordances {
                 gate,
             });
         }
+        let gates = Arc::new(GateSet::new(sources, &predicates));
         Affordances {
             entries,
             index,
-            predicates,
+            gates,
         }
+    }
+
+    /// The distinct route gates, numbered as [`Self::list_with`] asks for them.
+    pub(crate) fn gates(&self) -> &Arc<GateSet> {
+        &self.gates
     }
 
     /// `list_actions`: `bindings` from the app's `bindings` hook, `hook` the JSON of the
     /// messages the `affordances` hook returned (`None` when it returned `None`), `state` the
     /// redacted JSON state the route gates see.
     pub fn list(&self, bindings: &[String], hook: Option<&[Value]>, state: &Value) -> Vec<Action> {
+        let values = GateValues::unknown(&self.gates);
+        self.list_with(bindings, hook, &mut |id| {
+            values.passes(&self.gates, id, state)
+        })
+    }
+
+    /// [`Self::list`] with the route gates answered by `gate` (a gate's number in
+    /// [`Self::gates`] → whether it passes).
+    pub(crate) fn list_with(
+        &self,
+        bindings: &[String],
+        hook: Option<&[Value]>,
+        gate: &mut dyn FnMut(usize) -> bool,
+    ) -> Vec<Action> {
+        self.render(&self.pick(bindings, hook, gate))
+    }
+
+    /// The actions of a list made by [`Self::pick`].
+    pub(crate) fn render(&self, listed: &[Listed]) -> Vec<Action> {
+        listed
+            .iter()
+            .map(|l| {
+                let entry = &self.entries[l.entry as usize];
+                let mut action = entry.template.clone();
+                action.source = l.source;
+                action.payload_hint = match &l.hint {
+                    Hint::Null => None,
+                    Hint::Synthesized => Some(entry.synthesized.clone()),
+                    Hint::Given(v) => Some((**v).clone()),
+                };
+                if !l.open {
+                    let reason = entry.gate.as_ref().and_then(|(_, r)| r.clone());
+                    action.available = Some(false);
+                    action.unavailable_reason =
+                        Some(reason.unwrap_or_else(|| DEFAULT_UNAVAILABLE_REASON.to_owned()));
+                }
+                action
+            })
+            .collect()
+    }
+
+    /// The four passes and the route gates (see [`Self::list_with`]), in the compact form.
+    pub(crate) fn pick(
+        &self,
+        bindings: &[String],
+        hook: Option<&[Value]>,
+        gate: &mut dyn FnMut(usize) -> bool,
+    ) -> Vec<Listed> {
         let n = self.entries.len();
         let mut seen = vec![false; n];
         let mut picks: Vec<Pick> = Vec::new();
@@ -150,7 +231,7 @@ impl Affordances {
             picks.push(Pick {
                 entry: i,
                 source: ActionSource::Binding,
-                payload_hint: None,
+                hint: Hint::Null,
             });
         }
 
@@ -180,7 +261,11 @@ impl Affordances {
             picks.push(Pick {
                 entry: i,
                 source: ActionSource::AlwaysAffordable,
-                payload_hint: (!payload.is_empty()).then_some(Value::Object(payload)),
+                hint: if payload.is_empty() {
+                    Hint::Null
+                } else {
+                    Hint::Given(Box::new(Value::Object(payload)))
+                },
             });
         }
 
@@ -193,7 +278,7 @@ impl Affordances {
             picks.push(Pick {
                 entry: i,
                 source: ActionSource::AlwaysAffordable,
-                payload_hint: Some(entry.synthesized.clone()),
+                hint: Hint::Synthesized,
             });
         }
 
@@ -208,63 +293,21 @@ impl Affordances {
             picks.push(Pick {
                 entry: i,
                 source: ActionSource::Schema,
-                payload_hint: Some(entry.synthesized.clone()),
+                hint: Hint::Synthesized,
             });
         }
 
-        let mut gates = Gates::new(&self.predicates, state);
         picks
             .into_iter()
-            .map(|pick| {
-                let entry = &self.entries[pick.entry];
-                let mut action = entry.template.clone();
-                action.source = pick.source;
-                action.payload_hint = pick.payload_hint;
-                if let Some((src, reason)) = &entry.gate {
-                    if !gates.passes(src) {
-                        action.available = Some(false);
-                        action.unavailable_reason = Some(
-                            reason
-                                .clone()
-                                .unwrap_or_else(|| DEFAULT_UNAVAILABLE_REASON.to_owned()),
-                        );
-                    }
-                }
-                action
+            .map(|pick| Listed {
+                entry: pick.entry as u32,
+                source: pick.source,
+                hint: pick.hint,
+                open: self.entries[pick.entry]
+                    .gate
+                    .as_ref()
+                    .is_none_or(|(id, _)| gate(*id)),
             })
             .collect()
-    }
-}
-
-/// Route gates of one `list` call: the state is bound only when a gate is met, and each source
-/// is evaluated once.
-struct Gates<'c, 's> {
-    predicates: &'c PredicateCache,
-    state: &'s Value,
-    scope: Option<GateScope<'c, 's>>,
-    results: Vec<(&'c str, bool)>,
-}
-
-impl<'c, 's> Gates<'c, 's> {
-    fn new(predicates: &'c PredicateCache, state: &'s Value) -> Self {
-        Gates {
-            predicates,
-            state,
-            scope: None,
-            results: Vec::new(),
-        }
-    }
-
-    fn passes(&mut self, src: &'c str) -> bool {
-        if let Some(&(_, open)) = self.results.iter().find(|(s, _)| *s == src) {
-            return open;
-        }
-        let (predicates, state) = (self.predicates, self.state);
-        let open = self
-            .scope
-            .get_or_insert_with(|| predicates.gate_scope(state))
-            .passes(src);
-        self.results.push((src, open));
-        open
     }
 }

@@ -11,7 +11,7 @@ use agent_schema::{MessageAnnotations, MsgModel, SchemaError};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::affordances::Affordances;
+use crate::affordances::{Affordances, Listed};
 use crate::app::App;
 use crate::cel_eval::{check_syntax, PredicateCache};
 use crate::config::DispatchPolicy;
@@ -127,6 +127,27 @@ impl Catalog {
         state: &Value,
     ) -> Vec<Action> {
         self.affordances.list(bindings, hook, state)
+    }
+
+    /// `list_actions` in the compact form a session keeps, with the route gates answered by
+    /// `gate` (see [`Affordances::pick`]).
+    pub(crate) fn pick_actions(
+        &self,
+        bindings: &[String],
+        hook: Option<&[Value]>,
+        gate: &mut dyn FnMut(usize) -> bool,
+    ) -> Vec<Listed> {
+        self.affordances.pick(bindings, hook, gate)
+    }
+
+    /// The actions of a compact list.
+    pub(crate) fn render_actions(&self, listed: &[Listed]) -> Vec<Action> {
+        self.affordances.render(listed)
+    }
+
+    /// The app's distinct route gates.
+    pub(crate) fn gates(&self) -> &Arc<crate::gates::GateSet> {
+        self.affordances.gates()
     }
 
     /// The `@redact` fields of the state.

@@ -57,6 +57,50 @@ impl CompiledPredicate {
     pub fn program(&self) -> &Program {
         &self.program
     }
+
+    /// True when the expression is deeper than [`INLINE_DEPTH`] (evaluated on a big stack).
+    pub(crate) fn is_deep(&self) -> bool {
+        self.deep
+    }
+
+    /// Evaluates the program with `var` bound to the value `make` builds (on a thread with a
+    /// big stack when the program is deep): `Some(b)` for a boolean result, `None` for an
+    /// error, another type or a panic in the interpreter.
+    pub(crate) fn decide_with<'v>(
+        &self,
+        var: &str,
+        make: impl FnOnce() -> Box<dyn Val + 'v> + Send,
+    ) -> Option<bool> {
+        let here = || decide(&self.program, &context_with(var, make()));
+        if !self.deep {
+            return here();
+        }
+        std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("cel-evaluate".into())
+                .stack_size(DEEP_STACK)
+                .spawn_scoped(scope, here)
+                .ok()
+                .and_then(|handle| handle.join().ok())
+                .flatten()
+        })
+    }
+}
+
+/// A standard context with `var` bound to `value`.
+pub(crate) fn context_with<'v>(var: &str, value: Box<dyn Val + 'v>) -> Context<'v, 'v> {
+    let mut context = Context::with_env(Arc::clone(env()));
+    context.add_variable_as_val(var, value);
+    context
+}
+
+/// Runs `program`: `Some(b)` for a boolean result, `None` for anything else (an error,
+/// another type, a panic inside the interpreter).
+pub(crate) fn decide(program: &Program, context: &Context<'_, '_>) -> Option<bool> {
+    match catch_unwind(AssertUnwindSafe(|| program.execute(context))) {
+        Ok(Ok(cel::Value::Bool(b))) => Some(b),
+        _ => None,
+    }
 }
 
 /// Compiles `src` with the standard environment, on a thread with a big stack. The source
@@ -147,7 +191,7 @@ fn number(n: &serde_json::Number) -> Number {
 
 /// The same mapping as [`json_to_cel`], built directly as the interpreter's values and
 /// borrowing strings and keys from `value` (no string is copied).
-fn json_to_val(value: &Value) -> Box<dyn Val + '_> {
+pub(crate) fn json_to_val(value: &Value) -> Box<dyn Val + '_> {
     match value {
         Value::Null => Box::new(CelNull),
         Value::Bool(b) => Box::new(CelBool::from(*b)),

@@ -96,6 +96,7 @@ pub mod clock;
 pub mod config;
 pub mod diff;
 mod error;
+mod gates;
 pub mod host;
 pub(crate) mod lap;
 #[cfg(feature = "mcp")]

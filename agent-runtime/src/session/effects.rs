@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use agent_schema::protocol::{DrainError, DrainErrorKind};
 use futures::FutureExt;
-use tokio::sync::broadcast;
 
 use super::task::{CommitNote, Origin};
 use super::{panic_text, SessionCore};
@@ -34,8 +33,8 @@ pub(crate) fn spawn_effect<A: App>(core: &Arc<SessionCore<A>>, effect: A::Effect
     }
 }
 
-fn report(notes: &broadcast::Sender<CommitNote>, message: String) {
-    let _ = notes.send(CommitNote::Error(DrainError {
+fn report(notes: &super::notes::Notes, message: String) {
+    notes.send(CommitNote::Error(DrainError {
         kind: DrainErrorKind::Unhandledrejection,
         message,
     }));

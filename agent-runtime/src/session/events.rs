@@ -459,7 +459,12 @@ mod tests {
             path: "/count".into(),
             value: json!(n),
         }];
-        Snapshot::new(seq, Arc::new(json!({ "count": n })), patch.into())
+        Snapshot::new(
+            seq,
+            Arc::new(json!({ "count": n })),
+            patch.into(),
+            crate::gates::GateValues::unknown(&Default::default()),
+        )
     }
 
     fn state(seq: u64, n: i64) -> EventBody {

@@ -10,6 +10,7 @@ mod dispatch;
 mod drain;
 mod effects;
 pub(crate) mod events;
+mod notes;
 mod outcome;
 pub(crate) mod persist;
 mod reads;
@@ -19,21 +20,19 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
-use agent_schema::protocol::{Action, LogEntry};
+use agent_schema::protocol::LogEntry;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::affordances::Listed;
 use crate::app::{overrides_redact, App};
 use crate::catalog::Catalog;
 use crate::config::HostConfig;
 use crate::diff::PatchOp;
+use crate::gates::GateValues;
 use crate::security::{AuditEntry, AuditEvent, AuditSink};
 use crate::snapshot::Snapshots;
-
-/// Capacity of the commit-note channel. A drain waiter that falls further behind still learns
-/// of its own commit through `committed_through`.
-const NOTES_CAPACITY: usize = 64;
 
 pub use crate::app::{EffectContext, SessionClosed};
 pub(crate) use dispatch::SendError;
@@ -44,7 +43,7 @@ pub use outcome::LastOutcome;
 use activity::ActivityLog;
 use confirm::ConfirmStore;
 use events::{EventBody, EventHub};
-use task::{CommitNote, Envelope, Origin};
+use task::{Envelope, Origin};
 
 /// Why a session operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,18 +67,21 @@ pub struct Published {
     patch: Arc<[PatchOp]>,
     /// The state serialized, made by the first reader of this snapshot.
     json: Arc<OnceLock<Arc<RawValue>>>,
-    /// `list_actions` on this snapshot, made by its first reader.
-    actions: Arc<OnceLock<Vec<Action>>>,
+    /// `list_actions` on this snapshot (compact), made by its first reader.
+    actions: Arc<OnceLock<Box<[Listed]>>>,
+    /// The route gate results on this state (see [`crate::gates`]).
+    gates: GateValues,
 }
 
 impl Published {
-    fn new(seq: u64, state: Arc<Value>, patch: Arc<[PatchOp]>) -> Self {
+    fn new(seq: u64, state: Arc<Value>, patch: Arc<[PatchOp]>, gates: GateValues) -> Self {
         Published {
             seq,
             state,
             patch,
             json: Arc::new(OnceLock::new()),
             actions: Arc::new(OnceLock::new()),
+            gates,
         }
     }
 
@@ -137,7 +139,7 @@ pub(crate) struct SessionCore<A: App> {
     snapshots: Mutex<Snapshots>,
     inbox: mpsc::UnboundedSender<Envelope<A::Msg>>,
     published: watch::Sender<Published>,
-    notes: broadcast::Sender<CommitNote>,
+    notes: Arc<notes::Notes>,
     confirms: Mutex<ConfirmStore>,
     confirm_changed: watch::Sender<u64>,
     log: Mutex<ActivityLog>,
@@ -266,16 +268,20 @@ impl<A: App> Session<A> {
             config,
             audit,
         } = parts;
-        let snapshots = Snapshots::new(catalog.redact_plan().clone(), overrides_redact(&*app));
+        let snapshots = Snapshots::new(
+            catalog.redact_plan().clone(),
+            overrides_redact(&*app),
+            catalog.gates().clone(),
+        );
         let redacted = Arc::new(
             snapshots
                 .initial(&*app, &state)
                 .map_err(SessionError::Internal)?,
         );
         let (inbox, rx) = mpsc::unbounded_channel();
-        let first = Published::new(seq, redacted, Arc::from([]));
+        let first = Published::new(seq, redacted, Arc::from([]), snapshots.unknown_gates());
         let (published, _) = watch::channel(first.clone());
-        let (notes, _) = broadcast::channel(NOTES_CAPACITY);
+        let notes = notes::Notes::new();
         let (confirm_changed, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
         let in_memory = persist.is_none();

@@ -140,7 +140,7 @@ pub(crate) async fn commit<A: App>(
         },
         Err(e) => format!("commit {seq} not stored: {e}"),
     };
-    let _ = core.notes.send(CommitNote::Error(DrainError {
+    core.notes.send(CommitNote::Error(DrainError {
         kind: DrainErrorKind::Error,
         message: message.clone(),
     }));
@@ -170,7 +170,7 @@ async fn reapply<A: App>(
         let effects = match outcome {
             Ok(effects) => effects,
             Err(payload) => {
-                let _ = core.notes.send(CommitNote::Error(DrainError {
+                core.notes.send(CommitNote::Error(DrainError {
                     kind: DrainErrorKind::Error,
                     message: format!("update panicked: {}", super::panic_text(&*payload)),
                 }));
@@ -304,10 +304,14 @@ pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
                 let redacted = Arc::new(redacted);
                 *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
                 // The snapshot trees knew only this process's commits.
-                lock(&core.snapshots).forget_spare();
+                let gates = {
+                    let mut snapshots = lock(&core.snapshots);
+                    snapshots.forget_spare();
+                    snapshots.unknown_gates()
+                };
                 let prev = core.published.borrow().state.clone();
                 let patch = crate::diff::diff(&prev, &redacted);
-                let published = super::Published::new(record.seq, redacted, patch.into());
+                let published = super::Published::new(record.seq, redacted, patch.into(), gates);
                 core.published.send_replace(published.clone());
                 lock(&core.events).publish(super::events::EventBody::State(published));
             }

@@ -12,6 +12,7 @@ use agent_schema::AgentContext;
 use serde_json::Value;
 
 use super::{Session, SessionError};
+use crate::affordances::Listed;
 use crate::app::App;
 use crate::reads::{get_state_response, query_state, query_state_response};
 
@@ -26,21 +27,25 @@ impl<A: App> Session<A> {
     }
 
     /// `list_actions` on the current state. Computed once per commit, by the first caller
-    /// (the app's `bindings` and `affordances` hooks are functions of the state).
+    /// (the app's `bindings` and `affordances` hooks are functions of the state), kept in a
+    /// compact form and rendered from the variants' templates at each read; the route gates
+    /// come from the snapshot's results.
     pub fn list_actions(&self) -> Result<Vec<Action>, SessionError> {
         let published = self.published();
-        if let Some(actions) = published.actions.get() {
-            return Ok(actions.clone());
+        let catalog = &self.core.catalog;
+        if let Some(listed) = published.actions.get() {
+            return Ok(catalog.render_actions(listed));
         }
-        let actions = self.compute_actions(&published.state)?;
+        let listed = self.compute_actions(&published)?;
+        let actions = catalog.render_actions(&listed);
         // Kept only when no commit was published meanwhile (the hooks read the newest state).
         if self.core.published.borrow().seq == published.seq {
-            let _ = published.actions.set(actions.clone());
+            let _ = published.actions.set(listed.into_boxed_slice());
         }
         Ok(actions)
     }
 
-    fn compute_actions(&self, state: &Value) -> Result<Vec<Action>, SessionError> {
+    fn compute_actions(&self, published: &super::Published) -> Result<Vec<Listed>, SessionError> {
         let (bindings, hook) = self.hook("affordances", |app, s| {
             let hook = app.affordances(s).map(|msgs| {
                 msgs.iter()
@@ -49,10 +54,11 @@ impl<A: App> Session<A> {
             });
             (app.bindings(s), hook)
         })?;
-        Ok(self
-            .core
-            .catalog
-            .list_actions(&bindings, hook.as_deref(), state))
+        let catalog = &self.core.catalog;
+        let gates = catalog.gates();
+        Ok(catalog.pick_actions(&bindings, hook.as_deref(), &mut |id| {
+            published.gates.passes(gates, id, &published.state)
+        }))
     }
 
     /// `get_state {path?}` → `{"state": V}` or `{}`.

@@ -93,25 +93,25 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
         // `update` changed before panicking stays (the commit still counts).
         let outcome = catch_unwind(AssertUnwindSafe(|| core.app.update(&mut state, env.msg)));
-        let next = lock(&core.snapshots).next(&*core.app, &state, &prev.state);
+        let next = lock(&core.snapshots).next(&*core.app, &state, &prev.state, &prev.gates);
         let snapshot = persist::snapshot(core, &state);
         (outcome, next, snapshot)
     };
     // A state that does not serialize is reported like a panicking `update` (drain errors
     // and an `error` log entry); agents keep the last state that did serialize.
     let published = match next {
-        Ok(next) if Arc::ptr_eq(&next.state, &prev.state) => Published {
+        Ok((next, _)) if Arc::ptr_eq(&next.state, &prev.state) => Published {
             seq: prev.seq + 1,
             ..prev.clone()
         }
         .with_patch(next.patch),
-        Ok(next) => Published::new(prev.seq + 1, next.state, next.patch),
+        Ok((next, gates)) => Published::new(prev.seq + 1, next.state, next.patch, gates),
         Err(message) => {
             let mut entry = activity::entry(LogKind::Error, core.now());
             entry.intent = Some("State failed to serialize".into());
             entry.detail = Some(message.clone());
             core.append_log(entry);
-            let _ = core.notes.send(CommitNote::Error(DrainError {
+            core.notes.send(CommitNote::Error(DrainError {
                 kind: DrainErrorKind::Error,
                 message,
             }));
@@ -127,9 +127,13 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     // committed first: the message is then applied again on the state it stored.
     if let Some(redo) = persist::commit(core, published.seq, snapshot, retry).await {
         // The walk's trees hold the state this process computed, not the one stored.
-        lock(&core.snapshots).forget_spare();
+        let gates = {
+            let mut snapshots = lock(&core.snapshots);
+            snapshots.forget_spare();
+            snapshots.unknown_gates()
+        };
         let patch = crate::diff::diff(&prev.state, &redo.redacted);
-        published = Published::new(redo.seq, redo.redacted, patch.into());
+        published = Published::new(redo.seq, redo.redacted, patch.into(), gates);
         outcome = Ok(redo.effects);
     }
     let redacted = published.state.clone();
@@ -137,7 +141,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     let effects = match outcome {
         Ok(effects) => effects,
         Err(payload) => {
-            let _ = core.notes.send(CommitNote::Error(DrainError {
+            core.notes.send(CommitNote::Error(DrainError {
                 kind: DrainErrorKind::Error,
                 message: format!("update panicked: {}", panic_text(&*payload)),
             }));
@@ -146,7 +150,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     };
     core.committed_through
         .store(env.ticket, std::sync::atomic::Ordering::Release);
-    let _ = core.notes.send(CommitNote::Commit { ticket: env.ticket });
+    core.notes.send(CommitNote::Commit { ticket: env.ticket });
     // After the note, so the waiter finds it queued when it wakes.
     if let Some(committed) = env.committed {
         let _ = committed.send(());

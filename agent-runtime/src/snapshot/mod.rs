@@ -15,6 +15,9 @@
 //! reordered object keys, the spare is rebuilt by cloning the published tree: correct,
 //! just O(state) for that commit.
 //!
+//! Route gates: each commit's patch also advances the session's [`GateBook`] (see
+//! [`crate::gates`]), so the snapshot is published with its gate results.
+//!
 //! Redaction: the `@redact` plan is applied by the walker, so redacted fields are never
 //! serialized at all (the fast path).
 //!
@@ -35,6 +38,7 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::diff::{diff, PatchOp};
+use crate::gates::{GateBook, GateSet, GateValues};
 
 pub(crate) use patch::apply_patch;
 
@@ -73,6 +77,8 @@ pub(crate) struct Snapshots {
     slow: bool,
     /// The state one commit before the published one, with the patch from it to that one.
     spare: Option<(Arc<Value>, Arc<[PatchOp]>)>,
+    /// The route gates, advanced along each commit's patch.
+    gates: GateBook,
 }
 
 /// A new snapshot: the tree and the ops from the previous one.
@@ -82,13 +88,20 @@ pub(crate) struct Next {
 }
 
 impl Snapshots {
-    /// Snapshots of an app's sessions: `slow` when the app overrides [`App::redact`].
-    pub(crate) fn new(plan: Arc<RedactPlan>, slow: bool) -> Self {
+    /// Snapshots of an app's sessions: `slow` when the app overrides [`App::redact`];
+    /// `gates` are the app's route gates.
+    pub(crate) fn new(plan: Arc<RedactPlan>, slow: bool, gates: Arc<GateSet>) -> Self {
         Snapshots {
             plan,
             slow,
             spare: None,
+            gates: GateBook::new(gates),
         }
+    }
+
+    /// No route gate result known for a snapshot made outside [`Self::next`].
+    pub(crate) fn unknown_gates(&self) -> GateValues {
+        GateValues::unknown(self.gates.set())
     }
 
     /// The first snapshot of a session.
@@ -96,15 +109,22 @@ impl Snapshots {
         serialize_full(app, &self.plan, state)
     }
 
-    /// The snapshot of `state` after a commit; `current` is the published one. On an error
-    /// nothing is kept of the walk.
+    /// The snapshot of `state` after a commit, with its route gate results; `current` is
+    /// the published state and `gates` its results. On an error nothing is kept of the walk.
     pub(crate) fn next<A: App>(
         &mut self,
         app: &A,
         state: &A::State,
         current: &Arc<Value>,
-    ) -> Result<Next, String> {
-        self.next_of(state, current, &|v| app.redact(v))
+        gates: &GateValues,
+    ) -> Result<(Next, GateValues), String> {
+        let next = self.next_of(state, current, &|v| app.redact(v))?;
+        let gates = if Arc::ptr_eq(&next.state, current) {
+            gates.clone()
+        } else {
+            self.gates.advance(gates, &next.state, &next.patch)
+        };
+        Ok((next, gates))
     }
 
     /// [`Self::next`] for any serializable state, `hook` standing for [`App::redact`].
@@ -146,6 +166,7 @@ impl Snapshots {
     /// from a copy of the published tree.
     pub(crate) fn forget_spare(&mut self) {
         self.spare = None;
+        self.gates.invalidate();
     }
 
     /// A tree equal to `current` that no one else holds: the spare brought up to date, or a

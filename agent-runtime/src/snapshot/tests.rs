@@ -241,7 +241,7 @@ proptest! {
         seq in prop::collection::vec((state(), any::<bool>()), 2..8),
     ) {
         let plan = Arc::new(plan());
-        let mut snaps = Snapshots::new(plan.clone(), false);
+        let mut snaps = Snapshots::new(plan.clone(), false, Arc::default());
         let mut current = Arc::new(build(&seq[0].0, plan.root()).unwrap());
         let mut held = Vec::new();
         for (next, hold) in &seq[1..] {
@@ -267,7 +267,7 @@ proptest! {
 #[test]
 fn the_slow_path_runs_the_hook_and_diffs() {
     let plan = Arc::new(RedactPlan::default());
-    let mut snaps = Snapshots::new(plan, true);
+    let mut snaps = Snapshots::new(plan, true, Arc::default());
     let current = Arc::new(json!({"a": 1, "b": "x"}));
     let hook = |v: &mut Value| {
         v["b"] = json!("***");
@@ -281,7 +281,7 @@ fn the_slow_path_runs_the_hook_and_diffs() {
 #[test]
 fn an_unchanged_state_publishes_the_same_tree() {
     let plan = Arc::new(RedactPlan::default());
-    let mut snaps = Snapshots::new(plan, false);
+    let mut snaps = Snapshots::new(plan, false, Arc::default());
     let current = Arc::new(json!({"a": [1, 2]}));
     let n = snaps
         .next_of(&json!({"a": [1, 2]}), &current, &|_| {})
