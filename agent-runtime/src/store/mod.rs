@@ -19,7 +19,11 @@ mod traits;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) mod sql_tokens;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod tables;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) mod token_cache;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod touches;
 

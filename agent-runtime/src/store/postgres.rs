@@ -44,6 +44,8 @@ const SCHEMA_LOCK: i64 = 0x6167_656e_7473;
 pub struct PostgresStore {
     pool: sqlx::PgPool,
     touches: std::sync::Arc<super::sql::Touches>,
+    /// Always `None`: other replicas write the token records.
+    token_cache: Option<std::sync::Arc<super::token_cache::TokenCache>>,
     /// Fed by one `LISTEN` task, started by the first
     /// [`SessionStore::changes`](crate::store::SessionStore::changes) call.
     changes: std::sync::Arc<std::sync::OnceLock<tokio::sync::broadcast::Sender<String>>>,
@@ -67,6 +69,7 @@ impl PostgresStore {
         Ok(PostgresStore {
             pool,
             touches: Default::default(),
+            token_cache: None,
             changes: Default::default(),
         })
     }
@@ -108,6 +111,11 @@ impl PostgresStore {
             }
         });
         tx
+    }
+
+    /// A connection for a write: a pooled one.
+    async fn writer(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>, sqlx::Error> {
+        self.pool.acquire().await
     }
 
     /// The connection pool.

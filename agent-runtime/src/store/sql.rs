@@ -1,5 +1,8 @@
 //! The SQL both database stores share: one macro implements every store trait for a type
-//! holding `pool: sqlx::Pool<DB>`. The statements are written once, in the dialect SQLite and
+//! holding `pool: sqlx::Pool<DB>` (reads) and an `async fn writer(&self)` answering a
+//! connection for writes (SQLite: its one writer connection, so a commit waits for no pool
+//! and no ping; PostgreSQL: a pooled one); the token half, with its fields, is in
+//! `sql_tokens`. The statements are written once, in the dialect SQLite and
 //! PostgreSQL both accept (`$N` parameters, `ON CONFLICT`, `excluded.`); only the table
 //! definitions differ: the binary column type (see `tables`) and PostgreSQL's change trigger.
 
@@ -58,30 +61,7 @@ macro_rules! impl_sql_store {
         $crate::store::sql::impl_sql_store!(@impl $store, $db, {});
     };
     (@impl $store:ty, $db:ty, { $($changes:tt)* }) => {
-        const TOKEN_COLUMNS: &str = "tid, token_hash, uid, session_id, status, created_at, \
-             expires_at, last_seen_at, pending_resume_until, origin, label";
-
-        fn token_from_row(
-            row: &<$db as sqlx::Database>::Row,
-        ) -> Result<$crate::security::TokenRecord, sqlx::Error> {
-            use sqlx::Row as _;
-            use $crate::store::sql::{from_db, status_from};
-            Ok($crate::security::TokenRecord {
-                tid: row.try_get("tid")?,
-                token_hash: row.try_get("token_hash")?,
-                uid: row.try_get("uid")?,
-                session_id: row.try_get("session_id")?,
-                status: status_from(&row.try_get::<String, _>("status")?),
-                created_at: from_db(row.try_get("created_at")?),
-                expires_at: from_db(row.try_get("expires_at")?),
-                last_seen_at: from_db(row.try_get("last_seen_at")?),
-                pending_resume_until: row
-                    .try_get::<Option<i64>, _>("pending_resume_until")?
-                    .map(from_db),
-                origin: row.try_get("origin")?,
-                label: row.try_get("label")?,
-            })
-        }
+        $crate::store::sql_tokens::impl_sql_tokens!($store, $db);
 
         fn session_from_row(
             row: &<$db as sqlx::Database>::Row,
@@ -101,215 +81,6 @@ macro_rules! impl_sql_store {
             })
         }
 
-        impl $store {
-            async fn tokens_where(
-                &self,
-                op: &str,
-                condition: &str,
-                value: &str,
-            ) -> Vec<$crate::security::TokenRecord> {
-                let sql = format!(
-                    "SELECT {TOKEN_COLUMNS} FROM agent_tokens WHERE {condition} ORDER BY ord, tid"
-                );
-                let rows = sqlx::query(&sql).bind(value).fetch_all(&self.pool).await;
-                let records: Result<Vec<$crate::security::TokenRecord>, sqlx::Error> =
-                    rows.and_then(|rows| rows.iter().map(token_from_row).collect());
-                match records {
-                    Ok(mut records) => {
-                        for r in &mut records {
-                            if let Some(at) = self.touches.get(&r.tid) {
-                                r.last_seen_at = r.last_seen_at.max(at);
-                            }
-                        }
-                        records
-                    }
-                    Err(e) => {
-                        $crate::store::sql::token_failure(op, &e);
-                        Vec::new()
-                    }
-                }
-            }
-
-            async fn token_where(
-                &self,
-                op: &str,
-                condition: &str,
-                value: &str,
-            ) -> Option<$crate::security::TokenRecord> {
-                self.tokens_where(op, condition, value).await.pop()
-            }
-
-            async fn create_token(
-                &self,
-                r: $crate::security::TokenRecord,
-            ) -> Result<(), sqlx::Error> {
-                use $crate::store::sql::to_db;
-                let mut tx = self.pool.begin().await?;
-                sqlx::query("DELETE FROM agent_tokens WHERE tid = $1")
-                    .bind(&r.tid)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query(&format!(
-                    "INSERT INTO agent_tokens ({TOKEN_COLUMNS}, ord) VALUES ($1, $2, $3, $4, $5, \
-                     $6, $7, $8, $9, $10, $11, \
-                     (SELECT COALESCE(MAX(ord), 0) + 1 FROM agent_tokens))"
-                ))
-                .bind(&r.tid)
-                .bind(&r.token_hash)
-                .bind(&r.uid)
-                .bind(&r.session_id)
-                .bind(r.status.as_str())
-                .bind(to_db(r.created_at))
-                .bind(to_db(r.expires_at))
-                .bind(to_db(r.last_seen_at))
-                .bind(r.pending_resume_until.map(to_db))
-                .bind(&r.origin)
-                .bind(&r.label)
-                .execute(&mut *tx)
-                .await?;
-                tx.commit().await
-            }
-
-            /// Starts the task writing pending touches every [`TOUCH_FLUSH`] (it ends with the
-            /// store).
-            fn start_touch_flusher(&self) {
-                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-                    return;
-                };
-                let touches = std::sync::Arc::downgrade(&self.touches);
-                let pool = self.pool.clone();
-                runtime.spawn(async move {
-                    let mut tick = tokio::time::interval($crate::store::sql::TOUCH_FLUSH);
-                    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                    loop {
-                        tick.tick().await;
-                        let Some(touches) = touches.upgrade() else { return };
-                        for (tid, at) in touches.drain() {
-                            let done = sqlx::query(
-                                "UPDATE agent_tokens SET last_seen_at = $2 \
-                                 WHERE tid = $1 AND last_seen_at < $2",
-                            )
-                            .bind(&tid)
-                            .bind($crate::store::sql::to_db(at))
-                            .execute(&pool)
-                            .await;
-                            if let Err(e) = done {
-                                $crate::store::sql::token_failure("touch", &e);
-                            }
-                        }
-                    }
-                });
-            }
-
-            async fn update_token(&self, op: &str, sql: &str, tid: &str, now: Option<u64>, label: Option<&str>) {
-                let mut q = sqlx::query(sql).bind(tid);
-                if let Some(now) = now {
-                    q = q.bind($crate::store::sql::to_db(now));
-                }
-                if let Some(label) = label {
-                    q = q.bind(label);
-                }
-                if let Err(e) = q.execute(&self.pool).await {
-                    $crate::store::sql::token_failure(op, &e);
-                }
-            }
-        }
-
-        impl $crate::security::TokenStore for $store {
-            fn create(
-                &self,
-                record: $crate::security::TokenRecord,
-            ) -> futures::future::BoxFuture<'_, ()> {
-                Box::pin(async move {
-                    if let Err(e) = self.create_token(record).await {
-                        $crate::store::sql::token_failure("create", &e);
-                    }
-                })
-            }
-
-            fn find_by_tid<'a>(
-                &'a self,
-                tid: &'a str,
-            ) -> futures::future::BoxFuture<'a, Option<$crate::security::TokenRecord>> {
-                Box::pin(self.token_where("find_by_tid", "tid = $1", tid))
-            }
-
-            fn find_by_token_hash<'a>(
-                &'a self,
-                token_hash: &'a str,
-            ) -> futures::future::BoxFuture<'a, Option<$crate::security::TokenRecord>> {
-                Box::pin(self.token_where("find_by_token_hash", "token_hash = $1", token_hash))
-            }
-
-            fn list_by_identity<'a>(
-                &'a self,
-                uid: &'a str,
-            ) -> futures::future::BoxFuture<'a, Vec<$crate::security::TokenRecord>> {
-                Box::pin(self.tokens_where("list_by_identity", "uid = $1", uid))
-            }
-
-            fn list_by_session<'a>(
-                &'a self,
-                session_id: &'a str,
-            ) -> futures::future::BoxFuture<'a, Vec<$crate::security::TokenRecord>> {
-                Box::pin(self.tokens_where("list_by_session", "session_id = $1", session_id))
-            }
-
-            fn touch<'a>(&'a self, tid: &'a str, now: u64) -> futures::future::BoxFuture<'a, ()> {
-                if self.touches.add(tid, now) {
-                    self.start_touch_flusher();
-                }
-                Box::pin(futures::future::ready(()))
-            }
-
-            fn mark_active<'a>(
-                &'a self,
-                tid: &'a str,
-                label: &'a str,
-                now: u64,
-            ) -> futures::future::BoxFuture<'a, ()> {
-                self.touches.forget(tid);
-                Box::pin(self.update_token(
-                    "mark_active",
-                    "UPDATE agent_tokens SET status = 'active', last_seen_at = $2, label = $3 \
-                     WHERE tid = $1",
-                    tid,
-                    Some(now),
-                    Some(label),
-                ))
-            }
-
-            fn revoke<'a>(&'a self, tid: &'a str) -> futures::future::BoxFuture<'a, ()> {
-                Box::pin(self.update_token(
-                    "revoke",
-                    "UPDATE agent_tokens SET status = 'revoked' WHERE tid = $1",
-                    tid,
-                    None,
-                    None,
-                ))
-            }
-
-            fn sweep_expired(
-                &self,
-                now: u64,
-                retention_ms: u64,
-            ) -> futures::future::BoxFuture<'_, usize> {
-                use $crate::store::sql::to_db;
-                Box::pin(async move {
-                    let done = sqlx::query("DELETE FROM agent_tokens WHERE expires_at <= $1")
-                        .bind(to_db(now.saturating_sub(retention_ms)))
-                        .execute(&self.pool)
-                        .await;
-                    match done {
-                        Ok(r) => usize::try_from(r.rows_affected()).unwrap_or(usize::MAX),
-                        Err(e) => {
-                            $crate::store::sql::token_failure("sweep_expired", &e);
-                            0
-                        }
-                    }
-                })
-            }
-        }
 
         impl $crate::store::SessionStore for $store {
             fn insert_session(
@@ -332,7 +103,7 @@ macro_rules! impl_sql_store {
                     .bind(&r.schema_hash)
                     .bind(&r.confirms)
                     .bind(&r.log_tail)
-                    .execute(&self.pool)
+                    .execute(&mut *self.writer().await?)
                     .await?;
                     Ok(())
                 })
@@ -380,7 +151,7 @@ macro_rules! impl_sql_store {
                     .bind(schema_hash)
                     .bind(to_db(now))
                     .bind(to_db(previous))
-                    .execute(&self.pool)
+                    .execute(&mut *self.writer().await?)
                     .await?;
                     Ok(done.rows_affected() == 1)
                 })
@@ -395,7 +166,7 @@ macro_rules! impl_sql_store {
                     sqlx::query("UPDATE agent_sessions SET confirms = $2 WHERE id = $1")
                         .bind(id)
                         .bind(confirms)
-                        .execute(&self.pool)
+                        .execute(&mut *self.writer().await?)
                         .await?;
                     Ok(())
                 })
@@ -410,7 +181,7 @@ macro_rules! impl_sql_store {
                     sqlx::query("UPDATE agent_sessions SET log_tail = $2 WHERE id = $1")
                         .bind(id)
                         .bind(log_tail)
-                        .execute(&self.pool)
+                        .execute(&mut *self.writer().await?)
                         .await?;
                     Ok(())
                 })
@@ -423,7 +194,7 @@ macro_rules! impl_sql_store {
                 Box::pin(async move {
                     let done = sqlx::query("DELETE FROM agent_sessions WHERE id = $1")
                         .bind(id)
-                        .execute(&self.pool)
+                        .execute(&mut *self.writer().await?)
                         .await?;
                     Ok(done.rows_affected() > 0)
                 })
@@ -479,7 +250,7 @@ macro_rules! impl_sql_store {
                     .bind(i32::from(e.status))
                     .bind(&e.body)
                     .bind(&e.headers)
-                    .execute(&self.pool)
+                    .execute(&mut *self.writer().await?)
                     .await?;
                     Ok(())
                 })
@@ -523,7 +294,7 @@ macro_rules! impl_sql_store {
                 Box::pin(async move {
                     let done = sqlx::query("DELETE FROM agent_idempotency WHERE created_at < $1")
                         .bind($crate::store::sql::to_db(before))
-                        .execute(&self.pool)
+                        .execute(&mut *self.writer().await?)
                         .await?;
                     Ok(done.rows_affected())
                 })
@@ -549,7 +320,7 @@ macro_rules! impl_sql_store {
                     .bind(&b.init)
                     .bind($crate::store::sql::to_db(b.created_at))
                     .bind(b.deleted)
-                    .execute(&self.pool)
+                    .execute(&mut *self.writer().await?)
                     .await?;
                     Ok(())
                 })
@@ -587,7 +358,20 @@ macro_rules! impl_sql_store {
                 Box::pin(async move {
                     sqlx::query("UPDATE agent_mcp_sessions SET deleted = TRUE WHERE id = $1")
                         .bind(id)
-                        .execute(&self.pool)
+                        .execute(&mut *self.writer().await?)
+                        .await?;
+                    Ok(())
+                })
+            }
+
+            fn unbind_mcp<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<()>> {
+                Box::pin(async move {
+                    sqlx::query("UPDATE agent_mcp_sessions SET tid = '' WHERE id = $1")
+                        .bind(id)
+                        .execute(&mut *self.writer().await?)
                         .await?;
                     Ok(())
                 })
