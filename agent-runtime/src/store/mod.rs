@@ -31,6 +31,8 @@ mod touches;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_writer;
 
 use std::sync::Arc;
 

@@ -1,8 +1,8 @@
 //! The SQL both database stores share: one macro implements every store trait for a type
-//! holding `pool: sqlx::Pool<DB>` (reads) and an `async fn writer(&self)` answering a
-//! connection for writes (SQLite: its one writer connection, so a commit waits for no pool
-//! and no ping; PostgreSQL: a pooled one); the token half, with its fields, is in
-//! `sql_tokens`. The statements are written once, in the dialect SQLite and
+//! holding `pool: sqlx::Pool<DB>` (reads) and `writer` (writes: `write(sql, params)` and
+//! `write_all` for one transaction; SQLite writes through its one connection, PostgreSQL
+//! through the pool); the token half, with its fields, is in `sql_tokens`. The statements are
+//! written once, in the dialect SQLite and
 //! PostgreSQL both accept (`$N` parameters, `ON CONFLICT`, `excluded.`); only the table
 //! definitions differ: the binary column type (see `tables`) and PostgreSQL's change trigger.
 
@@ -43,8 +43,61 @@ impl From<sqlx::Error> for StoreError {
 /// Logs a failed token-store call: the [`crate::security::TokenStore`] trait has no error
 /// channel, so a database failure reads as "no such record" (the caller answers 401, never
 /// a wrong grant).
-pub(super) fn token_failure(op: &str, e: &sqlx::Error) {
+pub(super) fn token_failure(op: &str, e: &dyn std::fmt::Display) {
     tracing::error!(target: "agent_runtime::store", "token store {op} failed: {e}");
+}
+
+/// A value bound to a write's `$N` parameter (`N` = its position, from 1).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Param<'a> {
+    Text(&'a str),
+    MaybeText(Option<&'a str>),
+    Int(i64),
+    Int32(i32),
+    MaybeInt(Option<i64>),
+    Bool(bool),
+}
+
+impl<'a> From<&'a str> for Param<'a> {
+    fn from(v: &'a str) -> Self {
+        Param::Text(v)
+    }
+}
+
+impl<'a> From<&'a String> for Param<'a> {
+    fn from(v: &'a String) -> Self {
+        Param::Text(v)
+    }
+}
+
+impl<'a> From<&'a Option<String>> for Param<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        Param::MaybeText(v.as_deref())
+    }
+}
+
+impl From<i64> for Param<'_> {
+    fn from(v: i64) -> Self {
+        Param::Int(v)
+    }
+}
+
+impl From<i32> for Param<'_> {
+    fn from(v: i32) -> Self {
+        Param::Int32(v)
+    }
+}
+
+impl From<Option<i64>> for Param<'_> {
+    fn from(v: Option<i64>) -> Self {
+        Param::MaybeInt(v)
+    }
+}
+
+impl From<bool> for Param<'_> {
+    fn from(v: bool) -> Self {
+        Param::Bool(v)
+    }
 }
 
 pub(crate) use super::touches::{Touches, TOUCH_FLUSH};
@@ -81,7 +134,6 @@ macro_rules! impl_sql_store {
             })
         }
 
-
         impl $crate::store::SessionStore for $store {
             fn insert_session(
                 &self,
@@ -89,22 +141,24 @@ macro_rules! impl_sql_store {
             ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<()>> {
                 use $crate::store::sql::to_db;
                 Box::pin(async move {
-                    sqlx::query(
-                        "INSERT INTO agent_sessions (id, owner, created_at, updated_at, seq, \
-                         state, schema_hash, confirms, log_tail) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                    )
-                    .bind(&r.id)
-                    .bind(&r.owner)
-                    .bind(to_db(r.created_at))
-                    .bind(to_db(r.updated_at))
-                    .bind(to_db(r.seq))
-                    .bind(&r.state)
-                    .bind(&r.schema_hash)
-                    .bind(&r.confirms)
-                    .bind(&r.log_tail)
-                    .execute(&mut *self.writer().await?)
-                    .await?;
+                    self.writer
+                        .write(
+                            "INSERT INTO agent_sessions (id, owner, created_at, updated_at, seq, \
+                             state, schema_hash, confirms, log_tail) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                            &[
+                                (&r.id).into(),
+                                (&r.owner).into(),
+                                to_db(r.created_at).into(),
+                                to_db(r.updated_at).into(),
+                                to_db(r.seq).into(),
+                                (&r.state).into(),
+                                (&r.schema_hash).into(),
+                                (&r.confirms).into(),
+                                (&r.log_tail).into(),
+                            ],
+                        )
+                        .await?;
                     Ok(())
                 })
             }
@@ -141,19 +195,22 @@ macro_rules! impl_sql_store {
                     let Some(previous) = seq.checked_sub(1) else {
                         return Ok(false);
                     };
-                    let done = sqlx::query(
-                        "UPDATE agent_sessions SET seq = $2, state = $3, schema_hash = $4, \
-                         updated_at = $5 WHERE id = $1 AND seq = $6",
-                    )
-                    .bind(id)
-                    .bind(to_db(seq))
-                    .bind(state)
-                    .bind(schema_hash)
-                    .bind(to_db(now))
-                    .bind(to_db(previous))
-                    .execute(&mut *self.writer().await?)
-                    .await?;
-                    Ok(done.rows_affected() == 1)
+                    let done = self
+                        .writer
+                        .write(
+                            "UPDATE agent_sessions SET seq = $2, state = $3, schema_hash = $4, \
+                             updated_at = $5 WHERE id = $1 AND seq = $6",
+                            &[
+                                id.into(),
+                                to_db(seq).into(),
+                                state.into(),
+                                schema_hash.into(),
+                                to_db(now).into(),
+                                to_db(previous).into(),
+                            ],
+                        )
+                        .await?;
+                    Ok(done == 1)
                 })
             }
 
@@ -163,10 +220,11 @@ macro_rules! impl_sql_store {
                 confirms: &'a str,
             ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<()>> {
                 Box::pin(async move {
-                    sqlx::query("UPDATE agent_sessions SET confirms = $2 WHERE id = $1")
-                        .bind(id)
-                        .bind(confirms)
-                        .execute(&mut *self.writer().await?)
+                    self.writer
+                        .write(
+                            "UPDATE agent_sessions SET confirms = $2 WHERE id = $1",
+                            &[id.into(), confirms.into()],
+                        )
                         .await?;
                     Ok(())
                 })
@@ -178,10 +236,11 @@ macro_rules! impl_sql_store {
                 log_tail: &'a str,
             ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<()>> {
                 Box::pin(async move {
-                    sqlx::query("UPDATE agent_sessions SET log_tail = $2 WHERE id = $1")
-                        .bind(id)
-                        .bind(log_tail)
-                        .execute(&mut *self.writer().await?)
+                    self.writer
+                        .write(
+                            "UPDATE agent_sessions SET log_tail = $2 WHERE id = $1",
+                            &[id.into(), log_tail.into()],
+                        )
                         .await?;
                     Ok(())
                 })
@@ -192,11 +251,14 @@ macro_rules! impl_sql_store {
                 id: &'a str,
             ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<bool>> {
                 Box::pin(async move {
-                    let done = sqlx::query("DELETE FROM agent_sessions WHERE id = $1")
-                        .bind(id)
-                        .execute(&mut *self.writer().await?)
+                    let done = self
+                        .writer
+                        .write(
+                            "DELETE FROM agent_sessions WHERE id = $1",
+                            &[id.into()],
+                        )
                         .await?;
-                    Ok(done.rows_affected() > 0)
+                    Ok(done > 0)
                 })
             }
 
@@ -236,22 +298,25 @@ macro_rules! impl_sql_store {
             ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<()>> {
                 use $crate::store::sql::to_db;
                 Box::pin(async move {
-                    sqlx::query(
-                        "INSERT INTO agent_idempotency (tid, key, created_at, msg, status, body, \
-                         headers) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-                         ON CONFLICT (tid, key) DO UPDATE SET created_at = excluded.created_at, \
-                         msg = excluded.msg, status = excluded.status, body = excluded.body, \
-                         headers = excluded.headers",
-                    )
-                    .bind(&e.tid)
-                    .bind(&e.key)
-                    .bind(to_db(e.created_at))
-                    .bind(&e.msg)
-                    .bind(i32::from(e.status))
-                    .bind(&e.body)
-                    .bind(&e.headers)
-                    .execute(&mut *self.writer().await?)
-                    .await?;
+                    self.writer
+                        .write(
+                            "INSERT INTO agent_idempotency (tid, key, created_at, msg, status, \
+                             body, headers) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                             ON CONFLICT (tid, key) DO UPDATE SET \
+                             created_at = excluded.created_at, msg = excluded.msg, \
+                             status = excluded.status, body = excluded.body, \
+                             headers = excluded.headers",
+                            &[
+                                (&e.tid).into(),
+                                (&e.key).into(),
+                                to_db(e.created_at).into(),
+                                (&e.msg).into(),
+                                i32::from(e.status).into(),
+                                (&e.body).into(),
+                                (&e.headers).into(),
+                            ],
+                        )
+                        .await?;
                     Ok(())
                 })
             }
@@ -292,11 +357,14 @@ macro_rules! impl_sql_store {
                 before: u64,
             ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<u64>> {
                 Box::pin(async move {
-                    let done = sqlx::query("DELETE FROM agent_idempotency WHERE created_at < $1")
-                        .bind($crate::store::sql::to_db(before))
-                        .execute(&mut *self.writer().await?)
+                    let done = self
+                        .writer
+                        .write(
+                            "DELETE FROM agent_idempotency WHERE created_at < $1",
+                            &[$crate::store::sql::to_db(before).into()],
+                        )
                         .await?;
-                    Ok(done.rows_affected())
+                    Ok(done)
                 })
             }
         }
@@ -307,21 +375,23 @@ macro_rules! impl_sql_store {
                 b: $crate::store::McpBinding,
             ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<()>> {
                 Box::pin(async move {
-                    sqlx::query(
-                        "INSERT INTO agent_mcp_sessions (id, tid, init, created_at, deleted) \
-                         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET \
-                         tid = CASE WHEN excluded.tid = '' THEN agent_mcp_sessions.tid \
-                         ELSE excluded.tid END, \
-                         init = CASE WHEN excluded.init = '' THEN agent_mcp_sessions.init \
-                         ELSE excluded.init END",
-                    )
-                    .bind(&b.id)
-                    .bind(&b.tid)
-                    .bind(&b.init)
-                    .bind($crate::store::sql::to_db(b.created_at))
-                    .bind(b.deleted)
-                    .execute(&mut *self.writer().await?)
-                    .await?;
+                    self.writer
+                        .write(
+                            "INSERT INTO agent_mcp_sessions (id, tid, init, created_at, deleted) \
+                             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET \
+                             tid = CASE WHEN excluded.tid = '' THEN agent_mcp_sessions.tid \
+                             ELSE excluded.tid END, \
+                             init = CASE WHEN excluded.init = '' THEN agent_mcp_sessions.init \
+                             ELSE excluded.init END",
+                            &[
+                                (&b.id).into(),
+                                (&b.tid).into(),
+                                (&b.init).into(),
+                                $crate::store::sql::to_db(b.created_at).into(),
+                                b.deleted.into(),
+                            ],
+                        )
+                        .await?;
                     Ok(())
                 })
             }
@@ -356,9 +426,11 @@ macro_rules! impl_sql_store {
                 id: &'a str,
             ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<()>> {
                 Box::pin(async move {
-                    sqlx::query("UPDATE agent_mcp_sessions SET deleted = TRUE WHERE id = $1")
-                        .bind(id)
-                        .execute(&mut *self.writer().await?)
+                    self.writer
+                        .write(
+                            "UPDATE agent_mcp_sessions SET deleted = TRUE WHERE id = $1",
+                            &[id.into()],
+                        )
                         .await?;
                     Ok(())
                 })
@@ -369,9 +441,11 @@ macro_rules! impl_sql_store {
                 id: &'a str,
             ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<()>> {
                 Box::pin(async move {
-                    sqlx::query("UPDATE agent_mcp_sessions SET tid = '' WHERE id = $1")
-                        .bind(id)
-                        .execute(&mut *self.writer().await?)
+                    self.writer
+                        .write(
+                            "UPDATE agent_mcp_sessions SET tid = '' WHERE id = $1",
+                            &[id.into()],
+                        )
                         .await?;
                     Ok(())
                 })

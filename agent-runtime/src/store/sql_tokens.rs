@@ -1,6 +1,7 @@
 //! The token half of the SQL both database stores share: `impl_sql_tokens!` implements
-//! [`TokenStore`](crate::security::TokenStore) for a type holding `pool: sqlx::Pool<DB>`,
-//! `touches: Arc<Touches>` (coalesced `lastSeenAt` writes) and
+//! [`TokenStore`](crate::security::TokenStore) for a type holding `pool: sqlx::Pool<DB>`
+//! (reads), `writer` (writes; see `sql`), `touches: Arc<Touches>` (coalesced `lastSeenAt`
+//! writes) and
 //! `token_cache: Option<Arc<TokenCache>>` (the records, cached when this process is the
 //! database's only writer: SQLite; `None` for PostgreSQL, which replicas share). Invoked by
 //! `impl_sql_store!`.
@@ -100,33 +101,35 @@ macro_rules! impl_sql_tokens {
             async fn create_token(
                 &self,
                 r: $crate::security::TokenRecord,
-            ) -> Result<(), sqlx::Error> {
+            ) -> Result<(), $crate::store::StoreError> {
                 use $crate::store::sql::to_db;
-                let mut writer = self.writer().await?;
-                let mut tx = sqlx::Connection::begin(&mut *writer).await?;
-                sqlx::query("DELETE FROM agent_tokens WHERE tid = $1")
-                    .bind(&r.tid)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query(&format!(
+                let insert = format!(
                     "INSERT INTO agent_tokens ({TOKEN_COLUMNS}, ord) VALUES ($1, $2, $3, $4, $5, \
                      $6, $7, $8, $9, $10, $11, \
                      (SELECT COALESCE(MAX(ord), 0) + 1 FROM agent_tokens))"
-                ))
-                .bind(&r.tid)
-                .bind(&r.token_hash)
-                .bind(&r.uid)
-                .bind(&r.session_id)
-                .bind(r.status.as_str())
-                .bind(to_db(r.created_at))
-                .bind(to_db(r.expires_at))
-                .bind(to_db(r.last_seen_at))
-                .bind(r.pending_resume_until.map(to_db))
-                .bind(&r.origin)
-                .bind(&r.label)
-                .execute(&mut *tx)
-                .await?;
-                tx.commit().await
+                );
+                let status = r.status.as_str();
+                let replaced: &[$crate::store::sql::Param<'_>] = &[(&r.tid).into()];
+                let inserted: &[$crate::store::sql::Param<'_>] = &[
+                    (&r.tid).into(),
+                    (&r.token_hash).into(),
+                    (&r.uid).into(),
+                    (&r.session_id).into(),
+                    status.into(),
+                    to_db(r.created_at).into(),
+                    to_db(r.expires_at).into(),
+                    to_db(r.last_seen_at).into(),
+                    r.pending_resume_until.map(to_db).into(),
+                    (&r.origin).into(),
+                    (&r.label).into(),
+                ];
+                self.writer
+                    .write_all(&[
+                        ("DELETE FROM agent_tokens WHERE tid = $1", replaced),
+                        (&insert, inserted),
+                    ])
+                    .await
+                    .map(|_| ())
             }
 
             /// Starts the task writing pending touches every [`TOUCH_FLUSH`] (it ends with the
@@ -136,7 +139,7 @@ macro_rules! impl_sql_tokens {
                     return;
                 };
                 let touches = std::sync::Arc::downgrade(&self.touches);
-                let pool = self.pool.clone();
+                let writer = self.writer.clone();
                 runtime.spawn(async move {
                     let mut tick = tokio::time::interval($crate::store::sql::TOUCH_FLUSH);
                     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -144,14 +147,13 @@ macro_rules! impl_sql_tokens {
                         tick.tick().await;
                         let Some(touches) = touches.upgrade() else { return };
                         for (tid, at) in touches.drain() {
-                            let done = sqlx::query(
-                                "UPDATE agent_tokens SET last_seen_at = $2 \
-                                 WHERE tid = $1 AND last_seen_at < $2",
-                            )
-                            .bind(&tid)
-                            .bind($crate::store::sql::to_db(at))
-                            .execute(&pool)
-                            .await;
+                            let done = writer
+                                .write(
+                                    "UPDATE agent_tokens SET last_seen_at = $2 \
+                                     WHERE tid = $1 AND last_seen_at < $2",
+                                    &[(&tid).into(), $crate::store::sql::to_db(at).into()],
+                                )
+                                .await;
                             if let Err(e) = done {
                                 $crate::store::sql::token_failure("touch", &e);
                             }
@@ -160,19 +162,22 @@ macro_rules! impl_sql_tokens {
                 });
             }
 
-            async fn update_token(&self, op: &str, sql: &str, tid: &str, now: Option<u64>, label: Option<&str>) {
-                let mut q = sqlx::query(sql).bind(tid);
+            async fn update_token(
+                &self,
+                op: &str,
+                sql: &str,
+                tid: &str,
+                now: Option<u64>,
+                label: Option<&str>,
+            ) {
+                let mut params: Vec<$crate::store::sql::Param<'_>> = vec![tid.into()];
                 if let Some(now) = now {
-                    q = q.bind($crate::store::sql::to_db(now));
+                    params.push($crate::store::sql::to_db(now).into());
                 }
                 if let Some(label) = label {
-                    q = q.bind(label);
+                    params.push(label.into());
                 }
-                let done = match self.writer().await {
-                    Ok(mut writer) => q.execute(&mut *writer).await,
-                    Err(e) => Err(e),
-                };
-                if let Err(e) = done {
+                if let Err(e) = self.writer.write(sql, &params).await {
                     $crate::store::sql::token_failure(op, &e);
                 }
             }
@@ -272,17 +277,18 @@ macro_rules! impl_sql_tokens {
             ) -> futures::future::BoxFuture<'_, usize> {
                 use $crate::store::sql::to_db;
                 Box::pin(async move {
-                    let sweep = sqlx::query("DELETE FROM agent_tokens WHERE expires_at <= $1")
-                        .bind(to_db(now.saturating_sub(retention_ms)));
-                    let done = match self.writer().await {
-                        Ok(mut writer) => sweep.execute(&mut *writer).await,
-                        Err(e) => Err(e),
-                    };
+                    let done = self
+                        .writer
+                        .write(
+                            "DELETE FROM agent_tokens WHERE expires_at <= $1",
+                            &[to_db(now.saturating_sub(retention_ms)).into()],
+                        )
+                        .await;
                     if let Some(cache) = &self.token_cache {
                         cache.clear();
                     }
                     match done {
-                        Ok(r) => usize::try_from(r.rows_affected()).unwrap_or(usize::MAX),
+                        Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
                         Err(e) => {
                             $crate::store::sql::token_failure("sweep_expired", &e);
                             0

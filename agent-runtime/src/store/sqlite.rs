@@ -4,8 +4,8 @@
 //! the process being killed; only a power loss or an OS crash may lose the newest commits.
 //!
 //! One server process owns the file: it caches token records (every change to them is its
-//! own) and writes through one connection (SQLite lets one writer in at a time anyway), so a
-//! commit waits for no pool and no ping; reads use a small pool (WAL readers do not block the
+//! own) and writes through one connection in the calling task ([`SqliteWriter`]; SQLite lets
+//! one writer in at a time anyway); reads use a small sqlx pool (WAL readers do not block the
 //! writer). Two live servers on one file are not supported: the second would not see the
 //! first's revocations. Several replicas use PostgreSQL.
 
@@ -16,6 +16,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use super::sql::impl_sql_store;
+use super::sqlite_writer::SqliteWriter;
 use super::tables::tables;
 use super::StoreError;
 
@@ -29,7 +30,7 @@ pub struct SqliteStore {
     /// Reads.
     pool: sqlx::SqlitePool,
     /// Writes.
-    writer: std::sync::Arc<tokio::sync::Mutex<sqlx::SqliteConnection>>,
+    writer: SqliteWriter,
     touches: std::sync::Arc<super::sql::Touches>,
     /// Token records, cached: this process is the file's only writer.
     token_cache: Option<std::sync::Arc<super::token_cache::TokenCache>>,
@@ -64,22 +65,13 @@ impl SqliteStore {
             .connect_with(options.clone())
             .await?;
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
-        let writer = sqlx::ConnectOptions::connect(&options).await?;
+        let writer = SqliteWriter::open(&options, pool.clone())?;
         Ok(SqliteStore {
             pool,
-            writer: std::sync::Arc::new(tokio::sync::Mutex::new(writer)),
+            writer,
             touches: Default::default(),
             token_cache: Some(Default::default()),
         })
-    }
-}
-
-impl SqliteStore {
-    /// The connection for a write.
-    async fn writer(
-        &self,
-    ) -> Result<tokio::sync::MutexGuard<'_, sqlx::SqliteConnection>, sqlx::Error> {
-        Ok(self.writer.lock().await)
     }
 }
 
