@@ -261,7 +261,10 @@ pub async fn mcp_bindings(stores: &Stores) {
     assert_eq!(m.mcp_binding("m2").await.expect("get"), None);
     // `disconnect_session` clears the token; a later `connect_session` names one again.
     m.unbind_mcp("m1").await.expect("unbind");
-    assert_eq!(m.mcp_binding("m1").await.expect("get"), Some(issued.clone()));
+    assert_eq!(
+        m.mcp_binding("m1").await.expect("get"),
+        Some(issued.clone())
+    );
     m.bind_mcp(McpBinding {
         init: String::new(),
         ..bound.clone()

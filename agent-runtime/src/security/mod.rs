@@ -39,9 +39,9 @@ pub use rate_limit::{
     RuntimeGovernorClock,
 };
 pub use token_store::{InMemoryTokenStore, TokenStore};
-pub(crate) use tokens::{sha256_hex, verify_tid};
 pub use tokens::{
     mint_token, token_hash_of, verify_bearer, AgentSession, AuthError, SecretToken, TokenRecord,
     TokenStatus, DEFAULT_ACTIVE_LABEL, SWEEP_RETENTION_MS, TOKEN_PREFIX, TOKEN_TTL_MS,
     UNKNOWN_LABEL,
 };
+pub(crate) use tokens::{sha256_hex, verify_tid};

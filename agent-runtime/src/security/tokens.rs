@@ -563,7 +563,10 @@ mod tests {
         };
         assert_eq!(by_tid(&tid, 1_001, None), Ok(tid.clone()));
         assert_eq!(by_tid("unknown", 1_001, None), Err(AuthError::AuthFailed));
-        assert_eq!(by_tid(&tid, TOKEN_TTL_MS + 1_000, None), Err(AuthError::AuthFailed));
+        assert_eq!(
+            by_tid(&tid, TOKEN_TTL_MS + 1_000, None),
+            Err(AuthError::AuthFailed)
+        );
         assert_eq!(by_tid(&tid, 2_001, Some(1_000)), Err(AuthError::AuthFailed));
         store.revoke(&tid);
         assert_eq!(by_tid(&tid, 1_001, None), Err(AuthError::Revoked));

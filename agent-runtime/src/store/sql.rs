@@ -2,9 +2,9 @@
 //! holding `pool: sqlx::Pool<DB>` (reads) and `writer` (writes: `write(sql, params)` and
 //! `write_all` for one transaction; SQLite writes through its one connection, PostgreSQL
 //! through the pool); the token half, with its fields, is in `sql_tokens`. The statements are
-//! written once, in the dialect SQLite and
-//! PostgreSQL both accept (`$N` parameters, `ON CONFLICT`, `excluded.`); only the table
-//! definitions differ: the binary column type (see `tables`) and PostgreSQL's change trigger.
+//! written once, in the dialect SQLite and PostgreSQL both accept (`$N` parameters, `ON
+//! CONFLICT`, `excluded.`); only the table definitions differ: the binary column type (see
+//! `tables`) and PostgreSQL's change trigger.
 
 use crate::security::TokenStatus;
 

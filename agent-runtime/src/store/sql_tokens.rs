@@ -1,10 +1,9 @@
 //! The token half of the SQL both database stores share: `impl_sql_tokens!` implements
 //! [`TokenStore`](crate::security::TokenStore) for a type holding `pool: sqlx::Pool<DB>`
 //! (reads), `writer` (writes; see `sql`), `touches: Arc<Touches>` (coalesced `lastSeenAt`
-//! writes) and
-//! `token_cache: Option<Arc<TokenCache>>` (the records, cached when this process is the
-//! database's only writer: SQLite; `None` for PostgreSQL, which replicas share). Invoked by
-//! `impl_sql_store!`.
+//! writes) and `token_cache: Option<Arc<TokenCache>>` (the records, cached when this process
+//! is the database's only writer: SQLite; `None` for PostgreSQL, which replicas share).
+//! Invoked by `impl_sql_store!`.
 
 macro_rules! impl_sql_tokens {
     ($store:ty, $db:ty) => {

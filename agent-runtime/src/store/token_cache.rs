@@ -145,7 +145,10 @@ mod tests {
         let g = generation(cache.by_hash("h1"));
         cache.put(g, record("t1", "h1"));
         assert_eq!(hit(cache.by_hash("h1")).map(|r| r.tid), Some("t1".into()));
-        assert_eq!(hit(cache.by_tid("t1")).map(|r| r.token_hash), Some("h1".into()));
+        assert_eq!(
+            hit(cache.by_tid("t1")).map(|r| r.token_hash),
+            Some("h1".into())
+        );
         cache.touch("t1", 99);
         assert_eq!(hit(cache.by_tid("t1")).map(|r| r.last_seen_at), Some(99));
         cache.touch("t1", 50);

@@ -35,7 +35,8 @@ use crate::config::MAX_BODY_BYTES;
 use crate::error::ApiError;
 use crate::mcp::MCP_PATH;
 use crate::security::{
-    request_client_address, verify_bearer, verify_tid, AllowedHosts, AuditEntry, AuditEvent, Bucket, WireError,
+    request_client_address, verify_bearer, verify_tid, AllowedHosts, AuditEntry, AuditEvent,
+    Bucket, WireError,
 };
 use crate::server::AgentServer;
 use agent_schema::protocol::ErrorCode;
