@@ -24,7 +24,7 @@ use super::{log_entry, Call, Handled};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::security::{
-    verify_bearer, verify_tid, AuditEntry, Bucket, TokenRecord, TokenStatus, DEFAULT_ACTIVE_LABEL,
+    verify_bearer, AuditEntry, Bucket, TokenRecord, TokenStatus, DEFAULT_ACTIVE_LABEL,
 };
 use crate::server::AgentServer;
 use crate::session::Session;
@@ -55,6 +55,7 @@ pub(crate) enum Credential<'a> {
     /// An in-process trusted credential: the id of a token this server verified earlier (an
     /// MCP session bound with `connect_session` and rebuilt after a restart, whose raw token
     /// is not kept). The record's expiry and status are checked as for a bearer.
+    #[cfg(feature = "mcp")]
     Tid(&'a str),
 }
 
@@ -79,7 +80,8 @@ pub(crate) async fn admit_credential<A: App>(
     );
     let record = match credential {
         Credential::Bearer(authorization) => verify_bearer(authorization, tokens, now, ttl).await,
-        Credential::Tid(tid) => verify_tid(tid, tokens, now, ttl).await,
+        #[cfg(feature = "mcp")]
+        Credential::Tid(tid) => crate::security::verify_tid(tid, tokens, now, ttl).await,
     }?;
     #[cfg(feature = "pairing")]
     if crate::pairing::is_paired(&record) {

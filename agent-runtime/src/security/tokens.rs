@@ -280,6 +280,7 @@ pub async fn verify_bearer(
 /// made earlier from a verified bearer (an MCP session bound with `connect_session`, rebuilt
 /// after a restart; the raw token is never stored). The same checks as [`verify_bearer`]
 /// after the lookup: no record, hard expiry, sliding TTL → `AuthFailed`; revoked → `Revoked`.
+#[cfg(feature = "mcp")]
 pub(crate) async fn verify_tid(
     tid: &str,
     store: &dyn TokenStore,
@@ -555,6 +556,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "mcp")]
     #[test]
     fn verify_tid_applies_the_same_checks() {
         let (store, _, tid) = store_with(1_000);
