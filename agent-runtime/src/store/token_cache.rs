@@ -183,7 +183,8 @@ mod tests {
         for i in 0..CAPACITY + 10 {
             cache.put(g, record(&format!("x{i}"), &format!("hx{i}")));
         }
-        assert!(cache.lock().by_hash.len() <= CAPACITY);
-        assert_eq!(cache.lock().by_hash.len(), cache.lock().hash_of.len());
+        let inner = cache.lock();
+        assert!(inner.by_hash.len() <= CAPACITY);
+        assert_eq!(inner.by_hash.len(), inner.hash_of.len());
     }
 }
