@@ -228,8 +228,8 @@ pub async fn idempotency(stores: &Stores) {
     assert!(i.get_idempotent("t1", "k1").await.expect("get").is_some());
 }
 
-/// MCP session bindings: bind, complete, read, delete (a deleted id stays deleted, even when
-/// bound again).
+/// MCP session bindings: bind, complete, read, unbind and bind again, delete (a deleted id
+/// stays deleted, even when bound again).
 pub async fn mcp_bindings(stores: &Stores) {
     let m = &stores.mcp;
     let issued = McpBinding {
@@ -259,6 +259,19 @@ pub async fn mcp_bindings(stores: &Stores) {
     };
     assert_eq!(m.mcp_binding("m1").await.expect("get"), Some(bound.clone()));
     assert_eq!(m.mcp_binding("m2").await.expect("get"), None);
+    // `disconnect_session` clears the token; a later `connect_session` names one again.
+    m.unbind_mcp("m1").await.expect("unbind");
+    assert_eq!(
+        m.mcp_binding("m1").await.expect("get"),
+        Some(issued.clone())
+    );
+    m.bind_mcp(McpBinding {
+        init: String::new(),
+        ..bound.clone()
+    })
+    .await
+    .expect("bind again");
+    assert_eq!(m.mcp_binding("m1").await.expect("get"), Some(bound.clone()));
     m.delete_mcp("m1").await.expect("delete");
     let deleted = m.mcp_binding("m1").await.expect("get").expect("kept");
     assert!(deleted.deleted);

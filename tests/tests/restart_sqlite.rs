@@ -175,7 +175,16 @@ async fn token_state_and_identity_survive_sigkill() {
 }
 
 async fn mint(base: &str, human: &reqwest::Client) -> (String, String) {
-    let minted: Value = human
+    let minted = mint_answer(base, human).await;
+    (
+        minted["token"].as_str().expect("token").to_owned(),
+        minted["sessionId"].as_str().expect("session").to_owned(),
+    )
+}
+
+/// The answer of `POST /agent/mint` for `human`.
+async fn mint_answer(base: &str, human: &reqwest::Client) -> Value {
+    human
         .post(format!("{base}/agent/mint"))
         .json(&json!({}))
         .send()
@@ -183,11 +192,7 @@ async fn mint(base: &str, human: &reqwest::Client) -> (String, String) {
         .expect("mint")
         .json()
         .await
-        .expect("mint answer");
-    (
-        minted["token"].as_str().expect("token").to_owned(),
-        minted["sessionId"].as_str().expect("session").to_owned(),
-    )
+        .expect("mint answer")
 }
 
 #[tokio::test]
@@ -363,6 +368,79 @@ async fn an_mcp_client_goes_on_after_sigkill_and_a_deleted_id_stays_dead() {
     let resp = mcp_post(&second.base, &token, Some("never-issued"), list).await;
     assert_eq!(resp.status().as_u16(), 404);
     let _ = client.cancel().await;
+}
+
+/// An rmcp client on `<base>/agent/mcp` that initialized without a bearer and bound `token`
+/// with `connect_session`; re-initializing after a 404 is off, so a lost session fails.
+async fn connect_session_client(
+    base: &str,
+    token: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    use agent_tests::mcp::{call, ok};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::ServiceExt as _;
+
+    let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/agent/mcp"));
+    config.reinit_on_expired_session = false;
+    let client =
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .expect("initialize");
+    let connected = ok(&call(client.peer(), "connect_session", json!({ "token": token })).await);
+    assert_eq!(connected["status"], "connected", "{connected}");
+    client
+}
+
+#[tokio::test]
+async fn a_connect_session_binding_survives_sigkill_and_a_revoked_one_does_not() {
+    use agent_tests::mcp::{call, ok};
+    use rmcp::model::CallToolRequestParams;
+
+    let dir = TempDir::new();
+    let db = dir.db();
+    let first = ServerProcess::start(&binary(), &["--db", &db]);
+    let port = first.base.rsplit(':').next().expect("port").to_owned();
+    let human = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client");
+    let (token, _) = mint(&first.base, &human).await;
+    let minted = mint_answer(&first.base, &human).await;
+    let doomed_token = minted["token"].as_str().expect("token").to_owned();
+    let doomed_tid = minted["tid"].as_str().expect("tid").to_owned();
+    let kept = connect_session_client(&first.base, &token).await;
+    let doomed = connect_session_client(&first.base, &doomed_token).await;
+    let inc = json!({"msg": {"type": "inc"}, "waitFor": "idle"});
+    let sent = ok(&call(kept.peer(), "send_message", inc.clone()).await);
+    assert_eq!(sent["status"], "dispatched", "{sent}");
+    let sent = ok(&call(doomed.peer(), "send_message", inc.clone()).await);
+    assert_eq!(sent["status"], "dispatched", "{sent}");
+    // The owner revokes the second token before the crash.
+    let resp = human
+        .post(format!("{}/agent/revoke", first.base))
+        .json(&json!({ "tid": doomed_tid }))
+        .send()
+        .await
+        .expect("revoke");
+    assert_eq!(resp.status().as_u16(), 200);
+    first.kill();
+
+    let second = ServerProcess::start(&binary(), &["--db", &db, "--port", &port]);
+    // No bearer on any request: the session id and the stored binding (by tid) suffice.
+    let sent = ok(&call(kept.peer(), "send_message", inc).await);
+    assert_eq!(sent["status"], "dispatched", "{sent}");
+    let state = ok(&call(kept.peer(), "get_state", json!({})).await);
+    assert_eq!(state["state"]["count"], 2, "{state}");
+    // The revoked token's MCP session is not rebuilt: 404, which the client reports.
+    let refused = doomed
+        .peer()
+        .call_tool(CallToolRequestParams::new("get_state").with_arguments(Default::default()))
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    let _ = kept.cancel().await;
+    let _ = doomed.cancel().await;
+    drop(second);
 }
 
 /// The first numbered event of the human's event stream (`id`, `event`, `data`), opened with

@@ -45,19 +45,42 @@ pub(crate) enum Admission<A: App> {
     Paired(TokenRecord),
 }
 
+/// What a caller presents to the gate.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Credential<'a> {
+    /// The value of an `Authorization` header (`Bearer agt_…`), if any.
+    Bearer(Option<&'a str>),
+    /// An in-process trusted credential: the id of a token this server verified earlier (an
+    /// MCP session bound with `connect_session` and rebuilt after a restart, whose raw token
+    /// is not kept). The record's expiry and status are checked as for a bearer.
+    #[cfg(feature = "mcp")]
+    Tid(&'a str),
+}
+
 /// Steps 2–5 of the gate for `authorization` (the value of an `Authorization` header,
 /// `Bearer agt_…`): 401/403 for the token, 503 paused for a closed session, 429.
 pub(crate) async fn admit<A: App>(
     server: &AgentServer<A>,
     authorization: Option<&str>,
 ) -> Result<Admission<A>, ApiError> {
-    let record = verify_bearer(
-        authorization,
+    admit_credential(server, Credential::Bearer(authorization)).await
+}
+
+/// [`admit`] for any [`Credential`].
+pub(crate) async fn admit_credential<A: App>(
+    server: &AgentServer<A>,
+    credential: Credential<'_>,
+) -> Result<Admission<A>, ApiError> {
+    let (tokens, now, ttl) = (
         &**server.tokens(),
         server.now(),
         server.options().sliding_ttl_ms,
-    )
-    .await?;
+    );
+    let record = match credential {
+        Credential::Bearer(authorization) => verify_bearer(authorization, tokens, now, ttl).await,
+        #[cfg(feature = "mcp")]
+        Credential::Tid(tid) => crate::security::verify_tid(tid, tokens, now, ttl).await,
+    }?;
     #[cfg(feature = "pairing")]
     if crate::pairing::is_paired(&record) {
         return Ok(Admission::Paired(record));

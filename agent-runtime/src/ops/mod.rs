@@ -24,6 +24,8 @@ use serde_json::Value;
 #[cfg(feature = "pairing")]
 pub(crate) use gate::{activate, with_revocation};
 pub(crate) use gate::{admit, Admission};
+#[cfg(feature = "mcp")]
+pub(crate) use gate::{admit_credential, Credential};
 pub(crate) use handlers::dispatch_options;
 pub(crate) use idempotency::IdempotencyStore;
 pub use idempotency::IDEMPOTENCY_WINDOW_MS;

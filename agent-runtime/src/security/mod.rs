@@ -44,3 +44,5 @@ pub use tokens::{
     TokenStatus, DEFAULT_ACTIVE_LABEL, SWEEP_RETENTION_MS, TOKEN_PREFIX, TOKEN_TTL_MS,
     UNKNOWN_LABEL,
 };
+#[cfg(feature = "mcp")]
+pub(crate) use tokens::{sha256_hex, verify_tid};

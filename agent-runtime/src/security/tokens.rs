@@ -77,7 +77,8 @@ pub fn token_hash_of(token: &str) -> Option<String> {
     token.starts_with(TOKEN_PREFIX).then(|| sha256_hex(token))
 }
 
-fn sha256_hex(text: &str) -> String {
+/// Lowercase hex SHA-256 of `text`.
+pub(crate) fn sha256_hex(text: &str) -> String {
     let digest = Sha256::digest(text.as_bytes());
     let mut out = String::with_capacity(64);
     for byte in digest {
@@ -271,10 +272,30 @@ pub async fn verify_bearer(
         .and_then(|value| value.strip_prefix("Bearer "))
         .ok_or(AuthError::AuthFailed)?;
     let hash = token_hash_of(token).ok_or(AuthError::AuthFailed)?;
-    let record = store
-        .find_by_token_hash(&hash)
-        .await
-        .ok_or(AuthError::AuthFailed)?;
+    let record = store.find_by_token_hash(&hash).await;
+    check_record(record, now, sliding_ttl_ms)
+}
+
+/// Verifies an in-process trusted credential: the token id `tid` of a binding this server
+/// made earlier from a verified bearer (an MCP session bound with `connect_session`, rebuilt
+/// after a restart; the raw token is never stored). The same checks as [`verify_bearer`]
+/// after the lookup: no record, hard expiry, sliding TTL → `AuthFailed`; revoked → `Revoked`.
+#[cfg(feature = "mcp")]
+pub(crate) async fn verify_tid(
+    tid: &str,
+    store: &dyn TokenStore,
+    now: u64,
+    sliding_ttl_ms: Option<u64>,
+) -> Result<TokenRecord, AuthError> {
+    check_record(store.find_by_tid(tid).await, now, sliding_ttl_ms)
+}
+
+fn check_record(
+    record: Option<TokenRecord>,
+    now: u64,
+    sliding_ttl_ms: Option<u64>,
+) -> Result<TokenRecord, AuthError> {
+    let record = record.ok_or(AuthError::AuthFailed)?;
     if record.expires_at <= now {
         return Err(AuthError::AuthFailed);
     }
@@ -533,6 +554,24 @@ mod tests {
             verify(Some(&header), &store, 5_000, Some(1_000)),
             Err(AuthError::AuthFailed)
         );
+    }
+
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn verify_tid_applies_the_same_checks() {
+        let (store, _, tid) = store_with(1_000);
+        let by_tid = |tid: &str, now, ttl| {
+            futures::executor::block_on(verify_tid(tid, &store, now, ttl)).map(|r| r.tid)
+        };
+        assert_eq!(by_tid(&tid, 1_001, None), Ok(tid.clone()));
+        assert_eq!(by_tid("unknown", 1_001, None), Err(AuthError::AuthFailed));
+        assert_eq!(
+            by_tid(&tid, TOKEN_TTL_MS + 1_000, None),
+            Err(AuthError::AuthFailed)
+        );
+        assert_eq!(by_tid(&tid, 2_001, Some(1_000)), Err(AuthError::AuthFailed));
+        store.revoke(&tid);
+        assert_eq!(by_tid(&tid, 1_001, None), Err(AuthError::Revoked));
     }
 
     #[test]

@@ -182,6 +182,13 @@ impl McpBindings for MemoryStore {
         }
         ready(())
     }
+
+    fn unbind_mcp<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        if let Some(b) = self.lock().mcp.get_mut(id) {
+            b.tid.clear();
+        }
+        ready(())
+    }
 }
 
 impl SigningKeys for MemoryStore {

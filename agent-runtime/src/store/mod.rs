@@ -6,7 +6,8 @@
 //!
 //! - in memory ([`MemoryStore`] with [`InMemoryTokenStore`]): the library default; everything
 //!   goes with the process;
-//! - SQLite ([`SqliteStore`], feature `sqlite`): one file, for a single server that restarts;
+//! - SQLite ([`SqliteStore`], feature `sqlite`): one file, for a single server that restarts
+//!   (one live server process per file: it caches token records and is the only writer);
 //! - PostgreSQL ([`PostgresStore`], feature `postgres`): several replicas sharing one database.
 //!
 //! [`Stores`] bundles one implementation behind the trait objects the host and the server
@@ -19,7 +20,11 @@ mod traits;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) mod sql_tokens;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod tables;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) mod token_cache;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod touches;
 
@@ -27,6 +32,8 @@ mod touches;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_writer;
 
 use std::sync::Arc;
 

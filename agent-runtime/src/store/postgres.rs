@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sqlx::postgres::PgPoolOptions;
 
-use super::sql::impl_sql_store;
+use super::sql::{impl_sql_store, Param};
 use super::tables::tables;
 use super::StoreError;
 
@@ -43,7 +43,11 @@ const SCHEMA_LOCK: i64 = 0x6167_656e_7473;
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: sqlx::PgPool,
+    /// Writes (through the same pool).
+    writer: PgWriter,
     touches: std::sync::Arc<super::sql::Touches>,
+    /// Always `None`: other replicas write the token records.
+    token_cache: Option<std::sync::Arc<super::token_cache::TokenCache>>,
     /// Fed by one `LISTEN` task, started by the first
     /// [`SessionStore::changes`](crate::store::SessionStore::changes) call.
     changes: std::sync::Arc<std::sync::OnceLock<tokio::sync::broadcast::Sender<String>>>,
@@ -65,8 +69,10 @@ impl PostgresStore {
         sqlx::raw_sql(SCHEMA).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(PostgresStore {
+            writer: PgWriter(pool.clone()),
             pool,
             touches: Default::default(),
+            token_cache: None,
             changes: Default::default(),
         })
     }
@@ -113,6 +119,49 @@ impl PostgresStore {
     /// The connection pool.
     pub fn pool(&self) -> &sqlx::PgPool {
         &self.pool
+    }
+}
+
+/// Writes through the pool: a statement on any pooled connection, several in one transaction.
+#[derive(Debug, Clone)]
+struct PgWriter(sqlx::PgPool);
+
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+fn bind<'q>(mut query: PgQuery<'q>, params: &[Param<'q>]) -> PgQuery<'q> {
+    for param in params {
+        query = match *param {
+            Param::Text(v) => query.bind(v),
+            Param::MaybeText(v) => query.bind(v),
+            Param::Int(v) => query.bind(v),
+            Param::Int32(v) => query.bind(v),
+            Param::MaybeInt(v) => query.bind(v),
+            Param::Bool(v) => query.bind(v),
+        };
+    }
+    query
+}
+
+impl PgWriter {
+    /// Runs one statement; answers the number of rows it changed.
+    async fn write<'q>(&self, sql: &'q str, params: &[Param<'q>]) -> Result<u64, StoreError> {
+        let done = bind(sqlx::query(sql), params).execute(&self.0).await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Runs `statements` in one transaction; answers the rows each changed.
+    async fn write_all<'q>(
+        &self,
+        statements: &[(&'q str, &[Param<'q>])],
+    ) -> Result<Vec<u64>, StoreError> {
+        let mut tx = self.0.begin().await?;
+        let mut changed = Vec::with_capacity(statements.len());
+        for (sql, params) in statements {
+            let done = bind(sqlx::query(sql), params).execute(&mut *tx).await?;
+            changed.push(done.rows_affected());
+        }
+        tx.commit().await?;
+        Ok(changed)
     }
 }
 

@@ -74,7 +74,8 @@ pub struct IdempotencyEntry {
 /// `initialize` parameters (what rebuilding the session after a restart replays).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpBinding {
-    /// The `Mcp-Session-Id`.
+    /// The key of the MCP session: `/agent/mcp` stores the lowercase hex SHA-256 of its
+    /// `Mcp-Session-Id`, never the id itself (a live id is a credential).
     pub id: String,
     /// The token id (`tid`) the MCP session is bound to (empty: not known yet).
     pub tid: String,

@@ -1,7 +1,10 @@
 //! The SQL both database stores share: one macro implements every store trait for a type
-//! holding `pool: sqlx::Pool<DB>`. The statements are written once, in the dialect SQLite and
-//! PostgreSQL both accept (`$N` parameters, `ON CONFLICT`, `excluded.`); only the table
-//! definitions differ: the binary column type (see `tables`) and PostgreSQL's change trigger.
+//! holding `pool: sqlx::Pool<DB>` (reads) and `writer` (writes: `write(sql, params)` and
+//! `write_all` for one transaction; SQLite writes through its one connection, PostgreSQL
+//! through the pool); the token half, with its fields, is in `sql_tokens`. The statements are
+//! written once, in the dialect SQLite and PostgreSQL both accept (`$N` parameters, `ON
+//! CONFLICT`, `excluded.`); only the table definitions differ: the binary column type (see
+//! `tables`) and PostgreSQL's change trigger.
 
 use crate::security::TokenStatus;
 
@@ -40,8 +43,61 @@ impl From<sqlx::Error> for StoreError {
 /// Logs a failed token-store call: the [`crate::security::TokenStore`] trait has no error
 /// channel, so a database failure reads as "no such record" (the caller answers 401, never
 /// a wrong grant).
-pub(super) fn token_failure(op: &str, e: &sqlx::Error) {
+pub(super) fn token_failure(op: &str, e: &dyn std::fmt::Display) {
     tracing::error!(target: "agent_runtime::store", "token store {op} failed: {e}");
+}
+
+/// A value bound to a write's `$N` parameter (`N` = its position, from 1).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Param<'a> {
+    Text(&'a str),
+    MaybeText(Option<&'a str>),
+    Int(i64),
+    Int32(i32),
+    MaybeInt(Option<i64>),
+    Bool(bool),
+}
+
+impl<'a> From<&'a str> for Param<'a> {
+    fn from(v: &'a str) -> Self {
+        Param::Text(v)
+    }
+}
+
+impl<'a> From<&'a String> for Param<'a> {
+    fn from(v: &'a String) -> Self {
+        Param::Text(v)
+    }
+}
+
+impl<'a> From<&'a Option<String>> for Param<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        Param::MaybeText(v.as_deref())
+    }
+}
+
+impl From<i64> for Param<'_> {
+    fn from(v: i64) -> Self {
+        Param::Int(v)
+    }
+}
+
+impl From<i32> for Param<'_> {
+    fn from(v: i32) -> Self {
+        Param::Int32(v)
+    }
+}
+
+impl From<Option<i64>> for Param<'_> {
+    fn from(v: Option<i64>) -> Self {
+        Param::MaybeInt(v)
+    }
+}
+
+impl From<bool> for Param<'_> {
+    fn from(v: bool) -> Self {
+        Param::Bool(v)
+    }
 }
 
 pub(crate) use super::touches::{Touches, TOUCH_FLUSH};
@@ -58,30 +114,7 @@ macro_rules! impl_sql_store {
         $crate::store::sql::impl_sql_store!(@impl $store, $db, {});
     };
     (@impl $store:ty, $db:ty, { $($changes:tt)* }) => {
-        const TOKEN_COLUMNS: &str = "tid, token_hash, uid, session_id, status, created_at, \
-             expires_at, last_seen_at, pending_resume_until, origin, label";
-
-        fn token_from_row(
-            row: &<$db as sqlx::Database>::Row,
-        ) -> Result<$crate::security::TokenRecord, sqlx::Error> {
-            use sqlx::Row as _;
-            use $crate::store::sql::{from_db, status_from};
-            Ok($crate::security::TokenRecord {
-                tid: row.try_get("tid")?,
-                token_hash: row.try_get("token_hash")?,
-                uid: row.try_get("uid")?,
-                session_id: row.try_get("session_id")?,
-                status: status_from(&row.try_get::<String, _>("status")?),
-                created_at: from_db(row.try_get("created_at")?),
-                expires_at: from_db(row.try_get("expires_at")?),
-                last_seen_at: from_db(row.try_get("last_seen_at")?),
-                pending_resume_until: row
-                    .try_get::<Option<i64>, _>("pending_resume_until")?
-                    .map(from_db),
-                origin: row.try_get("origin")?,
-                label: row.try_get("label")?,
-            })
-        }
+        $crate::store::sql_tokens::impl_sql_tokens!($store, $db);
 
         fn session_from_row(
             row: &<$db as sqlx::Database>::Row,
@@ -101,216 +134,6 @@ macro_rules! impl_sql_store {
             })
         }
 
-        impl $store {
-            async fn tokens_where(
-                &self,
-                op: &str,
-                condition: &str,
-                value: &str,
-            ) -> Vec<$crate::security::TokenRecord> {
-                let sql = format!(
-                    "SELECT {TOKEN_COLUMNS} FROM agent_tokens WHERE {condition} ORDER BY ord, tid"
-                );
-                let rows = sqlx::query(&sql).bind(value).fetch_all(&self.pool).await;
-                let records: Result<Vec<$crate::security::TokenRecord>, sqlx::Error> =
-                    rows.and_then(|rows| rows.iter().map(token_from_row).collect());
-                match records {
-                    Ok(mut records) => {
-                        for r in &mut records {
-                            if let Some(at) = self.touches.get(&r.tid) {
-                                r.last_seen_at = r.last_seen_at.max(at);
-                            }
-                        }
-                        records
-                    }
-                    Err(e) => {
-                        $crate::store::sql::token_failure(op, &e);
-                        Vec::new()
-                    }
-                }
-            }
-
-            async fn token_where(
-                &self,
-                op: &str,
-                condition: &str,
-                value: &str,
-            ) -> Option<$crate::security::TokenRecord> {
-                self.tokens_where(op, condition, value).await.pop()
-            }
-
-            async fn create_token(
-                &self,
-                r: $crate::security::TokenRecord,
-            ) -> Result<(), sqlx::Error> {
-                use $crate::store::sql::to_db;
-                let mut tx = self.pool.begin().await?;
-                sqlx::query("DELETE FROM agent_tokens WHERE tid = $1")
-                    .bind(&r.tid)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query(&format!(
-                    "INSERT INTO agent_tokens ({TOKEN_COLUMNS}, ord) VALUES ($1, $2, $3, $4, $5, \
-                     $6, $7, $8, $9, $10, $11, \
-                     (SELECT COALESCE(MAX(ord), 0) + 1 FROM agent_tokens))"
-                ))
-                .bind(&r.tid)
-                .bind(&r.token_hash)
-                .bind(&r.uid)
-                .bind(&r.session_id)
-                .bind(r.status.as_str())
-                .bind(to_db(r.created_at))
-                .bind(to_db(r.expires_at))
-                .bind(to_db(r.last_seen_at))
-                .bind(r.pending_resume_until.map(to_db))
-                .bind(&r.origin)
-                .bind(&r.label)
-                .execute(&mut *tx)
-                .await?;
-                tx.commit().await
-            }
-
-            /// Starts the task writing pending touches every [`TOUCH_FLUSH`] (it ends with the
-            /// store).
-            fn start_touch_flusher(&self) {
-                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-                    return;
-                };
-                let touches = std::sync::Arc::downgrade(&self.touches);
-                let pool = self.pool.clone();
-                runtime.spawn(async move {
-                    let mut tick = tokio::time::interval($crate::store::sql::TOUCH_FLUSH);
-                    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                    loop {
-                        tick.tick().await;
-                        let Some(touches) = touches.upgrade() else { return };
-                        for (tid, at) in touches.drain() {
-                            let done = sqlx::query(
-                                "UPDATE agent_tokens SET last_seen_at = $2 \
-                                 WHERE tid = $1 AND last_seen_at < $2",
-                            )
-                            .bind(&tid)
-                            .bind($crate::store::sql::to_db(at))
-                            .execute(&pool)
-                            .await;
-                            if let Err(e) = done {
-                                $crate::store::sql::token_failure("touch", &e);
-                            }
-                        }
-                    }
-                });
-            }
-
-            async fn update_token(&self, op: &str, sql: &str, tid: &str, now: Option<u64>, label: Option<&str>) {
-                let mut q = sqlx::query(sql).bind(tid);
-                if let Some(now) = now {
-                    q = q.bind($crate::store::sql::to_db(now));
-                }
-                if let Some(label) = label {
-                    q = q.bind(label);
-                }
-                if let Err(e) = q.execute(&self.pool).await {
-                    $crate::store::sql::token_failure(op, &e);
-                }
-            }
-        }
-
-        impl $crate::security::TokenStore for $store {
-            fn create(
-                &self,
-                record: $crate::security::TokenRecord,
-            ) -> futures::future::BoxFuture<'_, ()> {
-                Box::pin(async move {
-                    if let Err(e) = self.create_token(record).await {
-                        $crate::store::sql::token_failure("create", &e);
-                    }
-                })
-            }
-
-            fn find_by_tid<'a>(
-                &'a self,
-                tid: &'a str,
-            ) -> futures::future::BoxFuture<'a, Option<$crate::security::TokenRecord>> {
-                Box::pin(self.token_where("find_by_tid", "tid = $1", tid))
-            }
-
-            fn find_by_token_hash<'a>(
-                &'a self,
-                token_hash: &'a str,
-            ) -> futures::future::BoxFuture<'a, Option<$crate::security::TokenRecord>> {
-                Box::pin(self.token_where("find_by_token_hash", "token_hash = $1", token_hash))
-            }
-
-            fn list_by_identity<'a>(
-                &'a self,
-                uid: &'a str,
-            ) -> futures::future::BoxFuture<'a, Vec<$crate::security::TokenRecord>> {
-                Box::pin(self.tokens_where("list_by_identity", "uid = $1", uid))
-            }
-
-            fn list_by_session<'a>(
-                &'a self,
-                session_id: &'a str,
-            ) -> futures::future::BoxFuture<'a, Vec<$crate::security::TokenRecord>> {
-                Box::pin(self.tokens_where("list_by_session", "session_id = $1", session_id))
-            }
-
-            fn touch<'a>(&'a self, tid: &'a str, now: u64) -> futures::future::BoxFuture<'a, ()> {
-                if self.touches.add(tid, now) {
-                    self.start_touch_flusher();
-                }
-                Box::pin(futures::future::ready(()))
-            }
-
-            fn mark_active<'a>(
-                &'a self,
-                tid: &'a str,
-                label: &'a str,
-                now: u64,
-            ) -> futures::future::BoxFuture<'a, ()> {
-                self.touches.forget(tid);
-                Box::pin(self.update_token(
-                    "mark_active",
-                    "UPDATE agent_tokens SET status = 'active', last_seen_at = $2, label = $3 \
-                     WHERE tid = $1",
-                    tid,
-                    Some(now),
-                    Some(label),
-                ))
-            }
-
-            fn revoke<'a>(&'a self, tid: &'a str) -> futures::future::BoxFuture<'a, ()> {
-                Box::pin(self.update_token(
-                    "revoke",
-                    "UPDATE agent_tokens SET status = 'revoked' WHERE tid = $1",
-                    tid,
-                    None,
-                    None,
-                ))
-            }
-
-            fn sweep_expired(
-                &self,
-                now: u64,
-                retention_ms: u64,
-            ) -> futures::future::BoxFuture<'_, usize> {
-                use $crate::store::sql::to_db;
-                Box::pin(async move {
-                    let done = sqlx::query("DELETE FROM agent_tokens WHERE expires_at <= $1")
-                        .bind(to_db(now.saturating_sub(retention_ms)))
-                        .execute(&self.pool)
-                        .await;
-                    match done {
-                        Ok(r) => usize::try_from(r.rows_affected()).unwrap_or(usize::MAX),
-                        Err(e) => {
-                            $crate::store::sql::token_failure("sweep_expired", &e);
-                            0
-                        }
-                    }
-                })
-            }
-        }
-
         impl $crate::store::SessionStore for $store {
             fn insert_session(
                 &self,
@@ -318,22 +141,24 @@ macro_rules! impl_sql_store {
             ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<()>> {
                 use $crate::store::sql::to_db;
                 Box::pin(async move {
-                    sqlx::query(
-                        "INSERT INTO agent_sessions (id, owner, created_at, updated_at, seq, \
-                         state, schema_hash, confirms, log_tail) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                    )
-                    .bind(&r.id)
-                    .bind(&r.owner)
-                    .bind(to_db(r.created_at))
-                    .bind(to_db(r.updated_at))
-                    .bind(to_db(r.seq))
-                    .bind(&r.state)
-                    .bind(&r.schema_hash)
-                    .bind(&r.confirms)
-                    .bind(&r.log_tail)
-                    .execute(&self.pool)
-                    .await?;
+                    self.writer
+                        .write(
+                            "INSERT INTO agent_sessions (id, owner, created_at, updated_at, seq, \
+                             state, schema_hash, confirms, log_tail) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                            &[
+                                (&r.id).into(),
+                                (&r.owner).into(),
+                                to_db(r.created_at).into(),
+                                to_db(r.updated_at).into(),
+                                to_db(r.seq).into(),
+                                (&r.state).into(),
+                                (&r.schema_hash).into(),
+                                (&r.confirms).into(),
+                                (&r.log_tail).into(),
+                            ],
+                        )
+                        .await?;
                     Ok(())
                 })
             }
@@ -370,19 +195,22 @@ macro_rules! impl_sql_store {
                     let Some(previous) = seq.checked_sub(1) else {
                         return Ok(false);
                     };
-                    let done = sqlx::query(
-                        "UPDATE agent_sessions SET seq = $2, state = $3, schema_hash = $4, \
-                         updated_at = $5 WHERE id = $1 AND seq = $6",
-                    )
-                    .bind(id)
-                    .bind(to_db(seq))
-                    .bind(state)
-                    .bind(schema_hash)
-                    .bind(to_db(now))
-                    .bind(to_db(previous))
-                    .execute(&self.pool)
-                    .await?;
-                    Ok(done.rows_affected() == 1)
+                    let done = self
+                        .writer
+                        .write(
+                            "UPDATE agent_sessions SET seq = $2, state = $3, schema_hash = $4, \
+                             updated_at = $5 WHERE id = $1 AND seq = $6",
+                            &[
+                                id.into(),
+                                to_db(seq).into(),
+                                state.into(),
+                                schema_hash.into(),
+                                to_db(now).into(),
+                                to_db(previous).into(),
+                            ],
+                        )
+                        .await?;
+                    Ok(done == 1)
                 })
             }
 
@@ -392,10 +220,11 @@ macro_rules! impl_sql_store {
                 confirms: &'a str,
             ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<()>> {
                 Box::pin(async move {
-                    sqlx::query("UPDATE agent_sessions SET confirms = $2 WHERE id = $1")
-                        .bind(id)
-                        .bind(confirms)
-                        .execute(&self.pool)
+                    self.writer
+                        .write(
+                            "UPDATE agent_sessions SET confirms = $2 WHERE id = $1",
+                            &[id.into(), confirms.into()],
+                        )
                         .await?;
                     Ok(())
                 })
@@ -407,10 +236,11 @@ macro_rules! impl_sql_store {
                 log_tail: &'a str,
             ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<()>> {
                 Box::pin(async move {
-                    sqlx::query("UPDATE agent_sessions SET log_tail = $2 WHERE id = $1")
-                        .bind(id)
-                        .bind(log_tail)
-                        .execute(&self.pool)
+                    self.writer
+                        .write(
+                            "UPDATE agent_sessions SET log_tail = $2 WHERE id = $1",
+                            &[id.into(), log_tail.into()],
+                        )
                         .await?;
                     Ok(())
                 })
@@ -421,11 +251,14 @@ macro_rules! impl_sql_store {
                 id: &'a str,
             ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<bool>> {
                 Box::pin(async move {
-                    let done = sqlx::query("DELETE FROM agent_sessions WHERE id = $1")
-                        .bind(id)
-                        .execute(&self.pool)
+                    let done = self
+                        .writer
+                        .write(
+                            "DELETE FROM agent_sessions WHERE id = $1",
+                            &[id.into()],
+                        )
                         .await?;
-                    Ok(done.rows_affected() > 0)
+                    Ok(done > 0)
                 })
             }
 
@@ -465,22 +298,25 @@ macro_rules! impl_sql_store {
             ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<()>> {
                 use $crate::store::sql::to_db;
                 Box::pin(async move {
-                    sqlx::query(
-                        "INSERT INTO agent_idempotency (tid, key, created_at, msg, status, body, \
-                         headers) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-                         ON CONFLICT (tid, key) DO UPDATE SET created_at = excluded.created_at, \
-                         msg = excluded.msg, status = excluded.status, body = excluded.body, \
-                         headers = excluded.headers",
-                    )
-                    .bind(&e.tid)
-                    .bind(&e.key)
-                    .bind(to_db(e.created_at))
-                    .bind(&e.msg)
-                    .bind(i32::from(e.status))
-                    .bind(&e.body)
-                    .bind(&e.headers)
-                    .execute(&self.pool)
-                    .await?;
+                    self.writer
+                        .write(
+                            "INSERT INTO agent_idempotency (tid, key, created_at, msg, status, \
+                             body, headers) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                             ON CONFLICT (tid, key) DO UPDATE SET \
+                             created_at = excluded.created_at, msg = excluded.msg, \
+                             status = excluded.status, body = excluded.body, \
+                             headers = excluded.headers",
+                            &[
+                                (&e.tid).into(),
+                                (&e.key).into(),
+                                to_db(e.created_at).into(),
+                                (&e.msg).into(),
+                                i32::from(e.status).into(),
+                                (&e.body).into(),
+                                (&e.headers).into(),
+                            ],
+                        )
+                        .await?;
                     Ok(())
                 })
             }
@@ -521,11 +357,14 @@ macro_rules! impl_sql_store {
                 before: u64,
             ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<u64>> {
                 Box::pin(async move {
-                    let done = sqlx::query("DELETE FROM agent_idempotency WHERE created_at < $1")
-                        .bind($crate::store::sql::to_db(before))
-                        .execute(&self.pool)
+                    let done = self
+                        .writer
+                        .write(
+                            "DELETE FROM agent_idempotency WHERE created_at < $1",
+                            &[$crate::store::sql::to_db(before).into()],
+                        )
                         .await?;
-                    Ok(done.rows_affected())
+                    Ok(done)
                 })
             }
         }
@@ -536,21 +375,23 @@ macro_rules! impl_sql_store {
                 b: $crate::store::McpBinding,
             ) -> futures::future::BoxFuture<'_, $crate::store::StoreResult<()>> {
                 Box::pin(async move {
-                    sqlx::query(
-                        "INSERT INTO agent_mcp_sessions (id, tid, init, created_at, deleted) \
-                         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET \
-                         tid = CASE WHEN excluded.tid = '' THEN agent_mcp_sessions.tid \
-                         ELSE excluded.tid END, \
-                         init = CASE WHEN excluded.init = '' THEN agent_mcp_sessions.init \
-                         ELSE excluded.init END",
-                    )
-                    .bind(&b.id)
-                    .bind(&b.tid)
-                    .bind(&b.init)
-                    .bind($crate::store::sql::to_db(b.created_at))
-                    .bind(b.deleted)
-                    .execute(&self.pool)
-                    .await?;
+                    self.writer
+                        .write(
+                            "INSERT INTO agent_mcp_sessions (id, tid, init, created_at, deleted) \
+                             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET \
+                             tid = CASE WHEN excluded.tid = '' THEN agent_mcp_sessions.tid \
+                             ELSE excluded.tid END, \
+                             init = CASE WHEN excluded.init = '' THEN agent_mcp_sessions.init \
+                             ELSE excluded.init END",
+                            &[
+                                (&b.id).into(),
+                                (&b.tid).into(),
+                                (&b.init).into(),
+                                $crate::store::sql::to_db(b.created_at).into(),
+                                b.deleted.into(),
+                            ],
+                        )
+                        .await?;
                     Ok(())
                 })
             }
@@ -585,9 +426,26 @@ macro_rules! impl_sql_store {
                 id: &'a str,
             ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<()>> {
                 Box::pin(async move {
-                    sqlx::query("UPDATE agent_mcp_sessions SET deleted = TRUE WHERE id = $1")
-                        .bind(id)
-                        .execute(&self.pool)
+                    self.writer
+                        .write(
+                            "UPDATE agent_mcp_sessions SET deleted = TRUE WHERE id = $1",
+                            &[id.into()],
+                        )
+                        .await?;
+                    Ok(())
+                })
+            }
+
+            fn unbind_mcp<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::store::StoreResult<()>> {
+                Box::pin(async move {
+                    self.writer
+                        .write(
+                            "UPDATE agent_mcp_sessions SET tid = '' WHERE id = $1",
+                            &[id.into()],
+                        )
                         .await?;
                     Ok(())
                 })

@@ -2,6 +2,12 @@
 //!
 //! The database runs in WAL mode with `synchronous = NORMAL`: a commit that returned survives
 //! the process being killed; only a power loss or an OS crash may lose the newest commits.
+//!
+//! One server process owns the file: it caches token records (every change to them is its
+//! own) and writes through one connection in the calling task ([`SqliteWriter`]; SQLite lets
+//! one writer in at a time anyway); reads use a small sqlx pool (WAL readers do not block the
+//! writer). Two live servers on one file are not supported: the second would not see the
+//! first's revocations. Several replicas use PostgreSQL.
 
 use std::path::Path;
 use std::str::FromStr as _;
@@ -10,17 +16,24 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use super::sql::impl_sql_store;
+use super::sqlite_writer::SqliteWriter;
 use super::tables::tables;
 use super::StoreError;
 
 /// The tables, created when missing.
 const SCHEMA: &str = tables!("BLOB");
 
-/// A store in one SQLite file. Cheap to clone (a connection pool).
+/// A store in one SQLite file, for one server process. Cheap to clone (clones share the
+/// connections and the token cache).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
+    /// Reads.
     pool: sqlx::SqlitePool,
+    /// Writes.
+    writer: SqliteWriter,
     touches: std::sync::Arc<super::sql::Touches>,
+    /// Token records, cached: this process is the file's only writer.
+    token_cache: Option<std::sync::Arc<super::token_cache::TokenCache>>,
 }
 
 impl SqliteStore {
@@ -43,15 +56,21 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10));
+        // No ping before each use: a connection to a local file does not go stale, and the
+        // ping is a round trip to the connection's worker thread on every query.
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
+        let writer = SqliteWriter::open(&options, pool.clone())?;
         Ok(SqliteStore {
             pool,
+            writer,
             touches: Default::default(),
+            token_cache: Some(Default::default()),
         })
     }
 }

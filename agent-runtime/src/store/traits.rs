@@ -92,6 +92,14 @@ pub trait McpBindings: Send + Sync {
 
     /// Marks MCP session `id` deleted: it is never rebuilt.
     fn delete_mcp<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Clears the token MCP session `id` is bound to (`disconnect_session`): it is not
+    /// rebuilt bound after a restart, until a later [`bind_mcp`](Self::bind_mcp) names a
+    /// token again. The default marks the id deleted instead (never rebuilt at all), the safe
+    /// answer for a store that cannot clear a binding.
+    fn unbind_mcp<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        self.delete_mcp(id)
+    }
 }
 
 /// Where the identity cookie's signing key is kept, shared by every replica.

@@ -5,8 +5,9 @@
 //! both accepted media types → 406, without a JSON body → 415, with unparsable JSON-RPC → rmcp's
 //! 400. Then every request sweeps the expired sessions, and:
 //! - with `mcp-session-id`: a live id is touched and handed to rmcp (`DELETE` closes it and
-//!   answers 200 here); with a durable store, an id issued before a restart and not deleted
-//!   is rebuilt for the bearer of the token it was bound to; any other id → 404
+//!   answers 200 here); with a durable store, an id issued before a restart, bound to a token
+//!   that is still valid and not deleted is rebuilt bound to that token (a bearer, when sent,
+//!   must be that token); any other id → 404
 //!   `{"error":"session not found"}`;
 //! - without it: `server/discover` goes to rmcp; anything but a POST `initialize` → 400
 //!   `{"error":"mcp-session-id required"}`; an `initialize` is rate limited (client address),
@@ -28,12 +29,14 @@ use serde_json::json;
 use tower::{Layer, Service, ServiceExt as _};
 
 use super::registry::Binding;
+use super::restore;
 use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
 use crate::error::ApiError;
 use crate::mcp::MCP_PATH;
 use crate::security::{
-    request_client_address, verify_bearer, AllowedHosts, AuditEntry, AuditEvent, Bucket, WireError,
+    request_client_address, verify_bearer, verify_tid, AllowedHosts, AuditEntry, AuditEvent,
+    Bucket, WireError,
 };
 use crate::server::AgentServer;
 use agent_schema::protocol::ErrorCode;
@@ -230,9 +233,7 @@ where
             sessions.remove(&id);
             sessions.close(vec![id.clone()]).await;
             if let Some(store) = self.durable() {
-                if let Err(e) = store.delete_mcp(&id).await {
-                    tracing::error!(target: "agent_runtime::store", "deleting MCP session {id} failed: {e}");
-                }
+                restore::delete(store, &id).await;
             }
             return StatusCode::OK.into_response();
         }
@@ -243,10 +244,13 @@ where
         self.server.inner.mcp_bindings.as_ref()
     }
 
-    /// An id this server does not hold: with a durable store, one it issued (not deleted) is
-    /// rebuilt under the same id when the request carries the bearer of the token it was
-    /// bound to (the token itself is never stored); rmcp replays the stored `initialize`.
-    /// Anything else → 404.
+    /// An id this server does not hold: with a durable store, one it issued (not deleted) and
+    /// bound to a token is rebuilt under the same id (rmcp replays the stored `initialize`),
+    /// bound to that token again: the session id is the client's credential, as it was before
+    /// the restart. The token itself is never stored: a request with a bearer must carry that
+    /// token (it is then used as before); without one, the binding is kept by token id and
+    /// its calls are admitted by `tid`. Either way the token's record must still be valid
+    /// (not revoked, not expired). Anything else → 404.
     async fn restore(
         &self,
         parts: Parts,
@@ -258,7 +262,7 @@ where
         let Some(store) = self.durable() else {
             return not_found();
         };
-        let stored = match store.mcp_binding(&id).await {
+        let stored = match restore::binding(store, &id).await {
             Ok(Some(b)) if !b.deleted && !b.tid.is_empty() && !b.init.is_empty() => b,
             Ok(_) => return not_found(),
             Err(e) => {
@@ -268,31 +272,28 @@ where
         };
         let server = &self.server;
         let now = server.now();
+        let ttl = server.options().sliding_ttl_ms;
         let authorization = parts
             .headers
             .get(header::AUTHORIZATION)
-            .and_then(|a| a.to_str().ok());
-        let record = match verify_bearer(
-            authorization,
-            &**server.tokens(),
-            now,
-            server.options().sliding_ttl_ms,
-        )
-        .await
-        {
+            .map(|a| a.to_str().unwrap_or_default());
+        let verified = match authorization {
+            Some(authorization) => {
+                verify_bearer(Some(authorization), &**server.tokens(), now, ttl).await
+            }
+            None => verify_tid(&stored.tid, &**server.tokens(), now, ttl).await,
+        };
+        let record = match verified {
             Ok(record) if record.tid == stored.tid => record,
             _ => return not_found(),
         };
         if parts.method == Method::DELETE {
-            if let Err(e) = store.delete_mcp(&id).await {
-                tracing::error!(target: "agent_runtime::store", "deleting MCP session {id} failed: {e}");
-            }
+            restore::delete(store, &id).await;
             return StatusCode::OK.into_response();
         }
         let token = authorization
             .and_then(|a| a.strip_prefix("Bearer "))
-            .unwrap_or_default()
-            .to_string();
+            .map(str::to_owned);
         let sessions = server.mcp_sessions().clone();
         let evicted = sessions.make_room_for_token(&record.tid);
         sessions.close(evicted).await;
@@ -355,8 +356,7 @@ where
                 Ok(record) => {
                     let token = authorization
                         .and_then(|a| a.strip_prefix("Bearer "))
-                        .unwrap_or_default()
-                        .to_string();
+                        .map(str::to_owned);
                     binding = Some(Binding {
                         tid: record.tid,
                         token,
@@ -406,7 +406,7 @@ where
             match id {
                 Some(id) if response.status() == StatusCode::OK => {
                     if let (Some(store), Some(b)) = (this.durable(), &binding) {
-                        remember(store, &id, &b.tid, this.server.now()).await;
+                        restore::remember(store, &id, &b.tid, this.server.now()).await;
                     }
                     reservation.commit(id, this.server.now(), binding);
                 }
@@ -420,25 +420,6 @@ where
                 ApiError::internal(format!("building the MCP session failed: {e}")).into_response()
             }
         }
-    }
-}
-
-/// Records the token a new MCP session is bound to (rmcp stored its `initialize` already).
-async fn remember(
-    store: &std::sync::Arc<dyn crate::store::McpBindings>,
-    id: &str,
-    tid: &str,
-    now: u64,
-) {
-    let binding = crate::store::McpBinding {
-        id: id.to_owned(),
-        tid: tid.to_owned(),
-        init: String::new(),
-        created_at: now,
-        deleted: false,
-    };
-    if let Err(e) = store.bind_mcp(binding).await {
-        tracing::error!(target: "agent_runtime::store", "storing MCP session {id} failed: {e}");
     }
 }
 

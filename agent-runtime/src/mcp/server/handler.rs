@@ -17,6 +17,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 
 use super::registry::Binding;
+use super::restore;
 use crate::app::App;
 use crate::mcp::calls::{self, ResolvedCall, ToolCatalog};
 use crate::mcp::format::{failure, success, LapAnswer, NOT_CONNECTED_SERVER, TOKEN_INVALID};
@@ -47,10 +48,11 @@ impl<A: App> McpHandler<A> {
         }
     }
 
-    fn forwarder(&self, token: &str) -> InProcess<A> {
+    fn forwarder(&self, binding: &Binding) -> InProcess<A> {
         InProcess {
             server: self.server.clone(),
-            authorization: format!("Bearer {token}"),
+            authorization: binding.token.as_ref().map(|t| format!("Bearer {t}")),
+            tid: binding.tid.clone(),
         }
     }
 
@@ -77,15 +79,23 @@ impl<A: App> McpHandler<A> {
         };
         let binding = Binding {
             tid,
-            token: token.to_string(),
+            token: Some(token.to_string()),
         };
+        let forwarder = self.forwarder(&binding);
+        let tid = binding.tid.clone();
         let Some(evicted) = sessions.bind(session, binding) else {
             return failure("connect_session failed: this MCP session is no longer live").into();
         };
         sessions.close(evicted).await;
         self.cache.clear();
-        match connect_flow(&self.forwarder(token), &self.cache).await {
-            Ok(result) => result.into(),
+        match connect_flow(&forwarder, &self.cache).await {
+            Ok(result) => {
+                // Kept by token id, so the binding survives a restart (never the token).
+                if let Some(store) = &self.server.inner.mcp_bindings {
+                    restore::remember(store, session, &tid, self.server.now()).await;
+                }
+                result.into()
+            }
             Err(text) => {
                 sessions.unbind(session);
                 self.cache.clear();
@@ -145,6 +155,9 @@ impl<A: App> ServerHandler for McpHandler<A> {
             ToolAction::Disconnect => {
                 if let Some(id) = &session {
                     sessions.unbind(id);
+                    if let Some(store) = &self.server.inner.mcp_bindings {
+                        restore::forget(store, id).await;
+                    }
                 }
                 self.cache.clear();
                 success(json!({"status": "disconnected"})).into()
@@ -152,7 +165,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
             ToolAction::Run(op) => match session.as_deref().and_then(|id| sessions.binding(id)) {
                 None => failure(NOT_CONNECTED_SERVER).into(),
                 Some(binding) => {
-                    let forwarder = self.forwarder(&binding.token);
+                    let forwarder = self.forwarder(&binding);
                     forward_tool(&forwarder, &self.cache, op, args).await.into()
                 }
             },
@@ -163,13 +176,19 @@ impl<A: App> ServerHandler for McpHandler<A> {
 /// Runs operations through the gate in-process, with the bound token as the credential.
 struct InProcess<A: App> {
     server: AgentServer<A>,
-    /// `Bearer agt_…`.
-    authorization: String,
+    /// `Bearer agt_…`; `None` for a binding rebuilt without the raw token.
+    authorization: Option<String>,
+    /// The bound token's id: the trusted credential when the raw token is not known.
+    tid: String,
 }
 
 impl<A: App> Forwarder for InProcess<A> {
     async fn post(&self, op: Operation, body: Value) -> LapAnswer {
-        let reply = match ops::admit(&self.server, Some(&self.authorization)).await {
+        let credential = match &self.authorization {
+            Some(authorization) => ops::Credential::Bearer(Some(authorization)),
+            None => ops::Credential::Tid(&self.tid),
+        };
+        let reply = match ops::admit_credential(&self.server, credential).await {
             Ok(caller) => ops::call(&self.server, caller, op, body).await,
             Err(e) => ops::Reply::from_error(&e),
         };

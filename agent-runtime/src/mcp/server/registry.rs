@@ -18,8 +18,10 @@ use super::McpOptions;
 pub struct Binding {
     /// The token's id.
     pub tid: String,
-    /// The token itself (sent as the bearer of forwarded calls; never logged).
-    pub token: String,
+    /// The token itself (sent as the bearer of forwarded calls; never logged). `None` for a
+    /// session bound with `connect_session` and rebuilt after a restart: the raw token is
+    /// never stored, so its calls are admitted by `tid` (expiry and revocation still apply).
+    pub token: Option<String>,
 }
 
 impl std::fmt::Debug for Binding {
@@ -389,7 +391,7 @@ mod tests {
     fn bound(tid: &str) -> Option<Binding> {
         Some(Binding {
             tid: tid.into(),
-            token: format!("agt_{tid}"),
+            token: Some(format!("agt_{tid}")),
         })
     }
 

@@ -3,6 +3,12 @@
 //! after a restart, a request naming an id this server issued (and did not see deleted)
 //! rebuilds the session under the same id by replaying that handshake, so the client goes
 //! on without initializing again.
+//!
+//! The binding to a token is kept by token id (`tid`), never the token: a session bound with
+//! `connect_session` comes back bound to the same token, its calls admitted by `tid`
+//! (the record's expiry and revocation still apply). Since a session id is then a credential
+//! of its own, the store keys bindings by the SHA-256 of the id ([`stored_id`]), never the id:
+//! like a token, it cannot be read back from the database.
 
 use std::sync::Arc;
 
@@ -11,7 +17,28 @@ use rmcp::transport::streamable_http_server::session::{
 };
 
 use crate::clock::SharedClock;
-use crate::store::{McpBinding, McpBindings};
+use crate::security::sha256_hex;
+use crate::store::{McpBinding, McpBindings, StoreResult};
+
+/// The key of MCP session `id` in the store: lowercase hex SHA-256 of the id.
+pub(crate) fn stored_id(id: &str) -> String {
+    sha256_hex(id)
+}
+
+/// The stored binding of MCP session `id`.
+pub(crate) async fn binding(
+    store: &Arc<dyn McpBindings>,
+    id: &str,
+) -> StoreResult<Option<McpBinding>> {
+    store.mcp_binding(&stored_id(id)).await
+}
+
+/// Marks MCP session `id` deleted in the store (logged on failure): it is never rebuilt.
+pub(crate) async fn delete(store: &Arc<dyn McpBindings>, id: &str) {
+    if let Err(e) = store.delete_mcp(&stored_id(id)).await {
+        tracing::error!(target: "agent_runtime::store", "deleting MCP session {id} failed: {e}");
+    }
+}
 
 /// rmcp's [`SessionStore`] over [`McpBindings`].
 pub(crate) struct StoredMcpSessions {
@@ -28,7 +55,7 @@ impl StoredMcpSessions {
 #[async_trait::async_trait]
 impl SessionStore for StoredMcpSessions {
     async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
-        let Some(binding) = self.bindings.mcp_binding(session_id).await? else {
+        let Some(binding) = self.bindings.mcp_binding(&stored_id(session_id)).await? else {
             return Ok(None);
         };
         if binding.deleted || binding.init.is_empty() {
@@ -41,7 +68,7 @@ impl SessionStore for StoredMcpSessions {
 
     async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
         let binding = McpBinding {
-            id: session_id.to_owned(),
+            id: stored_id(session_id),
             tid: String::new(),
             init: serde_json::to_string(&state.initialize_params)?,
             created_at: self.clock.now_ms(),
@@ -51,6 +78,29 @@ impl SessionStore for StoredMcpSessions {
     }
 
     async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
-        Ok(self.bindings.delete_mcp(session_id).await?)
+        Ok(self.bindings.delete_mcp(&stored_id(session_id)).await?)
+    }
+}
+
+/// Records the token MCP session `id` is bound to (at `initialize` with a bearer, or by
+/// `connect_session`); rmcp stored its `initialize` already.
+pub(crate) async fn remember(store: &Arc<dyn McpBindings>, id: &str, tid: &str, now: u64) {
+    let binding = McpBinding {
+        id: stored_id(id),
+        tid: tid.to_owned(),
+        init: String::new(),
+        created_at: now,
+        deleted: false,
+    };
+    if let Err(e) = store.bind_mcp(binding).await {
+        tracing::error!(target: "agent_runtime::store", "storing MCP session {id} failed: {e}");
+    }
+}
+
+/// Forgets the token MCP session `id` is bound to (`disconnect_session`): after a restart
+/// it is not rebuilt bound.
+pub(crate) async fn forget(store: &Arc<dyn McpBindings>, id: &str) {
+    if let Err(e) = store.unbind_mcp(&stored_id(id)).await {
+        tracing::error!(target: "agent_runtime::store", "unbinding MCP session {id} failed: {e}");
     }
 }
