@@ -2,6 +2,7 @@
 //! chains under `state` (to know which patch ops can change its result), and whether it has
 //! one of the list shapes kept incrementally ([`Shape`]).
 
+use agent_schema::tags::cel::children;
 use cel::common::ast::{operators, Expr, LiteralValue};
 use cel::parser::Expression;
 
@@ -103,34 +104,6 @@ fn chain(expr: &Expression) -> Option<(&str, Vec<String>)> {
             }
             _ => return None,
         }
-    }
-}
-
-/// The children of a node (every expression it holds).
-fn children(expr: &Expression) -> Vec<&Expression> {
-    match &expr.expr {
-        Expr::Call(call) => call.target.iter().map(|t| &**t).chain(&call.args).collect(),
-        Expr::Comprehension(c) => vec![
-            &c.iter_range,
-            &c.accu_init,
-            &c.loop_cond,
-            &c.loop_step,
-            &c.result,
-        ],
-        Expr::List(list) => list.elements.iter().collect(),
-        Expr::Map(map) => map.entries.iter().flat_map(entry).collect(),
-        Expr::Struct(s) => s.entries.iter().flat_map(entry).collect(),
-        Expr::Select(select) => vec![&*select.operand],
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => Vec::new(),
-    }
-}
-
-/// The expressions of a map or struct entry.
-fn entry(e: &cel::common::ast::IdedEntryExpr) -> Vec<&Expression> {
-    use cel::common::ast::EntryExpr;
-    match &e.expr {
-        EntryExpr::StructField(field) => vec![&field.value],
-        EntryExpr::MapEntry(map) => vec![&map.key, &map.value],
     }
 }
 

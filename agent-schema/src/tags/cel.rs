@@ -178,8 +178,9 @@ fn bracket_depth(source: &str) -> usize {
     max
 }
 
-/// The children of an expression node.
-fn children(expr: &Expression) -> Vec<&Expression> {
+/// The children of an expression node (every expression it holds), for walks over a parsed
+/// CEL expression.
+pub fn children(expr: &Expression) -> Vec<&Expression> {
     match &expr.expr {
         Expr::Call(call) => call.target.iter().map(|t| &**t).chain(&call.args).collect(),
         Expr::Comprehension(c) => vec![
