@@ -310,18 +310,20 @@ where
                 return response;
             }
         };
-        reservation.commit(
+        reservation.commit_rebuilding(
             id.clone(),
             now,
-            Some(Binding {
+            Binding {
                 tid: record.tid,
                 token,
-            }),
+            },
         );
         drop(rebuilding);
         let response = self.pass(parts, bytes).await;
         if response.status() == StatusCode::NOT_FOUND {
             sessions.remove(&id);
+        } else {
+            sessions.rebuilt(&id);
         }
         response
     }

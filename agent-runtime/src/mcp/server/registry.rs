@@ -40,6 +40,9 @@ struct Entry {
     last_use: u64,
     authenticated: bool,
     binding: Option<Binding>,
+    /// Registered before rmcp holds the session: a session being rebuilt after a restart,
+    /// until the request that rebuilds it has its answer ([`McpSessions::rebuilt`]).
+    rebuilding: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -219,9 +222,18 @@ impl McpSessions {
     /// longer holds is gone for good.
     pub(crate) async fn forget_ended(&self) {
         let known = self.manager.sessions.read().await;
+        // A session being rebuilt is registered before rmcp restores it: not ended.
         self.lock()
             .sessions
-            .retain(|id, _| known.contains_key(id.as_str()));
+            .retain(|id, e| e.rebuilding || known.contains_key(id.as_str()));
+    }
+
+    /// The request that rebuilt `id` has its answer: from now on rmcp holds the session (or
+    /// the caller removed it).
+    pub(crate) fn rebuilt(&self, id: &str) {
+        if let Some(e) = self.lock().sessions.get_mut(id) {
+            e.rebuilding = false;
+        }
     }
 
     /// Marks a live session used now; `false` when `id` is not live.
@@ -344,7 +356,17 @@ pub(crate) struct Reservation {
 impl Reservation {
     /// Turns the reservation into the live session `id` (`createdAt = lastSeenAt = now`),
     /// authenticated and bound when `binding` is given.
-    pub(crate) fn commit(mut self, id: String, now: u64, binding: Option<Binding>) {
+    pub(crate) fn commit(self, id: String, now: u64, binding: Option<Binding>) {
+        self.register(id, now, binding, false);
+    }
+
+    /// Registers the slot for session `id`, issued before a restart, before rmcp restores it
+    /// (kept by [`McpSessions::forget_ended`] until [`McpSessions::rebuilt`]).
+    pub(crate) fn commit_rebuilding(self, id: String, now: u64, binding: Binding) {
+        self.register(id, now, Some(binding), true);
+    }
+
+    fn register(mut self, id: String, now: u64, binding: Option<Binding>, rebuilding: bool) {
         let sessions = self.sessions.clone();
         let mut registry = sessions.lock();
         sessions.release(&mut registry, self.provisional);
@@ -358,6 +380,7 @@ impl Reservation {
                 last_use,
                 authenticated: binding.is_some(),
                 binding,
+                rebuilding,
             },
         );
     }
@@ -410,6 +433,23 @@ mod tests {
         assert_eq!(open(&s, "c", 0, None), vec!["b".to_string()]);
         assert!(s.is_live("a") && s.is_live("c") && !s.is_live("b"));
         assert_eq!(s.live_provisional(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_session_being_rebuilt_is_not_taken_for_an_ended_one() {
+        // rmcp's manager holds none of these sessions: "a" ended, "r" is being rebuilt.
+        let s = sessions(8, 8, 8);
+        open(&s, "a", 0, bound("t1"));
+        let (r, _) = s.reserve(false).unwrap();
+        r.commit_rebuilding("r".into(), 0, bound("t2").unwrap());
+        s.forget_ended().await;
+        assert!(!s.is_live("a"));
+        assert!(s.is_live("r"));
+        assert_eq!(s.binding("r").map(|b| b.tid), Some("t2".to_string()));
+        // Once the rebuilding request has its answer, rmcp holds it or it is gone.
+        s.rebuilt("r");
+        s.forget_ended().await;
+        assert!(!s.is_live("r"));
     }
 
     #[test]
