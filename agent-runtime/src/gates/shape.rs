@@ -2,7 +2,7 @@
 //! chains under `state` (to know which patch ops can change its result), and whether it has
 //! one of the list shapes kept incrementally ([`Shape`]).
 
-use agent_schema::tags::cel::children;
+use agent_schema::tags::cel::{children, select_chain};
 use cel::common::ast::{operators, Expr, LiteralValue};
 use cel::parser::Expression;
 
@@ -54,7 +54,8 @@ pub(crate) fn reads(expr: &Expression) -> Reads {
 
 /// Pushes the chains under a free `state` to `chains`; false when `state` is read bare.
 fn collect(expr: &Expression, bound: &mut Vec<String>, chains: &mut Vec<Vec<String>>) -> bool {
-    if let Some((root, path)) = chain(expr) {
+    // A `has()` test reads its operand's chain, which includes the tested field.
+    if let Some((root, path)) = select_chain(expr) {
         if root != STATE_VAR || bound.iter().any(|b| b == root) {
             return true;
         }
@@ -87,26 +88,6 @@ fn collect(expr: &Expression, bound: &mut Vec<String>, chains: &mut Vec<Vec<Stri
     }
 }
 
-/// `ident.a.b` as `("ident", ["a", "b"])`: plain selects only (a `has()` test is a read of
-/// its operand's chain, which includes the tested field).
-fn chain(expr: &Expression) -> Option<(&str, Vec<String>)> {
-    let mut fields = Vec::new();
-    let mut node = expr;
-    loop {
-        match &node.expr {
-            Expr::Ident(name) => {
-                fields.reverse();
-                return Some((name.as_str(), fields));
-            }
-            Expr::Select(select) => {
-                fields.push(select.field.clone());
-                node = &select.operand;
-            }
-            _ => return None,
-        }
-    }
-}
-
 /// The incremental shape of `expr`, when it has one.
 pub(crate) fn shape(expr: &Expression) -> Option<Shape> {
     let (negated, inner) = match call(expr, operators::LOGICAL_NOT, 1) {
@@ -121,7 +102,7 @@ pub(crate) fn shape(expr: &Expression) -> Option<Shape> {
     }
     let accu = c.accu_var.as_str();
     let fold = fold_of(c, accu)?;
-    let (root, path) = chain(&c.iter_range)?;
+    let (root, path) = select_chain(&c.iter_range)?;
     if root != STATE_VAR || path.is_empty() || plain_selects(&c.iter_range).is_none() {
         return None;
     }

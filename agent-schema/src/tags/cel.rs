@@ -256,8 +256,9 @@ fn walk(expr: &Expression, bound: &mut Vec<String>, reads: &mut CelReads) {
     }
 }
 
-/// `ident.a.b` as `("ident", ["a", "b"])` (a bare identifier has an empty path).
-fn select_chain(expr: &Expression) -> Option<(&str, Vec<String>)> {
+/// `ident.a.b` as `("ident", ["a", "b"])` (a bare identifier has an empty path); `None` for
+/// anything but plain selects on an identifier.
+pub fn select_chain(expr: &Expression) -> Option<(&str, Vec<String>)> {
     let mut fields = Vec::new();
     let mut node = expr;
     loop {
