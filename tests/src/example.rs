@@ -24,10 +24,7 @@ impl<A: App> ExampleWorld<A> {
         let opts =
             parse_args(["--port", "0", "--memory"].map(String::from), 8787).expect("options");
         let example = start(app, &opts).await.expect("the example starts");
-        let human = reqwest::Client::builder()
-            .cookie_store(true)
-            .build()
-            .expect("client");
+        let human = crate::browser();
         let minted: Value = human
             .post(format!("{}/agent/mint", example.base_url()))
             .json(&json!({}))

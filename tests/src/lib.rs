@@ -92,6 +92,15 @@ pub async fn serve<A: App>(server: AgentServer<A>) -> TestServer<A> {
     }
 }
 
+/// An HTTP client that keeps the identity cookie the server gives it, as a browser does (a
+/// new one is a different person).
+pub fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client")
+}
+
 /// Sets `TCP_NODELAY` on an accepted socket (for [`ListenerExt::tap_io`]): without it the end
 /// of a streamed answer (MCP's SSE) waits for the peer's delayed ACK, ~40 ms per call.
 pub fn nodelay(tcp: &mut tokio::net::TcpStream) {

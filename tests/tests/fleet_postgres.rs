@@ -161,10 +161,7 @@ async fn two_replicas_share_one_session_without_losing_an_inc() {
 
     // One human; the identity cookie minted on A works on B (one signing key in the
     // database), and so do the tokens.
-    let human = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .expect("client");
+    let human = agent_tests::browser();
     let first: Value = human
         .post(format!("{}/agent/mint", bases[0]))
         .json(&json!({}))

@@ -352,20 +352,14 @@ async fn idle_sessions_expire_and_free_their_slot() {
 #[tokio::test]
 async fn the_owner_closes_a_session() {
     let r = run().await;
-    let owner = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .expect("client");
+    let owner = agent_tests::browser();
     let minted = mint_anonymously(&owner, &r.base).await;
     let id = minted["sessionId"].as_str().expect("id").to_owned();
     let token = minted["token"].as_str().expect("token").to_owned();
     let close = format!("{}/agent/human/sessions/{id}/close", r.base);
 
     // Someone else, an agent token, a cross-origin page and a GET cannot close it.
-    let stranger = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .expect("client");
+    let stranger = agent_tests::browser();
     let _ = stranger
         .get(format!("{}/agent/console", r.base))
         .send()

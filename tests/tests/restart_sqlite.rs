@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use agent_tests::browser;
 use agent_tests::process::ServerProcess;
 use serde_json::{json, Value};
 
@@ -84,10 +85,7 @@ async fn token_state_and_identity_survive_sigkill() {
     let dir = TempDir::new();
     let db = dir.db();
     let first = ServerProcess::start(&binary(), &["--db", &db]);
-    let human = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .expect("client");
+    let human = browser();
     let minted: Value = human
         .post(format!("{}/agent/mint", first.base))
         .json(&json!({}))
@@ -156,10 +154,7 @@ async fn token_state_and_identity_survive_sigkill() {
         .collect();
     assert_eq!(variants, ["inc", "nav", "inc", "inc", "inc"], "{detail}");
     // A new anonymous client is someone else: the session is not theirs.
-    let stranger = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .expect("client");
+    let stranger = browser();
     let resp = stranger
         .post(format!("{}/agent/mint", second.base))
         .json(&json!({"session": session}))
@@ -200,10 +195,7 @@ async fn pending_confirmation_and_idempotency_survive_sigkill() {
     let dir = TempDir::new();
     let db = dir.db();
     let first = ServerProcess::start(&binary(), &["--db", &db]);
-    let human = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .expect("client");
+    let human = browser();
     let (token, session) = mint(&first.base, &human).await;
     let keyed = json!({"msg": {"type": "inc"}, "idempotencyKey": "k1", "waitFor": "idle"});
     let (status, answered) = lap(&first.base, &token, "/message", keyed.clone()).await;
@@ -306,10 +298,7 @@ async fn an_mcp_client_goes_on_after_sigkill_and_a_deleted_id_stays_dead() {
     let db = dir.db();
     let first = ServerProcess::start(&binary(), &["--db", &db]);
     let port = first.base.rsplit(':').next().expect("port").to_owned();
-    let human = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .expect("client");
+    let human = browser();
     let (token, _) = mint(&first.base, &human).await;
 
     // rmcp's client with the bearer on every request; re-initializing after a 404 is off,
@@ -401,10 +390,7 @@ async fn a_connect_session_binding_survives_sigkill_and_a_revoked_one_does_not()
     let db = dir.db();
     let first = ServerProcess::start(&binary(), &["--db", &db]);
     let port = first.base.rsplit(':').next().expect("port").to_owned();
-    let human = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .expect("client");
+    let human = browser();
     let (token, _) = mint(&first.base, &human).await;
     let minted = mint_answer(&first.base, &human).await;
     let doomed_token = minted["token"].as_str().expect("token").to_owned();
@@ -491,10 +477,7 @@ async fn the_console_event_stream_resumes_after_sigkill() {
     let dir = TempDir::new();
     let db = dir.db();
     let first = ServerProcess::start(&binary(), &["--db", &db]);
-    let human = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .expect("client");
+    let human = browser();
     let (token, session) = mint(&first.base, &human).await;
     for _ in 0..3 {
         send(&first.base, &token, json!({"type": "inc"})).await;
