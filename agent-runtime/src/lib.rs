@@ -111,6 +111,7 @@ mod server;
 pub mod session;
 pub(crate) mod snapshot;
 pub mod store;
+pub mod tracked;
 pub mod validate;
 
 pub use agent_derive::AgentMsg;
@@ -124,3 +125,4 @@ pub use ops::{Operation, IDEMPOTENCY_WINDOW_MS};
 pub use serve::{serve, Serve};
 pub use server::{AgentServer, AgentServerBuilder, ServerOptions, DEFAULT_RATE_LIMIT};
 pub use session::Session;
+pub use tracked::TrackedVec;

@@ -18,6 +18,10 @@
 //! Route gates: each commit's patch also advances the session's [`GateBook`] (see
 //! [`crate::gates`]), so the snapshot is published with its gate results.
 //!
+//! Tracked vectors: the walker keeps [`marks::Marks`] of the
+//! [`TrackedVec`](crate::TrackedVec)s it walked, so the next walk visits only their chunks
+//! changed since; a commit then costs what it changed.
+//!
 //! Redaction: the `@redact` plan is applied by the walker, so redacted fields are never
 //! serialized at all (the fast path).
 //!
@@ -27,6 +31,7 @@
 //! serialized whole at every commit (the plan applied, then the hook) and diffed against
 //! the previous tree: the cost of the full re-serialization, as before issue 12.
 
+mod marks;
 mod patch;
 pub(crate) mod walk;
 
@@ -39,11 +44,14 @@ use serde_json::Value;
 use crate::app::App;
 use crate::diff::{diff, PatchOp};
 use crate::gates::{GateBook, GateSet, GateValues};
+use marks::Marks;
 
 pub(crate) use patch::apply_patch;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tracked_tests;
 
 /// A state that failed to serialize: the error text (`state failed to serialize: …`).
 fn failed(e: impl std::fmt::Display) -> String {
@@ -79,6 +87,8 @@ pub(crate) struct Snapshots {
     spare: Option<(Arc<Value>, Arc<[PatchOp]>)>,
     /// The route gates, advanced along each commit's patch.
     gates: GateBook,
+    /// The tracked vectors the published tree holds, for the next walk.
+    marks: Marks,
 }
 
 /// A new snapshot: the tree and the ops from the previous one.
@@ -96,6 +106,7 @@ impl Snapshots {
             slow,
             spare: None,
             gates: GateBook::new(gates),
+            marks: Marks::default(),
         }
     }
 
@@ -146,8 +157,14 @@ impl Snapshots {
         let Some(target) = Arc::get_mut(&mut tree) else {
             unreachable!("the spare tree is not shared")
         };
-        let mut ctx = walk::Ctx::default();
+        let mut ctx = walk::Ctx {
+            marks: std::mem::take(&mut self.marks),
+            ..walk::Ctx::default()
+        };
+        // On an error the marks stay forgotten: the next walk is a whole one.
         walk::walk(state, target, self.plan.root(), &mut ctx).map_err(failed)?;
+        ctx.marks.settle(&ctx.ops, std::mem::take(&mut ctx.fresh));
+        self.marks = std::mem::take(&mut ctx.marks);
         let patch: Arc<[PatchOp]> = ctx.ops.into();
         if patch.is_empty() && !ctx.reordered {
             // Nothing changed: the published tree stays, the walked one stays the spare.
@@ -166,6 +183,7 @@ impl Snapshots {
     /// from a copy of the published tree.
     pub(crate) fn forget_spare(&mut self) {
         self.spare = None;
+        self.marks.clear();
         self.gates.invalidate();
     }
 

@@ -16,13 +16,19 @@
 //!   before the ops of the object's fields), then each remaining new key walked or added.
 //!
 //! Fields the redaction plan marks are never emitted: they never reach the tree or an op.
+//!
+//! A [`TrackedVec`](crate::TrackedVec) the tree holds a [`Mark`] for is walked sparsely: it
+//! sends only the elements of the chunks changed since (see [`crate::tracked::handshake`]),
+//! and the others are left as they stand, unvisited.
 
 use agent_schema::redact::{PlanNode, Step};
 use serde::ser::{self, Serialize};
 use serde_json::value::Serializer as ValueSer;
 use serde_json::{Map, Value};
 
+use super::marks::{Mark, Marks};
 use crate::diff::{diff_into, push_key, PatchOp};
+use crate::tracked::handshake::{self, Reply};
 
 mod object;
 mod seq;
@@ -44,6 +50,10 @@ pub(crate) struct Ctx {
     /// Set when an object's keys changed order (or new keys came in the middle): its
     /// patch alone does not give the key order of the new tree.
     pub reordered: bool,
+    /// The marks of the tree before the walk.
+    pub marks: Marks,
+    /// The vectors walked in place: the marks to record once the walk is done.
+    pub fresh: Vec<(String, Mark)>,
 }
 
 impl Ctx {
@@ -146,13 +156,55 @@ struct Walker<'a, 'c, 'p> {
     ctx: &'c mut Ctx,
 }
 
-impl Walker<'_, '_, '_> {
+impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
     fn scalar(self, new: Value) -> Result<Done, Error> {
         if *self.target != new {
             self.ctx.replace(new.clone());
             *self.target = new;
         }
         Ok(Done::Same)
+    }
+
+    /// An array: walked in place when the tree holds one there (sparsely when `offer` comes
+    /// from a tracked vector the tree holds a mark for), built otherwise.
+    fn seq(
+        self,
+        len: Option<usize>,
+        offer: Option<handshake::Offer>,
+    ) -> Result<SeqWalk<'a, 'c, 'p>, Error> {
+        let Walker { target, plan, ctx } = self;
+        let item = plan.map_or(Step::Plain, |p| p.item());
+        Ok(match target {
+            Value::Array(vec) => {
+                let sparse = offer.and_then(|o| {
+                    let seen = ctx.marks.get(&ctx.path).filter(|m| m.id == o.id)?;
+                    handshake::reply(Reply {
+                        version: seen.version,
+                        held: vec.len(),
+                    });
+                    Some(o.len)
+                });
+                SeqWalk::InPlace {
+                    prev_len: vec.len(),
+                    vec,
+                    index: 0,
+                    item: plan_of(item),
+                    ctx,
+                    base_path: None,
+                    sparse,
+                    mark: offer.map(|o| Mark {
+                        id: o.id,
+                        version: o.version,
+                    }),
+                }
+            }
+            target => SeqWalk::Build {
+                inner: ser::Serializer::serialize_seq(ValueSer, len)?,
+                target,
+                plan,
+                ctx,
+            },
+        })
     }
 
     /// Settles a value built from scratch (redacted by this node's plan).
@@ -298,34 +350,19 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
         self.rebuilt(built)
     }
     fn serialize_seq(self, len: Option<usize>) -> Result<SeqWalk<'a, 'c, 'p>, Error> {
-        let Walker { target, plan, ctx } = self;
-        let item = plan.map_or(Step::Plain, |p| p.item());
-        Ok(match target {
-            Value::Array(vec) => SeqWalk::InPlace {
-                prev_len: vec.len(),
-                vec,
-                index: 0,
-                item: plan_of(item),
-                ctx,
-                base_path: None,
-            },
-            target => SeqWalk::Build {
-                inner: ValueSer.serialize_seq(len)?,
-                target,
-                plan,
-                ctx,
-            },
-        })
+        // First thing: a tracked vector's offer is only valid on entry.
+        let offer = handshake::take_offer();
+        self.seq(len, offer)
     }
     fn serialize_tuple(self, len: usize) -> Result<SeqWalk<'a, 'c, 'p>, Error> {
-        self.serialize_seq(Some(len))
+        self.seq(Some(len), None)
     }
     fn serialize_tuple_struct(
         self,
         _name: &'static str,
         len: usize,
     ) -> Result<SeqWalk<'a, 'c, 'p>, Error> {
-        self.serialize_seq(Some(len))
+        self.seq(Some(len), None)
     }
     fn serialize_tuple_variant(
         self,
@@ -350,6 +387,8 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
                 item: plan_of(item),
                 ctx,
                 base_path: Some(base),
+                sparse: None,
+                mark: None,
             }));
         }
         Ok(TupleVariantWalk::Build {

@@ -6,6 +6,8 @@ use serde_json::Value;
 
 use super::{apply, build, Ctx, Done, Error, ValueSeq, ValueTupleVariant, Walker};
 use crate::diff::{push_index, PatchOp};
+use crate::snapshot::marks::Mark;
+use crate::tracked::handshake;
 
 /// An array walked in place, or built when the tree holds something else there.
 pub(super) enum SeqWalk<'a, 'c, 'p> {
@@ -17,6 +19,10 @@ pub(super) enum SeqWalk<'a, 'c, 'p> {
         ctx: &'c mut Ctx,
         /// For a tuple variant: the path length to restore at the end.
         base_path: Option<usize>,
+        /// A tracked vector sending only its changed elements: its length.
+        sparse: Option<usize>,
+        /// A tracked vector: the mark to record when done.
+        mark: Option<Mark>,
     },
     Build {
         inner: ValueSeq,
@@ -35,8 +41,14 @@ impl SeqWalk<'_, '_, '_> {
                 index,
                 item,
                 ctx,
+                sparse,
                 ..
             } => {
+                if sparse.is_some() {
+                    if let Some(at) = handshake::take_index() {
+                        *index = at;
+                    }
+                }
                 if *index < *prev_len {
                     let base = ctx.path.len();
                     push_index(&mut ctx.path, *index);
@@ -63,11 +75,16 @@ impl SeqWalk<'_, '_, '_> {
             SeqWalk::InPlace {
                 vec,
                 prev_len,
-                index,
+                mut index,
                 ctx,
                 base_path,
+                sparse,
+                mark,
                 ..
             } => {
+                if let Some(len) = sparse {
+                    index = len;
+                }
                 let base = ctx.path.len();
                 for i in (index..prev_len).rev() {
                     push_index(&mut ctx.path, i);
@@ -84,6 +101,9 @@ impl SeqWalk<'_, '_, '_> {
                         value: v.clone(),
                     });
                     ctx.path.truncate(base);
+                }
+                if let Some(m) = mark {
+                    ctx.fresh.push((ctx.path.clone(), m));
                 }
                 if let Some(b) = base_path {
                     ctx.path.truncate(b);

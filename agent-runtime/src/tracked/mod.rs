@@ -1,0 +1,357 @@
+//! [`TrackedVec`]: a `Vec` that remembers which parts of it changed, so that a commit costs
+//! what it changed rather than what the state weighs (issue 12).
+//!
+//! After every commit a session compares the app's new state with the JSON it published the
+//! commit before ([`crate::snapshot`]). A plain `Vec` of 50,000 elements has to be compared
+//! element by element, even when one element changed. A [`TrackedVec`] in the state instead
+//! tells the snapshot walker which chunks of 16 elements changed since the walker last saw
+//! it, and the walker compares only those: a toggle in a list of 50,000 costs about what it
+//! costs in a list of 10.
+//!
+//! It reads like a slice (it dereferences to `[T]`) and serializes, deserializes and
+//! describes itself (JSON Schema) exactly like `Vec<T>`, so the wire, the stored sessions and
+//! the generated schemas do not change when a state swaps one for the other. Every way to
+//! change it goes through a method that records the change: [`TrackedVec::get_mut`],
+//! [`TrackedVec::find_mut`], indexing with `[]=`, [`TrackedVec::push`], [`TrackedVec::retain`],
+//! and so on. [`TrackedVec::iter_mut`] and [`TrackedVec::as_mut_slice`] record a change of
+//! everything: prefer `find_mut` or `get_mut` to change one element.
+//!
+//! Its elements must not change through interior mutability (`Cell`, `RefCell`, `Mutex`):
+//! such a change is not recorded, and agents would not see it until the element changes
+//! through the vector.
+
+pub(crate) mod handshake;
+mod serde_impls;
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::{Deref, Index, IndexMut};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How many elements share one change record.
+pub(crate) const CHUNK: usize = 16;
+
+/// A fresh identity. Process-wide on purpose: two vectors must never share one, whichever
+/// sessions they belong to.
+fn fresh_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+fn chunk_count(len: usize) -> usize {
+    len.div_ceil(CHUNK)
+}
+
+/// A `Vec<T>` that records which chunks of it changed; see the [module docs](self).
+pub struct TrackedVec<T> {
+    pub(crate) items: Vec<T>,
+    /// Unique to this value: a clone, a deserialized or a collected vector gets a new one.
+    id: u64,
+    /// Raised by every change.
+    version: u64,
+    /// For each chunk of [`CHUNK`] positions, the version of its last change.
+    chunks: Vec<u64>,
+}
+
+impl<T> TrackedVec<T> {
+    /// An empty vector.
+    pub fn new() -> Self {
+        Vec::new().into()
+    }
+
+    /// An empty vector with room for `capacity` elements.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Vec::with_capacity(capacity).into()
+    }
+
+    /// The elements, as a plain `Vec`.
+    pub fn into_vec(self) -> Vec<T> {
+        self.items
+    }
+
+    /// The elements, as a slice (also what `*` and method calls through `Deref` give).
+    pub fn as_slice(&self) -> &[T] {
+        &self.items
+    }
+
+    /// Records a change of the element at `index`.
+    fn touch(&mut self, index: usize) {
+        self.version += 1;
+        if let Some(c) = self.chunks.get_mut(index / CHUNK) {
+            *c = self.version;
+        }
+    }
+
+    /// Records a change of every position from `from` on, after the length may have changed.
+    fn touch_from(&mut self, from: usize) {
+        self.version += 1;
+        let version = self.version;
+        self.chunks.resize(chunk_count(self.items.len()), version);
+        let start = (from / CHUNK).min(self.chunks.len());
+        self.chunks[start..].fill(version);
+    }
+
+    /// The element at `index`, to change (recorded as changed).
+    pub fn get_mut(&mut self, index: usize) -> Option<&mut T> {
+        if index >= self.items.len() {
+            return None;
+        }
+        self.touch(index);
+        self.items.get_mut(index)
+    }
+
+    /// The first element matching `predicate`, to change (only that element is recorded as
+    /// changed).
+    pub fn find_mut(&mut self, mut predicate: impl FnMut(&T) -> bool) -> Option<&mut T> {
+        let index = self.items.iter().position(|item| predicate(item))?;
+        self.get_mut(index)
+    }
+
+    /// Every element, to change: records a change of everything.
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
+        self.touch_from(0);
+        self.items.iter_mut()
+    }
+
+    /// The elements as a mutable slice (to sort, reverse, …): records a change of everything.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        self.touch_from(0);
+        &mut self.items
+    }
+
+    /// Appends an element.
+    pub fn push(&mut self, item: T) {
+        self.items.push(item);
+        self.touch_from(self.items.len() - 1);
+    }
+
+    /// Removes the last element.
+    pub fn pop(&mut self) -> Option<T> {
+        let item = self.items.pop()?;
+        self.touch_from(self.items.len());
+        Some(item)
+    }
+
+    /// Inserts an element at `index`, shifting the ones after it.
+    ///
+    /// # Panics
+    /// When `index > len`, as `Vec::insert` does.
+    pub fn insert(&mut self, index: usize, item: T) {
+        self.items.insert(index, item);
+        self.touch_from(index);
+    }
+
+    /// Removes the element at `index`, shifting the ones after it.
+    ///
+    /// # Panics
+    /// When `index >= len`, as `Vec::remove` does.
+    pub fn remove(&mut self, index: usize) -> T {
+        let item = self.items.remove(index);
+        self.touch_from(index);
+        item
+    }
+
+    /// Removes the element at `index`, replacing it with the last one.
+    ///
+    /// # Panics
+    /// When `index >= len`, as `Vec::swap_remove` does.
+    pub fn swap_remove(&mut self, index: usize) -> T {
+        let item = self.items.swap_remove(index);
+        self.touch(index);
+        self.touch_from(self.items.len());
+        item
+    }
+
+    /// Swaps two elements.
+    ///
+    /// # Panics
+    /// When either index is out of bounds, as `slice::swap` does.
+    pub fn swap(&mut self, a: usize, b: usize) {
+        self.items.swap(a, b);
+        self.touch(a);
+        self.touch(b);
+    }
+
+    /// Keeps the first `len` elements.
+    pub fn truncate(&mut self, len: usize) {
+        if len < self.items.len() {
+            self.items.truncate(len);
+            self.touch_from(len);
+        }
+    }
+
+    /// Removes every element.
+    pub fn clear(&mut self) {
+        self.truncate(0);
+    }
+
+    /// Keeps the elements matching `keep`; positions from the first removed one on are
+    /// recorded as changed.
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        let mut first_removed = None;
+        let mut index = 0;
+        self.items.retain(|item| {
+            let kept = keep(item);
+            if !kept && first_removed.is_none() {
+                first_removed = Some(index);
+            }
+            index += 1;
+            kept
+        });
+        if let Some(from) = first_removed {
+            self.touch_from(from);
+        }
+    }
+
+    /// What the snapshot walker is told about this vector.
+    pub(crate) fn offer(&self) -> handshake::Offer {
+        handshake::Offer {
+            id: self.id,
+            version: self.version,
+            len: self.items.len(),
+        }
+    }
+
+    /// The indices of the elements changed after `version` or at `held` and beyond, in order.
+    pub(crate) fn changed_since(
+        &self,
+        version: u64,
+        held: usize,
+    ) -> impl Iterator<Item = usize> + '_ {
+        let len = self.items.len();
+        self.chunks
+            .iter()
+            .enumerate()
+            .flat_map(move |(c, &changed)| {
+                let start = c * CHUNK;
+                let end = (start + CHUNK).min(len);
+                let from = if changed > version {
+                    start
+                } else {
+                    start.max(held)
+                };
+                from..end
+            })
+    }
+}
+
+impl<T> Default for TrackedVec<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> From<Vec<T>> for TrackedVec<T> {
+    fn from(items: Vec<T>) -> Self {
+        TrackedVec {
+            chunks: vec![0; chunk_count(items.len())],
+            items,
+            id: fresh_id(),
+            version: 0,
+        }
+    }
+}
+
+impl<T> From<TrackedVec<T>> for Vec<T> {
+    fn from(tracked: TrackedVec<T>) -> Self {
+        tracked.items
+    }
+}
+
+impl<T> FromIterator<T> for TrackedVec<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        iter.into_iter().collect::<Vec<T>>().into()
+    }
+}
+
+impl<T> Extend<T> for TrackedVec<T> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+        let from = self.items.len();
+        self.items.extend(iter);
+        if self.items.len() > from {
+            self.touch_from(from);
+        }
+    }
+}
+
+/// A clone is a new vector: it gets its own identity, so the walker never takes it for the
+/// original once the two have diverged.
+impl<T: Clone> Clone for TrackedVec<T> {
+    fn clone(&self) -> Self {
+        self.items.clone().into()
+    }
+}
+
+impl<T> Deref for TrackedVec<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.items
+    }
+}
+
+impl<T> AsRef<[T]> for TrackedVec<T> {
+    fn as_ref(&self) -> &[T] {
+        &self.items
+    }
+}
+
+impl<T> Index<usize> for TrackedVec<T> {
+    type Output = T;
+    fn index(&self, index: usize) -> &T {
+        &self.items[index]
+    }
+}
+
+/// `v[i] = x` and `v[i].field = x`: records a change of element `i`.
+impl<T> IndexMut<usize> for TrackedVec<T> {
+    fn index_mut(&mut self, index: usize) -> &mut T {
+        self.touch(index);
+        &mut self.items[index]
+    }
+}
+
+impl<T> IntoIterator for TrackedVec<T> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a TrackedVec<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for TrackedVec<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.items.fmt(f)
+    }
+}
+
+/// Equal when the elements are (the change records are not compared).
+impl<T: PartialEq> PartialEq for TrackedVec<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items
+    }
+}
+
+impl<T: Eq> Eq for TrackedVec<T> {}
+
+impl<T: PartialEq> PartialEq<Vec<T>> for TrackedVec<T> {
+    fn eq(&self, other: &Vec<T>) -> bool {
+        &self.items == other
+    }
+}
+
+impl<T: Hash> Hash for TrackedVec<T> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.items.hash(state);
+    }
+}
+
+#[cfg(test)]
+mod tests;
