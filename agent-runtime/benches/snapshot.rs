@@ -12,7 +12,8 @@
 //!   figures include).
 //! - `observe/<n>`: the `/observe` body after a commit (the snapshot's text made by this first
 //!   read) and read again (cached); the snapshot's text alone (`snapshot_text`, what the first
-//!   read adds), against `serde_json::to_writer` of the typed state.
+//!   read adds), against `serde_json::to_writer` of the typed state, in a loop and (like
+//!   `after_commit`) right after a commit.
 //!
 //! It also prints the heap bytes of an idle session (a counting allocator), fresh and after
 //! one commit, beside the size of its state.
@@ -216,6 +217,24 @@ fn bench_observe(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("snapshot_text", n), &n, |b, _| {
             b.iter(|| serde_json::to_string(&*s.state()).expect("state").len())
+        });
+        // The same write as `to_writer`, timed like `after_commit`: right after a commit,
+        // into fresh memory.
+        group.bench_with_input(BenchmarkId::new("to_writer_after_commit", n), &n, |b, _| {
+            b.iter_custom(|iters| {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    rt.block_on(toggle(&s));
+                    let t0 = Instant::now();
+                    std::hint::black_box(s.with_state(|state| {
+                        let mut out = Vec::with_capacity(1 << 20);
+                        serde_json::to_writer(&mut out, state).expect("state");
+                        out
+                    }));
+                    spent += t0.elapsed();
+                }
+                spent
+            })
         });
         group.bench_with_input(BenchmarkId::new("to_writer", n), &n, |b, _| {
             b.iter(|| {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agent_runtime::app::{App, EffectError, OutlineNode, Region, VisibleContent};
 use agent_runtime::session::EffectContext;
-use agent_runtime::{AgentContext, AgentDocs, AgentMsg};
+use agent_runtime::{AgentContext, AgentDocs, AgentMsg, TrackedVec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -82,8 +82,9 @@ pub enum SaveStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct State {
-    /// The todos, in order.
-    pub todos: Vec<Todo>,
+    /// The todos, in order. A [`TrackedVec`]: a commit that changes one todo walks only
+    /// its chunk, however long the list.
+    pub todos: TrackedVec<Todo>,
     /// The current filter.
     pub filter: Filter,
     /// Save status.
@@ -234,7 +235,7 @@ impl App for TodoApp {
 
     fn init(&self) -> (State, Vec<Effect>) {
         let mut state = State {
-            todos: Vec::new(),
+            todos: TrackedVec::new(),
             filter: Filter::All,
             save: SaveStatus::Saved,
             saves: 0,
@@ -257,13 +258,13 @@ impl App for TodoApp {
                 state.save = SaveStatus::Dirty;
             }
             Msg::Toggle { id } => {
-                if let Some(t) = state.todos.iter_mut().find(|t| t.id == id) {
+                if let Some(t) = state.todos.find_mut(|t| t.id == id) {
                     t.done = !t.done;
                     state.save = SaveStatus::Dirty;
                 }
             }
             Msg::Rename { id, title } => {
-                if let Some(t) = state.todos.iter_mut().find(|t| t.id == id) {
+                if let Some(t) = state.todos.find_mut(|t| t.id == id) {
                     t.title = title;
                     state.save = SaveStatus::Dirty;
                 }

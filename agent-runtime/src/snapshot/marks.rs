@@ -87,7 +87,10 @@ mod tests {
 
     fn marks(paths: &[&str]) -> Marks {
         let mut m = Marks::default();
-        m.settle(&[], paths.iter().map(|p| (p.to_string(), mark(1))).collect());
+        m.settle(
+            &[],
+            paths.iter().map(|p| (p.to_string(), mark(1))).collect(),
+        );
         m
     }
 

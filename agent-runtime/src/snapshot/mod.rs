@@ -47,6 +47,7 @@ use crate::gates::{GateBook, GateSet, GateValues};
 use marks::Marks;
 
 pub(crate) use patch::apply_patch;
+use patch::copy_of;
 
 #[cfg(test)]
 mod tests;
@@ -197,6 +198,6 @@ impl Snapshots {
                 }
             }
         }
-        Arc::new((**current).clone())
+        Arc::new(copy_of(current))
     }
 }

@@ -101,11 +101,15 @@ fn edit(s: &mut Board, what: u8, a: usize, b: usize) {
                 cards.remove(b % cards.len());
             }
         }
-        3 => s.lists.insert(a % (lists + 1), list(b as u8, b as u32 % 30)),
+        3 => s
+            .lists
+            .insert(a % (lists + 1), list(b as u8, b as u32 % 30)),
         4 if lists > 0 => {
             s.lists.remove(a % lists);
         }
-        5 if lists > 0 => s.lists[a % lists].cards.retain(|c| c.id as usize % 3 != b % 3),
+        5 if lists > 0 => s.lists[a % lists]
+            .cards
+            .retain(|c| c.id as usize % 3 != b % 3),
         6 => {
             s.history.push(s.lists.clone());
             if s.history.len() > 3 {
@@ -155,7 +159,10 @@ fn edit(s: &mut Board, what: u8, a: usize, b: usize) {
                 s.loose.remove(0);
             }
         }
-        13 if lists > 0 => s.lists[a % lists].cards.iter_mut().for_each(|c| c.done = true),
+        13 if lists > 0 => s.lists[a % lists]
+            .cards
+            .iter_mut()
+            .for_each(|c| c.done = true),
         14 => *s = s.clone(),
         15 if !s.loose.is_empty() => {
             let n = s.loose.len();

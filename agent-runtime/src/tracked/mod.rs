@@ -102,8 +102,8 @@ impl<T> TrackedVec<T> {
 
     /// The first element matching `predicate`, to change (only that element is recorded as
     /// changed).
-    pub fn find_mut(&mut self, mut predicate: impl FnMut(&T) -> bool) -> Option<&mut T> {
-        let index = self.items.iter().position(|item| predicate(item))?;
+    pub fn find_mut(&mut self, predicate: impl FnMut(&T) -> bool) -> Option<&mut T> {
+        let index = self.items.iter().position(predicate)?;
         self.get_mut(index)
     }
 

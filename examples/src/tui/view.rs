@@ -141,7 +141,8 @@ mod tests {
                         notes: None,
                         tags: vec![],
                     },
-                }],
+                }]
+                .into(),
                 filter: Filter::All,
                 save: SaveStatus::Saved,
                 saves: 0,
