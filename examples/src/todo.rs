@@ -82,8 +82,8 @@ pub enum SaveStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct State {
-    /// The todos, in order. A [`TrackedVec`]: a commit that changes one todo walks only
-    /// its chunk, however long the list.
+    /// The todos, in order.
+    // A `TrackedVec`: a commit that changes one todo walks only its chunk of the list.
     pub todos: TrackedVec<Todo>,
     /// The current filter.
     pub filter: Filter,
