@@ -16,13 +16,17 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `binary` with `--port 0` and `args`, and waits (at most 60 s) for its banner.
     pub fn start(binary: &Path, args: &[&str]) -> ServerProcess {
+        // `AGENT_TEST_SERVER_LOG=rmcp=debug,agent_runtime=debug` (a `RUST_LOG` filter) shows
+        // the server's log with a failing test's output.
+        let log = std::env::var("AGENT_TEST_SERVER_LOG").ok();
+        let echo = log.is_some();
         let mut child = Command::new(binary)
             .args(["--port", "0"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .env("RUST_LOG", "error")
+            .env("RUST_LOG", log.as_deref().unwrap_or("error"))
             .spawn()
             .expect("the server process starts");
         let stdout = child.stdout.take().expect("stdout");
@@ -30,6 +34,9 @@ impl ServerProcess {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { return };
+                if echo {
+                    eprintln!("server: {line}");
+                }
                 if let Some(at) = line.find("http://") {
                     let url: String = line[at..]
                         .chars()

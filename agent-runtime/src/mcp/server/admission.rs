@@ -228,6 +228,11 @@ where
             if !sessions.touch(&id, self.server.now()) {
                 return self.restore(parts, bytes, id, rebuilding).await;
             }
+        } else if sessions.is_rebuilding(&id) {
+            // rmcp takes a session as present once its worker exists, before the stored
+            // `initialize` is replayed to it; a request passed in between kills the worker.
+            // The rebuilding request holds the lock until rmcp has restored the session.
+            drop(self.restoring.clone().lock_owned().await);
         }
         if parts.method == Method::DELETE {
             sessions.remove(&id);
@@ -318,13 +323,17 @@ where
                 token,
             },
         );
-        drop(rebuilding);
+        // Held until rmcp has restored the session (its answer's head comes after that), so
+        // the client's other requests for this id wait for the restore (see `with_session`).
+        // A POST is answered with an event stream and a GET is one, so this is not a tool's
+        // run time.
         let response = self.pass(parts, bytes).await;
         if response.status() == StatusCode::NOT_FOUND {
             sessions.remove(&id);
         } else {
             sessions.rebuilt(&id);
         }
+        drop(rebuilding);
         response
     }
 

@@ -236,6 +236,11 @@ impl McpSessions {
         }
     }
 
+    /// `id` is registered and still being rebuilt (see [`McpSessions::rebuilt`]).
+    pub(crate) fn is_rebuilding(&self, id: &str) -> bool {
+        self.lock().sessions.get(id).is_some_and(|e| e.rebuilding)
+    }
+
     /// Marks a live session used now; `false` when `id` is not live.
     pub(crate) fn touch(&self, id: &str, now: u64) -> bool {
         let mut registry = self.lock();
