@@ -193,6 +193,12 @@ fn edit(s: &mut Board, what: u8, a: usize, b: usize) {
                 s.by_key.insert("b".into(), v);
             }
         }
+        19 if lists > 0 => {
+            let cards = &mut s.lists[a % lists].cards;
+            let from = b % (cards.len() + 1);
+            let to = (from + a % 20).min(cards.len());
+            cards.drain(from..to);
+        }
         // Nothing changes.
         _ => {}
     }
@@ -208,7 +214,7 @@ proptest! {
     #[test]
     fn tracked_vectors_walk_like_the_diff(
         steps in prop::collection::vec(
-            (prop::collection::vec((0u8..20, 0usize..64, 0usize..64), 1..4), any::<bool>(), 0u8..12),
+            (prop::collection::vec((0u8..22, 0usize..64, 0usize..64), 1..4), any::<bool>(), 0u8..12),
             1..24,
         ),
     ) {

@@ -25,7 +25,7 @@ mod serde_impls;
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::ops::{Deref, Index, IndexMut};
+use std::ops::{Bound, Deref, Index, IndexMut, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How many elements share one change record.
@@ -98,6 +98,17 @@ impl<T> TrackedVec<T> {
         }
         self.touch(index);
         self.items.get_mut(index)
+    }
+
+    /// The first element, to change (recorded as changed).
+    pub fn first_mut(&mut self) -> Option<&mut T> {
+        self.get_mut(0)
+    }
+
+    /// The last element, to change (recorded as changed).
+    pub fn last_mut(&mut self) -> Option<&mut T> {
+        let last = self.items.len().checked_sub(1)?;
+        self.get_mut(last)
     }
 
     /// The first element matching `predicate`, to change (only that element is recorded as
@@ -178,6 +189,28 @@ impl<T> TrackedVec<T> {
             self.items.truncate(len);
             self.touch_from(len);
         }
+    }
+
+    /// Removes the elements in `range` and yields them; positions from its start on are
+    /// recorded as changed.
+    ///
+    /// # Panics
+    /// When the range is out of bounds, as `Vec::drain` does.
+    pub fn drain<R: RangeBounds<usize>>(&mut self, range: R) -> std::vec::Drain<'_, T> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        // Chunks past the new length are left over until the next change of the length;
+        // they send nothing (see `changed_since`).
+        self.touch_from(start);
+        self.items.drain(range)
+    }
+
+    /// Moves every element of `other` to the end.
+    pub fn append(&mut self, other: &mut Vec<T>) {
+        self.extend(other.drain(..));
     }
 
     /// Removes every element.

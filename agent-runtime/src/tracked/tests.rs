@@ -89,3 +89,26 @@ fn a_clone_or_a_copy_from_json_is_another_vector_equal_to_it() {
         serde_json::to_value(schemars::schema_for!(Vec<u32>)).unwrap()
     );
 }
+
+#[test]
+fn drains_appends_and_the_ends_record_what_they_touch() {
+    let mut v: TrackedVec<u32> = (0..40).collect();
+    let seen = v.version;
+    assert_eq!(v.drain(20..22).collect::<Vec<_>>(), [20, 21]);
+    assert_eq!(changed(&v, seen, 40), (16..38).collect::<Vec<_>>());
+    let seen = v.version;
+    v.append(&mut vec![7, 8]);
+    assert_eq!(changed(&v, seen, 38), (32..40).collect::<Vec<_>>());
+    let seen = v.version;
+    *v.first_mut().unwrap() = 1;
+    *v.last_mut().unwrap() = 1;
+    assert_eq!(
+        changed(&v, seen, 40),
+        (0..16).chain(32..40).collect::<Vec<_>>()
+    );
+    let seen = v.version;
+    v.drain(..);
+    assert!(v.is_empty() && changed(&v, seen, 40).is_empty());
+    v.push(3);
+    assert_eq!(changed(&v, seen, 0), [0]);
+}
