@@ -33,7 +33,7 @@ pub const STATE_VAR: &str = "state";
 pub const VALUE_VAR: &str = "v";
 
 /// Expressions whose tree is at most this deep are evaluated on the caller's thread; deeper
-/// ones on a thread of their own with [`DEEP_STACK`] bytes of stack.
+/// ones on a thread of their own with `DEEP_STACK` bytes of stack.
 pub const INLINE_DEPTH: usize = 12;
 
 /// The stack of the thread that evaluates deep expressions.

@@ -1,4 +1,4 @@
-//! The host: one app, its checked schema ([`Catalog`]), and the sessions running it.
+//! The host: one app, its checked schema (`Catalog`), and the sessions running it.
 
 mod table;
 

@@ -1,9 +1,9 @@
 //! Pairing (`pairing.md`): an app that runs outside the server (a browser tab running LLui, a
-//! desktop or terminal app using [`client`]) dials out to `/agent/ws`; the server relays the
+//! desktop or terminal app using `client`) dials out to `/agent/ws`; the server relays the
 //! agent's LAP calls to it as `rpc` frames and answers from what it sends back.
 //!
 //! A paired session is the second kind of session behind the operation table: the gate admits
-//! its token like any other, then [`lap::serve`] forwards the operation instead of running
+//! its token like any other, then `lap::serve` forwards the operation instead of running
 //! it on a hosted session, so LAP, MCP and the bridge work unchanged.
 //!
 //! - [`frames`]: the wire frames, shared by the server and the client.

@@ -6,9 +6,9 @@
 //!
 //! - in memory ([`MemoryStore`] with [`InMemoryTokenStore`]): the library default; everything
 //!   goes with the process;
-//! - SQLite ([`SqliteStore`], feature `sqlite`): one file, for a single server that restarts
+//! - SQLite (`SqliteStore`, feature `sqlite`): one file, for a single server that restarts
 //!   (one live server process per file: it caches token records and is the only writer);
-//! - PostgreSQL ([`PostgresStore`], feature `postgres`): several replicas sharing one database.
+//! - PostgreSQL (`PostgresStore`, feature `postgres`): several replicas sharing one database.
 //!
 //! [`Stores`] bundles one implementation behind the trait objects the host and the server
 //! use; [`Stores::open`] picks one from a command-line style spec.

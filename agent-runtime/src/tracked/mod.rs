@@ -2,7 +2,7 @@
 //! what it changed rather than what the state weighs (issue 12).
 //!
 //! After every commit a session compares the app's new state with the JSON it published the
-//! commit before ([`crate::snapshot`]). A plain `Vec` of 50,000 elements has to be compared
+//! commit before (`snapshot`). A plain `Vec` of 50,000 elements has to be compared
 //! element by element, even when one element changed. A [`TrackedVec`] in the state instead
 //! tells the snapshot walker which chunks of 16 elements changed since the walker last saw
 //! it, and the walker compares only those: a toggle in a list of 50,000 costs about what it

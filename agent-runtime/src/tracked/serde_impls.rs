@@ -10,7 +10,7 @@ use super::handshake::{self, announce_index};
 use super::TrackedVec;
 
 /// A JSON array of the elements. To the snapshot walker, only the elements changed since it
-/// last saw this vector (see [`handshake`]).
+/// last saw this vector (see the `handshake` module).
 impl<T: Serialize> Serialize for TrackedVec<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let (started, reply) =

@@ -14,7 +14,7 @@ use super::kind::{scope_variable, TagErrorKind};
 use super::tag::Tag;
 
 /// The deepest nesting an expression may have: brackets in the source, and levels of the
-/// parsed expression tree counted in [`ast_depth`] units.
+/// parsed expression tree counted in `ast_depth` units.
 pub const MAX_CEL_DEPTH: usize = 32;
 
 /// The AST depth allowed: an operator chain such as `a && b && c` nests one level per operand,
