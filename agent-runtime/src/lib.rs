@@ -125,4 +125,4 @@ pub use ops::{Operation, IDEMPOTENCY_WINDOW_MS};
 pub use serve::{serve, Serve};
 pub use server::{AgentServer, AgentServerBuilder, ServerOptions, DEFAULT_RATE_LIMIT};
 pub use session::Session;
-pub use tracked::TrackedVec;
+pub use tracked::{TrackedMap, TrackedVec};

@@ -1,6 +1,6 @@
-//! What the walker remembers of the [`TrackedVec`](crate::TrackedVec)s it walked: for each
-//! path in the tree, which vector (and at which version) the array there is the
-//! serialization of. A mark is what lets the next walk visit only the chunks changed since.
+//! What the walker remembers of the tracked collections ([`TrackedVec`](crate::TrackedVec),
+//! [`TrackedMap`](crate::TrackedMap)) it walked: for each path in the tree, which collection
+//! (and at which version) the array or object there is the serialization of. A mark is what lets the next walk visit only the chunks changed since.
 //!
 //! A mark stays true while the array at its path changes only through walks of that same
 //! vector. Every other change to the tree shows as a patch op, so after each walk the marks

@@ -1,7 +1,8 @@
 //! States holding [`TrackedVec`]s, walked sparsely through the session's left-right trees:
 //! for random edit sequences (in place, shifts, clones put back, vectors moved between
-//! paths, variants and map keys), every published snapshot is the full serialization and its
-//! patch is exactly the diff from the one before.
+//! paths, variants and map keys, and a [`TrackedMap`] edited, shrunk and put back), every
+//! published snapshot is the full serialization and its patch is exactly the diff from the
+//! one before.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use serde::Serialize;
 use super::walk::build;
 use super::Snapshots;
 use crate::diff::diff;
-use crate::TrackedVec;
+use crate::{TrackedMap, TrackedVec};
 
 const SECRET: &str = "SECRET";
 
@@ -25,6 +26,9 @@ struct Board {
     loose: Vec<TrackedVec<u8>>,
     slot: Slot,
     by_key: BTreeMap<String, TrackedVec<u8>>,
+    index: TrackedMap<String, Card>,
+    #[serde(skip)]
+    saved_index: Option<TrackedMap<String, Card>>,
     #[serde(skip)]
     history: Vec<TrackedVec<List>>,
     #[serde(skip)]
@@ -81,6 +85,8 @@ fn board() -> Board {
         by_key: [("b".to_string(), (0..3).collect())].into(),
         history: Vec::new(),
         stash: None,
+        index: (0..40).map(|i| (format!("k{i}"), card(i))).collect(),
+        saved_index: None,
     }
 }
 
@@ -199,6 +205,26 @@ fn edit(s: &mut Board, what: u8, a: usize, b: usize) {
             let to = (from + a % 20).min(cards.len());
             cards.drain(from..to);
         }
+        20 => {
+            s.index.insert(format!("k{}", a % 48), card(b as u32));
+        }
+        21 => {
+            if let Some(c) = s.index.get_mut(&format!("k{}", a % 48)) {
+                c.done = !c.done;
+            }
+        }
+        22 => {
+            s.index.remove(&format!("k{}", a % 48));
+        }
+        23 => s.index.retain(|_, c| c.id as usize % 5 != b % 5),
+        24 => {
+            if let Some(saved) = s.saved_index.take() {
+                s.index = saved;
+            } else {
+                s.saved_index = Some(s.index.clone());
+            }
+        }
+        25 => s.index.values_mut().for_each(|c| c.done = !c.done),
         // Nothing changes.
         _ => {}
     }
@@ -214,7 +240,7 @@ proptest! {
     #[test]
     fn tracked_vectors_walk_like_the_diff(
         steps in prop::collection::vec(
-            (prop::collection::vec((0u8..22, 0usize..64, 0usize..64), 1..4), any::<bool>(), 0u8..12),
+            (prop::collection::vec((0u8..28, 0usize..64, 0usize..64), 1..4), any::<bool>(), 0u8..12),
             1..24,
         ),
     ) {
@@ -267,4 +293,30 @@ fn a_toggle_in_a_long_tracked_list_is_walked_in_its_chunk_only() {
         serde_json::to_value(&*n.patch).unwrap(),
         serde_json::json!([{"op": "replace", "path": "/lists/0/cards/9000/done", "value": true}])
     );
+}
+
+#[test]
+fn a_change_in_a_long_tracked_map_is_walked_in_its_chunk_only() {
+    let plan = Arc::new(plan());
+    let mut snaps = Snapshots::new(plan.clone(), false, Arc::default());
+    let mut s = board();
+    s.index = (0..10_000).map(|i| (format!("k{i}"), card(i))).collect();
+    let mut current = Arc::new(build(&s, plan.root()).unwrap());
+    s.lists[1].name = "renamed".into();
+    current = snaps.next_of(&s, &current, &|_| {}).unwrap().state;
+    assert!(snaps.marks.get("/index").is_some());
+    s.index.get_mut("k9000").unwrap().done = true;
+    s.index.insert("new".into(), card(7));
+    // Entries outside the changed chunks are not compared (see the vector test).
+    s.index.entries.get_index_mut(5).unwrap().1.done = true;
+    let n = snaps.next_of(&s, &current, &|_| {}).unwrap();
+    assert_eq!(
+        serde_json::to_value(&*n.patch).unwrap(),
+        serde_json::json!([
+            {"op": "replace", "path": "/index/k9000/done", "value": true},
+            {"op": "add", "path": "/index/new", "value": {"id": 7, "done": false}}
+        ])
+    );
+    // A new key last keeps the patch in the tree's order: the spare stays usable.
+    assert!(snaps.spare.is_some());
 }

@@ -1,5 +1,5 @@
-//! [`TrackedVec`]: a `Vec` that remembers which parts of it changed, so that a commit costs
-//! what it changed rather than what the state weighs (issue 12).
+//! [`TrackedVec`] and [`TrackedMap`]: collections that remember which parts of them changed,
+//! so that a commit costs what it changed rather than what the state weighs (issue 12).
 //!
 //! After every commit a session compares the app's new state with the JSON it published the
 //! commit before (`snapshot`). A plain `Vec` of 50,000 elements has to be compared
@@ -16,41 +16,31 @@
 //! and so on. [`TrackedVec::iter_mut`] and [`TrackedVec::as_mut_slice`] record a change of
 //! everything: prefer `find_mut` or `get_mut` to change one element.
 //!
+//! [`TrackedMap`] is the keyed counterpart: a map in insertion order, serialized as a JSON
+//! object.
+//!
 //! Its elements must not change through interior mutability (`Cell`, `RefCell`, `Mutex`):
 //! such a change is not recorded, and agents would not see it until the element changes
 //! through the vector.
 
+mod changes;
 pub(crate) mod handshake;
+mod map;
 mod serde_impls;
+
+pub use map::TrackedMap;
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::{Bound, Deref, Index, IndexMut, RangeBounds};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-/// How many elements share one change record.
-pub(crate) const CHUNK: usize = 16;
-
-/// A fresh identity. Process-wide on purpose: two vectors must never share one, whichever
-/// sessions they belong to.
-fn fresh_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-fn chunk_count(len: usize) -> usize {
-    len.div_ceil(CHUNK)
-}
+use changes::Changes;
 
 /// A `Vec<T>` that records which chunks of it changed; see the [module docs](self).
 pub struct TrackedVec<T> {
     pub(crate) items: Vec<T>,
-    /// Unique to this value: a clone, a deserialized or a collected vector gets a new one.
-    id: u64,
-    /// Raised by every change.
-    version: u64,
-    /// For each chunk of [`CHUNK`] positions, the version of its last change.
-    chunks: Vec<u64>,
+    /// Its own for this value: a clone, a deserialized or a collected vector gets new ones.
+    changes: Changes,
 }
 
 impl<T> TrackedVec<T> {
@@ -76,19 +66,12 @@ impl<T> TrackedVec<T> {
 
     /// Records a change of the element at `index`.
     fn touch(&mut self, index: usize) {
-        self.version += 1;
-        if let Some(c) = self.chunks.get_mut(index / CHUNK) {
-            *c = self.version;
-        }
+        self.changes.touch(index);
     }
 
     /// Records a change of every position from `from` on, after the length may have changed.
     fn touch_from(&mut self, from: usize) {
-        self.version += 1;
-        let version = self.version;
-        self.chunks.resize(chunk_count(self.items.len()), version);
-        let start = (from / CHUNK).min(self.chunks.len());
-        self.chunks[start..].fill(version);
+        self.changes.touch_from(from, self.items.len());
     }
 
     /// The element at `index`, to change (recorded as changed).
@@ -238,11 +221,7 @@ impl<T> TrackedVec<T> {
 
     /// What the snapshot walker is told about this vector.
     pub(crate) fn offer(&self) -> handshake::Offer {
-        handshake::Offer {
-            id: self.id,
-            version: self.version,
-            len: self.items.len(),
-        }
+        self.changes.offer(self.items.len())
     }
 
     /// The indices of the elements changed after `version` or at `held` and beyond, in order.
@@ -251,20 +230,7 @@ impl<T> TrackedVec<T> {
         version: u64,
         held: usize,
     ) -> impl Iterator<Item = usize> + '_ {
-        let len = self.items.len();
-        self.chunks
-            .iter()
-            .enumerate()
-            .flat_map(move |(c, &changed)| {
-                let start = c * CHUNK;
-                let end = (start + CHUNK).min(len);
-                let from = if changed > version {
-                    start
-                } else {
-                    start.max(held)
-                };
-                from..end
-            })
+        self.changes.changed_since(version, held, self.items.len())
     }
 }
 
@@ -277,10 +243,8 @@ impl<T> Default for TrackedVec<T> {
 impl<T> From<Vec<T>> for TrackedVec<T> {
     fn from(items: Vec<T>) -> Self {
         TrackedVec {
-            chunks: vec![0; chunk_count(items.len())],
+            changes: Changes::new(items.len()),
             items,
-            id: fresh_id(),
-            version: 0,
         }
     }
 }

@@ -207,6 +207,39 @@ impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
         })
     }
 
+    /// An object: walked in place when the tree holds one there (sparsely when `offer` comes
+    /// from a tracked map the tree holds a mark for), built otherwise.
+    fn map(
+        self,
+        len: Option<usize>,
+        offer: Option<handshake::Offer>,
+    ) -> Result<ObjWalk<'a, 'c, 'p>, Error> {
+        let Walker { target, plan, ctx } = self;
+        match target {
+            Value::Object(map) => {
+                let sparse = offer.and_then(|o| {
+                    let seen = ctx.marks.get(&ctx.path).filter(|m| m.id == o.id)?;
+                    handshake::reply(Reply {
+                        version: seen.version,
+                        held: map.len(),
+                    });
+                    Some(o.len)
+                });
+                let mark = offer.map(|o| Mark {
+                    id: o.id,
+                    version: o.version,
+                });
+                Ok(ObjWalk::tracked(map, plan, ctx, sparse, mark))
+            }
+            target => Ok(ObjWalk::Build {
+                inner: ser::Serializer::serialize_map(ValueSer, len)?,
+                target,
+                plan,
+                ctx,
+            }),
+        }
+    }
+
     /// Settles a value built from scratch (redacted by this node's plan).
     fn rebuilt(self, built: Result<Value, Error>) -> Result<Done, Error> {
         let mut v = built?;
@@ -399,23 +432,16 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
         })
     }
     fn serialize_map(self, len: Option<usize>) -> Result<ObjWalk<'a, 'c, 'p>, Error> {
-        let Walker { target, plan, ctx } = self;
-        match target {
-            Value::Object(map) => Ok(ObjWalk::in_place(map, plan, ctx)),
-            target => Ok(ObjWalk::Build {
-                inner: ValueSer.serialize_map(len)?,
-                target,
-                plan,
-                ctx,
-            }),
-        }
+        // First thing: a tracked map's offer is only valid on entry.
+        let offer = handshake::take_offer();
+        self.map(len, offer)
     }
     fn serialize_struct(
         self,
         _name: &'static str,
         len: usize,
     ) -> Result<ObjWalk<'a, 'c, 'p>, Error> {
-        self.serialize_map(Some(len))
+        self.map(Some(len), None)
     }
     fn serialize_struct_variant(
         self,

@@ -11,6 +11,8 @@ use super::{
     apply, build, field_step, plan_of, Ctx, Done, Error, ValueMap, ValueStructVariant, Walker,
 };
 use crate::diff::{diff_into, push_key, PatchOp};
+use crate::snapshot::marks::Mark;
+use crate::tracked::handshake;
 
 /// The object key serde_json gives `key` (strings as they are, numbers and the like as
 /// their text; anything else is serde_json's error).
@@ -47,6 +49,11 @@ pub(super) enum ObjWalk<'a, 'c, 'p> {
         rest: Option<Rest<'a>>,
         /// A map key waiting for its value.
         key: Option<String>,
+        /// A tracked map sending only its changed entries: its length, and the position of
+        /// the entry whose key came last.
+        sparse: Option<(usize, Option<usize>)>,
+        /// A tracked map: the mark to record when done.
+        mark: Option<Mark>,
     },
     Build {
         inner: ValueMap,
@@ -62,6 +69,18 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
         plan: Option<PlanNode<'p>>,
         ctx: &'c mut Ctx,
     ) -> Self {
+        Self::tracked(map, plan, ctx, None, None)
+    }
+
+    /// [`Self::in_place`] for a tracked map: `sparse` is its length when it sends only its
+    /// changed entries, `mark` what to record when done.
+    pub(super) fn tracked(
+        map: &'a mut Map<String, Value>,
+        plan: Option<PlanNode<'p>>,
+        ctx: &'c mut Ctx,
+        sparse: Option<usize>,
+        mark: Option<Mark>,
+    ) -> Self {
         let mut iter = map.iter_mut();
         ObjWalk::InPlace {
             ops_start: ctx.ops.len(),
@@ -72,10 +91,39 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
             iter,
             rest: None,
             key: None,
+            sparse: sparse.map(|len| (len, None)),
+            mark,
+        }
+    }
+
+    /// A sparse walk: the old entries before position `to` are the same in the new map
+    /// (their chunks did not change); they stay as they are.
+    fn skip_to(&mut self, to: usize) {
+        if let ObjWalk::InPlace {
+            kept,
+            ahead,
+            iter,
+            rest: None,
+            ..
+        } = self
+        {
+            while *kept < to && ahead.is_some() {
+                *kept += 1;
+                *ahead = iter.next();
+            }
         }
     }
 
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Error> {
+        if let ObjWalk::InPlace {
+            sparse: Some((_, at)),
+            ..
+        } = self
+        {
+            if let Some(to) = at.take() {
+                self.skip_to(to);
+            }
+        }
         let ObjWalk::InPlace {
             ctx,
             plan,
@@ -123,7 +171,22 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
         Ok(())
     }
 
-    fn finish(self) -> Result<Done, Error> {
+    fn finish(mut self) -> Result<Done, Error> {
+        if let ObjWalk::InPlace {
+            sparse: Some((len, _)),
+            ..
+        } = self
+        {
+            self.skip_to(len);
+        }
+        if let ObjWalk::InPlace {
+            ctx,
+            mark: Some(mark),
+            ..
+        } = &mut self
+        {
+            ctx.fresh.push((ctx.path.clone(), *mark));
+        }
         match self {
             ObjWalk::Build {
                 inner,
@@ -164,7 +227,6 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
                         });
                     }
                 };
-                ctx.reordered = true;
                 let next_keys: HashSet<&str> = rest.next.iter().map(|(k, _)| k.as_str()).collect();
                 let prev_at: HashMap<&str, usize> = rest
                     .prev
@@ -172,6 +234,15 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
                     .enumerate()
                     .map(|(i, (k, _))| (k.as_str(), i))
                     .collect();
+                // The patch puts added keys last and leaves old ones where they were: it gives
+                // the new order unless an old key comes back among the new ones.
+                if rest
+                    .next
+                    .iter()
+                    .any(|(k, _)| prev_at.contains_key(k.as_str()))
+                {
+                    ctx.reordered = true;
+                }
                 let gone: Vec<PatchOp> = rest
                     .prev
                     .iter()
@@ -209,7 +280,12 @@ impl ser::SerializeMap for ObjWalk<'_, '_, '_> {
     type Error = Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
         match self {
-            ObjWalk::InPlace { key: slot, .. } => {
+            ObjWalk::InPlace {
+                key: slot, sparse, ..
+            } => {
+                if let Some((_, at)) = sparse {
+                    *at = handshake::take_index();
+                }
                 *slot = Some(key_string(key)?);
                 Ok(())
             }
@@ -312,6 +388,8 @@ fn finish_at(walk: ObjWalk<'_, '_, '_>, base: usize) -> Result<Done, Error> {
             iter,
             rest,
             key,
+            sparse,
+            mark,
         } => {
             let path_ctx: &mut Ctx = ctx;
             let done = ObjWalk::InPlace {
@@ -323,6 +401,8 @@ fn finish_at(walk: ObjWalk<'_, '_, '_>, base: usize) -> Result<Done, Error> {
                 iter,
                 rest,
                 key,
+                sparse,
+                mark,
             }
             .finish()?;
             path_ctx.path.truncate(base);
