@@ -1,9 +1,10 @@
 //! What the walker remembers of the tracked collections ([`TrackedVec`](crate::TrackedVec),
 //! [`TrackedMap`](crate::TrackedMap)) it walked: for each path in the tree, which collection
-//! (and at which version) the array or object there is the serialization of. A mark is what lets the next walk visit only the chunks changed since.
+//! (and at which version) the array or object there is the serialization of. A mark is
+//! what lets the next walk visit only the chunks changed since.
 //!
-//! A mark stays true while the array at its path changes only through walks of that same
-//! vector. Every other change to the tree shows as a patch op, so after each walk the marks
+//! A mark stays true while the value at its path changes only through walks of that same
+//! collection. Every other change to the tree shows as a patch op, so after each walk the marks
 //! at, under or above an op's path are dropped, and then the marks this walk recorded (the
 //! vectors it walked in place) are put in. A vector at a marked path whose identity is not
 //! the mark's is walked whole, which is always correct.

@@ -17,9 +17,10 @@
 //!
 //! Fields the redaction plan marks are never emitted: they never reach the tree or an op.
 //!
-//! A [`TrackedVec`](crate::TrackedVec) the tree holds a [`Mark`] for is walked sparsely: it
-//! sends only the elements of the chunks changed since (see [`crate::tracked::handshake`]),
-//! and the others are left as they stand, unvisited.
+//! A [`TrackedVec`](crate::TrackedVec) or [`TrackedMap`](crate::TrackedMap) the tree holds a
+//! [`Mark`] for is walked sparsely: it sends only the elements (entries) of the chunks changed
+//! since (see [`crate::tracked::handshake`]), and the others are left as they stand,
+//! unvisited.
 
 use agent_schema::redact::{PlanNode, Step};
 use serde::ser::{self, Serialize};
