@@ -4,10 +4,10 @@
 //! what lets the next walk visit only the chunks changed since.
 //!
 //! A mark stays true while the value at its path changes only through walks of that same
-//! collection. Every other change to the tree shows as a patch op, so after each walk the marks
-//! at, under or above an op's path are dropped, and then the marks this walk recorded (the
-//! vectors it walked in place) are put in. A vector at a marked path whose identity is not
-//! the mark's is walked whole, which is always correct.
+//! collection. Every other change to the tree shows as a patch op, so after each walk the
+//! marks at, under or above an op's path are dropped, and then the marks this walk recorded
+//! (the collections it walked in place) are put in. A collection at a marked path whose
+//! identity is not the mark's is walked whole, which is always correct.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
