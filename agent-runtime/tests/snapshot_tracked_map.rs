@@ -96,7 +96,7 @@ impl App for StockApp {
         _: (),
         _: EffectContext<Msg>,
     ) -> impl std::future::Future<Output = Result<(), EffectError>> + Send + 'static {
-        async { Ok(()) }
+        std::future::ready(Ok(()))
     }
 }
 
