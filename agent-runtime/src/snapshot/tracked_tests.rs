@@ -85,7 +85,7 @@ fn board() -> Board {
         by_key: [("b".to_string(), (0..3).collect())].into(),
         history: Vec::new(),
         stash: None,
-        index: (0..40).map(|i| (format!("k{i}"), card(i))).collect(),
+        index: (0..32).map(|i| (format!("k{i}"), card(i))).collect(),
         saved_index: None,
     }
 }
@@ -225,6 +225,12 @@ fn edit(s: &mut Board, what: u8, a: usize, b: usize) {
             }
         }
         25 => s.index.values_mut().for_each(|c| c.done = !c.done),
+        // The last key goes: at a length of 16n + 1, no chunk is left to send.
+        26 => {
+            if let Some(last) = s.index.keys().last().cloned() {
+                s.index.remove(&last);
+            }
+        }
         // Nothing changes.
         _ => {}
     }
@@ -240,7 +246,7 @@ proptest! {
     #[test]
     fn tracked_vectors_walk_like_the_diff(
         steps in prop::collection::vec(
-            (prop::collection::vec((0u8..28, 0usize..64, 0usize..64), 1..4), any::<bool>(), 0u8..12),
+            (prop::collection::vec((0u8..29, 0usize..64, 0usize..64), 1..4), any::<bool>(), 0u8..12),
             1..24,
         ),
     ) {
@@ -319,4 +325,43 @@ fn a_change_in_a_long_tracked_map_is_walked_in_its_chunk_only() {
     );
     // A new key last keeps the patch in the tree's order: the spare stays usable.
     assert!(snaps.spare.is_some());
+}
+
+#[test]
+fn the_last_key_of_a_tracked_map_goes_without_a_walk_of_the_rest() {
+    let plan = Arc::new(plan());
+    let mut snaps = Snapshots::new(plan.clone(), false, Arc::default());
+    let mut s = board();
+    s.index = (0..33).map(|i| (format!("k{i}"), card(i))).collect();
+    let mut current = Arc::new(build(&s, plan.root()).unwrap());
+    s.lists[1].name = "renamed".into();
+    current = snaps.next_of(&s, &current, &|_| {}).unwrap().state;
+    s.index.get_mut("k3").unwrap().done = true;
+    s.index.remove("k32");
+    let expected = build(&s, plan.root()).unwrap();
+    let n = snaps.next_of(&s, &current, &|_| {}).unwrap();
+    assert_eq!(
+        serde_json::to_value(&*n.patch).unwrap(),
+        serde_json::json!([
+            {"op": "remove", "path": "/index/k32"},
+            {"op": "replace", "path": "/index/k3/done", "value": true}
+        ])
+    );
+    assert_eq!(n.patch.to_vec(), diff(&current, &expected));
+    assert_eq!(*n.state, expected);
+    // Two trailing keys at once: removed in their old order.
+    let current = n.state;
+    s.index.insert("a".into(), card(1));
+    s.index.insert("b".into(), card(2));
+    let current = snaps.next_of(&s, &current, &|_| {}).unwrap().state;
+    s.index.remove("b");
+    s.index.remove("a");
+    let n = snaps.next_of(&s, &current, &|_| {}).unwrap();
+    assert_eq!(
+        serde_json::to_value(&*n.patch).unwrap(),
+        serde_json::json!([
+            {"op": "remove", "path": "/index/a"},
+            {"op": "remove", "path": "/index/b"}
+        ])
+    );
 }

@@ -173,13 +173,6 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
 
     fn finish(mut self) -> Result<Done, Error> {
         if let ObjWalk::InPlace {
-            sparse: Some((len, _)),
-            ..
-        } = self
-        {
-            self.skip_to(len);
-        }
-        if let ObjWalk::InPlace {
             ctx,
             mark: Some(mark),
             ..
@@ -197,23 +190,45 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
             ObjWalk::InPlace {
                 ctx,
                 ops_start,
-                kept,
+                mut kept,
                 ahead,
-                iter,
+                mut iter,
                 rest,
+                sparse,
                 ..
             } => {
                 let base = ctx.path.len();
                 let rest = match rest {
                     Some(rest) => rest,
                     None => {
-                        let Some(first) = ahead else {
-                            return Ok(Done::Same);
-                        };
                         // Trailing old keys the new value does not have.
-                        let gone: Vec<PatchOp> = std::iter::once(first)
-                            .chain(iter)
-                            .map(|(k, _)| {
+                        let mut gone: Vec<&String> = Vec::new();
+                        match (sparse, ahead) {
+                            (_, None) => return Ok(Done::Same),
+                            // A sparse walk: the old entries up to the new length stay as
+                            // they are; the trailing ones are taken from the back, so the
+                            // entries passed over are never visited.
+                            (Some((len, _)), Some(_)) if kept < len => {
+                                let held = kept + 1 + iter.len();
+                                for _ in len..held {
+                                    if let Some((k, _)) = iter.next_back() {
+                                        gone.push(k);
+                                    }
+                                }
+                                gone.reverse();
+                                if held <= len {
+                                    return Ok(Done::Same);
+                                }
+                                kept = len;
+                            }
+                            (_, Some(first)) => {
+                                gone.push(first.0);
+                                gone.extend(iter.map(|(k, _)| k));
+                            }
+                        }
+                        let gone: Vec<PatchOp> = gone
+                            .into_iter()
+                            .map(|k| {
                                 push_key(&mut ctx.path, k);
                                 let path = ctx.path.clone();
                                 ctx.path.truncate(base);
