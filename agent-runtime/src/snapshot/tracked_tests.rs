@@ -12,6 +12,7 @@ use agent_schema::redact::RedactPlan;
 use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::Value;
 
 use super::walk::build;
 use super::Snapshots;
@@ -279,16 +280,22 @@ proptest! {
     }
 }
 
-#[test]
-fn a_toggle_in_a_long_tracked_list_is_walked_in_its_chunk_only() {
+/// Snapshots of `s` after a first walk, which sees its tracked collections whole and marks
+/// them: the snapshots and the published tree.
+fn marked(s: &mut Board) -> (Snapshots, Arc<Value>) {
     let plan = Arc::new(plan());
     let mut snaps = Snapshots::new(plan.clone(), false, Arc::default());
+    let first = Arc::new(build(&*s, plan.root()).unwrap());
+    s.lists[1].name = "renamed".into();
+    let current = snaps.next_of(&*s, &first, &|_| {}).unwrap().state;
+    (snaps, current)
+}
+
+#[test]
+fn a_toggle_in_a_long_tracked_list_is_walked_in_its_chunk_only() {
     let mut s = board();
     s.lists[0].cards = (0..10_000).map(card).collect();
-    let mut current = Arc::new(build(&s, plan.root()).unwrap());
-    // The first walk sees the vectors whole and marks them.
-    s.lists[1].name = "renamed".into();
-    current = snaps.next_of(&s, &current, &|_| {}).unwrap().state;
+    let (mut snaps, current) = marked(&mut s);
     assert!(snaps.marks.get("/lists/0/cards").is_some());
     s.lists[0].cards.find_mut(|c| c.id == 9_000).unwrap().done = true;
     // Cards outside the changed chunk are not compared: one that changed unrecorded (only
@@ -303,13 +310,9 @@ fn a_toggle_in_a_long_tracked_list_is_walked_in_its_chunk_only() {
 
 #[test]
 fn a_change_in_a_long_tracked_map_is_walked_in_its_chunk_only() {
-    let plan = Arc::new(plan());
-    let mut snaps = Snapshots::new(plan.clone(), false, Arc::default());
     let mut s = board();
     s.index = (0..10_000).map(|i| (format!("k{i}"), card(i))).collect();
-    let mut current = Arc::new(build(&s, plan.root()).unwrap());
-    s.lists[1].name = "renamed".into();
-    current = snaps.next_of(&s, &current, &|_| {}).unwrap().state;
+    let (mut snaps, current) = marked(&mut s);
     assert!(snaps.marks.get("/index").is_some());
     s.index.get_mut("k9000").unwrap().done = true;
     s.index.insert("new".into(), card(7));
@@ -329,16 +332,12 @@ fn a_change_in_a_long_tracked_map_is_walked_in_its_chunk_only() {
 
 #[test]
 fn the_last_key_of_a_tracked_map_goes_without_a_walk_of_the_rest() {
-    let plan = Arc::new(plan());
-    let mut snaps = Snapshots::new(plan.clone(), false, Arc::default());
     let mut s = board();
     s.index = (0..33).map(|i| (format!("k{i}"), card(i))).collect();
-    let mut current = Arc::new(build(&s, plan.root()).unwrap());
-    s.lists[1].name = "renamed".into();
-    current = snaps.next_of(&s, &current, &|_| {}).unwrap().state;
+    let (mut snaps, current) = marked(&mut s);
     s.index.get_mut("k3").unwrap().done = true;
     s.index.remove("k32");
-    let expected = build(&s, plan.root()).unwrap();
+    let expected = build(&s, plan().root()).unwrap();
     let n = snaps.next_of(&s, &current, &|_| {}).unwrap();
     assert_eq!(
         serde_json::to_value(&*n.patch).unwrap(),

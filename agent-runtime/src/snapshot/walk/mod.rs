@@ -65,6 +65,36 @@ impl Ctx {
         });
     }
 
+    /// Answers a tracked collection's offer for the node at the current path, whose tree
+    /// holds `held` elements: when the tree holds a mark for that collection, replies (the
+    /// collection then sends only its changes) and gives its length. Also gives the mark
+    /// to record once the node is walked.
+    fn answer(
+        &self,
+        offer: Option<handshake::Offer>,
+        held: usize,
+    ) -> (Option<usize>, Option<Mark>) {
+        let Some(o) = offer else {
+            return (None, None);
+        };
+        let sparse = self
+            .marks
+            .get(&self.path)
+            .filter(|seen| seen.id == o.id)
+            .map(|seen| {
+                handshake::reply(Reply {
+                    version: seen.version,
+                    held,
+                });
+                o.len
+            });
+        let mark = Mark {
+            id: o.id,
+            version: o.version,
+        };
+        (sparse, Some(mark))
+    }
+
     /// Records the ops from `target` to `new` and puts `new` in place.
     fn settle(&mut self, target: &mut Value, new: Value) {
         diff_into(target, &new, &mut self.path, &mut self.ops);
@@ -177,14 +207,7 @@ impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
         let item = plan.map_or(Step::Plain, |p| p.item());
         Ok(match target {
             Value::Array(vec) => {
-                let sparse = offer.and_then(|o| {
-                    let seen = ctx.marks.get(&ctx.path).filter(|m| m.id == o.id)?;
-                    handshake::reply(Reply {
-                        version: seen.version,
-                        held: vec.len(),
-                    });
-                    Some(o.len)
-                });
+                let (sparse, mark) = ctx.answer(offer, vec.len());
                 SeqWalk::InPlace {
                     prev_len: vec.len(),
                     vec,
@@ -193,10 +216,7 @@ impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
                     ctx,
                     base_path: None,
                     sparse,
-                    mark: offer.map(|o| Mark {
-                        id: o.id,
-                        version: o.version,
-                    }),
+                    mark,
                 }
             }
             target => SeqWalk::Build {
@@ -218,18 +238,7 @@ impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
         let Walker { target, plan, ctx } = self;
         match target {
             Value::Object(map) => {
-                let sparse = offer.and_then(|o| {
-                    let seen = ctx.marks.get(&ctx.path).filter(|m| m.id == o.id)?;
-                    handshake::reply(Reply {
-                        version: seen.version,
-                        held: map.len(),
-                    });
-                    Some(o.len)
-                });
-                let mark = offer.map(|o| Mark {
-                    id: o.id,
-                    version: o.version,
-                });
+                let (sparse, mark) = ctx.answer(offer, map.len());
                 Ok(ObjWalk::tracked(map, plan, ctx, sparse, mark))
             }
             target => Ok(ObjWalk::Build {
