@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::handshake::Offer;
+use super::handshake::{self, Offer};
 
 /// How many positions share one change record.
 pub(crate) const CHUNK: usize = 16;
@@ -88,5 +88,33 @@ impl Changes {
                 };
                 from..end
             })
+    }
+
+    /// The collection's side of the handshake with the snapshot walker, for a collection of
+    /// `len` positions: runs `start` (its `serialize_seq` or `serialize_map`) with the offer
+    /// made, then sends each position through `each`: all of them in order, or, when the
+    /// walker replied, only those changed since what it holds, each announced first.
+    pub(crate) fn send<C, E>(
+        &self,
+        len: usize,
+        start: impl FnOnce() -> Result<C, E>,
+        mut each: impl FnMut(&mut C, usize) -> Result<(), E>,
+    ) -> Result<C, E> {
+        let (started, reply) = handshake::offer(self.offer(len), start);
+        let mut sink = started?;
+        match reply {
+            None => {
+                for index in 0..len {
+                    each(&mut sink, index)?;
+                }
+            }
+            Some(reply) => {
+                for index in self.changed_since(reply.version, reply.held, len) {
+                    handshake::announce_index(index);
+                    each(&mut sink, index)?;
+                }
+            }
+        }
+        Ok(sink)
     }
 }

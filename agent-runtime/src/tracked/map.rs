@@ -12,7 +12,6 @@ use serde::ser::SerializeMap as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::changes::Changes;
-use super::handshake::{self, announce_index};
 
 /// A map in insertion order (like `serde_json`'s objects) that records which chunks of 16
 /// entries each change touches, so that a session's snapshot walk visits only those.
@@ -211,27 +210,16 @@ impl<K: Eq, V: Eq> Eq for TrackedMap<K, V> {}
 impl<K: Serialize, V: Serialize> Serialize for TrackedMap<K, V> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let len = self.entries.len();
-        let (started, reply) = handshake::offer(self.changes.offer(len), || {
-            serializer.serialize_map(Some(len))
-        });
-        let mut map = started?;
-        match reply {
-            None => {
-                for (k, v) in &self.entries {
-                    map.serialize_entry(k, v)?;
-                }
-            }
-            Some(reply) => {
-                for index in self.changes.changed_since(reply.version, reply.held, len) {
-                    let Some((k, v)) = self.entries.get_index(index) else {
-                        break;
-                    };
-                    announce_index(index);
-                    map.serialize_entry(k, v)?;
-                }
-            }
-        }
-        map.end()
+        self.changes
+            .send(
+                len,
+                || serializer.serialize_map(Some(len)),
+                |map, index| match self.entries.get_index(index) {
+                    Some((k, v)) => map.serialize_entry(k, v),
+                    None => Ok(()),
+                },
+            )?
+            .end()
     }
 }
 

@@ -40,7 +40,7 @@ use changes::Changes;
 pub struct TrackedVec<T> {
     pub(crate) items: Vec<T>,
     /// Its own for this value: a clone, a deserialized or a collected vector gets new ones.
-    changes: Changes,
+    pub(crate) changes: Changes,
 }
 
 impl<T> TrackedVec<T> {
@@ -217,20 +217,6 @@ impl<T> TrackedVec<T> {
         if let Some(from) = first_removed {
             self.touch_from(from);
         }
-    }
-
-    /// What the snapshot walker is told about this vector.
-    pub(crate) fn offer(&self) -> handshake::Offer {
-        self.changes.offer(self.items.len())
-    }
-
-    /// The indices of the elements changed after `version` or at `held` and beyond, in order.
-    pub(crate) fn changed_since(
-        &self,
-        version: u64,
-        held: usize,
-    ) -> impl Iterator<Item = usize> + '_ {
-        self.changes.changed_since(version, held, self.items.len())
     }
 }
 

@@ -6,30 +6,20 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::ser::SerializeSeq as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::handshake::{self, announce_index};
 use super::TrackedVec;
 
 /// A JSON array of the elements. To the snapshot walker, only the elements changed since it
 /// last saw this vector (see the `handshake` module).
 impl<T: Serialize> Serialize for TrackedVec<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let (started, reply) =
-            handshake::offer(self.offer(), || serializer.serialize_seq(Some(self.len())));
-        let mut seq = started?;
-        match reply {
-            None => {
-                for item in &self.items {
-                    seq.serialize_element(item)?;
-                }
-            }
-            Some(reply) => {
-                for index in self.changed_since(reply.version, reply.held) {
-                    announce_index(index);
-                    seq.serialize_element(&self.items[index])?;
-                }
-            }
-        }
-        seq.end()
+        let len = self.items.len();
+        self.changes
+            .send(
+                len,
+                || serializer.serialize_seq(Some(len)),
+                |seq, index| seq.serialize_element(&self.items[index]),
+            )?
+            .end()
     }
 }
 

@@ -4,7 +4,7 @@
 use super::*;
 
 fn changed<T>(v: &TrackedVec<T>, version: u64, held: usize) -> Vec<usize> {
-    v.changed_since(version, held).collect()
+    v.changes.changed_since(version, held, v.len()).collect()
 }
 
 #[test]
@@ -78,12 +78,12 @@ fn a_clone_or_a_copy_from_json_is_another_vector_equal_to_it() {
     let v: TrackedVec<u32> = (0..3).collect();
     let c = v.clone();
     assert_eq!(v, c);
-    assert_ne!(v.offer().id, c.offer().id);
+    assert_ne!(v.changes.offer(0).id, c.changes.offer(0).id);
     let json = serde_json::to_string(&v).unwrap();
     assert_eq!(json, "[0,1,2]");
     let back: TrackedVec<u32> = serde_json::from_str(&json).unwrap();
     assert_eq!(back, v);
-    assert_ne!(back.offer().id, v.offer().id);
+    assert_ne!(back.changes.offer(0).id, v.changes.offer(0).id);
     assert_eq!(
         serde_json::to_value(schemars::schema_for!(TrackedVec<u32>)).unwrap(),
         serde_json::to_value(schemars::schema_for!(Vec<u32>)).unwrap()
