@@ -49,9 +49,8 @@ pub(super) enum ObjWalk<'a, 'c, 'p> {
         rest: Option<Rest<'a>>,
         /// A map key waiting for its value.
         key: Option<String>,
-        /// A tracked map sending only its changed entries: its length, and the position of
-        /// the entry whose key came last.
-        sparse: Option<(usize, Option<usize>)>,
+        /// A tracked map sending only its changed entries: its length.
+        sparse: Option<usize>,
         /// A tracked map: the mark to record when done.
         mark: Option<Mark>,
     },
@@ -91,39 +90,12 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
             iter,
             rest: None,
             key: None,
-            sparse: sparse.map(|len| (len, None)),
+            sparse,
             mark,
         }
     }
 
-    /// A sparse walk: the old entries before position `to` are the same in the new map
-    /// (their chunks did not change); they stay as they are.
-    fn skip_to(&mut self, to: usize) {
-        if let ObjWalk::InPlace {
-            kept,
-            ahead,
-            iter,
-            rest: None,
-            ..
-        } = self
-        {
-            while *kept < to && ahead.is_some() {
-                *kept += 1;
-                *ahead = iter.next();
-            }
-        }
-    }
-
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Error> {
-        if let ObjWalk::InPlace {
-            sparse: Some((_, at)),
-            ..
-        } = self
-        {
-            if let Some(to) = at.take() {
-                self.skip_to(to);
-            }
-        }
         let ObjWalk::InPlace {
             ctx,
             plan,
@@ -208,17 +180,15 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
                             // A sparse walk: the old entries up to the new length stay as
                             // they are; the trailing ones are taken from the back, so the
                             // entries passed over are never visited.
-                            (Some((len, _)), Some(_)) if kept < len => {
+                            (Some(len), Some(_)) if kept < len => {
                                 let held = kept + 1 + iter.len();
-                                for _ in len..held {
-                                    if let Some((k, _)) = iter.next_back() {
-                                        gone.push(k);
-                                    }
-                                }
-                                gone.reverse();
                                 if held <= len {
                                     return Ok(Done::Same);
                                 }
+                                gone.extend(
+                                    (len..held).filter_map(|_| iter.next_back()).map(|(k, _)| k),
+                                );
+                                gone.reverse();
                                 kept = len;
                             }
                             (_, Some(first)) => {
@@ -296,10 +266,26 @@ impl ser::SerializeMap for ObjWalk<'_, '_, '_> {
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
         match self {
             ObjWalk::InPlace {
-                key: slot, sparse, ..
+                key: slot,
+                sparse,
+                kept,
+                ahead,
+                iter,
+                rest,
+                ..
             } => {
-                if let Some((_, at)) = sparse {
-                    *at = handshake::take_index();
+                // A sparse walk: the entry's position comes with its key. The old entries
+                // before it are the same in the new map (their chunks did not change): they
+                // stay as they are.
+                let to = match sparse {
+                    Some(_) => handshake::take_index(),
+                    None => None,
+                };
+                if let (Some(to), None) = (to, rest) {
+                    while *kept < to && ahead.is_some() {
+                        *kept += 1;
+                        *ahead = iter.next();
+                    }
                 }
                 *slot = Some(key_string(key)?);
                 Ok(())
