@@ -25,7 +25,7 @@ pub struct HostConfig {
     /// Source of wall-clock time.
     pub clock: SharedClock,
     /// Open sessions the host holds at most (default 1024); creating one more fails with
-    /// [`crate::host::CreateSessionError::Capacity`]. Bounds memory whoever mints.
+    /// [`crate::engine::host::CreateSessionError::Capacity`]. Bounds memory whoever mints.
     pub max_sessions: usize,
     /// Open sessions one owner holds at most (default 16); an owner at the cap mints further
     /// tokens for one of their sessions (`{"session": id}`) instead.
@@ -188,18 +188,18 @@ impl OverBudget {
     }
 }
 
-impl From<OverBudget> for crate::error::ApiError {
+impl From<OverBudget> for crate::ops::error::ApiError {
     fn from(e: OverBudget) -> Self {
         use agent_schema::protocol::ErrorCode;
         use axum::http::StatusCode;
         if e.full {
             let mut err =
-                crate::error::ApiError::new(StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited)
+                crate::ops::error::ApiError::new(StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited)
                     .with_detail(e.to_string());
             err.retry_after_ms = e.retry_after_ms;
             err
         } else {
-            crate::error::ApiError::payload_too_large().with_detail(e.to_string())
+            crate::ops::error::ApiError::payload_too_large().with_detail(e.to_string())
         }
     }
 }
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn over_budget_maps_to_413_or_429_with_the_limit() {
-        let e: crate::error::ApiError = OverBudget::check("text", 1_048_576, 16_384)
+        let e: crate::ops::error::ApiError = OverBudget::check("text", 1_048_576, 16_384)
             .unwrap_err()
             .into();
         assert_eq!(e.status.as_u16(), 413);
@@ -242,7 +242,7 @@ mod tests {
             e.detail.as_deref(),
             Some("text is 1048576 bytes; the limit is 16384")
         );
-        let e: crate::error::ApiError = OverBudget::full("x", 5, 4, Some(7)).into();
+        let e: crate::ops::error::ApiError = OverBudget::full("x", 5, 4, Some(7)).into();
         assert_eq!(e.status.as_u16(), 429);
         assert_eq!(e.retry_after_ms, Some(7));
     }

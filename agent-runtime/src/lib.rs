@@ -5,7 +5,7 @@
 //! [`Host`] (its sessions) and served by an [`AgentServer`]: LAP under `/agent/lap/v1`, MCP at
 //! `/agent/mcp` (feature `mcp`), the management and human routes, the console page (feature
 //! `console`), `/agent/ws` for apps that run elsewhere and pair with the server (feature
-//! `pairing`, [`pairing`]) and the OpenAPI document of LAP. Every operation is declared once ([`Operation`])
+//! `pairing`) and the OpenAPI document of LAP. Every operation is declared once ([`Operation`])
 //! and runs through one gate whatever the surface.
 //!
 //! # Embedding
@@ -87,42 +87,86 @@
 //! database; [`AgentServerBuilder`] takes them.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
-pub mod affordances;
+// The layers, bottom up (`docs/architecture.md`): the foundation (`app`, `clock`, `config`),
+// the pure algorithms (`algo`), the security building blocks (`security`), the session engine
+// and its stores (`engine`), the operation core (`ops`), the surfaces (`surface`) and, at the
+// top, the server that mounts them (`server`, `listener`). Imports point down only.
+mod algo;
 pub mod app;
-pub(crate) mod catalog;
-pub mod cel_eval;
 pub mod clock;
 pub mod config;
-pub mod diff;
-mod error;
-mod gates;
-pub mod host;
-pub(crate) mod lap;
-#[cfg(feature = "mcp")]
-pub mod mcp;
+mod engine;
+mod listener;
 mod ops;
-#[cfg(any(feature = "pairing", feature = "pairing-client"))]
-pub mod pairing;
-pub(crate) mod reads;
 pub mod security;
-pub mod serve;
 mod server;
-pub mod session;
-pub(crate) mod snapshot;
-pub mod store;
-pub mod tracked;
-pub mod validate;
+mod surface;
 
 pub use agent_derive::AgentMsg;
 pub use agent_schema::{self, AgentContext, AgentDocs, DispatchMode, MessageAnnotations};
+pub use algo::tracked::{TrackedMap, TrackedVec};
 pub use app::App;
 pub use config::MAX_BODY_BYTES;
 pub use config::{DispatchPolicy, HostConfig};
-pub use error::ApiError;
-pub use host::Host;
-pub use ops::{Operation, IDEMPOTENCY_WINDOW_MS};
-pub use serve::{serve, Serve};
-pub use server::{AgentServer, AgentServerBuilder, ServerOptions, DEFAULT_RATE_LIMIT};
-pub use session::Session;
-pub use tracked::{TrackedMap, TrackedVec};
+pub use engine::host::Host;
+pub use engine::session::Session;
+pub use listener::{serve, Serve};
+pub use ops::{ApiError, Operation, ServerOptions, DEFAULT_RATE_LIMIT, IDEMPOTENCY_WINDOW_MS};
+pub use server::{AgentServer, AgentServerBuilder};
+
+/// Sessions: a hosted app instance and what it hands its embedder.
+pub mod session {
+    pub use crate::engine::session::*;
+}
+
+/// The table of sessions of a host.
+pub mod host {
+    pub use crate::engine::host::*;
+}
+
+/// Session stores: in memory, SQLite, PostgreSQL.
+pub mod store {
+    pub use crate::engine::store::*;
+}
+
+/// Payload validation.
+pub mod validate {
+    pub use crate::algo::validate::*;
+}
+
+/// The affordance lister.
+pub mod affordances {
+    pub use crate::algo::affordances::*;
+}
+
+/// CEL evaluation.
+pub mod cel_eval {
+    pub use crate::algo::cel_eval::*;
+}
+
+/// The JSON Patch diff.
+pub mod diff {
+    pub use crate::algo::diff::*;
+}
+
+/// Tracked collections.
+pub mod tracked {
+    pub use crate::algo::tracked::*;
+}
+
+/// MCP.
+#[cfg(feature = "mcp")]
+pub mod mcp {
+    pub use crate::surface::mcp::*;
+}
+
+/// Pairing.
+#[cfg(any(feature = "pairing", feature = "pairing-client"))]
+pub mod pairing {
+    #[cfg(feature = "pairing-client")]
+    pub use crate::surface::pairing::client;
+    #[cfg(feature = "pairing")]
+    pub use crate::ops::PairingOptions;
+}

@@ -14,14 +14,14 @@ use super::gate::{activate, with_revocation};
 use super::idempotency::Claim;
 use super::reply::Reply;
 use crate::app::App;
-use crate::error::ApiError;
+use crate::ops::error::ApiError;
 use crate::security::TokenRecord;
-use crate::server::AgentServer;
+use crate::ops::ServerState;
 
 /// Runs `work` on its own task for the caller `record`, under `keyed` = `(idempotencyKey,
 /// msg)` when the call carries a key.
 pub(crate) async fn run_keyed<A: App>(
-    server: &AgentServer<A>,
+    server: &ServerState<A>,
     record: &TokenRecord,
     keyed: Option<(String, Value)>,
     work: impl Future<Output = Reply> + Send + 'static,
@@ -89,7 +89,7 @@ fn different_message(key: &str) -> ApiError {
 /// With a durable store: the first answer stored under `(tid, key)` in an earlier process (or
 /// on another replica), replayed; a different message under the key is 409.
 async fn durable_replay<A: App>(
-    server: &AgentServer<A>,
+    server: &ServerState<A>,
     record: &TokenRecord,
     key: &str,
     msg: &Value,
@@ -123,7 +123,7 @@ async fn durable_replay<A: App>(
 
 /// With a durable store: keeps the first answer of a keyed call, before it is sent.
 async fn store_answer<A: App>(
-    server: &AgentServer<A>,
+    server: &ServerState<A>,
     tid: &str,
     key: String,
     msg: String,
@@ -133,7 +133,7 @@ async fn store_answer<A: App>(
     let Some(store) = server.inner.durable_idempotency.as_ref() else {
         return;
     };
-    let entry = crate::store::IdempotencyEntry {
+    let entry = crate::engine::store::IdempotencyEntry {
         tid: tid.to_owned(),
         key,
         created_at,

@@ -20,12 +20,12 @@ use super::reply::Reply;
 use super::table::Operation;
 use super::{log_entry, Call, Handled};
 use crate::app::App;
-use crate::error::ApiError;
+use crate::ops::error::ApiError;
 use crate::security::{
     verify_bearer, AuditEntry, Bucket, TokenRecord, TokenStatus, DEFAULT_ACTIVE_LABEL,
 };
-use crate::server::AgentServer;
-use crate::session::Session;
+use crate::ops::ServerState;
+use crate::engine::session::Session;
 
 /// A caller the gate admitted: its token record and the token's session.
 pub(crate) struct Caller<A: App> {
@@ -40,7 +40,7 @@ pub(crate) enum Admission<A: App> {
     /// A session hosted in this process, through the whole gate.
     Hosted(Caller<A>),
     /// A paired session (`pairing.md`): the token is verified; the pairing check, the rate
-    /// limit and the rest run in [`crate::pairing::lap::serve`].
+    /// limit and the rest run in [`crate::ops::paired::serve`].
     #[cfg(feature = "pairing")]
     Paired(TokenRecord),
 }
@@ -60,7 +60,7 @@ pub(crate) enum Credential<'a> {
 /// Steps 2–5 of the gate for `authorization` (the value of an `Authorization` header,
 /// `Bearer agt_…`): 401/403 for the token, 503 paused for a closed session, 429.
 pub(crate) async fn admit<A: App>(
-    server: &AgentServer<A>,
+    server: &ServerState<A>,
     authorization: Option<&str>,
 ) -> Result<Admission<A>, ApiError> {
     admit_credential(server, Credential::Bearer(authorization)).await
@@ -68,7 +68,7 @@ pub(crate) async fn admit<A: App>(
 
 /// [`admit`] for any [`Credential`].
 pub(crate) async fn admit_credential<A: App>(
-    server: &AgentServer<A>,
+    server: &ServerState<A>,
     credential: Credential<'_>,
 ) -> Result<Admission<A>, ApiError> {
     let (tokens, now, ttl) = (
@@ -82,7 +82,7 @@ pub(crate) async fn admit_credential<A: App>(
         Credential::Tid(tid) => crate::security::verify_tid(tid, tokens, now, ttl).await,
     }?;
     #[cfg(feature = "pairing")]
-    if crate::pairing::is_paired(&record) {
+    if crate::engine::paired::is_paired(&record) {
         return Ok(Admission::Paired(record));
     }
     let session = server
@@ -130,7 +130,7 @@ pub(crate) type Handler<A, R> =
 /// Runs `op` for an admitted caller with its typed `request` (steps 7–9, plus idempotency for
 /// a keyed `/message`). Never fails: an error is an error reply.
 pub(crate) async fn serve<A: App, R: OpRequest>(
-    server: &AgentServer<A>,
+    server: &ServerState<A>,
     caller: Caller<A>,
     op: Operation,
     request: R,
@@ -159,7 +159,7 @@ pub(crate) async fn serve<A: App, R: OpRequest>(
 /// Runs the handler (a panic is a 500) and the success tail; a failure inside the server logs
 /// an `error` entry.
 async fn run<A: App, R: OpRequest>(
-    server: AgentServer<A>,
+    server: ServerState<A>,
     op: Operation,
     caller: Caller<A>,
     request: R,
@@ -176,7 +176,7 @@ async fn run<A: App, R: OpRequest>(
         .unwrap_or_else(|p| {
             Err(ApiError::internal(format!(
                 "handler panicked: {}",
-                crate::session::panic_text(&*p)
+                crate::engine::session::panic_text(&*p)
             )))
         });
     match handled {
@@ -197,7 +197,7 @@ async fn run<A: App, R: OpRequest>(
 }
 
 /// Activation (`awaiting-claude` → `active`) or touch of a successful call.
-pub(crate) async fn activate<A: App>(server: &AgentServer<A>, record: &TokenRecord) {
+pub(crate) async fn activate<A: App>(server: &ServerState<A>, record: &TokenRecord) {
     let now = server.now();
     if record.status == TokenStatus::AwaitingClaude {
         let label = record.label.as_deref().unwrap_or(DEFAULT_ACTIVE_LABEL);
@@ -225,7 +225,7 @@ async fn success_tail<A: App>(call: &Call<'_, A>, handled: Handled) -> Reply {
 
 /// Races `work` against the revocation of `tid` (→ 403 `revoked`).
 pub(crate) async fn with_revocation<A: App>(
-    server: &AgentServer<A>,
+    server: &ServerState<A>,
     tid: &str,
     work: impl std::future::Future<Output = Reply>,
 ) -> Reply {

@@ -16,9 +16,9 @@ use super::table::Operation;
 use super::{log_entry, Answer, Call};
 use crate::app::App;
 use crate::config::OverBudget;
-use crate::error::ApiError;
+use crate::ops::error::ApiError;
 use crate::security::AuditEvent;
-use crate::session::{DispatchOptions, SendError, SessionError};
+use crate::engine::session::{DispatchOptions, SendError, SessionError};
 
 type Handled<R> = Result<Answer<R>, ApiError>;
 

@@ -11,10 +11,15 @@
 //! surface calls another.
 
 mod detached;
+pub(crate) mod error;
 pub(crate) mod gate;
 mod handlers;
 mod idempotency;
+mod options;
+#[cfg(feature = "pairing")]
+pub(crate) mod paired;
 mod reply;
+mod state;
 pub(crate) mod table;
 
 use agent_schema::protocol::LogEntry;
@@ -33,17 +38,24 @@ pub use idempotency::IDEMPOTENCY_WINDOW_MS;
 pub(crate) use reply::Reply;
 pub(crate) use table::run as call;
 pub use table::Operation;
+pub use error::ApiError;
+#[cfg(feature = "mcp")]
+pub use options::McpOptions;
+#[cfg(feature = "pairing")]
+pub use options::PairingOptions;
+pub use options::{ServerOptions, DEFAULT_RATE_LIMIT};
+#[cfg(feature = "pairing")]
+pub(crate) use paired::Pairing;
+pub(crate) use state::{ServerState, Shared};
 
 use crate::app::App;
-use crate::error::ApiError;
 use crate::security::{AuditEvent, TokenRecord};
-use crate::server::AgentServer;
-use crate::session::{activity, Session};
+use crate::engine::session::{activity, Session};
 
 /// What a handler sees: the server, and the caller the gate resolved.
 pub(crate) struct Call<'a, A: App> {
     /// The server.
-    pub server: &'a AgentServer<A>,
+    pub server: &'a ServerState<A>,
     /// The caller's token record.
     pub record: &'a TokenRecord,
     /// The token's session.

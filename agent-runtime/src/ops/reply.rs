@@ -6,7 +6,7 @@ use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::idempotency::StoredAnswer;
-use crate::error::ApiError;
+use crate::ops::error::ApiError;
 
 /// The header that marks a replayed idempotent answer.
 const REPLAYED: &str = "idempotent-replayed";

@@ -19,8 +19,8 @@ use super::gate::{serve, Admission};
 use super::handlers;
 use super::reply::Reply;
 use crate::app::App;
-use crate::error::ApiError;
-use crate::server::AgentServer;
+use crate::ops::error::ApiError;
+use crate::ops::ServerState;
 
 /// How the gate runs an operation beyond the common steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +96,7 @@ macro_rules! operations {
         /// Reads the typed request of `op` from `body` (400 with the spec's detail when it
         /// does not read) and runs it through the gate.
         pub(crate) async fn run<A: App>(
-            server: &AgentServer<A>,
+            server: &ServerState<A>,
             admission: Admission<A>,
             op: Operation,
             body: Value,
@@ -116,11 +116,11 @@ macro_rules! operations {
                         Ok(keyed) if op.spec().conduct.detached => {
                             let (s, r) = (server.clone(), record.clone());
                             let work = async move {
-                                crate::pairing::lap::serve(&s, r, op, body).await
+                                crate::ops::paired::serve(&s, r, op, body).await
                             };
                             super::detached::run_keyed(server, &record, keyed, work).await
                         }
-                        Ok(_) => crate::pairing::lap::serve(server, record, op, body).await,
+                        Ok(_) => crate::ops::paired::serve(server, record, op, body).await,
                         Err(e) => Reply::from_error(&ApiError::invalid(e.to_string())),
                     };
                 }

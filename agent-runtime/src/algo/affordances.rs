@@ -1,0 +1,313 @@
+//! `list_actions` (`semantics.md` §4): which messages an agent is offered in the current state.
+//!
+//! [`Affordances`] is built once from the message model; it keeps, per variant, an action
+//! template with everything that does not depend on the state (intent, dispatch mode,
+//! warning, examples, emits, field hints) and the synthesized `payloadHint`
+//! (`annotations.md` §7.6). [`Affordances::list`] then runs the four passes:
+//!
+//! 1. **bindings**, in order, first occurrence of each: names that are variants and not
+//!    human-only; `source: "binding"`, `payloadHint: null`;
+//! 2. the **affordances hook** (when it returned a list): each message not human-only, in order,
+//!    duplicates kept; `source: "always-affordable"`, `payloadHint` = the message without
+//!    `type` (null when nothing is left);
+//! 3. **`@alwaysAffordable`** variants not seen yet and not human-only, in schema order;
+//!    `source: "always-affordable"`, the synthesized hint;
+//! 4. **`@agentOnly`** variants not seen yet (and, when the hook is explicit, among the
+//!    variants it returned), in schema order; `source: "schema"`, the synthesized hint.
+//!
+//! Every emitted action with a non-empty `routeGate` has it evaluated against the (redacted)
+//! state, fail-closed; a closed gate adds `available: false` and `unavailableReason` (the
+//! annotation's reason or `not available in the current state`). Actions are never dropped for
+//! a closed gate.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use agent_schema::protocol::{Action, ActionSource};
+use agent_schema::synth::{field_hints, payload_hint};
+use agent_schema::{DispatchMode, MsgModel};
+use serde_json::{Map, Value};
+
+use crate::algo::cel_eval::PredicateCache;
+use crate::algo::route_gates::{GateSet, GateValues};
+
+/// The `unavailableReason` of a closed route gate without a reason of its own.
+pub const DEFAULT_UNAVAILABLE_REASON: &str = "not available in the current state";
+
+/// What `list_actions` needs to know about one variant.
+#[derive(Debug)]
+struct Entry {
+    /// The action with `source: binding`, `payloadHint: null` and no gate keys.
+    template: Action,
+    /// `synthesize(variant)`.
+    synthesized: Value,
+    mode: DispatchMode,
+    always_affordable: bool,
+    /// The route gate (its number in the [`GateSet`]) and its reason.
+    gate: Option<(usize, Option<String>)>,
+}
+
+/// The affordance lister of one app (`semantics.md` §4).
+pub struct Affordances {
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+    gates: Arc<GateSet>,
+}
+
+impl fmt::Debug for Affordances {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Affordances")
+            .field("variants", &self.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One entry of a `list_actions` answer, kept without what its variant's template holds
+/// (a session keeps the list of its current snapshot in this form; [`Affordances::render`]
+/// makes the actions).
+#[derive(Debug, Clone)]
+pub(crate) struct Listed {
+    entry: u32,
+    source: ActionSource,
+    hint: Hint,
+    /// The route gate is open (or there is none).
+    open: bool,
+}
+
+/// The `payloadHint` of a listed action.
+#[derive(Debug, Clone)]
+enum Hint {
+    Null,
+    /// The variant's synthesized hint.
+    Synthesized,
+    /// A message of the affordances hook without its `type` (boxed: rare, and large).
+    Given(Box<Value>),
+}
+
+/// One action chosen by the passes, before the gate is applied.
+struct Pick {
+    entry: usize,
+    source: ActionSource,
+    hint: Hint,
+}
+
+impl Affordances {
+    /// Precomputes every variant's template, synthesized `payloadHint` and field hints, and
+    /// compiles the route gates into `predicates`.
+    pub fn new(model: &MsgModel, predicates: Arc<PredicateCache>) -> Self {
+        let mut entries = Vec::with_capacity(model.variants.len());
+        let mut index = HashMap::with_capacity(model.variants.len());
+        let mut sources: Vec<&str> = Vec::new();
+        for variant in &model.variants {
+            let a = &variant.annotations;
+            let hints = field_hints(variant)
+                .into_iter()
+                .map(|h| {
+                    let mut hint = Map::new();
+                    hint.insert("path".into(), Value::String(h.path));
+                    hint.insert("hint".into(), Value::String(h.hint));
+                    Value::Object(hint)
+                })
+                .collect();
+            let template = Action {
+                variant: variant.wire_name.clone(),
+                intent: a.intent.clone(),
+                requires_confirm: a.requires_confirm,
+                dispatch_mode: match a.dispatch_mode {
+                    DispatchMode::AgentOnly => DispatchMode::AgentOnly,
+                    _ => DispatchMode::Shared,
+                },
+                source: ActionSource::Binding,
+                selector_hint: None,
+                payload_hint: None,
+                available: None,
+                unavailable_reason: None,
+                warning: a.warning.clone(),
+                examples: a.examples.clone(),
+                emits: a.emits.clone(),
+                field_hints: hints,
+            };
+            let gate = a
+                .route_gate
+                .as_deref()
+                .filter(|g| !g.is_empty())
+                .map(|src| {
+                    let id = sources.iter().position(|s| *s == src).unwrap_or_else(|| {
+                        sources.push(src);
+                        sources.len() - 1
+                    });
+                    (id, a.route_gate_reason.clone())
+                });
+            index
+                .entry(variant.wire_name.clone())
+                .or_insert(entries.len());
+            entries.push(Entry {
+                template,
+                synthesized: payload_hint(variant),
+                mode: a.dispatch_mode,
+                always_affordable: a.always_affordable,
+                gate,
+            });
+        }
+        let gates = Arc::new(GateSet::new(sources, &predicates));
+        Affordances {
+            entries,
+            index,
+            gates,
+        }
+    }
+
+    /// The distinct route gates, numbered as [`Self::list_with`] asks for them.
+    pub(crate) fn gates(&self) -> &Arc<GateSet> {
+        &self.gates
+    }
+
+    /// `list_actions`: `bindings` from the app's `bindings` hook, `hook` the JSON of the
+    /// messages the `affordances` hook returned (`None` when it returned `None`), `state` the
+    /// redacted JSON state the route gates see.
+    pub fn list(&self, bindings: &[String], hook: Option<&[Value]>, state: &Value) -> Vec<Action> {
+        let values = GateValues::unknown(&self.gates);
+        self.list_with(bindings, hook, &mut |id| {
+            values.passes(&self.gates, id, state)
+        })
+    }
+
+    /// [`Self::list`] with the route gates answered by `gate` (a gate's number in
+    /// [`Self::gates`] → whether it passes).
+    pub(crate) fn list_with(
+        &self,
+        bindings: &[String],
+        hook: Option<&[Value]>,
+        gate: &mut dyn FnMut(usize) -> bool,
+    ) -> Vec<Action> {
+        self.render(&self.pick(bindings, hook, gate))
+    }
+
+    /// The actions of a list made by [`Self::pick`].
+    pub(crate) fn render(&self, listed: &[Listed]) -> Vec<Action> {
+        listed
+            .iter()
+            .map(|l| {
+                let entry = &self.entries[l.entry as usize];
+                let mut action = entry.template.clone();
+                action.source = l.source;
+                action.payload_hint = match &l.hint {
+                    Hint::Null => None,
+                    Hint::Synthesized => Some(entry.synthesized.clone()),
+                    Hint::Given(v) => Some((**v).clone()),
+                };
+                if !l.open {
+                    let reason = entry.gate.as_ref().and_then(|(_, r)| r.clone());
+                    action.available = Some(false);
+                    action.unavailable_reason =
+                        Some(reason.unwrap_or_else(|| DEFAULT_UNAVAILABLE_REASON.to_owned()));
+                }
+                action
+            })
+            .collect()
+    }
+
+    /// The four passes and the route gates (see [`Self::list_with`]), in the compact form.
+    pub(crate) fn pick(
+        &self,
+        bindings: &[String],
+        hook: Option<&[Value]>,
+        gate: &mut dyn FnMut(usize) -> bool,
+    ) -> Vec<Listed> {
+        let n = self.entries.len();
+        let mut seen = vec![false; n];
+        let mut picks: Vec<Pick> = Vec::new();
+
+        // 1. Bindings.
+        for name in bindings {
+            let Some(&i) = self.index.get(name.as_str()) else {
+                continue;
+            };
+            if seen[i] || self.entries[i].mode == DispatchMode::HumanOnly {
+                continue;
+            }
+            seen[i] = true;
+            picks.push(Pick {
+                entry: i,
+                source: ActionSource::Binding,
+                hint: Hint::Null,
+            });
+        }
+
+        // 2. The affordances hook.
+        let mut returned = vec![false; n];
+        for msg in hook.unwrap_or_default() {
+            let Some(map) = msg.as_object() else {
+                continue;
+            };
+            let Some(&i) = map
+                .get("type")
+                .and_then(Value::as_str)
+                .and_then(|t| self.index.get(t))
+            else {
+                continue;
+            };
+            if self.entries[i].mode == DispatchMode::HumanOnly {
+                continue;
+            }
+            let payload: Map<String, Value> = map
+                .iter()
+                .filter(|(k, _)| k.as_str() != "type")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            seen[i] = true;
+            returned[i] = true;
+            picks.push(Pick {
+                entry: i,
+                source: ActionSource::AlwaysAffordable,
+                hint: if payload.is_empty() {
+                    Hint::Null
+                } else {
+                    Hint::Given(Box::new(Value::Object(payload)))
+                },
+            });
+        }
+
+        // 3. `@alwaysAffordable`.
+        for (i, entry) in self.entries.iter().enumerate() {
+            if seen[i] || !entry.always_affordable || entry.mode == DispatchMode::HumanOnly {
+                continue;
+            }
+            seen[i] = true;
+            picks.push(Pick {
+                entry: i,
+                source: ActionSource::AlwaysAffordable,
+                hint: Hint::Synthesized,
+            });
+        }
+
+        // 4. `@agentOnly`.
+        for (i, entry) in self.entries.iter().enumerate() {
+            if seen[i] || entry.mode != DispatchMode::AgentOnly {
+                continue;
+            }
+            if hook.is_some() && !returned[i] {
+                continue;
+            }
+            picks.push(Pick {
+                entry: i,
+                source: ActionSource::Schema,
+                hint: Hint::Synthesized,
+            });
+        }
+
+        picks
+            .into_iter()
+            .map(|pick| Listed {
+                entry: pick.entry as u32,
+                source: pick.source,
+                hint: pick.hint,
+                open: self.entries[pick.entry]
+                    .gate
+                    .as_ref()
+                    .is_none_or(|(id, _)| gate(*id)),
+            })
+            .collect()
+    }
+}

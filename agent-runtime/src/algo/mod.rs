@@ -1,0 +1,17 @@
+//! Pure algorithms: no I/O, no tasks, no clock of their own. Payload validation
+//! (`validate`), the affordance lister (`affordances`), CEL evaluation (`cel_eval`) and the
+//! route gates built on it (`route_gates`), the JSON Patch diff (`diff`), incremental
+//! snapshots (`snapshot`) walked through tracked collections (`tracked`), state reads by path
+//! (`state_path`) and an app's checked schema (`catalog`).
+//!
+//! Imports point only at the foundation (`app`, `clock`, `config`) and at each other.
+
+pub(crate) mod affordances;
+pub(crate) mod catalog;
+pub(crate) mod cel_eval;
+pub(crate) mod diff;
+pub(crate) mod route_gates;
+pub(crate) mod snapshot;
+pub(crate) mod state_path;
+pub(crate) mod tracked;
+pub(crate) mod validate;

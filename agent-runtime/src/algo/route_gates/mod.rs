@@ -1,0 +1,240 @@
+//! Route gates kept per session across commits, so `list_actions` after a commit costs what
+//! the commit changed (issue 12).
+//!
+//! # Design
+//!
+//! Every route gate of an app is analysed once ([`GateSet`]): which field chains under
+//! `state` it reads ([`shape::Reads`]), and whether it is a list fold
+//! `[!] state.<path>.exists|all|exists_one(x, P)` whose predicate `P` does not read `state`
+//! ([`shape::Shape`]). The session task advances a [`GateBook`] along each commit's patch
+//! (the ops the snapshot walk already produced):
+//!
+//! - a **list fold** keeps the outcome of `P` per element and their counts
+//!   ([`table::Table`]); a commit re-evaluates `P` only on the elements its ops touched, and
+//!   the gate's result follows from the counts (exactly the interpreter's fold, errors
+//!   included). `P` is evaluated by running the gate's own program on a state holding just
+//!   that element, so no second program or re-implementation of CEL is involved;
+//! - **any other gate** keeps its previous result when no op of the patch touches a chain it
+//!   reads; otherwise it is evaluated again, on first read, against a state pruned to the
+//!   chains it reads (nothing else of the state is converted for the interpreter).
+//!
+//! Each published snapshot carries its results ([`GateValues`]); a result not known yet is
+//! computed by the first reader and kept for the snapshot (and the next one, when untouched).
+//! Snapshots made outside the task's commit (a reload from the store, a commit redone on the
+//! stored state) start with no known result, and the book rebuilds its tables at the next
+//! commit.
+//!
+//! A persistent `cel::Value` mirror of the state was not kept: the interpreter reads the
+//! JSON tree directly through borrowing values (`cel_eval::json_to_val`), so converting
+//! only what a gate reads costs no more than maintaining a mirror, and a list fold never
+//! converts more than the elements that changed.
+
+mod eval;
+pub(crate) mod shape;
+pub(crate) mod table;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+
+use crate::algo::cel_eval::{CompiledPredicate, PredicateCache};
+use crate::algo::diff::PatchOp;
+use shape::{Reads, Shape};
+use table::{Moved, Table};
+
+/// One route gate of an app, analysed.
+#[derive(Debug)]
+struct Gate {
+    /// The compiled program (`None`: it does not compile, so it always fails).
+    compiled: Option<Arc<CompiledPredicate>>,
+    reads: Reads,
+    /// The list fold it is, when it is one (never for a deep expression).
+    shape: Option<Shape>,
+}
+
+/// The distinct route gates of an app, numbered in the order given.
+#[derive(Debug, Default)]
+pub(crate) struct GateSet {
+    gates: Vec<Gate>,
+}
+
+impl GateSet {
+    /// Analyses `sources` (distinct gate expressions), compiling them into `predicates`.
+    pub(crate) fn new<'s>(
+        sources: impl IntoIterator<Item = &'s str>,
+        predicates: &PredicateCache,
+    ) -> Self {
+        let gates = sources
+            .into_iter()
+            .map(|src| {
+                let compiled = predicates.program(src).ok();
+                let (reads, shape) = match &compiled {
+                    Some(c) => {
+                        let expr = c.program().expression();
+                        let shape = (!c.is_deep()).then(|| shape::shape(expr)).flatten();
+                        (shape::reads(expr), shape)
+                    }
+                    None => (Reads::Chains(Vec::new()), None),
+                };
+                Gate {
+                    compiled,
+                    reads,
+                    shape,
+                }
+            })
+            .collect();
+        GateSet { gates }
+    }
+
+    /// Number of gates.
+    pub(crate) fn len(&self) -> usize {
+        self.gates.len()
+    }
+
+    /// Evaluates gate `id` against the whole `state` (fail-closed).
+    pub(crate) fn evaluate(&self, id: usize, state: &Value) -> bool {
+        let gate = &self.gates[id];
+        gate.compiled
+            .as_ref()
+            .is_some_and(|c| eval::full(c, &gate.reads, state))
+    }
+}
+
+/// The results of an app's gates on one snapshot: known ones, the rest computed by their
+/// first reader. Cheap to clone (shared).
+#[derive(Debug, Clone)]
+pub(crate) struct GateValues(Arc<[OnceLock<bool>]>);
+
+impl GateValues {
+    /// No result known yet for `set`'s gates.
+    pub(crate) fn unknown(set: &GateSet) -> Self {
+        GateValues((0..set.len()).map(|_| OnceLock::new()).collect())
+    }
+
+    /// Whether gate `id` passes on `state` (the snapshot's state), evaluating it on first
+    /// use.
+    pub(crate) fn passes(&self, set: &GateSet, id: usize, state: &Value) -> bool {
+        *self.0[id].get_or_init(|| set.evaluate(id, state))
+    }
+
+    /// The result of gate `id`, when known.
+    fn known(&self, id: usize) -> Option<bool> {
+        self.0.get(id).and_then(|v| v.get().copied())
+    }
+}
+
+/// How a list fold stands in the book.
+#[derive(Debug)]
+enum Track {
+    /// The value at its path is a list: the table of its elements.
+    List(Table),
+    /// The value at its path is not a list (or is missing): evaluated like any other gate.
+    NotList,
+}
+
+/// The session's side of its gates: the tables of its list folds, in step with the
+/// published snapshot. Only the session task touches it.
+#[derive(Debug)]
+pub(crate) struct GateBook {
+    set: Arc<GateSet>,
+    tracks: Vec<Option<Track>>,
+    /// The tables do not follow the published state: rebuild them at the next commit.
+    stale: bool,
+}
+
+impl GateBook {
+    /// The book of one session of an app with these gates; the tables are built at the
+    /// first commit.
+    pub(crate) fn new(set: Arc<GateSet>) -> Self {
+        let tracks = set.gates.iter().map(|_| None).collect();
+        GateBook {
+            set,
+            tracks,
+            stale: true,
+        }
+    }
+
+    /// The gates of the app.
+    pub(crate) fn set(&self) -> &Arc<GateSet> {
+        &self.set
+    }
+
+    /// The published state changed outside [`Self::advance`]: rebuild at the next commit.
+    pub(crate) fn invalidate(&mut self) {
+        self.stale = true;
+    }
+
+    /// The gate results of a commit's snapshot: `tree` is its state, `patch` the ops from
+    /// the previous snapshot, whose results are `prev`.
+    pub(crate) fn advance(
+        &mut self,
+        prev: &GateValues,
+        tree: &Value,
+        patch: &[PatchOp],
+    ) -> GateValues {
+        let next = GateValues::unknown(&self.set);
+        let stale = std::mem::replace(&mut self.stale, false);
+        for (id, gate) in self.set.gates.iter().enumerate() {
+            if let (Some(shape), Some(compiled)) = (&gate.shape, &gate.compiled) {
+                let track = &mut self.tracks[id];
+                let moved = match (stale, &mut *track) {
+                    (false, Some(Track::List(t))) => t.apply(&shape.path, patch),
+                    _ => Moved::Rebuild,
+                };
+                if let Some(passes) = fold_result(track, moved, shape, compiled, tree) {
+                    let _ = next.0[id].set(passes);
+                    continue;
+                }
+            }
+            if !touched(&gate.reads, patch) {
+                if let Some(v) = prev.known(id) {
+                    let _ = next.0[id].set(v);
+                }
+            }
+        }
+        next
+    }
+}
+
+/// Brings a list fold's track up to `tree` and returns its result (`None`: not a list).
+fn fold_result(
+    track: &mut Option<Track>,
+    moved: Moved,
+    shape: &Shape,
+    compiled: &CompiledPredicate,
+    tree: &Value,
+) -> Option<bool> {
+    let items = table::at(tree, &shape.path).and_then(Value::as_array);
+    let fits =
+        matches!((&*track, items), (Some(Track::List(t)), Some(items)) if t.len() == items.len());
+    if moved == Moved::Rebuild || !fits {
+        *track = Some(match items {
+            Some(items) => Track::List(Table::dirty(items.len())),
+            None => Track::NotList,
+        });
+    }
+    let (Some(Track::List(t)), Some(items)) = (track.as_mut(), items) else {
+        return None;
+    };
+    let mut element = eval::Element::new(compiled, shape);
+    t.refresh(|i| element.outcome(&items[i]));
+    t.passes(shape.fold, shape.negated)
+}
+
+/// True when an op of `patch` is at, under or above a chain `reads` lists.
+fn touched(reads: &Reads, patch: &[PatchOp]) -> bool {
+    match reads {
+        Reads::Whole => !patch.is_empty(),
+        Reads::Chains(chains) => patch.iter().any(|op| {
+            let path = match op {
+                PatchOp::Add { path, .. }
+                | PatchOp::Remove { path }
+                | PatchOp::Replace { path, .. } => path,
+            };
+            chains.iter().any(|c| table::under(path, c).is_some())
+        }),
+    }
+}

@@ -1,0 +1,178 @@
+//! Payload validation (`semantics.md` §2).
+//!
+//! A [`Validator`] is built once per app from its [`MsgModel`]; building compiles the
+//! constraint keywords of every node (§2.4) with `jsonschema` and pre-renders the legal-value
+//! lists of the messages. [`Validator::validate`] then checks one message:
+//!
+//! 1. not a JSON object → `not-object` at `""`; `type` not a string → `missing` at `type`;
+//!    `type` naming no variant → `unknown-variant` at `type` (each alone);
+//! 2. otherwise the payload (the message without `type`) against the variant's fields, all
+//!    issues collected in one pass, in traversal order: missing fields, type checks
+//!    (`wrong-type`, `not-in-enum`, `not-object`, `not-array`, unions), constraints
+//!    (`constraint-failed`), `@validates` (only when the field added no error), extra keys
+//!    (`unexpected-field`, strict policy or `#[serde(deny_unknown_fields)]`), and under the
+//!    strict policy `untyped-field` warnings.
+//!
+//! Validation never panics and its recursion follows the model, not the value. The caller
+//! deserializes a valid message into `Msg` itself (§2.3).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agent_runtime::cel_eval::PredicateCache;
+//! use agent_runtime::config::DispatchPolicy;
+//! use agent_runtime::validate::Validator;
+//! use agent_schema::{MsgModel, StaticAnnotations, VariantDescriptor};
+//! use serde_json::json;
+//!
+//! let schema = json!({"oneOf": [{
+//!     "type": "object",
+//!     "properties": {"type": {"const": "inc"}, "by": {"type": "integer", "maximum": 10}},
+//!     "required": ["type", "by"],
+//! }]});
+//! let descriptors = [VariantDescriptor {
+//!     wire_name: "inc",
+//!     annotations: StaticAnnotations::DEFAULT,
+//!     fields: &[],
+//! }];
+//! let model = MsgModel::from_schema(&schema, &descriptors).unwrap();
+//! let validator = Validator::new(&model, Arc::new(PredicateCache::new())).unwrap();
+//!
+//! let ok = validator.validate(&json!({"type": "inc", "by": 2}), DispatchPolicy::Lenient);
+//! assert_eq!(ok.to_json(), json!({"ok": true}));
+//! let bad = validator.validate(&json!({"type": "inc", "by": 12}), DispatchPolicy::Lenient);
+//! assert_eq!(bad.detail(), "by: must be <= 10, got 12");
+//! ```
+
+mod constraints;
+mod messages;
+mod tree;
+mod walk;
+
+use std::fmt;
+use std::sync::Arc;
+
+use agent_schema::protocol::{IssueCode, ValidationIssue, ValidationOutcome};
+use agent_schema::MsgModel;
+use serde_json::Value;
+
+use crate::algo::cel_eval::PredicateCache;
+use crate::config::DispatchPolicy;
+use tree::{KindTree, MsgTree, NodeTree, ObjectTree};
+use walk::Walk;
+
+/// Why a [`Validator`] could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValidatorError {
+    /// The constraint keywords of a property do not compile (for example an invalid
+    /// `pattern`).
+    #[error("the constraints of the property at {pointer} do not compile: {message}")]
+    Constraint {
+        /// JSON Pointer of the property inside the `Msg` schema.
+        pointer: String,
+        /// `jsonschema`'s message.
+        message: String,
+    },
+}
+
+/// Validates messages against one app's message model (`semantics.md` §2).
+pub struct Validator {
+    tree: MsgTree,
+    predicates: Arc<PredicateCache>,
+}
+
+impl fmt::Debug for Validator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Validator")
+            .field("variants", &self.tree.variants.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Validator {
+    /// Compiles `model`: one `jsonschema` validator per node with constraint keywords, and the
+    /// `@validates` programs into `predicates` (a program that does not compile is remembered
+    /// as failing: such a predicate never passes).
+    pub fn new(
+        model: &MsgModel,
+        predicates: Arc<PredicateCache>,
+    ) -> Result<Validator, ValidatorError> {
+        let tree = MsgTree::build(model)?;
+        for object in &tree.variants {
+            warm_object(object, &predicates);
+        }
+        Ok(Validator { tree, predicates })
+    }
+
+    /// Validates `msg` under `policy`.
+    pub fn validate(&self, msg: &Value, policy: DispatchPolicy) -> ValidationOutcome {
+        let Some(map) = msg.as_object() else {
+            return single(
+                "",
+                IssueCode::NotObject,
+                messages::MSG_NOT_OBJECT.to_owned(),
+            );
+        };
+        let Some(variant) = map.get("type").and_then(Value::as_str) else {
+            return single(
+                "type",
+                IssueCode::Missing,
+                messages::TYPE_MISSING.to_owned(),
+            );
+        };
+        let Some(&index) = self.tree.index.get(variant) else {
+            let message = messages::unknown_variant(variant, &self.tree.legal_variants);
+            return single("type", IssueCode::UnknownVariant, message);
+        };
+        let mut walk = Walk::new(policy == DispatchPolicy::Strict, &self.predicates);
+        walk.object(&self.tree.variants[index], map, Some("type"));
+        walk.finish()
+    }
+}
+
+/// An outcome with exactly one error.
+fn single(path: &str, code: IssueCode, message: String) -> ValidationOutcome {
+    ValidationOutcome {
+        errors: vec![ValidationIssue {
+            path: path.to_owned(),
+            code,
+            message,
+        }],
+        warnings: Vec::new(),
+    }
+}
+
+/// Compiles every `@validates` program of `object` (and below) into the cache.
+fn warm_object(object: &ObjectTree, predicates: &PredicateCache) {
+    for field in &object.fields {
+        if let Some(src) = &field.validates {
+            let _ = predicates.program(src);
+        }
+        warm_node(&field.ty, predicates);
+    }
+}
+
+fn warm_node(node: &NodeTree, predicates: &PredicateCache) {
+    match &node.kind {
+        KindTree::Object(object) => warm_object(object, predicates),
+        KindTree::Array(element) => warm_node(element, predicates),
+        KindTree::Union(union) => {
+            for (_, branch) in &union.branches {
+                warm_object(branch, predicates);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn validator_is_shareable() {
+        assert_send_sync::<Validator>();
+        assert_send_sync::<ValidatorError>();
+    }
+}

@@ -1,0 +1,437 @@
+//! The host: one app, its checked schema (`Catalog`), and the sessions running it.
+
+mod table;
+
+#[cfg(test)]
+mod startup_tests;
+
+use std::sync::{Arc, Once, RwLock, Weak};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::app::App;
+use crate::algo::catalog::{Catalog, CatalogError};
+use crate::config::HostConfig;
+use crate::security::{AuditSink, TracingAuditSink};
+use crate::engine::session::persist::Persistence;
+use crate::engine::session::{Parts, Session, SessionError};
+use crate::engine::store::SessionStore;
+use table::SessionTable;
+
+struct HostInner<A: App> {
+    app: Arc<A>,
+    catalog: Arc<Catalog>,
+    config: HostConfig,
+    audit: Arc<dyn AuditSink>,
+    sessions: RwLock<SessionTable<A>>,
+    /// Where sessions are written (none: in memory only, the default).
+    store: Option<Arc<dyn SessionStore>>,
+    /// Serializes reloads from the store, so two requests cannot rebuild one session twice.
+    reloading: tokio::sync::Mutex<()>,
+    /// Starts the idle sweeper with the first session (it needs a tokio runtime).
+    sweeper: Once,
+    /// Starts the listener for other processes' changes (shared stores only).
+    listener: Once,
+}
+
+/// Hosts the sessions of one app. Cheap to clone (shared).
+pub struct Host<A: App> {
+    inner: Arc<HostInner<A>>,
+}
+
+impl<A: App> Clone for Host<A> {
+    fn clone(&self) -> Self {
+        Host {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<A: App> std::fmt::Debug for Host<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("app", &self.inner.app.name())
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why [`Host::create_session`] made no session.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateSessionError {
+    /// The host or the owner already holds the most open sessions allowed
+    /// ([`HostConfig::max_sessions`], [`HostConfig::max_sessions_per_owner`]).
+    #[error("{0}")]
+    Capacity(String),
+    /// The session could not start.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+impl<A: App> Host<A> {
+    /// Builds a host with default options (lenient policy, system clock, `tracing` audit).
+    pub fn new(app: A) -> Result<Self, CatalogError> {
+        Self::with_config(app, HostConfig::default(), Arc::new(TracingAuditSink))
+    }
+
+    /// Builds a host: checks the `Msg` schema against the derive's records, compiles nothing
+    /// lazily that could fail later (nested `@validates` syntax included), and caches the
+    /// describe document.
+    pub fn with_config(
+        app: A,
+        config: HostConfig,
+        audit: Arc<dyn AuditSink>,
+    ) -> Result<Self, CatalogError> {
+        Self::build(app, config, audit, None)
+    }
+
+    /// Like [`Host::with_config`], with durable sessions: every session is written to `store`
+    /// and every commit is stored before it is published and before its effects start. A
+    /// session missing from memory (the process restarted, or it was idle for
+    /// [`HostConfig::session_idle_ms`] and dropped) is reloaded from the store on its next
+    /// use.
+    pub fn with_store(
+        app: A,
+        config: HostConfig,
+        audit: Arc<dyn AuditSink>,
+        store: Arc<dyn SessionStore>,
+    ) -> Result<Self, CatalogError> {
+        Self::build(app, config, audit, Some(store))
+    }
+
+    fn build(
+        app: A,
+        config: HostConfig,
+        audit: Arc<dyn AuditSink>,
+        store: Option<Arc<dyn SessionStore>>,
+    ) -> Result<Self, CatalogError> {
+        let catalog = Catalog::build::<A>(&app)?;
+        Ok(Host {
+            inner: Arc::new(HostInner {
+                app: Arc::new(app),
+                catalog: Arc::new(catalog),
+                config,
+                audit,
+                sessions: RwLock::new(SessionTable::new()),
+                store,
+                reloading: tokio::sync::Mutex::new(()),
+                sweeper: Once::new(),
+                listener: Once::new(),
+            }),
+        })
+    }
+
+    /// The session store, when sessions are durable.
+    pub fn session_store(&self) -> Option<&Arc<dyn SessionStore>> {
+        self.inner.store.as_ref()
+    }
+
+    fn parts(&self) -> Parts<A> {
+        Parts {
+            app: self.inner.app.clone(),
+            catalog: self.inner.catalog.clone(),
+            config: self.inner.config.clone(),
+            audit: self.inner.audit.clone(),
+        }
+    }
+
+    fn persistence(&self) -> Option<Persistence> {
+        let store = self.inner.store.clone()?;
+        Some(Persistence::new(store, self.inner.catalog.schema_hash()))
+    }
+
+    /// The app.
+    pub fn app(&self) -> &A {
+        &self.inner.app
+    }
+
+    /// The checked schema: annotations, validator, describe document.
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
+    /// The options.
+    pub fn config(&self) -> &HostConfig {
+        &self.inner.config
+    }
+
+    /// The audit sink.
+    pub fn audit_sink(&self) -> &Arc<dyn AuditSink> {
+        &self.inner.audit
+    }
+
+    /// The cached describe document (with `schemaHash`).
+    pub fn describe(&self) -> &Value {
+        self.inner.catalog.describe()
+    }
+
+    /// The describe document, serialized once.
+    pub fn describe_json(&self) -> &serde_json::value::RawValue {
+        self.inner.catalog.describe_json()
+    }
+
+    /// The describe document as the `/describe` answer (shares the serialized text).
+    pub fn description(&self) -> agent_schema::protocol::Description {
+        self.inner.catalog.description()
+    }
+
+    /// The lean describe document `/observe` embeds (no `annotations`).
+    pub fn observe_description(&self) -> agent_schema::protocol::Description {
+        self.inner.catalog.observe_description()
+    }
+
+    /// Starts a new session owned by `owner`; must be called inside a tokio runtime.
+    ///
+    /// Fails with [`CreateSessionError::Capacity`] when the host holds `max_sessions` open sessions,
+    /// or `owner` holds `max_sessions_per_owner` of them (sessions idle for
+    /// [`HostConfig::session_idle_ms`] are closed first and do not count).
+    pub fn create_session(&self, owner: Option<String>) -> Result<Session<A>, CreateSessionError> {
+        let config = &self.inner.config;
+        self.start_sweeper();
+        self.start_listener();
+        let now = config.clock.now_ms();
+        // Checked and inserted under one write lock, so concurrent mints cannot overshoot.
+        let mut sessions = self
+            .inner
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        if sessions.len() >= config.max_sessions {
+            sessions.prune_closed();
+            if config.session_idle_ms > 0 {
+                sessions.expire_idle(now, config.session_idle_ms);
+            }
+        }
+        if sessions.len() >= config.max_sessions {
+            return Err(CreateSessionError::Capacity(format!(
+                "the host holds its maximum of {} open sessions",
+                config.max_sessions
+            )));
+        }
+        if let Some(owner) = owner.as_deref() {
+            let mut owned = sessions.open_count_of(owner);
+            if owned >= config.max_sessions_per_owner && config.session_idle_ms > 0 {
+                sessions.expire_idle(now, config.session_idle_ms);
+                owned = sessions.open_count_of(owner);
+            }
+            if owned >= config.max_sessions_per_owner {
+                return Err(CreateSessionError::Capacity(format!(
+                    "you already have {owned} open sessions (at most {}); mint for one of them with {{\"session\": \"<sessionId>\"}}",
+                    config.max_sessions_per_owner
+                )));
+            }
+        }
+        let id = uuid::Uuid::new_v4().to_string();
+        let session = Session::start(id, owner, self.parts(), self.persistence())?;
+        sessions.insert(session.clone(), now);
+        Ok(session)
+    }
+
+    /// The open session `id`. Counts as a use of the session (it does not expire while used).
+    pub fn session(&self, id: &str) -> Option<Session<A>> {
+        let sessions = self
+            .inner
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        let entry = sessions.get(id).filter(|e| !e.session.is_closed())?;
+        entry.touch(self.inner.config.clock.now_ms());
+        Some(entry.session.clone())
+    }
+
+    /// The session `id`: the open one in memory, or (with a store) the one stored, rebuilt
+    /// from its last commit. Counts as a use of the session.
+    pub async fn load_session(&self, id: &str) -> Option<Session<A>> {
+        if let Some(session) = self.session(id) {
+            return Some(session);
+        }
+        let store = self.inner.store.as_ref()?;
+        let _one_at_a_time = self.inner.reloading.lock().await;
+        // Another request may have rebuilt it while this one waited.
+        if let Some(session) = self.session(id) {
+            return Some(session);
+        }
+        let record = match store.load_session(id).await {
+            Ok(record) => record?,
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "loading session {id} failed: {e}");
+                return None;
+            }
+        };
+        let persistence = self.persistence()?;
+        let session = match Session::restore(record, self.parts(), persistence) {
+            Ok(session) => session,
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "restoring session {id} failed: {e}");
+                return None;
+            }
+        };
+        self.start_sweeper();
+        self.start_listener();
+        let config = &self.inner.config;
+        let now = config.clock.now_ms();
+        let mut sessions = self
+            .inner
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        if sessions.len() >= config.max_sessions {
+            sessions.prune_closed();
+            if config.session_idle_ms > 0 {
+                sessions.expire_idle(now, config.session_idle_ms);
+            }
+        }
+        sessions.insert(session.clone(), now);
+        Some(session)
+    }
+
+    /// The sessions owned by `owner`, oldest first: the open ones, and (with a store) the
+    /// stored ones, reloaded.
+    pub async fn load_sessions_of(&self, owner: &str) -> Vec<Session<A>> {
+        let Some(store) = self.inner.store.as_ref() else {
+            return self.sessions_of(owner);
+        };
+        let ids = match store.sessions_of(owner).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "listing sessions failed: {e}");
+                return self.sessions_of(owner);
+            }
+        };
+        let mut list = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(s) = self.load_session(&id).await {
+                list.push(s);
+            }
+        }
+        list.sort_by_key(|s| s.created_at());
+        list
+    }
+
+    /// Closes and forgets every session unused for [`HostConfig::session_idle_ms`] (no request
+    /// looked it up and nothing was committed or logged); returns how many. A background task
+    /// does this periodically once the host has a session; call it to sweep now.
+    pub fn expire_idle_sessions(&self) -> usize {
+        let idle_ms = self.inner.config.session_idle_ms;
+        if idle_ms == 0 {
+            return 0;
+        }
+        let now = self.inner.config.clock.now_ms();
+        self.inner
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .expire_idle(now, idle_ms)
+    }
+
+    /// With a shared store, spawns (once) the task that hands other processes' changes to
+    /// the sessions held here. It holds the host weakly and ends with it.
+    fn start_listener(&self) {
+        let Some(store) = self.inner.store.as_ref() else {
+            return;
+        };
+        self.inner.listener.call_once(|| {
+            let Some(mut changes) = store.changes() else {
+                return;
+            };
+            let weak: Weak<HostInner<A>> = Arc::downgrade(&self.inner);
+            tokio::spawn(async move {
+                loop {
+                    let change = match changes.recv().await {
+                        Ok(change) => change,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    };
+                    let mut fields = change.split(' ');
+                    let id = fields.next().unwrap_or_default();
+                    let seq = fields.next().and_then(|s| s.parse::<u64>().ok());
+                    let confirms = fields.next() != Some("0");
+                    let Some(inner) = weak.upgrade() else { return };
+                    if let Some(session) = (Host { inner }).session(id) {
+                        // This process's own commits come back too: nothing to reload.
+                        let newer = seq.is_none_or(|seq| seq > session.published().seq);
+                        if confirms || newer {
+                            session.refresh_from_store();
+                        }
+                    }
+                }
+            });
+        });
+    }
+
+    /// Spawns (once) the task that expires idle sessions every `session_idle_ms / 4` (at least
+    /// 10 ms, at most 30 s). It holds the host weakly and ends with it.
+    fn start_sweeper(&self) {
+        let idle_ms = self.inner.config.session_idle_ms;
+        if idle_ms == 0 {
+            return;
+        }
+        self.inner.sweeper.call_once(|| {
+            let weak: Weak<HostInner<A>> = Arc::downgrade(&self.inner);
+            let period = Duration::from_millis((idle_ms / 4).clamp(10, 30_000));
+            tokio::spawn(async move {
+                let mut ticker = tokio::time::interval(period);
+                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    ticker.tick().await;
+                    let Some(inner) = weak.upgrade() else { return };
+                    let expired = Host { inner }.expire_idle_sessions();
+                    if expired > 0 {
+                        tracing::debug!("closed {expired} idle sessions");
+                    }
+                }
+            });
+        });
+    }
+
+    /// The open sessions owned by `owner`, oldest first.
+    pub fn sessions_of(&self, owner: &str) -> Vec<Session<A>> {
+        let mut list: Vec<Session<A>> = self
+            .inner
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .open_of(owner)
+            .cloned()
+            .collect();
+        list.sort_by_key(|s| s.created_at());
+        list
+    }
+
+    /// Closes and forgets session `id` (and deletes it from the store). Returns whether it
+    /// was open.
+    pub fn close_session(&self, id: &str) -> bool {
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        if let (Some(store), Some(runtime)) = (self.inner.store.clone(), runtime) {
+            let id = id.to_owned();
+            runtime.spawn(async move {
+                if let Err(e) = store.delete_session(&id).await {
+                    tracing::error!(target: "agent_runtime::store", "deleting session {id} failed: {e}");
+                }
+            });
+        }
+        let removed = self
+            .inner
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        match removed {
+            Some(s) => {
+                s.close();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Number of open sessions.
+    pub fn session_count(&self) -> usize {
+        self.inner
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .open_count()
+    }
+}

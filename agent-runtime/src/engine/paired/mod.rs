@@ -1,0 +1,20 @@
+//! The live side of paired sessions (`pairing.md`): an app that runs outside the server (a
+//! browser tab running LLui, a desktop or terminal app using the pairing client) dials out to
+//! `/agent/ws`, and the operation core answers the agent's calls by relaying them to it.
+//!
+//! - [`frames`]: the wire frames, shared by the server and the client.
+//! - `records`: which tokens are paired ([`is_paired`]) and their life cycle, all in the
+//!   token store (durable with a durable token store).
+//! - `hub`: the live sockets and everything waiting on them.
+
+pub(crate) mod frames;
+#[cfg(feature = "pairing")]
+pub(crate) mod hub;
+#[cfg(feature = "pairing")]
+pub(crate) mod records;
+
+#[cfg(feature = "pairing")]
+pub(crate) use records::{is_paired, PAIRED_SESSION_PREFIX};
+
+/// The path of the pairing socket.
+pub(crate) const SOCKET_PATH: &str = "/agent/ws";

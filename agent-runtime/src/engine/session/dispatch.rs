@@ -1,0 +1,560 @@
+//! Dispatch paths: the agent's `send_message`, the human's dispatch, `would_dispatch`, and the
+//! confirmation flow (`semantics.md` §5–§7).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use agent_schema::protocol::{
+    ConfirmEntry, ConfirmOutcome, ConfirmStatus, LogKind, RejectReason, SendResult,
+    ValidationIssue, WaitFor, WouldDispatchResult,
+};
+use agent_schema::DispatchMode;
+use serde_json::{json, Map, Value};
+
+use super::confirm::DecisionError;
+use super::drain::Timing;
+use super::events::EventBody;
+use super::task::{Approval, Origin};
+use super::{activity, lock, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
+use crate::app::App;
+use crate::config::{json_len, DispatchPolicy, OverBudget};
+use crate::algo::diff::diff;
+use crate::security::AuditEvent;
+
+/// Why a message was refused before dispatch: the `invalid` detail and the validation errors
+/// (empty for a serde failure).
+type Rejection = (String, Vec<ValidationIssue>);
+
+/// Wait options of a dispatch (`send_message` and the human dispatch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DispatchOptions {
+    /// How long to wait before answering (default `drained`).
+    pub wait_for: WaitFor,
+    /// Quiet window of a drain in ms (default 100).
+    pub drain_quiet_ms: u64,
+    /// Cap of the whole wait in ms (default 5000).
+    pub timeout_ms: u64,
+    /// Add `stateAfter` to a `dispatched` answer.
+    pub include_state: bool,
+}
+
+impl Default for DispatchOptions {
+    fn default() -> Self {
+        DispatchOptions {
+            wait_for: WaitFor::Drained,
+            drain_quiet_ms: 100,
+            timeout_ms: 5000,
+            include_state: false,
+        }
+    }
+}
+
+/// Why an approval was refused; the entry is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditedApprovalError {
+    /// No entry with that id.
+    #[error("not found")]
+    NotFound,
+    /// Already decided.
+    #[error("already {}", .0.as_str())]
+    AlreadyDecided(ConfirmStatus),
+    /// The edited message failed its checks.
+    #[error("{0}")]
+    Invalid(String),
+    /// The session is closed.
+    #[error("session closed")]
+    Closed,
+}
+
+impl From<DecisionError> for EditedApprovalError {
+    fn from(e: DecisionError) -> Self {
+        match e {
+            DecisionError::NotFound => EditedApprovalError::NotFound,
+            DecisionError::AlreadyDecided(s) => EditedApprovalError::AlreadyDecided(s),
+        }
+    }
+}
+
+/// Why [`Session::send_message_within_budgets`] refused a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SendError {
+    /// The session failed.
+    Session(SessionError),
+    /// A proposal over its budget, or the pending confirmations full.
+    OverBudget(OverBudget),
+}
+
+fn rejected(reason: RejectReason, detail: Option<String>) -> SendResult {
+    SendResult::Rejected { reason, detail }
+}
+
+/// `msg` without its `type` key.
+pub(crate) fn payload_of(msg: &Value) -> Value {
+    match msg {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| k.as_str() != "type")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Map<String, Value>>(),
+        ),
+        _ => Value::Object(Map::new()),
+    }
+}
+
+/// The `"type"` of a message when the message is an object and the type a string.
+pub(crate) fn variant_of(msg: &Value) -> Option<&str> {
+    msg.as_object()?.get("type")?.as_str()
+}
+
+impl<A: App> Session<A> {
+    fn human_only_detail(intent: Option<&str>) -> String {
+        match intent.filter(|i| !i.is_empty()) {
+            Some(i) => format!("\"{i}\" can only be triggered by the user (human-only action)"),
+            None => "this action can only be triggered by the user (human-only)".to_string(),
+        }
+    }
+
+    /// Validates (with `policy`) and deserializes a message. `Err` carries the `invalid` detail
+    /// and the validation errors (empty for a serde failure).
+    fn check_message(
+        &self,
+        msg: &Value,
+        policy: DispatchPolicy,
+    ) -> Result<(A::Msg, Vec<ValidationIssue>), Rejection> {
+        let outcome = self.core.catalog.validate(msg, policy);
+        if !outcome.is_ok() {
+            return Err((outcome.detail(), outcome.errors));
+        }
+        match serde_json::from_value::<A::Msg>(msg.clone()) {
+            Ok(m) => Ok((m, outcome.warnings)),
+            Err(e) => Err((format!("msg does not deserialize: {e}"), Vec::new())),
+        }
+    }
+
+    fn record_outcome(&self, tid: Option<&str>, outcome: LastOutcome) {
+        if let Some(tid) = tid {
+            lock(&self.core.outcomes).insert(tid.to_string(), outcome);
+        }
+    }
+
+    /// The last dispatch outcome of `tid`.
+    pub fn last_outcome(&self, tid: &str) -> Option<LastOutcome> {
+        lock(&self.core.outcomes).get(tid).cloned()
+    }
+
+    /// Records that `tid`'s last `send_message` failed inside the server.
+    pub fn record_errored(&self, tid: &str, variant: &str, message: String) {
+        self.record_outcome(
+            Some(tid),
+            LastOutcome::Errored {
+                variant: variant.to_string(),
+                messages: vec![message],
+            },
+        );
+    }
+
+    fn message_log_entry(
+        &self,
+        kind: LogKind,
+        msg: &Value,
+        tid: Option<&str>,
+    ) -> agent_schema::protocol::LogEntry {
+        let variant = variant_of(msg);
+        let intent = variant
+            .and_then(|v| self.core.catalog.annotations(v))
+            .and_then(|a| a.intent.as_deref());
+        let mut entry = activity::entry(kind, self.core.now());
+        entry.variant = variant.map(|v| activity::clip(v, activity::LABEL_CHARS));
+        entry.intent = Some(activity::clip(
+            &activity::message_intent(intent, variant),
+            activity::LABEL_CHARS,
+        ));
+        entry.detail = activity::payload_detail(msg);
+        entry.tid = tid.map(str::to_owned);
+        entry
+    }
+
+    /// The agent's `send_message` (`semantics.md` §5): gates, validation, confirmation,
+    /// dispatch and drain. Logs the outcome and records it as `tid`'s last dispatch outcome.
+    /// A proposal over the confirmation budgets is rejected as `invalid` with the limit in its
+    /// detail.
+    pub async fn send_message(
+        &self,
+        msg: &Value,
+        reason: Option<String>,
+        opts: DispatchOptions,
+        tid: Option<&str>,
+    ) -> Result<SendResult, SessionError> {
+        match self
+            .send_message_within_budgets(msg, reason, opts, tid)
+            .await
+        {
+            Ok(r) => Ok(r),
+            Err(SendError::Session(e)) => Err(e),
+            Err(SendError::OverBudget(e)) => {
+                Ok(rejected(RejectReason::Invalid, Some(e.to_string())))
+            }
+        }
+    }
+
+    /// [`Self::send_message`], with a proposal over the confirmation budgets (its message and
+    /// reason over [`crate::config::Budgets::confirm_bytes`], or the pending entries full)
+    /// refused as [`SendError::OverBudget`], nothing proposed or logged.
+    pub(crate) async fn send_message_within_budgets(
+        &self,
+        msg: &Value,
+        reason: Option<String>,
+        opts: DispatchOptions,
+        tid: Option<&str>,
+    ) -> Result<SendResult, SendError> {
+        let Some(variant) = variant_of(msg) else {
+            return Ok(rejected(RejectReason::Invalid, None));
+        };
+        let annotations = self.core.catalog.annotations(variant).cloned();
+        let block = |detail: String, reason: RejectReason| {
+            self.append_log(self.message_log_entry(LogKind::Blocked, msg, tid));
+            self.record_outcome(
+                tid,
+                LastOutcome::Rejected {
+                    variant: variant.to_string(),
+                    messages: vec![detail.clone()],
+                },
+            );
+            rejected(reason, Some(detail))
+        };
+        if let Some(a) = &annotations {
+            if a.dispatch_mode == DispatchMode::HumanOnly {
+                return Ok(block(
+                    Self::human_only_detail(a.intent.as_deref()),
+                    RejectReason::HumanOnly,
+                ));
+            }
+        }
+        let (typed, warnings) = match self.check_message(msg, self.core.config.policy) {
+            Ok(ok) => ok,
+            Err((detail, _)) => return Ok(block(detail, RejectReason::Invalid)),
+        };
+        let annotations = annotations.unwrap_or_default();
+        if annotations.requires_confirm {
+            let budgets = &self.core.config.budgets;
+            let size = json_len(msg) + reason.as_ref().map_or(0, json_len);
+            let what = if reason.is_some() {
+                "msg with its reason"
+            } else {
+                "msg"
+            };
+            OverBudget::check(what, size, budgets.confirm_bytes).map_err(SendError::OverBudget)?;
+            let entry = ConfirmEntry {
+                id: uuid::Uuid::new_v4().to_string(),
+                variant: variant.to_string(),
+                payload: payload_of(msg),
+                intent: activity::message_intent(annotations.intent.as_deref(), Some(variant)),
+                reason,
+                proposed_at: self.core.now(),
+                status: ConfirmStatus::Pending,
+                tid: tid.map(str::to_owned),
+                edited_payload: None,
+            };
+            let id = entry.id.clone();
+            self.core.sweep_confirms();
+            {
+                let now = self.core.now();
+                lock(&self.core.confirms)
+                    .propose(entry.clone(), now)
+                    .map_err(SendError::OverBudget)?;
+                lock(&self.core.events).publish(EventBody::Confirm(entry));
+            }
+            self.core.confirm_changed.send_modify(|v| *v += 1);
+            self.append_log(self.message_log_entry(LogKind::Proposed, msg, tid));
+            return Ok(SendResult::PendingConfirmation { confirm_id: id });
+        }
+        let result = self
+            .dispatch_checked(typed, warnings, opts)
+            .await
+            .map_err(SendError::Session)?;
+        if let SendResult::Dispatched {
+            state_diff, drain, ..
+        } = &result
+        {
+            let mut entry = self.message_log_entry(LogKind::Dispatched, msg, tid);
+            entry.state_diff = Some(state_diff.clone());
+            self.append_log(entry);
+            let outcome = if drain.errors.is_empty() && drain.warnings.is_empty() {
+                LastOutcome::Clean
+            } else {
+                LastOutcome::Caveats {
+                    variant: variant.to_string(),
+                    errors: drain.errors.clone(),
+                    warnings: drain.warnings.clone(),
+                }
+            };
+            self.record_outcome(tid, outcome);
+        }
+        Ok(result)
+    }
+
+    /// A dispatch by the human (`@humanOnly` allowed; validated with the host policy; no
+    /// confirmation, no route gate; not logged).
+    pub async fn dispatch_as_human(
+        &self,
+        msg: &Value,
+        opts: DispatchOptions,
+    ) -> Result<SendResult, SessionError> {
+        if variant_of(msg).is_none() {
+            return Ok(rejected(
+                RejectReason::Invalid,
+                Some("msg.type must be a string".into()),
+            ));
+        }
+        match self.check_message(msg, self.core.config.policy) {
+            Ok((typed, warnings)) => self.dispatch_checked(typed, warnings, opts).await,
+            Err((detail, _)) => Ok(rejected(RejectReason::Invalid, Some(detail))),
+        }
+    }
+
+    /// Dispatches a typed message as the human, bypassing JSON validation.
+    pub async fn dispatch_msg(
+        &self,
+        msg: A::Msg,
+        opts: DispatchOptions,
+    ) -> Result<SendResult, SessionError> {
+        self.dispatch_checked(msg, Vec::new(), opts).await
+    }
+
+    async fn dispatch_checked(
+        &self,
+        msg: A::Msg,
+        warnings: Vec<ValidationIssue>,
+        opts: DispatchOptions,
+    ) -> Result<SendResult, SessionError> {
+        let timing = Timing {
+            wait_for: opts.wait_for,
+            quiet_ms: opts.drain_quiet_ms,
+            cap_ms: opts.timeout_ms,
+        };
+        let drained = self.enqueue_and_drain(msg, Origin::Plain, timing).await?;
+        let mut report = drained.report;
+        report.warnings = warnings;
+        let state_diff = if opts.wait_for == WaitFor::None {
+            Vec::new()
+        } else {
+            drained.after.diff_since(&drained.prev)
+        };
+        let actions = self.list_actions()?;
+        Ok(SendResult::Dispatched {
+            state_diff,
+            actions,
+            drain: report,
+            state_after: opts.include_state.then(|| (*drained.after.state).clone()),
+        })
+    }
+
+    /// `would_dispatch` (`semantics.md` §6): predicts a message on a clone of the state.
+    pub fn would_dispatch(&self, msg: &Value) -> Result<WouldDispatchResult, SessionError> {
+        let Some(variant) = variant_of(msg) else {
+            return Ok(WouldDispatchResult::Rejected {
+                reason: RejectReason::Invalid,
+                detail: Some("msg.type must be a string".into()),
+            });
+        };
+        if let Some(a) = self.core.catalog.annotations(variant) {
+            if a.dispatch_mode == DispatchMode::HumanOnly {
+                return Ok(WouldDispatchResult::Rejected {
+                    reason: RejectReason::HumanOnly,
+                    detail: Some(Self::human_only_detail(a.intent.as_deref())),
+                });
+            }
+        }
+        let typed = match self.check_message(msg, DispatchPolicy::Lenient) {
+            Ok((typed, _)) => typed,
+            Err((_, errors)) if !errors.is_empty() => {
+                return Ok(WouldDispatchResult::SchemaMismatch { errors })
+            }
+            Err((detail, _)) => {
+                return Ok(WouldDispatchResult::Rejected {
+                    reason: RejectReason::Invalid,
+                    detail: Some(detail),
+                })
+            }
+        };
+        let mut clone = self.with_state(Clone::clone);
+        let app = &*self.core.app;
+        let threw = |message| Ok(WouldDispatchResult::ReducerThrew { message });
+        let plan = self.core.catalog.redact_plan();
+        let before = match redact(app, plan, &clone) {
+            Ok(v) => v,
+            Err(message) => return threw(message),
+        };
+        match catch_unwind(AssertUnwindSafe(|| app.update(&mut clone, typed))) {
+            Ok(effects) => match redact(app, plan, &clone) {
+                Ok(after) => Ok(WouldDispatchResult::Predicted {
+                    state_diff: diff(&before, &after),
+                    effects: effects
+                        .iter()
+                        .map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
+                        .collect(),
+                }),
+                Err(message) => threw(message),
+            },
+            Err(p) => Ok(WouldDispatchResult::ReducerThrew {
+                message: format!("update panicked: {}", panic_text(&*p)),
+            }),
+        }
+    }
+
+    /// Pending confirmations in proposal order.
+    pub fn pending(&self) -> Vec<ConfirmEntry> {
+        self.core.sweep_confirms();
+        lock(&self.core.confirms).pending()
+    }
+
+    /// The confirmation entry `id` (any status).
+    pub fn confirmation(&self, id: &str) -> Option<ConfirmEntry> {
+        self.core.sweep_confirms();
+        lock(&self.core.confirms).get(id).cloned()
+    }
+
+    /// Approves a proposal, optionally with an edited message of the same variant, and
+    /// enqueues the message (`semantics.md` §7). Human only.
+    pub fn approve(&self, id: &str, edited: Option<&Value>) -> Result<(), EditedApprovalError> {
+        if self.is_closed() {
+            return Err(EditedApprovalError::Closed);
+        }
+        self.core.sweep_confirms();
+        let entry = lock(&self.core.confirms).check_pending(id)?.clone();
+        let applied = match edited {
+            Some(m) => {
+                let Some(t) = variant_of(m) else {
+                    return Err(EditedApprovalError::Invalid(
+                        "msg.type must be a string".into(),
+                    ));
+                };
+                let limit = self.core.config.budgets.confirm_bytes;
+                if let Err(e) = OverBudget::check("the edited msg", json_len(m), limit) {
+                    return Err(EditedApprovalError::Invalid(e.to_string()));
+                }
+                if t != entry.variant {
+                    return Err(EditedApprovalError::Invalid(format!(
+                        "msg.type must be \"{}\": an edit cannot change the variant",
+                        entry.variant
+                    )));
+                }
+                m.clone()
+            }
+            None => {
+                let mut m = Map::new();
+                m.insert("type".into(), json!(entry.variant));
+                if let Value::Object(p) = &entry.payload {
+                    m.extend(p.clone());
+                }
+                Value::Object(m)
+            }
+        };
+        let typed = match self.check_message(&applied, self.core.config.policy) {
+            Ok((typed, _)) => typed,
+            Err((detail, _)) => return Err(EditedApprovalError::Invalid(detail)),
+        };
+        let now = self.core.now();
+        let decided = {
+            let mut store = lock(&self.core.confirms);
+            let decided = store.approve(id, edited.map(payload_of), now)?;
+            lock(&self.core.events).publish(EventBody::Confirm(decided.clone()));
+            decided
+        };
+        let mut detail =
+            json!({"variant": decided.variant, "confirmId": decided.id, "by": "human"});
+        if edited.is_some() {
+            detail["edited"] = json!(true);
+        }
+        self.core
+            .audit(AuditEvent::ConfirmApproved, decided.tid.clone(), detail);
+        let envelope_origin = Origin::Approved(Box::new(Approval {
+            confirm_id: decided.id.clone(),
+            applied,
+            edited: edited.is_some(),
+            intent: decided.intent.clone(),
+            variant: decided.variant.clone(),
+            tid: decided.tid.clone(),
+        }));
+        self.core
+            .enqueue(typed, envelope_origin)
+            .map_err(|_| EditedApprovalError::Closed)?;
+        self.core.confirm_changed.send_modify(|v| *v += 1);
+        Ok(())
+    }
+
+    /// Rejects a pending proposal. Human only.
+    pub fn reject(&self, id: &str) -> Result<(), EditedApprovalError> {
+        self.core.sweep_confirms();
+        let now = self.core.now();
+        let decided = {
+            let mut store = lock(&self.core.confirms);
+            let decided = store.reject(id, now)?;
+            lock(&self.core.events).publish(EventBody::Confirm(decided.clone()));
+            decided
+        };
+        self.core.log_decision(&decided, "user-cancelled");
+        self.core.audit(
+            AuditEvent::ConfirmRejected,
+            decided.tid.clone(),
+            json!({"variant": decided.variant, "confirmId": decided.id, "by": "human"}),
+        );
+        self.core.confirm_changed.send_modify(|v| *v += 1);
+        Ok(())
+    }
+
+    /// Waits (level-triggered) up to `timeout_ms` for the outcome of proposal `id`.
+    /// `None` for an unknown id.
+    pub async fn wait_confirm(&self, id: &str, timeout_ms: u64) -> Option<ConfirmOutcome> {
+        let mut changed = self.core.confirm_changed.subscribe();
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
+        loop {
+            changed.borrow_and_update();
+            self.core.sweep_confirms();
+            let outcome = lock(&self.core.confirms).outcome(id)?;
+            let now = tokio::time::Instant::now();
+            if outcome != ConfirmOutcome::Pending || self.is_closed() || now >= deadline {
+                return Some(outcome);
+            }
+            // Expiry is checked on reads: look again at least once a second.
+            let until = deadline.min(now + Duration::from_secs(1));
+            let _ = tokio::time::timeout_at(until, changed.changed()).await;
+        }
+    }
+}
+
+impl<A: App> SessionCore<A> {
+    /// Expires old proposals (logging, publishing and auditing each) and forgets old decisions.
+    pub(crate) fn sweep_confirms(&self) {
+        let now = self.now();
+        let expired = {
+            let mut store = lock(&self.confirms);
+            let expired = store.sweep(now);
+            let mut events = lock(&self.events);
+            for e in &expired {
+                events.publish(EventBody::Confirm(e.clone()));
+            }
+            expired
+        };
+        for e in &expired {
+            self.log_decision(e, "expired");
+            self.audit(
+                AuditEvent::ConfirmRejected,
+                e.tid.clone(),
+                json!({"variant": e.variant, "confirmId": e.id, "by": "expiry"}),
+            );
+        }
+        if !expired.is_empty() {
+            self.confirm_changed.send_modify(|v| *v += 1);
+        }
+    }
+
+    fn log_decision(&self, e: &ConfirmEntry, detail: &str) {
+        let mut entry = activity::entry(LogKind::Rejected, self.now());
+        entry.variant = Some(e.variant.clone());
+        entry.intent = Some(e.intent.clone());
+        entry.detail = Some(detail.to_string());
+        entry.tid = e.tid.clone();
+        self.append_log(entry);
+    }
+}

@@ -1,0 +1,590 @@
+//! Numbered session events for the human side (`lap.md` §6.6): `state` after each commit, `log`
+//! for each log entry, `confirm` for each proposal and status change, with replay from a
+//! known id.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use agent_schema::protocol::{ConfirmEntry, LogEntry};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use super::lock;
+use super::Published as Snapshot;
+use crate::config::json_len;
+use crate::algo::diff::PatchOp;
+
+/// Capacity of the live channel: a subscriber that falls further behind (it does not read) is
+/// dropped, its stream ends, and a reconnect with `Last-Event-ID` replays or snapshots.
+const LIVE_CAPACITY: usize = 256;
+
+/// What a published event carries.
+#[derive(Debug, Clone)]
+pub enum EventBody {
+    /// The snapshot a commit published.
+    State(Snapshot),
+    /// A new log entry.
+    Log(LogEntry),
+    /// A proposal or a status change.
+    Confirm(ConfirmEntry),
+}
+
+/// An event as kept and sent live: the history and the live channel share one allocation.
+#[derive(Debug, Clone)]
+enum Kept {
+    State(Arc<StateEvent>),
+    Log(Arc<LogEntry>),
+    Confirm(Arc<ConfirmEntry>),
+}
+
+#[derive(Debug, Clone)]
+struct Published {
+    id: u64,
+    body: Kept,
+}
+
+/// A `state` event as sent live: the snapshot's serialized text and its patch, not its tree
+/// (subscribers do not hold the session's trees alive).
+#[derive(Debug)]
+struct StateEvent {
+    seq: u64,
+    json: Option<Arc<RawValue>>,
+    patch: Arc<[PatchOp]>,
+}
+
+/// One event as a subscriber receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionEvent {
+    /// The session's event id (the snapshot's events share the newest id).
+    pub id: u64,
+    /// `state`, `log` or `confirm`.
+    pub name: &'static str,
+    /// The event's data as JSON text (a state is embedded as its snapshot's text, never
+    /// serialized again).
+    pub text: String,
+}
+
+impl SessionEvent {
+    /// The event's data, parsed.
+    pub fn data(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+}
+
+/// The data of a `state` event: `{"state":…}` plus `"stateDiff"` or `"snapshot":true`.
+fn state_text(state: &str, diff: Option<&[PatchOp]>, snapshot: bool) -> String {
+    let mut text = String::with_capacity(state.len() + 64);
+    text.push_str("{\"state\":");
+    text.push_str(state);
+    if let Some(ops) = diff {
+        text.push_str(",\"stateDiff\":");
+        text.push_str(&serde_json::to_string(ops).unwrap_or_else(|_| "[]".into()));
+    }
+    if snapshot {
+        text.push_str(",\"snapshot\":true");
+    }
+    text.push('}');
+    text
+}
+
+/// The publishing side: numbers events and keeps the recent history, within a count and a
+/// byte budget. Kept ids are always consecutive, ending at the newest id.
+#[derive(Debug)]
+pub struct EventHub {
+    newest: u64,
+    /// Events oldest first, each with its encoded size.
+    history: VecDeque<(Published, usize)>,
+    history_bytes: usize,
+    history_cap: usize,
+    event_bytes: usize,
+    history_total_bytes: usize,
+    latest_state: Snapshot,
+    /// Created by the first subscriber and dropped when the last one is gone, so an idle
+    /// session without a console holds no channel buffer.
+    live: Option<broadcast::Sender<Published>>,
+    closed: bool,
+}
+
+/// An event hub shared by its session and its subscriptions.
+pub type SharedHub = Arc<Mutex<EventHub>>;
+
+impl EventHub {
+    /// A hub keeping `history_cap` events, starting from `initial_state`, with the default
+    /// byte budgets.
+    #[cfg(test)]
+    pub fn new(history_cap: usize, initial_state: Snapshot) -> Self {
+        let b = crate::config::Budgets::default();
+        Self::with_budgets(
+            history_cap,
+            b.event_bytes,
+            b.event_history_bytes,
+            initial_state,
+        )
+    }
+
+    /// A hub keeping at most `history_cap` events and `history_total_bytes`, an event over
+    /// `event_bytes` being sent live but not kept.
+    pub fn with_budgets(
+        history_cap: usize,
+        event_bytes: usize,
+        history_total_bytes: usize,
+        initial_state: Snapshot,
+    ) -> Self {
+        EventHub {
+            newest: 0,
+            history: VecDeque::new(),
+            history_bytes: 0,
+            history_cap: history_cap.max(1),
+            event_bytes,
+            history_total_bytes,
+            latest_state: initial_state,
+            live: None,
+            closed: false,
+        }
+    }
+
+    /// Numbers the next events after `id` (a session brought back from a store: ids of the
+    /// process before must not name this process's events).
+    pub(crate) fn continue_after(&mut self, id: u64) {
+        if self.history.is_empty() {
+            self.newest = self.newest.max(id);
+        }
+    }
+
+    /// The newest event id (0 before the first event).
+    pub fn newest_id(&self) -> u64 {
+        self.newest
+    }
+
+    /// Ends every subscription (the session closed).
+    pub fn close(&mut self) {
+        // Subscribers hold receivers of the sender: dropping it ends their streams.
+        self.live = None;
+        self.closed = true;
+    }
+
+    /// Publishes an event and returns its id.
+    pub fn publish(&mut self, body: EventBody) -> u64 {
+        self.newest += 1;
+        let (body, size) = match body {
+            EventBody::State(s) => {
+                // Serialized only when a subscriber will read it.
+                let json = self.live.is_some().then(|| s.json());
+                let event = StateEvent {
+                    seq: s.seq,
+                    json,
+                    patch: s.patch.clone(),
+                };
+                self.latest_state = s;
+                (Kept::State(Arc::new(event)), 0)
+            }
+            EventBody::Log(e) => {
+                let size = json_len(&e);
+                (Kept::Log(Arc::new(e)), size)
+            }
+            EventBody::Confirm(e) => {
+                let size = json_len(&e);
+                (Kept::Confirm(Arc::new(e)), size)
+            }
+        };
+        let published = Published {
+            id: self.newest,
+            body,
+        };
+        if size > self.event_bytes {
+            // Not kept: a replay across it would miss it, so none reaches back before it.
+            self.history.clear();
+            self.history_bytes = 0;
+        } else {
+            // History keeps `state` events without their data: a replay sends the state
+            // captured when it starts.
+            let kept = match &published.body {
+                Kept::State(_) => Kept::State(Arc::new(StateEvent {
+                    seq: 0,
+                    json: None,
+                    patch: Arc::from([]),
+                })),
+                other => other.clone(),
+            };
+            self.history.push_back((
+                Published {
+                    id: self.newest,
+                    body: kept,
+                },
+                size,
+            ));
+            self.history_bytes += size;
+            while self.history.len() > self.history_cap
+                || self.history_bytes > self.history_total_bytes
+            {
+                match self.history.pop_front() {
+                    Some((_, s)) => self.history_bytes -= s,
+                    None => break,
+                }
+            }
+        }
+        if let Some(live) = &self.live {
+            if live.receiver_count() == 0 {
+                self.live = None;
+            } else {
+                let _ = live.send(published);
+            }
+        }
+        self.newest
+    }
+
+    /// The kept event right after `id`, when the history still holds it.
+    fn after(&self, id: u64) -> Option<Published> {
+        let front = self.history.front()?.0.id;
+        let index = (id + 1).checked_sub(front)?;
+        self.history
+            .get(usize::try_from(index).ok()?)
+            .map(|(p, _)| p.clone())
+    }
+
+    /// Bytes the history holds.
+    #[cfg(test)]
+    fn history_bytes(&self) -> usize {
+        self.history_bytes
+    }
+}
+
+/// Opens a subscription to `hub` after `last_event_id` (the `Last-Event-ID` header or the
+/// `lastEventId` query parameter, as given). `pending` are the current pending entries, sent
+/// after a snapshot. The replay is read from the history one event at a time as the
+/// subscriber reads, never built up front.
+pub fn subscribe(
+    hub: &SharedHub,
+    last_event_id: Option<&str>,
+    pending: Vec<ConfirmEntry>,
+) -> Subscription {
+    let mut h = lock(hub);
+    let live = if h.closed {
+        // The sender is dropped at once: the subscription ends after its initial events.
+        broadcast::channel(1).0.subscribe()
+    } else {
+        h.live
+            .get_or_insert_with(|| broadcast::channel(LIVE_CAPACITY).0)
+            .subscribe()
+    };
+    let replay_from = last_event_id
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|&l| l <= h.newest)
+        .filter(|&l| {
+            // Every event in l+1 ..= newest must still be kept.
+            l == h.newest || h.history.front().is_some_and(|(f, _)| f.id <= l + 1)
+        });
+    let mut sub = Subscription {
+        hub: hub.clone(),
+        replay: None,
+        snapshot: None,
+        pending: VecDeque::new(),
+        live,
+        last_id: h.newest,
+        last_state_sent: None,
+    };
+    match replay_from {
+        Some(l) => {
+            let newest_state = h
+                .history
+                .iter()
+                .rev()
+                .take_while(|(p, _)| p.id > l)
+                .find(|(p, _)| matches!(p.body, Kept::State(_)))
+                .map(|(p, _)| p.id);
+            sub.replay = Some(Replay {
+                cursor: l,
+                end: h.newest,
+                newest_state,
+                state: h.latest_state.clone(),
+            });
+        }
+        None => {
+            sub.snapshot = Some((h.newest, h.latest_state.clone()));
+            sub.pending = pending.into();
+        }
+    }
+    sub
+}
+
+fn log_event(id: u64, e: &LogEntry) -> SessionEvent {
+    SessionEvent {
+        id,
+        name: "log",
+        text: serde_json::to_string(e).unwrap_or_else(|_| "null".into()),
+    }
+}
+
+fn confirm_event(id: u64, e: &ConfirmEntry) -> SessionEvent {
+    SessionEvent {
+        id,
+        name: "confirm",
+        text: serde_json::to_string(e).unwrap_or_else(|_| "null".into()),
+    }
+}
+
+/// The part of the history a subscription still has to replay: ids in `cursor+1 ..= end`.
+#[derive(Debug)]
+struct Replay {
+    cursor: u64,
+    end: u64,
+    /// The id of the newest `state` event in the range: sent with `state`.
+    newest_state: Option<u64>,
+    /// The state when the subscription opened.
+    state: Snapshot,
+}
+
+/// A live view of a session's events. Ends (`None`) when the session closes, when the replay
+/// it was promised is no longer kept, or when it falls too far behind the live events.
+#[derive(Debug)]
+pub struct Subscription {
+    hub: SharedHub,
+    replay: Option<Replay>,
+    /// The snapshot still to send: its id and state.
+    snapshot: Option<(u64, Snapshot)>,
+    /// Pending entries still to send after the snapshot.
+    pending: VecDeque<ConfirmEntry>,
+    live: broadcast::Receiver<Published>,
+    last_id: u64,
+    /// The commit number of the last state sent.
+    last_state_sent: Option<u64>,
+}
+
+impl Subscription {
+    /// The next event, or `None` once the stream is over.
+    pub async fn next(&mut self) -> Option<SessionEvent> {
+        if let Some(e) = self.next_initial() {
+            return e;
+        }
+        loop {
+            match self.live.recv().await {
+                Ok(p) if p.id <= self.last_id => continue,
+                Ok(p) => {
+                    self.last_id = p.id;
+                    return Some(self.render(p));
+                }
+                // Too far behind: drop this subscriber rather than buffer for it.
+                Err(broadcast::error::RecvError::Lagged(_)) => return None,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// The next replayed or snapshot event: `None` when there is none left, `Some(None)` when
+    /// the stream has to end.
+    fn next_initial(&mut self) -> Option<Option<SessionEvent>> {
+        if let Some((id, state)) = self.snapshot.take() {
+            let text = state_text(state.json().get(), None, true);
+            self.last_state_sent = Some(state.seq);
+            return Some(Some(SessionEvent {
+                id,
+                name: "state",
+                text,
+            }));
+        }
+        if let Some(e) = self.pending.pop_front() {
+            return Some(Some(confirm_event(self.last_id, &e)));
+        }
+        let replay = self.replay.as_mut()?;
+        loop {
+            if replay.cursor >= replay.end {
+                self.replay = None;
+                return None;
+            }
+            let Some(p) = lock(&self.hub).after(replay.cursor) else {
+                // The history moved past this subscriber while it replayed: end it.
+                self.replay = None;
+                return Some(None);
+            };
+            replay.cursor = p.id;
+            let event = match &p.body {
+                Kept::State(_) if Some(p.id) == replay.newest_state => {
+                    let state = replay.state.clone();
+                    let text = state_text(state.json().get(), None, false);
+                    self.last_state_sent = Some(state.seq);
+                    SessionEvent {
+                        id: p.id,
+                        name: "state",
+                        text,
+                    }
+                }
+                Kept::State(_) => continue,
+                Kept::Log(e) => log_event(p.id, e),
+                Kept::Confirm(e) => confirm_event(p.id, e),
+            };
+            return Some(Some(event));
+        }
+    }
+
+    fn render(&mut self, p: Published) -> SessionEvent {
+        match p.body {
+            Kept::State(state) => {
+                // Live state events come one per commit, in order: the diff from the last
+                // state sent is the commit's patch. (Without a last state, or after a gap,
+                // there is no diff: the console computes its own.)
+                let diff = (self.last_state_sent.is_some()
+                    && self.last_state_sent == state.seq.checked_sub(1))
+                .then_some(&*state.patch);
+                let text = state_text(
+                    state.json.as_deref().map_or("null", RawValue::get),
+                    diff,
+                    false,
+                );
+                self.last_state_sent = Some(state.seq);
+                SessionEvent {
+                    id: p.id,
+                    name: "state",
+                    text,
+                }
+            }
+            Kept::Log(e) => log_event(p.id, &e),
+            Kept::Confirm(e) => confirm_event(p.id, &e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::session::activity::entry;
+    use agent_schema::protocol::LogKind;
+
+    use serde_json::json;
+
+    /// The snapshot of commit `seq` of a counter at `n`, reached by setting the count.
+    fn snap(seq: u64, n: i64) -> Snapshot {
+        let patch = vec![PatchOp::Replace {
+            path: "/count".into(),
+            value: json!(n),
+        }];
+        Snapshot::new(
+            seq,
+            Arc::new(json!({ "count": n })),
+            patch.into(),
+            crate::algo::route_gates::GateValues::unknown(&Default::default()),
+        )
+    }
+
+    fn state(seq: u64, n: i64) -> EventBody {
+        EventBody::State(snap(seq, n))
+    }
+
+    fn narrate(hub: &SharedHub, at: u64) -> u64 {
+        lock(hub).publish(EventBody::Log(entry(LogKind::Narrate, at)))
+    }
+
+    fn shared(hub: EventHub) -> SharedHub {
+        Arc::new(Mutex::new(hub))
+    }
+
+    fn big_narration(at: u64, bytes: usize) -> EventBody {
+        let mut e = entry(LogKind::Narrate, at);
+        e.detail = Some("x".repeat(bytes));
+        EventBody::Log(e)
+    }
+
+    #[tokio::test]
+    async fn the_history_keeps_its_byte_budget_and_skips_oversized_events() {
+        let hub = shared(EventHub::with_budgets(256, 20_000, 100_000, snap(0, 0)));
+        for i in 0..50 {
+            lock(&hub).publish(big_narration(i, 10_000));
+        }
+        assert!(lock(&hub).history_bytes() <= 100_000);
+        // Too old now: a snapshot.
+        let mut sub = subscribe(&hub, Some("1"), vec![]);
+        assert_eq!(sub.next().await.unwrap().data()["snapshot"], json!(true));
+        // Within the kept history: a replay.
+        let mut sub = subscribe(&hub, Some("45"), vec![]);
+        assert_eq!(sub.next().await.unwrap().id, 46);
+        // An event over the per-event budget is not kept: nothing replays across it.
+        lock(&hub).publish(big_narration(99, 30_000));
+        assert_eq!(lock(&hub).history_bytes(), 0);
+        let mut sub = subscribe(&hub, Some("45"), vec![]);
+        assert_eq!(sub.next().await.unwrap().data()["snapshot"], json!(true));
+    }
+
+    #[tokio::test]
+    async fn a_replay_is_read_lazily_and_ends_when_the_history_moves_past_it() {
+        let hub = shared(EventHub::new(4, snap(0, 0)));
+        for i in 0..4 {
+            narrate(&hub, i);
+        }
+        let mut sub = subscribe(&hub, Some("0"), vec![]);
+        assert_eq!(sub.next().await.unwrap().id, 1);
+        // Four more events push 2..4 out before the subscriber reads them.
+        for i in 0..4 {
+            narrate(&hub, i);
+        }
+        assert_eq!(sub.next().await, None);
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_that_does_not_read_is_dropped() {
+        let hub = shared(EventHub::new(4, snap(0, 0)));
+        let mut sub = subscribe(&hub, Some("0"), vec![]);
+        for i in 0..(LIVE_CAPACITY as u64 + 10) {
+            narrate(&hub, i);
+        }
+        assert_eq!(sub.next().await, None);
+    }
+
+    #[tokio::test]
+    async fn replay_sends_missed_logs_and_one_current_state() {
+        let hub = shared(EventHub::new(256, snap(0, 0)));
+        lock(&hub).publish(state(1, 1));
+        let n = narrate(&hub, 1);
+        narrate(&hub, 2);
+        narrate(&hub, 3);
+        narrate(&hub, 4);
+        lock(&hub).publish(state(2, 2));
+        lock(&hub).publish(state(3, 3));
+        let mut sub = subscribe(&hub, Some(&n.to_string()), vec![]);
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.push(sub.next().await.unwrap());
+        }
+        let names: Vec<_> = got.iter().map(|e| e.name).collect();
+        assert_eq!(names, vec!["log", "log", "log", "state"]);
+        let ids: Vec<_> = got.iter().map(|e| e.id).collect();
+        assert_eq!(ids, vec![n + 1, n + 2, n + 3, n + 5]);
+        assert_eq!(got[3].data(), json!({"state":{"count":3}}));
+    }
+
+    #[tokio::test]
+    async fn equal_id_sends_nothing_until_the_next_event() {
+        let hub = shared(EventHub::new(256, snap(0, 0)));
+        let h = lock(&hub).publish(state(1, 1));
+        let mut sub = subscribe(&hub, Some(&h.to_string()), vec![]);
+        lock(&hub).publish(state(2, 2));
+        let e = sub.next().await.unwrap();
+        assert_eq!(e.id, h + 1);
+        // First state on this connection: no diff.
+        assert_eq!(e.data(), json!({"state":{"count":2}}));
+        lock(&hub).publish(state(3, 5));
+        let e = sub.next().await.unwrap();
+        assert_eq!(
+            e.data(),
+            json!({"state":{"count":5},"stateDiff":[{"op":"replace","path":"/count","value":5}]})
+        );
+    }
+
+    #[tokio::test]
+    async fn too_old_bad_or_future_ids_get_a_snapshot() {
+        let hub = shared(EventHub::new(4, snap(0, 0)));
+        for i in 0..10 {
+            narrate(&hub, i);
+        }
+        for last in [Some("1"), Some("abc"), Some("99"), None] {
+            let mut sub = subscribe(&hub, last, vec![]);
+            let e = sub.next().await.unwrap();
+            assert_eq!(e.name, "state");
+            assert_eq!(e.id, 10);
+            assert_eq!(e.data()["snapshot"], json!(true));
+        }
+        // Still within the kept history: replay.
+        let mut sub = subscribe(&hub, Some("7"), vec![]);
+        assert_eq!(sub.next().await.unwrap().id, 8);
+    }
+}

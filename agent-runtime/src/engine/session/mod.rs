@@ -1,0 +1,517 @@
+//! Sessions: one running app instance each, driven by a single task that applies messages in
+//! order (`semantics.md` §0).
+//!
+//! Reads never go through the task: after every commit the task publishes the redacted state,
+//! and typed hooks read the state under a short read lock. The task is the only writer.
+
+pub(crate) mod activity;
+pub(crate) mod confirm;
+mod dispatch;
+mod drain;
+mod effects;
+pub(crate) mod events;
+mod notes;
+mod outcome;
+pub(crate) mod persist;
+mod reads;
+mod task;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+
+use agent_schema::protocol::LogEntry;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::algo::affordances::Listed;
+use crate::app::{overrides_redact, App};
+use crate::algo::catalog::Catalog;
+use crate::config::HostConfig;
+use crate::algo::diff::PatchOp;
+use crate::algo::route_gates::GateValues;
+use crate::security::{AuditEntry, AuditEvent, AuditSink};
+use crate::algo::snapshot::Snapshots;
+
+pub use crate::app::{EffectContext, SessionClosed};
+pub(crate) use dispatch::SendError;
+pub use dispatch::{DispatchOptions, EditedApprovalError};
+pub use events::{SessionEvent, Subscription};
+pub use outcome::LastOutcome;
+
+use activity::ActivityLog;
+use confirm::ConfirmStore;
+use events::{EventBody, EventHub};
+use task::{Envelope, Origin};
+
+/// Why a session operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// The host closed the session.
+    #[error("session closed")]
+    Closed,
+    /// A hook or the runtime failed (a panic in a hook, for example).
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// The published, redacted state of a session: one snapshot per commit.
+#[derive(Debug, Clone)]
+pub struct Published {
+    /// Number of commits so far.
+    pub seq: u64,
+    /// The redacted JSON state.
+    pub state: Arc<Value>,
+    /// The ops from the previous snapshot's state to this one.
+    patch: Arc<[PatchOp]>,
+    /// The state serialized, made by the first reader of this snapshot.
+    json: Arc<OnceLock<Arc<RawValue>>>,
+    /// `list_actions` on this snapshot (compact), made by its first reader.
+    actions: Arc<OnceLock<Box<[Listed]>>>,
+    /// The route gate results on this state (see [`crate::algo::route_gates`]).
+    gates: GateValues,
+}
+
+impl Published {
+    fn new(seq: u64, state: Arc<Value>, patch: Arc<[PatchOp]>, gates: GateValues) -> Self {
+        Published {
+            seq,
+            state,
+            patch,
+            json: Arc::new(OnceLock::new()),
+            actions: Arc::new(OnceLock::new()),
+            gates,
+        }
+    }
+
+    /// The same snapshot with another patch (a commit that changed nothing shares the
+    /// state and its serialized text).
+    fn with_patch(mut self, patch: Arc<[PatchOp]>) -> Self {
+        self.patch = patch;
+        // The app's hooks read the typed state, which may differ in redacted fields.
+        self.actions = Arc::new(OnceLock::new());
+        self
+    }
+
+    /// The ops that took the previous snapshot (`seq - 1`) to this one.
+    pub fn patch(&self) -> &[PatchOp] {
+        &self.patch
+    }
+
+    /// The state as JSON text, serialized at most once per snapshot, by the first reader.
+    pub fn json(&self) -> Arc<RawValue> {
+        self.json
+            .get_or_init(|| {
+                // A `Value` always serializes: its keys are strings.
+                let text = serde_json::to_string(&*self.state).unwrap_or_else(|_| "null".into());
+                // SAFETY: serde_json wrote the text from a `Value`: it is one well-formed JSON
+                // value (`from_string` would only parse it all again to check that).
+                let raw = unsafe { RawValue::from_string_unchecked(text) };
+                Arc::from(raw)
+            })
+            .clone()
+    }
+
+    /// The ops from `earlier` (a snapshot of the same session) to this one: this snapshot's
+    /// own patch when exactly one commit separates them, else the diff of the two states.
+    pub fn diff_since(&self, earlier: &Published) -> Vec<PatchOp> {
+        if self.seq == earlier.seq || Arc::ptr_eq(&self.state, &earlier.state) {
+            Vec::new()
+        } else if self.seq == earlier.seq + 1 {
+            self.patch.to_vec()
+        } else {
+            crate::algo::diff::diff(&earlier.state, &self.state)
+        }
+    }
+}
+
+pub(crate) struct SessionCore<A: App> {
+    id: String,
+    owner: Option<String>,
+    created_at: u64,
+    app: Arc<A>,
+    catalog: Arc<Catalog>,
+    config: HostConfig,
+    audit: Arc<dyn AuditSink>,
+    state: RwLock<A::State>,
+    /// The task's trees (see [`crate::algo::snapshot`]); only the task locks it.
+    snapshots: Mutex<Snapshots>,
+    inbox: mpsc::UnboundedSender<Envelope<A::Msg>>,
+    published: watch::Sender<Published>,
+    notes: Arc<notes::Notes>,
+    confirms: Mutex<ConfirmStore>,
+    confirm_changed: watch::Sender<u64>,
+    log: Mutex<ActivityLog>,
+    events: events::SharedHub,
+    outcomes: Mutex<HashMap<String, LastOutcome>>,
+    closed: watch::Sender<bool>,
+    /// The next ticket; held while a message is queued so tickets reach the inbox in order.
+    next_ticket: Mutex<u64>,
+    /// The ticket of the newest committed message (tickets commit in increasing order).
+    committed_through: AtomicU64,
+    /// Where commits are written (none: in memory only).
+    persist: Option<persist::Persistence>,
+    /// Woken when another process changed the stored session: the task reloads it.
+    refresh: tokio::sync::Notify,
+    /// True once the session is in its store (at once without one).
+    stored: watch::Sender<bool>,
+    /// Woken by a new log entry of a durable session: the log saver writes the tail.
+    log_dirty: tokio::sync::Notify,
+}
+
+/// The receiving end of a session's inbox, handed to its task.
+type Inbox<M> = mpsc::UnboundedReceiver<Envelope<M>>;
+
+/// A session's shared core and its inbox, before the task starts.
+type Built<A> = (Arc<SessionCore<A>>, Inbox<<A as App>::Msg>);
+
+/// What every session of a host shares: the app, its checked schema, the options and the
+/// audit sink.
+pub(crate) struct Parts<A: App> {
+    pub app: Arc<A>,
+    pub catalog: Arc<Catalog>,
+    pub config: HostConfig,
+    pub audit: Arc<dyn AuditSink>,
+}
+
+/// One running app instance. Cheap to clone (shared).
+pub struct Session<A: App> {
+    core: Arc<SessionCore<A>>,
+}
+
+impl<A: App> Clone for Session<A> {
+    fn clone(&self) -> Self {
+        Session {
+            core: self.core.clone(),
+        }
+    }
+}
+
+impl<A: App> std::fmt::Debug for Session<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.core.id)
+            .field("owner", &self.core.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Locks a mutex, recovering the data if a panic poisoned it (no lock is held across app code).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The text of a panic payload (`non-string panic payload` when it is neither `&str` nor
+/// `String`).
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}
+
+impl<A: App> Session<A> {
+    /// Starts a new session from the app's `init`; must be called inside a tokio runtime.
+    /// With `persist`, the session is written to the store before its first commit.
+    pub(crate) fn start(
+        id: String,
+        owner: Option<String>,
+        parts: Parts<A>,
+        persist: Option<persist::Persistence>,
+    ) -> Result<Self, SessionError> {
+        let (state, effects) =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parts.app.init())).map_err(
+                |p| SessionError::Internal(format!("init panicked: {}", panic_text(&*p))),
+            )?;
+        let created_at = parts.config.clock.now_ms();
+        let first = match &persist {
+            Some(p) => Some(persist::FirstWrite::Insert(p.new_record(
+                &id,
+                owner.clone(),
+                created_at,
+                &state,
+            )?)),
+            None => None,
+        };
+        let (core, rx) = Self::core(id, owner, created_at, 0, state, parts, persist)?;
+        let session = Session { core };
+        session.spawn(rx, first, effects);
+        Ok(session)
+    }
+
+    /// Rebuilds a session from its stored record (see [`persist::restore`]); must be called
+    /// inside a tokio runtime.
+    pub(crate) fn restore(
+        record: crate::engine::store::SessionRecord,
+        parts: Parts<A>,
+        persist: persist::Persistence,
+    ) -> Result<Self, SessionError> {
+        persist::restore(record, parts, persist)
+    }
+
+    fn core(
+        id: String,
+        owner: Option<String>,
+        created_at: u64,
+        seq: u64,
+        state: A::State,
+        parts: Parts<A>,
+        persist: Option<persist::Persistence>,
+    ) -> Result<Built<A>, SessionError> {
+        let Parts {
+            app,
+            catalog,
+            config,
+            audit,
+        } = parts;
+        let snapshots = Snapshots::new(
+            catalog.redact_plan().clone(),
+            overrides_redact(&*app),
+            catalog.gates().clone(),
+        );
+        let redacted = Arc::new(
+            snapshots
+                .initial(&*app, &state)
+                .map_err(SessionError::Internal)?,
+        );
+        let (inbox, rx) = mpsc::unbounded_channel();
+        let first = Published::new(seq, redacted, Arc::from([]), snapshots.unknown_gates());
+        let (published, _) = watch::channel(first.clone());
+        let notes = notes::Notes::new();
+        let (confirm_changed, _) = watch::channel(0);
+        let (closed, _) = watch::channel(false);
+        let in_memory = persist.is_none();
+        let core = Arc::new(SessionCore {
+            id,
+            owner,
+            created_at,
+            confirms: Mutex::new(ConfirmStore::with_budgets(
+                config.confirm_max_age_ms,
+                config.budgets.max_pending_confirms,
+                config.budgets.pending_confirm_bytes,
+            )),
+            events: Arc::new(Mutex::new(EventHub::with_budgets(
+                config.event_history,
+                config.budgets.event_bytes,
+                config.budgets.event_history_bytes,
+                first,
+            ))),
+            log: Mutex::new(ActivityLog::new(config.budgets.log_total_bytes)),
+            app,
+            catalog,
+            config,
+            audit,
+            state: RwLock::new(state),
+            snapshots: Mutex::new(snapshots),
+            inbox,
+            published,
+            notes,
+            confirm_changed,
+            outcomes: Mutex::new(HashMap::new()),
+            closed,
+            next_ticket: Mutex::new(1),
+            committed_through: AtomicU64::new(0),
+            persist,
+            refresh: tokio::sync::Notify::new(),
+            stored: watch::channel(in_memory).0,
+            log_dirty: tokio::sync::Notify::new(),
+        });
+        Ok((core, rx))
+    }
+
+    /// Starts the session task (after writing `record`, when given) and the initial effects.
+    fn spawn(
+        &self,
+        rx: Inbox<A::Msg>,
+        first: Option<persist::FirstWrite>,
+        effects: Vec<A::Effect>,
+    ) {
+        let core = self.core.clone();
+        persist::spawn_confirm_saver(&core);
+        persist::spawn_log_saver(&core);
+        tokio::spawn(async move {
+            if let Some(first) = first {
+                persist::first_write(&core, first).await;
+            }
+            core.stored.send_replace(true);
+            for effect in effects {
+                effects::spawn_effect(&core, effect);
+            }
+            task::run(core, rx).await;
+        });
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.core.id
+    }
+
+    /// The owning identity.
+    pub fn owner(&self) -> Option<&str> {
+        self.core.owner.as_deref()
+    }
+
+    /// Creation time (ms since the epoch).
+    pub fn created_at(&self) -> u64 {
+        self.core.created_at
+    }
+
+    /// Wall-clock now (ms since the epoch) by the host's clock.
+    pub fn now_ms(&self) -> u64 {
+        self.core.now()
+    }
+
+    /// True once the host closed the session.
+    pub fn is_closed(&self) -> bool {
+        *self.core.closed.borrow()
+    }
+
+    /// Closes the session: its task stops, waits answer "session closed", event streams end,
+    /// the confirmation store is dropped.
+    pub fn close(&self) {
+        self.core.closed.send_replace(true);
+        lock(&self.core.events).close();
+        lock(&self.core.confirms).clear();
+        self.core.confirm_changed.send_modify(|v| *v += 1);
+    }
+
+    /// Resolves when the session is closed.
+    pub async fn closed(&self) {
+        let mut rx = self.core.closed.subscribe();
+        let _ = rx.wait_for(|c| *c).await;
+    }
+
+    /// The newest published (redacted) state.
+    pub fn published(&self) -> Published {
+        self.core.published.borrow().clone()
+    }
+
+    /// The redacted state.
+    pub fn state(&self) -> Arc<Value> {
+        self.core.published.borrow().state.clone()
+    }
+
+    /// Runs `f` on the typed state (a short read lock; never call back into the session).
+    pub fn with_state<R>(&self, f: impl FnOnce(&A::State) -> R) -> R {
+        let guard = self.core.state.read().unwrap_or_else(|e| e.into_inner());
+        f(&guard)
+    }
+
+    /// The newest event id.
+    pub fn last_event_id(&self) -> u64 {
+        lock(&self.core.events).newest_id()
+    }
+
+    /// Subscribes to the session's events after `last_event_id` (replay) or from a snapshot.
+    /// The replay is read from the history as the subscriber reads it.
+    pub fn subscribe(&self, last_event_id: Option<&str>) -> Subscription {
+        let pending = self.pending();
+        events::subscribe(&self.core.events, last_event_id, pending)
+    }
+
+    /// The log, newest first, at most `n` entries, optionally filtered by kind.
+    pub fn recent_log(&self, n: usize, kind: Option<&str>) -> Vec<LogEntry> {
+        lock(&self.core.log).recent(n, kind)
+    }
+
+    /// Resolves once the session is in its store (at once without a store), so another
+    /// process can load it.
+    pub async fn stored(&self) {
+        let mut rx = self.core.stored.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    /// Asks the session task to reload the stored session: another process committed or
+    /// changed its confirmations (a no-op without a store).
+    pub fn refresh_from_store(&self) {
+        if self.core.persist.is_some() {
+            self.core.refresh.notify_one();
+        }
+    }
+
+    /// Appends a log entry and publishes it as a `log` event. An entry over the log-entry
+    /// budget is bounded first (see [`crate::config::Budgets::log_entry_bytes`]).
+    pub fn append_log(&self, entry: LogEntry) {
+        self.core.append_log(entry);
+    }
+}
+
+impl<A: App> SessionCore<A> {
+    fn append_log(&self, mut entry: LogEntry) {
+        activity::bound_entry(&mut entry, self.config.budgets.log_entry_bytes);
+        let mut log = lock(&self.log);
+        log.push(entry.clone());
+        lock(&self.events).publish(EventBody::Log(entry));
+        if self.persist.is_some() {
+            self.log_dirty.notify_one();
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.config.clock.now_ms()
+    }
+
+    /// Writes an audit entry (owner as `uid`) without blocking the caller.
+    fn audit(&self, event: AuditEvent, tid: Option<String>, detail: Value) {
+        let mut entry = AuditEntry::new(self.now(), event, detail).with_uid(self.owner.clone());
+        entry.tid = tid;
+        let write = self.audit.write(entry);
+        tokio::spawn(write);
+    }
+
+    /// Queues `msg` behind everything already queued and returns its ticket.
+    fn enqueue(&self, msg: A::Msg, origin: Origin) -> Result<u64, SessionClosed> {
+        self.push(msg, origin, None)
+    }
+
+    /// Enqueues `msg` with a signal that fires right after its commit.
+    fn enqueue_watched(
+        &self,
+        msg: A::Msg,
+        origin: Origin,
+    ) -> Result<(u64, oneshot::Receiver<()>), SessionClosed> {
+        let (tx, rx) = oneshot::channel();
+        let ticket = self.push(msg, origin, Some(tx))?;
+        Ok((ticket, rx))
+    }
+
+    fn push(
+        &self,
+        msg: A::Msg,
+        origin: Origin,
+        committed: Option<oneshot::Sender<()>>,
+    ) -> Result<u64, SessionClosed> {
+        let mut next = lock(&self.next_ticket);
+        let ticket = *next;
+        self.inbox
+            .send(Envelope {
+                msg,
+                ticket,
+                origin,
+                committed,
+            })
+            .map_err(|_| SessionClosed)?;
+        *next += 1;
+        Ok(ticket)
+    }
+
+    /// Whether the message with `ticket` has been committed.
+    fn is_committed(&self, ticket: u64) -> bool {
+        self.committed_through.load(Ordering::Acquire) >= ticket
+    }
+}
+
+/// Serializes and redacts a state from scratch (the `@redact` plan, then the app's hook); a
+/// state that does not serialize is an error (its text starts with
+/// `state failed to serialize: `), never a silent `null`.
+pub(crate) fn redact<A: App>(
+    app: &A,
+    plan: &agent_schema::redact::RedactPlan,
+    state: &A::State,
+) -> Result<Value, String> {
+    crate::algo::snapshot::serialize_full(app, plan, state)
+}

@@ -1,0 +1,434 @@
+//! Durable sessions: the session's side of the store. A session with a [`Persistence`] is
+//! written to its [`SessionStore`] when it starts, and every commit writes the whole state
+//! (JSON) as the next sequence number before anyone sees it and before its effects start.
+//!
+//! The commit path calls exactly two functions: [`snapshot`] under the state lock and
+//! [`commit`] after it.
+
+use std::sync::Arc;
+
+use agent_schema::protocol::{DrainError, DrainErrorKind, LogEntry, LogKind};
+
+use super::task::CommitNote;
+use super::{activity, lock, Parts, Session, SessionCore, SessionError};
+use crate::app::App;
+use crate::engine::store::{SessionRecord, SessionStore};
+
+/// Where a session's commits go, and the schema hash they are written under.
+#[derive(Clone)]
+pub(crate) struct Persistence {
+    store: Arc<dyn SessionStore>,
+    schema_hash: Arc<str>,
+    /// The confirmations JSON the store holds as far as this process knows (written here,
+    /// or read back from another process's change), so none is written back needlessly.
+    stored_confirms: Arc<std::sync::Mutex<String>>,
+    /// Held by the confirmation saver from reading the entries to recording what it wrote,
+    /// and by [`refresh`] from loading the record to merging it: a load that started before
+    /// one of this process's writes can then never be taken for another process's change.
+    confirms_io: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Persistence {
+    pub(crate) fn new(store: Arc<dyn SessionStore>, schema_hash: &str) -> Self {
+        Persistence {
+            store,
+            schema_hash: Arc::from(schema_hash),
+            stored_confirms: Arc::new(std::sync::Mutex::new("[]".into())),
+            confirms_io: Arc::default(),
+        }
+    }
+
+    /// The record of a new session.
+    pub(crate) fn new_record<S: serde::Serialize>(
+        &self,
+        id: &str,
+        owner: Option<String>,
+        now: u64,
+        state: &S,
+    ) -> Result<SessionRecord, SessionError> {
+        let state = serde_json::to_string(state)
+            .map_err(|e| SessionError::Internal(format!("state failed to serialize: {e}")))?;
+        Ok(SessionRecord::new(
+            id,
+            owner,
+            now,
+            state,
+            &*self.schema_hash,
+        ))
+    }
+}
+
+/// The first write of a session task, before it takes any message.
+pub(crate) enum FirstWrite {
+    /// A new session: insert its record.
+    Insert(SessionRecord),
+    /// A restored session whose stored state was reset: commit the initial state.
+    Reset { seq: u64, state: String },
+}
+
+/// Does the first write; a failure is logged in the session (it keeps running in memory).
+pub(crate) async fn first_write<A: App>(core: &SessionCore<A>, first: FirstWrite) {
+    let Some(p) = &core.persist else { return };
+    let result = match first {
+        FirstWrite::Insert(record) => p.store.insert_session(record).await,
+        FirstWrite::Reset { seq, state } => p
+            .store
+            .commit_state(&core.id, seq, &state, &p.schema_hash, core.now())
+            .await
+            .map(|_| ()),
+    };
+    if let Err(e) = result {
+        log_error(core, "Session not stored", e.to_string());
+    }
+}
+
+/// The JSON text of the whole state, when the session persists (called under the state lock,
+/// right after `update`).
+pub(crate) fn snapshot<A: App>(
+    core: &SessionCore<A>,
+    state: &A::State,
+) -> Option<Result<String, String>> {
+    core.persist.as_ref()?;
+    Some(serde_json::to_string(state).map_err(|e| format!("state failed to serialize: {e}")))
+}
+
+/// The copy of a message kept to apply it again after a lost compare-and-set (only when the
+/// session persists: `update` is a pure function of state and message).
+pub(crate) fn retry_copy<A: App>(core: &SessionCore<A>, msg: &A::Msg) -> Option<A::Msg> {
+    core.persist.as_ref().map(|_| msg.clone())
+}
+
+/// A commit that was applied again on the state another writer stored.
+pub(crate) struct Redo<A: App> {
+    /// Its sequence number.
+    pub seq: u64,
+    /// The redacted state after it.
+    pub redacted: Arc<serde_json::Value>,
+    /// The effects of this application.
+    pub effects: Vec<A::Effect>,
+}
+
+/// How many times a commit is applied again before it is given up as not stored.
+const MAX_REAPPLY: usize = 64;
+
+/// Writes `snapshot` as commit `seq` (compare-and-set). When another writer committed `seq`
+/// first, reloads the stored state, applies `retry` to it again, and tries the next
+/// sequence number; answers the commit that was stored in the end. A failure (the database,
+/// or too many lost races) is reported like a failed update: a drain error and an `error`
+/// log entry; the commit stays in memory.
+pub(crate) async fn commit<A: App>(
+    core: &SessionCore<A>,
+    seq: u64,
+    snapshot: Option<Result<String, String>>,
+    retry: Option<A::Msg>,
+) -> Option<Redo<A>> {
+    let (Some(p), Some(Ok(state))) = (&core.persist, snapshot) else {
+        return None;
+    };
+    let message = match p
+        .store
+        .commit_state(&core.id, seq, &state, &p.schema_hash, core.now())
+        .await
+    {
+        Ok(true) => return None,
+        Ok(false) => match retry {
+            Some(msg) => match reapply(core, p, msg).await {
+                Ok(redo) => return Some(redo),
+                Err(message) => message,
+            },
+            None => format!("commit {seq} not stored: another writer committed it first"),
+        },
+        Err(e) => format!("commit {seq} not stored: {e}"),
+    };
+    core.notes.send(CommitNote::Error(DrainError {
+        kind: DrainErrorKind::Error,
+        message: message.clone(),
+    }));
+    log_error(core, "Commit not stored", message);
+    None
+}
+
+/// Reload, apply again, compare-and-set; until it is stored.
+async fn reapply<A: App>(
+    core: &SessionCore<A>,
+    p: &Persistence,
+    msg: A::Msg,
+) -> Result<Redo<A>, String> {
+    for _ in 0..MAX_REAPPLY {
+        let record = p
+            .store
+            .load_session(&core.id)
+            .await
+            .map_err(|e| format!("commit not stored: {e}"))?
+            .ok_or_else(|| "commit not stored: the session is gone from the store".to_string())?;
+        let mut state: A::State = serde_json::from_str(&record.state).map_err(|e| {
+            format!("commit not stored: the stored state does not deserialize ({e})")
+        })?;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            core.app.update(&mut state, msg.clone())
+        }));
+        let effects = match outcome {
+            Ok(effects) => effects,
+            Err(payload) => {
+                core.notes.send(CommitNote::Error(DrainError {
+                    kind: DrainErrorKind::Error,
+                    message: format!("update panicked: {}", super::panic_text(&*payload)),
+                }));
+                Vec::new()
+            }
+        };
+        let text =
+            serde_json::to_string(&state).map_err(|e| format!("state failed to serialize: {e}"))?;
+        let redacted = Arc::new(super::redact(
+            &*core.app,
+            core.catalog.redact_plan(),
+            &state,
+        )?);
+        let seq = record.seq + 1;
+        let stored = p
+            .store
+            .commit_state(&core.id, seq, &text, &p.schema_hash, core.now())
+            .await
+            .map_err(|e| format!("commit {seq} not stored: {e}"))?;
+        if stored {
+            *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+            return Ok(Redo {
+                seq,
+                redacted,
+                effects,
+            });
+        }
+    }
+    Err(format!(
+        "commit not stored: lost the race to other writers {MAX_REAPPLY} times"
+    ))
+}
+
+fn log_error<A: App>(core: &SessionCore<A>, intent: &str, detail: String) {
+    tracing::error!(target: "agent_runtime::store", session = %core.id, "{intent}: {detail}");
+    let mut entry = activity::entry(LogKind::Error, core.now());
+    entry.intent = Some(intent.into());
+    entry.detail = Some(detail);
+    core.append_log(entry);
+}
+
+/// For a durable session: writes the confirmations to the store after every change, until
+/// the session closes (closing, or dropping an idle session from memory, never erases them).
+pub(crate) fn spawn_confirm_saver<A: App>(core: &Arc<SessionCore<A>>) {
+    let Some(p) = core.persist.clone() else {
+        return;
+    };
+    let core = core.clone();
+    let mut changed = core.confirm_changed.subscribe();
+    let mut closed = core.closed.subscribe();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                _ = closed.wait_for(|c| *c) => return,
+                r = changed.changed() => if r.is_err() { return },
+            }
+            let _io = p.confirms_io.lock().await;
+            let json = lock(&core.confirms).to_json();
+            // `close` sets the flag before clearing the entries: an empty list read after
+            // the clear is never written.
+            if *core.closed.borrow() {
+                return;
+            }
+            if *lock(&p.stored_confirms) == json {
+                continue;
+            }
+            match p.store.save_confirms(&core.id, &json).await {
+                Ok(()) => *lock(&p.stored_confirms) = json,
+                Err(e) => log_error(&core, "Confirmations not stored", e.to_string()),
+            }
+        }
+    });
+}
+
+/// Entries of the activity log a durable store keeps (the newest ones).
+pub(crate) const LOG_TAIL_ENTRIES: usize = 32;
+
+/// How long the log saver gathers new entries before one write.
+const LOG_SAVE_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// For a durable session: writes the newest [`LOG_TAIL_ENTRIES`] log entries to the store
+/// after new ones were appended (at most one write per [`LOG_SAVE_DELAY`]; no timer while the
+/// log is quiet), until the session closes.
+pub(crate) fn spawn_log_saver<A: App>(core: &Arc<SessionCore<A>>) {
+    let Some(p) = core.persist.clone() else {
+        return;
+    };
+    let core = core.clone();
+    let mut closed = core.closed.subscribe();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                _ = closed.wait_for(|c| *c) => return,
+                _ = core.log_dirty.notified() => {}
+            }
+            tokio::select! {
+                biased;
+                _ = closed.wait_for(|c| *c) => return,
+                _ = tokio::time::sleep(LOG_SAVE_DELAY) => {}
+            }
+            let mut tail = lock(&core.log).recent(LOG_TAIL_ENTRIES, None);
+            tail.reverse();
+            let json = serde_json::to_string(&tail).unwrap_or_else(|_| "[]".into());
+            if let Err(e) = p.store.save_log_tail(&core.id, &json).await {
+                tracing::error!(target: "agent_runtime::store", "storing the log of {} failed: {e}", core.id);
+            }
+        }
+    });
+}
+
+/// Reloads the stored session after another process changed it (called by the session
+/// task, so no commit runs meanwhile): a newer commit replaces the state and is published
+/// (waking `/wait`, `waitFor` and event streams); changed confirmations replace these
+/// (waking confirmation waiters).
+pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
+    let Some(p) = &core.persist else { return };
+    let _io = p.confirms_io.lock().await;
+    let record = match p.store.load_session(&core.id).await {
+        Ok(Some(record)) => record,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::error!(target: "agent_runtime::store", "reloading session {} failed: {e}", core.id);
+            return;
+        }
+    };
+    if record.seq > core.published.borrow().seq {
+        if let Ok(state) = serde_json::from_str::<A::State>(&record.state) {
+            if let Ok(redacted) = super::redact(&*core.app, core.catalog.redact_plan(), &state) {
+                let redacted = Arc::new(redacted);
+                *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+                // The snapshot trees knew only this process's commits.
+                let gates = {
+                    let mut snapshots = lock(&core.snapshots);
+                    snapshots.forget_spare();
+                    snapshots.unknown_gates()
+                };
+                let prev = core.published.borrow().state.clone();
+                let patch = crate::algo::diff::diff(&prev, &redacted);
+                let published = super::Published::new(record.seq, redacted, patch.into(), gates);
+                core.published.send_replace(published.clone());
+                lock(&core.events).publish(super::events::EventBody::State(published));
+            }
+        }
+    }
+    // Only what another process wrote replaces these, and proposals made here and not yet
+    // written (the saver runs after them) stay: the store's copy must not undo them.
+    let stored = {
+        let mut known = lock(&p.stored_confirms);
+        if *known == record.confirms {
+            return;
+        }
+        std::mem::replace(&mut *known, record.confirms.clone())
+    };
+    let changed = {
+        let mut confirms = lock(&core.confirms);
+        // Also when the merge kept unwritten entries: the saver writes the merged list.
+        confirms.merge_foreign(&record.confirms, &stored) || confirms.to_json() != record.confirms
+    };
+    if changed {
+        core.confirm_changed.send_modify(|v| *v += 1);
+    }
+}
+
+/// The note agents get when a session was stored under another schema.
+pub(crate) fn schema_changed_note(old: &str, new: &str) -> String {
+    format!(
+        "App schema changed (was {old}, now {new}). Descriptions, actions and examples read \
+         before this are stale; use the ones in this result."
+    )
+}
+
+/// Rebuilds a session from its record: the state exactly as committed and its sequence
+/// number, the log tail. A state that no longer deserializes resets the session to the app's
+/// `init` (committed as the next sequence number, with an `error` log entry saying so); a
+/// record written under another schema hash gets a log entry with the schema-changed note.
+pub(crate) fn restore<A: App>(
+    record: SessionRecord,
+    parts: Parts<A>,
+    persist: Persistence,
+) -> Result<Session<A>, SessionError> {
+    let current_hash = persist.schema_hash.clone();
+    let mut notes: Vec<(LogKind, &str, String)> = Vec::new();
+    if record.schema_hash != *current_hash {
+        notes.push((
+            LogKind::Error,
+            "App schema changed",
+            schema_changed_note(&record.schema_hash, &current_hash),
+        ));
+    }
+    let app = parts.app.clone();
+    let (state, seq, first, effects) = match serde_json::from_str::<A::State>(&record.state) {
+        Ok(state) => (state, record.seq, None, Vec::new()),
+        Err(e) => {
+            let (state, effects) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| app.init())).map_err(
+                    |p| {
+                        SessionError::Internal(format!("init panicked: {}", super::panic_text(&*p)))
+                    },
+                )?;
+            let text = serde_json::to_string(&state)
+                .map_err(|e| SessionError::Internal(format!("state failed to serialize: {e}")))?;
+            notes.push((
+                LogKind::Error,
+                "Session reset",
+                format!(
+                    "the stored state (commit {}) no longer deserializes ({e}); the session was \
+                     reset to the app's initial state",
+                    record.seq
+                ),
+            ));
+            let seq = record.seq + 1;
+            (
+                state,
+                seq,
+                Some(FirstWrite::Reset { seq, state: text }),
+                effects,
+            )
+        }
+    };
+    let tail: Vec<LogEntry> = serde_json::from_str(&record.log_tail).unwrap_or_default();
+    let (core, rx) = Session::core(
+        record.id,
+        record.owner,
+        record.created_at,
+        seq,
+        state,
+        parts,
+        Some(persist),
+    )?;
+    // Event ids go on from the wall clock (ms): above those of the process before, so an
+    // event stream reconnecting with its `Last-Event-ID` gets a snapshot, never another
+    // process's events under the ids it saw.
+    lock(&core.events).continue_after(core.now());
+    {
+        let mut log = lock(&core.log);
+        for entry in tail {
+            log.push(entry);
+        }
+    }
+    if let Some(p) = &core.persist {
+        *lock(&p.stored_confirms) = record.confirms.clone();
+    }
+    if !lock(&core.confirms).restore_json(&record.confirms) {
+        notes.push((
+            LogKind::Error,
+            "Confirmations lost",
+            "the stored confirmations no longer parse; they were dropped".into(),
+        ));
+    }
+    for (kind, intent, detail) in notes {
+        let mut entry = activity::entry(kind, core.now());
+        entry.intent = Some(intent.into());
+        entry.detail = Some(detail);
+        core.append_log(entry);
+    }
+    let session = Session { core };
+    session.spawn(rx, first, effects);
+    Ok(session)
+}

@@ -1,0 +1,184 @@
+//! Session reads: state, slices, actions, context, visible content, regions, and the
+//! long-poll for a change (`semantics.md` §4, §8).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use agent_schema::protocol::{
+    Action, ContextResponse, DescribeVisibleResponse, DomElement, QueryDomResponse,
+    QueryStateResponse, StateResponse, WaitResponse, WaitStatus,
+};
+use agent_schema::AgentContext;
+use serde_json::Value;
+
+use super::{Session, SessionError};
+use crate::algo::affordances::Listed;
+use crate::app::App;
+use crate::algo::state_path::{get_state_response, query_state, query_state_response};
+
+impl<A: App> Session<A> {
+    /// Runs an app hook on the typed state; a panic becomes [`SessionError::Internal`].
+    fn hook<R>(&self, name: &str, f: impl FnOnce(&A, &A::State) -> R) -> Result<R, SessionError> {
+        let app = &*self.core.app;
+        self.with_state(|s| catch_unwind(AssertUnwindSafe(|| f(app, s))))
+            .map_err(|p| {
+                SessionError::Internal(format!("{name} hook panicked: {}", super::panic_text(&*p)))
+            })
+    }
+
+    /// `list_actions` on the current state. Computed once per commit, by the first caller
+    /// (the app's `bindings` and `affordances` hooks are functions of the state), kept in a
+    /// compact form and rendered from the variants' templates at each read; the route gates
+    /// come from the snapshot's results.
+    pub fn list_actions(&self) -> Result<Vec<Action>, SessionError> {
+        let published = self.published();
+        let catalog = &self.core.catalog;
+        if let Some(listed) = published.actions.get() {
+            return Ok(catalog.render_actions(listed));
+        }
+        let listed = self.compute_actions(&published)?;
+        let actions = catalog.render_actions(&listed);
+        // Kept only when no commit was published meanwhile (the hooks read the newest state).
+        if self.core.published.borrow().seq == published.seq {
+            let _ = published.actions.set(listed.into_boxed_slice());
+        }
+        Ok(actions)
+    }
+
+    fn compute_actions(&self, published: &super::Published) -> Result<Vec<Listed>, SessionError> {
+        let (bindings, hook) = self.hook("affordances", |app, s| {
+            let hook = app.affordances(s).map(|msgs| {
+                msgs.iter()
+                    .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
+                    .collect::<Vec<_>>()
+            });
+            (app.bindings(s), hook)
+        })?;
+        let catalog = &self.core.catalog;
+        let gates = catalog.gates();
+        Ok(catalog.pick_actions(&bindings, hook.as_deref(), &mut |id| {
+            published.gates.passes(gates, id, &published.state)
+        }))
+    }
+
+    /// `get_state {path?}` → `{"state": V}` or `{}`.
+    pub fn get_state(&self, path: Option<&str>) -> StateResponse {
+        let published = self.published();
+        match crate::algo::state_path::get_state(&published.state, path) {
+            // The whole state: the snapshot's text, serialized once per commit.
+            Some(v) if std::ptr::eq(v, &*published.state) => StateResponse {
+                state: Some(published.json()),
+            },
+            _ => get_state_response(&published.state, path),
+        }
+    }
+
+    /// `query_state {path}` → `{"found":true,"value"}` or `{"found":false,"detail"}`.
+    pub fn query_state(&self, path: &str) -> QueryStateResponse {
+        query_state_response(&self.state(), path)
+    }
+
+    /// The app's context hook output, or `None` without a hook.
+    pub fn context(&self) -> Result<Option<AgentContext>, SessionError> {
+        self.hook("context", |app, s| app.context(s))
+    }
+
+    /// `describe_context` for `tid`: the context (or the empty one) with the last-dispatch hint
+    /// in front of the app's hints.
+    pub fn describe_context(&self, tid: Option<&str>) -> Result<ContextResponse, SessionError> {
+        let mut ctx = self.context()?.unwrap_or(AgentContext {
+            summary: String::new(),
+            hints: Vec::new(),
+            cautions: Vec::new(),
+        });
+        if let Some(hint) = tid
+            .and_then(|t| self.last_outcome(t))
+            .and_then(|o| o.hint())
+        {
+            ctx.hints.insert(0, hint);
+        }
+        Ok(ContextResponse { context: ctx })
+    }
+
+    /// `describe_visible_content`.
+    pub fn describe_visible(&self) -> Result<DescribeVisibleResponse, SessionError> {
+        Ok(match self.hook("outline", |app, s| app.outline(s))? {
+            Some(v) => DescribeVisibleResponse {
+                url: v.url,
+                outline: v
+                    .outline
+                    .iter()
+                    .map(|node| serde_json::to_value(node).unwrap_or(Value::Null))
+                    .collect(),
+                source: "data-agent".into(),
+            },
+            None => DescribeVisibleResponse {
+                url: None,
+                outline: Vec::new(),
+                source: "fallback".into(),
+            },
+        })
+    }
+
+    /// `query_dom {name, multiple?}`.
+    pub fn query_dom(&self, name: &str, multiple: bool) -> Result<QueryDomResponse, SessionError> {
+        let regions = self.hook("regions", |app, s| app.regions(s))?;
+        let mut elements = Vec::new();
+        for (i, r) in regions.into_iter().enumerate() {
+            if r.name == name {
+                elements.push(DomElement {
+                    text: r.text,
+                    attrs: r.attrs,
+                    path: vec![i],
+                });
+                if !multiple {
+                    break;
+                }
+            }
+        }
+        Ok(QueryDomResponse { elements })
+    }
+
+    /// `wait {path?, timeoutMs}`: waits for the value at `path` (a JSON Pointer, or the whole
+    /// state) to change. `{"status":"changed","stateAfter"}` or `{"status":"timeout",
+    /// "stateAfter":null}`.
+    pub async fn wait_for_change(
+        &self,
+        path: Option<&str>,
+        timeout_ms: u64,
+    ) -> Result<WaitResponse, SessionError> {
+        let resolve = |state: &Value| -> Option<Value> {
+            match path {
+                None => Some(state.clone()),
+                Some(p) => query_state(state, p).ok().cloned(),
+            }
+        };
+        let mut rx = self.core.published.subscribe();
+        let baseline = resolve(&rx.borrow_and_update().state);
+        let mut closed = self.core.closed.subscribe();
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
+        loop {
+            tokio::select! {
+                _ = closed.wait_for(|c| *c) => return Err(SessionError::Closed),
+                r = rx.changed() => {
+                    if r.is_err() {
+                        return Err(SessionError::Closed);
+                    }
+                    let state = rx.borrow_and_update().state.clone();
+                    if resolve(&state) != baseline {
+                        return Ok(WaitResponse {
+                            status: WaitStatus::Changed,
+                            state_after: (*state).clone(),
+                        });
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Ok(WaitResponse {
+                        status: WaitStatus::Timeout,
+                        state_after: Value::Null,
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! The session task: the only code that mutates a session's state.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_schema::protocol::{DrainError, DrainErrorKind, LogKind};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::events::EventBody;
+use super::{activity, effects, lock, panic_text, persist, Published, SessionCore};
+use crate::app::App;
+
+/// A message waiting in a session's inbox.
+pub(crate) struct Envelope<M> {
+    pub msg: M,
+    pub ticket: u64,
+    pub origin: Origin,
+    /// Fired after the commit, for the one caller waiting on this message.
+    pub committed: Option<oneshot::Sender<()>>,
+}
+
+/// Where a queued message comes from; approved confirmations need work after their commit.
+pub(crate) enum Origin {
+    /// An agent, the human, or an effect.
+    Plain,
+    /// A human approval of a proposal (boxed: it is rare, and it would make every queued
+    /// message several times larger).
+    Approved(Box<Approval>),
+}
+
+/// What the commit of an approved proposal must record.
+pub(crate) struct Approval {
+    pub confirm_id: String,
+    /// The applied message as JSON (the edited one after an edit).
+    pub applied: Value,
+    /// Set when the human edited the message.
+    pub edited: bool,
+    pub intent: String,
+    pub variant: String,
+    pub tid: Option<String>,
+}
+
+/// What the task tells drain waiters.
+#[derive(Debug, Clone)]
+pub(crate) enum CommitNote {
+    /// One `update` was applied.
+    Commit { ticket: u64 },
+    /// An update panicked or an effect failed.
+    Error(DrainError),
+}
+
+pub(crate) async fn run<A: App>(
+    core: Arc<SessionCore<A>>,
+    mut inbox: mpsc::UnboundedReceiver<Envelope<A::Msg>>,
+) {
+    let mut closed = core.closed.subscribe();
+    let mut confirms_changed = core.confirm_changed.subscribe();
+    let mut expiry = tokio::time::interval(Duration::from_secs(1));
+    expiry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        // An idle session with no confirmations has no timer: thousands of idle sessions cost
+        // no wake-ups. A change to the confirmations wakes the loop to re-check.
+        let sweeping = !lock(&core.confirms).is_empty();
+        let env = tokio::select! {
+            biased;
+            _ = closed.wait_for(|c| *c) => break,
+            env = inbox.recv() => match env {
+                Some(env) => Some(env),
+                None => break,
+            },
+            _ = confirms_changed.changed() => continue,
+            // Another process changed the stored session.
+            _ = core.refresh.notified() => None,
+            _ = expiry.tick(), if sweeping => {
+                core.sweep_confirms();
+                continue;
+            }
+        };
+        match env {
+            Some(env) => commit(&core, env).await,
+            None => persist::refresh(&core).await,
+        }
+    }
+}
+
+async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
+    let prev = core.published.borrow().clone();
+    let retry = persist::retry_copy(core, &env.msg);
+    let (outcome, next, snapshot) = {
+        let mut state = core.state.write().unwrap_or_else(|e| e.into_inner());
+        // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
+        // `update` changed before panicking stays (the commit still counts).
+        let outcome = catch_unwind(AssertUnwindSafe(|| core.app.update(&mut state, env.msg)));
+        let next = lock(&core.snapshots).next(&*core.app, &state, &prev.state, &prev.gates);
+        let snapshot = persist::snapshot(core, &state);
+        (outcome, next, snapshot)
+    };
+    // A state that does not serialize is reported like a panicking `update` (drain errors
+    // and an `error` log entry); agents keep the last state that did serialize.
+    let published = match next {
+        Ok((next, _)) if Arc::ptr_eq(&next.state, &prev.state) => Published {
+            seq: prev.seq + 1,
+            ..prev.clone()
+        }
+        .with_patch(next.patch),
+        Ok((next, gates)) => Published::new(prev.seq + 1, next.state, next.patch, gates),
+        Err(message) => {
+            let mut entry = activity::entry(LogKind::Error, core.now());
+            entry.intent = Some("State failed to serialize".into());
+            entry.detail = Some(message.clone());
+            core.append_log(entry);
+            core.notes.send(CommitNote::Error(DrainError {
+                kind: DrainErrorKind::Error,
+                message,
+            }));
+            Published {
+                seq: prev.seq + 1,
+                ..prev.clone()
+            }
+            .with_patch(Arc::from([]))
+        }
+    };
+    let (mut outcome, mut published) = (outcome, published);
+    // Durable before anyone sees it, and before its effects start. Another replica may have
+    // committed first: the message is then applied again on the state it stored.
+    if let Some(redo) = persist::commit(core, published.seq, snapshot, retry).await {
+        // The walk's trees hold the state this process computed, not the one stored.
+        let gates = {
+            let mut snapshots = lock(&core.snapshots);
+            snapshots.forget_spare();
+            snapshots.unknown_gates()
+        };
+        let patch = crate::algo::diff::diff(&prev.state, &redo.redacted);
+        published = Published::new(redo.seq, redo.redacted, patch.into(), gates);
+        outcome = Ok(redo.effects);
+    }
+    let redacted = published.state.clone();
+    core.published.send_replace(published.clone());
+    let effects = match outcome {
+        Ok(effects) => effects,
+        Err(payload) => {
+            core.notes.send(CommitNote::Error(DrainError {
+                kind: DrainErrorKind::Error,
+                message: format!("update panicked: {}", panic_text(&*payload)),
+            }));
+            Vec::new()
+        }
+    };
+    core.committed_through
+        .store(env.ticket, std::sync::atomic::Ordering::Release);
+    core.notes.send(CommitNote::Commit { ticket: env.ticket });
+    // After the note, so the waiter finds it queued when it wakes.
+    if let Some(committed) = env.committed {
+        let _ = committed.send(());
+    }
+    lock(&core.events).publish(EventBody::State(published.clone()));
+    if let Origin::Approved(approval) = env.origin {
+        let Approval {
+            confirm_id,
+            applied,
+            edited,
+            intent,
+            variant,
+            tid,
+        } = *approval;
+        let mut entry = activity::entry(LogKind::Confirmed, core.now());
+        entry.variant = Some(variant);
+        entry.intent = Some(intent);
+        entry.detail = activity::payload_detail(&applied);
+        entry.state_diff = Some(published.patch().to_vec());
+        entry.tid = tid;
+        lock(&core.confirms).mark_committed(
+            &confirm_id,
+            (*redacted).clone(),
+            edited.then_some(applied),
+        );
+        core.append_log(entry);
+        core.confirm_changed.send_modify(|v| *v += 1);
+    }
+    for effect in effects {
+        effects::spawn_effect(core, effect);
+    }
+}

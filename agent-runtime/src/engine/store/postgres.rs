@@ -1,0 +1,168 @@
+//! The PostgreSQL store: several app-server replicas share one database (feature
+//! `postgres`). Commits are compare-and-set on (session, sequence); every write that other
+//! replicas must see is announced with `NOTIFY` on [`CHANGES_CHANNEL`].
+
+use std::time::Duration;
+
+use sqlx::postgres::PgPoolOptions;
+
+use super::sql::{impl_sql_store, Param};
+use super::tables::tables;
+use super::StoreError;
+
+/// The `LISTEN/NOTIFY` channel on which a write names the session it changed:
+/// `<session id> <sequence number> <1 if the confirmations changed, else 0>`.
+pub const CHANGES_CHANNEL: &str = "agent_session_changes";
+
+/// The tables, created when missing (under an advisory lock, so replicas starting together
+/// do not race).
+const SCHEMA: &str = concat!(
+    tables!("BYTEA"),
+    "
+CREATE OR REPLACE FUNCTION agent_sessions_notify() RETURNS trigger AS $$
+BEGIN
+    PERFORM pg_notify('agent_session_changes', NEW.id || ' ' || NEW.seq || ' ' ||
+        CASE WHEN OLD.confirms IS DISTINCT FROM NEW.confirms THEN '1' ELSE '0' END);
+    RETURN NULL;
+END
+$$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS agent_sessions_changed ON agent_sessions;
+CREATE TRIGGER agent_sessions_changed AFTER UPDATE ON agent_sessions
+    FOR EACH ROW EXECUTE FUNCTION agent_sessions_notify();
+"
+);
+
+/// Notifications buffered for a slow host before the oldest are dropped (a host that lags
+/// reloads on its next commit anyway).
+const CHANGES_CAPACITY: usize = 1024;
+
+/// Key of the advisory lock held while the tables are created.
+const SCHEMA_LOCK: i64 = 0x6167_656e_7473;
+
+/// A store in a PostgreSQL database. Cheap to clone (a connection pool).
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: sqlx::PgPool,
+    /// Writes (through the same pool).
+    writer: PgWriter,
+    touches: std::sync::Arc<super::sql::Touches>,
+    /// Always `None`: other replicas write the token records.
+    token_cache: Option<std::sync::Arc<super::token_cache::TokenCache>>,
+    /// Fed by one `LISTEN` task, started by the first
+    /// [`SessionStore::changes`](crate::engine::store::SessionStore::changes) call.
+    changes: std::sync::Arc<std::sync::OnceLock<tokio::sync::broadcast::Sender<String>>>,
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://user@host:port/db`) and creates the tables when missing.
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(url)
+            .await?;
+        let mut tx = pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(SCHEMA_LOCK)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::raw_sql(SCHEMA).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(PostgresStore {
+            writer: PgWriter(pool.clone()),
+            pool,
+            touches: Default::default(),
+            token_cache: None,
+            changes: Default::default(),
+        })
+    }
+
+    /// Starts the task that `LISTEN`s on [`CHANGES_CHANNEL`] (reconnecting after a lost
+    /// connection) and forwards each changed session id. It ends when every receiver is gone.
+    fn listen(&self) -> tokio::sync::broadcast::Sender<String> {
+        let (tx, _) = tokio::sync::broadcast::channel(CHANGES_CAPACITY);
+        let sender = tx.clone();
+        let pool = self.pool.clone();
+        tokio::spawn(async move {
+            loop {
+                let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::error!(target: "agent_runtime::store", "LISTEN connect failed: {e}");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                };
+                if let Err(e) = listener.listen(CHANGES_CHANNEL).await {
+                    tracing::error!(target: "agent_runtime::store", "LISTEN failed: {e}");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+                loop {
+                    match listener.recv().await {
+                        Ok(n) => {
+                            if sender.send(n.payload().to_owned()).is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(target: "agent_runtime::store", "LISTEN lost: {e}");
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        tx
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &sqlx::PgPool {
+        &self.pool
+    }
+}
+
+/// Writes through the pool: a statement on any pooled connection, several in one transaction.
+#[derive(Debug, Clone)]
+struct PgWriter(sqlx::PgPool);
+
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+fn bind<'q>(mut query: PgQuery<'q>, params: &[Param<'q>]) -> PgQuery<'q> {
+    for param in params {
+        query = match *param {
+            Param::Text(v) => query.bind(v),
+            Param::MaybeText(v) => query.bind(v),
+            Param::Int(v) => query.bind(v),
+            Param::Int32(v) => query.bind(v),
+            Param::MaybeInt(v) => query.bind(v),
+            Param::Bool(v) => query.bind(v),
+        };
+    }
+    query
+}
+
+impl PgWriter {
+    /// Runs one statement; answers the number of rows it changed.
+    async fn write<'q>(&self, sql: &'q str, params: &[Param<'q>]) -> Result<u64, StoreError> {
+        let done = bind(sqlx::query(sql), params).execute(&self.0).await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Runs `statements` in one transaction; answers the rows each changed.
+    async fn write_all<'q>(
+        &self,
+        statements: &[(&'q str, &[Param<'q>])],
+    ) -> Result<Vec<u64>, StoreError> {
+        let mut tx = self.0.begin().await?;
+        let mut changed = Vec::with_capacity(statements.len());
+        for (sql, params) in statements {
+            let done = bind(sqlx::query(sql), params).execute(&mut *tx).await?;
+            changed.push(done.rows_affected());
+        }
+        tx.commit().await?;
+        Ok(changed)
+    }
+}
+
+impl_sql_store!(PostgresStore, sqlx::Postgres, changes);

@@ -1,0 +1,482 @@
+//! The SQL both database stores share: one macro implements every store trait for a type
+//! holding `pool: sqlx::Pool<DB>` (reads) and `writer` (writes: `write(sql, params)` and
+//! `write_all` for one transaction; SQLite writes through its one connection, PostgreSQL
+//! through the pool); the token half, with its fields, is in `sql_tokens`. The statements are
+//! written once, in the dialect SQLite and PostgreSQL both accept (`$N` parameters, `ON
+//! CONFLICT`, `excluded.`); only the table definitions differ: the binary column type (see
+//! `tables`) and PostgreSQL's change trigger.
+
+use crate::security::TokenStatus;
+
+use super::StoreError;
+
+/// The token status spelled `text` (an unknown spelling reads as revoked: a record the code
+/// cannot understand must not authenticate anyone).
+pub(super) fn status_from(text: &str) -> TokenStatus {
+    match text {
+        "awaiting-ws" => TokenStatus::AwaitingWs,
+        "awaiting-claude" => TokenStatus::AwaitingClaude,
+        "active" => TokenStatus::Active,
+        "pending-resume" => TokenStatus::PendingResume,
+        _ => TokenStatus::Revoked,
+    }
+}
+
+/// Milliseconds and counters are `u64` in Rust and `BIGINT` in the database.
+pub(super) fn to_db(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+pub(super) fn from_db(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match e.as_database_error() {
+            Some(d) if d.is_unique_violation() => StoreError::Conflict(d.message().to_owned()),
+            _ => StoreError::Database(e.to_string()),
+        }
+    }
+}
+
+/// Logs a failed token-store call: the [`crate::security::TokenStore`] trait has no error
+/// channel, so a database failure reads as "no such record" (the caller answers 401, never
+/// a wrong grant).
+pub(super) fn token_failure(op: &str, e: &dyn std::fmt::Display) {
+    tracing::error!(target: "agent_runtime::store", "token store {op} failed: {e}");
+}
+
+/// A value bound to a write's `$N` parameter (`N` = its position, from 1).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Param<'a> {
+    Text(&'a str),
+    MaybeText(Option<&'a str>),
+    Int(i64),
+    Int32(i32),
+    MaybeInt(Option<i64>),
+    Bool(bool),
+}
+
+impl<'a> From<&'a str> for Param<'a> {
+    fn from(v: &'a str) -> Self {
+        Param::Text(v)
+    }
+}
+
+impl<'a> From<&'a String> for Param<'a> {
+    fn from(v: &'a String) -> Self {
+        Param::Text(v)
+    }
+}
+
+impl<'a> From<&'a Option<String>> for Param<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        Param::MaybeText(v.as_deref())
+    }
+}
+
+impl From<i64> for Param<'_> {
+    fn from(v: i64) -> Self {
+        Param::Int(v)
+    }
+}
+
+impl From<i32> for Param<'_> {
+    fn from(v: i32) -> Self {
+        Param::Int32(v)
+    }
+}
+
+impl From<Option<i64>> for Param<'_> {
+    fn from(v: Option<i64>) -> Self {
+        Param::MaybeInt(v)
+    }
+}
+
+impl From<bool> for Param<'_> {
+    fn from(v: bool) -> Self {
+        Param::Bool(v)
+    }
+}
+
+pub(crate) use super::touches::{Touches, TOUCH_FLUSH};
+
+macro_rules! impl_sql_store {
+    ($store:ty, $db:ty, changes) => {
+        $crate::engine::store::sql::impl_sql_store!(@impl $store, $db, {
+            fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+                Some(self.changes.get_or_init(|| self.listen()).subscribe())
+            }
+        });
+    };
+    ($store:ty, $db:ty) => {
+        $crate::engine::store::sql::impl_sql_store!(@impl $store, $db, {});
+    };
+    (@impl $store:ty, $db:ty, { $($changes:tt)* }) => {
+        $crate::engine::store::sql_tokens::impl_sql_tokens!($store, $db);
+
+        fn session_from_row(
+            row: &<$db as sqlx::Database>::Row,
+        ) -> Result<$crate::engine::store::SessionRecord, sqlx::Error> {
+            use sqlx::Row as _;
+            use $crate::engine::store::sql::from_db;
+            Ok($crate::engine::store::SessionRecord {
+                id: row.try_get("id")?,
+                owner: row.try_get("owner")?,
+                created_at: from_db(row.try_get("created_at")?),
+                updated_at: from_db(row.try_get("updated_at")?),
+                seq: from_db(row.try_get("seq")?),
+                state: row.try_get("state")?,
+                schema_hash: row.try_get("schema_hash")?,
+                confirms: row.try_get("confirms")?,
+                log_tail: row.try_get("log_tail")?,
+            })
+        }
+
+        impl $crate::engine::store::SessionStore for $store {
+            fn insert_session(
+                &self,
+                r: $crate::engine::store::SessionRecord,
+            ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<()>> {
+                use $crate::engine::store::sql::to_db;
+                Box::pin(async move {
+                    self.writer
+                        .write(
+                            "INSERT INTO agent_sessions (id, owner, created_at, updated_at, seq, \
+                             state, schema_hash, confirms, log_tail) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                            &[
+                                (&r.id).into(),
+                                (&r.owner).into(),
+                                to_db(r.created_at).into(),
+                                to_db(r.updated_at).into(),
+                                to_db(r.seq).into(),
+                                (&r.state).into(),
+                                (&r.schema_hash).into(),
+                                (&r.confirms).into(),
+                                (&r.log_tail).into(),
+                            ],
+                        )
+                        .await?;
+                    Ok(())
+                })
+            }
+
+            fn load_session<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> futures::future::BoxFuture<
+                'a,
+                $crate::engine::store::StoreResult<Option<$crate::engine::store::SessionRecord>>,
+            > {
+                Box::pin(async move {
+                    let row = sqlx::query(
+                        "SELECT id, owner, created_at, updated_at, seq, state, schema_hash, \
+                         confirms, log_tail FROM agent_sessions WHERE id = $1",
+                    )
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                    Ok(row.as_ref().map(session_from_row).transpose()?)
+                })
+            }
+
+            fn commit_state<'a>(
+                &'a self,
+                id: &'a str,
+                seq: u64,
+                state: &'a str,
+                schema_hash: &'a str,
+                now: u64,
+            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<bool>> {
+                use $crate::engine::store::sql::to_db;
+                Box::pin(async move {
+                    let Some(previous) = seq.checked_sub(1) else {
+                        return Ok(false);
+                    };
+                    let done = self
+                        .writer
+                        .write(
+                            "UPDATE agent_sessions SET seq = $2, state = $3, schema_hash = $4, \
+                             updated_at = $5 WHERE id = $1 AND seq = $6",
+                            &[
+                                id.into(),
+                                to_db(seq).into(),
+                                state.into(),
+                                schema_hash.into(),
+                                to_db(now).into(),
+                                to_db(previous).into(),
+                            ],
+                        )
+                        .await?;
+                    Ok(done == 1)
+                })
+            }
+
+            fn save_confirms<'a>(
+                &'a self,
+                id: &'a str,
+                confirms: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<()>> {
+                Box::pin(async move {
+                    self.writer
+                        .write(
+                            "UPDATE agent_sessions SET confirms = $2 WHERE id = $1",
+                            &[id.into(), confirms.into()],
+                        )
+                        .await?;
+                    Ok(())
+                })
+            }
+
+            fn save_log_tail<'a>(
+                &'a self,
+                id: &'a str,
+                log_tail: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<()>> {
+                Box::pin(async move {
+                    self.writer
+                        .write(
+                            "UPDATE agent_sessions SET log_tail = $2 WHERE id = $1",
+                            &[id.into(), log_tail.into()],
+                        )
+                        .await?;
+                    Ok(())
+                })
+            }
+
+            fn delete_session<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<bool>> {
+                Box::pin(async move {
+                    let done = self
+                        .writer
+                        .write(
+                            "DELETE FROM agent_sessions WHERE id = $1",
+                            &[id.into()],
+                        )
+                        .await?;
+                    Ok(done > 0)
+                })
+            }
+
+            fn sessions_of<'a>(
+                &'a self,
+                owner: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<Vec<String>>> {
+                Box::pin(async move {
+                    let ids: Vec<(String,)> = sqlx::query_as(
+                        "SELECT id FROM agent_sessions WHERE owner = $1 ORDER BY created_at, id",
+                    )
+                    .bind(owner)
+                    .fetch_all(&self.pool)
+                    .await?;
+                    Ok(ids.into_iter().map(|(id,)| id).collect())
+                })
+            }
+
+            fn session_count(
+                &self,
+            ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<u64>> {
+                Box::pin(async move {
+                    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_sessions")
+                        .fetch_one(&self.pool)
+                        .await?;
+                    Ok($crate::engine::store::sql::from_db(n))
+                })
+            }
+
+            $($changes)*
+        }
+
+        impl $crate::engine::store::IdempotencyRecords for $store {
+            fn put_idempotent(
+                &self,
+                e: $crate::engine::store::IdempotencyEntry,
+            ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<()>> {
+                use $crate::engine::store::sql::to_db;
+                Box::pin(async move {
+                    self.writer
+                        .write(
+                            "INSERT INTO agent_idempotency (tid, key, created_at, msg, status, \
+                             body, headers) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                             ON CONFLICT (tid, key) DO UPDATE SET \
+                             created_at = excluded.created_at, msg = excluded.msg, \
+                             status = excluded.status, body = excluded.body, \
+                             headers = excluded.headers",
+                            &[
+                                (&e.tid).into(),
+                                (&e.key).into(),
+                                to_db(e.created_at).into(),
+                                (&e.msg).into(),
+                                i32::from(e.status).into(),
+                                (&e.body).into(),
+                                (&e.headers).into(),
+                            ],
+                        )
+                        .await?;
+                    Ok(())
+                })
+            }
+
+            fn get_idempotent<'a>(
+                &'a self,
+                tid: &'a str,
+                key: &'a str,
+            ) -> futures::future::BoxFuture<
+                'a,
+                $crate::engine::store::StoreResult<Option<$crate::engine::store::IdempotencyEntry>>,
+            > {
+                Box::pin(async move {
+                    let row: Option<(i64, String, i32, String, String)> = sqlx::query_as(
+                        "SELECT created_at, msg, status, body, headers FROM agent_idempotency \
+                         WHERE tid = $1 AND key = $2",
+                    )
+                    .bind(tid)
+                    .bind(key)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                    Ok(row.map(|(created_at, msg, status, body, headers)| {
+                        $crate::engine::store::IdempotencyEntry {
+                            tid: tid.to_owned(),
+                            key: key.to_owned(),
+                            created_at: $crate::engine::store::sql::from_db(created_at),
+                            msg,
+                            status: u16::try_from(status).unwrap_or(500),
+                            body,
+                            headers,
+                        }
+                    }))
+                })
+            }
+
+            fn sweep_idempotent(
+                &self,
+                before: u64,
+            ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<u64>> {
+                Box::pin(async move {
+                    let done = self
+                        .writer
+                        .write(
+                            "DELETE FROM agent_idempotency WHERE created_at < $1",
+                            &[$crate::engine::store::sql::to_db(before).into()],
+                        )
+                        .await?;
+                    Ok(done)
+                })
+            }
+        }
+
+        impl $crate::engine::store::McpBindings for $store {
+            fn bind_mcp(
+                &self,
+                b: $crate::engine::store::McpBinding,
+            ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<()>> {
+                Box::pin(async move {
+                    self.writer
+                        .write(
+                            "INSERT INTO agent_mcp_sessions (id, tid, init, created_at, deleted) \
+                             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET \
+                             tid = CASE WHEN excluded.tid = '' THEN agent_mcp_sessions.tid \
+                             ELSE excluded.tid END, \
+                             init = CASE WHEN excluded.init = '' THEN agent_mcp_sessions.init \
+                             ELSE excluded.init END",
+                            &[
+                                (&b.id).into(),
+                                (&b.tid).into(),
+                                (&b.init).into(),
+                                $crate::engine::store::sql::to_db(b.created_at).into(),
+                                b.deleted.into(),
+                            ],
+                        )
+                        .await?;
+                    Ok(())
+                })
+            }
+
+            fn mcp_binding<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> futures::future::BoxFuture<
+                'a,
+                $crate::engine::store::StoreResult<Option<$crate::engine::store::McpBinding>>,
+            > {
+                Box::pin(async move {
+                    let row: Option<(String, String, i64, bool)> = sqlx::query_as(
+                        "SELECT tid, init, created_at, deleted FROM agent_mcp_sessions \
+                         WHERE id = $1",
+                    )
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                    Ok(row.map(|(tid, init, created_at, deleted)| $crate::engine::store::McpBinding {
+                        id: id.to_owned(),
+                        tid,
+                        init,
+                        created_at: $crate::engine::store::sql::from_db(created_at),
+                        deleted,
+                    }))
+                })
+            }
+
+            fn delete_mcp<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<()>> {
+                Box::pin(async move {
+                    self.writer
+                        .write(
+                            "UPDATE agent_mcp_sessions SET deleted = TRUE WHERE id = $1",
+                            &[id.into()],
+                        )
+                        .await?;
+                    Ok(())
+                })
+            }
+
+            fn unbind_mcp<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<()>> {
+                Box::pin(async move {
+                    self.writer
+                        .write(
+                            "UPDATE agent_mcp_sessions SET tid = '' WHERE id = $1",
+                            &[id.into()],
+                        )
+                        .await?;
+                    Ok(())
+                })
+            }
+        }
+
+        impl $crate::engine::store::SigningKeys for $store {
+            fn signing_key<'a>(
+                &'a self,
+                name: &'a str,
+                candidate: Vec<u8>,
+            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<Vec<u8>>> {
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT INTO agent_keys (name, bytes) VALUES ($1, $2) \
+                         ON CONFLICT (name) DO NOTHING",
+                    )
+                    .bind(name)
+                    .bind(&candidate)
+                    .execute(&self.pool)
+                    .await?;
+                    let (bytes,): (Vec<u8>,) =
+                        sqlx::query_as("SELECT bytes FROM agent_keys WHERE name = $1")
+                            .bind(name)
+                            .fetch_one(&self.pool)
+                            .await?;
+                    Ok(bytes)
+                })
+            }
+        }
+    };
+}
+
+pub(super) use impl_sql_store;

@@ -1,0 +1,157 @@
+//! The options of the agent server (`lap.md` §1): the HTTP surface's, `/agent/mcp`'s
+//! ([`McpOptions`], `lap.md` §7.3) and pairing's ([`PairingOptions`], `pairing.md`). Plain data,
+//! read by the operation core and the surfaces alike.
+
+use crate::security::{loopback_hosts, IdentityKey, RateLimitSpec, TrustProxy, DEFAULT_IDENTITY_COOKIE_NAME};
+
+/// Default per-token LAP limit.
+pub const DEFAULT_RATE_LIMIT: &str = "30/minute";
+
+/// Options of the HTTP surface (`lap.md` §1).
+#[derive(Clone)]
+pub struct ServerOptions {
+    /// A caller without identity may mint, and gets an `anon-…` identity cookie.
+    pub allow_anonymous: bool,
+    /// Number of trusted appending proxies.
+    pub trust_proxy: TrustProxy,
+    /// The host app serves TLS itself (request origins are `https`).
+    pub tls: bool,
+    /// Base path of the LAP endpoints.
+    pub lap_base_path: String,
+    /// Inactivity expiry of tokens; `None` disables it.
+    pub sliding_ttl_ms: Option<u64>,
+    /// Extra origins accepted for cookie-authenticated POSTs.
+    pub allowed_origins: Vec<String>,
+    /// Upper clamp of `timeoutMs` on `/message`, `/wait`, `/confirm-result`.
+    pub max_wait_ms: u64,
+    /// Name of the identity cookie.
+    pub identity_cookie_name: String,
+    /// Signing key of the identity cookie (`None`: 32 random bytes per process).
+    pub identity_key: Option<IdentityKey>,
+    /// Per-token LAP rate limit (also used for mint, keyed by identity).
+    pub rate_limit: RateLimitSpec,
+    /// `Host` values accepted on every route but `/agent/mcp` (which has its own
+    /// `mcp.allowed_hosts`, same default): a name matches any port, `name:port` only that
+    /// port. Default [`loopback_hosts`] (`localhost`, `127.0.0.1`, `::1`); a deployment lists
+    /// its own host names; empty accepts any host. Others get 403 `forbidden`.
+    pub allowed_hosts: Vec<String>,
+    /// The MCP endpoint `/agent/mcp` (`lap.md` §7.3).
+    #[cfg(feature = "mcp")]
+    pub mcp: McpOptions,
+    /// `/agent/ws` and paired sessions (`pairing.md`).
+    #[cfg(feature = "pairing")]
+    pub pairing: PairingOptions,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            allow_anonymous: false,
+            trust_proxy: TrustProxy::default(),
+            tls: false,
+            lap_base_path: "/agent/lap/v1".into(),
+            sliding_ttl_ms: None,
+            allowed_origins: Vec::new(),
+            max_wait_ms: 120_000,
+            identity_cookie_name: DEFAULT_IDENTITY_COOKIE_NAME.into(),
+            identity_key: None,
+            rate_limit: DEFAULT_RATE_LIMIT
+                .parse()
+                .expect("the default rate limit parses"),
+            allowed_hosts: loopback_hosts(),
+            #[cfg(feature = "mcp")]
+            mcp: McpOptions::default(),
+            #[cfg(feature = "pairing")]
+            pairing: PairingOptions::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("allow_anonymous", &self.allow_anonymous)
+            .field("lap_base_path", &self.lap_base_path)
+            .field("sliding_ttl_ms", &self.sliding_ttl_ms)
+            .field("max_wait_ms", &self.max_wait_ms)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .finish_non_exhaustive()
+    }
+}
+
+
+#[cfg(feature = "mcp")]
+/// Options of `/agent/mcp` (`lap.md` §1, §7.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpOptions {
+    /// Serve `/agent/mcp` (default on).
+    pub enabled: bool,
+    /// Live sessions at most (default 64).
+    pub max_sessions: usize,
+    /// Live unauthenticated sessions at most (default 16; clamped to `[1, max_sessions]`).
+    pub max_unauthenticated_sessions: usize,
+    /// Live sessions bound to one token at most (default 8).
+    pub max_sessions_per_token: usize,
+    /// An authenticated session expires this long after its last request (default 30 min).
+    pub idle_ttl_ms: u64,
+    /// An unauthenticated session expires this long after its creation, whatever its traffic
+    /// (default 30 min).
+    pub unauthenticated_max_lifetime_ms: u64,
+    /// `serverInfo.name` (default `agent`).
+    pub server_name: String,
+    /// `serverInfo.version` (default `1`).
+    pub server_version: String,
+    /// `Host` values accepted (`mcpAllowedHosts`; a name matches any port, `name:port` only
+    /// that port; default `localhost`, `127.0.0.1`, `::1`). Empty accepts any host.
+    pub allowed_hosts: Vec<String>,
+}
+
+#[cfg(feature = "mcp")]
+impl Default for McpOptions {
+    fn default() -> Self {
+        McpOptions {
+            enabled: true,
+            max_sessions: 64,
+            max_unauthenticated_sessions: 16,
+            max_sessions_per_token: 8,
+            idle_ttl_ms: 30 * 60 * 1000,
+            unauthenticated_max_lifetime_ms: 30 * 60 * 1000,
+            server_name: "agent".into(),
+            server_version: "1".into(),
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+        }
+    }
+}
+
+
+#[cfg(feature = "pairing")]
+/// Options of pairing (`ServerOptions::pairing`).
+#[derive(Debug, Clone)]
+pub struct PairingOptions {
+    /// `POST /agent/mint` without a body mints a paired session (as LLui's server does);
+    /// otherwise only `{"paired": true}` does and a bare mint starts a hosted session.
+    pub mint_paired: bool,
+    /// How long a closed socket's token waits in `pending-resume` for the app to come back
+    /// (default 60 s).
+    pub grace_ms: u64,
+    /// How long a forwarded read waits for the app's answer before 504 (default 15 s).
+    pub forward_timeout_ms: u64,
+    /// How long confirmation outcomes are kept for `/confirm-result` (default 5 min).
+    pub outcome_ms: u64,
+    /// `Retry-After` of a 503 for a live record without a socket (default 5 s).
+    pub retry_after_s: u64,
+}
+
+#[cfg(feature = "pairing")]
+impl Default for PairingOptions {
+    fn default() -> Self {
+        PairingOptions {
+            mint_paired: false,
+            grace_ms: 60_000,
+            forward_timeout_ms: 15_000,
+            outcome_ms: 5 * 60_000,
+            retry_after_s: 5,
+        }
+    }
+}
+

@@ -1,0 +1,93 @@
+//! The shared state every operation reads: the host and its sessions, the security building
+//! blocks (tokens, identity, rate limits, origins), the options, the idempotency records, the
+//! revocation channel and the paired sessions' hub. Surfaces receive a [`ServerState`] (cheap
+//! to clone); the top-level `server` builds it and mounts the surfaces around it.
+
+use std::sync::Arc;
+
+use tokio::sync::broadcast;
+
+use super::idempotency::IdempotencyStore;
+use super::options::ServerOptions;
+use crate::app::App;
+use crate::clock::SharedClock;
+use crate::engine::host::Host;
+use crate::engine::store::IdempotencyRecords;
+use crate::security::{
+    AuditEntry, AuditSink, Identity, OriginPolicy, RateLimiter, TokenStore,
+};
+
+/// The fields of a [`ServerState`].
+pub(crate) struct Shared<A: App> {
+    pub(crate) host: Host<A>,
+    pub(crate) tokens: Arc<dyn TokenStore>,
+    pub(crate) identity: Identity,
+    pub(crate) limiter: Arc<dyn RateLimiter>,
+    pub(crate) origin: OriginPolicy,
+    pub(crate) options: ServerOptions,
+    pub(crate) idempotency: IdempotencyStore,
+    /// Where first answers of keyed calls are also kept, with a durable store.
+    pub(crate) durable_idempotency: Option<Arc<dyn IdempotencyRecords>>,
+    /// Revoked tids, so in-flight long polls of that token end with 403.
+    pub(crate) revocations: broadcast::Sender<String>,
+    /// Paired sockets and which tokens are paired.
+    #[cfg(feature = "pairing")]
+    pub(crate) pairing: super::paired::Pairing,
+    /// Where the MCP session ids issued are kept (durable stores only).
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp_bindings: Option<Arc<dyn crate::engine::store::McpBindings>>,
+}
+
+/// The state shared by every operation and surface. Cheap to clone.
+pub(crate) struct ServerState<A: App> {
+    pub(crate) inner: Arc<Shared<A>>,
+}
+
+impl<A: App> Clone for ServerState<A> {
+    fn clone(&self) -> Self {
+        ServerState {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<A: App> ServerState<A> {
+    /// The state around `shared`.
+    pub(crate) fn new(shared: Shared<A>) -> Self {
+        ServerState {
+            inner: Arc::new(shared),
+        }
+    }
+
+    /// The host.
+    pub(crate) fn host(&self) -> &Host<A> {
+        &self.inner.host
+    }
+
+    /// The token store.
+    pub(crate) fn tokens(&self) -> &Arc<dyn TokenStore> {
+        &self.inner.tokens
+    }
+
+    /// The options.
+    pub(crate) fn options(&self) -> &ServerOptions {
+        &self.inner.options
+    }
+
+    pub(crate) fn clock(&self) -> &SharedClock {
+        &self.inner.host.config().clock
+    }
+
+    pub(crate) fn now(&self) -> u64 {
+        self.clock().now_ms()
+    }
+
+    pub(crate) fn audit_sink(&self) -> &Arc<dyn AuditSink> {
+        self.inner.host.audit_sink()
+    }
+
+    /// Writes an audit entry and waits for the sink (writes on HTTP paths are awaited).
+    pub(crate) async fn audit(&self, entry: AuditEntry) {
+        self.audit_sink().write(entry).await;
+    }
+}

@@ -1,0 +1,326 @@
+//! Human routes (`lap.md` §6): the owner's view of their sessions, dispatch as the human,
+//! confirmation decisions (with an optional edited message) and the numbered event stream.
+//! Agent bearer tokens are refused on all of them.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, Request};
+use axum::http::{header, request::Parts, Method, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::Router;
+use futures::stream::{self, Stream};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::body::{check_content_length, read_json};
+use crate::app::App;
+use crate::ops::error::{json_ok, json_text_ok, ApiError};
+use crate::ops::dispatch_options;
+use crate::security::{AgentSession, TokenRecord, TokenStatus};
+use crate::ops::ServerState;
+use crate::engine::session::{EditedApprovalError, Session, SessionError};
+use agent_schema::protocol::ErrorCode;
+use agent_schema::protocol::{DispatchRequest, Fields};
+
+pub(super) const NOT_YOURS: &str = "unknown session or not yours";
+
+/// The human routes.
+pub(crate) fn human_routes<A: App>(server: &ServerState<A>) -> Router {
+    let s = server.clone();
+    let list = move |req: Request| human_sessions(s.clone(), req);
+    let s = server.clone();
+    let one = move |Path(id): Path<String>, req: Request| human_session(s.clone(), id, req);
+    let s = server.clone();
+    let dispatch = move |Path(id): Path<String>, req: Request| human_dispatch(s.clone(), id, req);
+    let s = server.clone();
+    let decide = move |Path((id, confirm)): Path<(String, String)>, req: Request| {
+        human_decide(s.clone(), id, confirm, req)
+    };
+    let s = server.clone();
+    let events = move |Path(id): Path<String>, q: Query<EventsQuery>, req: Request| {
+        human_events(s.clone(), id, q.0, req)
+    };
+    Router::new()
+        .route("/agent/human/sessions", any(list))
+        .route("/agent/human/sessions/{id}", any(one))
+        .route("/agent/human/sessions/{id}/dispatch", any(dispatch))
+        .route("/agent/human/sessions/{id}/confirms/{confirm}", any(decide))
+        .route(
+            "/agent/human/sessions/{id}/events",
+            get(events).fallback(|| async { ApiError::method_not_allowed() }),
+        )
+}
+
+/// Access rules 0–5 of `lap.md` §6.1. Returns the caller's identity and, for a session route,
+/// the session.
+pub(super) async fn access<A: App>(
+    server: &ServerState<A>,
+    parts: &Parts,
+    method: Method,
+    session_id: Option<&str>,
+) -> Result<(String, Option<Session<A>>), ApiError> {
+    if parts.method != method {
+        return Err(ApiError::method_not_allowed());
+    }
+    check_content_length(&parts.headers)?;
+    if parts.headers.contains_key(header::AUTHORIZATION) {
+        return Err(ApiError::forbidden("agent tokens cannot use human routes"));
+    }
+    if method == Method::POST {
+        server.inner.origin.check(parts)?;
+        let media = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            });
+        if media.as_deref() != Some("application/json") {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                ErrorCode::UnsupportedMediaType,
+            ));
+        }
+    }
+    let uid = server
+        .inner
+        .identity
+        .resolve(parts)
+        .await
+        .ok_or_else(ApiError::auth_required)?;
+    #[cfg(feature = "pairing")]
+    if session_id.is_some_and(super::human_paired::is_paired_id) {
+        return Err(super::human_paired::acts_in_the_app());
+    }
+    let session = match session_id {
+        None => None,
+        Some(id) => Some(
+            server
+                .host()
+                .load_session(id)
+                .await
+                .filter(|s| s.owner() == Some(uid.as_str()))
+                .ok_or_else(|| ApiError::forbidden(NOT_YOURS))?,
+        ),
+    };
+    Ok((uid, session))
+}
+
+fn internal(e: SessionError) -> ApiError {
+    match e {
+        SessionError::Closed => ApiError::forbidden(NOT_YOURS),
+        SessionError::Internal(d) => ApiError::internal(d),
+    }
+}
+
+async fn agents_of<A: App>(server: &ServerState<A>, session_id: &str) -> Vec<AgentSession> {
+    server
+        .inner
+        .tokens
+        .list_by_session(session_id)
+        .await
+        .iter()
+        .filter(|r| matches!(r.status, TokenStatus::AwaitingClaude | TokenStatus::Active))
+        .map(TokenRecord::to_agent_session)
+        .collect()
+}
+
+async fn human_sessions<A: App>(server: ServerState<A>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    let uid = match access(&server, &parts, Method::GET, None).await {
+        Ok((uid, _)) => uid,
+        Err(e) => return e.into_response(),
+    };
+    let owned = server.host().load_sessions_of(&uid).await;
+    let mut sessions = Vec::with_capacity(owned.len());
+    for s in &owned {
+        let agents = agents_of(&server, s.id()).await;
+        sessions.push(json!({
+            "sessionId": s.id(),
+            "createdAt": s.created_at(),
+            "pendingConfirms": s.pending().len(),
+            "agents": agents,
+            "kind": "hosted",
+        }));
+    }
+    #[cfg(feature = "pairing")]
+    {
+        let mut paired = super::human_paired::list_entries(&server, &uid).await;
+        sessions.append(&mut paired);
+    }
+    json_ok(&json!({ "sessions": sessions }))
+}
+
+async fn human_session<A: App>(server: ServerState<A>, id: String, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    #[cfg(feature = "pairing")]
+    {
+        use super::human_paired::{owner_route, OwnerRoute};
+        if let Some(answer) = owner_route(&server, &parts, &id, OwnerRoute::View).await {
+            return answer;
+        }
+    }
+    let session = match access(&server, &parts, Method::GET, Some(&id)).await {
+        Ok((_, Some(s))) => s,
+        Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
+        Err(e) => return e.into_response(),
+    };
+    // Read before the session's view, so no lock of the session is held across the await.
+    let agents = agents_of(&server, session.id()).await;
+    let actions = match session.list_actions() {
+        Ok(a) => a,
+        Err(e) => return internal(e).into_response(),
+    };
+    let view = HumanView {
+        state: session.published().json(),
+        actions,
+        pending: session.pending(),
+        log: session.recent_log(usize::MAX, None),
+        last_event_id: session.last_event_id(),
+        agents,
+    };
+    match serde_json::to_string(&view) {
+        Ok(text) => json_text_ok(text),
+        Err(e) => ApiError::internal(format!("session view: {e}")).into_response(),
+    }
+}
+
+/// The human's view of a session; the state is the snapshot's text, embedded as is.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HumanView {
+    state: std::sync::Arc<serde_json::value::RawValue>,
+    actions: Vec<agent_schema::protocol::Action>,
+    pending: Vec<agent_schema::protocol::ConfirmEntry>,
+    log: Vec<agent_schema::protocol::LogEntry>,
+    last_event_id: u64,
+    agents: Vec<AgentSession>,
+}
+
+async fn human_dispatch<A: App>(server: ServerState<A>, id: String, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let session = match access(&server, &parts, Method::POST, Some(&id)).await {
+        Ok((_, Some(s))) => s,
+        Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
+        Err(e) => return e.into_response(),
+    };
+    let result = async {
+        let request: DispatchRequest = serde_json::from_value(read_json(body).await?)
+            .map_err(|e| ApiError::invalid(e.to_string()))?;
+        let opts = dispatch_options(&request, server.options().max_wait_ms);
+        let result = session
+            .dispatch_as_human(&request.msg.0, opts)
+            .await
+            .map_err(internal)?;
+        Ok::<_, ApiError>(serde_json::to_value(result).unwrap_or_default())
+    }
+    .await;
+    match result {
+        Ok(body) => json_ok(&body),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn human_decide<A: App>(
+    server: ServerState<A>,
+    id: String,
+    confirm_id: String,
+    req: Request,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    let session = match access(&server, &parts, Method::POST, Some(&id)).await {
+        Ok((_, Some(s))) => s,
+        Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
+        Err(e) => return e.into_response(),
+    };
+    let result = async {
+        let mut fields = Fields::from_body(read_json(body).await?);
+        let decision = fields.string_or_none("decision");
+        let outcome = match decision.as_deref() {
+            Some("approve") => session.approve(&confirm_id, fields.get("msg")),
+            Some("reject") => session.reject(&confirm_id),
+            _ => {
+                return Err(ApiError::invalid(
+                    r#"decision must be "approve" or "reject""#,
+                ))
+            }
+        };
+        outcome.map_err(|e| match e {
+            EditedApprovalError::NotFound => {
+                ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound)
+            }
+            EditedApprovalError::AlreadyDecided(s) => {
+                ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict).with_detail(format!(
+                    "confirmation {confirm_id} is already {}",
+                    s.as_str()
+                ))
+            }
+            EditedApprovalError::Invalid(d) => ApiError::invalid(d),
+            EditedApprovalError::Closed => ApiError::forbidden(NOT_YOURS),
+        })?;
+        Ok(match decision.as_deref() {
+            Some("approve") => json!({"status": "approved"}),
+            _ => json!({"status": "rejected"}),
+        })
+    }
+    .await;
+    match result {
+        Ok(body) => json_ok(&body),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Query of the events route.
+#[derive(Debug, Deserialize)]
+pub(crate) struct EventsQuery {
+    #[serde(rename = "lastEventId")]
+    last_event_id: Option<String>,
+}
+
+async fn human_events<A: App>(
+    server: ServerState<A>,
+    id: String,
+    query: EventsQuery,
+    req: Request,
+) -> Response {
+    let (parts, _) = req.into_parts();
+    let session = match access(&server, &parts, Method::GET, Some(&id)).await {
+        Ok((_, Some(s))) => s,
+        Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
+        Err(e) => return e.into_response(),
+    };
+    let header_id = parts
+        .headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let last = header_id.or(query.last_event_id);
+    let subscription = session.subscribe(last.as_deref());
+    Sse::new(event_stream(subscription))
+        .keep_alive(
+            KeepAlive::new()
+                .interval(Duration::from_secs(15))
+                .text("keepalive"),
+        )
+        .into_response()
+}
+
+fn event_stream(
+    subscription: crate::engine::session::Subscription,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold(subscription, |mut sub| async move {
+        let e = sub.next().await?;
+        let event = Event::default()
+            .id(e.id.to_string())
+            .event(e.name)
+            .data(e.text);
+        Some((Ok(event), sub))
+    })
+}

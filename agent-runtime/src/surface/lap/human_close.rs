@@ -1,0 +1,44 @@
+//! `POST /agent/human/sessions/{id}/close`: the owner ends one of their sessions. The same
+//! access rules as the other human POSTs (`lap.md` §6.1: identity, same origin,
+//! `content-type: application/json`, no agent bearer); the body is ignored. The session stops,
+//! its event streams end, its waits answer "session closed", its agent tokens answer 503
+//! `paused`, and its slot is free at once. Closing a paired session revokes its token.
+//! Answer: 200 `{"closed":true,"sessionId":id}`.
+
+use axum::extract::{Path, Request};
+use axum::http::Method;
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::Router;
+use serde_json::json;
+
+use super::human::{access, NOT_YOURS};
+use crate::app::App;
+use crate::ops::error::{json_ok, ApiError};
+use crate::ops::ServerState;
+
+/// The close route.
+pub(crate) fn close_routes<A: App>(server: &ServerState<A>) -> Router {
+    let s = server.clone();
+    let close = move |Path(id): Path<String>, req: Request| human_close(s.clone(), id, req);
+    Router::new().route("/agent/human/sessions/{id}/close", any(close))
+}
+
+async fn human_close<A: App>(server: ServerState<A>, id: String, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    #[cfg(feature = "pairing")]
+    {
+        use super::human_paired::{owner_route, OwnerRoute};
+        if let Some(answer) = owner_route(&server, &parts, &id, OwnerRoute::Close).await {
+            return answer;
+        }
+    }
+    let session = match access(&server, &parts, Method::POST, Some(&id)).await {
+        Ok((_, Some(s))) => s,
+        Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
+        Err(e) => return e.into_response(),
+    };
+    server.host().close_session(session.id());
+    session.close();
+    json_ok(&json!({ "closed": true, "sessionId": session.id() }))
+}

@@ -1,0 +1,158 @@
+//! The owner's side of their paired sessions (`pairing.md`): the session list and the console
+//! show them next to hosted ones, and closing one revokes its token (the app gets `revoked`).
+//! The state, the actions and the confirmations live in the app, so a paired session's view
+//! is read from the app through an `observe` rpc while it is connected, its log is the ring of
+//! `log-append` frames, and dispatching or deciding as the human is the app's own UI's job
+//! (409 here).
+
+use std::time::Duration;
+
+use axum::http::{request::Parts, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use super::human::{access, NOT_YOURS};
+use crate::app::App;
+use crate::ops::error::{json_ok, ApiError};
+use crate::engine::paired::records::within_grace;
+use crate::engine::paired::{is_paired, PAIRED_SESSION_PREFIX};
+use crate::security::{TokenRecord, TokenStatus};
+use crate::ops::ServerState;
+use agent_schema::protocol::ErrorCode;
+
+/// How long the view waits for the app's `observe` answer before showing no state.
+const VIEW_OBSERVE_MS: u64 = 3000;
+
+/// Whether `id` names a paired session.
+pub(super) fn is_paired_id(id: &str) -> bool {
+    id.starts_with(PAIRED_SESSION_PREFIX)
+}
+
+/// 409 for the human routes that act inside the app.
+pub(super) fn acts_in_the_app() -> ApiError {
+    ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict).with_detail(
+        "this session is paired: the app dispatches and decides confirmations in its own UI",
+    )
+}
+
+/// The owner's routes that act on a paired session itself.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum OwnerRoute {
+    /// `GET /agent/human/sessions/{id}`.
+    View,
+    /// `POST /agent/human/sessions/{id}/close`.
+    Close,
+}
+
+/// The answer of `route` when `id` names a paired session (after the human access rules);
+/// `None` for a hosted session.
+pub(super) async fn owner_route<A: App>(
+    server: &ServerState<A>,
+    parts: &Parts,
+    id: &str,
+    route: OwnerRoute,
+) -> Option<Response> {
+    if !is_paired_id(id) {
+        return None;
+    }
+    let method = match route {
+        OwnerRoute::View => Method::GET,
+        OwnerRoute::Close => Method::POST,
+    };
+    let answer = match access(server, parts, method, None).await {
+        Ok((uid, _)) => match route {
+            OwnerRoute::View => view(server, &uid, id).await,
+            OwnerRoute::Close => close(server, &uid, id).await,
+        },
+        Err(e) => Err(e),
+    };
+    Some(answer.map_or_else(IntoResponse::into_response, |v| json_ok(&v)))
+}
+
+/// The live paired tokens of `uid` (a revoked token, or one past its resume grace, is gone).
+async fn live_records<A: App>(server: &ServerState<A>, uid: &str) -> Vec<TokenRecord> {
+    let now = server.now();
+    server
+        .tokens()
+        .list_by_identity(uid)
+        .await
+        .into_iter()
+        .filter(is_paired)
+        .filter(|r| match r.status {
+            TokenStatus::Revoked => false,
+            TokenStatus::PendingResume => within_grace(r, now),
+            _ => true,
+        })
+        .collect()
+}
+
+/// The token of paired session `id` if `uid` owns it (403 otherwise).
+async fn owned<A: App>(
+    server: &ServerState<A>,
+    uid: &str,
+    id: &str,
+) -> Result<TokenRecord, ApiError> {
+    live_records(server, uid)
+        .await
+        .into_iter()
+        .find(|r| r.session_id == id)
+        .ok_or_else(|| ApiError::forbidden(NOT_YOURS))
+}
+
+/// The entries of `uid`'s paired sessions in `GET /agent/human/sessions`: `kind: "paired"`,
+/// `connected` (an app socket is paired now), and no `pendingConfirms` (the app holds them).
+pub(super) async fn list_entries<A: App>(server: &ServerState<A>, uid: &str) -> Vec<Value> {
+    let hub = &server.inner.pairing.hub;
+    live_records(server, uid)
+        .await
+        .iter()
+        .map(|r| {
+            json!({
+                "sessionId": r.session_id,
+                "createdAt": r.created_at,
+                "kind": "paired",
+                "connected": hub.is_paired(&r.tid),
+                "agents": [r.to_agent_session()],
+            })
+        })
+        .collect()
+}
+
+/// `GET /agent/human/sessions/{id}` of a paired session: the app's state and actions (`null`
+/// and `[]` while it is not connected or does not answer), no pending entries, the log ring.
+async fn view<A: App>(server: &ServerState<A>, uid: &str, id: &str) -> Result<Value, ApiError> {
+    let record = owned(server, uid, id).await?;
+    let hub = &server.inner.pairing.hub;
+    let connected = hub.is_paired(&record.tid);
+    let observed = if connected {
+        hub.rpc(
+            &record.tid,
+            "observe",
+            json!({}),
+            Duration::from_millis(VIEW_OBSERVE_MS),
+        )
+        .await
+        .ok()
+    } else {
+        None
+    };
+    let field = |k: &str| observed.as_ref().and_then(|o| o.get(k)).cloned();
+    Ok(json!({
+        "kind": "paired",
+        "connected": connected,
+        "state": field("state").unwrap_or(Value::Null),
+        "actions": field("actions").filter(Value::is_array).unwrap_or_else(|| json!([])),
+        "pending": [],
+        "log": hub.recent(&record.tid, usize::MAX, None),
+        "lastEventId": 0,
+        "agents": [record.to_agent_session()],
+    }))
+}
+
+/// `POST /agent/human/sessions/{id}/close` of a paired session: its token is revoked (the
+/// app's socket gets `revoked` and closes; agents get 403).
+async fn close<A: App>(server: &ServerState<A>, uid: &str, id: &str) -> Result<Value, ApiError> {
+    let record = owned(server, uid, id).await?;
+    super::management::revoke_record(server, &record, uid).await;
+    Ok(json!({ "closed": true, "sessionId": id }))
+}

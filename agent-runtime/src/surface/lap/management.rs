@@ -1,0 +1,308 @@
+//! Management routes (`lap.md` §4): mint, revoke, and the caller's agent sessions.
+
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::Router;
+use serde_json::{json, Value};
+
+use super::body::{check_content_length, read_bytes, read_json};
+use crate::app::App;
+use crate::ops::error::{json_ok, ApiError};
+use crate::engine::host::CreateSessionError;
+use crate::security::{
+    mint_token, request_client_address, AgentSession, AuditEntry, Bucket, TokenRecord, TokenStatus,
+    SWEEP_RETENTION_MS,
+};
+use crate::ops::ServerState;
+use agent_schema::protocol::ErrorCode;
+use agent_schema::protocol::Fields;
+
+/// `/agent/mint`, `/agent/revoke`, `/agent/sessions`.
+pub(crate) fn management_routes<A: App>(server: &ServerState<A>) -> Router {
+    let (s1, s2, s3) = (server.clone(), server.clone(), server.clone());
+    Router::new()
+        .route(
+            "/agent/mint",
+            any(move |req: Request| mint(s1.clone(), req)),
+        )
+        .route(
+            "/agent/revoke",
+            any(move |req: Request| revoke(s2.clone(), req)),
+        )
+        .route(
+            "/agent/sessions",
+            any(move |req: Request| sessions(s3.clone(), req)),
+        )
+}
+
+async fn mint<A: App>(server: ServerState<A>, req: Request) -> Response {
+    match mint_inner(&server, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Response, ApiError> {
+    let (parts, body) = req.into_parts();
+    if parts.method != Method::POST {
+        return Err(ApiError::method_not_allowed());
+    }
+    check_content_length(&parts.headers)?;
+    server.inner.origin.check(&parts)?;
+    let bytes = read_bytes(body).await?;
+    let bad_body = || {
+        ApiError::invalid(
+            r#"body must be empty, {"session": "<sessionId>"} or {"paired": true|false}"#,
+        )
+    };
+    let mut paired = paired_by_default(server);
+    let requested_session = if bytes.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(o)) => {
+                match o.get("paired") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Bool(b)) => paired = *b,
+                    Some(_) => return Err(bad_body()),
+                }
+                match o.get("session") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => {
+                        paired = false;
+                        Some(s.clone())
+                    }
+                    Some(_) => return Err(bad_body()),
+                }
+            }
+            _ => return Err(bad_body()),
+        }
+    };
+    let now = server.now();
+    let identity = server.inner.identity.resolve(&parts).await;
+    if identity.is_none() && !server.inner.identity.allows_anonymous() {
+        return Err(ApiError::auth_required());
+    }
+    let limit_key = identity
+        .clone()
+        .unwrap_or_else(|| request_client_address(&parts, server.options().trust_proxy));
+    if let Err(limited) = server.inner.limiter.check(&limit_key, Bucket::Mint).await {
+        server
+            .audit(AuditEntry::rate_limited(
+                now,
+                identity.as_deref(),
+                "/agent/mint",
+            ))
+            .await;
+        return Err(limited.into());
+    }
+    let origin = server.inner.origin.request_origin(&parts);
+    let (uid, set_cookie) = match identity {
+        Some(uid) => (uid, None),
+        None => {
+            let issued = server
+                .inner
+                .identity
+                .issue_anonymous(origin.is_https())
+                .ok_or_else(ApiError::auth_required)?;
+            (issued.uid, Some(issued.set_cookie))
+        }
+    };
+    if paired {
+        return mint_paired(server, uid, &origin, set_cookie, now).await;
+    }
+    let session = match requested_session {
+        Some(id) => server
+            .host()
+            .load_session(&id)
+            .await
+            .filter(|s| s.owner() == Some(uid.as_str()))
+            .ok_or_else(|| ApiError::forbidden("unknown session or not yours"))?,
+        None => server
+            .host()
+            .create_session(Some(uid.clone()))
+            .map_err(|e| match e {
+                CreateSessionError::Capacity(detail) => {
+                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::SessionCapacity)
+                        .with_detail(detail)
+                }
+                other => ApiError::internal(other.to_string()),
+            })?,
+    };
+    // A new session is in the store before its token is (another replica can load it).
+    session.stored().await;
+    server
+        .inner
+        .tokens
+        .sweep_expired(now, SWEEP_RETENTION_MS)
+        .await;
+    if let Some(store) = &server.inner.durable_idempotency {
+        let before = now.saturating_sub(crate::IDEMPOTENCY_WINDOW_MS);
+        if let Err(e) = store.sweep_idempotent(before).await {
+            tracing::error!(target: "agent_runtime::store", "idempotency sweep failed: {e}");
+        }
+    }
+    let (token, hash) = mint_token();
+    let record = TokenRecord::minted(
+        hash,
+        Some(uid.clone()),
+        session.id().to_string(),
+        origin.url(""),
+        now,
+    );
+    Ok(issue(server, token.expose(), record, &origin, set_cookie, now).await)
+}
+
+/// Stores a minted `record`, audits the mint and answers it with the bearer `token` (and the
+/// identity cookie when this request was given one).
+async fn issue<A: App>(
+    server: &ServerState<A>,
+    token: &str,
+    record: TokenRecord,
+    origin: &crate::security::RequestOrigin,
+    set_cookie: Option<String>,
+    now: u64,
+) -> Response {
+    let body = json!({
+        "token": token,
+        "tid": record.tid,
+        "sessionId": record.session_id,
+        "wsUrl": origin.websocket_url("/agent/ws"),
+        "lapUrl": origin.url(&server.options().lap_base_path),
+        "expiresAt": record.expires_at,
+        "lapVersion": 2,
+    });
+    let entry = AuditEntry::mint(
+        now,
+        &record.tid,
+        record.uid.as_deref(),
+        &record.origin,
+        &record.session_id,
+    );
+    server.inner.tokens.create(record).await;
+    server.audit(entry).await;
+    let mut response = json_ok(&body);
+    if let Some(c) = set_cookie {
+        if let Ok(v) = HeaderValue::try_from(c) {
+            response.headers_mut().insert(header::SET_COOKIE, v);
+        }
+    }
+    response
+}
+
+/// Whether a bare mint makes a paired session.
+fn paired_by_default<A: App>(_server: &ServerState<A>) -> bool {
+    #[cfg(feature = "pairing")]
+    return _server.options().pairing.mint_paired;
+    #[cfg(not(feature = "pairing"))]
+    false
+}
+
+/// Mints a token for a paired session (`pairing.md`): no session is started here; the record
+/// waits in `awaiting-ws` for the app to open `/agent/ws`.
+async fn mint_paired<A: App>(
+    server: &ServerState<A>,
+    uid: String,
+    origin: &crate::security::RequestOrigin,
+    set_cookie: Option<String>,
+    now: u64,
+) -> Result<Response, ApiError> {
+    #[cfg(not(feature = "pairing"))]
+    {
+        let _ = (server, uid, origin, set_cookie, now);
+        Err(ApiError::invalid(
+            "this server does not pair (feature `pairing` is off)",
+        ))
+    }
+    #[cfg(feature = "pairing")]
+    {
+        server
+            .inner
+            .tokens
+            .sweep_expired(now, SWEEP_RETENTION_MS)
+            .await;
+        let (token, hash) = mint_token();
+        let session_id = crate::engine::paired::records::new_paired_session_id();
+        let mut record = TokenRecord::minted(
+            hash,
+            Some(uid.clone()),
+            session_id.clone(),
+            origin.url(""),
+            now,
+        );
+        record.status = TokenStatus::AwaitingWs;
+        Ok(issue(server, token.expose(), record, origin, set_cookie, now).await)
+    }
+}
+
+async fn revoke<A: App>(server: ServerState<A>, req: Request) -> Response {
+    match revoke_inner(&server, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn revoke_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Response, ApiError> {
+    let (parts, body) = req.into_parts();
+    if parts.method != Method::POST {
+        return Err(ApiError::method_not_allowed());
+    }
+    check_content_length(&parts.headers)?;
+    server.inner.origin.check(&parts)?;
+    let mut fields = Fields::from_body(read_json(body).await?);
+    let tid = fields
+        .string_or_none("tid")
+        .ok_or_else(|| ApiError::invalid("tid must be a string"))?;
+    let uid = server
+        .inner
+        .identity
+        .resolve(&parts)
+        .await
+        .ok_or_else(ApiError::auth_required)?;
+    let record = server
+        .inner
+        .tokens
+        .find_by_tid(&tid)
+        .await
+        .filter(|r| r.uid.as_deref() == Some(uid.as_str()))
+        .ok_or_else(ApiError::revoked)?;
+    revoke_record(server, &record, &uid).await;
+    Ok(json_ok(&json!({"status": "revoked"})))
+}
+
+/// Revokes `record` for its owner `uid`: stored as revoked, its idempotency records dropped,
+/// its calls in flight and a paired app's socket told, and audited.
+pub(super) async fn revoke_record<A: App>(
+    server: &ServerState<A>,
+    record: &TokenRecord,
+    uid: &str,
+) {
+    server.inner.tokens.revoke(&record.tid).await;
+    server.inner.idempotency.forget_token(&record.tid);
+    let _ = server.inner.revocations.send(record.tid.clone());
+    server
+        .audit(AuditEntry::revoke(server.now(), &record.tid, Some(uid)))
+        .await;
+}
+
+async fn sessions<A: App>(server: ServerState<A>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    if parts.method != Method::GET {
+        return ApiError::method_not_allowed().into_response();
+    }
+    let sessions: Vec<AgentSession> = match server.inner.identity.resolve(&parts).await {
+        None => Vec::new(),
+        Some(uid) => server
+            .inner
+            .tokens
+            .list_by_identity(&uid)
+            .await
+            .iter()
+            .filter(|r| matches!(r.status, TokenStatus::Active | TokenStatus::PendingResume))
+            .map(TokenRecord::to_agent_session)
+            .collect(),
+    };
+    json_ok(&json!({ "sessions": sessions }))
+}

@@ -1,0 +1,91 @@
+//! The LAP routes (`lap.md` §5): one route per operation of the table, under the base path.
+//! Two extractors do the HTTP part of the gate — [`Admitted`] (body cap by `Content-Length`,
+//! bearer, session, rate limit) and [`LapBody`] (the capped, lenient JSON body) — and one
+//! generic handler hands both to the operation gate. `GET {base}/openapi.json` serves the
+//! OpenAPI document generated from the same table.
+
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::header;
+use axum::http::request::Parts;
+use axum::response::Response;
+use axum::routing::{any, get};
+use axum::Router;
+use serde_json::Value;
+
+use super::body::{check_content_length, read_json};
+use super::openapi::openapi_document;
+use crate::app::App;
+use crate::ops::error::{json_ok, ApiError};
+use crate::ops::{self, Admission};
+use crate::ops::ServerState;
+
+/// The LAP routes: one per operation under the base path; anything else falls through.
+pub(crate) fn lap_routes<A: App>(server: &ServerState<A>) -> Router {
+    let base = server.options().lap_base_path.trim_end_matches('/');
+    let mut router = Router::new();
+    for spec in ops::table::OPERATIONS {
+        let op = spec.op;
+        router = router.route(
+            &format!("{base}{}", spec.lap_path),
+            any(
+                move |State(server): State<ServerState<A>>,
+                      Admitted(caller): Admitted<A>,
+                      LapBody(body): LapBody| async move {
+                    ops::call(&server, caller, op, body).await
+                },
+            ),
+        );
+    }
+    router
+        .route(&format!("{base}/openapi.json"), get(openapi_json::<A>))
+        .with_state(server.clone())
+}
+
+/// `GET {base}/openapi.json`: the OpenAPI 3.1 document of LAP (no credential needed).
+async fn openapi_json<A: App>(State(server): State<ServerState<A>>) -> Response {
+    let describe = server.host().describe();
+    let text = |key: &str| {
+        describe
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let document = openapi_document(
+        &server.options().lap_base_path,
+        text("name"),
+        text("version"),
+    );
+    json_ok(&document)
+}
+
+/// A caller through steps 1–5 of the gate: `Content-Length` over the cap → 413, then the
+/// bearer of the `Authorization` header, its session and the rate limit.
+pub(crate) struct Admitted<A: App>(pub Admission<A>);
+
+impl<A: App> FromRequestParts<ServerState<A>> for Admitted<A> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        server: &ServerState<A>,
+    ) -> Result<Self, ApiError> {
+        check_content_length(&parts.headers)?;
+        let authorization = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        ops::admit(server, authorization).await.map(Admitted)
+    }
+}
+
+/// A request body read with the cap (413 past it); empty, whitespace or malformed JSON reads
+/// as `null`, which every operation's request reads leniently.
+pub(crate) struct LapBody(pub Value);
+
+impl<S: Send + Sync> FromRequest<S> for LapBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _: &S) -> Result<Self, ApiError> {
+        read_json(req.into_body()).await.map(LapBody)
+    }
+}

@@ -1,0 +1,515 @@
+//! The admission layer of `/agent/mcp` (`lap.md` §7.3), a tower layer in front of rmcp's
+//! `StreamableHttpService`.
+//!
+//! Checks first, in order: body over 1 MiB → 413; `Host` not allowed → 403; a POST without
+//! both accepted media types → 406, without a JSON body → 415, with unparsable JSON-RPC → rmcp's
+//! 400. Then every request sweeps the expired sessions, and:
+//! - with `mcp-session-id`: a live id is touched and handed to rmcp (`DELETE` closes it and
+//!   answers 200 here); with a durable store, an id issued before a restart, bound to a token
+//!   that is still valid and not deleted is rebuilt bound to that token (a bearer, when sent,
+//!   must be that token); any other id → 404
+//!   `{"error":"session not found"}`;
+//! - without it: `server/discover` goes to rmcp; anything but a POST `initialize` → 400
+//!   `{"error":"mcp-session-id required"}`; an `initialize` is rate limited (client address),
+//!   its bearer verified (admitted AND bound; the token's LRU sessions make room), a slot
+//!   reserved (provisional LRU eviction, else 503 `session-capacity`), the session built and
+//!   registered. The reservation is released exactly once on every path.
+
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, HttpBody};
+use axum::http::{header, request::Parts, HeaderMap, HeaderValue, Method, Request, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http_body_util::{BodyExt, Limited};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+use serde_json::json;
+use tower::{Layer, Service, ServiceExt as _};
+
+use super::registry::Binding;
+use super::restore;
+use crate::app::App;
+use crate::config::MAX_BODY_BYTES;
+use crate::ops::error::ApiError;
+use crate::surface::mcp::MCP_PATH;
+use crate::security::{
+    request_client_address, verify_bearer, verify_tid, AllowedHosts, AuditEntry, AuditEvent,
+    Bucket, WireError,
+};
+use super::McpState;
+use agent_schema::protocol::ErrorCode;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Builds [`McpAdmission`] around rmcp's service.
+pub struct McpAdmissionLayer<A: App> {
+    server: McpState<A>,
+    hosts: AllowedHosts,
+    restoring: std::sync::Arc<tokio::sync::Mutex<()>>,
+}
+
+impl<A: App> McpAdmissionLayer<A> {
+    /// The admission rules of `server`'s MCP options.
+    pub fn new(server: McpState<A>) -> Self {
+        let hosts = AllowedHosts::new(&server.options().mcp.allowed_hosts);
+        McpAdmissionLayer {
+            server,
+            hosts,
+            restoring: Default::default(),
+        }
+    }
+}
+
+impl<A: App, S> Layer<S> for McpAdmissionLayer<A> {
+    type Service = McpAdmission<A, S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        McpAdmission {
+            server: self.server.clone(),
+            hosts: self.hosts.clone(),
+            restoring: self.restoring.clone(),
+            inner,
+        }
+    }
+}
+
+/// The admission service: the session rules of `lap.md` §7.3 in front of `S`.
+pub struct McpAdmission<A: App, S> {
+    server: McpState<A>,
+    /// `McpOptions::allowed_hosts`, parsed once.
+    hosts: AllowedHosts,
+    /// Held while a session is rebuilt from the store, so the requests a client sends together
+    /// after a restart (its event stream and a call) rebuild it once; shared by all clones.
+    restoring: std::sync::Arc<tokio::sync::Mutex<()>>,
+    inner: S,
+}
+
+impl<A: App, S: Clone> Clone for McpAdmission<A, S> {
+    fn clone(&self) -> Self {
+        McpAdmission {
+            server: self.server.clone(),
+            hosts: self.hosts.clone(),
+            restoring: self.restoring.clone(),
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<A, S, B> Service<Request<Body>> for McpAdmission<A, S>
+where
+    A: App,
+    S: Service<Request<Body>, Response = axum::http::Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { Ok(this.admit(request).await) })
+    }
+}
+
+/// What the JSON-RPC body of a POST is, as far as admission cares.
+enum Kind {
+    Initialize,
+    Discover,
+    Other,
+}
+
+impl<A, S, B> McpAdmission<A, S>
+where
+    A: App,
+    S: Service<Request<Body>, Response = axum::http::Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    async fn pass(&self, parts: Parts, body: Bytes) -> Response {
+        let request = Request::from_parts(parts, Body::from(body));
+        match self.inner.clone().oneshot(request).await {
+            Ok(response) => response.map(Body::new),
+            Err(never) => match never {},
+        }
+    }
+
+    async fn admit(&self, request: Request<Body>) -> Response {
+        let (parts, body) = request.into_parts();
+        if declared_length(&parts.headers).is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+            return ApiError::payload_too_large().into_response();
+        }
+        if !self.hosts.allows(&parts.headers, parts.uri.authority()) {
+            return plain(
+                StatusCode::FORBIDDEN,
+                "Forbidden: Host header is not allowed",
+            );
+        }
+        if ![Method::POST, Method::GET, Method::DELETE].contains(&parts.method) {
+            // rmcp answers 405 with `Allow`.
+            return self.pass(parts, Bytes::new()).await;
+        }
+        let mut kind = Kind::Other;
+        let mut bytes = Bytes::new();
+        if parts.method == Method::POST {
+            if !accepts_json_and_sse(&parts.headers) {
+                return plain(
+                    StatusCode::NOT_ACCEPTABLE,
+                    "Not Acceptable: Client must accept both application/json and text/event-stream",
+                );
+            }
+            if !is_json(&parts.headers) {
+                return plain(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "Unsupported Media Type: Content-Type must be application/json",
+                );
+            }
+            bytes = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+                Ok(c) => c.to_bytes(),
+                Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                    return ApiError::payload_too_large().into_response()
+                }
+                Err(_) => return plain(StatusCode::BAD_REQUEST, "Bad Request: unreadable body"),
+            };
+            match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+                // rmcp answers unparsable JSON or JSON-RPC with 400; nothing is allocated.
+                Err(_) => return self.pass(parts, bytes).await,
+                Ok(ClientJsonRpcMessage::Request(r)) => {
+                    kind = match r.request {
+                        ClientRequest::InitializeRequest(_) => Kind::Initialize,
+                        ClientRequest::DiscoverRequest(_) => Kind::Discover,
+                        _ => Kind::Other,
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
+        let sessions = self.server.mcp_sessions();
+        let expired = sessions.sweep(self.server.now());
+        sessions.close(expired).await;
+        sessions.forget_ended().await;
+        let session = parts
+            .headers
+            .get(SESSION_HEADER)
+            .map(|v| v.to_str().unwrap_or_default().to_string());
+        match session {
+            Some(id) => self.with_session(parts, bytes, id).await,
+            None => match (&parts.method, kind) {
+                (&Method::POST, Kind::Discover) => self.pass(parts, bytes).await,
+                (&Method::POST, Kind::Initialize) => self.initialize(parts, bytes).await,
+                _ => bare_error(StatusCode::BAD_REQUEST, "mcp-session-id required"),
+            },
+        }
+    }
+
+    async fn with_session(&self, parts: Parts, bytes: Bytes, id: String) -> Response {
+        let sessions = self.server.mcp_sessions();
+        // Registered ids only: never issued, expired, evicted, deleted or ended → 404; with
+        // a durable store, an id issued before a restart is rebuilt.
+        if !sessions.touch(&id, self.server.now()) {
+            let rebuilding = self.restoring.clone().lock_owned().await;
+            // Another request may have rebuilt it while this one waited.
+            if !sessions.touch(&id, self.server.now()) {
+                return self.restore(parts, bytes, id, rebuilding).await;
+            }
+        } else if sessions.is_rebuilding(&id) {
+            // rmcp takes a session as present once its worker exists, before the stored
+            // `initialize` is replayed to it; a request passed in between kills the worker.
+            // The rebuilding request holds the lock until rmcp has restored the session.
+            drop(self.restoring.clone().lock_owned().await);
+        }
+        if parts.method == Method::DELETE {
+            sessions.remove(&id);
+            sessions.close(vec![id.clone()]).await;
+            if let Some(store) = self.durable() {
+                restore::delete(store, &id).await;
+            }
+            return StatusCode::OK.into_response();
+        }
+        self.pass(parts, bytes).await
+    }
+
+    fn durable(&self) -> Option<&std::sync::Arc<dyn crate::engine::store::McpBindings>> {
+        self.server.inner.mcp_bindings.as_ref()
+    }
+
+    /// An id this server does not hold: with a durable store, one it issued (not deleted) and
+    /// bound to a token is rebuilt under the same id (rmcp replays the stored `initialize`),
+    /// bound to that token again: the session id is the client's credential, as it was before
+    /// the restart. The token itself is never stored: a request with a bearer must carry that
+    /// token (it is then used as before); without one, the binding is kept by token id and
+    /// its calls are admitted by `tid`. Either way the token's record must still be valid
+    /// (not revoked, not expired). Anything else → 404.
+    async fn restore(
+        &self,
+        parts: Parts,
+        bytes: Bytes,
+        id: String,
+        rebuilding: tokio::sync::OwnedMutexGuard<()>,
+    ) -> Response {
+        let not_found = || bare_error(StatusCode::NOT_FOUND, "session not found");
+        let Some(store) = self.durable() else {
+            return not_found();
+        };
+        let stored = match restore::binding(store, &id).await {
+            Ok(Some(b)) if !b.deleted && !b.tid.is_empty() && !b.init.is_empty() => b,
+            Ok(_) => return not_found(),
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "loading MCP session {id} failed: {e}");
+                return not_found();
+            }
+        };
+        let server = &self.server;
+        let now = server.now();
+        let ttl = server.options().sliding_ttl_ms;
+        let authorization = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .map(|a| a.to_str().unwrap_or_default());
+        let verified = match authorization {
+            Some(authorization) => {
+                verify_bearer(Some(authorization), &**server.tokens(), now, ttl).await
+            }
+            None => verify_tid(&stored.tid, &**server.tokens(), now, ttl).await,
+        };
+        let record = match verified {
+            Ok(record) if record.tid == stored.tid => record,
+            _ => return not_found(),
+        };
+        if parts.method == Method::DELETE {
+            restore::delete(store, &id).await;
+            return StatusCode::OK.into_response();
+        }
+        let token = authorization
+            .and_then(|a| a.strip_prefix("Bearer "))
+            .map(str::to_owned);
+        let sessions = server.mcp_sessions().clone();
+        let evicted = sessions.make_room_for_token(&record.tid);
+        sessions.close(evicted).await;
+        let reservation = match sessions.reserve(false) {
+            Ok((reservation, evicted)) => {
+                sessions.close(evicted).await;
+                reservation
+            }
+            Err(_) => {
+                let error =
+                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::SessionCapacity);
+                let mut response = error.into_response();
+                insert_header(&mut response, header::RETRY_AFTER, 30);
+                return response;
+            }
+        };
+        reservation.commit_rebuilding(
+            id.clone(),
+            now,
+            Binding {
+                tid: record.tid,
+                token,
+            },
+        );
+        // Held until rmcp has restored the session (its answer's head comes after that), so
+        // the client's other requests for this id wait for the restore (see `with_session`).
+        // A POST is answered with an event stream and a GET is one, so this is not a tool's
+        // run time.
+        let response = self.pass(parts, bytes).await;
+        if response.status() == StatusCode::NOT_FOUND {
+            sessions.remove(&id);
+        } else {
+            sessions.rebuilt(&id);
+        }
+        drop(rebuilding);
+        response
+    }
+
+    async fn initialize(&self, parts: Parts, bytes: Bytes) -> Response {
+        let server = &self.server;
+        let now = server.now();
+        let address = request_client_address(&parts, server.options().trust_proxy);
+        if let Err(limited) = server.inner.limiter.check(&address, Bucket::Identity).await {
+            server
+                .audit(AuditEntry::rate_limited(now, None, MCP_PATH))
+                .await;
+            let mut response = ApiError::from(limited).into_response();
+            insert_header(
+                &mut response,
+                header::RETRY_AFTER,
+                limited.retry_after_secs(),
+            );
+            return response;
+        }
+        let mut binding = None;
+        if let Some(authorization) = parts.headers.get(header::AUTHORIZATION) {
+            let authorization = authorization.to_str().ok();
+            let verified = verify_bearer(
+                authorization,
+                &**server.tokens(),
+                now,
+                server.options().sliding_ttl_ms,
+            )
+            .await;
+            match verified {
+                Ok(record) => {
+                    let token = authorization
+                        .and_then(|a| a.strip_prefix("Bearer "))
+                        .map(str::to_owned);
+                    binding = Some(Binding {
+                        tid: record.tid,
+                        token,
+                    });
+                }
+                Err(e) => {
+                    let detail = json!({"endpoint": MCP_PATH, "code": e.code().as_str()});
+                    server
+                        .audit(AuditEntry::new(now, AuditEvent::AuthFailed, detail))
+                        .await;
+                    return ApiError::from(e).into_response();
+                }
+            }
+        }
+        let sessions = server.mcp_sessions().clone();
+        if let Some(b) = &binding {
+            let evicted = sessions.make_room_for_token(&b.tid);
+            sessions.close(evicted).await;
+        }
+        let reservation = match sessions.reserve(binding.is_none()) {
+            Ok((reservation, evicted)) => {
+                sessions.close(evicted).await;
+                reservation
+            }
+            Err(_) => {
+                let detail = json!({"endpoint": MCP_PATH, "reason": "session-capacity"});
+                server
+                    .audit(AuditEntry::new(now, AuditEvent::RateLimited, detail))
+                    .await;
+                let error =
+                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::SessionCapacity);
+                let mut response = error.into_response();
+                insert_header(&mut response, header::RETRY_AFTER, 30);
+                return response;
+            }
+        };
+        // Built on its own task: a client that goes away mid-build cannot leave an rmcp
+        // session behind without a registry entry.
+        let this = self.clone();
+        let build = tokio::spawn(async move {
+            let response = this.pass(parts, bytes).await;
+            let id = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            match id {
+                Some(id) if response.status() == StatusCode::OK => {
+                    if let (Some(store), Some(b)) = (this.durable(), &binding) {
+                        restore::remember(store, &id, &b.tid, this.server.now()).await;
+                    }
+                    reservation.commit(id, this.server.now(), binding);
+                }
+                _ => drop(reservation),
+            }
+            response
+        });
+        match build.await {
+            Ok(response) => response,
+            Err(e) => {
+                ApiError::internal(format!("building the MCP session failed: {e}")).into_response()
+            }
+        }
+    }
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn media_types(headers: &HeaderMap, name: header::HeaderName) -> Vec<String> {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|entry| {
+            entry
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .collect()
+}
+
+fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+    let accepted = media_types(headers, header::ACCEPT);
+    accepted.iter().any(|m| m == "application/json")
+        && accepted.iter().any(|m| m == "text/event-stream")
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    media_types(headers, header::CONTENT_TYPE)
+        .first()
+        .is_some_and(|m| m == "application/json")
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response {
+    (status, text).into_response()
+}
+
+/// `{"error": "<text>"}`: the two MCP answers with a bare string.
+fn bare_error(status: StatusCode, text: &str) -> Response {
+    let mut response = (status, json!({ "error": text }).to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn insert_header(response: &mut Response, name: header::HeaderName, value: u64) {
+    if let Ok(v) = HeaderValue::try_from(value.to_string()) {
+        response.headers_mut().insert(name, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_type_checks() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream;q=0.9"),
+        );
+        assert!(accepts_json_and_sse(&h));
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        assert!(!accepts_json_and_sse(&h));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("Application/JSON; charset=utf-8"),
+        );
+        assert!(is_json(&h));
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        assert!(!is_json(&h));
+    }
+}

@@ -1,0 +1,87 @@
+//! `/agent/mcp` (`lap.md` §7.3): MCP Streamable HTTP on the app server.
+//!
+//! rmcp's `StreamableHttpService` (stateful, `LocalSessionManager`) does the protocol; the
+//! admission layer in front of it ([`McpAdmission`]) bounds the sessions, binds them to agent
+//! tokens and answers unknown ids with 404; the handler ([`McpHandler`]) serves the 16 tools,
+//! running forwarded ones in-process through the LAP router with the bound token.
+
+mod admission;
+mod handler;
+mod registry;
+mod restore;
+
+use std::sync::Arc;
+
+use axum::Router;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+pub use admission::McpAdmissionLayer;
+pub use handler::McpHandler;
+pub use registry::{AtCapacity, McpSessions};
+pub use crate::ops::McpOptions;
+
+use super::calls::ToolCatalog;
+use super::tools::Surface;
+use crate::app::App;
+use crate::config::MAX_BODY_BYTES;
+use crate::ops::ServerState;
+
+/// What the MCP endpoint reads: the shared state and its own live sessions.
+pub(crate) struct McpState<A: App> {
+    server: ServerState<A>,
+    sessions: Arc<McpSessions>,
+}
+
+impl<A: App> Clone for McpState<A> {
+    fn clone(&self) -> Self {
+        McpState {
+            server: self.server.clone(),
+            sessions: self.sessions.clone(),
+        }
+    }
+}
+
+impl<A: App> McpState<A> {
+    /// The live sessions of `/agent/mcp`.
+    pub(crate) fn mcp_sessions(&self) -> &Arc<McpSessions> {
+        &self.sessions
+    }
+}
+
+impl<A: App> std::ops::Deref for McpState<A> {
+    type Target = ServerState<A>;
+    fn deref(&self) -> &ServerState<A> {
+        &self.server
+    }
+}
+
+/// The path of the MCP endpoint (matched exactly).
+pub const MCP_PATH: &str = "/agent/mcp";
+
+/// The `/agent/mcp` route (nothing when the endpoint is disabled).
+pub(crate) fn mcp_routes<A: App>(server: &ServerState<A>, sessions: Arc<McpSessions>) -> Router {
+    let options = &server.options().mcp;
+    if !options.enabled {
+        return Router::new();
+    }
+    let tools = Arc::new(ToolCatalog::new(Surface::Server));
+    let server = McpState {
+        server: server.clone(),
+        sessions,
+    };
+    let handler_server = server.clone();
+    let factory = move || Ok(McpHandler::new(handler_server.clone(), tools.clone()));
+    let mut config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(true)
+        .with_allowed_hosts(options.allowed_hosts.clone())
+        .with_max_request_body_bytes(MAX_BODY_BYTES);
+    if let Some(bindings) = server.inner.mcp_bindings.clone() {
+        config.session_store = Some(Arc::new(restore::StoredMcpSessions::new(
+            bindings,
+            server.clock().clone(),
+        )));
+    }
+    let service = StreamableHttpService::new(factory, server.sessions.manager(), config);
+    let admission = tower::Layer::layer(&McpAdmissionLayer::new(server.clone()), service);
+    Router::new().route_service(MCP_PATH, admission)
+}
