@@ -50,11 +50,11 @@ use tower::ServiceExt as _;
 use tower_http::timeout::TimeoutBody;
 
 /// Default of [`Serve::header_read_timeout`].
-pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default of [`Serve::body_read_timeout`].
-pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default of [`Serve::idle_timeout`].
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Serves `router` on `listener` with read and idle timeouts; see the [module docs](self).
 ///

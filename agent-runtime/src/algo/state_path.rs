@@ -20,7 +20,7 @@ use serde_json::Value;
 /// No path, `""` and `"/"` give the whole state. Otherwise the path is split on `/`, empty
 /// segments are dropped, each segment is unescaped, and an array needs a segment of decimal
 /// digits within bounds. A walk through a scalar or null is a miss.
-pub fn get_state<'a>(state: &'a Value, path: Option<&str>) -> Option<&'a Value> {
+pub(crate) fn get_state<'a>(state: &'a Value, path: Option<&str>) -> Option<&'a Value> {
     let Some(path) = path else {
         return Some(state);
     };
@@ -44,7 +44,7 @@ pub fn get_state<'a>(state: &'a Value, path: Option<&str>) -> Option<&'a Value> 
 }
 
 /// The `get_state` answer: `{"state": V}`, or `{}` when the path misses.
-pub fn get_state_response(state: &Value, path: Option<&str>) -> StateResponse {
+pub(crate) fn get_state_response(state: &Value, path: Option<&str>) -> StateResponse {
     StateResponse {
         state: get_state(state, path)
             .and_then(|v| serde_json::value::to_raw_value(v).ok().map(Arc::from)),
@@ -57,7 +57,7 @@ pub fn get_state_response(state: &Value, path: Option<&str>) -> StateResponse {
 /// `""` gives the whole state. A pointer not starting with `/` is refused. A value that is
 /// `null` is found; walking *through* a null is a miss. Array indices must be `0` or
 /// `[1-9][0-9]*` and within bounds (`01` is refused).
-pub fn query_state<'a>(state: &'a Value, pointer: &str) -> Result<&'a Value, String> {
+pub(crate) fn query_state<'a>(state: &'a Value, pointer: &str) -> Result<&'a Value, String> {
     if pointer.is_empty() {
         return Ok(state);
     }
@@ -113,7 +113,7 @@ pub fn query_state<'a>(state: &'a Value, pointer: &str) -> Result<&'a Value, Str
 }
 
 /// The `query_state` answer: `{"found":true,"value":V}` or `{"found":false,"detail":D}`.
-pub fn query_state_response(state: &Value, pointer: &str) -> QueryStateResponse {
+pub(crate) fn query_state_response(state: &Value, pointer: &str) -> QueryStateResponse {
     QueryStateResponse::new(query_state(state, pointer))
 }
 

@@ -133,12 +133,12 @@ impl IntoResponse for ApiError {
 }
 
 /// A 200 JSON answer.
-pub fn json_ok(body: &Value) -> Response {
+pub(crate) fn json_ok(body: &Value) -> Response {
     json_text_ok(body.to_string())
 }
 
 /// A 200 JSON answer from its text.
-pub fn json_text_ok(body: String) -> Response {
+pub(crate) fn json_text_ok(body: String) -> Response {
     let mut response = (StatusCode::OK, body).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

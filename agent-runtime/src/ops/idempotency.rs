@@ -19,11 +19,11 @@ use crate::config::{json_len, HostConfig, OverBudget};
 /// How long a key stays bound to its first answer.
 pub const IDEMPOTENCY_WINDOW_MS: u64 = 10 * 60 * 1000;
 /// Records kept per token; one more drops the oldest.
-pub const MAX_RECORDS_PER_TOKEN: usize = 1024;
+pub(super) const MAX_RECORDS_PER_TOKEN: usize = 1024;
 
 /// The final HTTP answer of a first call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredAnswer {
+pub(crate) struct StoredAnswer {
     /// Its status.
     pub status: StatusCode,
     /// Its body bytes.
@@ -45,7 +45,7 @@ impl StoredAnswer {
 
 /// One key's record.
 #[derive(Debug)]
-pub struct Record {
+pub(crate) struct Record {
     created_at: u64,
     msg: Value,
     /// Bytes of the key and the message.
@@ -55,12 +55,12 @@ pub struct Record {
 
 impl Record {
     /// Whether `msg` is JSON-equal to the first call's message.
-    pub fn same_message(&self, msg: &Value) -> bool {
+    pub(crate) fn same_message(&self, msg: &Value) -> bool {
         &self.msg == msg
     }
 
     /// Waits for the first call's answer (`None` if the first call died without one).
-    pub async fn answer(&self) -> Option<StoredAnswer> {
+    pub(crate) async fn answer(&self) -> Option<StoredAnswer> {
         let mut rx = self.answer.clone();
         let result = rx.wait_for(Option::is_some).await;
         result.ok().and_then(|a| a.clone())
@@ -74,7 +74,7 @@ impl Record {
 
 /// What a call with a key is.
 #[derive(Debug)]
-pub enum Claim {
+pub(crate) enum Claim {
     /// The first call: it must store its answer through the sender.
     First(watch::Sender<Option<StoredAnswer>>),
     /// A repeat of a live record.
@@ -96,7 +96,7 @@ impl Drop for Sweeper {
 }
 
 /// Records per token.
-pub struct IdempotencyStore {
+pub(crate) struct IdempotencyStore {
     by_token: Arc<Records>,
     clock: SharedClock,
     record_bytes: usize,
@@ -130,7 +130,7 @@ fn sweep(records: &Records, now: u64) {
 
 impl IdempotencyStore {
     /// A store with the budgets and clock of `config`.
-    pub fn new(config: &HostConfig) -> Self {
+    pub(crate) fn new(config: &HostConfig) -> Self {
         IdempotencyStore {
             by_token: Arc::default(),
             clock: config.clock.clone(),
@@ -166,7 +166,7 @@ impl IdempotencyStore {
 
     /// Claims `key` for `tid` at `now`: 413 when the key and message are over the record
     /// budget, 429 when the token's records are at their bytes budget.
-    pub fn claim(&self, tid: &str, key: &str, msg: &Value, now: u64) -> Result<Claim, OverBudget> {
+    pub(crate) fn claim(&self, tid: &str, key: &str, msg: &Value, now: u64) -> Result<Claim, OverBudget> {
         self.start_sweeper();
         let mut map = lock(&self.by_token);
         let records = map.entry(tid.to_string()).or_default();
@@ -214,7 +214,7 @@ impl IdempotencyStore {
     }
 
     /// Forgets every record of `tid` (revoked, or its session closed).
-    pub fn forget_token(&self, tid: &str) {
+    pub(crate) fn forget_token(&self, tid: &str) {
         lock(&self.by_token).remove(tid);
     }
 

@@ -64,12 +64,12 @@ pub(crate) struct Call<'a, A: App> {
 
 impl<A: App> Call<'_, A> {
     /// The caller's token id.
-    pub fn tid(&self) -> &str {
+    pub(crate) fn tid(&self) -> &str {
         &self.record.tid
     }
 
     /// `timeoutMs` with its default, clamped to the server's `maxWaitMs`.
-    pub fn wait_ms(&self, requested: Option<u64>, default: u64) -> u64 {
+    pub(crate) fn wait_ms(&self, requested: Option<u64>, default: u64) -> u64 {
         requested
             .unwrap_or(default)
             .min(self.server.options().max_wait_ms)

@@ -21,7 +21,7 @@ pub(crate) struct Reply {
 
 impl Reply {
     /// A 200 with `body` (JSON text).
-    pub fn ok(body: String) -> Reply {
+    pub(crate) fn ok(body: String) -> Reply {
         Reply {
             status: StatusCode::OK,
             body,
@@ -31,7 +31,7 @@ impl Reply {
 
     /// An answer with `status` and `body` (JSON text).
     #[cfg(feature = "pairing")]
-    pub fn with_status(status: StatusCode, body: String) -> Reply {
+    pub(crate) fn with_status(status: StatusCode, body: String) -> Reply {
         Reply {
             status,
             body,
@@ -41,13 +41,13 @@ impl Reply {
 
     /// Adds a header.
     #[cfg(feature = "pairing")]
-    pub fn with_header(mut self, name: &str, value: &str) -> Reply {
+    pub(crate) fn with_header(mut self, name: &str, value: &str) -> Reply {
         self.headers.push((name.to_string(), value.to_string()));
         self
     }
 
     /// The answer of an error.
-    pub fn from_error(e: &ApiError) -> Reply {
+    pub(crate) fn from_error(e: &ApiError) -> Reply {
         let mut headers = Vec::new();
         if let Some(r) = e.reconnect {
             headers.push(("x-llui-reconnect".to_string(), r.to_string()));
@@ -60,31 +60,31 @@ impl Reply {
     }
 
     /// The status.
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         self.status
     }
 
     /// The JSON body.
     #[cfg(feature = "mcp")]
-    pub fn body(&self) -> &str {
+    pub(crate) fn body(&self) -> &str {
         &self.body
     }
 
     /// The JSON body, owned.
     #[cfg(feature = "mcp")]
-    pub fn into_body(self) -> String {
+    pub(crate) fn into_body(self) -> String {
         self.body
     }
 
     /// The same answer marked as a replay (`idempotent-replayed: true`).
-    pub fn replayed(mut self) -> Reply {
+    pub(crate) fn replayed(mut self) -> Reply {
         self.headers
             .push((REPLAYED.to_string(), "true".to_string()));
         self
     }
 
     /// What the idempotency record keeps.
-    pub fn into_stored(self) -> StoredAnswer {
+    pub(crate) fn into_stored(self) -> StoredAnswer {
         StoredAnswer {
             status: self.status,
             body: self.body,
@@ -93,7 +93,7 @@ impl Reply {
     }
 
     /// A stored answer, as it was.
-    pub fn from_stored(s: StoredAnswer) -> Reply {
+    pub(crate) fn from_stored(s: StoredAnswer) -> Reply {
         Reply {
             status: s.status,
             body: s.body,

@@ -16,7 +16,7 @@ pub(super) struct Entry<A: App> {
 }
 
 impl<A: App> Entry<A> {
-    pub fn touch(&self, now: u64) {
+    pub(super) fn touch(&self, now: u64) {
         self.last_used.fetch_max(now, Ordering::Relaxed);
     }
 
@@ -39,30 +39,30 @@ pub(super) struct SessionTable<A: App> {
 }
 
 impl<A: App> SessionTable<A> {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         SessionTable {
             by_id: HashMap::new(),
             by_owner: HashMap::new(),
         }
     }
 
-    pub fn get(&self, id: &str) -> Option<&Entry<A>> {
+    pub(super) fn get(&self, id: &str) -> Option<&Entry<A>> {
         self.by_id.get(id)
     }
 
     /// Entries, closed ones not yet pruned included.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.by_id.len()
     }
 
-    pub fn open_count(&self) -> usize {
+    pub(super) fn open_count(&self) -> usize {
         self.by_id
             .values()
             .filter(|e| !e.session.is_closed())
             .count()
     }
 
-    pub fn insert(&mut self, session: Session<A>, now: u64) {
+    pub(super) fn insert(&mut self, session: Session<A>, now: u64) {
         if let Some(owner) = session.owner() {
             self.by_owner
                 .entry(owner.to_owned())
@@ -77,7 +77,7 @@ impl<A: App> SessionTable<A> {
         self.by_id.insert(entry.session.id().to_owned(), entry);
     }
 
-    pub fn remove(&mut self, id: &str) -> Option<Session<A>> {
+    pub(super) fn remove(&mut self, id: &str) -> Option<Session<A>> {
         let session = self.by_id.remove(id)?.session;
         if let Some(owner) = session.owner() {
             self.forget_owned(owner, |owned| owned != id);
@@ -86,7 +86,7 @@ impl<A: App> SessionTable<A> {
     }
 
     /// Drops every closed session (O(all sessions); called only when the table is full).
-    pub fn prune_closed(&mut self) {
+    pub(super) fn prune_closed(&mut self) {
         let closed: Vec<String> = self
             .by_id
             .iter()
@@ -100,7 +100,7 @@ impl<A: App> SessionTable<A> {
 
     /// Closes and drops every session unused for `idle_ms` at `now` (O(all sessions)).
     /// Returns how many.
-    pub fn expire_idle(&mut self, now: u64, idle_ms: u64) -> usize {
+    pub(super) fn expire_idle(&mut self, now: u64, idle_ms: u64) -> usize {
         let idle: Vec<String> = self
             .by_id
             .iter()
@@ -116,7 +116,7 @@ impl<A: App> SessionTable<A> {
     }
 
     /// The number of open sessions of `owner`, after dropping its closed ones.
-    pub fn open_count_of(&mut self, owner: &str) -> usize {
+    pub(super) fn open_count_of(&mut self, owner: &str) -> usize {
         let Some(ids) = self.by_owner.get(owner) else {
             return 0;
         };
@@ -133,7 +133,7 @@ impl<A: App> SessionTable<A> {
     }
 
     /// The open sessions of `owner`.
-    pub fn open_of<'a>(&'a self, owner: &str) -> impl Iterator<Item = &'a Session<A>> + 'a {
+    pub(super) fn open_of<'a>(&'a self, owner: &str) -> impl Iterator<Item = &'a Session<A>> + 'a {
         self.by_owner
             .get(owner)
             .into_iter()

@@ -6,18 +6,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The LAP version this side speaks (`hello-ack.lapVersion`).
-pub const LAP_VERSION: u32 = 2;
+pub(crate) const LAP_VERSION: u32 = 2;
 
 /// The lowest client `lapVersion` the server keeps paired (`hello-ack.minClientVersion`).
-pub const MIN_CLIENT_VERSION: u32 = 2;
+pub(crate) const MIN_CLIENT_VERSION: u32 = 2;
 
 /// The largest frame either side accepts: 4 MiB.
-pub const MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
 
 /// The `hello` an app runtime sends when its socket opens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Hello {
+pub(crate) struct Hello {
     /// The app's name.
     pub app_name: String,
     /// The app's version.
@@ -45,7 +45,7 @@ pub struct Hello {
 /// How the human decided a confirmation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ConfirmDecision {
+pub(crate) enum ConfirmDecision {
     /// Approved and committed.
     Confirmed,
     /// Rejected by the human.
@@ -55,7 +55,7 @@ pub enum ConfirmDecision {
 /// A frame from the app runtime to the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "kebab-case", rename_all_fields = "camelCase")]
-pub enum ClientFrame {
+pub(crate) enum ClientFrame {
     /// Sent on socket open.
     Hello(Box<Hello>),
     /// The answer to an `rpc`.
@@ -106,7 +106,7 @@ pub enum ClientFrame {
 /// A frame from the server to the app runtime.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "kebab-case", rename_all_fields = "camelCase")]
-pub enum ServerFrame {
+pub(crate) enum ServerFrame {
     /// The answer to every `hello`.
     HelloAck {
         /// The server's LAP version.
@@ -154,7 +154,7 @@ pub enum ServerFrame {
 
 impl ServerFrame {
     /// The frame as JSON text.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
     }
 }

@@ -119,7 +119,7 @@ pub(crate) struct Registered {
 }
 
 impl Hub {
-    pub fn new(outcome_ms: u64, grace_ms: u64, entry_bytes: usize) -> Self {
+    pub(crate) fn new(outcome_ms: u64, grace_ms: u64, entry_bytes: usize) -> Self {
         Hub {
             links: Mutex::new(HashMap::new()),
             lifecycle: tokio::sync::Mutex::new(()),
@@ -135,7 +135,7 @@ impl Hub {
     }
 
     /// Drops outcomes older than the buffer window and links closed past the grace window.
-    pub fn sweep(&self, now: u64) {
+    pub(crate) fn sweep(&self, now: u64) {
         let outcome_ms = self.outcome_ms;
         let keep_ms = self.grace_ms.max(outcome_ms);
         self.links().retain(|_, link| {
@@ -152,7 +152,7 @@ impl Hub {
 
     /// Registers a socket for `tid`; an older socket is told to close, and armed watches are
     /// re-sent to the new one.
-    pub fn register(&self, tid: &str) -> Registered {
+    pub(crate) fn register(&self, tid: &str) -> Registered {
         let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
         let mut links = self.links();
@@ -183,7 +183,7 @@ impl Hub {
 
     /// The socket `conn` of `tid` closed: answers whether it was the current one (then the
     /// pairing is gone and rpcs in flight fail with `paused`).
-    pub fn unregister(&self, tid: &str, conn: u64, now: u64) -> bool {
+    pub(crate) fn unregister(&self, tid: &str, conn: u64, now: u64) -> bool {
         let mut links = self.links();
         let Some(link) = links.get_mut(tid) else {
             return false;
@@ -200,7 +200,7 @@ impl Hub {
     }
 
     /// Tells the socket of `tid` (if any) to close, after `frame` if given.
-    pub fn close(&self, tid: &str, frame: Option<ServerFrame>) {
+    pub(crate) fn close(&self, tid: &str, frame: Option<ServerFrame>) {
         let links = self.links();
         if let Some((_, tx)) = links.get(tid).and_then(|l| l.conn.as_ref()) {
             if let Some(f) = frame {
@@ -211,23 +211,23 @@ impl Hub {
     }
 
     /// Whether `tid` has a live socket.
-    pub fn is_paired(&self, tid: &str) -> bool {
+    pub(crate) fn is_paired(&self, tid: &str) -> bool {
         self.links().get(tid).is_some_and(|l| l.conn.is_some())
     }
 
     /// Pushes `frame` to the socket of `tid`; false when there is none.
-    pub fn push(&self, tid: &str, frame: ServerFrame) -> bool {
+    pub(crate) fn push(&self, tid: &str, frame: ServerFrame) -> bool {
         self.links().get(tid).is_some_and(|l| l.send(frame))
     }
 
     /// The cached `hello` of `tid`.
-    pub fn hello(&self, tid: &str) -> Option<Arc<Hello>> {
+    pub(crate) fn hello(&self, tid: &str) -> Option<Arc<Hello>> {
         self.links().get(tid).and_then(|l| l.hello.clone())
     }
 
     /// Handles a frame from socket `conn` of `tid`; false when that socket is no longer the
     /// current one (its late frames are ignored).
-    pub fn inbound(&self, tid: &str, conn: u64, frame: ClientFrame, now: u64) -> bool {
+    pub(crate) fn inbound(&self, tid: &str, conn: u64, frame: ClientFrame, now: u64) -> bool {
         let mut links = self.links();
         let Some(link) = links.get_mut(tid) else {
             return false;
@@ -286,7 +286,7 @@ impl Hub {
 
     /// Sends `rpc {id, tool, args}` to the socket of `tid` and waits up to `deadline` for its
     /// answer.
-    pub async fn rpc(
+    pub(crate) async fn rpc(
         &self,
         tid: &str,
         tool: &str,
@@ -324,7 +324,7 @@ impl Hub {
 
     /// Notes that the server waits on confirmation `id` of `tid` (outcomes of unknown ids are
     /// not kept).
-    pub fn expect_confirm(&self, tid: &str, id: &str) {
+    pub(crate) fn expect_confirm(&self, tid: &str, id: &str) {
         if let Some(link) = self.links().get_mut(tid) {
             if !link.known_confirms.iter().any(|k| k == id) {
                 if link.known_confirms.len() >= MAX_KNOWN_CONFIRMS {
@@ -338,7 +338,7 @@ impl Hub {
     }
 
     /// Whether confirmation `id` of `tid` is one the server waits on.
-    pub fn knows_confirm(&self, tid: &str, id: &str) -> bool {
+    pub(crate) fn knows_confirm(&self, tid: &str, id: &str) -> bool {
         self.links()
             .get(tid)
             .is_some_and(|l| l.known_confirms.iter().any(|k| k == id))
@@ -346,7 +346,7 @@ impl Hub {
 
     /// Waits up to `timeout` for the outcome of confirmation `id` (kept once known); `None`
     /// at the deadline or as soon as no socket is paired.
-    pub async fn wait_confirm(&self, tid: &str, id: &str, timeout: Duration) -> Option<Resolution> {
+    pub(crate) async fn wait_confirm(&self, tid: &str, id: &str, timeout: Duration) -> Option<Resolution> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let mut changed = {
@@ -370,7 +370,7 @@ impl Hub {
 
     /// Arms a watch on `tid` (pushing `watch`), waits up to `timeout` for its `state-update`,
     /// then disarms it (pushing `unwatch`). `Err` when there is no socket.
-    pub async fn wait_change(
+    pub(crate) async fn wait_change(
         &self,
         tid: &str,
         path: Option<String>,
@@ -415,7 +415,7 @@ impl Hub {
     }
 
     /// The log ring of `tid`, newest first, at most `n`, optionally of one `kind`.
-    pub fn recent(&self, tid: &str, n: usize, kind: Option<&str>) -> Vec<Value> {
+    pub(crate) fn recent(&self, tid: &str, n: usize, kind: Option<&str>) -> Vec<Value> {
         let kinds: Option<HashSet<&str>> = kind.map(|k| k.split(',').map(str::trim).collect());
         self.links()
             .get(tid)

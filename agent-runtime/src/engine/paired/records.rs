@@ -12,7 +12,7 @@ use crate::security::{TokenRecord, TokenStatus, TokenStore};
 
 /// The prefix of the session id minted for a paired session (the session lives in the app,
 /// so no hosted session ever has it).
-pub const PAIRED_SESSION_PREFIX: &str = "paired-";
+pub(crate) const PAIRED_SESSION_PREFIX: &str = "paired-";
 
 /// A new paired session id.
 pub(crate) fn new_paired_session_id() -> String {
@@ -20,7 +20,7 @@ pub(crate) fn new_paired_session_id() -> String {
 }
 
 /// Whether `record` drives a paired session (as opposed to one hosted in this process).
-pub fn is_paired(record: &TokenRecord) -> bool {
+pub(crate) fn is_paired(record: &TokenRecord) -> bool {
     record.session_id.starts_with(PAIRED_SESSION_PREFIX)
 }
 

@@ -9,14 +9,14 @@ use serde_json::Value;
 use crate::config::{json_len, Budgets};
 
 /// How many entries a session keeps.
-pub const LOG_CAPACITY: usize = 100;
+pub(crate) const LOG_CAPACITY: usize = 100;
 
 /// Characters a message's variant or intent keeps in a log entry.
-pub const LABEL_CHARS: usize = 128;
+pub(crate) const LABEL_CHARS: usize = 128;
 
 /// A ring of the newest [`LOG_CAPACITY`] entries holding at most `total_bytes`.
 #[derive(Debug)]
-pub struct ActivityLog {
+pub(crate) struct ActivityLog {
     /// Entries oldest first, each with its encoded size.
     entries: VecDeque<(LogEntry, usize)>,
     bytes: usize,
@@ -31,7 +31,7 @@ impl Default for ActivityLog {
 
 impl ActivityLog {
     /// An empty log keeping at most `total_bytes` of entries.
-    pub fn new(total_bytes: usize) -> Self {
+    pub(crate) fn new(total_bytes: usize) -> Self {
         ActivityLog {
             entries: VecDeque::new(),
             bytes: 0,
@@ -41,7 +41,7 @@ impl ActivityLog {
 
     /// Appends an entry (already bounded, see [`bound_entry`]), dropping the oldest while the
     /// log is over its count or bytes.
-    pub fn push(&mut self, entry: LogEntry) {
+    pub(crate) fn push(&mut self, entry: LogEntry) {
         let size = json_len(&entry);
         self.bytes += size;
         self.entries.push_back((entry, size));
@@ -55,7 +55,7 @@ impl ActivityLog {
     }
 
     /// Entries newest first, optionally filtered by kind, at most `n`.
-    pub fn recent(&self, n: usize, kind: Option<&str>) -> Vec<LogEntry> {
+    pub(crate) fn recent(&self, n: usize, kind: Option<&str>) -> Vec<LogEntry> {
         self.entries
             .iter()
             .rev()
@@ -80,7 +80,7 @@ impl ActivityLog {
 }
 
 /// The label of a message in log entries: its intent when non-empty, else the variant.
-pub fn message_intent(intent: Option<&str>, variant: Option<&str>) -> String {
+pub(crate) fn message_intent(intent: Option<&str>, variant: Option<&str>) -> String {
     match (intent.filter(|i| !i.is_empty()), variant) {
         (Some(i), _) => i.to_string(),
         (None, Some(v)) => v.to_string(),
@@ -90,7 +90,7 @@ pub fn message_intent(intent: Option<&str>, variant: Option<&str>) -> String {
 
 /// The payload summary of a message (`semantics.md` §9): up to three `key=value` items of the
 /// keys other than `type`, plus `…` when there are more; `None` when there are no other keys.
-pub fn payload_detail(msg: &Value) -> Option<String> {
+pub(crate) fn payload_detail(msg: &Value) -> Option<String> {
     let obj = msg.as_object()?;
     let keys: Vec<(&String, &Value)> = obj.iter().filter(|(k, _)| k.as_str() != "type").collect();
     if keys.is_empty() {
@@ -126,7 +126,7 @@ fn summarize(v: &Value) -> String {
 }
 
 /// `s` cut to `max` characters, the last one `…` when cut.
-pub fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     if s.chars().nth(max).is_some() {
         let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
         t.push('…');
@@ -139,7 +139,7 @@ pub fn clip(s: &str, max: usize) -> String {
 /// Brings `entry` within `limit` bytes and returns its size: a `stateDiff` that does not fit
 /// is dropped (and `detail` says so); then over-long texts are clipped, as a last resort (the
 /// callers bound narration texts and labels before).
-pub fn bound_entry(entry: &mut LogEntry, limit: usize) -> usize {
+pub(crate) fn bound_entry(entry: &mut LogEntry, limit: usize) -> usize {
     let mut size = json_len(entry);
     if size <= limit {
         return size;
@@ -173,7 +173,7 @@ pub fn bound_entry(entry: &mut LogEntry, limit: usize) -> usize {
 }
 
 /// A fresh log entry of `kind` at `at` with every optional key absent.
-pub fn entry(kind: LogKind, at: u64) -> LogEntry {
+pub(crate) fn entry(kind: LogKind, at: u64) -> LogEntry {
     let id = match kind {
         LogKind::Narrate => {
             let uuid = uuid::Uuid::new_v4().to_string();

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::config::{json_len, OverBudget};
 
 /// How long decided entries are kept after their decision.
-pub const DECIDED_RETENTION_MS: u64 = 5 * 60 * 1000;
+pub(crate) const DECIDED_RETENTION_MS: u64 = 5 * 60 * 1000;
 
 #[derive(Debug)]
 struct Slot {
@@ -61,7 +61,7 @@ impl std::fmt::Display for DecisionError {
 
 /// The store: entries in proposal order.
 #[derive(Debug)]
-pub struct ConfirmStore {
+pub(crate) struct ConfirmStore {
     slots: Vec<Slot>,
     max_age_ms: u64,
     max_pending: usize,
@@ -78,7 +78,7 @@ impl ConfirmStore {
     }
 
     /// An empty store holding at most `max_pending` pending entries of `pending_bytes` in all.
-    pub fn with_budgets(max_age_ms: u64, max_pending: usize, pending_bytes: usize) -> Self {
+    pub(crate) fn with_budgets(max_age_ms: u64, max_pending: usize, pending_bytes: usize) -> Self {
         ConfirmStore {
             slots: Vec::new(),
             max_age_ms,
@@ -89,7 +89,7 @@ impl ConfirmStore {
 
     /// Appends a pending entry at `now`, unless the pending entries are at their count or
     /// bytes budget (429, retry once the oldest expires).
-    pub fn propose(&mut self, entry: ConfirmEntry, now: u64) -> Result<(), OverBudget> {
+    pub(crate) fn propose(&mut self, entry: ConfirmEntry, now: u64) -> Result<(), OverBudget> {
         let pending = || {
             self.slots
                 .iter()
@@ -127,7 +127,7 @@ impl ConfirmStore {
 
     /// Expires pending entries older than the maximum age and forgets entries decided more
     /// than five minutes ago. Returns the entries that just expired.
-    pub fn sweep(&mut self, now: u64) -> Vec<ConfirmEntry> {
+    pub(crate) fn sweep(&mut self, now: u64) -> Vec<ConfirmEntry> {
         let mut expired = Vec::new();
         for slot in &mut self.slots {
             if slot.entry.status == ConfirmStatus::Pending
@@ -202,17 +202,17 @@ impl ConfirmStore {
     }
 
     /// True when the store holds no entry, pending or decided.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
 
     /// Drops every entry (the session closed).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.slots.clear();
     }
 
     /// Pending entries in proposal order.
-    pub fn pending(&self) -> Vec<ConfirmEntry> {
+    pub(crate) fn pending(&self) -> Vec<ConfirmEntry> {
         self.slots
             .iter()
             .filter(|s| s.entry.status == ConfirmStatus::Pending)
@@ -221,7 +221,7 @@ impl ConfirmStore {
     }
 
     /// The entry with this id.
-    pub fn get(&self, id: &str) -> Option<&ConfirmEntry> {
+    pub(crate) fn get(&self, id: &str) -> Option<&ConfirmEntry> {
         self.slots
             .iter()
             .find(|s| s.entry.id == id)
@@ -229,7 +229,7 @@ impl ConfirmStore {
     }
 
     /// Checks that `id` can be decided (exists and is pending).
-    pub fn check_pending(&self, id: &str) -> Result<&ConfirmEntry, DecisionError> {
+    pub(crate) fn check_pending(&self, id: &str) -> Result<&ConfirmEntry, DecisionError> {
         let entry = self.get(id).ok_or(DecisionError::NotFound)?;
         if entry.status != ConfirmStatus::Pending {
             return Err(DecisionError::AlreadyDecided(entry.status));
@@ -238,7 +238,7 @@ impl ConfirmStore {
     }
 
     /// Marks a pending entry approved (with the edited payload, if any).
-    pub fn approve(
+    pub(crate) fn approve(
         &mut self,
         id: &str,
         edited_payload: Option<Value>,
@@ -253,7 +253,7 @@ impl ConfirmStore {
     }
 
     /// Marks a pending entry rejected.
-    pub fn reject(&mut self, id: &str, now: u64) -> Result<ConfirmEntry, DecisionError> {
+    pub(crate) fn reject(&mut self, id: &str, now: u64) -> Result<ConfirmEntry, DecisionError> {
         self.check_pending(id)?;
         let slot = self.slot_mut(id).ok_or(DecisionError::NotFound)?;
         slot.entry.status = ConfirmStatus::Rejected;
@@ -262,7 +262,7 @@ impl ConfirmStore {
     }
 
     /// Records that an approved entry's message committed.
-    pub fn mark_committed(&mut self, id: &str, state_after: Value, msg: Option<Value>) {
+    pub(crate) fn mark_committed(&mut self, id: &str, state_after: Value, msg: Option<Value>) {
         if let Some(slot) = self.slot_mut(id) {
             slot.committed = Some(ConfirmOutcome::Confirmed { state_after, msg });
         }
@@ -270,7 +270,7 @@ impl ConfirmStore {
 
     /// The current outcome of `id`, or `None` for an unknown id. An approved entry whose
     /// message has not committed yet still reads as pending.
-    pub fn outcome(&self, id: &str) -> Option<ConfirmOutcome> {
+    pub(crate) fn outcome(&self, id: &str) -> Option<ConfirmOutcome> {
         let slot = self.slots.iter().find(|s| s.entry.id == id)?;
         Some(match slot.entry.status {
             ConfirmStatus::Pending => ConfirmOutcome::Pending,

@@ -21,7 +21,7 @@ const LIVE_CAPACITY: usize = 256;
 
 /// What a published event carries.
 #[derive(Debug, Clone)]
-pub enum EventBody {
+pub(crate) enum EventBody {
     /// The snapshot a commit published.
     State(Snapshot),
     /// A new log entry.
@@ -91,7 +91,7 @@ fn state_text(state: &str, diff: Option<&[PatchOp]>, snapshot: bool) -> String {
 /// The publishing side: numbers events and keeps the recent history, within a count and a
 /// byte budget. Kept ids are always consecutive, ending at the newest id.
 #[derive(Debug)]
-pub struct EventHub {
+pub(crate) struct EventHub {
     newest: u64,
     /// Events oldest first, each with its encoded size.
     history: VecDeque<(Published, usize)>,
@@ -107,7 +107,7 @@ pub struct EventHub {
 }
 
 /// An event hub shared by its session and its subscriptions.
-pub type SharedHub = Arc<Mutex<EventHub>>;
+pub(crate) type SharedHub = Arc<Mutex<EventHub>>;
 
 impl EventHub {
     /// A hub keeping `history_cap` events, starting from `initial_state`, with the default
@@ -125,7 +125,7 @@ impl EventHub {
 
     /// A hub keeping at most `history_cap` events and `history_total_bytes`, an event over
     /// `event_bytes` being sent live but not kept.
-    pub fn with_budgets(
+    pub(crate) fn with_budgets(
         history_cap: usize,
         event_bytes: usize,
         history_total_bytes: usize,
@@ -153,19 +153,19 @@ impl EventHub {
     }
 
     /// The newest event id (0 before the first event).
-    pub fn newest_id(&self) -> u64 {
+    pub(crate) fn newest_id(&self) -> u64 {
         self.newest
     }
 
     /// Ends every subscription (the session closed).
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         // Subscribers hold receivers of the sender: dropping it ends their streams.
         self.live = None;
         self.closed = true;
     }
 
     /// Publishes an event and returns its id.
-    pub fn publish(&mut self, body: EventBody) -> u64 {
+    pub(crate) fn publish(&mut self, body: EventBody) -> u64 {
         self.newest += 1;
         let (body, size) = match body {
             EventBody::State(s) => {
@@ -254,7 +254,7 @@ impl EventHub {
 /// `lastEventId` query parameter, as given). `pending` are the current pending entries, sent
 /// after a snapshot. The replay is read from the history one event at a time as the
 /// subscriber reads, never built up front.
-pub fn subscribe(
+pub(crate) fn subscribe(
     hub: &SharedHub,
     last_event_id: Option<&str>,
     pending: Vec<ConfirmEntry>,

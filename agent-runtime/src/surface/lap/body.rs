@@ -11,7 +11,7 @@ use crate::ops::error::ApiError;
 pub(crate) use crate::config::MAX_BODY_BYTES;
 
 /// 413 when the declared `Content-Length` is above the cap.
-pub fn check_content_length(headers: &HeaderMap) -> Result<(), ApiError> {
+pub(super) fn check_content_length(headers: &HeaderMap) -> Result<(), ApiError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -23,7 +23,7 @@ pub fn check_content_length(headers: &HeaderMap) -> Result<(), ApiError> {
 }
 
 /// Reads the raw body with the cap: 413 as soon as it exceeds it.
-pub async fn read_bytes(body: Body) -> Result<bytes::Bytes, ApiError> {
+pub(super) async fn read_bytes(body: Body) -> Result<bytes::Bytes, ApiError> {
     match Limited::new(body, MAX_BODY_BYTES).collect().await {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::payload_too_large()),
@@ -33,7 +33,7 @@ pub async fn read_bytes(body: Body) -> Result<bytes::Bytes, ApiError> {
 
 /// Reads the body with the cap. An empty or whitespace body, or malformed JSON, reads as
 /// `null`.
-pub async fn read_json(body: Body) -> Result<Value, ApiError> {
+pub(super) async fn read_json(body: Body) -> Result<Value, ApiError> {
     let bytes = read_bytes(body).await?;
     Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }

@@ -10,7 +10,7 @@ use super::tools::ToolSpec;
 /// Checks `arguments` against `schema` (the input schema of `tool`): the declared arguments
 /// that are present, in schema order, or a refusal naming the first problem
 /// (`send_message: invalid arguments: waitFor must be one of: drained, idle, none`).
-pub fn check_args(
+pub(crate) fn check_args(
     tool: &ToolSpec,
     schema: &Map<String, Value>,
     arguments: Option<Map<String, Value>>,

@@ -16,7 +16,7 @@ use super::format::failure;
 use super::tools::{self, Surface, ToolSpec};
 
 /// Every protocol version up to the newest one that still uses `initialize`.
-pub fn supported_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
+pub(crate) fn supported_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     Cow::Borrowed(ProtocolVersion::known_up_to(
         &ProtocolVersion::LATEST_WITH_INITIALIZE,
     ))
@@ -24,13 +24,13 @@ pub fn supported_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
 
 /// A surface's 16 tools with their input schemas, generated once.
 #[derive(Debug, Clone)]
-pub struct ToolCatalog {
+pub(crate) struct ToolCatalog {
     specs: Vec<ToolSpec>,
     listed: Vec<Tool>,
 }
 
 /// A `tools/call` resolved against a surface's declarations.
-pub enum ResolvedCall {
+pub(crate) enum ResolvedCall {
     /// A declared tool with arguments that passed its checks.
     Run(ToolSpec, Map<String, Value>),
     /// Arguments refused: answered as a tool error, nothing runs.
@@ -39,21 +39,21 @@ pub enum ResolvedCall {
 
 impl ToolCatalog {
     /// The tools of `surface`, in listing order.
-    pub fn new(surface: Surface) -> Self {
+    pub(crate) fn new(surface: Surface) -> Self {
         let specs: Vec<ToolSpec> = tools::tools(surface).collect();
         let listed = specs.iter().map(|s| s.to_tool()).collect();
         ToolCatalog { specs, listed }
     }
 
     /// The `tools/list` answer.
-    pub fn list(&self) -> ListToolsResult {
+    pub(crate) fn list(&self) -> ListToolsResult {
         ListToolsResult::with_all_items(self.listed.clone())
     }
 
     /// Finds the tool a call names and checks its arguments. An unknown tool is a protocol
     /// error (`invalid_params`), as MCP asks; bad arguments are a tool error with the refusal
     /// text.
-    pub fn resolve(&self, request: CallToolRequestParams) -> Result<ResolvedCall, ErrorData> {
+    pub(crate) fn resolve(&self, request: CallToolRequestParams) -> Result<ResolvedCall, ErrorData> {
         let Some(i) = self.specs.iter().position(|t| t.name == request.name) else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {}", request.name),

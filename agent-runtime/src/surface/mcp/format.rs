@@ -5,19 +5,19 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 /// A forwarded tool called without a binding, on the app server.
-pub const NOT_CONNECTED_SERVER: &str = "Not connected — ask the user to copy the token from the app connect panel and call connect_session with it.";
+pub(crate) const NOT_CONNECTED_SERVER: &str = "Not connected — ask the user to copy the token from the app connect panel and call connect_session with it.";
 
 /// A forwarded tool called without a binding, in the bridge.
 #[cfg_attr(not(feature = "bridge"), allow(dead_code))] // the bridge's, declared beside the server's
-pub const NOT_CONNECTED_BRIDGE: &str = "Not connected — ask the user for the app's LAP URL and an agent token, then call connect_session with both (or use the connect prompt).";
+pub(crate) const NOT_CONNECTED_BRIDGE: &str = "Not connected — ask the user for the app's LAP URL and an agent token, then call connect_session with both (or use the connect prompt).";
 
 /// `connect_session {token}` on the server with an unknown, expired or idle token.
-pub const TOKEN_INVALID: &str =
+pub(crate) const TOKEN_INVALID: &str =
     "Token is invalid or expired. Ask the user to copy a fresh token from the app.";
 
 /// The answer of one LAP request as a forwarder saw it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LapAnswer {
+pub(crate) struct LapAnswer {
     /// HTTP status; 0 when the request itself failed (code `network`).
     pub status: u16,
     /// The parsed JSON body (`null` when the body was not JSON).
@@ -31,7 +31,7 @@ pub struct LapAnswer {
 
 impl LapAnswer {
     /// An HTTP answer: failed unless the status is 2xx.
-    pub fn new(status: u16, body: Value) -> Self {
+    pub(crate) fn new(status: u16, body: Value) -> Self {
         LapAnswer {
             status,
             body,
@@ -42,7 +42,7 @@ impl LapAnswer {
 
     /// A request that never got an answer: status 0, code `network`.
     #[cfg_attr(not(feature = "bridge"), allow(dead_code))] // the bridge's, declared beside the server's
-    pub fn network(detail: impl Into<String>) -> Self {
+    pub(crate) fn network(detail: impl Into<String>) -> Self {
         LapAnswer {
             status: 0,
             body: serde_json::json!({"error": {"code": "network", "detail": detail.into()}}),
@@ -52,7 +52,7 @@ impl LapAnswer {
     }
 
     /// The error code: `error.code`, or a bare `code`, else the status number.
-    pub fn code(&self) -> String {
+    pub(crate) fn code(&self) -> String {
         let error = self.body.get("error").filter(|e| e.is_object());
         let code = error
             .and_then(|e| e.get("code"))
@@ -65,7 +65,7 @@ impl LapAnswer {
     }
 
     /// The error detail: `error.detail`, or a bare `detail`, or a bare-string `error`.
-    pub fn detail(&self) -> Option<String> {
+    pub(crate) fn detail(&self) -> Option<String> {
         let error = self.body.get("error");
         let detail = match error {
             Some(Value::Object(e)) => e.get("detail"),
@@ -76,7 +76,7 @@ impl LapAnswer {
     }
 
     /// `status=<status> code=<code>` plus ` — <detail>` when there is one.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let mut s = format!("status={} code={}", self.status, self.code());
         if let Some(d) = self.detail() {
             s.push_str(" — ");
@@ -94,12 +94,12 @@ fn text_of(v: &Value) -> String {
 }
 
 /// `<tool> (<lapPath>) failed: status=<s> code=<c>[ — <detail>]`.
-pub fn forwarded_failure(tool: &str, lap_path: &str, answer: &LapAnswer) -> String {
+pub(crate) fn forwarded_failure(tool: &str, lap_path: &str, answer: &LapAnswer) -> String {
     format!("{tool} ({lap_path}) failed: {}", answer.summary())
 }
 
 /// `connect_session failed: observe failed: status=<s> code=<c>[ — <detail>]`.
-pub fn connect_failure(answer: &LapAnswer) -> String {
+pub(crate) fn connect_failure(answer: &LapAnswer) -> String {
     format!(
         "connect_session failed: observe failed: {}",
         answer.summary()
@@ -107,20 +107,20 @@ pub fn connect_failure(answer: &LapAnswer) -> String {
 }
 
 /// The note added to an `observe` result when the schema hash changed.
-pub fn schema_changed_note(old: &str, new: &str) -> String {
+pub(crate) fn schema_changed_note(old: &str, new: &str) -> String {
     format!(
         "App schema changed (was {old}, now {new}). Descriptions, actions and examples read before this are stale; use the ones in this result."
     )
 }
 
 /// A success result: the body as `structuredContent` and its JSON as text.
-pub fn success(body: Value) -> CallToolResult {
+pub(crate) fn success(body: Value) -> CallToolResult {
     let text = body.to_string();
     success_with_text(body, text)
 }
 
 /// A success result whose text (the JSON of `body`) is already at hand.
-pub fn success_with_text(body: Value, text: String) -> CallToolResult {
+pub(crate) fn success_with_text(body: Value, text: String) -> CallToolResult {
     let mut result = CallToolResult::default();
     result.content = vec![ContentBlock::text(text)];
     result.structured_content = Some(body);
@@ -128,7 +128,7 @@ pub fn success_with_text(body: Value, text: String) -> CallToolResult {
 }
 
 /// A failure result: the message as text, `isError: true`.
-pub fn failure(message: impl Into<String>) -> CallToolResult {
+pub(crate) fn failure(message: impl Into<String>) -> CallToolResult {
     let mut result = CallToolResult::default();
     result.content = vec![ContentBlock::text(message.into())];
     result.is_error = Some(true);

@@ -16,7 +16,7 @@ use crate::ops::Operation;
 
 /// Runs one operation with the bound token and `body` as its request. Never fails: a request
 /// that got no answer is a [`LapAnswer::network`].
-pub trait Forwarder: Send + Sync {
+pub(crate) trait Forwarder: Send + Sync {
     /// Sends the request and reads the answer.
     fn post(&self, op: Operation, body: Value) -> impl Future<Output = LapAnswer> + Send;
 }
@@ -27,7 +27,7 @@ pub trait Forwarder: Send + Sync {
 /// `observe` embeds a lean description without `annotations`, so only a `describe_app` answer
 /// fills the document `describe_app` is served from; a new hash forgets it.
 #[derive(Debug, Default)]
-pub struct DescriptionCache(Mutex<Known>);
+pub(crate) struct DescriptionCache(Mutex<Known>);
 
 #[derive(Debug, Default)]
 struct Known {
@@ -45,12 +45,12 @@ fn hash_of(description: &Value) -> Value {
 
 impl DescriptionCache {
     /// The full description last read by `describe_app`, while its hash is current.
-    pub fn get(&self) -> Option<Value> {
+    pub(crate) fn get(&self) -> Option<Value> {
         self.lock().full.clone()
     }
 
     /// Caches a full description (a `describe_app` answer) and its hash.
-    pub fn set(&self, description: Value) {
+    pub(crate) fn set(&self, description: Value) {
         let mut known = self.lock();
         known.hash = Some(hash_of(&description));
         known.full = Some(description);
@@ -58,7 +58,7 @@ impl DescriptionCache {
 
     /// Records the hash of a description seen elsewhere (`observe`, connect); a hash that
     /// differs from the cached one drops the cached full description.
-    pub fn note_hash(&self, hash: Value) {
+    pub(crate) fn note_hash(&self, hash: Value) {
         let mut known = self.lock();
         if known.hash.as_ref() != Some(&hash) {
             known.full = None;
@@ -67,12 +67,12 @@ impl DescriptionCache {
     }
 
     /// The `schemaHash` last seen (`null` when that description had none).
-    pub fn get_hash(&self) -> Option<Value> {
+    pub(crate) fn get_hash(&self) -> Option<Value> {
         self.lock().hash.clone()
     }
 
     /// Forgets everything.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         *self.lock() = Known::default();
     }
 
@@ -84,7 +84,7 @@ impl DescriptionCache {
 /// Runs a forwarded tool: `describe_app` from the cache when warm, else one LAP request; a
 /// failed answer becomes the failure text, a fresh description is cached, and `observe` gets
 /// the schema-change note when the cached `schemaHash` differs.
-pub async fn forward_tool<F: Forwarder>(
+pub(crate) async fn forward_tool<F: Forwarder>(
     forwarder: &F,
     cache: &DescriptionCache,
     op: Operation,
@@ -126,7 +126,7 @@ fn pass_on(answer: LapAnswer) -> CallToolResult {
 /// Adds `schemaChanged` and `schemaChangedNote` to an `observe` body when a hash was seen
 /// before and the body description's `schemaHash` differs, and records the body's hash;
 /// answers the body and whether the note was added.
-pub fn note_schema_change(cache: &DescriptionCache, mut body: Value) -> (Value, bool) {
+pub(crate) fn note_schema_change(cache: &DescriptionCache, mut body: Value) -> (Value, bool) {
     let Some(description) = body.get("description").filter(|d| d.is_object()) else {
         return (body, false);
     };
@@ -167,7 +167,7 @@ fn hash_text(v: &Value) -> String {
 /// `connect_session failed: observe failed: …` (the caller then drops the binding); success
 /// records the description's hash and answers `{status:"connected", appName, appVersion, state,
 /// actions, description, context}`.
-pub async fn connect_flow<F: Forwarder>(
+pub(crate) async fn connect_flow<F: Forwarder>(
     forwarder: &F,
     cache: &DescriptionCache,
 ) -> Result<CallToolResult, String> {

@@ -20,7 +20,7 @@ use agent_schema::protocol::EmptyRequest;
 
 /// Which MCP surface serves the tools: only `connect_session` differs between them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Surface {
+pub(crate) enum Surface {
     /// `/agent/mcp` on the app server: `connect_session {token}`.
     Server,
     /// The `agent-bridge` stdio server: `connect_session {url, token}`.
@@ -31,7 +31,7 @@ pub enum Surface {
 
 /// What calling a tool does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ToolAction {
+pub(crate) enum ToolAction {
     /// Run the operation with the (checked) arguments as its request.
     Run(Operation),
     /// Bind this MCP session to an agent token and run the connect flow.
@@ -42,14 +42,14 @@ pub enum ToolAction {
 
 /// `connect_session` on the app server.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct ConnectRequest {
+pub(crate) struct ConnectRequest {
     /// The agent token (agt_…).
     pub token: String,
 }
 
 /// `connect_session` in the bridge.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct BridgeConnectRequest {
+pub(crate) struct BridgeConnectRequest {
     /// The app's LAP base URL, e.g. http://127.0.0.1:8787/agent/lap/v1.
     pub url: String,
     /// The agent token (agt_…).
@@ -58,7 +58,7 @@ pub struct BridgeConnectRequest {
 
 /// One tool.
 #[derive(Debug, Clone, Copy)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     /// The tool name.
     pub name: &'static str,
     /// What calling it does.
@@ -73,7 +73,7 @@ impl ToolSpec {
     /// The input schema: the request type's schemars schema with subschemas inlined, without
     /// the root `title` and `description` (the tool has its own) and with `properties` always
     /// present.
-    pub fn input_schema(&self) -> JsonObject {
+    pub(crate) fn input_schema(&self) -> JsonObject {
         let mut generator = SchemaSettings::draft2020_12()
             .with(|s| {
                 s.inline_subschemas = true;
@@ -93,7 +93,7 @@ impl ToolSpec {
     }
 
     /// The rmcp tool declaration (no `outputSchema`).
-    pub fn to_tool(self) -> Tool {
+    pub(crate) fn to_tool(self) -> Tool {
         Tool::new(self.name, self.description, Arc::new(self.input_schema()))
     }
 }
@@ -137,7 +137,7 @@ fn operation_tool(spec: &'static OperationSpec) -> ToolSpec {
 
 /// The 16 tools of `surface`, in listing order: `connect_session`, one per operation,
 /// `disconnect_session`.
-pub fn tools(surface: Surface) -> impl Iterator<Item = ToolSpec> {
+pub(crate) fn tools(surface: Surface) -> impl Iterator<Item = ToolSpec> {
     let connect = match surface {
         Surface::Server => CONNECT_SERVER,
         Surface::Bridge => CONNECT_BRIDGE,

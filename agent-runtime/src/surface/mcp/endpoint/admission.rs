@@ -44,7 +44,7 @@ use agent_schema::protocol::ErrorCode;
 const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Builds [`McpAdmission`] around rmcp's service.
-pub struct McpAdmissionLayer<A: App> {
+pub(crate) struct McpAdmissionLayer<A: App> {
     server: McpState<A>,
     hosts: AllowedHosts,
     restoring: std::sync::Arc<tokio::sync::Mutex<()>>,
@@ -52,7 +52,7 @@ pub struct McpAdmissionLayer<A: App> {
 
 impl<A: App> McpAdmissionLayer<A> {
     /// The admission rules of `server`'s MCP options.
-    pub fn new(server: McpState<A>) -> Self {
+    pub(crate) fn new(server: McpState<A>) -> Self {
         let hosts = AllowedHosts::new(&server.options().mcp.allowed_hosts);
         McpAdmissionLayer {
             server,
@@ -76,7 +76,7 @@ impl<A: App, S> Layer<S> for McpAdmissionLayer<A> {
 }
 
 /// The admission service: the session rules of `lap.md` §7.3 in front of `S`.
-pub struct McpAdmission<A: App, S> {
+pub(crate) struct McpAdmission<A: App, S> {
     server: McpState<A>,
     /// `McpOptions::allowed_hosts`, parsed once.
     hosts: AllowedHosts,

@@ -32,7 +32,7 @@ const INSTRUCTIONS: &str = "This server drives a running app. Start with connect
     the actions available, and send_message to act; narrate tells the user what you are doing.";
 
 /// The `/agent/mcp` handler of one MCP session.
-pub struct McpHandler<A: App> {
+pub(crate) struct McpHandler<A: App> {
     server: McpState<A>,
     /// The tools and their schemas, generated once for the endpoint.
     tools: Arc<ToolCatalog>,

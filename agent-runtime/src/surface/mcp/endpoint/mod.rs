@@ -15,8 +15,8 @@ use std::sync::Arc;
 use axum::Router;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-pub use admission::McpAdmissionLayer;
-pub use handler::McpHandler;
+pub(crate) use admission::McpAdmissionLayer;
+pub(crate) use handler::McpHandler;
 pub use registry::{AtCapacity, McpSessions};
 pub use crate::ops::McpOptions;
 
