@@ -188,22 +188,6 @@ impl OverBudget {
     }
 }
 
-impl From<OverBudget> for crate::ops::error::ApiError {
-    fn from(e: OverBudget) -> Self {
-        use agent_schema::protocol::ErrorCode;
-        use axum::http::StatusCode;
-        if e.full {
-            let mut err =
-                crate::ops::error::ApiError::new(StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited)
-                    .with_detail(e.to_string());
-            err.retry_after_ms = e.retry_after_ms;
-            err
-        } else {
-            crate::ops::error::ApiError::payload_too_large().with_detail(e.to_string())
-        }
-    }
-}
-
 /// The length of `value`'s compact JSON encoding, without building it.
 pub(crate) fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     struct Count(usize);
@@ -230,20 +214,5 @@ mod tests {
     fn json_len_is_the_compact_encoding() {
         let v = json!({"a":[1,2,"x\"y"],"b":null});
         assert_eq!(json_len(&v), v.to_string().len());
-    }
-
-    #[test]
-    fn over_budget_maps_to_413_or_429_with_the_limit() {
-        let e: crate::ops::error::ApiError = OverBudget::check("text", 1_048_576, 16_384)
-            .unwrap_err()
-            .into();
-        assert_eq!(e.status.as_u16(), 413);
-        assert_eq!(
-            e.detail.as_deref(),
-            Some("text is 1048576 bytes; the limit is 16384")
-        );
-        let e: crate::ops::error::ApiError = OverBudget::full("x", 5, 4, Some(7)).into();
-        assert_eq!(e.status.as_u16(), 429);
-        assert_eq!(e.retry_after_ms, Some(7));
     }
 }

@@ -165,8 +165,8 @@ pub mod mcp {
 /// Pairing.
 #[cfg(any(feature = "pairing", feature = "pairing-client"))]
 pub mod pairing {
-    #[cfg(feature = "pairing-client")]
-    pub use crate::surface::pairing::client;
     #[cfg(feature = "pairing")]
     pub use crate::ops::PairingOptions;
+    #[cfg(feature = "pairing-client")]
+    pub use crate::surface::pairing::client;
 }

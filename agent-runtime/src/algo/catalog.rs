@@ -12,10 +12,10 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::algo::affordances::{Affordances, Listed};
-use crate::app::App;
 use crate::algo::cel_eval::{check_syntax, PredicateCache};
-use crate::config::DispatchPolicy;
 use crate::algo::validate::{Validator, ValidatorError};
+use crate::app::App;
+use crate::config::DispatchPolicy;
 
 /// Why a host could not be built.
 #[derive(Debug, thiserror::Error)]

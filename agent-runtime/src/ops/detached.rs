@@ -15,8 +15,8 @@ use super::idempotency::Claim;
 use super::reply::Reply;
 use crate::app::App;
 use crate::ops::error::ApiError;
-use crate::security::TokenRecord;
 use crate::ops::ServerState;
+use crate::security::TokenRecord;
 
 /// Runs `work` on its own task for the caller `record`, under `keyed` = `(idempotencyKey,
 /// msg)` when the call carries a key.
@@ -81,7 +81,7 @@ pub(crate) async fn run_keyed<A: App>(
 
 /// 409: the key was used for another message.
 fn different_message(key: &str) -> ApiError {
-    ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict).with_detail(format!(
+    ApiError::new(ErrorCode::Conflict).with_detail(format!(
         "idempotencyKey {key} was used for a different message"
     ))
 }

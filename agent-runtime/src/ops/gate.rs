@@ -7,11 +7,7 @@
 
 use std::panic::AssertUnwindSafe;
 
-use agent_schema::protocol::{
-    ConfirmResultRequest, EmptyRequest, ErrorCode, LogKind, MessageRequest, NarrateRequest,
-    QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest,
-    WouldDispatchRequest,
-};
+use agent_schema::protocol::{ErrorCode, LogKind};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
@@ -20,29 +16,29 @@ use super::reply::Reply;
 use super::table::Operation;
 use super::{log_entry, Call, Handled};
 use crate::app::App;
+use crate::engine::session::Session;
 use crate::ops::error::ApiError;
+use crate::ops::ServerState;
 use crate::security::{
     verify_bearer, AuditEntry, Bucket, TokenRecord, TokenStatus, DEFAULT_ACTIVE_LABEL,
 };
-use crate::ops::ServerState;
-use crate::engine::session::Session;
 
-/// A caller the gate admitted: its token record and the token's session.
-pub(crate) struct Caller<A: App> {
-    /// The token record, as verified.
-    pub record: TokenRecord,
-    /// The token's session.
-    pub session: Session<A>,
+/// What answers an admitted caller's operations: the two kinds of session behind the table.
+pub(crate) enum Backend<A: App> {
+    /// A session hosted in this process.
+    Hosted(Session<A>),
+    /// A paired session (`pairing.md`): its app runs elsewhere and answers `rpc` frames over
+    /// `/agent/ws` (`super::paired`).
+    #[cfg(feature = "pairing")]
+    Paired,
 }
 
-/// The two kinds of session a token can drive.
-pub(crate) enum Admission<A: App> {
-    /// A session hosted in this process, through the whole gate.
-    Hosted(Caller<A>),
-    /// A paired session (`pairing.md`): the token is verified; the pairing check, the rate
-    /// limit and the rest run in [`crate::ops::paired::serve`].
-    #[cfg(feature = "pairing")]
-    Paired(TokenRecord),
+/// A caller the gate admitted: its token record and what answers for the token's session.
+pub(crate) struct Caller<A: App> {
+    /// The token record, as verified.
+    pub(crate) record: TokenRecord,
+    /// The session's backend.
+    pub(crate) backend: Backend<A>,
 }
 
 /// What a caller presents to the gate.
@@ -58,11 +54,11 @@ pub(crate) enum Credential<'a> {
 }
 
 /// Steps 2–5 of the gate for `authorization` (the value of an `Authorization` header,
-/// `Bearer agt_…`): 401/403 for the token, 503 paused for a closed session, 429.
+/// `Bearer agt_…`): 401/403 for the token, 503 paused for a closed or unpaired session, 429.
 pub(crate) async fn admit<A: App>(
     server: &ServerState<A>,
     authorization: Option<&str>,
-) -> Result<Admission<A>, ApiError> {
+) -> Result<Caller<A>, ApiError> {
     admit_credential(server, Credential::Bearer(authorization)).await
 }
 
@@ -70,7 +66,7 @@ pub(crate) async fn admit<A: App>(
 pub(crate) async fn admit_credential<A: App>(
     server: &ServerState<A>,
     credential: Credential<'_>,
-) -> Result<Admission<A>, ApiError> {
+) -> Result<Caller<A>, ApiError> {
     let (tokens, now, ttl) = (
         &**server.tokens(),
         server.now(),
@@ -81,59 +77,77 @@ pub(crate) async fn admit_credential<A: App>(
         #[cfg(feature = "mcp")]
         Credential::Tid(tid) => crate::security::verify_tid(tid, tokens, now, ttl).await,
     }?;
-    #[cfg(feature = "pairing")]
-    if crate::engine::paired::is_paired(&record) {
-        return Ok(Admission::Paired(record));
-    }
-    let session = server
-        .host()
-        .load_session(&record.session_id)
-        .await
-        .ok_or_else(ApiError::paused)?;
+    let backend = backend_of(server, &record).await?;
     server
         .inner
         .limiter
         .check(&record.tid, Bucket::Token)
         .await?;
-    Ok(Admission::Hosted(Caller { record, session }))
+    Ok(Caller { record, backend })
 }
 
-/// What a request may carry for the gate: an idempotency key with the message it guards.
-pub(crate) trait OpRequest: Send + 'static {
-    /// `(idempotencyKey, msg)`, on a keyed `/message`.
-    fn idempotency(&self) -> Option<(&str, &Value)> {
-        None
+/// The backend of `record`'s session: 503 `paused` when the host closed it, or when a paired
+/// session has no socket (with the reconnect hint of `pairing.md`).
+async fn backend_of<A: App>(
+    server: &ServerState<A>,
+    record: &TokenRecord,
+) -> Result<Backend<A>, ApiError> {
+    #[cfg(feature = "pairing")]
+    if crate::engine::paired::is_paired(record) {
+        return super::paired::check_paired(server, record).map(|()| Backend::Paired);
     }
+    server
+        .host()
+        .load_session(&record.session_id)
+        .await
+        .map(Backend::Hosted)
+        .ok_or_else(ApiError::paused)
 }
 
-impl OpRequest for MessageRequest {
-    fn idempotency(&self) -> Option<(&str, &Value)> {
-        let key = self.idempotency_key.as_deref()?;
-        Some((key, &self.dispatch.msg.0))
-    }
-}
-
-impl OpRequest for EmptyRequest {}
-impl OpRequest for StateRequest {}
-impl OpRequest for QueryStateRequest {}
-impl OpRequest for RecentActionsRequest {}
-impl OpRequest for WouldDispatchRequest {}
-impl OpRequest for ConfirmResultRequest {}
-impl OpRequest for WaitRequest {}
-impl OpRequest for NarrateRequest {}
-impl OpRequest for QueryDomRequest {}
-
-/// An operation's handler, with its answer serialized.
+/// An operation's handler, with its answer serialized: the caller's backend decides which of
+/// the operation's two implementations runs (`super::table`).
 pub(crate) type Handler<A, R> =
-    for<'a> fn(&'a Call<'a, A>, R) -> BoxFuture<'a, Result<Handled, ApiError>>;
+    for<'a> fn(&'a Resolved<'a, A>, R) -> BoxFuture<'a, Result<Handled, ApiError>>;
+
+/// What a handler receives: the state, the caller and, for a paired session, the request
+/// body as it came (relayed as the `rpc` arguments).
+pub(crate) struct Resolved<'a, A: App> {
+    /// The shared state.
+    pub(crate) server: &'a ServerState<A>,
+    /// The caller's token record.
+    pub(crate) record: &'a TokenRecord,
+    /// The caller's backend.
+    pub(crate) backend: &'a Backend<A>,
+    /// The request body (an object, or `{}`), for a paired session's `rpc` arguments.
+    #[cfg_attr(not(feature = "pairing"), allow(dead_code))]
+    pub(crate) args: Value,
+}
+
+impl<'a, A: App> Resolved<'a, A> {
+    /// The hosted call, when the backend is a hosted session.
+    pub(crate) fn hosted(&self) -> Option<Call<'a, A>> {
+        match self.backend {
+            Backend::Hosted(session) => Some(Call {
+                server: self.server,
+                record: self.record,
+                session,
+            }),
+            #[cfg(feature = "pairing")]
+            Backend::Paired => None,
+        }
+    }
+}
 
 /// Runs `op` for an admitted caller with its typed `request` (steps 7–9, plus idempotency for
-/// a keyed `/message`). Never fails: an error is an error reply.
-pub(crate) async fn serve<A: App, R: OpRequest>(
+/// a keyed `/message`). Never fails: an error is an error reply. `keyed` is the request's
+/// `(idempotencyKey, msg)`, when the operation is keyed and the request carries one.
+pub(crate) async fn serve<A: App, R: Send + 'static>(
     server: &ServerState<A>,
     caller: Caller<A>,
     op: Operation,
     request: R,
+    args: Value,
+    keyed: Option<(String, Value)>,
     handler: Handler<A, R>,
 ) -> Reply {
     let conduct = op.spec().conduct;
@@ -145,32 +159,31 @@ pub(crate) async fn serve<A: App, R: OpRequest>(
     }
     let tid = caller.record.tid.clone();
     if !conduct.detached {
-        let run = run(server.clone(), op, caller, request, handler);
+        let run = run(server.clone(), op, caller, request, args, handler);
         return with_revocation(server, &tid, run).await;
     }
-    let keyed = request
-        .idempotency()
-        .map(|(key, msg)| (key.to_owned(), msg.clone()));
     let record = caller.record.clone();
-    let work = run(server.clone(), op, caller, request, handler);
+    let work = run(server.clone(), op, caller, request, args, handler);
     super::detached::run_keyed(server, &record, keyed, work).await
 }
 
 /// Runs the handler (a panic is a 500) and the success tail; a failure inside the server logs
-/// an `error` entry.
-async fn run<A: App, R: OpRequest>(
+/// an `error` entry in a hosted session's log.
+async fn run<A: App, R: Send + 'static>(
     server: ServerState<A>,
     op: Operation,
     caller: Caller<A>,
     request: R,
+    args: Value,
     handler: Handler<A, R>,
 ) -> Reply {
-    let call = Call {
+    let resolved = Resolved {
         server: &server,
         record: &caller.record,
-        session: &caller.session,
+        backend: &caller.backend,
+        args,
     };
-    let handled = AssertUnwindSafe(handler(&call, request))
+    let handled = AssertUnwindSafe(handler(&resolved, request))
         .catch_unwind()
         .await
         .unwrap_or_else(|p| {
@@ -180,16 +193,21 @@ async fn run<A: App, R: OpRequest>(
             )))
         });
     match handled {
-        Ok(h) => success_tail(&call, h).await,
+        Ok(h) => success_tail(&resolved, h).await,
         Err(e) => {
-            if e.status.is_server_error() && e.code != ErrorCode::Paused {
-                let entry = log_entry(
-                    LogKind::Error,
-                    op.spec().label.to_string(),
-                    call.tid(),
-                    server.now(),
-                );
-                caller.session.append_log(entry);
+            match &caller.backend {
+                Backend::Hosted(session)
+                    if e.status().is_server_error() && e.code() != ErrorCode::Paused =>
+                {
+                    let entry = log_entry(
+                        LogKind::Error,
+                        op.spec().label.to_string(),
+                        &caller.record.tid,
+                        server.now(),
+                    );
+                    session.append_log(entry);
+                }
+                _ => {}
             }
             Reply::from_error(&e)
         }
@@ -207,13 +225,17 @@ pub(crate) async fn activate<A: App>(server: &ServerState<A>, record: &TokenReco
     }
 }
 
-async fn success_tail<A: App>(call: &Call<'_, A>, handled: Handled) -> Reply {
+async fn success_tail<A: App>(call: &Resolved<'_, A>, handled: Handled) -> Reply {
     let server = call.server;
     let record = call.record;
+    #[cfg(feature = "pairing")]
+    if matches!(call.backend, Backend::Paired) {
+        super::paired::activated(server, record);
+    }
     activate(server, record).await;
-    if let Some(intent) = handled.read {
+    if let (Some(intent), Backend::Hosted(session)) = (handled.read, call.backend) {
         let entry = log_entry(LogKind::Read, intent, &record.tid, server.now());
-        call.session.append_log(entry);
+        session.append_log(entry);
     }
     let (event, detail) = handled.audit;
     let entry = AuditEntry::new(server.now(), event, detail)

@@ -16,9 +16,9 @@ use super::table::Operation;
 use super::{log_entry, Answer, Call};
 use crate::app::App;
 use crate::config::OverBudget;
+use crate::engine::session::{DispatchOptions, SendError, SessionError};
 use crate::ops::error::ApiError;
 use crate::security::AuditEvent;
-use crate::engine::session::{DispatchOptions, SendError, SessionError};
 
 type Handled<R> = Result<Answer<R>, ApiError>;
 
@@ -35,13 +35,16 @@ fn read<R: Serialize>(op: Operation, body: R) -> Answer<R> {
     Answer::read(body, spec.label, spec.tool)
 }
 
-/// The options of a dispatch (`lap.md` §5.5): defaults 100 ms quiet, 5000 ms timeout clamped
-/// to `max_wait_ms`.
+/// The default `drainQuietMs` of a dispatch (`lap.md` §5.5).
+const DEFAULT_DRAIN_QUIET_MS: u64 = 100;
+
+/// The options of a dispatch (`lap.md` §5.5): defaults 100 ms quiet and `/message`'s default
+/// timeout, clamped to `max_wait_ms`.
 pub(crate) fn dispatch_options(request: &DispatchRequest, max_wait_ms: u64) -> DispatchOptions {
     DispatchOptions {
         wait_for: request.wait_for.unwrap_or_default(),
-        drain_quiet_ms: request.drain_quiet_ms.unwrap_or(100),
-        timeout_ms: request.timeout_ms.unwrap_or(5000).min(max_wait_ms),
+        drain_quiet_ms: request.drain_quiet_ms.unwrap_or(DEFAULT_DRAIN_QUIET_MS),
+        timeout_ms: Operation::Message.wait_ms(request.timeout_ms, max_wait_ms),
         include_state: request.include_state,
     }
 }
@@ -65,7 +68,7 @@ pub(super) async fn observe<A: App>(
 pub(super) async fn describe<A: App>(call: &Call<'_, A>, _: EmptyRequest) -> Handled<Description> {
     Ok(Answer::audited(
         call.server.host().description(),
-        json!({"path": "/lap/v1/describe"}),
+        json!({"path": Operation::Describe.audit_path()}),
     ))
 }
 
@@ -231,7 +234,7 @@ pub(super) async fn confirm_result<A: App>(
     req: ConfirmResultRequest,
 ) -> Handled<ConfirmResultResponse> {
     let id = req.confirm_id;
-    let timeout = call.wait_ms(req.timeout_ms, 5000);
+    let timeout = call.wait_ms(req.timeout_ms, Operation::ConfirmResult);
     let outcome = call
         .session
         .wait_confirm(&id, timeout)
@@ -258,18 +261,18 @@ pub(super) async fn confirm_result<A: App>(
     };
     Ok(Answer::audited(
         body,
-        json!({"path": "/lap/v1/confirm-result", "outcome": name}),
+        json!({"path": Operation::ConfirmResult.audit_path(), "outcome": name}),
     ))
 }
 
 pub(super) async fn wait<A: App>(call: &Call<'_, A>, req: WaitRequest) -> Handled<WaitResponse> {
-    let timeout = call.wait_ms(req.timeout_ms, 10_000);
+    let timeout = call.wait_ms(req.timeout_ms, Operation::Wait);
     let body = call
         .session
         .wait_for_change(req.path.as_deref(), timeout)
         .await
         .map_err(closed_or_internal)?;
-    let detail = json!({"path": "/lap/v1/wait", "outcome": body.status.as_str()});
+    let detail = json!({"path": Operation::Wait.audit_path(), "outcome": body.status.as_str()});
     Ok(Answer::audited(body, detail))
 }
 
@@ -289,6 +292,6 @@ pub(super) async fn narrate<A: App>(
     session.append_log(entry);
     Ok(Answer::audited(
         NarrateResponse { ok: true },
-        json!({"path": "/lap/v1/narrate", "outcome": "ok"}),
+        json!({"path": Operation::Narrate.audit_path(), "outcome": "ok"}),
     ))
 }

@@ -166,7 +166,13 @@ impl IdempotencyStore {
 
     /// Claims `key` for `tid` at `now`: 413 when the key and message are over the record
     /// budget, 429 when the token's records are at their bytes budget.
-    pub(crate) fn claim(&self, tid: &str, key: &str, msg: &Value, now: u64) -> Result<Claim, OverBudget> {
+    pub(crate) fn claim(
+        &self,
+        tid: &str,
+        key: &str,
+        msg: &Value,
+        now: u64,
+    ) -> Result<Claim, OverBudget> {
         self.start_sweeper();
         let mut map = lock(&self.by_token);
         let records = map.entry(tid.to_string()).or_default();

@@ -26,19 +26,13 @@ use agent_schema::protocol::LogEntry;
 use serde::Serialize;
 use serde_json::Value;
 
-#[cfg(feature = "pairing")]
-pub(crate) use gate::{activate, with_revocation};
-pub(crate) use gate::{admit, Admission};
+pub use error::ApiError;
+pub(crate) use gate::{admit, Caller};
 #[cfg(feature = "mcp")]
 pub(crate) use gate::{admit_credential, Credential};
 pub(crate) use handlers::dispatch_options;
 pub(crate) use idempotency::IdempotencyStore;
 pub use idempotency::IDEMPOTENCY_WINDOW_MS;
-#[cfg(any(feature = "mcp", feature = "pairing"))]
-pub(crate) use reply::Reply;
-pub(crate) use table::run as call;
-pub use table::Operation;
-pub use error::ApiError;
 #[cfg(feature = "mcp")]
 pub use options::McpOptions;
 #[cfg(feature = "pairing")]
@@ -46,11 +40,15 @@ pub use options::PairingOptions;
 pub use options::{ServerOptions, DEFAULT_RATE_LIMIT};
 #[cfg(feature = "pairing")]
 pub(crate) use paired::Pairing;
+#[cfg(any(feature = "mcp", feature = "pairing"))]
+pub(crate) use reply::Reply;
 pub(crate) use state::{ServerState, Shared};
+pub(crate) use table::run as call;
+pub use table::Operation;
 
 use crate::app::App;
-use crate::security::{AuditEvent, TokenRecord};
 use crate::engine::session::{activity, Session};
+use crate::security::{AuditEvent, TokenRecord};
 
 /// What a handler sees: the server, and the caller the gate resolved.
 pub(crate) struct Call<'a, A: App> {
@@ -68,11 +66,9 @@ impl<A: App> Call<'_, A> {
         &self.record.tid
     }
 
-    /// `timeoutMs` with its default, clamped to the server's `maxWaitMs`.
-    pub(crate) fn wait_ms(&self, requested: Option<u64>, default: u64) -> u64 {
-        requested
-            .unwrap_or(default)
-            .min(self.server.options().max_wait_ms)
+    /// `timeoutMs` with `op`'s default, clamped to the server's `maxWaitMs`.
+    pub(crate) fn wait_ms(&self, requested: Option<u64>, op: Operation) -> u64 {
+        op.wait_ms(requested, self.server.options().max_wait_ms)
     }
 }
 

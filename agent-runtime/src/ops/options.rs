@@ -2,7 +2,9 @@
 //! ([`McpOptions`], `lap.md` §7.3) and pairing's ([`PairingOptions`], `pairing.md`). Plain data,
 //! read by the operation core and the surfaces alike.
 
-use crate::security::{loopback_hosts, IdentityKey, RateLimitSpec, TrustProxy, DEFAULT_IDENTITY_COOKIE_NAME};
+use crate::security::{
+    loopback_hosts, IdentityKey, RateLimitSpec, TrustProxy, DEFAULT_IDENTITY_COOKIE_NAME,
+};
 
 /// Default per-token LAP limit.
 pub const DEFAULT_RATE_LIMIT: &str = "30/minute";
@@ -79,7 +81,6 @@ impl std::fmt::Debug for ServerOptions {
     }
 }
 
-
 #[cfg(feature = "mcp")]
 /// Options of `/agent/mcp` (`lap.md` §1, §7.3).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,7 +124,6 @@ impl Default for McpOptions {
     }
 }
 
-
 #[cfg(feature = "pairing")]
 /// Options of pairing (`ServerOptions::pairing`).
 #[derive(Debug, Clone)]
@@ -154,4 +154,3 @@ impl Default for PairingOptions {
         }
     }
 }
-

@@ -1,27 +1,32 @@
-//! The operations of a paired session (`pairing.md` §LAP → frames): reads and `/message` are
-//! forwarded to the app runtime as `rpc` frames and its answer is the body; `/describe` and
-//! the description in `/observe` come from the cached `hello`; `/confirm-result`, `/wait`,
+//! The operations of a paired session (`pairing.md` §LAP → frames), behind the same gate as a
+//! hosted session's: reads and `/message` are relayed to the app runtime as `rpc` frames
+//! named by the operation's tool ([`Operation::tool`]) and its answer is the body; `/describe`
+//! and the description in `/observe` come from the cached `hello`; `/confirm-result`, `/wait`,
 //! `/narrate` and `/recent-actions` are answered from the frames the runtime pushes.
+//!
+//! The app's answers are relayed as they are: LLui's runtime and ours answer with the
+//! operation's response shape, and the server does not re-shape it.
 
 use std::time::Duration;
 
 use agent_schema::protocol::{
-    ConfirmResultRequest, MessageRequest, NarrateRequest, RecentActionsRequest, WaitRequest,
+    ConfirmResultRequest, EmptyRequest, ErrorCode, LogKind, MessageRequest, NarrateRequest,
+    NarrateResponse, QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest,
+    WaitRequest, WaitResponse, WaitStatus, WouldDispatchRequest,
 };
-use axum::http::StatusCode;
 use serde_json::{json, Map, Value};
 
-use crate::engine::paired::frames::{ConfirmDecision, Hello, ServerFrame};
-use crate::engine::paired::hub::{Hub, Resolution, RpcFail};
+use super::gate::Resolved;
 use super::options::PairingOptions;
-use crate::engine::paired::records::within_grace;
+use super::{Answer, Operation};
 use crate::app::App;
 use crate::config::OverBudget;
+use crate::engine::paired::frames::{ConfirmDecision, Hello, ServerFrame};
+use crate::engine::paired::hub::{Hub, Resolution, RpcFail};
+use crate::engine::paired::records::within_grace;
 use crate::ops::error::ApiError;
-use crate::ops::table::Operation;
-use crate::ops::Reply;
-use crate::security::{AuditEntry, AuditEvent, Bucket, TokenRecord, TokenStatus};
 use crate::ops::ServerState;
+use crate::security::{TokenRecord, TokenStatus};
 
 /// The pairing state of a server: the live hub and the options.
 pub(crate) struct Pairing {
@@ -41,8 +46,11 @@ impl Pairing {
 /// Extra time an rpc of `/message` gets past the dispatch's own `timeoutMs`.
 const MESSAGE_SLACK_MS: u64 = 1000;
 
-/// The 503 `paused` answer for `record`, with `X-LLui-Reconnect` and `Retry-After`.
-pub(crate) fn paused(record: Option<&TokenRecord>, now: u64, retry_after_s: u64) -> Reply {
+type Relayed<R> = Result<Answer<R>, ApiError>;
+
+/// The 503 `paused` answer for `record`: the `X-LLui-Reconnect` hint, and `Retry-After` when
+/// the app may come back.
+pub(crate) fn paused(record: Option<&TokenRecord>, now: u64, retry_after_s: u64) -> ApiError {
     let (reconnect, retry) = match record {
         None => ("unknown", None),
         Some(r) if r.status == TokenStatus::Revoked => ("revoked", None),
@@ -56,39 +64,85 @@ pub(crate) fn paused(record: Option<&TokenRecord>, now: u64, retry_after_s: u64)
         }
         Some(_) => ("pending", Some(retry_after_s)),
     };
-    let body = json!({"error": {"code": "paused", "reconnect": reconnect}}).to_string();
-    let mut reply = Reply::with_status(StatusCode::SERVICE_UNAVAILABLE, body)
-        .with_header("x-llui-reconnect", reconnect);
-    if let Some(s) = retry {
-        reply = reply.with_header("retry-after", &s.to_string());
-    }
-    reply
+    ApiError::paused_with(reconnect, retry)
 }
 
-/// The answer of a failed forward.
-fn failed<A: App>(server: &ServerState<A>, record: &TokenRecord, fail: RpcFail) -> Reply {
-    match fail {
-        RpcFail::Paused => paused(
+/// The gate's check for a paired session: a socket is paired (else 503 `paused`).
+pub(crate) fn check_paired<A: App>(
+    server: &ServerState<A>,
+    record: &TokenRecord,
+) -> Result<(), ApiError> {
+    let pairing = &server.inner.pairing;
+    if pairing.hub.is_paired(&record.tid) {
+        Ok(())
+    } else {
+        Err(paused(
             Some(record),
             server.now(),
-            server.inner.pairing.options.retry_after_s,
-        ),
-        RpcFail::Timeout => Reply::with_status(
-            StatusCode::GATEWAY_TIMEOUT,
-            json!({"error": {"code": "timeout"}}).to_string(),
-        ),
-        RpcFail::Error { code, detail } => {
-            let mut error = Map::new();
-            error.insert("code".into(), json!(code));
-            if let Some(d) = detail {
-                error.insert("detail".into(), json!(d));
-            }
-            Reply::with_status(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                json!({ "error": error }).to_string(),
-            )
-        }
+            pairing.options.retry_after_s,
+        ))
     }
+}
+
+/// The success tail's step for a paired session: the first success pushes `active`.
+pub(crate) fn activated<A: App>(server: &ServerState<A>, record: &TokenRecord) {
+    if record.status == TokenStatus::AwaitingClaude {
+        server
+            .inner
+            .pairing
+            .hub
+            .push(&record.tid, ServerFrame::Active {});
+    }
+}
+
+/// The error of a failed relay.
+fn failed<A: App>(call: &Resolved<'_, A>, fail: RpcFail) -> ApiError {
+    match fail {
+        RpcFail::Paused => paused(
+            Some(call.record),
+            call.server.now(),
+            call.server.inner.pairing.options.retry_after_s,
+        ),
+        RpcFail::Timeout => ApiError::new(ErrorCode::Timeout),
+        RpcFail::Error { code, detail } => ApiError::relayed(code, detail),
+    }
+}
+
+/// A paired answer: audited as `lap-call {tool, paired}`; the app keeps its own log.
+fn answer<R: serde::Serialize>(op: Operation, body: R) -> Answer<R> {
+    Answer::audited(body, json!({"tool": op.tool(), "paired": true}))
+}
+
+/// Sends `op`'s `rpc` with `args` and waits up to `ms` for the app's answer.
+async fn relay<A: App>(
+    call: &Resolved<'_, A>,
+    op: Operation,
+    args: Value,
+    ms: u64,
+) -> Result<Value, ApiError> {
+    call.server
+        .inner
+        .pairing
+        .hub
+        .rpc(&call.record.tid, op.tool(), args, Duration::from_millis(ms))
+        .await
+        .map_err(|f| failed(call, f))
+}
+
+/// Relays `op` with the request body as it came, within the forward timeout.
+async fn forward<A: App>(call: &Resolved<'_, A>, op: Operation, args: Value) -> Relayed<Value> {
+    let ms = call.server.inner.pairing.options.forward_timeout_ms;
+    Ok(answer(op, relay(call, op, args, ms).await?))
+}
+
+/// The cached `hello` (503 `paused` before the app sent one).
+fn hello<A: App>(call: &Resolved<'_, A>) -> Result<std::sync::Arc<Hello>, ApiError> {
+    call.server
+        .inner
+        .pairing
+        .hub
+        .hello(&call.record.tid)
+        .ok_or_else(|| failed(call, RpcFail::Paused))
 }
 
 /// The describe document of a cached `hello`.
@@ -110,188 +164,168 @@ pub(crate) fn description(hello: &Hello) -> Value {
     Value::Object(d)
 }
 
-/// The request body as rpc arguments: an object, or `{}`.
-fn args_of(body: Value) -> Value {
-    match body {
-        Value::Object(_) => body,
-        _ => json!({}),
-    }
+pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Value> {
+    let hello = hello(call)?;
+    let op = Operation::Observe;
+    let ms = call.server.inner.pairing.options.forward_timeout_ms;
+    let dynamic = relay(call, op, json!({}), ms).await?;
+    let field = |k: &str| dynamic.get(k).cloned().unwrap_or(Value::Null);
+    let body = json!({
+        "state": field("state"),
+        "actions": field("actions"),
+        "description": description(&hello),
+        "context": field("context"),
+    });
+    Ok(answer(op, body))
 }
 
-fn ok(body: &Value) -> Result<Value, Reply> {
-    Ok(body.clone())
+pub(super) async fn describe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Value> {
+    Ok(answer(Operation::Describe, description(&*hello(call)?)))
 }
 
-/// Runs `op` for the paired session of `record` (already through the bearer check): 503 when
-/// no socket is paired, the rate limit, the forward, then activation (pushing `active` on the
-/// first success), touch and audit. Every long call ends with 403 when the token is revoked.
-pub(crate) async fn serve<A: App>(
-    server: &ServerState<A>,
-    record: TokenRecord,
-    op: Operation,
-    body: Value,
-) -> Reply {
-    let pairing = &server.inner.pairing;
-    let tid = record.tid.clone();
-    if !pairing.hub.is_paired(&tid) {
-        return paused(Some(&record), server.now(), pairing.options.retry_after_s);
-    }
-    if let Err(e) = server.inner.limiter.check(&tid, Bucket::Token).await {
-        return Reply::from_error(&e.into());
-    }
-    if op.spec().conduct.touch_on_arrival {
-        server.tokens().touch(&tid, server.now()).await;
-    }
-    let work = async {
-        match run(server, &record, op, body).await {
-            Ok(answer) => {
-                if record.status == TokenStatus::AwaitingClaude {
-                    pairing.hub.push(&tid, ServerFrame::Active {});
-                }
-                crate::ops::activate(server, &record).await;
-                let entry = AuditEntry::new(
-                    server.now(),
-                    AuditEvent::LapCall,
-                    json!({"tool": op.tool(), "paired": true}),
-                )
-                .with_tid(tid.clone())
-                .with_uid(record.uid.clone());
-                server.audit(entry).await;
-                Reply::ok(answer.to_string())
-            }
-            Err(reply) => reply,
-        }
-    };
-    crate::ops::with_revocation(server, &tid, work).await
+pub(super) async fn state<A: App>(call: &Resolved<'_, A>, _: StateRequest) -> Relayed<Value> {
+    forward(call, Operation::State, call.args.clone()).await
 }
 
-async fn run<A: App>(
-    server: &ServerState<A>,
-    record: &TokenRecord,
-    op: Operation,
-    body: Value,
-) -> Result<Value, Reply> {
-    let pairing = &server.inner.pairing;
-    let hub = &pairing.hub;
-    let tid = record.tid.as_str();
-    let forward_ms = pairing.options.forward_timeout_ms;
-    let forward = |tool: &'static str, args: Value, ms: u64| async move {
-        hub.rpc(tid, tool, args, Duration::from_millis(ms))
-            .await
-            .map_err(|f| failed(server, record, f))
-    };
-    let no_hello = || paused(Some(record), server.now(), pairing.options.retry_after_s);
-    match op {
-        Operation::Describe => {
-            let hello = hub.hello(tid).ok_or_else(no_hello)?;
-            ok(&description(&hello))
-        }
-        Operation::Observe => {
-            let hello = hub.hello(tid).ok_or_else(no_hello)?;
-            let dynamic = forward("observe", json!({}), forward_ms).await?;
-            let field = |k: &str| dynamic.get(k).cloned().unwrap_or(Value::Null);
-            ok(&json!({
-                "state": field("state"),
-                "actions": field("actions"),
-                "description": description(&hello),
-                "context": field("context"),
-            }))
-        }
-        Operation::State => forward("get_state", args_of(body), forward_ms).await,
-        Operation::QueryState => forward("query_state", args_of(body), forward_ms).await,
-        Operation::Actions => forward("list_actions", json!({}), forward_ms).await,
-        Operation::QueryDom => forward("query_dom", args_of(body), forward_ms).await,
-        Operation::DescribeVisible => {
-            forward("describe_visible_content", json!({}), forward_ms).await
-        }
-        Operation::Context => forward("describe_context", json!({}), forward_ms).await,
-        Operation::WouldDispatch => forward("would_dispatch", args_of(body), forward_ms).await,
-        Operation::Message => message(server, record, body).await,
-        Operation::ConfirmResult => {
-            let req: ConfirmResultRequest = read(body)?;
-            let timeout = wait_ms(server, req.timeout_ms, 5000);
-            let id = req.confirm_id;
-            if !hub.knows_confirm(tid, &id) {
-                return Err(Reply::from_error(&ApiError::invalid(format!(
-                    "unknown confirmId: {id}"
-                ))));
-            }
-            let resolved = hub
-                .wait_confirm(tid, &id, Duration::from_millis(timeout))
-                .await;
-            Ok(resolution_answer(hub, tid, &id, resolved, true))
-        }
-        Operation::Wait => {
-            let req: WaitRequest = read(body)?;
-            let timeout = wait_ms(server, req.timeout_ms, 10_000);
-            let changed = hub
-                .wait_change(tid, req.path, Duration::from_millis(timeout))
-                .await
-                .map_err(|f| failed(server, record, f))?;
-            Ok(match changed {
-                Some(state) => json!({"status": "changed", "stateAfter": state}),
-                None => json!({"status": "timeout", "stateAfter": null}),
-            })
-        }
-        Operation::Narrate => {
-            let req: NarrateRequest = read(body)?;
-            let limit = server.host().config().budgets.log_entry_bytes;
-            OverBudget::check("text", req.text.len(), limit)
-                .map_err(|e| Reply::from_error(&e.into()))?;
-            let at = server.now();
-            let suffix = uuid::Uuid::new_v4().simple().to_string();
-            let entry = json!({
-                "id": format!("narrate-{at}-{}", &suffix[..8]),
-                "at": at,
-                "kind": "narrate",
-                "intent": req.intent.unwrap_or_else(|| Operation::Narrate.spec().label.to_string()),
-                "detail": req.text,
-                "tid": tid,
-            });
-            if !hub.push(tid, ServerFrame::LogPush { entry }) {
-                return Err(failed(server, record, RpcFail::Paused));
-            }
-            ok(&json!({"ok": true}))
-        }
-        Operation::RecentActions => {
-            let req: RecentActionsRequest = read(body)?;
-            let entries = hub.recent(tid, req.count(), req.kind.as_deref());
-            ok(&json!({ "entries": entries }))
-        }
-    }
+pub(super) async fn query_state<A: App>(
+    call: &Resolved<'_, A>,
+    _: QueryStateRequest,
+) -> Relayed<Value> {
+    forward(call, Operation::QueryState, call.args.clone()).await
+}
+
+pub(super) async fn actions<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Value> {
+    forward(call, Operation::Actions, json!({})).await
+}
+
+pub(super) async fn query_dom<A: App>(
+    call: &Resolved<'_, A>,
+    _: QueryDomRequest,
+) -> Relayed<Value> {
+    forward(call, Operation::QueryDom, call.args.clone()).await
+}
+
+pub(super) async fn describe_visible<A: App>(
+    call: &Resolved<'_, A>,
+    _: EmptyRequest,
+) -> Relayed<Value> {
+    forward(call, Operation::DescribeVisible, json!({})).await
+}
+
+pub(super) async fn context<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Value> {
+    forward(call, Operation::Context, json!({})).await
+}
+
+pub(super) async fn would_dispatch<A: App>(
+    call: &Resolved<'_, A>,
+    _: WouldDispatchRequest,
+) -> Relayed<Value> {
+    forward(call, Operation::WouldDispatch, call.args.clone()).await
 }
 
 /// `/message`: `send_message` with the whole body; a proposal is waited on for `timeoutMs`.
-async fn message<A: App>(
-    server: &ServerState<A>,
-    record: &TokenRecord,
-    body: Value,
-) -> Result<Value, Reply> {
-    let hub = &server.inner.pairing.hub;
-    let tid = record.tid.as_str();
-    let req: MessageRequest = read(body.clone())?;
-    let timeout = wait_ms(server, req.dispatch.timeout_ms, 5000);
-    let answer = hub
-        .rpc(
-            tid,
-            "send_message",
-            args_of(body),
-            Duration::from_millis(timeout + MESSAGE_SLACK_MS),
-        )
-        .await
-        .map_err(|f| failed(server, record, f))?;
-    if answer.get("status").and_then(Value::as_str) != Some("pending-confirmation") {
-        return Ok(answer);
+pub(super) async fn message<A: App>(call: &Resolved<'_, A>, req: MessageRequest) -> Relayed<Value> {
+    let hub = &call.server.inner.pairing.hub;
+    let tid = call.record.tid.as_str();
+    let op = Operation::Message;
+    let timeout = wait_ms(call, req.dispatch.timeout_ms, op);
+    let answered = relay(call, op, call.args.clone(), timeout + MESSAGE_SLACK_MS).await?;
+    if answered.get("status").and_then(Value::as_str) != Some("pending-confirmation") {
+        return Ok(answer(op, answered));
     }
-    let Some(id) = answer.get("confirmId").and_then(Value::as_str) else {
-        return Ok(answer);
+    let Some(id) = answered.get("confirmId").and_then(Value::as_str) else {
+        return Ok(answer(op, answered));
     };
     let id = id.to_string();
     hub.expect_confirm(tid, &id);
     let resolved = hub
         .wait_confirm(tid, &id, Duration::from_millis(timeout))
         .await;
-    Ok(resolution_answer(hub, tid, &id, resolved, false))
+    Ok(answer(
+        op,
+        resolution_answer(hub, tid, &id, resolved, false),
+    ))
+}
+
+pub(super) async fn confirm_result<A: App>(
+    call: &Resolved<'_, A>,
+    req: ConfirmResultRequest,
+) -> Relayed<Value> {
+    let hub = &call.server.inner.pairing.hub;
+    let tid = call.record.tid.as_str();
+    let op = Operation::ConfirmResult;
+    let timeout = wait_ms(call, req.timeout_ms, op);
+    let id = req.confirm_id;
+    if !hub.knows_confirm(tid, &id) {
+        return Err(ApiError::invalid(format!("unknown confirmId: {id}")));
+    }
+    let resolved = hub
+        .wait_confirm(tid, &id, Duration::from_millis(timeout))
+        .await;
+    Ok(answer(op, resolution_answer(hub, tid, &id, resolved, true)))
+}
+
+pub(super) async fn wait<A: App>(
+    call: &Resolved<'_, A>,
+    req: WaitRequest,
+) -> Relayed<WaitResponse> {
+    let op = Operation::Wait;
+    let timeout = wait_ms(call, req.timeout_ms, op);
+    let changed = call
+        .server
+        .inner
+        .pairing
+        .hub
+        .wait_change(&call.record.tid, req.path, Duration::from_millis(timeout))
+        .await
+        .map_err(|f| failed(call, f))?;
+    let body = match changed {
+        Some(state_after) => WaitResponse {
+            status: WaitStatus::Changed,
+            state_after,
+        },
+        None => WaitResponse {
+            status: WaitStatus::Timeout,
+            state_after: Value::Null,
+        },
+    };
+    Ok(answer(op, body))
+}
+
+pub(super) async fn narrate<A: App>(
+    call: &Resolved<'_, A>,
+    req: NarrateRequest,
+) -> Relayed<NarrateResponse> {
+    let op = Operation::Narrate;
+    let limit = call.server.host().config().budgets.log_entry_bytes;
+    OverBudget::check("text", req.text.len(), limit)?;
+    let at = call.server.now();
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    let entry = json!({
+        "id": format!("narrate-{at}-{}", &suffix[..8]),
+        "at": at,
+        "kind": LogKind::Narrate,
+        "intent": req.intent.unwrap_or_else(|| op.spec().label.to_string()),
+        "detail": req.text,
+        "tid": call.record.tid,
+    });
+    let hub = &call.server.inner.pairing.hub;
+    if !hub.push(&call.record.tid, ServerFrame::LogPush { entry }) {
+        return Err(failed(call, RpcFail::Paused));
+    }
+    Ok(answer(op, NarrateResponse { ok: true }))
+}
+
+pub(super) async fn recent_actions<A: App>(
+    call: &Resolved<'_, A>,
+    req: RecentActionsRequest,
+) -> Relayed<Value> {
+    let hub = &call.server.inner.pairing.hub;
+    let entries = hub.recent(&call.record.tid, req.count(), req.kind.as_deref());
+    Ok(answer(
+        Operation::RecentActions,
+        json!({ "entries": entries }),
+    ))
 }
 
 /// The answer for a confirmation's resolution (pushing `confirm-expire` on a rejection);
@@ -322,14 +356,9 @@ fn resolution_answer(
     }
 }
 
-fn read<R: serde::de::DeserializeOwned>(body: Value) -> Result<R, Reply> {
-    serde_json::from_value(body).map_err(|e| Reply::from_error(&ApiError::invalid(e.to_string())))
-}
-
-fn wait_ms<A: App>(server: &ServerState<A>, requested: Option<u64>, default: u64) -> u64 {
-    requested
-        .unwrap_or(default)
-        .min(server.options().max_wait_ms)
+/// `timeoutMs` with `op`'s default, clamped to the server's `maxWaitMs`.
+fn wait_ms<A: App>(call: &Resolved<'_, A>, requested: Option<u64>, op: Operation) -> u64 {
+    op.wait_ms(requested, call.server.options().max_wait_ms)
 }
 
 #[cfg(test)]
@@ -343,7 +372,7 @@ mod tests {
         r
     }
 
-    fn header(reply: &Reply, name: &str) -> Option<String> {
+    fn header(reply: &ApiError, name: &str) -> Option<String> {
         let response = axum::response::IntoResponse::into_response(reply.clone());
         response
             .headers()
@@ -384,7 +413,7 @@ mod tests {
         ];
         for (r, reconnect, retry) in cases {
             let reply = paused(r.as_ref(), 10_000, 5);
-            assert_eq!(reply.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(reply.status(), axum::http::StatusCode::SERVICE_UNAVAILABLE);
             assert_eq!(
                 header(&reply, "x-llui-reconnect").as_deref(),
                 Some(reconnect)

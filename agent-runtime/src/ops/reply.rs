@@ -29,31 +29,15 @@ impl Reply {
         }
     }
 
-    /// An answer with `status` and `body` (JSON text).
-    #[cfg(feature = "pairing")]
-    pub(crate) fn with_status(status: StatusCode, body: String) -> Reply {
-        Reply {
-            status,
-            body,
-            headers: Vec::new(),
-        }
-    }
-
-    /// Adds a header.
-    #[cfg(feature = "pairing")]
-    pub(crate) fn with_header(mut self, name: &str, value: &str) -> Reply {
-        self.headers.push((name.to_string(), value.to_string()));
-        self
-    }
-
     /// The answer of an error.
     pub(crate) fn from_error(e: &ApiError) -> Reply {
-        let mut headers = Vec::new();
-        if let Some(r) = e.reconnect {
-            headers.push(("x-llui-reconnect".to_string(), r.to_string()));
-        }
+        let headers = e
+            .headers()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
         Reply {
-            status: e.status,
+            status: e.status(),
             body: e.body().to_string(),
             headers,
         }

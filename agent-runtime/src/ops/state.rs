@@ -13,9 +13,7 @@ use crate::app::App;
 use crate::clock::SharedClock;
 use crate::engine::host::Host;
 use crate::engine::store::IdempotencyRecords;
-use crate::security::{
-    AuditEntry, AuditSink, Identity, OriginPolicy, RateLimiter, TokenStore,
-};
+use crate::security::{AuditEntry, AuditSink, Identity, OriginPolicy, RateLimiter, TokenStore};
 
 /// The fields of a [`ServerState`].
 pub(crate) struct Shared<A: App> {

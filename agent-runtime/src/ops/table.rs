@@ -13,49 +13,67 @@ use agent_schema::protocol::{
 use schemars::{Schema, SchemaGenerator};
 use serde_json::Value;
 
-#[cfg(feature = "pairing")]
-use super::gate::OpRequest;
-use super::gate::{serve, Admission};
+use super::error::ApiError;
+use super::gate::{serve, Backend, Caller};
 use super::handlers;
+#[cfg(feature = "pairing")]
+use super::paired;
 use super::reply::Reply;
+use super::state::ServerState;
 use crate::app::App;
-use crate::ops::error::ApiError;
-use crate::ops::ServerState;
 
 /// How the gate runs an operation beyond the common steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Conduct {
     /// Touches the token on arrival (`/wait`, `/confirm-result`: the call may outlive the
     /// idle window).
-    pub touch_on_arrival: bool,
+    pub(crate) touch_on_arrival: bool,
     /// Runs on its own task to completion even when the caller goes away (`/message`).
-    pub detached: bool,
+    pub(crate) detached: bool,
+    /// The default of the request's `timeoutMs` (clamped to `maxWaitMs`), for the operations
+    /// that wait.
+    pub(crate) default_timeout_ms: Option<u64>,
 }
 
 const PLAIN: Conduct = Conduct {
     touch_on_arrival: false,
     detached: false,
+    default_timeout_ms: None,
 };
+
+/// The prefix of the `path` an operation's audit entries carry (`/lap/v1/describe`).
+const AUDIT_PATH_PREFIX: &str = "/lap/v1";
 
 /// One declared operation.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct OperationSpec {
     /// Which operation.
-    pub op: Operation,
+    pub(crate) op: Operation,
     /// The LAP path tail (`/observe`).
-    pub lap_path: &'static str,
-    /// The MCP tool name (`observe`).
-    pub tool: &'static str,
+    pub(crate) lap_path: &'static str,
+    /// The MCP tool name (`observe`), also the `rpc` tool of a paired session.
+    pub(crate) tool: &'static str,
     /// What the operation does, for the model (MCP description, OpenAPI description).
-    pub description: &'static str,
+    pub(crate) description: &'static str,
     /// The label of its `read` log entry and of an `error` entry when it fails inside.
-    pub label: &'static str,
+    pub(crate) label: &'static str,
     /// How the gate runs it.
-    pub conduct: Conduct,
+    pub(crate) conduct: Conduct,
     /// The schema of its request (`SchemaGenerator::subschema_for::<Request>`).
-    pub request_schema: fn(&mut SchemaGenerator) -> Schema,
+    pub(crate) request_schema: fn(&mut SchemaGenerator) -> Schema,
     /// The schema of its 200 answer.
-    pub response_schema: fn(&mut SchemaGenerator) -> Schema,
+    pub(crate) response_schema: fn(&mut SchemaGenerator) -> Schema,
+}
+
+/// A request that is not keyed.
+fn not_keyed<R>(_: &R) -> Option<(String, Value)> {
+    None
+}
+
+/// A `/message` request's `(idempotencyKey, msg)`, when it carries a key (`lap.md` §5.7).
+fn message_key(request: &MessageRequest) -> Option<(String, Value)> {
+    let key = request.idempotency_key.as_deref()?;
+    Some((key.to_owned(), request.dispatch.msg.0.clone()))
 }
 
 /// Declares the operations: the enum, the table and the typed dispatch, from one list.
@@ -68,8 +86,10 @@ macro_rules! operations {
             label: $label:literal,
             conduct: $conduct:expr,
             request: $req:ty,
+            keyed: $keyed:path,
             response: $resp:ty,
-            handler: $handler:path,
+            hosted: $handler:path,
+            paired: $relay:path,
             description: $description:expr $(,)?
         }
     )*) => {
@@ -79,7 +99,7 @@ macro_rules! operations {
             $($(#[$doc])* $op,)*
         }
 
-        /// Every operation, in MCP listing order.
+        /// Every operation, in MCP listing order (the order of [`Operation`]).
         pub(crate) const OPERATIONS: &[OperationSpec] = &[$(
             OperationSpec {
                 op: Operation::$op,
@@ -94,43 +114,36 @@ macro_rules! operations {
         )*];
 
         /// Reads the typed request of `op` from `body` (400 with the spec's detail when it
-        /// does not read) and runs it through the gate.
+        /// does not read) and runs it through the gate, on the caller's backend.
         pub(crate) async fn run<A: App>(
             server: &ServerState<A>,
-            admission: Admission<A>,
+            caller: Caller<A>,
             op: Operation,
             body: Value,
         ) -> Reply {
-            let caller = match admission {
-                Admission::Hosted(caller) => caller,
+            // A paired session relays the body as it came as the `rpc` arguments.
+            let args = match (&caller.backend, &body) {
+                (Backend::Hosted(_), _) => Value::Null,
                 #[cfg(feature = "pairing")]
-                Admission::Paired(record) => {
-                    // The same request checks as a hosted session, then the forward (a
-                    // `/message` detached and keyed like a hosted one).
-                    let keyed = match op {$(
-                        Operation::$op => serde_json::from_value::<$req>(body.clone()).map(|r| {
-                            r.idempotency().map(|(key, msg)| (key.to_owned(), msg.clone()))
-                        }),
-                    )*};
-                    return match keyed {
-                        Ok(keyed) if op.spec().conduct.detached => {
-                            let (s, r) = (server.clone(), record.clone());
-                            let work = async move {
-                                crate::ops::paired::serve(&s, r, op, body).await
-                            };
-                            super::detached::run_keyed(server, &record, keyed, work).await
-                        }
-                        Ok(_) => crate::ops::paired::serve(server, record, op, body).await,
-                        Err(e) => Reply::from_error(&ApiError::invalid(e.to_string())),
-                    };
-                }
+                (Backend::Paired, Value::Object(_)) => body.clone(),
+                #[cfg(feature = "pairing")]
+                (Backend::Paired, _) => Value::Object(Default::default()),
             };
             match op {$(
                 Operation::$op => match serde_json::from_value::<$req>(body) {
                     Ok(request) => {
-                        serve(server, caller, op, request, |call, request| {
+                        let keyed = $keyed(&request);
+                        serve(server, caller, op, request, args, keyed, |call, request| {
                             Box::pin(async move {
-                                $handler(call, request).await?.serialize(stringify!($op))
+                                match call.hosted() {
+                                    Some(hosted) => $handler(&hosted, request)
+                                        .await?
+                                        .serialize(stringify!($op)),
+                                    #[cfg(feature = "pairing")]
+                                    None => $relay(call, request).await?.serialize(stringify!($op)),
+                                    #[cfg(not(feature = "pairing"))]
+                                    None => Err(ApiError::internal("no paired sessions in this build")),
+                                }
                             })
                         })
                         .await
@@ -150,8 +163,10 @@ operations! {
         label: "observe",
         conduct: PLAIN,
         request: EmptyRequest,
+        keyed: not_keyed,
         response: ObserveResponse,
-        handler: handlers::observe,
+        hosted: handlers::observe,
+        paired: paired::observe,
         description: "Read everything you need to act, in one call: the current state, the \
             actions available right now (with payload hints), the app description (message \
             schemas, docs, schemaHash) and the per-state context. This is the default read: call \
@@ -165,8 +180,10 @@ operations! {
         label: "describe_app",
         conduct: PLAIN,
         request: EmptyRequest,
+        keyed: not_keyed,
         response: Description,
-        handler: handlers::describe,
+        hosted: handlers::describe,
+        paired: paired::describe,
         description: "The app's name, version, message schemas and annotations, docs \
             (purpose, cautions, examples) and schemaHash. Answered from the cache after the \
             first call while the schema is unchanged; observe already includes all of it but \
@@ -180,8 +197,10 @@ operations! {
         label: "Read app state",
         conduct: PLAIN,
         request: StateRequest,
+        keyed: not_keyed,
         response: StateResponse,
-        handler: handlers::state,
+        hosted: handlers::state,
+        paired: paired::state,
         description: "The current app state, or one slice of it when `path` (a JSON Pointer \
             such as \"/items/0\") is given. Use it to re-check a value after acting; observe \
             gives the state together with the actions.",
@@ -193,8 +212,10 @@ operations! {
         label: "Read state slice",
         conduct: PLAIN,
         request: QueryStateRequest,
+        keyed: not_keyed,
         response: QueryStateResponse,
-        handler: handlers::query_state,
+        hosted: handlers::query_state,
+        paired: paired::query_state,
         description: "Look up one slice of the state by a strict RFC 6901 JSON Pointer (`~0` \
             for `~`, `~1` for `/`). Answers {found, value}, or {found:false, detail} when the \
             path does not exist.",
@@ -206,8 +227,10 @@ operations! {
         label: "describe_recent_actions",
         conduct: PLAIN,
         request: RecentActionsRequest,
+        keyed: not_keyed,
         response: RecentActionsResponse,
-        handler: handlers::recent_actions,
+        hosted: handlers::recent_actions,
+        paired: paired::recent_actions,
         description: "The activity log, newest first (10 entries by default): what you and \
             the runtime did recently, including dispatches, rejections, confirmations and \
             errors. Use it to recover context after a failure.",
@@ -219,8 +242,10 @@ operations! {
         label: "would_dispatch",
         conduct: PLAIN,
         request: WouldDispatchRequest,
+        keyed: not_keyed,
         response: WouldDispatchResult,
-        handler: handlers::would_dispatch,
+        hosted: handlers::would_dispatch,
+        paired: paired::would_dispatch,
         description: "Dry run of a message: validates it and predicts {stateDiff, effects} \
             without applying anything or running effects. Use it before a consequential \
             send_message when you are unsure of the outcome.",
@@ -232,8 +257,10 @@ operations! {
         label: "List available actions",
         conduct: PLAIN,
         request: EmptyRequest,
+        keyed: not_keyed,
         response: ActionsResponse,
-        handler: handlers::actions,
+        hosted: handlers::actions,
+        paired: paired::actions,
         description: "The actions available right now, each with its variant, intent and a \
             payloadHint to copy into send_message. observe includes the same list.",
     }
@@ -242,10 +269,12 @@ operations! {
         lap_path: "/message",
         tool: "send_message",
         label: "Send message",
-        conduct: Conduct { touch_on_arrival: false, detached: true },
+        conduct: Conduct { detached: true, default_timeout_ms: Some(5000), ..PLAIN },
         request: MessageRequest,
+        keyed: message_key,
         response: SendResult,
-        handler: handlers::message,
+        hosted: handlers::message,
+        paired: paired::message,
         description: "Act on the app: dispatch one message, wait for it to settle and get back \
             what changed (a JSON Patch stateDiff). Answers status \"dispatched\"; \"rejected\" \
             with a reason (invalid payload, human-only, blocked by a gate: read it, fix the \
@@ -260,10 +289,12 @@ operations! {
         lap_path: "/confirm-result",
         tool: "get_confirm_result",
         label: "get_confirm_result",
-        conduct: Conduct { touch_on_arrival: true, detached: false },
+        conduct: Conduct { touch_on_arrival: true, default_timeout_ms: Some(5000), ..PLAIN },
         request: ConfirmResultRequest,
+        keyed: not_keyed,
         response: ConfirmResultResponse,
-        handler: handlers::confirm_result,
+        hosted: handlers::confirm_result,
+        paired: paired::confirm_result,
         description: "Poll a message that is waiting for the user's approval (the confirmId \
             of a \"pending-confirmation\" answer). Answers \"confirmed\" with the new state, \
             \"rejected\" with a reason, or \"still-pending\".",
@@ -273,10 +304,12 @@ operations! {
         lap_path: "/wait",
         tool: "wait_for_change",
         label: "wait_for_change",
-        conduct: Conduct { touch_on_arrival: true, detached: false },
+        conduct: Conduct { touch_on_arrival: true, default_timeout_ms: Some(10_000), ..PLAIN },
         request: WaitRequest,
+        keyed: not_keyed,
         response: WaitResponse,
-        handler: handlers::wait,
+        hosted: handlers::wait,
+        paired: paired::wait,
         description: "Long poll until the state changes (optionally only below `path`) or \
             the timeout passes; answers \"changed\" or \"timeout\" with stateAfter. Use it to \
             wait for the user or for background work instead of polling get_state.",
@@ -288,8 +321,10 @@ operations! {
         label: "Agent narrated",
         conduct: PLAIN,
         request: NarrateRequest,
+        keyed: not_keyed,
         response: NarrateResponse,
-        handler: handlers::narrate,
+        hosted: handlers::narrate,
+        paired: paired::narrate,
         description: "Write a short line of prose into the app's activity feed so the user \
             sees what you are doing and why. Use it at the start of multi-step work and at \
             decision points.",
@@ -301,8 +336,10 @@ operations! {
         label: "Query DOM",
         conduct: PLAIN,
         request: QueryDomRequest,
+        keyed: not_keyed,
         response: QueryDomResponse,
-        handler: handlers::query_dom,
+        hosted: handlers::query_dom,
+        paired: paired::query_dom,
         description: "Read a named region of what the app shows (its text and attributes), \
             e.g. a counter or a status line. Use describe_visible_content to learn what is on \
             screen.",
@@ -314,8 +351,10 @@ operations! {
         label: "Read visible content",
         conduct: PLAIN,
         request: EmptyRequest,
+        keyed: not_keyed,
         response: DescribeVisibleResponse,
-        handler: handlers::describe_visible,
+        hosted: handlers::describe_visible,
+        paired: paired::describe_visible,
         description: "An outline of what the app currently shows the user (headings, text, \
             buttons with the action they trigger). Use it to talk about the screen the user \
             sees.",
@@ -327,8 +366,10 @@ operations! {
         label: "Read current context",
         conduct: PLAIN,
         request: EmptyRequest,
+        keyed: not_keyed,
         response: ContextResponse,
-        handler: handlers::context,
+        hosted: handlers::context,
+        paired: paired::context,
         description: "The app's narrative for the current state: what the user is doing and \
             hints about sensible next steps. observe includes it.",
     }
@@ -337,10 +378,13 @@ operations! {
 impl Operation {
     /// This operation's declaration.
     pub(crate) fn spec(self) -> &'static OperationSpec {
-        OPERATIONS
-            .iter()
-            .find(|s| s.op == self)
-            .expect("every operation is declared")
+        // The table lists the operations in the enum's order (checked by a test).
+        &OPERATIONS[self as usize]
+    }
+
+    /// The operation whose MCP tool (and paired `rpc` tool) is `tool`.
+    pub fn from_tool(tool: &str) -> Option<Operation> {
+        OPERATIONS.iter().find(|s| s.tool == tool).map(|s| s.op)
     }
 
     /// The LAP path tail (`/state`, …).
@@ -351,6 +395,19 @@ impl Operation {
     /// The MCP tool name.
     pub fn tool(self) -> &'static str {
         self.spec().tool
+    }
+
+    /// The `path` of its audit entries (`/lap/v1/describe`).
+    pub(crate) fn audit_path(self) -> String {
+        format!("{AUDIT_PATH_PREFIX}{}", self.lap_path())
+    }
+
+    /// `timeoutMs` with this operation's default, clamped to `max_wait_ms`.
+    pub(crate) fn wait_ms(self, requested: Option<u64>, max_wait_ms: u64) -> u64 {
+        requested
+            .or(self.spec().conduct.default_timeout_ms)
+            .unwrap_or(0)
+            .min(max_wait_ms)
     }
 }
 
@@ -368,8 +425,10 @@ mod tests {
         tools.dedup();
         assert_eq!(paths.len(), 14);
         assert_eq!(tools.len(), 14);
-        for spec in OPERATIONS {
+        for (i, spec) in OPERATIONS.iter().enumerate() {
+            assert_eq!(spec.op as usize, i, "the table follows the enum's order");
             assert_eq!(spec.op.spec().tool, spec.tool);
+            assert_eq!(Operation::from_tool(spec.tool), Some(spec.op));
         }
     }
 }

@@ -7,10 +7,10 @@
 //! `IntoResponse` through [`wire_error_response`]. Start-up failures (a short identity key, a bad
 //! rate-limit spec) are [`ConfigError`]s and never reach the wire.
 
-use agent_schema::protocol::ErrorCode;
+use agent_schema::protocol::{ErrorCode, ErrorDetail, ErrorResponse};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 /// An error that maps onto an HTTP answer of the LAP server.
 pub trait WireError {
@@ -30,17 +30,17 @@ pub trait WireError {
         None
     }
 
-    /// The JSON body `{"error":{"code","detail"?,"retryAfterMs"?}}`, keys in that order.
+    /// The JSON body: the protocol's `ErrorResponse` `{"error":{"code","detail"?,"retryAfterMs"?}}`.
     fn body(&self) -> Value {
-        let mut error = Map::new();
-        error.insert("code".to_owned(), Value::from(self.code().as_str()));
-        if let Some(detail) = self.detail() {
-            error.insert("detail".to_owned(), Value::from(detail));
-        }
-        if let Some(ms) = self.retry_after_ms() {
-            error.insert("retryAfterMs".to_owned(), Value::from(ms));
-        }
-        json!({ "error": Value::Object(error) })
+        let body = ErrorResponse {
+            error: ErrorDetail {
+                code: self.code().as_str().to_owned(),
+                reconnect: None,
+                detail: self.detail(),
+                retry_after_ms: self.retry_after_ms(),
+            },
+        };
+        serde_json::to_value(body).unwrap_or(Value::Null)
     }
 }
 

@@ -25,7 +25,9 @@ pub use client_addr::{
     TrustProxy, ANONYMOUS_CLIENT_ADDR,
 };
 pub use error::{insert_retry_after, wire_error_response, ConfigError, WireError};
-pub use host_header::{host_allowed, host_allowed_in, loopback_hosts, AllowedHosts, HOST_REFUSED_DETAIL};
+pub use host_header::{
+    host_allowed, host_allowed_in, loopback_hosts, AllowedHosts, HOST_REFUSED_DETAIL,
+};
 pub use identity::{
     anonymous_identity, Identity, IdentityCookie, IdentityKey, IdentityResolver, IssuedIdentity,
     ANONYMOUS_PREFIX, DEFAULT_IDENTITY_COOKIE_NAME, IDENTITY_COOKIE_MAX_AGE_S,

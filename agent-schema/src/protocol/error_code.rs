@@ -42,6 +42,26 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// The HTTP status of an answer with this code (`lap.md` §10); `0` for
+    /// [`ErrorCode::Network`], which no server sends.
+    pub const fn status(self) -> u16 {
+        match self {
+            ErrorCode::Invalid => 400,
+            ErrorCode::AuthFailed | ErrorCode::AuthRequired => 401,
+            ErrorCode::Revoked | ErrorCode::Forbidden => 403,
+            ErrorCode::NotFound => 404,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::Conflict => 409,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::UnsupportedMediaType => 415,
+            ErrorCode::RateLimited => 429,
+            ErrorCode::Internal => 500,
+            ErrorCode::Paused | ErrorCode::SessionCapacity => 503,
+            ErrorCode::Timeout => 504,
+            ErrorCode::Network => 0,
+        }
+    }
+
     /// The wire string.
     pub const fn as_str(self) -> &'static str {
         match self {

@@ -41,9 +41,9 @@ use agent_schema::redact::RedactPlan;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::app::App;
 use crate::algo::diff::{diff, PatchOp};
 use crate::algo::route_gates::{GateBook, GateSet, GateValues};
+use crate::app::App;
 use marks::Marks;
 
 pub(crate) use patch::apply_patch;

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::app::App;
 use crate::algo::catalog::{Catalog, CatalogError};
+use crate::app::App;
 use crate::config::HostConfig;
-use crate::security::{AuditSink, TracingAuditSink};
 use crate::engine::session::persist::Persistence;
 use crate::engine::session::{Parts, Session, SessionError};
 use crate::engine::store::SessionStore;
+use crate::security::{AuditSink, TracingAuditSink};
 use table::SessionTable;
 
 struct HostInner<A: App> {

@@ -346,7 +346,12 @@ impl Hub {
 
     /// Waits up to `timeout` for the outcome of confirmation `id` (kept once known); `None`
     /// at the deadline or as soon as no socket is paired.
-    pub(crate) async fn wait_confirm(&self, tid: &str, id: &str, timeout: Duration) -> Option<Resolution> {
+    pub(crate) async fn wait_confirm(
+        &self,
+        tid: &str,
+        id: &str,
+        timeout: Duration,
+    ) -> Option<Resolution> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let mut changed = {

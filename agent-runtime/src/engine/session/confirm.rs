@@ -72,7 +72,7 @@ impl ConfirmStore {
     /// An empty store whose pending entries expire after `max_age_ms`, with the default
     /// budgets.
     #[cfg(test)]
-    pub fn new(max_age_ms: u64) -> Self {
+    pub(crate) fn new(max_age_ms: u64) -> Self {
         let b = crate::config::Budgets::default();
         Self::with_budgets(max_age_ms, b.max_pending_confirms, b.pending_confirm_bytes)
     }

@@ -16,9 +16,9 @@ use super::drain::Timing;
 use super::events::EventBody;
 use super::task::{Approval, Origin};
 use super::{activity, lock, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
+use crate::algo::diff::diff;
 use crate::app::App;
 use crate::config::{json_len, DispatchPolicy, OverBudget};
-use crate::algo::diff::diff;
 use crate::security::AuditEvent;
 
 /// Why a message was refused before dispatch: the `invalid` detail and the validation errors

@@ -12,8 +12,8 @@ use tokio::sync::broadcast;
 
 use super::lock;
 use super::Published as Snapshot;
-use crate::config::json_len;
 use crate::algo::diff::PatchOp;
+use crate::config::json_len;
 
 /// Capacity of the live channel: a subscriber that falls further behind (it does not read) is
 /// dropped, its stream ends, and a reconnect with `Last-Event-ID` replays or snapshots.
@@ -113,7 +113,7 @@ impl EventHub {
     /// A hub keeping `history_cap` events, starting from `initial_state`, with the default
     /// byte budgets.
     #[cfg(test)]
-    pub fn new(history_cap: usize, initial_state: Snapshot) -> Self {
+    pub(crate) fn new(history_cap: usize, initial_state: Snapshot) -> Self {
         let b = crate::config::Budgets::default();
         Self::with_budgets(
             history_cap,

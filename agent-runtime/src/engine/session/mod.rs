@@ -26,13 +26,13 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::algo::affordances::Listed;
-use crate::app::{overrides_redact, App};
 use crate::algo::catalog::Catalog;
-use crate::config::HostConfig;
 use crate::algo::diff::PatchOp;
 use crate::algo::route_gates::GateValues;
-use crate::security::{AuditEntry, AuditEvent, AuditSink};
 use crate::algo::snapshot::Snapshots;
+use crate::app::{overrides_redact, App};
+use crate::config::HostConfig;
+use crate::security::{AuditEntry, AuditEvent, AuditSink};
 
 pub use crate::app::{EffectContext, SessionClosed};
 pub(crate) use dispatch::SendError;

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::{Session, SessionError};
 use crate::algo::affordances::Listed;
-use crate::app::App;
 use crate::algo::state_path::{get_state_response, query_state, query_state_response};
+use crate::app::App;
 
 impl<A: App> Session<A> {
     /// Runs an app hook on the typed state; a panic becomes [`SessionError::Internal`].

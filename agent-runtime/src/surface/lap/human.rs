@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::{Path, Query, Request};
-use axum::http::{header, request::Parts, Method, StatusCode};
+use axum::http::{header, request::Parts, Method};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
@@ -17,11 +17,11 @@ use serde_json::json;
 
 use super::body::{check_content_length, read_json};
 use crate::app::App;
-use crate::ops::error::{json_ok, json_text_ok, ApiError};
-use crate::ops::dispatch_options;
-use crate::security::{AgentSession, TokenRecord, TokenStatus};
-use crate::ops::ServerState;
 use crate::engine::session::{EditedApprovalError, Session, SessionError};
+use crate::ops::dispatch_options;
+use crate::ops::error::{json_ok, json_text_ok, ApiError};
+use crate::ops::ServerState;
+use crate::security::{AgentSession, TokenRecord, TokenStatus};
 use agent_schema::protocol::ErrorCode;
 use agent_schema::protocol::{DispatchRequest, Fields};
 
@@ -83,10 +83,7 @@ pub(super) async fn access<A: App>(
                     .to_ascii_lowercase()
             });
         if media.as_deref() != Some("application/json") {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                ErrorCode::UnsupportedMediaType,
-            ));
+            return Err(ApiError::new(ErrorCode::UnsupportedMediaType));
         }
     }
     let uid = server
@@ -253,15 +250,12 @@ async fn human_decide<A: App>(
             }
         };
         outcome.map_err(|e| match e {
-            EditedApprovalError::NotFound => {
-                ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound)
-            }
-            EditedApprovalError::AlreadyDecided(s) => {
-                ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict).with_detail(format!(
+            EditedApprovalError::NotFound => ApiError::new(ErrorCode::NotFound),
+            EditedApprovalError::AlreadyDecided(s) => ApiError::new(ErrorCode::Conflict)
+                .with_detail(format!(
                     "confirmation {confirm_id} is already {}",
                     s.as_str()
-                ))
-            }
+                )),
             EditedApprovalError::Invalid(d) => ApiError::invalid(d),
             EditedApprovalError::Closed => ApiError::forbidden(NOT_YOURS),
         })?;

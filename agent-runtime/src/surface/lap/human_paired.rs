@@ -7,17 +7,17 @@
 
 use std::time::Duration;
 
-use axum::http::{request::Parts, Method, StatusCode};
+use axum::http::{request::Parts, Method};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use super::human::{access, NOT_YOURS};
 use crate::app::App;
-use crate::ops::error::{json_ok, ApiError};
 use crate::engine::paired::records::within_grace;
 use crate::engine::paired::{is_paired, PAIRED_SESSION_PREFIX};
-use crate::security::{TokenRecord, TokenStatus};
+use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
+use crate::security::{TokenRecord, TokenStatus};
 use agent_schema::protocol::ErrorCode;
 
 /// How long the view waits for the app's `observe` answer before showing no state.
@@ -30,7 +30,7 @@ pub(super) fn is_paired_id(id: &str) -> bool {
 
 /// 409 for the human routes that act inside the app.
 pub(super) fn acts_in_the_app() -> ApiError {
-    ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict).with_detail(
+    ApiError::new(ErrorCode::Conflict).with_detail(
         "this session is paired: the app dispatches and decides confirmations in its own UI",
     )
 }

@@ -1,7 +1,7 @@
 //! Management routes (`lap.md` §4): mint, revoke, and the caller's agent sessions.
 
 use axum::extract::Request;
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
@@ -9,13 +9,13 @@ use serde_json::{json, Value};
 
 use super::body::{check_content_length, read_bytes, read_json};
 use crate::app::App;
-use crate::ops::error::{json_ok, ApiError};
 use crate::engine::host::CreateSessionError;
+use crate::ops::error::{json_ok, ApiError};
+use crate::ops::ServerState;
 use crate::security::{
     mint_token, request_client_address, AgentSession, AuditEntry, Bucket, TokenRecord, TokenStatus,
     SWEEP_RETENTION_MS,
 };
-use crate::ops::ServerState;
 use agent_schema::protocol::ErrorCode;
 use agent_schema::protocol::Fields;
 
@@ -125,8 +125,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
             .create_session(Some(uid.clone()))
             .map_err(|e| match e {
                 CreateSessionError::Capacity(detail) => {
-                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::SessionCapacity)
-                        .with_detail(detail)
+                    ApiError::new(ErrorCode::SessionCapacity).with_detail(detail)
                 }
                 other => ApiError::internal(other.to_string()),
             })?,

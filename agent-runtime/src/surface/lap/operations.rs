@@ -16,8 +16,8 @@ use super::body::{check_content_length, read_json};
 use super::openapi::openapi_document;
 use crate::app::App;
 use crate::ops::error::{json_ok, ApiError};
-use crate::ops::{self, Admission};
 use crate::ops::ServerState;
+use crate::ops::{self, Caller};
 
 /// The LAP routes: one per operation under the base path; anything else falls through.
 pub(crate) fn lap_routes<A: App>(server: &ServerState<A>) -> Router {
@@ -60,7 +60,7 @@ async fn openapi_json<A: App>(State(server): State<ServerState<A>>) -> Response 
 
 /// A caller through steps 1–5 of the gate: `Content-Length` over the cap → 413, then the
 /// bearer of the `Authorization` header, its session and the rate limit.
-pub(crate) struct Admitted<A: App>(pub Admission<A>);
+pub(crate) struct Admitted<A: App>(pub(crate) Caller<A>);
 
 impl<A: App> FromRequestParts<ServerState<A>> for Admitted<A> {
     type Rejection = ApiError;

@@ -11,10 +11,10 @@ use serde_json::{json, Value};
 
 use super::body::{check_content_length, read_json};
 use crate::app::App;
-use crate::ops::error::{json_ok, ApiError};
 use crate::engine::paired::records::{update, within_grace};
-use crate::security::{mint_token, AuditEntry, AuditEvent, TokenRecord, TokenStatus};
+use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
+use crate::security::{mint_token, AuditEntry, AuditEvent, TokenRecord, TokenStatus};
 
 /// The most tids one `/agent/resume/list` looks up.
 const MAX_LISTED: usize = 64;

@@ -53,7 +53,10 @@ impl ToolCatalog {
     /// Finds the tool a call names and checks its arguments. An unknown tool is a protocol
     /// error (`invalid_params`), as MCP asks; bad arguments are a tool error with the refusal
     /// text.
-    pub(crate) fn resolve(&self, request: CallToolRequestParams) -> Result<ResolvedCall, ErrorData> {
+    pub(crate) fn resolve(
+        &self,
+        request: CallToolRequestParams,
+    ) -> Result<ResolvedCall, ErrorData> {
         let Some(i) = self.specs.iter().position(|t| t.name == request.name) else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {}", request.name),

@@ -14,9 +14,9 @@ pub(crate) mod args;
 #[cfg(feature = "bridge")]
 pub mod bridge;
 pub(crate) mod calls;
+pub(crate) mod endpoint;
 pub(crate) mod format;
 pub(crate) mod forward;
-pub(crate) mod endpoint;
 pub(crate) mod tools;
 
 pub use endpoint::{AtCapacity, McpOptions, McpSessions, MCP_PATH};

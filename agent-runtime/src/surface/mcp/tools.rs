@@ -149,7 +149,7 @@ pub(crate) fn tools(surface: Surface) -> impl Iterator<Item = ToolSpec> {
 
 /// The tool called `name` on `surface`.
 #[cfg(test)]
-pub fn find(surface: Surface, name: &str) -> Option<ToolSpec> {
+pub(crate) fn find(surface: Surface, name: &str) -> Option<ToolSpec> {
     tools(surface).find(|t| t.name == name)
 }
 

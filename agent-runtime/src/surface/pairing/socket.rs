@@ -13,12 +13,14 @@ use axum::routing::any;
 use axum::Router;
 use futures::{SinkExt as _, StreamExt as _};
 
-use crate::engine::paired::frames::{ClientFrame, ServerFrame, LAP_VERSION, MAX_FRAME_BYTES, MIN_CLIENT_VERSION};
+use crate::app::App;
+use crate::engine::paired::frames::{
+    ClientFrame, ServerFrame, LAP_VERSION, MAX_FRAME_BYTES, MIN_CLIENT_VERSION,
+};
 use crate::engine::paired::hub::Outgoing;
 use crate::engine::paired::records::{set_status, within_grace};
-use crate::app::App;
-use crate::security::{verify_bearer, AuthError, TokenRecord, TokenStatus};
 use crate::ops::ServerState;
+use crate::security::{verify_bearer, AuthError, TokenRecord, TokenStatus};
 
 /// The path of the pairing socket.
 pub(crate) const WS_PATH: &str = crate::engine::paired::SOCKET_PATH;

@@ -8,9 +8,9 @@ use serde_json::Value;
 
 use agent_schema::protocol::Fields;
 
+use crate::ops::Operation;
 use crate::surface::mcp::format::LapAnswer;
 use crate::surface::mcp::forward::Forwarder;
-use crate::ops::Operation;
 
 /// Time budgets of the forwarder, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,15 +30,15 @@ use tower::{Layer, Service, ServiceExt as _};
 
 use super::registry::Binding;
 use super::restore;
+use super::McpState;
 use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
 use crate::ops::error::ApiError;
-use crate::surface::mcp::MCP_PATH;
 use crate::security::{
     request_client_address, verify_bearer, verify_tid, AllowedHosts, AuditEntry, AuditEvent,
     Bucket, WireError,
 };
-use super::McpState;
+use crate::surface::mcp::MCP_PATH;
 use agent_schema::protocol::ErrorCode;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -308,8 +308,7 @@ where
                 reservation
             }
             Err(_) => {
-                let error =
-                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::SessionCapacity);
+                let error = ApiError::new(ErrorCode::SessionCapacity);
                 let mut response = error.into_response();
                 insert_header(&mut response, header::RETRY_AFTER, 30);
                 return response;
@@ -397,8 +396,7 @@ where
                 server
                     .audit(AuditEntry::new(now, AuditEvent::RateLimited, detail))
                     .await;
-                let error =
-                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::SessionCapacity);
+                let error = ApiError::new(ErrorCode::SessionCapacity);
                 let mut response = error.into_response();
                 insert_header(&mut response, header::RETRY_AFTER, 30);
                 return response;

@@ -18,14 +18,16 @@ use serde_json::{json, Map, Value};
 
 use super::registry::Binding;
 use super::restore;
+use super::McpState;
 use crate::app::App;
-use crate::surface::mcp::calls::{self, ResolvedCall, ToolCatalog};
-use crate::surface::mcp::format::{failure, success, LapAnswer, NOT_CONNECTED_SERVER, TOKEN_INVALID};
-use crate::surface::mcp::forward::{connect_flow, forward_tool, DescriptionCache, Forwarder};
-use crate::surface::mcp::tools::ToolAction;
 use crate::ops::{self, Operation};
 use crate::security::{verify_bearer, AuthError};
-use super::McpState;
+use crate::surface::mcp::calls::{self, ResolvedCall, ToolCatalog};
+use crate::surface::mcp::format::{
+    failure, success, LapAnswer, NOT_CONNECTED_SERVER, TOKEN_INVALID,
+};
+use crate::surface::mcp::forward::{connect_flow, forward_tool, DescriptionCache, Forwarder};
+use crate::surface::mcp::tools::ToolAction;
 
 const INSTRUCTIONS: &str = "This server drives a running app. Start with connect_session and \
     the agent token the user copies from the app (agt_…). Then observe to read the state and \

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use axum::Router;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+pub use crate::ops::McpOptions;
 pub(crate) use admission::McpAdmissionLayer;
 pub(crate) use handler::McpHandler;
 pub use registry::{AtCapacity, McpSessions};
-pub use crate::ops::McpOptions;
 
 use super::calls::ToolCatalog;
 use super::tools::Surface;

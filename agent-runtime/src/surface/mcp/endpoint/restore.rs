@@ -17,8 +17,8 @@ use rmcp::transport::streamable_http_server::session::{
 };
 
 use crate::clock::SharedClock;
-use crate::security::sha256_hex;
 use crate::engine::store::{McpBinding, McpBindings, StoreResult};
+use crate::security::sha256_hex;
 
 /// The key of MCP session `id` in the store: lowercase hex SHA-256 of the id.
 pub(crate) fn stored_id(id: &str) -> String {

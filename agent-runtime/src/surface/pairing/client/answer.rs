@@ -3,12 +3,15 @@
 //! app's validation, affordances, confirmations and diff are the same as when it is hosted by
 //! a server.
 
-use agent_schema::protocol::{ActionsResponse, LogEntry, LogKind, MessageRequest, SendResult};
+use agent_schema::protocol::{
+    ActionsResponse, LogEntry, LogKind, MessageRequest, QueryDomRequest, QueryStateRequest,
+    SendResult, StateRequest, WouldDispatchRequest,
+};
 use serde_json::{json, Value};
 
 use crate::app::App;
-use crate::ops::dispatch_options;
 use crate::engine::session::{activity, Session};
+use crate::ops::{dispatch_options, Operation};
 
 /// The upper clamp of a dispatch's `timeoutMs` on the client side.
 const MAX_WAIT_MS: u64 = 120_000;
@@ -22,10 +25,6 @@ fn internal(e: impl std::fmt::Display) -> ToolError {
 
 fn to_value<T: serde::Serialize>(v: T) -> Result<Value, ToolError> {
     serde_json::to_value(v).map_err(internal)
-}
-
-fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str)
 }
 
 /// The `hello` of `session`'s app.
@@ -46,17 +45,22 @@ pub(crate) fn hello<A: App>(describe: &Value, session: &Session<A>) -> Value {
     })
 }
 
-/// The answer of `tool` with `args`, plus the log entries to append.
+/// The answer of `tool` with `args`, plus the log entries to append. The tool names the
+/// operation ([`Operation::from_tool`]); its arguments read as the operation's request.
 pub(crate) async fn answer<A: App>(
     session: &Session<A>,
     id: &str,
     tool: &str,
     args: Value,
 ) -> (Result<Value, ToolError>, Vec<LogEntry>) {
-    if tool == "send_message" {
+    let op = Operation::from_tool(tool);
+    if op == Some(Operation::Message) {
         return send_message(session, args).await;
     }
-    let result = read(session, tool, &args);
+    let result = match op {
+        Some(op) => read(session, op, args),
+        None => Err(unknown_tool(tool)),
+    };
     let mut entry = activity::entry(
         if result.is_ok() {
             LogKind::Read
@@ -70,25 +74,47 @@ pub(crate) async fn answer<A: App>(
     (result, vec![entry])
 }
 
-fn read<A: App>(session: &Session<A>, tool: &str, args: &Value) -> Result<Value, ToolError> {
-    match tool {
-        "get_state" => to_value(session.get_state(str_arg(args, "path"))),
-        "query_state" => to_value(session.query_state(str_arg(args, "path").unwrap_or(""))),
-        "list_actions" => to_value(ActionsResponse {
+fn unknown_tool(tool: &str) -> ToolError {
+    (
+        "unknown-tool".to_string(),
+        Some(format!("no tool named {tool}")),
+    )
+}
+
+/// `args` as the request of an operation.
+fn request<R: serde::de::DeserializeOwned>(args: Value) -> Result<R, ToolError> {
+    serde_json::from_value(args).map_err(|e| ("schema-error".to_string(), Some(e.to_string())))
+}
+
+/// The reads a paired app answers; the server answers the other operations itself.
+fn read<A: App>(session: &Session<A>, op: Operation, args: Value) -> Result<Value, ToolError> {
+    match op {
+        Operation::State => {
+            let req: StateRequest = request(args)?;
+            to_value(session.get_state(req.path.as_deref()))
+        }
+        Operation::QueryState => {
+            let req: QueryStateRequest = request(args)?;
+            to_value(session.query_state(&req.path))
+        }
+        Operation::Actions => to_value(ActionsResponse {
             actions: session.list_actions().map_err(internal)?,
         }),
-        "query_dom" => {
-            let name = str_arg(args, "name").unwrap_or("");
-            let multiple = args.get("multiple").and_then(Value::as_bool) == Some(true);
-            to_value(session.query_dom(name, multiple).map_err(internal)?)
+        Operation::QueryDom => {
+            let req: QueryDomRequest = request(args)?;
+            to_value(
+                session
+                    .query_dom(&req.name, req.multiple)
+                    .map_err(internal)?,
+            )
         }
-        "describe_visible_content" => to_value(session.describe_visible().map_err(internal)?),
-        "describe_context" => to_value(session.describe_context(None).map_err(internal)?),
-        "would_dispatch" => {
-            let msg = args.get("msg").cloned().unwrap_or(Value::Null);
-            to_value(session.would_dispatch(&msg).map_err(internal)?)
+        Operation::DescribeVisible => to_value(session.describe_visible().map_err(internal)?),
+        Operation::Context => to_value(session.describe_context(None).map_err(internal)?),
+        Operation::WouldDispatch => {
+            let req: WouldDispatchRequest = request(args)?;
+            to_value(session.would_dispatch(&req.msg.0).map_err(internal)?)
         }
-        "observe" => {
+        Operation::Observe => {
             let body = json!({
                 "state": session.state(),
                 "actions": session.list_actions().map_err(internal)?,
@@ -97,10 +123,12 @@ fn read<A: App>(session: &Session<A>, tool: &str, args: &Value) -> Result<Value,
             // The server adds the description from the hello.
             Ok(body)
         }
-        other => Err((
-            "unknown-tool".to_string(),
-            Some(format!("no tool named {other}")),
-        )),
+        Operation::Describe
+        | Operation::RecentActions
+        | Operation::Message
+        | Operation::ConfirmResult
+        | Operation::Wait
+        | Operation::Narrate => Err(unknown_tool(op.tool())),
     }
 }
 
@@ -111,14 +139,9 @@ async fn send_message<A: App>(
     args: Value,
 ) -> (Result<Value, ToolError>, Vec<LogEntry>) {
     let newest = session.recent_log(1, None).first().map(|e| e.id.clone());
-    let request: MessageRequest = match serde_json::from_value(args) {
+    let request: MessageRequest = match request(args) {
         Ok(r) => r,
-        Err(e) => {
-            return (
-                Err(("schema-error".to_string(), Some(e.to_string()))),
-                Vec::new(),
-            )
-        }
+        Err(e) => return (Err(e), Vec::new()),
     };
     let opts = dispatch_options(&request.dispatch, MAX_WAIT_MS);
     let reason = request.dispatch.reason.clone();
