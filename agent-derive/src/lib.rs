@@ -48,15 +48,16 @@ pub fn derive_agent_msg(input: TokenStream) -> TokenStream {
     expand(&input).into()
 }
 
-/// The expansion: the impl, or every error found.
+/// The expansion: the impl, or every error found. Every path consumes the collector with
+/// [`Errors::check`] (dropping it unchecked panics).
 fn expand(input: &DeriveInput) -> proc_macro2::TokenStream {
-    let mut errors = Errors::default();
+    let mut errors = Errors::new();
     let Some(model) = Model::build(input, &mut errors) else {
-        return errors.to_compile_errors();
+        return errors.check().err().unwrap_or_default();
     };
     let records = checks::check(&model, &mut errors);
-    if !errors.is_empty() {
-        return errors.to_compile_errors();
+    match errors.check() {
+        Ok(()) => emit::emit(&model, &records),
+        Err(compile_errors) => compile_errors,
     }
-    emit::emit(&model, &records)
 }

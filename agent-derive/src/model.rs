@@ -77,10 +77,11 @@ impl Model {
             return None;
         }
         let krate = crate::agent_attr::crate_path(&input.attrs, errors)?;
+        // serde_derive_internals reads syn 3 syntax trees: the same tokens, parsed again (before
+        // the `Ctxt` exists: it panics when dropped without `check`).
+        let input3: syn3::DeriveInput = syn3::parse2(input.to_token_stream()).ok()?;
         let cx = Ctxt::new();
         let private = Ident::new("__private", Span::call_site());
-        // serde_derive_internals reads syn 3 syntax trees: the same tokens, parsed again.
-        let input3: syn3::DeriveInput = syn3::parse2(input.to_token_stream()).ok()?;
         let container = Container::from_ast(&cx, &input3, Derive::Deserialize, &private);
         // Malformed serde attributes are serde's own derive's to report.
         let _ = cx.check();

@@ -1,8 +1,8 @@
 //! LAP's lenient reading of request bodies (`lap.md` §5.1 step 6, §5.3): a body that is not an
 //! object reads as an object with no keys, a `null` value counts as absent, unknown keys are
-//! ignored, and numbers like `timeoutMs` are floored and clamped. The request types of
-//! [`super::requests`] deserialize through [`Fields`] and answer the spec's 400 detail texts as
-//! their deserialization errors.
+//! ignored, and numbers like `timeoutMs` are floored and clamped. The request types (in
+//! `requests.rs`, which depends on this module, not the other way round) deserialize through
+//! [`Fields`] and answer the spec's 400 detail texts as their deserialization errors.
 
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};

@@ -6,10 +6,11 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use crate::msg::{AgentMsg, VariantDescriptor};
+use crate::shape::error::SchemaError;
 use crate::shape::keywords::union_members;
+use crate::shape::model::{FieldModel, MsgModel, TagSource, TypeKind, TypeNode, VariantModel};
 use crate::shape::object::Spend;
-use crate::shape::resolve::{Resolver, FIELD_BUDGET};
-use crate::shape::{MsgModel, SchemaError, TagSource, TypeKind, TypeNode, VariantModel};
+use crate::shape::resolver::{Resolver, FIELD_BUDGET};
 
 /// A nested `@validates` found in a property's doc: the runtime must check its CEL syntax at
 /// host start-up (E7).
@@ -139,7 +140,7 @@ fn string_literal(node: &TypeNode) -> Option<String> {
     }
 }
 
-fn collect_fields(fields: &[crate::shape::FieldModel], out: &mut Vec<NestedValidates>) {
+fn collect_fields(fields: &[FieldModel], out: &mut Vec<NestedValidates>) {
     for f in fields {
         if let (TagSource::SchemaDescription, Some(source)) = (f.tag_source, &f.validates) {
             if !out.iter().any(|n| n.pointer == f.pointer) {

@@ -34,7 +34,7 @@
 //!   no budget is spent. Besides R2's annotation keywords, `$schema`, `$comment`, `$defs` and
 //!   `definitions` may sit beside a `$ref` without making it an `allOf`, and so may
 //!   `nullable: true` (which marks the node nullable).
-//! - Nested properties are resolved depth-first with a nesting guard (see `resolve.rs`): a
+//! - Nested properties are resolved depth-first with a nesting guard (see `resolver.rs`): a
 //!   schema nested deeper than that resolves to `"unknown"` rather than exhausting the stack.
 //! - A `$ref` or an `allOf` with non-annotation siblings is `allOf: [{"$ref"}, members…,
 //!   {siblings}]`; every part must be an object and they merge in that order. In such a merge,
@@ -51,6 +51,7 @@ mod model;
 mod object;
 pub mod pointer;
 mod resolve;
+mod resolver;
 mod startup;
 mod union;
 mod wire;

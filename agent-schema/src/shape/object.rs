@@ -1,19 +1,22 @@
-//! Object schemas: unwrapping `$ref`/`allOf`/nullable wrappers down to properties (rules R2,
-//! R4, R5, R12 of `annotations.md` §7.3), merging `allOf` parts, and the field rule with its
-//! tags (§4.1, §7.4).
+//! Object schemas before their properties are resolved: unwrapping `$ref`/`allOf`/nullable
+//! wrappers down to properties (rules R2, R4, R5, R12 of `annotations.md` §7.3), merging
+//! `allOf` parts, and a property's own tags (§7.4).
+//!
+//! Layering: depends on `resolver` (the state), `keywords`, `pointer` and `error`, never on
+//! `resolve`: resolving the properties (the field rule) is `resolve.rs`'s, which
+//! calls [`Resolver::raw_object`] here.
 
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
 use crate::annotations::FieldTags;
-use crate::msg::VariantDescriptor;
+use crate::shape::error::SchemaError;
 use crate::shape::keywords::{
     nullable_part, only_annotations, single_type, sub, Located, Nullable, Src,
 };
 use crate::shape::pointer::child;
-use crate::shape::resolve::{Resolver, MAX_DEPTH};
-use crate::shape::{FieldModel, ObjectModel, SchemaError, TagSource};
+use crate::shape::resolver::{Resolver, MAX_DEPTH};
 
 /// Whether `$ref` hops spend budget (everywhere except at the variant level).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,53 +222,12 @@ impl<'a> Resolver<'a> {
         Some(RawObject::merge(raws))
     }
 
-    /// The field rule over every property of `raw`. `descriptor` is the derive's record when
-    /// `raw` is a variant of the derived enum: its fields' tags come from there; every other
-    /// property's tags come from its own doc (§7.4).
-    pub(crate) fn object_model(
-        &mut self,
-        raw: RawObject<'a>,
-        descriptor: Option<&VariantDescriptor>,
-    ) -> Result<ObjectModel, SchemaError> {
-        let mut fields = Vec::with_capacity(raw.props.len());
-        for prop in raw.props {
-            let required = raw.required.contains(&prop.name);
-            fields.push(self.field(prop, required, descriptor)?);
-        }
-        Ok(ObjectModel {
-            fields,
-            deny_unknown: raw.deny_unknown,
-        })
-    }
-
-    /// `field(name, S, required, tags, budget)`.
-    fn field(
-        &mut self,
-        prop: RawProp<'a>,
-        required: bool,
-        descriptor: Option<&VariantDescriptor>,
-    ) -> Result<FieldModel, SchemaError> {
-        let (tags, tag_source) = match descriptor.and_then(|d| d.field(&prop.name)) {
-            Some(t) => (t.to_field_tags(), TagSource::Derive),
-            None => (
-                self.property_tags(&prop.schema, &prop.pointer)?,
-                TagSource::SchemaDescription,
-            ),
-        };
-        let ty = self.resolve(&prop.schema, &prop.pointer, prop.budget)?;
-        Ok(FieldModel {
-            optional: !required || ty.nullable,
-            name: prop.name,
-            hint: tags.hint,
-            validates: tags.validates,
-            ty,
-            pointer: prop.pointer,
-            tag_source,
-        })
-    }
-
     /// The `@should`/`@validates` tags of a property's own `title` + `description` (§7.4).
-    fn property_tags(&mut self, s: &Src<'a>, pointer: &str) -> Result<FieldTags, SchemaError> {
+    pub(super) fn property_tags(
+        &mut self,
+        s: &Src<'a>,
+        pointer: &str,
+    ) -> Result<FieldTags, SchemaError> {
         if let Some(tags) = self.nested_tags.get(pointer) {
             return Ok(tags.clone());
         }

@@ -1,53 +1,28 @@
 //! From JSON Schema to the model: `resolve(S, budget)`, rules R1–R14 of `annotations.md`
-//! §7.3 and the `$ref` budget. Objects are in [`super::object`], unions in [`super::union`].
+//! §7.3 and the `$ref` budget, and the field rule (§4.1, §7.4) over an object's properties.
+//!
+//! Layering: the top of the resolution rules. `resolve` and the field rule call each other (a
+//! property's type is resolved, an object type's properties are fields), so both live here.
+//! Below: `object` (unwrapping object schemas), `union` (R8 over resolved members), `resolver`
+//! (the state), `keywords`, `pointer`, `model`, `constraints` and `error`.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::annotations::FieldTags;
+use crate::msg::VariantDescriptor;
+use crate::shape::constraints::Constraints;
+use crate::shape::error::SchemaError;
 use crate::shape::keywords::{
     nullable_part, only_annotations, same_literal_kind, single_type, sub, union_members, Located,
     Nullable, Src,
 };
-use crate::shape::object::Spend;
-use crate::shape::pointer::ref_target;
-use crate::shape::union::resolve_members;
-use crate::shape::{Constraints, SchemaError, TypeKind, TypeNode};
-
-/// The `$ref` budget of a top-level field.
-pub(crate) const FIELD_BUDGET: u32 = 5;
-
-/// Nesting guard on `resolve`/`raw_object` calls: deeper schemas resolve to `"unknown"`. It keeps
-/// the stack well under 2 MiB (a tokio worker's) even in debug builds. schemars output stays far
-/// below it: `$ref` hops are limited to 5 by the budget and each costs at most a few levels.
-pub(crate) const MAX_DEPTH: usize = 64;
-
-/// Resolves schemas of one root into model nodes.
-pub(crate) struct Resolver<'a> {
-    pub(super) root: &'a Value,
-    /// Current nesting of `resolve`/`raw_object` calls (see [`MAX_DEPTH`]).
-    pub(super) depth: usize,
-    /// Tags parsed from property docs, by property pointer.
-    pub(super) nested_tags: HashMap<String, FieldTags>,
-}
+use crate::shape::model::{FieldModel, ObjectModel, TagSource, TypeKind, TypeNode};
+use crate::shape::object::{RawObject, RawProp, Spend};
+use crate::shape::resolver::{Resolver, MAX_DEPTH};
+use crate::shape::union::union_of;
 
 impl<'a> Resolver<'a> {
-    pub(crate) fn new(root: &'a Value) -> Resolver<'a> {
-        Resolver {
-            root,
-            depth: 0,
-            nested_tags: HashMap::new(),
-        }
-    }
-
-    pub(super) fn target(&self, map: &Map<String, Value>) -> Option<Located<'a>> {
-        let reference = map.get("$ref")?.as_str()?;
-        let (target, pointer) = ref_target(self.root, reference)?;
-        Some((Cow::Borrowed(target), pointer))
-    }
-
     /// `resolve(S, budget)`: the first matching rule of R1–R14 wins.
     pub(crate) fn resolve(
         &mut self,
@@ -94,7 +69,7 @@ impl<'a> Resolver<'a> {
                     let (m, mp) = rest.remove(0);
                     self.resolve(&m, &mp, budget)?
                 }
-                Nullable::Members(rest) => resolve_members(self, rest, budget)?,
+                Nullable::Members(rest) => self.resolve_members(rest, budget)?,
                 Nullable::Stripped(m) => {
                     self.resolve(&Cow::Owned(Value::Object(m)), pointer, budget)?
                 }
@@ -130,7 +105,7 @@ impl<'a> Resolver<'a> {
         }
         // R8: `oneOf` / `anyOf`.
         if let Some(members) = union_members(s, pointer) {
-            return resolve_members(self, members, budget);
+            return self.resolve_members(members, budget);
         }
         // R9–R13 by `type`.
         let ty = single_type(map);
@@ -188,5 +163,64 @@ impl<'a> Resolver<'a> {
             }
             None => Ok(TypeNode::unknown()),
         }
+    }
+
+    /// R8 over the (non-null) members of a `oneOf`/`anyOf`, each resolved at `budget` (a `$ref`
+    /// hop inside a member spends budget for that member only).
+    fn resolve_members(
+        &mut self,
+        members: Vec<Located<'a>>,
+        budget: u32,
+    ) -> Result<TypeNode, SchemaError> {
+        let mut nodes = Vec::with_capacity(members.len());
+        for (member, pointer) in &members {
+            nodes.push(self.resolve(member, pointer, budget)?);
+        }
+        Ok(union_of(nodes))
+    }
+
+    /// The field rule over every property of `raw`. `descriptor` is the derive's record when
+    /// `raw` is a variant of the derived enum: its fields' tags come from there; every other
+    /// property's tags come from its own doc (§7.4).
+    pub(crate) fn object_model(
+        &mut self,
+        raw: RawObject<'a>,
+        descriptor: Option<&VariantDescriptor>,
+    ) -> Result<ObjectModel, SchemaError> {
+        let mut fields = Vec::with_capacity(raw.props.len());
+        for prop in raw.props {
+            let required = raw.required.contains(&prop.name);
+            fields.push(self.field(prop, required, descriptor)?);
+        }
+        Ok(ObjectModel {
+            fields,
+            deny_unknown: raw.deny_unknown,
+        })
+    }
+
+    /// `field(name, S, required, tags, budget)`.
+    fn field(
+        &mut self,
+        prop: RawProp<'a>,
+        required: bool,
+        descriptor: Option<&VariantDescriptor>,
+    ) -> Result<FieldModel, SchemaError> {
+        let (tags, tag_source) = match descriptor.and_then(|d| d.field(&prop.name)) {
+            Some(t) => (t.to_field_tags(), TagSource::Derive),
+            None => (
+                self.property_tags(&prop.schema, &prop.pointer)?,
+                TagSource::SchemaDescription,
+            ),
+        };
+        let ty = self.resolve(&prop.schema, &prop.pointer, prop.budget)?;
+        Ok(FieldModel {
+            optional: !required || ty.nullable,
+            name: prop.name,
+            hint: tags.hint,
+            validates: tags.validates,
+            ty,
+            pointer: prop.pointer,
+            tag_source,
+        })
     }
 }

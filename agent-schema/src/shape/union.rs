@@ -1,23 +1,16 @@
-//! Rule R8 of `annotations.md` §7.3: `oneOf`/`anyOf` as one enum of literals, as a
-//! discriminated union, or as `"unknown"`.
+//! Rule R8 of `annotations.md` §7.3: the resolved members of a `oneOf`/`anyOf` as one enum of
+//! literals, as a discriminated union, or as `"unknown"`.
+//!
+//! Layering: depends only on `model` and `keywords`. Resolving the members is `resolve.rs`'s
+//! (`Resolver::resolve_members`), which hands the resolved nodes to [`union_of`].
 
 use serde_json::Value;
 
-use crate::shape::keywords::{same_literal_kind, Located};
-use crate::shape::resolve::Resolver;
-use crate::shape::{BranchModel, ObjectModel, SchemaError, TypeKind, TypeNode, UnionModel};
+use crate::shape::keywords::same_literal_kind;
+use crate::shape::model::{BranchModel, ObjectModel, TypeKind, TypeNode, UnionModel};
 
-/// R8 over the (non-null) members of a `oneOf`/`anyOf`, each resolved at `budget` (a `$ref`
-/// hop inside a member spends budget for that member only).
-pub(crate) fn resolve_members<'a>(
-    resolver: &mut Resolver<'a>,
-    members: Vec<Located<'a>>,
-    budget: u32,
-) -> Result<TypeNode, SchemaError> {
-    let mut nodes = Vec::with_capacity(members.len());
-    for (member, pointer) in &members {
-        nodes.push(resolver.resolve(member, pointer, budget)?);
-    }
+/// R8 over the resolved (non-null) members of a `oneOf`/`anyOf`, in member order.
+pub(crate) fn union_of(nodes: Vec<TypeNode>) -> TypeNode {
     // (a) literals of one primitive kind → one enum, values in member order.
     if nodes.iter().all(|n| matches!(n.kind, TypeKind::Enum(_))) {
         let values: Vec<Value> = nodes
@@ -28,12 +21,12 @@ pub(crate) fn resolve_members<'a>(
             })
             .collect();
         if same_literal_kind(values.iter()) {
-            return Ok(TypeNode {
+            return TypeNode {
                 nullable: nodes.iter().any(|n| n.nullable),
                 ..TypeNode::new(TypeKind::Enum(values))
-            });
+            };
         }
-        return Ok(TypeNode::unknown());
+        return TypeNode::unknown();
     }
     // (b) objects with a discriminant → discriminated union.
     let objects: Option<Vec<ObjectModel>> = nodes
@@ -43,11 +36,11 @@ pub(crate) fn resolve_members<'a>(
             _ => None,
         })
         .collect();
-    Ok(match objects.and_then(discriminated_union) {
+    match objects.and_then(discriminated_union) {
         Some(union) => TypeNode::new(TypeKind::Union(union)),
         // (c)
         None => TypeNode::unknown(),
-    })
+    }
 }
 
 /// The value of a field whose type is a single string literal.

@@ -1,7 +1,7 @@
 //! Argument lists and quoted strings (`annotations.md` §3.1, §3.2).
 
 use super::cursor::{Cursor, Failure};
-use super::errors::Detail;
+use super::detail::Detail;
 use super::json_form::capture_json;
 
 /// One parsed argument.

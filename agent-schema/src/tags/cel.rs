@@ -9,9 +9,9 @@
 use cel::common::ast::{EntryExpr, Expr};
 use cel::parser::{Expression, Parser};
 
-use super::errors::first_line;
 use super::kind::{scope_variable, TagErrorKind};
 use super::tag::Tag;
+use super::text::first_line;
 
 /// The deepest nesting an expression may have: brackets in the source, and levels of the
 /// parsed expression tree counted in `ast_depth` units.

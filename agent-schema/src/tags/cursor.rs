@@ -1,7 +1,7 @@
 //! A char cursor over the doc text, and the whitespace rules shared by argument lists,
 //! quoted strings and JSON literals (`annotations.md` §3.1–§3.3).
 
-use super::errors::Detail;
+use super::detail::Detail;
 
 /// A position in the doc text that only moves forward.
 #[derive(Debug, Clone)]

@@ -1,7 +1,8 @@
 //! The JSON form of `@example` (`annotations.md` §3.3).
 
 use super::cursor::{Cursor, Failure};
-use super::errors::{first_line, Detail};
+use super::detail::Detail;
+use super::text::first_line;
 
 /// Captures a JSON object/array literal; the cursor is on the opening `{` or `[`. On success
 /// the cursor is just after the matching closer and the captured text (newlines collapsed

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use super::errors::Detail;
+use super::detail::Detail;
 use super::tag::Tag;
 
 /// The general advice of a malformed `@example` call.

@@ -40,6 +40,7 @@
 mod args;
 pub mod cel;
 mod cursor;
+mod detail;
 mod doc;
 mod errors;
 mod json_form;
@@ -48,12 +49,14 @@ mod records;
 mod scanner;
 pub(crate) mod suggest;
 mod tag;
+mod text;
 
 #[cfg(test)]
 mod tests;
 
+pub use detail::Detail;
 pub use doc::{doc_text, DocText};
-pub use errors::{excerpt, first_line, line_of, Detail, TagError};
+pub use errors::TagError;
 pub use kind::{Placement, TagErrorKind};
 pub use records::{
     cel_sources, check_enum_doc, parse_field_doc, parse_nested_field_doc, parse_state_field_doc,
@@ -61,3 +64,4 @@ pub use records::{
 };
 pub use suggest::{osa_distance, suggest};
 pub use tag::Tag;
+pub use text::{excerpt, first_line, line_of};

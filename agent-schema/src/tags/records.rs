@@ -4,10 +4,12 @@
 use serde_json::Value;
 
 use super::args::Arg;
-use super::errors::{first_line, line_of, Detail, TagError};
+use super::detail::Detail;
+use super::errors::TagError;
 use super::kind::TagErrorKind;
 use super::scanner::{malformed, scan, Call, Event};
 use super::tag::Tag;
+use super::text::{first_line, line_of};
 use crate::annotations::{DispatchMode, FieldTags, MessageAnnotations};
 
 /// A CEL expression written in a doc text: the first argument of a well-formed

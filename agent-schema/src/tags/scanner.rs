@@ -2,10 +2,12 @@
 
 use super::args::{parse_empty_list, parse_list, Arg};
 use super::cursor::{Cursor, Failure};
-use super::errors::{excerpt, Detail, TagError};
+use super::detail::Detail;
+use super::errors::TagError;
 use super::kind::{Placement, TagErrorKind};
 use super::suggest::suggest;
 use super::tag::Tag;
+use super::text::{excerpt, is_space};
 
 /// One tag occurrence, in doc order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,7 +110,7 @@ pub(crate) fn scan(doc: &str) -> Vec<Event> {
             let call = read_call(&mut cur, tag);
             if placement.is_none() && matches!(call, Call::Flag) && cur.pos() == after_name {
                 if let Some(next) = doc[after_name..].chars().next() {
-                    if !super::errors::is_space(next) {
+                    if !is_space(next) {
                         placement = Some(Placement::GluedAfter(next));
                     }
                 }
@@ -158,11 +160,11 @@ fn placement_before(
     before: Option<char>,
 ) -> Option<Placement> {
     if let Some(b) = before {
-        if !super::errors::is_space(b) && b != ')' {
+        if !is_space(b) && b != ')' {
             return Some(Placement::GluedBefore(b));
         }
     }
-    let prose = doc[clean_from.min(at)..at].trim_matches(super::errors::is_space);
+    let prose = doc[clean_from.min(at)..at].trim_matches(is_space);
     match prose {
         "" | "*" | "-" | "+" => None,
         _ => Some(Placement::InSentence),
