@@ -10,12 +10,12 @@ use agent_schema::protocol::ErrorCode;
 use axum::http::StatusCode;
 use serde_json::Value;
 
-use super::gate::{activate, with_revocation};
+use super::error::ApiError;
 use super::idempotency::Claim;
 use super::reply::Reply;
+use super::state::ServerState;
+use super::tail::{activate, with_revocation};
 use crate::app::App;
-use crate::ops::error::ApiError;
-use crate::ops::ServerState;
 use crate::security::TokenRecord;
 
 /// Runs `work` on its own task for the caller `record`, under `keyed` = `(idempotencyKey,

@@ -12,34 +12,14 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
 
+use super::call::{log_entry, Backend, Caller, Handled, Resolved};
+use super::error::ApiError;
 use super::reply::Reply;
-use super::table::Operation;
-use super::{log_entry, Call, Handled};
+use super::spec::OperationSpec;
+use super::state::ServerState;
+use super::tail::{activate, with_revocation};
 use crate::app::App;
-use crate::engine::session::Session;
-use crate::ops::error::ApiError;
-use crate::ops::ServerState;
-use crate::security::{
-    verify_bearer, AuditEntry, Bucket, TokenRecord, TokenStatus, DEFAULT_ACTIVE_LABEL,
-};
-
-/// What answers an admitted caller's operations: the two kinds of session behind the table.
-pub(crate) enum Backend<A: App> {
-    /// A session hosted in this process.
-    Hosted(Session<A>),
-    /// A paired session (`pairing.md`): its app runs elsewhere and answers `rpc` frames over
-    /// `/agent/ws` (`super::paired`).
-    #[cfg(feature = "pairing")]
-    Paired,
-}
-
-/// A caller the gate admitted: its token record and what answers for the token's session.
-pub(crate) struct Caller<A: App> {
-    /// The token record, as verified.
-    pub(crate) record: TokenRecord,
-    /// The session's backend.
-    pub(crate) backend: Backend<A>,
-}
+use crate::security::{verify_bearer, AuditEntry, Bucket, TokenRecord};
 
 /// What a caller presents to the gate.
 #[derive(Debug, Clone, Copy)]
@@ -109,48 +89,19 @@ async fn backend_of<A: App>(
 pub(crate) type Handler<A, R> =
     for<'a> fn(&'a Resolved<'a, A>, R) -> BoxFuture<'a, Result<Handled, ApiError>>;
 
-/// What a handler receives: the state, the caller and, for a paired session, the request
-/// body as it came (relayed as the `rpc` arguments).
-pub(crate) struct Resolved<'a, A: App> {
-    /// The shared state.
-    pub(crate) server: &'a ServerState<A>,
-    /// The caller's token record.
-    pub(crate) record: &'a TokenRecord,
-    /// The caller's backend.
-    pub(crate) backend: &'a Backend<A>,
-    /// The request body (an object, or `{}`), for a paired session's `rpc` arguments.
-    #[cfg_attr(not(feature = "pairing"), allow(dead_code))]
-    pub(crate) args: Value,
-}
-
-impl<'a, A: App> Resolved<'a, A> {
-    /// The hosted call, when the backend is a hosted session.
-    pub(crate) fn hosted(&self) -> Option<Call<'a, A>> {
-        match self.backend {
-            Backend::Hosted(session) => Some(Call {
-                server: self.server,
-                record: self.record,
-                session,
-            }),
-            #[cfg(feature = "pairing")]
-            Backend::Paired => None,
-        }
-    }
-}
-
-/// Runs `op` for an admitted caller with its typed `request` (steps 7–9, plus idempotency for
+/// Runs the operation of `spec` for an admitted caller with its typed `request` (steps 7–9, plus idempotency for
 /// a keyed `/message`). Never fails: an error is an error reply. `keyed` is the request's
 /// `(idempotencyKey, msg)`, when the operation is keyed and the request carries one.
 pub(crate) async fn serve<A: App, R: Send + 'static>(
     server: &ServerState<A>,
     caller: Caller<A>,
-    op: Operation,
+    spec: &'static OperationSpec,
     request: R,
     args: Value,
     keyed: Option<(String, Value)>,
     handler: Handler<A, R>,
 ) -> Reply {
-    let conduct = op.spec().conduct;
+    let conduct = spec.conduct;
     if conduct.touch_on_arrival {
         server
             .tokens()
@@ -159,11 +110,11 @@ pub(crate) async fn serve<A: App, R: Send + 'static>(
     }
     let tid = caller.record.tid.clone();
     if !conduct.detached {
-        let run = run(server.clone(), op, caller, request, args, handler);
+        let run = run(server.clone(), spec, caller, request, args, handler);
         return with_revocation(server, &tid, run).await;
     }
     let record = caller.record.clone();
-    let work = run(server.clone(), op, caller, request, args, handler);
+    let work = run(server.clone(), spec, caller, request, args, handler);
     super::detached::run_keyed(server, &record, keyed, work).await
 }
 
@@ -171,7 +122,7 @@ pub(crate) async fn serve<A: App, R: Send + 'static>(
 /// an `error` entry in a hosted session's log.
 async fn run<A: App, R: Send + 'static>(
     server: ServerState<A>,
-    op: Operation,
+    spec: &'static OperationSpec,
     caller: Caller<A>,
     request: R,
     args: Value,
@@ -181,6 +132,7 @@ async fn run<A: App, R: Send + 'static>(
         server: &server,
         record: &caller.record,
         backend: &caller.backend,
+        spec,
         args,
     };
     let handled = AssertUnwindSafe(handler(&resolved, request))
@@ -201,7 +153,7 @@ async fn run<A: App, R: Send + 'static>(
                 {
                     let entry = log_entry(
                         LogKind::Error,
-                        op.spec().label.to_string(),
+                        spec.label.to_string(),
                         &caller.record.tid,
                         server.now(),
                     );
@@ -211,17 +163,6 @@ async fn run<A: App, R: Send + 'static>(
             }
             Reply::from_error(&e)
         }
-    }
-}
-
-/// Activation (`awaiting-claude` → `active`) or touch of a successful call.
-pub(crate) async fn activate<A: App>(server: &ServerState<A>, record: &TokenRecord) {
-    let now = server.now();
-    if record.status == TokenStatus::AwaitingClaude {
-        let label = record.label.as_deref().unwrap_or(DEFAULT_ACTIVE_LABEL);
-        server.tokens().mark_active(&record.tid, label, now).await;
-    } else {
-        server.tokens().touch(&record.tid, now).await;
     }
 }
 
@@ -243,28 +184,4 @@ async fn success_tail<A: App>(call: &Resolved<'_, A>, handled: Handled) -> Reply
         .with_uid(record.uid.clone());
     server.audit(entry).await;
     Reply::ok(handled.body)
-}
-
-/// Races `work` against the revocation of `tid` (→ 403 `revoked`).
-pub(crate) async fn with_revocation<A: App>(
-    server: &ServerState<A>,
-    tid: &str,
-    work: impl std::future::Future<Output = Reply>,
-) -> Reply {
-    let mut revoked = server.inner.revocations.subscribe();
-    let wait_revoked = async move {
-        loop {
-            match revoked.recv().await {
-                Ok(t) if t == tid => return,
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                    std::future::pending::<()>().await
-                }
-            }
-        }
-    };
-    tokio::select! {
-        reply = work => reply,
-        _ = wait_revoked => Reply::from_error(&ApiError::revoked()),
-    }
 }

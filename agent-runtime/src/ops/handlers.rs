@@ -12,12 +12,12 @@ use agent_schema::protocol::{
 use serde::Serialize;
 use serde_json::json;
 
-use super::table::Operation;
-use super::{log_entry, Answer, Call};
+use super::call::{log_entry, Answer, Call};
+use super::error::ApiError;
+use super::spec::OperationSpec;
 use crate::app::App;
 use crate::config::OverBudget;
 use crate::engine::session::{DispatchOptions, SendError, SessionError};
-use crate::ops::error::ApiError;
 use crate::security::AuditEvent;
 
 type Handled<R> = Result<Answer<R>, ApiError>;
@@ -29,22 +29,25 @@ fn closed_or_internal(e: SessionError) -> ApiError {
     }
 }
 
-/// A read of `op`: logs a `read` entry under the operation's label.
-fn read<R: Serialize>(op: Operation, body: R) -> Answer<R> {
-    let spec = op.spec();
-    Answer::read(body, spec.label, spec.tool)
+/// A read: logs a `read` entry under the operation's label.
+fn read<A: App, R: Serialize>(call: &Call<'_, A>, body: R) -> Answer<R> {
+    Answer::read(body, call.spec.label, call.spec.tool)
 }
 
 /// The default `drainQuietMs` of a dispatch (`lap.md` §5.5).
 const DEFAULT_DRAIN_QUIET_MS: u64 = 100;
 
-/// The options of a dispatch (`lap.md` §5.5): defaults 100 ms quiet and `/message`'s default
-/// timeout, clamped to `max_wait_ms`.
-pub(crate) fn dispatch_options(request: &DispatchRequest, max_wait_ms: u64) -> DispatchOptions {
+/// The options of a dispatch (`lap.md` §5.5): defaults 100 ms quiet and the timeout of
+/// `spec` (`/message`'s), clamped to `max_wait_ms`.
+pub(crate) fn dispatch_options(
+    request: &DispatchRequest,
+    spec: &OperationSpec,
+    max_wait_ms: u64,
+) -> DispatchOptions {
     DispatchOptions {
         wait_for: request.wait_for.unwrap_or_default(),
         drain_quiet_ms: request.drain_quiet_ms.unwrap_or(DEFAULT_DRAIN_QUIET_MS),
-        timeout_ms: Operation::Message.wait_ms(request.timeout_ms, max_wait_ms),
+        timeout_ms: spec.wait_ms(request.timeout_ms, max_wait_ms),
         include_state: request.include_state,
     }
 }
@@ -62,29 +65,26 @@ pub(super) async fn observe<A: App>(
         description: call.server.host().observe_description(),
         context,
     };
-    Ok(read(Operation::Observe, body))
+    Ok(read(call, body))
 }
 
 pub(super) async fn describe<A: App>(call: &Call<'_, A>, _: EmptyRequest) -> Handled<Description> {
     Ok(Answer::audited(
         call.server.host().description(),
-        json!({"path": Operation::Describe.audit_path()}),
+        json!({"path": call.spec.audit_path()}),
     ))
 }
 
 pub(super) async fn state<A: App>(call: &Call<'_, A>, req: StateRequest) -> Handled<StateResponse> {
     let body = call.session.get_state(req.path.as_deref());
-    Ok(read(Operation::State, body))
+    Ok(read(call, body))
 }
 
 pub(super) async fn query_state<A: App>(
     call: &Call<'_, A>,
     req: QueryStateRequest,
 ) -> Handled<QueryStateResponse> {
-    Ok(read(
-        Operation::QueryState,
-        call.session.query_state(&req.path),
-    ))
+    Ok(read(call, call.session.query_state(&req.path)))
 }
 
 pub(super) async fn actions<A: App>(
@@ -92,7 +92,7 @@ pub(super) async fn actions<A: App>(
     _: EmptyRequest,
 ) -> Handled<ActionsResponse> {
     let actions = call.session.list_actions().map_err(closed_or_internal)?;
-    Ok(read(Operation::Actions, ActionsResponse { actions }))
+    Ok(read(call, ActionsResponse { actions }))
 }
 
 pub(super) async fn query_dom<A: App>(
@@ -103,7 +103,7 @@ pub(super) async fn query_dom<A: App>(
         .session
         .query_dom(&req.name, req.multiple)
         .map_err(closed_or_internal)?;
-    let spec = Operation::QueryDom.spec();
+    let spec = call.spec;
     Ok(Answer::read(
         body,
         format!("{}: {}", spec.label, req.name),
@@ -119,7 +119,7 @@ pub(super) async fn describe_visible<A: App>(
         .session
         .describe_visible()
         .map_err(closed_or_internal)?;
-    Ok(read(Operation::DescribeVisible, body))
+    Ok(read(call, body))
 }
 
 pub(super) async fn context<A: App>(
@@ -130,7 +130,7 @@ pub(super) async fn context<A: App>(
         .session
         .describe_context(Some(call.tid()))
         .map_err(closed_or_internal)?;
-    Ok(read(Operation::Context, body))
+    Ok(read(call, body))
 }
 
 pub(super) async fn would_dispatch<A: App>(
@@ -141,7 +141,7 @@ pub(super) async fn would_dispatch<A: App>(
         .session
         .would_dispatch(&req.msg.0)
         .map_err(closed_or_internal)?;
-    Ok(read(Operation::WouldDispatch, body))
+    Ok(read(call, body))
 }
 
 pub(super) async fn recent_actions<A: App>(
@@ -150,7 +150,7 @@ pub(super) async fn recent_actions<A: App>(
 ) -> Handled<RecentActionsResponse> {
     let entries = call.session.recent_log(req.count(), req.kind.as_deref());
     let detail = json!({
-        "tool": Operation::RecentActions.tool(),
+        "tool": call.spec.tool,
         "count": entries.len(),
         "kindFilter": req.kind,
     });
@@ -180,7 +180,7 @@ pub(super) async fn message<A: App>(
     req: MessageRequest,
 ) -> Handled<SendResult> {
     let session = call.session;
-    let opts = dispatch_options(&req.dispatch, call.server.options().max_wait_ms);
+    let opts = dispatch_options(&req.dispatch, call.spec, call.server.options().max_wait_ms);
     let DispatchRequest { msg, reason, .. } = req.dispatch;
     let variant = msg.variant().to_string();
     let result = match session
@@ -234,7 +234,7 @@ pub(super) async fn confirm_result<A: App>(
     req: ConfirmResultRequest,
 ) -> Handled<ConfirmResultResponse> {
     let id = req.confirm_id;
-    let timeout = call.wait_ms(req.timeout_ms, Operation::ConfirmResult);
+    let timeout = call.wait_ms(req.timeout_ms);
     let outcome = call
         .session
         .wait_confirm(&id, timeout)
@@ -261,18 +261,18 @@ pub(super) async fn confirm_result<A: App>(
     };
     Ok(Answer::audited(
         body,
-        json!({"path": Operation::ConfirmResult.audit_path(), "outcome": name}),
+        json!({"path": call.spec.audit_path(), "outcome": name}),
     ))
 }
 
 pub(super) async fn wait<A: App>(call: &Call<'_, A>, req: WaitRequest) -> Handled<WaitResponse> {
-    let timeout = call.wait_ms(req.timeout_ms, Operation::Wait);
+    let timeout = call.wait_ms(req.timeout_ms);
     let body = call
         .session
         .wait_for_change(req.path.as_deref(), timeout)
         .await
         .map_err(closed_or_internal)?;
-    let detail = json!({"path": Operation::Wait.audit_path(), "outcome": body.status.as_str()});
+    let detail = json!({"path": call.spec.audit_path(), "outcome": body.status.as_str()});
     Ok(Answer::audited(body, detail))
 }
 
@@ -283,15 +283,13 @@ pub(super) async fn narrate<A: App>(
     let session = call.session;
     let limit = call.server.host().config().budgets.log_entry_bytes;
     OverBudget::check("text", req.text.len(), limit)?;
-    let intent = req
-        .intent
-        .unwrap_or_else(|| Operation::Narrate.spec().label.to_string());
+    let intent = req.intent.unwrap_or_else(|| call.spec.label.to_string());
     let mut entry = log_entry(LogKind::Narrate, intent, call.tid(), session.now_ms());
     entry.detail = Some(req.text);
     OverBudget::check("the log entry", crate::config::json_len(&entry), limit)?;
     session.append_log(entry);
     Ok(Answer::audited(
         NarrateResponse { ok: true },
-        json!({"path": Operation::Narrate.audit_path(), "outcome": "ok"}),
+        json!({"path": call.spec.audit_path(), "outcome": "ok"}),
     ))
 }

@@ -1,6 +1,6 @@
 //! The operations of a paired session (`pairing.md` §LAP → frames), behind the same gate as a
 //! hosted session's: reads and `/message` are relayed to the app runtime as `rpc` frames
-//! named by the operation's tool ([`Operation::tool`]) and its answer is the body; `/describe`
+//! named by the operation's MCP tool and its answer is the body; `/describe`
 //! and the description in `/observe` come from the cached `hello`; `/confirm-result`, `/wait`,
 //! `/narrate` and `/recent-actions` are answered from the frames the runtime pushes.
 //!
@@ -16,32 +16,15 @@ use agent_schema::protocol::{
 };
 use serde_json::{json, Map, Value};
 
-use super::gate::Resolved;
-use super::options::PairingOptions;
-use super::{Answer, Operation};
+use super::call::{Answer, Resolved};
+use super::error::ApiError;
+use super::state::ServerState;
 use crate::app::App;
 use crate::config::OverBudget;
 use crate::engine::paired::frames::{ConfirmDecision, Hello, ServerFrame};
 use crate::engine::paired::hub::{Hub, Resolution, RpcFail};
 use crate::engine::paired::records::within_grace;
-use crate::ops::error::ApiError;
-use crate::ops::ServerState;
 use crate::security::{TokenRecord, TokenStatus};
-
-/// The pairing state of a server: the live hub and the options.
-pub(crate) struct Pairing {
-    pub(crate) hub: Hub,
-    pub(crate) options: PairingOptions,
-}
-
-impl Pairing {
-    pub(crate) fn new(options: PairingOptions, entry_bytes: usize) -> Self {
-        Pairing {
-            hub: Hub::new(options.outcome_ms, options.grace_ms, entry_bytes),
-            options,
-        }
-    }
-}
 
 /// Extra time an rpc of `/message` gets past the dispatch's own `timeoutMs`.
 const MESSAGE_SLACK_MS: u64 = 1000;
@@ -109,30 +92,30 @@ fn failed<A: App>(call: &Resolved<'_, A>, fail: RpcFail) -> ApiError {
 }
 
 /// A paired answer: audited as `lap-call {tool, paired}`; the app keeps its own log.
-fn answer<R: serde::Serialize>(op: Operation, body: R) -> Answer<R> {
-    Answer::audited(body, json!({"tool": op.tool(), "paired": true}))
+fn answer<A: App, R: serde::Serialize>(call: &Resolved<'_, A>, body: R) -> Answer<R> {
+    Answer::audited(body, json!({"tool": call.spec.tool, "paired": true}))
 }
 
-/// Sends `op`'s `rpc` with `args` and waits up to `ms` for the app's answer.
-async fn relay<A: App>(
-    call: &Resolved<'_, A>,
-    op: Operation,
-    args: Value,
-    ms: u64,
-) -> Result<Value, ApiError> {
+/// Sends the operation's `rpc` with `args` and waits up to `ms` for the app's answer.
+async fn relay<A: App>(call: &Resolved<'_, A>, args: Value, ms: u64) -> Result<Value, ApiError> {
     call.server
         .inner
         .pairing
         .hub
-        .rpc(&call.record.tid, op.tool(), args, Duration::from_millis(ms))
+        .rpc(
+            &call.record.tid,
+            call.spec.tool,
+            args,
+            Duration::from_millis(ms),
+        )
         .await
         .map_err(|f| failed(call, f))
 }
 
-/// Relays `op` with the request body as it came, within the forward timeout.
-async fn forward<A: App>(call: &Resolved<'_, A>, op: Operation, args: Value) -> Relayed<Value> {
+/// Relays the operation with `args`, within the forward timeout.
+async fn forward<A: App>(call: &Resolved<'_, A>, args: Value) -> Relayed<Value> {
     let ms = call.server.inner.pairing.options.forward_timeout_ms;
-    Ok(answer(op, relay(call, op, args, ms).await?))
+    Ok(answer(call, relay(call, args, ms).await?))
 }
 
 /// The cached `hello` (503 `paused` before the app sent one).
@@ -166,9 +149,8 @@ pub(crate) fn description(hello: &Hello) -> Value {
 
 pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Value> {
     let hello = hello(call)?;
-    let op = Operation::Observe;
     let ms = call.server.inner.pairing.options.forward_timeout_ms;
-    let dynamic = relay(call, op, json!({}), ms).await?;
+    let dynamic = relay(call, json!({}), ms).await?;
     let field = |k: &str| dynamic.get(k).cloned().unwrap_or(Value::Null);
     let body = json!({
         "state": field("state"),
@@ -176,65 +158,64 @@ pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> 
         "description": description(&hello),
         "context": field("context"),
     });
-    Ok(answer(op, body))
+    Ok(answer(call, body))
 }
 
 pub(super) async fn describe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Value> {
-    Ok(answer(Operation::Describe, description(&*hello(call)?)))
+    Ok(answer(call, description(&*hello(call)?)))
 }
 
 pub(super) async fn state<A: App>(call: &Resolved<'_, A>, _: StateRequest) -> Relayed<Value> {
-    forward(call, Operation::State, call.args.clone()).await
+    forward(call, call.args.clone()).await
 }
 
 pub(super) async fn query_state<A: App>(
     call: &Resolved<'_, A>,
     _: QueryStateRequest,
 ) -> Relayed<Value> {
-    forward(call, Operation::QueryState, call.args.clone()).await
+    forward(call, call.args.clone()).await
 }
 
 pub(super) async fn actions<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Value> {
-    forward(call, Operation::Actions, json!({})).await
+    forward(call, json!({})).await
 }
 
 pub(super) async fn query_dom<A: App>(
     call: &Resolved<'_, A>,
     _: QueryDomRequest,
 ) -> Relayed<Value> {
-    forward(call, Operation::QueryDom, call.args.clone()).await
+    forward(call, call.args.clone()).await
 }
 
 pub(super) async fn describe_visible<A: App>(
     call: &Resolved<'_, A>,
     _: EmptyRequest,
 ) -> Relayed<Value> {
-    forward(call, Operation::DescribeVisible, json!({})).await
+    forward(call, json!({})).await
 }
 
 pub(super) async fn context<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Value> {
-    forward(call, Operation::Context, json!({})).await
+    forward(call, json!({})).await
 }
 
 pub(super) async fn would_dispatch<A: App>(
     call: &Resolved<'_, A>,
     _: WouldDispatchRequest,
 ) -> Relayed<Value> {
-    forward(call, Operation::WouldDispatch, call.args.clone()).await
+    forward(call, call.args.clone()).await
 }
 
 /// `/message`: `send_message` with the whole body; a proposal is waited on for `timeoutMs`.
 pub(super) async fn message<A: App>(call: &Resolved<'_, A>, req: MessageRequest) -> Relayed<Value> {
     let hub = &call.server.inner.pairing.hub;
     let tid = call.record.tid.as_str();
-    let op = Operation::Message;
-    let timeout = wait_ms(call, req.dispatch.timeout_ms, op);
-    let answered = relay(call, op, call.args.clone(), timeout + MESSAGE_SLACK_MS).await?;
+    let timeout = wait_ms(call, req.dispatch.timeout_ms);
+    let answered = relay(call, call.args.clone(), timeout + MESSAGE_SLACK_MS).await?;
     if answered.get("status").and_then(Value::as_str) != Some("pending-confirmation") {
-        return Ok(answer(op, answered));
+        return Ok(answer(call, answered));
     }
     let Some(id) = answered.get("confirmId").and_then(Value::as_str) else {
-        return Ok(answer(op, answered));
+        return Ok(answer(call, answered));
     };
     let id = id.to_string();
     hub.expect_confirm(tid, &id);
@@ -242,7 +223,7 @@ pub(super) async fn message<A: App>(call: &Resolved<'_, A>, req: MessageRequest)
         .wait_confirm(tid, &id, Duration::from_millis(timeout))
         .await;
     Ok(answer(
-        op,
+        call,
         resolution_answer(hub, tid, &id, resolved, false),
     ))
 }
@@ -253,8 +234,7 @@ pub(super) async fn confirm_result<A: App>(
 ) -> Relayed<Value> {
     let hub = &call.server.inner.pairing.hub;
     let tid = call.record.tid.as_str();
-    let op = Operation::ConfirmResult;
-    let timeout = wait_ms(call, req.timeout_ms, op);
+    let timeout = wait_ms(call, req.timeout_ms);
     let id = req.confirm_id;
     if !hub.knows_confirm(tid, &id) {
         return Err(ApiError::invalid(format!("unknown confirmId: {id}")));
@@ -262,15 +242,17 @@ pub(super) async fn confirm_result<A: App>(
     let resolved = hub
         .wait_confirm(tid, &id, Duration::from_millis(timeout))
         .await;
-    Ok(answer(op, resolution_answer(hub, tid, &id, resolved, true)))
+    Ok(answer(
+        call,
+        resolution_answer(hub, tid, &id, resolved, true),
+    ))
 }
 
 pub(super) async fn wait<A: App>(
     call: &Resolved<'_, A>,
     req: WaitRequest,
 ) -> Relayed<WaitResponse> {
-    let op = Operation::Wait;
-    let timeout = wait_ms(call, req.timeout_ms, op);
+    let timeout = wait_ms(call, req.timeout_ms);
     let changed = call
         .server
         .inner
@@ -289,14 +271,13 @@ pub(super) async fn wait<A: App>(
             state_after: Value::Null,
         },
     };
-    Ok(answer(op, body))
+    Ok(answer(call, body))
 }
 
 pub(super) async fn narrate<A: App>(
     call: &Resolved<'_, A>,
     req: NarrateRequest,
 ) -> Relayed<NarrateResponse> {
-    let op = Operation::Narrate;
     let limit = call.server.host().config().budgets.log_entry_bytes;
     OverBudget::check("text", req.text.len(), limit)?;
     let at = call.server.now();
@@ -305,7 +286,7 @@ pub(super) async fn narrate<A: App>(
         "id": format!("narrate-{at}-{}", &suffix[..8]),
         "at": at,
         "kind": LogKind::Narrate,
-        "intent": req.intent.unwrap_or_else(|| op.spec().label.to_string()),
+        "intent": req.intent.unwrap_or_else(|| call.spec.label.to_string()),
         "detail": req.text,
         "tid": call.record.tid,
     });
@@ -313,7 +294,7 @@ pub(super) async fn narrate<A: App>(
     if !hub.push(&call.record.tid, ServerFrame::LogPush { entry }) {
         return Err(failed(call, RpcFail::Paused));
     }
-    Ok(answer(op, NarrateResponse { ok: true }))
+    Ok(answer(call, NarrateResponse { ok: true }))
 }
 
 pub(super) async fn recent_actions<A: App>(
@@ -322,10 +303,7 @@ pub(super) async fn recent_actions<A: App>(
 ) -> Relayed<Value> {
     let hub = &call.server.inner.pairing.hub;
     let entries = hub.recent(&call.record.tid, req.count(), req.kind.as_deref());
-    Ok(answer(
-        Operation::RecentActions,
-        json!({ "entries": entries }),
-    ))
+    Ok(answer(call, json!({ "entries": entries })))
 }
 
 /// The answer for a confirmation's resolution (pushing `confirm-expire` on a rejection);
@@ -356,9 +334,10 @@ fn resolution_answer(
     }
 }
 
-/// `timeoutMs` with `op`'s default, clamped to the server's `maxWaitMs`.
-fn wait_ms<A: App>(call: &Resolved<'_, A>, requested: Option<u64>, op: Operation) -> u64 {
-    op.wait_ms(requested, call.server.options().max_wait_ms)
+/// `timeoutMs` with the operation's default, clamped to the server's `maxWaitMs`.
+fn wait_ms<A: App>(call: &Resolved<'_, A>, requested: Option<u64>) -> u64 {
+    call.spec
+        .wait_ms(requested, call.server.options().max_wait_ms)
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub(crate) struct Shared<A: App> {
     pub(crate) revocations: broadcast::Sender<String>,
     /// Paired sockets and which tokens are paired.
     #[cfg(feature = "pairing")]
-    pub(crate) pairing: super::paired::Pairing,
+    pub(crate) pairing: Pairing,
     /// Where the MCP session ids issued are kept (durable stores only).
     #[cfg(feature = "mcp")]
     pub(crate) mcp_bindings: Option<Arc<dyn crate::engine::store::McpBindings>>,
@@ -87,5 +87,26 @@ impl<A: App> ServerState<A> {
     /// Writes an audit entry and waits for the sink (writes on HTTP paths are awaited).
     pub(crate) async fn audit(&self, entry: AuditEntry) {
         self.audit_sink().write(entry).await;
+    }
+}
+
+#[cfg(feature = "pairing")]
+/// The pairing state of a server: the live hub and the options.
+pub(crate) struct Pairing {
+    pub(crate) hub: crate::engine::paired::hub::Hub,
+    pub(crate) options: super::options::PairingOptions,
+}
+
+#[cfg(feature = "pairing")]
+impl Pairing {
+    pub(crate) fn new(options: super::options::PairingOptions, entry_bytes: usize) -> Self {
+        Pairing {
+            hub: crate::engine::paired::hub::Hub::new(
+                options.outcome_ms,
+                options.grace_ms,
+                entry_bytes,
+            ),
+            options,
+        }
     }
 }

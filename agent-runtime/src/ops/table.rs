@@ -10,60 +10,19 @@ use agent_schema::protocol::{
     QueryStateResponse, RecentActionsRequest, RecentActionsResponse, SendResult, StateRequest,
     StateResponse, WaitRequest, WaitResponse, WouldDispatchRequest, WouldDispatchResult,
 };
-use schemars::{Schema, SchemaGenerator};
+use schemars::SchemaGenerator;
 use serde_json::Value;
 
+use super::call::{Backend, Caller};
 use super::error::ApiError;
-use super::gate::{serve, Backend, Caller};
+use super::gate::serve;
 use super::handlers;
 #[cfg(feature = "pairing")]
 use super::paired;
 use super::reply::Reply;
+use super::spec::{Conduct, OperationSpec, PLAIN};
 use super::state::ServerState;
 use crate::app::App;
-
-/// How the gate runs an operation beyond the common steps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Conduct {
-    /// Touches the token on arrival (`/wait`, `/confirm-result`: the call may outlive the
-    /// idle window).
-    pub(crate) touch_on_arrival: bool,
-    /// Runs on its own task to completion even when the caller goes away (`/message`).
-    pub(crate) detached: bool,
-    /// The default of the request's `timeoutMs` (clamped to `maxWaitMs`), for the operations
-    /// that wait.
-    pub(crate) default_timeout_ms: Option<u64>,
-}
-
-const PLAIN: Conduct = Conduct {
-    touch_on_arrival: false,
-    detached: false,
-    default_timeout_ms: None,
-};
-
-/// The prefix of the `path` an operation's audit entries carry (`/lap/v1/describe`).
-const AUDIT_PATH_PREFIX: &str = "/lap/v1";
-
-/// One declared operation.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct OperationSpec {
-    /// Which operation.
-    pub(crate) op: Operation,
-    /// The LAP path tail (`/observe`).
-    pub(crate) lap_path: &'static str,
-    /// The MCP tool name (`observe`), also the `rpc` tool of a paired session.
-    pub(crate) tool: &'static str,
-    /// What the operation does, for the model (MCP description, OpenAPI description).
-    pub(crate) description: &'static str,
-    /// The label of its `read` log entry and of an `error` entry when it fails inside.
-    pub(crate) label: &'static str,
-    /// How the gate runs it.
-    pub(crate) conduct: Conduct,
-    /// The schema of its request (`SchemaGenerator::subschema_for::<Request>`).
-    pub(crate) request_schema: fn(&mut SchemaGenerator) -> Schema,
-    /// The schema of its 200 answer.
-    pub(crate) response_schema: fn(&mut SchemaGenerator) -> Schema,
-}
 
 /// A request that is not keyed.
 fn not_keyed<R>(_: &R) -> Option<(String, Value)> {
@@ -99,10 +58,14 @@ macro_rules! operations {
             $($(#[$doc])* $op,)*
         }
 
-        /// Every operation, in MCP listing order (the order of [`Operation`]).
+        impl Operation {
+            /// Every operation, in MCP listing order.
+            pub(crate) const ALL: &'static [Operation] = &[$(Operation::$op,)*];
+        }
+
+        /// Every operation's spec, in the order of [`Operation::ALL`].
         pub(crate) const OPERATIONS: &[OperationSpec] = &[$(
             OperationSpec {
-                op: Operation::$op,
                 lap_path: $path,
                 tool: $tool,
                 description: $description,
@@ -133,7 +96,7 @@ macro_rules! operations {
                 Operation::$op => match serde_json::from_value::<$req>(body) {
                     Ok(request) => {
                         let keyed = $keyed(&request);
-                        serve(server, caller, op, request, args, keyed, |call, request| {
+                        serve(server, caller, op.spec(), request, args, keyed, |call, request| {
                             Box::pin(async move {
                                 match call.hosted() {
                                     Some(hosted) => $handler(&hosted, request)
@@ -384,7 +347,8 @@ impl Operation {
 
     /// The operation whose MCP tool (and paired `rpc` tool) is `tool`.
     pub fn from_tool(tool: &str) -> Option<Operation> {
-        OPERATIONS.iter().find(|s| s.tool == tool).map(|s| s.op)
+        let i = OPERATIONS.iter().position(|s| s.tool == tool)?;
+        Some(Operation::ALL[i])
     }
 
     /// The LAP path tail (`/state`, …).
@@ -395,19 +359,6 @@ impl Operation {
     /// The MCP tool name.
     pub fn tool(self) -> &'static str {
         self.spec().tool
-    }
-
-    /// The `path` of its audit entries (`/lap/v1/describe`).
-    pub(crate) fn audit_path(self) -> String {
-        format!("{AUDIT_PATH_PREFIX}{}", self.lap_path())
-    }
-
-    /// `timeoutMs` with this operation's default, clamped to `max_wait_ms`.
-    pub(crate) fn wait_ms(self, requested: Option<u64>, max_wait_ms: u64) -> u64 {
-        requested
-            .or(self.spec().conduct.default_timeout_ms)
-            .unwrap_or(0)
-            .min(max_wait_ms)
     }
 }
 
@@ -425,10 +376,9 @@ mod tests {
         tools.dedup();
         assert_eq!(paths.len(), 14);
         assert_eq!(tools.len(), 14);
-        for (i, spec) in OPERATIONS.iter().enumerate() {
-            assert_eq!(spec.op as usize, i, "the table follows the enum's order");
-            assert_eq!(spec.op.spec().tool, spec.tool);
-            assert_eq!(Operation::from_tool(spec.tool), Some(spec.op));
+        for (i, op) in Operation::ALL.iter().enumerate() {
+            assert_eq!(*op as usize, i, "the table follows the enum's order");
+            assert_eq!(Operation::from_tool(op.tool()), Some(*op));
         }
     }
 }

@@ -18,9 +18,9 @@ use serde_json::json;
 use super::body::{check_content_length, read_json};
 use crate::app::App;
 use crate::engine::session::{EditedApprovalError, Session, SessionError};
-use crate::ops::dispatch_options;
 use crate::ops::error::{json_ok, json_text_ok, ApiError};
 use crate::ops::ServerState;
+use crate::ops::{dispatch_options, Operation};
 use crate::security::{AgentSession, TokenRecord, TokenStatus};
 use agent_schema::protocol::ErrorCode;
 use agent_schema::protocol::{DispatchRequest, Fields};
@@ -211,7 +211,11 @@ async fn human_dispatch<A: App>(server: ServerState<A>, id: String, req: Request
     let result = async {
         let request: DispatchRequest = serde_json::from_value(read_json(body).await?)
             .map_err(|e| ApiError::invalid(e.to_string()))?;
-        let opts = dispatch_options(&request, server.options().max_wait_ms);
+        let opts = dispatch_options(
+            &request,
+            Operation::Message.spec(),
+            server.options().max_wait_ms,
+        );
         let result = session
             .dispatch_as_human(&request.msg.0, opts)
             .await

@@ -7,7 +7,7 @@ use agent_schema::protocol::ErrorResponse;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{json, Map, Value};
 
-use crate::ops::table::{OperationSpec, OPERATIONS};
+use crate::ops::{OperationSpec, OPERATIONS};
 
 /// Where the schemas live in the document (`#/components/schemas/<name>`).
 const DEFINITIONS_PATH: &str = "/components/schemas/";

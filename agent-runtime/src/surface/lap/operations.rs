@@ -23,8 +23,8 @@ use crate::ops::{self, Caller};
 pub(crate) fn lap_routes<A: App>(server: &ServerState<A>) -> Router {
     let base = server.options().lap_base_path.trim_end_matches('/');
     let mut router = Router::new();
-    for spec in ops::table::OPERATIONS {
-        let op = spec.op;
+    for &op in ops::Operation::ALL {
+        let spec = op.spec();
         router = router.route(
             &format!("{base}{}", spec.lap_path),
             any(

@@ -14,7 +14,6 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ops::table::{OperationSpec, OPERATIONS};
 use crate::ops::Operation;
 use agent_schema::protocol::EmptyRequest;
 
@@ -126,10 +125,11 @@ const DISCONNECT: ToolSpec = ToolSpec {
 };
 
 /// The tool of an operation.
-fn operation_tool(spec: &'static OperationSpec) -> ToolSpec {
+fn operation_tool(op: &Operation) -> ToolSpec {
+    let spec = op.spec();
     ToolSpec {
         name: spec.tool,
-        action: ToolAction::Run(spec.op),
+        action: ToolAction::Run(*op),
         description: spec.description,
         schema: spec.request_schema,
     }
@@ -143,7 +143,7 @@ pub(crate) fn tools(surface: Surface) -> impl Iterator<Item = ToolSpec> {
         Surface::Bridge => CONNECT_BRIDGE,
     };
     std::iter::once(connect)
-        .chain(OPERATIONS.iter().map(operation_tool))
+        .chain(Operation::ALL.iter().map(operation_tool))
         .chain(std::iter::once(DISCONNECT))
 }
 
@@ -172,9 +172,9 @@ mod tests {
 
     #[test]
     fn every_operation_is_a_tool_under_its_name() {
-        for spec in OPERATIONS {
-            let tool = find(Surface::Server, spec.tool).expect("declared");
-            assert_eq!(tool.action, ToolAction::Run(spec.op));
+        for &op in Operation::ALL {
+            let tool = find(Surface::Server, op.tool()).expect("declared");
+            assert_eq!(tool.action, ToolAction::Run(op));
         }
         assert_eq!(
             find(Surface::Bridge, "observe").unwrap().action,

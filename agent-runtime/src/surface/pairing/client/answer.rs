@@ -143,7 +143,7 @@ async fn send_message<A: App>(
         Ok(r) => r,
         Err(e) => return (Err(e), Vec::new()),
     };
-    let opts = dispatch_options(&request.dispatch, MAX_WAIT_MS);
+    let opts = dispatch_options(&request.dispatch, Operation::Message.spec(), MAX_WAIT_MS);
     let reason = request.dispatch.reason.clone();
     let result: Result<SendResult, _> = session
         .send_message(&request.dispatch.msg.0, reason, opts, None)

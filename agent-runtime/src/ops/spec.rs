@@ -1,0 +1,61 @@
+//! What the table declares of each operation, as plain data: its paths and names, how the
+//! gate runs it, its schemas. The call context carries its operation's spec, so handlers read
+//! their own facts (label, tool, timeouts) from it.
+
+use schemars::{Schema, SchemaGenerator};
+
+/// How the gate runs an operation beyond the common steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Conduct {
+    /// Touches the token on arrival (`/wait`, `/confirm-result`: the call may outlive the
+    /// idle window).
+    pub(crate) touch_on_arrival: bool,
+    /// Runs on its own task to completion even when the caller goes away (`/message`).
+    pub(crate) detached: bool,
+    /// The default of the request's `timeoutMs` (clamped to `maxWaitMs`), for the operations
+    /// that wait.
+    pub(crate) default_timeout_ms: Option<u64>,
+}
+
+pub(crate) const PLAIN: Conduct = Conduct {
+    touch_on_arrival: false,
+    detached: false,
+    default_timeout_ms: None,
+};
+
+/// The prefix of the `path` an operation's audit entries carry (`/lap/v1/describe`).
+const AUDIT_PATH_PREFIX: &str = "/lap/v1";
+
+/// One declared operation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OperationSpec {
+    /// The LAP path tail (`/observe`).
+    pub(crate) lap_path: &'static str,
+    /// The MCP tool name (`observe`), also the `rpc` tool of a paired session.
+    pub(crate) tool: &'static str,
+    /// What the operation does, for the model (MCP description, OpenAPI description).
+    pub(crate) description: &'static str,
+    /// The label of its `read` log entry and of an `error` entry when it fails inside.
+    pub(crate) label: &'static str,
+    /// How the gate runs it.
+    pub(crate) conduct: Conduct,
+    /// The schema of its request (`SchemaGenerator::subschema_for::<Request>`).
+    pub(crate) request_schema: fn(&mut SchemaGenerator) -> Schema,
+    /// The schema of its 200 answer.
+    pub(crate) response_schema: fn(&mut SchemaGenerator) -> Schema,
+}
+
+impl OperationSpec {
+    /// The `path` of its audit entries (`/lap/v1/describe`).
+    pub(crate) fn audit_path(&self) -> String {
+        format!("{AUDIT_PATH_PREFIX}{}", self.lap_path)
+    }
+
+    /// `timeoutMs` with this operation's default, clamped to `max_wait_ms`.
+    pub(crate) fn wait_ms(&self, requested: Option<u64>, max_wait_ms: u64) -> u64 {
+        requested
+            .or(self.conduct.default_timeout_ms)
+            .unwrap_or(0)
+            .min(max_wait_ms)
+    }
+}
