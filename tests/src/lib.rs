@@ -1,6 +1,7 @@
 //! Harness for the workspace-level integration tests: starts an app's agent surface on
 //! `127.0.0.1:0` and talks to it over real HTTP, plus a probe app for runtime tests.
 
+pub mod architecture;
 pub mod example;
 pub mod mcp;
 #[cfg(feature = "full")]
