@@ -116,53 +116,80 @@ pub use listener::{serve, Serve};
 pub use ops::{ApiError, Operation, ServerOptions, DEFAULT_RATE_LIMIT, IDEMPOTENCY_WINDOW_MS};
 pub use server::{AgentServer, AgentServerBuilder};
 
-/// Sessions: a hosted app instance and what it hands its embedder.
+// The public modules below are facades: each re-exports what an embedder uses from the
+// layer where it lives (`docs/architecture.md`, public API). Nothing inside the crate imports
+// through them.
+
+/// A hosted session: one app instance, its dispatch, confirmations, reads and events.
 pub mod session {
-    pub use crate::engine::session::*;
+    pub use crate::engine::session::{
+        DispatchOptions, EditedApprovalError, EffectContext, LastOutcome, Published, Session,
+        SessionClosed, SessionError, SessionEvent, Subscription,
+    };
 }
 
 /// The table of sessions of a host.
 pub mod host {
-    pub use crate::engine::host::*;
+    pub use crate::engine::host::{CreateSessionError, Host};
 }
 
-/// Session stores: in memory, SQLite, PostgreSQL.
+/// Session stores: in memory, SQLite (feature `sqlite`), PostgreSQL (feature `postgres`), and
+/// the traits a store of one's own implements (`docs/stores.md`).
 pub mod store {
-    pub use crate::engine::store::*;
+    #[cfg(feature = "sqlite")]
+    pub use crate::engine::store::SqliteStore;
+    pub use crate::engine::store::{
+        IdempotencyEntry, IdempotencyRecords, InMemoryTokenStore, McpBinding, McpBindings,
+        MemoryStore, SessionRecord, SessionStore, SigningKeys, StoreError, StoreKind, StoreResult,
+        Stores, TokenStore,
+    };
+    #[cfg(feature = "postgres")]
+    pub use crate::engine::store::{PostgresStore, CHANGES_CHANNEL};
 }
 
-/// Payload validation.
+/// Payload validation (`docs/semantics.md` §2).
 pub mod validate {
-    pub use crate::algo::validate::*;
+    pub use crate::algo::validate::{Validator, ValidatorError};
 }
 
-/// The affordance lister.
+/// The affordance lister (`docs/semantics.md` §4).
 pub mod affordances {
-    pub use crate::algo::affordances::*;
+    pub use crate::algo::affordances::Affordances;
 }
 
-/// CEL evaluation.
+/// CEL evaluation of `@routeGated` and `@validates` (`docs/semantics.md` §3).
 pub mod cel_eval {
-    pub use crate::algo::cel_eval::*;
+    pub use crate::algo::cel_eval::{
+        check_syntax, evaluate_gate, evaluate_validates, json_to_cel, CompiledPredicate, GateScope,
+        PredicateCache,
+    };
 }
 
-/// The JSON Patch diff.
+/// The JSON Patch diff (`docs/semantics.md` §1).
 pub mod diff {
-    pub use crate::algo::diff::*;
+    pub use crate::algo::diff::{diff, PatchOp};
 }
 
-/// Tracked collections.
+/// Tracked collections: a `Vec` and an insertion-ordered map that tell the snapshot walker
+/// what changed (`docs/stores.md`).
 pub mod tracked {
-    pub use crate::algo::tracked::*;
+    pub use crate::algo::tracked::{TrackedMap, TrackedVec};
 }
 
-/// MCP.
+/// MCP: `/agent/mcp`'s options and live sessions, and the stdio bridge (feature `bridge`;
+/// `docs/mcp.md`).
 #[cfg(feature = "mcp")]
 pub mod mcp {
-    pub use crate::surface::mcp::*;
+    /// The `agent-bridge` stdio server.
+    #[cfg(feature = "bridge")]
+    pub mod bridge {
+        pub use crate::surface::mcp::bridge::serve_stdio;
+    }
+    pub use crate::surface::mcp::{AtCapacity, McpOptions, McpSessions, MCP_PATH};
 }
 
-/// Pairing.
+/// Pairing (`docs/pairing.md`): the server's options for `/agent/ws`, and the client that
+/// pairs an app hosted in this process with a server (feature `pairing-client`).
 #[cfg(any(feature = "pairing", feature = "pairing-client"))]
 pub mod pairing {
     #[cfg(feature = "pairing")]

@@ -24,7 +24,6 @@ fn describe(cycles: &[Cycle]) -> String {
 /// No cycles among agent-runtime's top-level modules, nor among the files of any folder.
 /// Prints the module map (each module and the modules it imports, with an example `file:line`).
 #[test]
-#[ignore = "until the cycles are removed (issue 20)"]
 fn module_graph_has_no_cycles() {
     let graph = runtime().graph();
     println!("== Module map\n{}", graph.module_map());
@@ -40,7 +39,6 @@ fn module_graph_has_no_cycles() {
 /// agent-runtime's public API, every path, field and method of it, as a snapshot; and no more
 /// than [`MAX_PUBLIC_ITEMS`] items.
 #[test]
-#[ignore = "until the public API is trimmed (issue 20)"]
 fn public_api_is_small() {
     let api = runtime().public_api("agent_runtime");
     println!("{}", api.counts());

@@ -33,7 +33,7 @@ use crate::algo::cel_eval::PredicateCache;
 use crate::algo::route_gates::{GateSet, GateValues};
 
 /// The `unavailableReason` of a closed route gate without a reason of its own.
-pub const DEFAULT_UNAVAILABLE_REASON: &str = "not available in the current state";
+pub(crate) const DEFAULT_UNAVAILABLE_REASON: &str = "not available in the current state";
 
 /// What `list_actions` needs to know about one variant.
 #[derive(Debug)]

@@ -28,13 +28,13 @@ use cel::{Context, Env, Program};
 use serde_json::Value;
 
 /// The variable a route gate sees.
-pub const STATE_VAR: &str = "state";
+pub(crate) const STATE_VAR: &str = "state";
 /// The variable a `@validates` predicate sees.
-pub const VALUE_VAR: &str = "v";
+pub(crate) const VALUE_VAR: &str = "v";
 
 /// Expressions whose tree is at most this deep are evaluated on the caller's thread; deeper
 /// ones on a thread of their own with `DEEP_STACK` bytes of stack.
-pub const INLINE_DEPTH: usize = 12;
+pub(crate) const INLINE_DEPTH: usize = 12;
 
 /// The stack of the thread that evaluates deep expressions.
 const DEEP_STACK: usize = 32 * 1024 * 1024;

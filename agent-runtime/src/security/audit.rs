@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt as _;
 
 /// The `tracing` target of audit events.
-pub const AUDIT_TARGET: &str = "agent_audit";
+pub(super) const AUDIT_TARGET: &str = "agent_audit";
 
 /// What an audit entry records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -18,7 +18,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 /// The shared client address of callers nothing else distinguishes.
-pub const ANONYMOUS_CLIENT_ADDR: &str = "anon";
+pub(super) const ANONYMOUS_CLIENT_ADDR: &str = "anon";
 
 /// The number of trusted appending proxies in front of the server (`trustProxy`).
 ///
@@ -145,7 +145,7 @@ impl<'de> Deserialize<'de> for TrustProxy {
 
 /// The `x-forwarded-for` chain: every header line joined, split on commas, trimmed, empty
 /// entries dropped. Lines that are not valid UTF-8 are skipped.
-pub fn forwarded_for_chain(headers: &HeaderMap) -> Vec<String> {
+pub(super) fn forwarded_for_chain(headers: &HeaderMap) -> Vec<String> {
     headers
         .get_all("x-forwarded-for")
         .iter()
@@ -158,7 +158,7 @@ pub fn forwarded_for_chain(headers: &HeaderMap) -> Vec<String> {
 }
 
 /// The client address of a request (lap.md §3.2) from its headers and its peer address.
-pub fn client_address(headers: &HeaderMap, peer: Option<&str>, trust: TrustProxy) -> String {
+pub(super) fn client_address(headers: &HeaderMap, peer: Option<&str>, trust: TrustProxy) -> String {
     let n = trust.get() as usize;
     if n >= 1 {
         let mut chain = forwarded_for_chain(headers);
@@ -174,7 +174,7 @@ pub fn client_address(headers: &HeaderMap, peer: Option<&str>, trust: TrustProxy
 
 /// The TCP peer's IP address from axum's `ConnectInfo<SocketAddr>`, when the server was started
 /// with connect info. The port is left out so that one client keeps one key across connections.
-pub fn peer_address(parts: &Parts) -> Option<String> {
+pub(super) fn peer_address(parts: &Parts) -> Option<String> {
     parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
@@ -182,7 +182,7 @@ pub fn peer_address(parts: &Parts) -> Option<String> {
 }
 
 /// [`client_address`] of a request, with the peer address from [`peer_address`].
-pub fn request_client_address(parts: &Parts, trust: TrustProxy) -> String {
+pub(crate) fn request_client_address(parts: &Parts, trust: TrustProxy) -> String {
     client_address(&parts.headers, peer_address(parts).as_deref(), trust)
 }
 

@@ -46,7 +46,7 @@ pub trait WireError {
 
 /// The HTTP answer for a [`WireError`]: its status, `content-type: application/json` and its
 /// body, plus `retry-after` when the error has a `retryAfterMs` (every 429).
-pub fn wire_error_response<E: WireError + ?Sized>(error: &E) -> Response {
+pub(super) fn wire_error_response<E: WireError + ?Sized>(error: &E) -> Response {
     let body = error.body().to_string();
     let mut response = (error.status(), body).into_response();
     let headers = response.headers_mut();
@@ -62,7 +62,7 @@ pub fn wire_error_response<E: WireError + ?Sized>(error: &E) -> Response {
 
 /// Sets `retry-after` to `max(1, ceil(retry_after_ms / 1000))` seconds: every answer carrying
 /// `retryAfterMs` (429 `rate-limited`) has it, on LAP, mint, the human routes and MCP.
-pub fn insert_retry_after(headers: &mut axum::http::HeaderMap, retry_after_ms: u64) {
+pub(super) fn insert_retry_after(headers: &mut axum::http::HeaderMap, retry_after_ms: u64) {
     let secs = retry_after_ms.div_ceil(1000).max(1);
     headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
 }

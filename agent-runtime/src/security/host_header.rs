@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::http::{header, request::Parts, uri::Authority, HeaderMap};
+use axum::http::{header, uri::Authority, HeaderMap};
 
 /// The loopback names: `localhost`, `127.0.0.1`, `::1` (any port).
 pub fn loopback_hosts() -> Vec<String> {
@@ -18,22 +18,14 @@ pub fn loopback_hosts() -> Vec<String> {
 ///
 /// This parses `allowed` on each call; a server checking every request keeps an
 /// [`AllowedHosts`] instead.
-pub fn host_allowed(parts: &Parts, allowed: &[String]) -> bool {
+#[cfg(test)]
+pub(super) fn host_allowed(parts: &axum::http::request::Parts, allowed: &[String]) -> bool {
     AllowedHosts::new(allowed).allows(&parts.headers, parts.uri.authority())
-}
-
-/// [`host_allowed`] on the pieces of a request.
-pub fn host_allowed_in(
-    headers: &HeaderMap,
-    uri_authority: Option<&Authority>,
-    allowed: &[String],
-) -> bool {
-    AllowedHosts::new(allowed).allows(headers, uri_authority)
 }
 
 /// A `Host` allow-list with its entries parsed once (the rule of [`host_allowed`]).
 #[derive(Debug, Clone)]
-pub struct AllowedHosts {
+pub(crate) struct AllowedHosts {
     /// The list was empty: every host is allowed.
     any: bool,
     /// `(lowercase name without brackets, port)`; empty entries are dropped (they match
@@ -43,7 +35,7 @@ pub struct AllowedHosts {
 
 impl AllowedHosts {
     /// Parses the entries of an allow-list.
-    pub fn new(allowed: &[String]) -> Self {
+    pub(crate) fn new(allowed: &[String]) -> Self {
         let entries = allowed
             .iter()
             .map(|entry| entry.trim())
@@ -60,7 +52,7 @@ impl AllowedHosts {
     }
 
     /// Whether a request with these headers (and URI authority) may pass.
-    pub fn allows(&self, headers: &HeaderMap, uri_authority: Option<&Authority>) -> bool {
+    pub(crate) fn allows(&self, headers: &HeaderMap, uri_authority: Option<&Authority>) -> bool {
         if self.any {
             return true;
         }
@@ -84,7 +76,7 @@ fn normalize_host(host: &str) -> String {
 }
 
 /// The detail of the 403 answered to a foreign `Host`.
-pub const HOST_REFUSED_DETAIL: &str = "Host header is not allowed";
+pub(crate) const HOST_REFUSED_DETAIL: &str = "Host header is not allowed";
 
 #[cfg(test)]
 mod tests {

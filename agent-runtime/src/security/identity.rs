@@ -22,16 +22,16 @@ use super::error::ConfigError;
 type HmacSha256 = Hmac<Sha256>;
 
 /// The default name of the identity cookie.
-pub const DEFAULT_IDENTITY_COOKIE_NAME: &str = "agent_identity";
+pub(crate) const DEFAULT_IDENTITY_COOKIE_NAME: &str = "agent_identity";
 
 /// The smallest accepted signing key, in bytes.
-pub const MIN_IDENTITY_KEY_LEN: usize = 32;
+pub(super) const MIN_IDENTITY_KEY_LEN: usize = 32;
 
 /// `Max-Age` of an issued identity cookie: 30 days, in seconds.
-pub const IDENTITY_COOKIE_MAX_AGE_S: u64 = 2_592_000;
+pub(super) const IDENTITY_COOKIE_MAX_AGE_S: u64 = 2_592_000;
 
 /// The prefix of an anonymous identity (`anon-<UUID v4>`).
-pub const ANONYMOUS_PREFIX: &str = "anon-";
+pub(super) const ANONYMOUS_PREFIX: &str = "anon-";
 
 /// The HMAC key that signs identity cookies: at least 32 bytes. `Debug` never shows it.
 #[derive(Clone)]
@@ -93,7 +93,7 @@ impl fmt::Debug for IdentityKey {
 
 /// The signed identity cookie: its name and signing key.
 #[derive(Debug, Clone)]
-pub struct IdentityCookie {
+pub(crate) struct IdentityCookie {
     name: String,
     key: IdentityKey,
 }
@@ -111,7 +111,7 @@ impl Default for IdentityCookie {
 impl IdentityCookie {
     /// A cookie with this name and key. The name must be a non-empty RFC 6265 token (no
     /// separators, spaces, `=` or `;`), else a configuration error.
-    pub fn new(name: impl Into<String>, key: IdentityKey) -> Result<Self, ConfigError> {
+    pub(crate) fn new(name: impl Into<String>, key: IdentityKey) -> Result<Self, ConfigError> {
         let name = name.into();
         let valid = !name.is_empty()
             && name
@@ -123,19 +123,9 @@ impl IdentityCookie {
         Ok(IdentityCookie { name, key })
     }
 
-    /// The cookie name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The signing key.
-    pub fn key(&self) -> &IdentityKey {
-        &self.key
-    }
-
     /// The identity carried by one `Cookie` header value: split on `;`, trim each pair, split
     /// at its first `=`, take the FIRST pair with this cookie's name and verify its value.
-    pub fn read_header(&self, cookie_header: &str) -> Option<String> {
+    pub(crate) fn read_header(&self, cookie_header: &str) -> Option<String> {
         let value = cookie_header
             .split(';')
             .filter_map(|pair| pair.trim().split_once('='))
@@ -147,7 +137,7 @@ impl IdentityCookie {
     /// The identity carried by the request's `Cookie` header(s). Several `Cookie` header lines
     /// (as HTTP/2 may send) read as one, joined with `; ` in order; a line that is not valid
     /// UTF-8 is skipped.
-    pub fn read(&self, headers: &HeaderMap) -> Option<String> {
+    pub(crate) fn read(&self, headers: &HeaderMap) -> Option<String> {
         let lines: Vec<&str> = headers
             .get_all(COOKIE)
             .iter()
@@ -163,7 +153,7 @@ impl IdentityCookie {
     /// `<name>=<signed>; Path=/; HttpOnly; SameSite=Lax; Max-Age=2592000`, plus `; Secure`
     /// when the request origin is https. `identity` must consist of cookie-safe characters
     /// (anonymous identities do).
-    pub fn set_cookie_header(&self, identity: &str, secure: bool) -> String {
+    pub(crate) fn set_cookie_header(&self, identity: &str, secure: bool) -> String {
         let mut header = format!(
             "{}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age={IDENTITY_COOKIE_MAX_AGE_S}",
             self.name,
@@ -198,13 +188,13 @@ where
 }
 
 /// A fresh anonymous identity `anon-<UUID v4>`.
-pub fn anonymous_identity() -> String {
+pub(super) fn anonymous_identity() -> String {
     format!("{ANONYMOUS_PREFIX}{}", uuid::Uuid::new_v4())
 }
 
 /// An identity issued in anonymous mode, with the header that hands it to the browser.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IssuedIdentity {
+pub(crate) struct IssuedIdentity {
     /// The new identity, `anon-<UUID v4>`.
     pub uid: String,
     /// The `Set-Cookie` header value carrying it.
@@ -214,7 +204,7 @@ pub struct IssuedIdentity {
 /// How the server tells who is calling: the configured resolver first, then the signed
 /// identity cookie; and whether anonymous identities may be issued.
 #[derive(Clone, Default)]
-pub struct Identity {
+pub(crate) struct Identity {
     resolver: Option<Arc<dyn IdentityResolver>>,
     cookie: IdentityCookie,
     allow_anonymous: bool,
@@ -232,7 +222,7 @@ impl fmt::Debug for Identity {
 
 impl Identity {
     /// Identity from this cookie only, anonymous mode off.
-    pub fn new(cookie: IdentityCookie) -> Self {
+    pub(crate) fn new(cookie: IdentityCookie) -> Self {
         Identity {
             resolver: None,
             cookie,
@@ -241,29 +231,24 @@ impl Identity {
     }
 
     /// Consults `resolver` before the cookie.
-    pub fn with_resolver(mut self, resolver: Arc<dyn IdentityResolver>) -> Self {
+    pub(crate) fn with_resolver(mut self, resolver: Arc<dyn IdentityResolver>) -> Self {
         self.resolver = Some(resolver);
         self
     }
 
     /// Turns anonymous mode (`allowAnonymous`) on or off.
-    pub fn with_allow_anonymous(mut self, allow: bool) -> Self {
+    pub(crate) fn with_allow_anonymous(mut self, allow: bool) -> Self {
         self.allow_anonymous = allow;
         self
     }
 
     /// Whether anonymous mode is on.
-    pub fn allows_anonymous(&self) -> bool {
+    pub(crate) fn allows_anonymous(&self) -> bool {
         self.allow_anonymous
     }
 
-    /// The identity cookie.
-    pub fn cookie(&self) -> &IdentityCookie {
-        &self.cookie
-    }
-
     /// The caller's identity: the resolver's answer, else a valid signed cookie, else none.
-    pub async fn resolve(&self, parts: &Parts) -> Option<String> {
+    pub(crate) async fn resolve(&self, parts: &Parts) -> Option<String> {
         if let Some(resolver) = &self.resolver {
             if let Some(uid) = resolver.resolve(parts).await {
                 return Some(uid);
@@ -275,7 +260,7 @@ impl Identity {
     /// In anonymous mode, a fresh `anon-<UUID v4>` identity and its `Set-Cookie` value (with
     /// `; Secure` when `secure`, i.e. the request origin is https). Without anonymous mode no
     /// identity is ever issued: none.
-    pub fn issue_anonymous(&self, secure: bool) -> Option<IssuedIdentity> {
+    pub(crate) fn issue_anonymous(&self, secure: bool) -> Option<IssuedIdentity> {
         if !self.allow_anonymous {
             return None;
         }

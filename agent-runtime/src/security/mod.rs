@@ -13,38 +13,33 @@ mod host_header;
 mod identity;
 mod origin;
 mod rate_limit;
+mod token_record;
 mod token_store;
 mod tokens;
 
+// What an embedder uses: the extension points (tokens, identities, rate limits, audit) and
+// the types their signatures and the server's options name.
 pub use audit::{
     AuditEntry, AuditEvent, AuditSink, JsonLinesAuditSink, MemoryAuditSink, TracingAuditSink,
-    AUDIT_TARGET,
 };
-pub use client_addr::{
-    client_address, forwarded_for_chain, peer_address, request_client_address, InvalidTrustProxy,
-    TrustProxy, ANONYMOUS_CLIENT_ADDR,
-};
-pub use error::{insert_retry_after, wire_error_response, ConfigError, WireError};
-pub use host_header::{
-    host_allowed, host_allowed_in, loopback_hosts, AllowedHosts, HOST_REFUSED_DETAIL,
-};
-pub use identity::{
-    anonymous_identity, Identity, IdentityCookie, IdentityKey, IdentityResolver, IssuedIdentity,
-    ANONYMOUS_PREFIX, DEFAULT_IDENTITY_COOKIE_NAME, IDENTITY_COOKIE_MAX_AGE_S,
-    MIN_IDENTITY_KEY_LEN,
-};
-pub use origin::{
-    request_origin, CrossOriginRefused, OriginPolicy, RequestOrigin, CROSS_ORIGIN_DETAIL,
-};
+pub use client_addr::TrustProxy;
+pub use error::{ConfigError, WireError};
+pub use host_header::loopback_hosts;
+pub use identity::{IdentityKey, IdentityResolver};
 pub use rate_limit::{
     Bucket, GovernorRateLimiter, RateLimitSpec, RateLimited, RateLimiter, RateUnit,
-    RuntimeGovernorClock,
 };
+pub use token_record::{TokenRecord, TokenStatus, UnknownTokenStatus};
 pub use token_store::{InMemoryTokenStore, TokenStore};
-pub use tokens::{
-    mint_token, token_hash_of, verify_bearer, AgentSession, AuthError, SecretToken, TokenRecord,
-    TokenStatus, DEFAULT_ACTIVE_LABEL, SWEEP_RETENTION_MS, TOKEN_PREFIX, TOKEN_TTL_MS,
-    UNKNOWN_LABEL,
-};
+
+// The rest is the server's own.
+pub(crate) use client_addr::request_client_address;
+pub(crate) use host_header::{AllowedHosts, HOST_REFUSED_DETAIL};
+pub(crate) use identity::{Identity, IdentityCookie, DEFAULT_IDENTITY_COOKIE_NAME};
+pub(crate) use origin::{OriginPolicy, RequestOrigin};
+pub(crate) use token_record::{AgentSession, DEFAULT_ACTIVE_LABEL, SWEEP_RETENTION_MS};
+#[cfg(any(feature = "mcp", feature = "pairing"))]
+pub(crate) use tokens::AuthError;
+pub(crate) use tokens::{mint_token, verify_bearer};
 #[cfg(feature = "mcp")]
 pub(crate) use tokens::{sha256_hex, verify_tid};

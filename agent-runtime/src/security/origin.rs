@@ -17,53 +17,49 @@ use super::client_addr::TrustProxy;
 use super::error::WireError;
 
 /// The `detail` of a refused cross-origin request.
-pub const CROSS_ORIGIN_DETAIL: &str = "cross-origin request refused";
+pub(super) const CROSS_ORIGIN_DETAIL: &str = "cross-origin request refused";
 
 /// The origin a request was addressed to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RequestOrigin {
+pub(crate) struct RequestOrigin {
     scheme: String,
     host: String,
 }
 
 impl RequestOrigin {
     /// An origin from its parts; the scheme is lowercased.
-    pub fn new(scheme: &str, host: &str) -> Self {
+    pub(crate) fn new(scheme: &str, host: &str) -> Self {
         RequestOrigin {
             scheme: scheme.trim().to_ascii_lowercase(),
             host: host.trim().to_owned(),
         }
     }
 
-    /// `http`, `https`, …
-    pub fn scheme(&self) -> &str {
-        &self.scheme
-    }
-
+    #[cfg(test)]
     /// `host[:port]` (empty when the request named no host).
-    pub fn host(&self) -> &str {
+    pub(crate) fn host(&self) -> &str {
         &self.host
     }
 
     /// Whether the scheme is `https` (identity cookies then get `; Secure`).
-    pub fn is_https(&self) -> bool {
+    pub(crate) fn is_https(&self) -> bool {
         self.scheme == "https"
     }
 
     /// The origin followed by `path`, e.g. the LAP URL `https://app.example/agent/lap/v1`.
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{self}{path}")
     }
 
     /// `ws://` (or `wss://` for https) + host + `path`.
-    pub fn websocket_url(&self, path: &str) -> String {
+    pub(crate) fn websocket_url(&self, path: &str) -> String {
         let scheme = if self.is_https() { "wss" } else { "ws" };
         format!("{scheme}://{}{path}", self.host)
     }
 
     /// Whether `origin` (an `Origin` header value) names this origin. Scheme and host compare
     /// ASCII case-insensitively, as browsers serialize them in lowercase anyway.
-    pub fn matches(&self, origin: &str) -> bool {
+    pub(crate) fn matches(&self, origin: &str) -> bool {
         origin.eq_ignore_ascii_case(&self.to_string())
     }
 }
@@ -83,7 +79,7 @@ fn first_entry(headers: &HeaderMap, name: &str) -> Option<String> {
 
 /// The request origin from the headers, the URI authority (when the request has one), the
 /// proxy trust and whether the app serves TLS.
-pub fn request_origin(
+pub(super) fn request_origin(
     headers: &HeaderMap,
     uri_authority: Option<&str>,
     trust: TrustProxy,
@@ -116,7 +112,7 @@ pub fn request_origin(
 /// `{"error":{"code":"forbidden","detail":"cross-origin request refused"}}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("cross-origin request refused")]
-pub struct CrossOriginRefused;
+pub(crate) struct CrossOriginRefused;
 
 impl WireError for CrossOriginRefused {
     fn status(&self) -> StatusCode {
@@ -141,7 +137,7 @@ impl axum::response::IntoResponse for CrossOriginRefused {
 /// The inputs of the origin computation and check: `trustProxy`, whether the app serves TLS,
 /// and `allowedOrigins` (extra origins accepted for cookie-authenticated POSTs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OriginPolicy {
+pub(crate) struct OriginPolicy {
     /// The number of trusted proxies.
     pub trust_proxy: TrustProxy,
     /// Whether the host app serves TLS itself (direct requests are then `https`).
@@ -152,7 +148,7 @@ pub struct OriginPolicy {
 
 impl OriginPolicy {
     /// The origin `parts` was addressed to.
-    pub fn request_origin(&self, parts: &Parts) -> RequestOrigin {
+    pub(crate) fn request_origin(&self, parts: &Parts) -> RequestOrigin {
         request_origin(
             &parts.headers,
             parts.uri.authority().map(|a| a.as_str()),
@@ -164,7 +160,7 @@ impl OriginPolicy {
     /// The cross-origin check of `/agent/mint`, `/agent/revoke` and the human POST routes: no
     /// `Origin` header passes; otherwise every `Origin` value must be the request origin or one
     /// of `allowedOrigins` (an unreadable value is refused).
-    pub fn check(&self, parts: &Parts) -> Result<(), CrossOriginRefused> {
+    pub(crate) fn check(&self, parts: &Parts) -> Result<(), CrossOriginRefused> {
         let mut origins = parts.headers.get_all(ORIGIN).iter().peekable();
         if origins.peek().is_none() {
             return Ok(());

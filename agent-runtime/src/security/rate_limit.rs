@@ -21,6 +21,7 @@ use governor::Quota;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::error::{ConfigError, WireError};
+#[cfg(test)]
 use crate::clock::SharedClock;
 
 /// The unit of a rate-limit spec.
@@ -333,17 +334,20 @@ where
     }
 }
 
+#[cfg(test)]
 /// Adapts the runtime's injectable [`crate::clock::Clock`] (milliseconds since the epoch) to
 /// governor, so that a limiter follows a `ManualClock` in tests.
 #[derive(Clone)]
-pub struct RuntimeGovernorClock(pub SharedClock);
+pub(super) struct RuntimeGovernorClock(pub SharedClock);
 
+#[cfg(test)]
 impl fmt::Debug for RuntimeGovernorClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("RuntimeGovernorClock")
     }
 }
 
+#[cfg(test)]
 impl GovernorClock for RuntimeGovernorClock {
     type Instant = Duration;
 

@@ -5,7 +5,7 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use futures::future::{self, BoxFuture, FutureExt as _};
 
-use super::tokens::{TokenRecord, TokenStatus};
+use super::token_record::{TokenRecord, TokenStatus};
 
 /// Where token records live. Reads return copies; a mutation on an unknown `tid` is a silent
 /// no-op. List methods answer records in creation order.

@@ -1,4 +1,5 @@
-//! Agent bearer tokens: format, hash, record, wire form and verification (lap.md §2).
+//! Agent bearer tokens: format, hash and verification (lap.md §2); the record they verify to
+//! is `token_record`.
 //!
 //! A token is `agt_` followed by the unpadded base64url form of 32 CSPRNG bytes (47 chars). Only
 //! its SHA-256 hash is stored; the token itself is handed out once, by mint, wrapped in
@@ -11,41 +12,24 @@ use axum::http::StatusCode;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use rand::RngCore as _;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::error::WireError;
+use super::token_record::{TokenRecord, TokenStatus};
 use super::token_store::TokenStore;
 
 /// The prefix of every agent token.
-pub const TOKEN_PREFIX: &str = "agt_";
-
-/// The hard lifetime of a token: 24 h from mint (not configurable).
-pub const TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
-
-/// How long an expired record is kept before a mint sweeps it: 1 h.
-pub const SWEEP_RETENTION_MS: u64 = 60 * 60 * 1000;
-
-/// The label a record takes on activation when it has none.
-pub const DEFAULT_ACTIVE_LABEL: &str = "agent";
-
-/// The label the wire form shows for a record without one.
-pub const UNKNOWN_LABEL: &str = "(unknown)";
+pub(super) const TOKEN_PREFIX: &str = "agt_";
 
 /// A freshly minted agent token. `Debug` and `Display` are redacted; read it with
 /// [`SecretToken::expose`] only to put it into the mint answer.
 #[derive(Clone, PartialEq, Eq)]
-pub struct SecretToken(String);
+pub(crate) struct SecretToken(String);
 
 impl SecretToken {
     /// The token text, to be returned exactly once to the minting caller.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
-    }
-
-    /// The token text, consuming the wrapper.
-    pub fn into_inner(self) -> String {
-        self.0
     }
 }
 
@@ -62,7 +46,7 @@ impl fmt::Display for SecretToken {
 }
 
 /// Mints a new token: `(token, hash)` where the hash is [`token_hash_of`] the token.
-pub fn mint_token() -> (SecretToken, String) {
+pub(crate) fn mint_token() -> (SecretToken, String) {
     let mut bytes = [0u8; 32];
     rand::rng().fill_bytes(&mut bytes);
     let token = format!("{TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes));
@@ -73,7 +57,7 @@ pub fn mint_token() -> (SecretToken, String) {
 /// The stored hash of a token: lowercase hex SHA-256 of the whole string, prefix included.
 /// `None` when `token` does not start with `agt_` (nothing is hashed then); any other `agt_…`
 /// string is hashed without further checks.
-pub fn token_hash_of(token: &str) -> Option<String> {
+pub(super) fn token_hash_of(token: &str) -> Option<String> {
     token.starts_with(TOKEN_PREFIX).then(|| sha256_hex(token))
 }
 
@@ -88,142 +72,9 @@ pub(crate) fn sha256_hex(text: &str) -> String {
     out
 }
 
-/// The life-cycle status of a token record (lap.md §2.2, §2.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TokenStatus {
-    /// Minted, waiting for a browser tab (remote pairing only; not used in this phase).
-    AwaitingWs,
-    /// Minted, no successful LAP call yet.
-    AwaitingClaude,
-    /// At least one successful LAP call.
-    Active,
-    /// The tab dropped and may resume (remote pairing only; not used in this phase).
-    PendingResume,
-    /// Revoked; the token answers 403 `revoked`.
-    Revoked,
-}
-
-impl TokenStatus {
-    /// The wire spelling (`awaiting-claude`, `active`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TokenStatus::AwaitingWs => "awaiting-ws",
-            TokenStatus::AwaitingClaude => "awaiting-claude",
-            TokenStatus::Active => "active",
-            TokenStatus::PendingResume => "pending-resume",
-            TokenStatus::Revoked => "revoked",
-        }
-    }
-}
-
-impl fmt::Display for TokenStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A stored token record (lap.md §2.2). Holds the token's hash, never the token.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TokenRecord {
-    /// Token id, a UUID v4.
-    pub tid: String,
-    /// Lowercase hex SHA-256 of the whole token.
-    pub token_hash: String,
-    /// The owner identity, if any.
-    pub uid: Option<String>,
-    /// The session the token drives.
-    pub session_id: String,
-    /// The life-cycle status.
-    pub status: TokenStatus,
-    /// Mint time (ms since the epoch).
-    pub created_at: u64,
-    /// Hard expiry: mint time + 24 h.
-    pub expires_at: u64,
-    /// Time of the last successful use (mint time initially).
-    pub last_seen_at: u64,
-    /// Resume deadline of remote pairing; always `None` in this phase.
-    pub pending_resume_until: Option<u64>,
-    /// `scheme://host[:port]` of the mint request.
-    pub origin: String,
-    /// The agent's label, set on activation.
-    pub label: Option<String>,
-}
-
-impl TokenRecord {
-    /// The record a mint creates at `now`: a fresh UUID v4 `tid`, status `awaiting-claude`,
-    /// `createdAt = lastSeenAt = now`, `expiresAt = now + 24 h`, no label.
-    pub fn minted(
-        token_hash: String,
-        uid: Option<String>,
-        session_id: String,
-        origin: String,
-        now: u64,
-    ) -> TokenRecord {
-        TokenRecord {
-            tid: uuid::Uuid::new_v4().to_string(),
-            token_hash,
-            uid,
-            session_id,
-            status: TokenStatus::AwaitingClaude,
-            created_at: now,
-            expires_at: now.saturating_add(TOKEN_TTL_MS),
-            last_seen_at: now,
-            pending_resume_until: None,
-            origin,
-            label: None,
-        }
-    }
-
-    /// The label activation gives the record: its own, or `agent` when it has none.
-    pub fn activation_label(&self) -> &str {
-        self.label.as_deref().unwrap_or(DEFAULT_ACTIVE_LABEL)
-    }
-
-    /// The wire form of this record.
-    pub fn to_agent_session(&self) -> AgentSession {
-        AgentSession::from(self)
-    }
-}
-
-/// The wire form of a token record, `{tid, label, status, createdAt, lastSeenAt, sessionId}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentSession {
-    /// Token id.
-    pub tid: String,
-    /// The record's label, or `(unknown)`.
-    pub label: String,
-    /// The life-cycle status.
-    pub status: TokenStatus,
-    /// Mint time.
-    pub created_at: u64,
-    /// Time of the last successful use.
-    pub last_seen_at: u64,
-    /// The session the token drives (an addition to the reference's shape).
-    pub session_id: String,
-}
-
-impl From<&TokenRecord> for AgentSession {
-    fn from(record: &TokenRecord) -> Self {
-        AgentSession {
-            tid: record.tid.clone(),
-            label: record
-                .label
-                .clone()
-                .unwrap_or_else(|| UNKNOWN_LABEL.to_owned()),
-            status: record.status,
-            created_at: record.created_at,
-            last_seen_at: record.last_seen_at,
-            session_id: record.session_id.clone(),
-        }
-    }
-}
-
 /// Why a bearer token was refused (lap.md §2.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum AuthError {
+pub(crate) enum AuthError {
     /// Missing or malformed header, unknown, expired or idle token: 401 `auth-failed`.
     #[error("auth-failed")]
     AuthFailed,
@@ -262,7 +113,7 @@ impl axum::response::IntoResponse for AuthError {
 /// a revoked record → `Revoked`, so an `Ok` record is never revoked. `sliding_ttl_ms` of `None`
 /// or `Some(0)` disables the sliding TTL (a configuration of zero or less means off). Nothing
 /// is modified.
-pub async fn verify_bearer(
+pub(crate) async fn verify_bearer(
     authorization_header: Option<&str>,
     store: &dyn TokenStore,
     now: u64,

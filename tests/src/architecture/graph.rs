@@ -35,7 +35,7 @@ pub struct Edge {
     pub example: String,
 }
 
-/// A cycle: modules of one level (the children of `parent`, and `parent` itself) that all
+/// A cycle: modules of one level (the children of `parent`) that all
 /// reach one another (a strongly connected component), with the edges between them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cycle {
@@ -264,7 +264,9 @@ impl Graph {
     }
 
     /// The cycles at every level: among the crate's top-level modules (`parent` `crate`), then
-    /// among each module's children (and the module itself).
+    /// among each module's children. A module's own items (its `mod.rs`) are its folder's
+    /// interface, used by its children and using them, so the parent is not a node of its
+    /// level (`docs/architecture.md`, import rules).
     pub fn cycles(&self) -> Vec<Cycle> {
         let mut cycles = Vec::new();
         for parent in 0..self.names.len() {
@@ -273,7 +275,8 @@ impl Graph {
             if self.test[parent] || !has_children {
                 continue;
             }
-            let level = self.level_of(parent);
+            let mut level = self.level_of(parent);
+            level.retain(|&(a, b), _| a != parent && b != parent);
             for scc in components(&level) {
                 if scc.len() < 2 {
                     continue;

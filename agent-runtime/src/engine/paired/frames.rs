@@ -2,6 +2,9 @@
 //! discriminated by `t`. Envelopes (ids, codes) are typed; payloads (state, schemas, log
 //! entries) stay opaque JSON. Unknown extra keys are ignored.
 
+// The pairing client alone (feature `pairing-client` without `pairing`) reads only its half.
+#![cfg_attr(not(feature = "pairing"), allow(dead_code))]
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 use super::confirm::DecisionError;
 use super::drain::Timing;
 use super::events::EventBody;
-use super::task::{Approval, Origin};
+use super::queue::{Approval, Origin};
 use super::{activity, lock, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
 use crate::algo::diff::diff;
 use crate::app::App;

@@ -6,7 +6,7 @@ use agent_schema::protocol::{DrainError, DrainReport, WaitFor};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::time::Instant;
 
-use super::task::{CommitNote, Origin};
+use super::queue::{CommitNote, Origin};
 use super::{Published, Session, SessionError};
 use crate::app::App;
 

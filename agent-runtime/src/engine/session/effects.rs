@@ -6,7 +6,7 @@ use std::sync::Arc;
 use agent_schema::protocol::{DrainError, DrainErrorKind};
 use futures::FutureExt;
 
-use super::task::{CommitNote, Origin};
+use super::queue::{CommitNote, Origin};
 use super::{panic_text, SessionCore};
 use crate::app::{App, EffectContext, SessionClosed};
 

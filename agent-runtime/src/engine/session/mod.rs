@@ -13,6 +13,7 @@ pub(crate) mod events;
 mod notes;
 mod outcome;
 pub(crate) mod persist;
+mod queue;
 mod reads;
 mod task;
 
@@ -43,7 +44,7 @@ pub use outcome::LastOutcome;
 use activity::ActivityLog;
 use confirm::ConfirmStore;
 use events::{EventBody, EventHub};
-use task::{Envelope, Origin};
+use queue::{Envelope, Origin};
 
 /// Why a session operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
 use super::lock;
-use super::task::CommitNote;
+use super::queue::CommitNote;
 
 /// Capacity of the channel. A drain waiter that falls further behind still learns of its
 /// own commit through `committed_through`.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use agent_schema::protocol::{DrainError, DrainErrorKind, LogEntry, LogKind};
 
-use super::task::CommitNote;
+use super::queue::CommitNote;
 use super::{activity, lock, Parts, Session, SessionCore, SessionError};
 use crate::app::App;
 use crate::engine::store::{SessionRecord, SessionStore};

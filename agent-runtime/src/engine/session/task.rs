@@ -5,51 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_schema::protocol::{DrainError, DrainErrorKind, LogKind};
-use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use super::events::EventBody;
+use super::queue::{Approval, CommitNote, Envelope, Origin};
 use super::{activity, effects, lock, panic_text, persist, Published, SessionCore};
 use crate::app::App;
-
-/// A message waiting in a session's inbox.
-pub(crate) struct Envelope<M> {
-    pub msg: M,
-    pub ticket: u64,
-    pub origin: Origin,
-    /// Fired after the commit, for the one caller waiting on this message.
-    pub committed: Option<oneshot::Sender<()>>,
-}
-
-/// Where a queued message comes from; approved confirmations need work after their commit.
-pub(crate) enum Origin {
-    /// An agent, the human, or an effect.
-    Plain,
-    /// A human approval of a proposal (boxed: it is rare, and it would make every queued
-    /// message several times larger).
-    Approved(Box<Approval>),
-}
-
-/// What the commit of an approved proposal must record.
-pub(crate) struct Approval {
-    pub confirm_id: String,
-    /// The applied message as JSON (the edited one after an edit).
-    pub applied: Value,
-    /// Set when the human edited the message.
-    pub edited: bool,
-    pub intent: String,
-    pub variant: String,
-    pub tid: Option<String>,
-}
-
-/// What the task tells drain waiters.
-#[derive(Debug, Clone)]
-pub(crate) enum CommitNote {
-    /// One `update` was applied.
-    Commit { ticket: u64 },
-    /// An update panicked or an effect failed.
-    Error(DrainError),
-}
 
 pub(crate) async fn run<A: App>(
     core: Arc<SessionCore<A>>,

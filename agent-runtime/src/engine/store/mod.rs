@@ -22,11 +22,13 @@ pub(crate) mod sql;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql_tokens;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) mod sql_values;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod tables;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod token_cache;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-mod touches;
+pub(crate) mod touches;
 
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -49,7 +51,7 @@ pub use traits::{IdempotencyRecords, McpBindings, SessionStore, SigningKeys, Sto
 use crate::security::IdentityKey;
 
 /// The name under which the identity cookie's signing key is stored.
-pub const IDENTITY_KEY_NAME: &str = "identity-cookie";
+pub(crate) const IDENTITY_KEY_NAME: &str = "identity-cookie";
 
 /// Why a store call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

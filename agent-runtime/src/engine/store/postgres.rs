@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use sqlx::postgres::PgPoolOptions;
 
-use super::sql::{impl_sql_store, Param};
+use super::sql::impl_sql_store;
+use super::sql_values::Param;
 use super::tables::tables;
 use super::StoreError;
 
@@ -45,7 +46,7 @@ pub struct PostgresStore {
     pool: sqlx::PgPool,
     /// Writes (through the same pool).
     writer: PgWriter,
-    touches: std::sync::Arc<super::sql::Touches>,
+    touches: std::sync::Arc<super::touches::Touches>,
     /// Always `None`: other replicas write the token records.
     token_cache: Option<std::sync::Arc<super::token_cache::TokenCache>>,
     /// Fed by one `LISTEN` task, started by the first

@@ -6,102 +6,6 @@
 //! CONFLICT`, `excluded.`); only the table definitions differ: the binary column type (see
 //! `tables`) and PostgreSQL's change trigger.
 
-use crate::security::TokenStatus;
-
-use super::StoreError;
-
-/// The token status spelled `text` (an unknown spelling reads as revoked: a record the code
-/// cannot understand must not authenticate anyone).
-pub(super) fn status_from(text: &str) -> TokenStatus {
-    match text {
-        "awaiting-ws" => TokenStatus::AwaitingWs,
-        "awaiting-claude" => TokenStatus::AwaitingClaude,
-        "active" => TokenStatus::Active,
-        "pending-resume" => TokenStatus::PendingResume,
-        _ => TokenStatus::Revoked,
-    }
-}
-
-/// Milliseconds and counters are `u64` in Rust and `BIGINT` in the database.
-pub(super) fn to_db(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-pub(super) fn from_db(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
-}
-
-impl From<sqlx::Error> for StoreError {
-    fn from(e: sqlx::Error) -> Self {
-        match e.as_database_error() {
-            Some(d) if d.is_unique_violation() => StoreError::Conflict(d.message().to_owned()),
-            _ => StoreError::Database(e.to_string()),
-        }
-    }
-}
-
-/// Logs a failed token-store call: the [`crate::security::TokenStore`] trait has no error
-/// channel, so a database failure reads as "no such record" (the caller answers 401, never
-/// a wrong grant).
-pub(super) fn token_failure(op: &str, e: &dyn std::fmt::Display) {
-    tracing::error!(target: "agent_runtime::store", "token store {op} failed: {e}");
-}
-
-/// A value bound to a write's `$N` parameter (`N` = its position, from 1).
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Param<'a> {
-    Text(&'a str),
-    MaybeText(Option<&'a str>),
-    Int(i64),
-    Int32(i32),
-    MaybeInt(Option<i64>),
-    Bool(bool),
-}
-
-impl<'a> From<&'a str> for Param<'a> {
-    fn from(v: &'a str) -> Self {
-        Param::Text(v)
-    }
-}
-
-impl<'a> From<&'a String> for Param<'a> {
-    fn from(v: &'a String) -> Self {
-        Param::Text(v)
-    }
-}
-
-impl<'a> From<&'a Option<String>> for Param<'a> {
-    fn from(v: &'a Option<String>) -> Self {
-        Param::MaybeText(v.as_deref())
-    }
-}
-
-impl From<i64> for Param<'_> {
-    fn from(v: i64) -> Self {
-        Param::Int(v)
-    }
-}
-
-impl From<i32> for Param<'_> {
-    fn from(v: i32) -> Self {
-        Param::Int32(v)
-    }
-}
-
-impl From<Option<i64>> for Param<'_> {
-    fn from(v: Option<i64>) -> Self {
-        Param::MaybeInt(v)
-    }
-}
-
-impl From<bool> for Param<'_> {
-    fn from(v: bool) -> Self {
-        Param::Bool(v)
-    }
-}
-
-pub(crate) use super::touches::{Touches, TOUCH_FLUSH};
-
 macro_rules! impl_sql_store {
     ($store:ty, $db:ty, changes) => {
         $crate::engine::store::sql::impl_sql_store!(@impl $store, $db, {
@@ -120,7 +24,7 @@ macro_rules! impl_sql_store {
             row: &<$db as sqlx::Database>::Row,
         ) -> Result<$crate::engine::store::SessionRecord, sqlx::Error> {
             use sqlx::Row as _;
-            use $crate::engine::store::sql::from_db;
+            use $crate::engine::store::sql_values::from_db;
             Ok($crate::engine::store::SessionRecord {
                 id: row.try_get("id")?,
                 owner: row.try_get("owner")?,
@@ -139,7 +43,7 @@ macro_rules! impl_sql_store {
                 &self,
                 r: $crate::engine::store::SessionRecord,
             ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<()>> {
-                use $crate::engine::store::sql::to_db;
+                use $crate::engine::store::sql_values::to_db;
                 Box::pin(async move {
                     self.writer
                         .write(
@@ -190,7 +94,7 @@ macro_rules! impl_sql_store {
                 schema_hash: &'a str,
                 now: u64,
             ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<bool>> {
-                use $crate::engine::store::sql::to_db;
+                use $crate::engine::store::sql_values::to_db;
                 Box::pin(async move {
                     let Some(previous) = seq.checked_sub(1) else {
                         return Ok(false);
@@ -284,7 +188,7 @@ macro_rules! impl_sql_store {
                     let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_sessions")
                         .fetch_one(&self.pool)
                         .await?;
-                    Ok($crate::engine::store::sql::from_db(n))
+                    Ok($crate::engine::store::sql_values::from_db(n))
                 })
             }
 
@@ -296,7 +200,7 @@ macro_rules! impl_sql_store {
                 &self,
                 e: $crate::engine::store::IdempotencyEntry,
             ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<()>> {
-                use $crate::engine::store::sql::to_db;
+                use $crate::engine::store::sql_values::to_db;
                 Box::pin(async move {
                     self.writer
                         .write(
@@ -342,7 +246,7 @@ macro_rules! impl_sql_store {
                         $crate::engine::store::IdempotencyEntry {
                             tid: tid.to_owned(),
                             key: key.to_owned(),
-                            created_at: $crate::engine::store::sql::from_db(created_at),
+                            created_at: $crate::engine::store::sql_values::from_db(created_at),
                             msg,
                             status: u16::try_from(status).unwrap_or(500),
                             body,
@@ -361,7 +265,7 @@ macro_rules! impl_sql_store {
                         .writer
                         .write(
                             "DELETE FROM agent_idempotency WHERE created_at < $1",
-                            &[$crate::engine::store::sql::to_db(before).into()],
+                            &[$crate::engine::store::sql_values::to_db(before).into()],
                         )
                         .await?;
                     Ok(done)
@@ -387,7 +291,7 @@ macro_rules! impl_sql_store {
                                 (&b.id).into(),
                                 (&b.tid).into(),
                                 (&b.init).into(),
-                                $crate::engine::store::sql::to_db(b.created_at).into(),
+                                $crate::engine::store::sql_values::to_db(b.created_at).into(),
                                 b.deleted.into(),
                             ],
                         )
@@ -415,7 +319,7 @@ macro_rules! impl_sql_store {
                         id: id.to_owned(),
                         tid,
                         init,
-                        created_at: $crate::engine::store::sql::from_db(created_at),
+                        created_at: $crate::engine::store::sql_values::from_db(created_at),
                         deleted,
                     }))
                 })

@@ -14,7 +14,7 @@ macro_rules! impl_sql_tokens {
             row: &<$db as sqlx::Database>::Row,
         ) -> Result<$crate::security::TokenRecord, sqlx::Error> {
             use sqlx::Row as _;
-            use $crate::engine::store::sql::{from_db, status_from};
+            use $crate::engine::store::sql_values::{from_db, status_from};
             Ok($crate::security::TokenRecord {
                 tid: row.try_get("tid")?,
                 token_hash: row.try_get("token_hash")?,
@@ -55,7 +55,7 @@ macro_rules! impl_sql_tokens {
                         records
                     }
                     Err(e) => {
-                        $crate::engine::store::sql::token_failure(op, &e);
+                        $crate::engine::store::sql_values::token_failure(op, &e);
                         Vec::new()
                     }
                 }
@@ -101,15 +101,15 @@ macro_rules! impl_sql_tokens {
                 &self,
                 r: $crate::security::TokenRecord,
             ) -> Result<(), $crate::engine::store::StoreError> {
-                use $crate::engine::store::sql::to_db;
+                use $crate::engine::store::sql_values::to_db;
                 let insert = format!(
                     "INSERT INTO agent_tokens ({TOKEN_COLUMNS}, ord) VALUES ($1, $2, $3, $4, $5, \
                      $6, $7, $8, $9, $10, $11, \
                      (SELECT COALESCE(MAX(ord), 0) + 1 FROM agent_tokens))"
                 );
                 let status = r.status.as_str();
-                let replaced: &[$crate::engine::store::sql::Param<'_>] = &[(&r.tid).into()];
-                let inserted: &[$crate::engine::store::sql::Param<'_>] = &[
+                let replaced: &[$crate::engine::store::sql_values::Param<'_>] = &[(&r.tid).into()];
+                let inserted: &[$crate::engine::store::sql_values::Param<'_>] = &[
                     (&r.tid).into(),
                     (&r.token_hash).into(),
                     (&r.uid).into(),
@@ -140,7 +140,7 @@ macro_rules! impl_sql_tokens {
                 let touches = std::sync::Arc::downgrade(&self.touches);
                 let writer = self.writer.clone();
                 runtime.spawn(async move {
-                    let mut tick = tokio::time::interval($crate::engine::store::sql::TOUCH_FLUSH);
+                    let mut tick = tokio::time::interval($crate::engine::store::touches::TOUCH_FLUSH);
                     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                     loop {
                         tick.tick().await;
@@ -150,11 +150,11 @@ macro_rules! impl_sql_tokens {
                                 .write(
                                     "UPDATE agent_tokens SET last_seen_at = $2 \
                                      WHERE tid = $1 AND last_seen_at < $2",
-                                    &[(&tid).into(), $crate::engine::store::sql::to_db(at).into()],
+                                    &[(&tid).into(), $crate::engine::store::sql_values::to_db(at).into()],
                                 )
                                 .await;
                             if let Err(e) = done {
-                                $crate::engine::store::sql::token_failure("touch", &e);
+                                $crate::engine::store::sql_values::token_failure("touch", &e);
                             }
                         }
                     }
@@ -169,15 +169,15 @@ macro_rules! impl_sql_tokens {
                 now: Option<u64>,
                 label: Option<&str>,
             ) {
-                let mut params: Vec<$crate::engine::store::sql::Param<'_>> = vec![tid.into()];
+                let mut params: Vec<$crate::engine::store::sql_values::Param<'_>> = vec![tid.into()];
                 if let Some(now) = now {
-                    params.push($crate::engine::store::sql::to_db(now).into());
+                    params.push($crate::engine::store::sql_values::to_db(now).into());
                 }
                 if let Some(label) = label {
                     params.push(label.into());
                 }
                 if let Err(e) = self.writer.write(sql, &params).await {
-                    $crate::engine::store::sql::token_failure(op, &e);
+                    $crate::engine::store::sql_values::token_failure(op, &e);
                 }
             }
         }
@@ -190,7 +190,7 @@ macro_rules! impl_sql_tokens {
                 Box::pin(async move {
                     let tid = record.tid.clone();
                     if let Err(e) = self.create_token(record).await {
-                        $crate::engine::store::sql::token_failure("create", &e);
+                        $crate::engine::store::sql_values::token_failure("create", &e);
                     }
                     self.written(&tid);
                 })
@@ -274,7 +274,7 @@ macro_rules! impl_sql_tokens {
                 now: u64,
                 retention_ms: u64,
             ) -> futures::future::BoxFuture<'_, usize> {
-                use $crate::engine::store::sql::to_db;
+                use $crate::engine::store::sql_values::to_db;
                 Box::pin(async move {
                     let done = self
                         .writer
@@ -289,7 +289,7 @@ macro_rules! impl_sql_tokens {
                     match done {
                         Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
                         Err(e) => {
-                            $crate::engine::store::sql::token_failure("sweep_expired", &e);
+                            $crate::engine::store::sql_values::token_failure("sweep_expired", &e);
                             0
                         }
                     }

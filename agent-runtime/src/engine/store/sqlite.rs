@@ -31,7 +31,7 @@ pub struct SqliteStore {
     pool: sqlx::SqlitePool,
     /// Writes.
     writer: SqliteWriter,
-    touches: std::sync::Arc<super::sql::Touches>,
+    touches: std::sync::Arc<super::touches::Touches>,
     /// Token records, cached: this process is the file's only writer.
     token_cache: Option<std::sync::Arc<super::token_cache::TokenCache>>,
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::sql::Param;
+use super::sql_values::Param;
 use super::StoreError;
 
 /// Statements kept prepared (the store has fewer distinct writes).

@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::{Path, Query, Request};
-use axum::http::{header, request::Parts, Method};
+use axum::http::Method;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
@@ -15,17 +15,16 @@ use futures::stream::{self, Stream};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::body::{check_content_length, read_json};
+use super::body::read_json;
+use super::human_access::{access, NOT_YOURS};
 use crate::app::App;
-use crate::engine::session::{EditedApprovalError, Session, SessionError};
+use crate::engine::session::{EditedApprovalError, SessionError};
 use crate::ops::error::{json_ok, json_text_ok, ApiError};
 use crate::ops::ServerState;
 use crate::ops::{dispatch_options, Operation};
 use crate::security::{AgentSession, TokenRecord, TokenStatus};
 use agent_schema::protocol::ErrorCode;
 use agent_schema::protocol::{DispatchRequest, Fields};
-
-pub(super) const NOT_YOURS: &str = "unknown session or not yours";
 
 /// The human routes.
 pub(crate) fn human_routes<A: App>(server: &ServerState<A>) -> Router {
@@ -52,62 +51,6 @@ pub(crate) fn human_routes<A: App>(server: &ServerState<A>) -> Router {
             "/agent/human/sessions/{id}/events",
             get(events).fallback(|| async { ApiError::method_not_allowed() }),
         )
-}
-
-/// Access rules 0–5 of `lap.md` §6.1. Returns the caller's identity and, for a session route,
-/// the session.
-pub(super) async fn access<A: App>(
-    server: &ServerState<A>,
-    parts: &Parts,
-    method: Method,
-    session_id: Option<&str>,
-) -> Result<(String, Option<Session<A>>), ApiError> {
-    if parts.method != method {
-        return Err(ApiError::method_not_allowed());
-    }
-    check_content_length(&parts.headers)?;
-    if parts.headers.contains_key(header::AUTHORIZATION) {
-        return Err(ApiError::forbidden("agent tokens cannot use human routes"));
-    }
-    if method == Method::POST {
-        server.inner.origin.check(parts)?;
-        let media = parts
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| {
-                v.split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase()
-            });
-        if media.as_deref() != Some("application/json") {
-            return Err(ApiError::new(ErrorCode::UnsupportedMediaType));
-        }
-    }
-    let uid = server
-        .inner
-        .identity
-        .resolve(parts)
-        .await
-        .ok_or_else(ApiError::auth_required)?;
-    #[cfg(feature = "pairing")]
-    if session_id.is_some_and(super::human_paired::is_paired_id) {
-        return Err(super::human_paired::acts_in_the_app());
-    }
-    let session = match session_id {
-        None => None,
-        Some(id) => Some(
-            server
-                .host()
-                .load_session(id)
-                .await
-                .filter(|s| s.owner() == Some(uid.as_str()))
-                .ok_or_else(|| ApiError::forbidden(NOT_YOURS))?,
-        ),
-    };
-    Ok((uid, session))
 }
 
 fn internal(e: SessionError) -> ApiError {

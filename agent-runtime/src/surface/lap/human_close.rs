@@ -12,7 +12,7 @@ use axum::routing::any;
 use axum::Router;
 use serde_json::json;
 
-use super::human::{access, NOT_YOURS};
+use super::human_access::{access, NOT_YOURS};
 use crate::app::App;
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;

@@ -11,29 +11,16 @@ use axum::http::{request::Parts, Method};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use super::human::{access, NOT_YOURS};
+use super::human_access::{access, is_paired_id, NOT_YOURS};
 use crate::app::App;
+use crate::engine::paired::is_paired;
 use crate::engine::paired::records::within_grace;
-use crate::engine::paired::{is_paired, PAIRED_SESSION_PREFIX};
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
 use crate::security::{TokenRecord, TokenStatus};
-use agent_schema::protocol::ErrorCode;
 
 /// How long the view waits for the app's `observe` answer before showing no state.
 const VIEW_OBSERVE_MS: u64 = 3000;
-
-/// Whether `id` names a paired session.
-pub(super) fn is_paired_id(id: &str) -> bool {
-    id.starts_with(PAIRED_SESSION_PREFIX)
-}
-
-/// 409 for the human routes that act inside the app.
-pub(super) fn acts_in_the_app() -> ApiError {
-    ApiError::new(ErrorCode::Conflict).with_detail(
-        "this session is paired: the app dispatches and decides confirmations in its own UI",
-    )
-}
 
 /// The owner's routes that act on a paired session itself.
 #[derive(Debug, Clone, Copy)]

@@ -5,6 +5,7 @@
 
 mod body;
 mod human;
+mod human_access;
 mod human_close;
 #[cfg(feature = "pairing")]
 mod human_paired;

@@ -12,7 +12,7 @@
 
 pub(crate) mod args;
 #[cfg(feature = "bridge")]
-pub mod bridge;
+pub(crate) mod bridge;
 pub(crate) mod calls;
 pub(crate) mod endpoint;
 pub(crate) mod format;

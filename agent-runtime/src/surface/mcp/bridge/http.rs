@@ -14,7 +14,7 @@ use crate::surface::mcp::forward::Forwarder;
 
 /// Time budgets of the forwarder, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budgets {
+pub(crate) struct Budgets {
     /// Every request that does not long-poll (default 20 000).
     pub read_ms: u64,
     /// Added to the wait of a long poll (default 2 000).
@@ -43,7 +43,7 @@ impl Budgets {
     /// The budget of one request: reads get `read_ms`; a long poll gets its wait plus
     /// `slack_ms`, the wait being the caller's `timeoutMs` (read as LAP reads it) when it is
     /// positive, else the operation's default.
-    pub fn budget_ms(&self, op: Operation, args: &Value) -> u64 {
+    pub(crate) fn budget_ms(&self, op: Operation, args: &Value) -> u64 {
         let default_wait = match op {
             Operation::Message => self.message_wait_ms,
             Operation::Wait => self.wait_wait_ms,
@@ -58,14 +58,14 @@ impl Budgets {
 }
 
 /// `url` with one trailing `/` removed, plus the LAP path.
-pub fn lap_url(base: &str, op: Operation) -> String {
+pub(crate) fn lap_url(base: &str, op: Operation) -> String {
     let base = base.strip_suffix('/').unwrap_or(base);
     format!("{base}{}", op.lap_path())
 }
 
 /// Forwards to a LAP server over HTTP.
 #[derive(Debug, Clone)]
-pub struct HttpForwarder {
+pub(crate) struct HttpForwarder {
     client: reqwest::Client,
     base: String,
     token: String,
@@ -74,7 +74,7 @@ pub struct HttpForwarder {
 
 impl HttpForwarder {
     /// A forwarder to the LAP base URL `base` (like `http://127.0.0.1:8787/agent/lap/v1`).
-    pub fn new(client: reqwest::Client, base: &str, token: &str, budgets: Budgets) -> Self {
+    pub(crate) fn new(client: reqwest::Client, base: &str, token: &str, budgets: Budgets) -> Self {
         HttpForwarder {
             client,
             base: base.to_string(),

@@ -16,7 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{json, Value};
 
-pub use http::{lap_url, Budgets, HttpForwarder};
+pub(crate) use http::{Budgets, HttpForwarder};
 
 use super::calls::{self, ResolvedCall, ToolCatalog};
 use super::format::{failure, success, NOT_CONNECTED_BRIDGE};
@@ -24,12 +24,12 @@ use super::forward::{connect_flow, forward_tool, DescriptionCache};
 use super::tools::{Surface, ToolAction};
 
 /// The bridge's server name.
-pub const BRIDGE_NAME: &str = "agent-bridge";
+pub(crate) const BRIDGE_NAME: &str = "agent-bridge";
 
 const CONNECT_PROMPT: &str = "connect";
 
 /// The user message of the `connect` prompt.
-pub fn connect_prompt_text(url: &str, token: &str) -> String {
+pub(crate) fn connect_prompt_text(url: &str, token: &str) -> String {
     format!(
         "Connect to the app: call the connect_session tool with url \"{url}\" and token \"{token}\". Then call observe to read the state and actions, use send_message to act, and use narrate to tell the user what you are doing during multi-step work."
     )
@@ -41,7 +41,7 @@ struct Connection {
 }
 
 /// The bridge's MCP server handler.
-pub struct Bridge {
+pub(crate) struct Bridge {
     tools: ToolCatalog,
     client: reqwest::Client,
     budgets: Budgets,
@@ -65,12 +65,12 @@ impl std::fmt::Debug for Bridge {
 
 impl Bridge {
     /// A bridge with the default budgets.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_budgets(Budgets::default())
     }
 
     /// A bridge with other time budgets.
-    pub fn with_budgets(budgets: Budgets) -> Self {
+    pub(crate) fn with_budgets(budgets: Budgets) -> Self {
         Bridge {
             tools: ToolCatalog::new(Surface::Bridge),
             client: reqwest::Client::new(),

@@ -1,0 +1,91 @@
+//! Values between Rust and both databases: a write's parameters ([`Param`]), milliseconds and
+//! counters (`u64` ↔ `BIGINT`), token statuses, and how a failed token-store call is logged.
+//! Used by the store macros of `sql` and `sql_tokens`, which expand in `sqlite` and `postgres`.
+
+use crate::security::TokenStatus;
+
+use super::StoreError;
+
+/// The token status spelled `text` (an unknown spelling reads as revoked: a record the code
+/// cannot understand must not authenticate anyone).
+pub(crate) fn status_from(text: &str) -> TokenStatus {
+    text.parse().unwrap_or(TokenStatus::Revoked)
+}
+
+/// Milliseconds and counters are `u64` in Rust and `BIGINT` in the database.
+pub(crate) fn to_db(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn from_db(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match e.as_database_error() {
+            Some(d) if d.is_unique_violation() => StoreError::Conflict(d.message().to_owned()),
+            _ => StoreError::Database(e.to_string()),
+        }
+    }
+}
+
+/// Logs a failed token-store call: the [`crate::security::TokenStore`] trait has no error
+/// channel, so a database failure reads as "no such record" (the caller answers 401, never
+/// a wrong grant).
+pub(crate) fn token_failure(op: &str, e: &dyn std::fmt::Display) {
+    tracing::error!(target: "agent_runtime::store", "token store {op} failed: {e}");
+}
+
+/// A value bound to a write's `$N` parameter (`N` = its position, from 1).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Param<'a> {
+    Text(&'a str),
+    MaybeText(Option<&'a str>),
+    Int(i64),
+    Int32(i32),
+    MaybeInt(Option<i64>),
+    Bool(bool),
+}
+
+impl<'a> From<&'a str> for Param<'a> {
+    fn from(v: &'a str) -> Self {
+        Param::Text(v)
+    }
+}
+
+impl<'a> From<&'a String> for Param<'a> {
+    fn from(v: &'a String) -> Self {
+        Param::Text(v)
+    }
+}
+
+impl<'a> From<&'a Option<String>> for Param<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        Param::MaybeText(v.as_deref())
+    }
+}
+
+impl From<i64> for Param<'_> {
+    fn from(v: i64) -> Self {
+        Param::Int(v)
+    }
+}
+
+impl From<i32> for Param<'_> {
+    fn from(v: i32) -> Self {
+        Param::Int32(v)
+    }
+}
+
+impl From<Option<i64>> for Param<'_> {
+    fn from(v: Option<i64>) -> Self {
+        Param::MaybeInt(v)
+    }
+}
+
+impl From<bool> for Param<'_> {
+    fn from(v: bool) -> Self {
+        Param::Bool(v)
+    }
+}

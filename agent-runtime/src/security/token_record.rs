@@ -1,0 +1,194 @@
+//! The stored token record and its life cycle (`lap.md` §2.2, §2.4): [`TokenRecord`] holds a
+//! token's hash, never the token; [`TokenStatus`] is spelled once ([`TokenStatus::as_str`]),
+//! for the wire, serde and the stores alike; [`AgentSession`] is its wire form.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The hard lifetime of a token: 24 h from mint (not configurable).
+pub(super) const TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// How long an expired record is kept before a mint sweeps it: 1 h.
+pub(crate) const SWEEP_RETENTION_MS: u64 = 60 * 60 * 1000;
+
+/// The label a record takes on activation when it has none.
+pub(crate) const DEFAULT_ACTIVE_LABEL: &str = "agent";
+
+/// The label the wire form shows for a record without one.
+pub(super) const UNKNOWN_LABEL: &str = "(unknown)";
+
+/// The life-cycle status of a token record (lap.md §2.2, §2.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
+pub enum TokenStatus {
+    /// Minted, waiting for a browser tab (remote pairing only; not used in this phase).
+    AwaitingWs,
+    /// Minted, no successful LAP call yet.
+    AwaitingClaude,
+    /// At least one successful LAP call.
+    Active,
+    /// The tab dropped and may resume (remote pairing only; not used in this phase).
+    PendingResume,
+    /// Revoked; the token answers 403 `revoked`.
+    Revoked,
+}
+
+impl TokenStatus {
+    /// The wire spelling (`awaiting-claude`, `active`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenStatus::AwaitingWs => "awaiting-ws",
+            TokenStatus::AwaitingClaude => "awaiting-claude",
+            TokenStatus::Active => "active",
+            TokenStatus::PendingResume => "pending-resume",
+            TokenStatus::Revoked => "revoked",
+        }
+    }
+}
+
+impl TokenStatus {
+    /// Every status.
+    pub const ALL: [TokenStatus; 5] = [
+        TokenStatus::AwaitingWs,
+        TokenStatus::AwaitingClaude,
+        TokenStatus::Active,
+        TokenStatus::PendingResume,
+        TokenStatus::Revoked,
+    ];
+}
+
+/// A status spelled otherwise than [`TokenStatus::as_str`] does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown token status {0:?}")]
+pub struct UnknownTokenStatus(pub String);
+
+impl std::str::FromStr for TokenStatus {
+    type Err = UnknownTokenStatus;
+
+    /// The status spelled `s` ([`TokenStatus::as_str`] is the one spelling, also serde's).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        TokenStatus::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| UnknownTokenStatus(s.to_owned()))
+    }
+}
+
+impl From<TokenStatus> for &'static str {
+    fn from(status: TokenStatus) -> Self {
+        status.as_str()
+    }
+}
+
+impl TryFrom<String> for TokenStatus {
+    type Error = UnknownTokenStatus;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl fmt::Display for TokenStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stored token record (lap.md §2.2). Holds the token's hash, never the token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenRecord {
+    /// Token id, a UUID v4.
+    pub tid: String,
+    /// Lowercase hex SHA-256 of the whole token.
+    pub token_hash: String,
+    /// The owner identity, if any.
+    pub uid: Option<String>,
+    /// The session the token drives.
+    pub session_id: String,
+    /// The life-cycle status.
+    pub status: TokenStatus,
+    /// Mint time (ms since the epoch).
+    pub created_at: u64,
+    /// Hard expiry: mint time + 24 h.
+    pub expires_at: u64,
+    /// Time of the last successful use (mint time initially).
+    pub last_seen_at: u64,
+    /// Resume deadline of remote pairing; always `None` in this phase.
+    pub pending_resume_until: Option<u64>,
+    /// `scheme://host[:port]` of the mint request.
+    pub origin: String,
+    /// The agent's label, set on activation.
+    pub label: Option<String>,
+}
+
+impl TokenRecord {
+    /// The record a mint creates at `now`: a fresh UUID v4 `tid`, status `awaiting-claude`,
+    /// `createdAt = lastSeenAt = now`, `expiresAt = now + 24 h`, no label.
+    pub fn minted(
+        token_hash: String,
+        uid: Option<String>,
+        session_id: String,
+        origin: String,
+        now: u64,
+    ) -> TokenRecord {
+        TokenRecord {
+            tid: uuid::Uuid::new_v4().to_string(),
+            token_hash,
+            uid,
+            session_id,
+            status: TokenStatus::AwaitingClaude,
+            created_at: now,
+            expires_at: now.saturating_add(TOKEN_TTL_MS),
+            last_seen_at: now,
+            pending_resume_until: None,
+            origin,
+            label: None,
+        }
+    }
+
+    /// The label activation gives the record: its own, or `agent` when it has none.
+    pub fn activation_label(&self) -> &str {
+        self.label.as_deref().unwrap_or(DEFAULT_ACTIVE_LABEL)
+    }
+
+    /// The wire form of this record.
+    pub fn to_agent_session(&self) -> AgentSession {
+        AgentSession::from(self)
+    }
+}
+
+/// The wire form of a token record, `{tid, label, status, createdAt, lastSeenAt, sessionId}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSession {
+    /// Token id.
+    pub tid: String,
+    /// The record's label, or `(unknown)`.
+    pub label: String,
+    /// The life-cycle status.
+    pub status: TokenStatus,
+    /// Mint time.
+    pub created_at: u64,
+    /// Time of the last successful use.
+    pub last_seen_at: u64,
+    /// The session the token drives (an addition to the reference's shape).
+    pub session_id: String,
+}
+
+impl From<&TokenRecord> for AgentSession {
+    fn from(record: &TokenRecord) -> Self {
+        AgentSession {
+            tid: record.tid.clone(),
+            label: record
+                .label
+                .clone()
+                .unwrap_or_else(|| UNKNOWN_LABEL.to_owned()),
+            status: record.status,
+            created_at: record.created_at,
+            last_seen_at: record.last_seen_at,
+            session_id: record.session_id.clone(),
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Who may use a human route (`lap.md` §6.1): the method, the body cap, no agent bearer, the
+//! origin and media type of a POST, an identity, and for a session route a session the caller
+//! owns. A paired session's dispatch and decisions belong to its app (409).
+
+use axum::http::{header, request::Parts, Method};
+
+use super::body::check_content_length;
+use crate::app::App;
+#[cfg(feature = "pairing")]
+use crate::engine::paired::PAIRED_SESSION_PREFIX;
+use crate::engine::session::Session;
+use crate::ops::error::ApiError;
+use crate::ops::ServerState;
+use agent_schema::protocol::ErrorCode;
+
+/// The refusal of a session that is unknown or another identity's.
+pub(super) const NOT_YOURS: &str = "unknown session or not yours";
+
+/// Whether `id` names a paired session.
+#[cfg(feature = "pairing")]
+pub(super) fn is_paired_id(id: &str) -> bool {
+    id.starts_with(PAIRED_SESSION_PREFIX)
+}
+
+/// 409 for the human routes that act inside the app.
+#[cfg(feature = "pairing")]
+pub(super) fn acts_in_the_app() -> ApiError {
+    ApiError::new(ErrorCode::Conflict).with_detail(
+        "this session is paired: the app dispatches and decides confirmations in its own UI",
+    )
+}
+
+/// Access rules 0–5 of `lap.md` §6.1. Returns the caller's identity and, for a session route,
+/// the session.
+pub(super) async fn access<A: App>(
+    server: &ServerState<A>,
+    parts: &Parts,
+    method: Method,
+    session_id: Option<&str>,
+) -> Result<(String, Option<Session<A>>), ApiError> {
+    if parts.method != method {
+        return Err(ApiError::method_not_allowed());
+    }
+    check_content_length(&parts.headers)?;
+    if parts.headers.contains_key(header::AUTHORIZATION) {
+        return Err(ApiError::forbidden("agent tokens cannot use human routes"));
+    }
+    if method == Method::POST {
+        server.inner.origin.check(parts)?;
+        let media = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            });
+        if media.as_deref() != Some("application/json") {
+            return Err(ApiError::new(ErrorCode::UnsupportedMediaType));
+        }
+    }
+    let uid = server
+        .inner
+        .identity
+        .resolve(parts)
+        .await
+        .ok_or_else(ApiError::auth_required)?;
+    #[cfg(feature = "pairing")]
+    if session_id.is_some_and(is_paired_id) {
+        return Err(acts_in_the_app());
+    }
+    let session = match session_id {
+        None => None,
+        Some(id) => Some(
+            server
+                .host()
+                .load_session(id)
+                .await
+                .filter(|s| s.owner() == Some(uid.as_str()))
+                .ok_or_else(|| ApiError::forbidden(NOT_YOURS))?,
+        ),
+    };
+    Ok((uid, session))
+}
