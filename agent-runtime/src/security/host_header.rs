@@ -81,6 +81,7 @@ pub(crate) const HOST_REFUSED_DETAIL: &str = "Host header is not allowed";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::request::Parts;
     use axum::http::Request;
 
     fn parts(host: Option<&str>) -> Parts {

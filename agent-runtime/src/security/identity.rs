@@ -123,6 +123,12 @@ impl IdentityCookie {
         Ok(IdentityCookie { name, key })
     }
 
+    /// The signing key.
+    #[cfg(test)]
+    pub(crate) fn key(&self) -> &IdentityKey {
+        &self.key
+    }
+
     /// The identity carried by one `Cookie` header value: split on `;`, trim each pair, split
     /// at its first `=`, take the FIRST pair with this cookie's name and verify its value.
     pub(crate) fn read_header(&self, cookie_header: &str) -> Option<String> {

@@ -164,6 +164,7 @@ fn check_record(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::security::token_record::TOKEN_TTL_MS;
     use crate::security::token_store::InMemoryTokenStore;
 
     #[test]
