@@ -8,7 +8,7 @@ use syn::{Attribute, Expr, ExprLit, Lit, Meta};
 
 /// The string-literal `#[doc = …]` attributes of one item, in source order.
 pub(crate) struct Docs {
-    /// The doc text built from the values (`annotations.md` §1).
+    /// The doc text built from the values (`docs/annotations.md` §1).
     pub(crate) text: DocText,
     /// The attribute of each value, parallel to the doc text's segments.
     attrs: Vec<Attribute>,

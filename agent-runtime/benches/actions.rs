@@ -1,4 +1,4 @@
-//! `list_actions` benchmarks (`semantics.md` §4): a schema of 50 variants, 10 of them with a
+//! `list_actions` benchmarks (`docs/semantics.md` §4): a schema of 50 variants, 10 of them with a
 //! route gate.
 //!
 //! Variant `i` has two fields (a string and a number); every fifth is `@alwaysAffordable`, every

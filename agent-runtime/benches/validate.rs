@@ -1,4 +1,4 @@
-//! Payload validation benchmarks (`semantics.md` §2).
+//! Payload validation benchmarks (`docs/semantics.md` §2).
 //!
 //! The typical message is a variant with six fields: a string, a constrained integer, a unit
 //! enum, a nested struct, a number with `@validates` and an optional string.

@@ -3,7 +3,7 @@
 use crate::clock::{SharedClock, SystemClock};
 use std::sync::Arc;
 
-/// How strictly incoming payloads are validated (`semantics.md` §2).
+/// How strictly incoming payloads are validated (`docs/semantics.md` §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DispatchPolicy {
     /// Extra keys are accepted silently (unless the schema denies them).
@@ -70,7 +70,7 @@ impl std::fmt::Debug for HostConfig {
 /// Default of [`HostConfig::session_idle_ms`]: 30 minutes.
 pub const DEFAULT_SESSION_IDLE_MS: u64 = 30 * 60 * 1000;
 
-/// The body cap on every route that reads a body (`lap.md` §3.5).
+/// The body cap on every route that reads a body (`docs/lap.md` §3.5).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Byte budgets: what one session or one token may make the host keep. Sizes are the JSON

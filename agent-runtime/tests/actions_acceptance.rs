@@ -1,4 +1,4 @@
-//! Acceptance list `semantics.md` §11.3 (`list_actions`), with fixture enums deriving
+//! Acceptance list `docs/semantics.md` §11.3 (`list_actions`), with fixture enums deriving
 //! `AgentMsg` and the model built from their schemars schemas.
 
 #![allow(dead_code)]

@@ -1,5 +1,5 @@
 //! The built `agent-bridge` binary as a child process, driven by rmcp's own client over stdio
-//! (`lap.md` §8, §11.6): the 16 tools, the `connect` prompt, the unbound text, and
+//! (`docs/lap.md` §8, §11.6): the 16 tools, the `connect` prompt, the unbound text, and
 //! `connect_session {url, token}` against a counter LAP server on a loopback port (observe,
 //! send_message with a human-only rejection and a human-approved confirmation, wait_for_change,
 //! narrate, disconnect), plus the schema-change note against a minimal LAP server of our own.

@@ -1,4 +1,4 @@
-//! The describe document (`lap.md` §5.4) and the app-supplied `docs` / `context` records.
+//! The describe document (`docs/lap.md` §5.4) and the app-supplied `docs` / `context` records.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

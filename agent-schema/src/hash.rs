@@ -1,4 +1,4 @@
-//! `schemaHash` (`annotations.md` §7.8): SHA-256 over canonical JSON.
+//! `schemaHash` (`docs/annotations.md` §7.8): SHA-256 over canonical JSON.
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};

@@ -1,4 +1,4 @@
-//! The example synthesizer (`payloadHint`, `annotations.md` §7.6) and field hints (§7.7).
+//! The example synthesizer (`payloadHint`, `docs/annotations.md` §7.6) and field hints (§7.7).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -1,4 +1,4 @@
-//! Acceptance list `annotations.md` §8.4 #52–#62 (schema shape of variants, scalars,
+//! Acceptance list `docs/annotations.md` §8.4 #52–#62 (schema shape of variants, scalars,
 //! objects, arrays, recursion, unions), over real schemars output.
 //!
 //! The derive's descriptors are written by hand here (wire names), so these tests exercise the

@@ -1,4 +1,4 @@
-//! Acceptance list `annotations.md` §8.4 #63–#68 (flatten, newtype variants, `schema_with`,
+//! Acceptance list `docs/annotations.md` §8.4 #63–#68 (flatten, newtype variants, `schema_with`,
 //! tags on nested fields, host construction errors) and rich fields from the descriptor (§8.2).
 
 #![allow(dead_code)]

@@ -1,4 +1,4 @@
-//! Acceptance list `annotations.md` §8.5 (synthesizer and field hints).
+//! Acceptance list `docs/annotations.md` §8.5 (synthesizer and field hints).
 
 #![allow(dead_code)]
 

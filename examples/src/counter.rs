@@ -1,4 +1,4 @@
-//! The counter: the small conformance app every test suite relies on (`lap.md` §11.8).
+//! The counter: the small conformance app every test suite relies on (`docs/lap.md` §11.8).
 
 use std::future::Future;
 

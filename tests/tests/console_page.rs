@@ -1,4 +1,4 @@
-//! `GET /agent/console` over plain HTTP (`lap.md` §6.6, last paragraph): a self-contained HTML
+//! `GET /agent/console` over plain HTTP (`docs/lap.md` §6.6, last paragraph): a self-contained HTML
 //! page that loads nothing from elsewhere, issues the identity cookie in anonymous mode, and
 //! answers 405 to other methods. The page itself is driven in a real browser by
 //! `console_browser.rs`.

@@ -1,6 +1,6 @@
 //! `examples/counter` started the way `cargo run --example counter --port 0` starts it (anonymous
 //! minting, the example's own options), then driven over LAP as an agent would, with a
-//! cookie-carrying client as the human. Each tag of the counter (`lap.md` §11.8) has a test that
+//! cookie-carrying client as the human. Each tag of the counter (`docs/lap.md` §11.8) has a test that
 //! shows its effect on the wire.
 
 use agent_examples::counter::Counter;
@@ -136,7 +136,7 @@ async fn warning_and_example_travel_with_delete() {
     let actions = w.actions().await;
     let delete = action(&actions, "delete");
     assert_eq!(delete["warning"], "deleting cannot be undone");
-    // Examples travel as the author wrote them: strings (`annotations.md` §5).
+    // Examples travel as the author wrote them: strings (`docs/annotations.md` §5).
     assert_eq!(
         delete["examples"],
         json!([r#"{"type":"delete","id":"42"}"#])

@@ -53,7 +53,7 @@ async fn route_gates_say_why_an_action_is_unavailable() {
     // Nothing is done: clearCompleted is not bound, completeAll (agent-only) is available.
     let actions = w.actions().await;
     assert!(actions.iter().all(|a| a["variant"] != "clearCompleted"));
-    // An open gate adds no keys (`semantics.md` §4).
+    // An open gate adds no keys (`docs/semantics.md` §4).
     assert!(find(&actions, "completeAll").get("available").is_none());
     // Everything done: completeAll is listed as unavailable with its reason.
     w.send(json!({"type": "completeAll"})).await;

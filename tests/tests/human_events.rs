@@ -1,5 +1,5 @@
 //! The human event stream: numbered events, snapshot, and replay after `Last-Event-ID`
-//! (`lap.md` §6.6).
+//! (`docs/lap.md` §6.6).
 
 use std::time::Duration;
 

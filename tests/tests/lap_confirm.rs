@@ -1,4 +1,4 @@
-//! Confirmations and the human routes over real HTTP (`semantics.md` §7, `lap.md` §6).
+//! Confirmations and the human routes over real HTTP (`docs/semantics.md` §7, `docs/lap.md` §6).
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
-//! `/message`, `/would-dispatch`, reads and the log over real HTTP (`semantics.md` §5–§9,
-//! `lap.md` §5.5–§5.7).
+//! `/message`, `/would-dispatch`, reads and the log over real HTTP (`docs/semantics.md` §5–§9,
+//! `docs/lap.md` §5.5–§5.7).
 
 use std::time::Duration;
 

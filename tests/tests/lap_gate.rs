@@ -1,4 +1,4 @@
-//! The LAP gate and management routes over real HTTP (`lap.md` §4, §5.1, §11.2, §11.3):
+//! The LAP gate and management routes over real HTTP (`docs/lap.md` §4, §5.1, §11.2, §11.3):
 //! every status code provoked for real.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Session bounds of `/agent/mcp` (`lap.md` §7.3, §11.5): capacity (503 `session-capacity`),
+//! Session bounds of `/agent/mcp` (`docs/lap.md` §7.3, §11.5): capacity (503 `session-capacity`),
 //! the unauthenticated quota and its LRU eviction, the per-token cap, expiry on the injected
 //! clock, 404 for ids that are not live, and no leak (live count back to zero, in the registry
 //! and in rmcp's session manager). Raw JSON-RPC POSTs where a full client is overkill.

@@ -1,4 +1,4 @@
-//! `/agent/mcp` with rmcp's own client over Streamable HTTP (`lap.md` §7): the 16 tools and
+//! `/agent/mcp` with rmcp's own client over Streamable HTTP (`docs/lap.md` §7): the 16 tools and
 //! their schemas, the unbound texts, `connect_session`, forwarded tools through the LAP gate,
 //! the confirmation flow with a human approval, long polls, narration and disconnect.
 
@@ -56,14 +56,14 @@ fn schema(tool: &Tool) -> Value {
     Value::Object((*tool.input_schema).clone())
 }
 
-/// `(name, properties with their JSON types, required)` of a tool in `lap.md` §7.1.
+/// `(name, properties with their JSON types, required)` of a tool in `docs/lap.md` §7.1.
 type ExpectedTool = (
     &'static str,
     Vec<(&'static str, &'static str)>,
     Vec<&'static str>,
 );
 
-/// The 16 tools of `lap.md` §7.1.
+/// The 16 tools of `docs/lap.md` §7.1.
 fn expected_tools() -> Vec<ExpectedTool> {
     vec![
         ("connect_session", vec![("token", "string")], vec!["token"]),

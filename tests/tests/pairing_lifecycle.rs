@@ -1,4 +1,4 @@
-//! The life cycle of a paired token on the wire (`pairing.md`): revocation, supersede,
+//! The life cycle of a paired token on the wire (`docs/pairing.md`): revocation, supersede,
 //! pending-resume and its grace window, resume/claim with rotation, oversized frames, a
 //! socket lost mid-call.
 

@@ -1,4 +1,4 @@
-//! `/agent/ws` on the wire (`pairing.md`): a raw WebSocket client plays the app runtime with
+//! `/agent/ws` on the wire (`docs/pairing.md`): a raw WebSocket client plays the app runtime with
 //! frames the test writes itself, and an agent calls LAP over HTTP. Handshake, forwarding,
 //! confirmations, watches and the log; the life cycle is in `pairing_lifecycle.rs`.
 

@@ -1,9 +1,9 @@
-//! `list_actions` (`semantics.md` §4): which messages an agent is offered in the current state.
+//! `list_actions` (`docs/semantics.md` §4): which messages an agent is offered in the current state.
 //!
 //! [`Affordances`] is built once from the message model; it keeps, per variant, an action
 //! template with everything that does not depend on the state (intent, dispatch mode,
 //! warning, examples, emits, field hints) and the synthesized `payloadHint`
-//! (`annotations.md` §7.6). [`Affordances::list`] then runs the four passes:
+//! (`docs/annotations.md` §7.6). [`Affordances::list`] then runs the four passes:
 //!
 //! 1. **bindings**, in order, first occurrence of each: names that are variants and not
 //!    human-only; `source: "binding"`, `payloadHint: null`;
@@ -48,7 +48,7 @@ struct Entry {
     gate: Option<(usize, Option<String>)>,
 }
 
-/// The affordance lister of one app (`semantics.md` §4).
+/// The affordance lister of one app (`docs/semantics.md` §4).
 pub struct Affordances {
     entries: Vec<Entry>,
     index: HashMap<String, usize>,

@@ -114,12 +114,12 @@ impl Catalog {
         self.annotations.get(variant)
     }
 
-    /// Validates a message (`semantics.md` §2).
+    /// Validates a message (`docs/semantics.md` §2).
     pub fn validate(&self, msg: &Value, policy: DispatchPolicy) -> ValidationOutcome {
         self.validator.validate(msg, policy)
     }
 
-    /// `list_actions` for a state (`semantics.md` §4); `state` is the redacted JSON state.
+    /// `list_actions` for a state (`docs/semantics.md` §4); `state` is the redacted JSON state.
     pub fn list_actions(
         &self,
         bindings: &[String],
@@ -155,7 +155,7 @@ impl Catalog {
         &self.redact_plan
     }
 
-    /// The describe document (`lap.md` §5.4).
+    /// The describe document (`docs/lap.md` §5.4).
     pub fn describe(&self) -> &Value {
         &self.describe
     }

@@ -1,5 +1,5 @@
 //! `agent-bridge`: an MCP server over stdio that forwards the agent tools to a LAP server
-//! (`lap.md` §8). Add it to an MCP client (Claude Desktop's `claude_desktop_config.json`), then
+//! (`docs/lap.md` §8). Add it to an MCP client (Claude Desktop's `claude_desktop_config.json`), then
 //! call `connect_session {url, token}` with the app's LAP URL and an agent token.
 
 use std::process::ExitCode;

@@ -17,7 +17,7 @@ use crate::security::{AuditEvent, TokenRecord};
 pub(crate) enum Backend<A: App> {
     /// A session hosted in this process.
     Hosted(Session<A>),
-    /// A paired session (`pairing.md`): its app runs elsewhere and answers `rpc` frames over
+    /// A paired session (`docs/pairing.md`): its app runs elsewhere and answers `rpc` frames over
     /// `/agent/ws` (`super::paired`).
     #[cfg(feature = "pairing")]
     Paired,

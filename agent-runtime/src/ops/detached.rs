@@ -1,4 +1,4 @@
-//! Detached, keyed calls (`lap.md` §5.7): a `/message` runs to completion on its own task even
+//! Detached, keyed calls (`docs/lap.md` §5.7): a `/message` runs to completion on its own task even
 //! if its caller goes away, and a call with an `idempotencyKey` is answered once: a retry with
 //! the same key and message gets the first answer (replayed, also across a restart or from
 //! another replica with a durable store), a different message under the key is 409. Hosted and

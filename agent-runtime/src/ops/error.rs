@@ -1,5 +1,5 @@
 //! The one error type of the operation core and the HTTP surfaces: an [`ErrorCode`] (which
-//! knows its status, `lap.md` §10) plus what the body carries. Every error body is the
+//! knows its status, `docs/lap.md` §10) plus what the body carries. Every error body is the
 //! protocol's [`ErrorResponse`], serialized from here; the OpenAPI document describes the same
 //! type.
 

@@ -1,4 +1,4 @@
-//! The gate every call goes through, whatever the surface (`lap.md` §5.1): a credential is
+//! The gate every call goes through, whatever the surface (`docs/lap.md` §5.1): a credential is
 //! verified to a token record, the record's session found, the rate limit taken; then the typed
 //! request is read, the handler runs, and the success tail writes activation, touch, the
 //! `read` log entry and the audit entry. `/message` also gets idempotency (§5.7) and runs on
@@ -67,7 +67,7 @@ pub(crate) async fn admit_credential<A: App>(
 }
 
 /// The backend of `record`'s session: 503 `paused` when the host closed it, or when a paired
-/// session has no socket (with the reconnect hint of `pairing.md`).
+/// session has no socket (with the reconnect hint of `docs/pairing.md`).
 async fn backend_of<A: App>(
     server: &ServerState<A>,
     record: &TokenRecord,

@@ -1,4 +1,4 @@
-//! One async handler per operation (`lap.md` §5.3): the typed request in, the typed answer
+//! One async handler per operation (`docs/lap.md` §5.3): the typed request in, the typed answer
 //! plus what to log and audit out. The gate around them is in [`super::gate`].
 
 use agent_schema::protocol::{
@@ -34,10 +34,10 @@ fn read<A: App, R: Serialize>(call: &Call<'_, A>, body: R) -> Answer<R> {
     Answer::read(body, call.spec.label, call.spec.tool)
 }
 
-/// The default `drainQuietMs` of a dispatch (`lap.md` §5.5).
+/// The default `drainQuietMs` of a dispatch (`docs/lap.md` §5.5).
 const DEFAULT_DRAIN_QUIET_MS: u64 = 100;
 
-/// The options of a dispatch (`lap.md` §5.5): defaults 100 ms quiet and the timeout of
+/// The options of a dispatch (`docs/lap.md` §5.5): defaults 100 ms quiet and the timeout of
 /// `spec` (`/message`'s), clamped to `max_wait_ms`.
 pub(crate) fn dispatch_options(
     request: &DispatchRequest,

@@ -1,4 +1,4 @@
-//! `idempotencyKey` on `/message` (`lap.md` §5.7): a retried call within 10 minutes gets the
+//! `idempotencyKey` on `/message` (`docs/lap.md` §5.7): a retried call within 10 minutes gets the
 //! first call's answer, byte for byte, without dispatching again.
 //!
 //! Records are bounded per record (key and message) and per token (bytes, answers included);

@@ -1,5 +1,5 @@
-//! The options of the agent server (`lap.md` §1): the HTTP surface's, `/agent/mcp`'s
-//! ([`McpOptions`], `lap.md` §7.3) and pairing's ([`PairingOptions`], `pairing.md`). Plain data,
+//! The options of the agent server (`docs/lap.md` §1): the HTTP surface's, `/agent/mcp`'s
+//! ([`McpOptions`], `docs/lap.md` §7.3) and pairing's ([`PairingOptions`], `docs/pairing.md`). Plain data,
 //! read by the operation core and the surfaces alike.
 
 use crate::security::{
@@ -9,7 +9,7 @@ use crate::security::{
 /// Default per-token LAP limit.
 pub const DEFAULT_RATE_LIMIT: &str = "30/minute";
 
-/// Options of the HTTP surface (`lap.md` §1).
+/// Options of the HTTP surface (`docs/lap.md` §1).
 #[derive(Clone)]
 pub struct ServerOptions {
     /// A caller without identity may mint, and gets an `anon-…` identity cookie.
@@ -37,10 +37,10 @@ pub struct ServerOptions {
     /// port. Default [`loopback_hosts`] (`localhost`, `127.0.0.1`, `::1`); a deployment lists
     /// its own host names; empty accepts any host. Others get 403 `forbidden`.
     pub allowed_hosts: Vec<String>,
-    /// The MCP endpoint `/agent/mcp` (`lap.md` §7.3).
+    /// The MCP endpoint `/agent/mcp` (`docs/lap.md` §7.3).
     #[cfg(feature = "mcp")]
     pub mcp: McpOptions,
-    /// `/agent/ws` and paired sessions (`pairing.md`).
+    /// `/agent/ws` and paired sessions (`docs/pairing.md`).
     #[cfg(feature = "pairing")]
     pub pairing: PairingOptions,
 }
@@ -82,7 +82,7 @@ impl std::fmt::Debug for ServerOptions {
 }
 
 #[cfg(feature = "mcp")]
-/// Options of `/agent/mcp` (`lap.md` §1, §7.3).
+/// Options of `/agent/mcp` (`docs/lap.md` §1, §7.3).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpOptions {
     /// Serve `/agent/mcp` (default on).

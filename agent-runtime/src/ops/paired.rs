@@ -1,4 +1,4 @@
-//! The operations of a paired session (`pairing.md` §LAP → frames), behind the same gate as a
+//! The operations of a paired session (`docs/pairing.md` §LAP → frames), behind the same gate as a
 //! hosted session's: reads and `/message` are relayed to the app runtime as `rpc` frames
 //! named by the operation's MCP tool and its answer is the body; `/describe`
 //! and the description in `/observe` come from the cached `hello`; `/confirm-result`, `/wait`,

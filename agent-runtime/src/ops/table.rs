@@ -29,7 +29,7 @@ fn not_keyed<R>(_: &R) -> Option<(String, Value)> {
     None
 }
 
-/// A `/message` request's `(idempotencyKey, msg)`, when it carries a key (`lap.md` §5.7).
+/// A `/message` request's `(idempotencyKey, msg)`, when it carries a key (`docs/lap.md` §5.7).
 fn message_key(request: &MessageRequest) -> Option<(String, Value)> {
     let key = request.idempotency_key.as_deref()?;
     Some((key.to_owned(), request.dispatch.msg.0.clone()))

@@ -1,4 +1,4 @@
-//! The audit trail (lap.md §3.4): entries, the sink trait and three sinks.
+//! The audit trail (docs/lap.md §3.4): entries, the sink trait and three sinks.
 //!
 //! Entry `{at, tid, uid, event, detail}`; `tid` and `uid` may be null. The default sink emits
 //! one `tracing` event per entry (target `agent_audit`, level INFO) carrying the entry as one

@@ -1,4 +1,4 @@
-//! The client address (lap.md §3.2): the rate-limit key of callers without identity.
+//! The client address (docs/lap.md §3.2): the rate-limit key of callers without identity.
 //!
 //! 1. With `trustProxy` n ≥ 1: the `x-forwarded-for` chain (split on commas, trimmed, empty
 //!    entries dropped) gives `chain[len - n]` when it has at least n entries.
@@ -157,7 +157,7 @@ pub(super) fn forwarded_for_chain(headers: &HeaderMap) -> Vec<String> {
         .collect()
 }
 
-/// The client address of a request (lap.md §3.2) from its headers and its peer address.
+/// The client address of a request (docs/lap.md §3.2) from its headers and its peer address.
 pub(super) fn client_address(headers: &HeaderMap, peer: Option<&str>, trust: TrustProxy) -> String {
     let n = trust.get() as usize;
     if n >= 1 {

@@ -1,4 +1,4 @@
-//! Caller identity (lap.md §3.1): a pluggable resolver, then a signed identity cookie, plus the
+//! Caller identity (docs/lap.md §3.1): a pluggable resolver, then a signed identity cookie, plus the
 //! anonymous identities issued in `allowAnonymous` mode.
 //!
 //! Cookie value: `<value>.<base64url-nopad(HMAC-SHA256(key, value))>`. Agent bearer tokens are

@@ -1,4 +1,4 @@
-//! The security building blocks of the LAP server (lap.md §2, §3): agent tokens and their
+//! The security building blocks of the LAP server (docs/lap.md §2, §3): agent tokens and their
 //! store, caller identity, the client address, rate limiting, the audit trail and the
 //! cross-origin and `Host` checks.
 //!

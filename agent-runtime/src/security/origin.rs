@@ -1,4 +1,4 @@
-//! The request origin and the cross-origin check for cookie-authenticated POSTs (lap.md §3.6).
+//! The request origin and the cross-origin check for cookie-authenticated POSTs (docs/lap.md §3.6).
 //!
 //! The request origin is `scheme://host[:port]`: with `trustProxy` ≥ 1 the scheme and host come
 //! from the first entries of `x-forwarded-proto` / `x-forwarded-host` (each falling back when

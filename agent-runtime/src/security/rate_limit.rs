@@ -1,4 +1,4 @@
-//! Rate limiting (lap.md §3.3): the spec string, the limiter trait, and the default limiter on
+//! Rate limiting (docs/lap.md §3.3): the spec string, the limiter trait, and the default limiter on
 //! `governor`.
 //!
 //! One token bucket per `"<bucket>:<key>"`: capacity = the count, continuous refill of count per

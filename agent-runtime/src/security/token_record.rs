@@ -1,4 +1,4 @@
-//! The stored token record and its life cycle (`lap.md` §2.2, §2.4): [`TokenRecord`] holds a
+//! The stored token record and its life cycle (`docs/lap.md` §2.2, §2.4): [`TokenRecord`] holds a
 //! token's hash, never the token; [`TokenStatus`] is spelled once ([`TokenStatus::as_str`]),
 //! for the wire, serde and the stores alike; [`AgentSession`] is its wire form.
 
@@ -18,7 +18,7 @@ pub(crate) const DEFAULT_ACTIVE_LABEL: &str = "agent";
 /// The label the wire form shows for a record without one.
 pub(super) const UNKNOWN_LABEL: &str = "(unknown)";
 
-/// The life-cycle status of a token record (lap.md §2.2, §2.4).
+/// The life-cycle status of a token record (docs/lap.md §2.2, §2.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(into = "&'static str", try_from = "String")]
 pub enum TokenStatus {
@@ -95,7 +95,7 @@ impl fmt::Display for TokenStatus {
     }
 }
 
-/// A stored token record (lap.md §2.2). Holds the token's hash, never the token.
+/// A stored token record (docs/lap.md §2.2). Holds the token's hash, never the token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenRecord {

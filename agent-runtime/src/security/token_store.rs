@@ -1,4 +1,4 @@
-//! The token store (lap.md §2.3): a trait and the default in-memory implementation.
+//! The token store (docs/lap.md §2.3): a trait and the default in-memory implementation.
 
 use std::collections::HashMap;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -1,4 +1,4 @@
-//! Agent bearer tokens: format, hash and verification (lap.md §2); the record they verify to
+//! Agent bearer tokens: format, hash and verification (docs/lap.md §2); the record they verify to
 //! is `token_record`.
 //!
 //! A token is `agt_` followed by the unpadded base64url form of 32 CSPRNG bytes (47 chars). Only
@@ -72,7 +72,7 @@ pub(crate) fn sha256_hex(text: &str) -> String {
     out
 }
 
-/// Why a bearer token was refused (lap.md §2.5).
+/// Why a bearer token was refused (docs/lap.md §2.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum AuthError {
     /// Missing or malformed header, unknown, expired or idle token: 401 `auth-failed`.
@@ -105,7 +105,7 @@ impl axum::response::IntoResponse for AuthError {
     }
 }
 
-/// Verifies the value of an `Authorization` header (lap.md §2.5) and answers the token's
+/// Verifies the value of an `Authorization` header (docs/lap.md §2.5) and answers the token's
 /// record, as the store holds it (one lookup: callers need not find it again).
 ///
 /// First failure wins: no `Bearer ` prefix (case-sensitive), no `agt_` token, no record, hard

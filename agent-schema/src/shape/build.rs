@@ -1,5 +1,5 @@
 //! Building the [`MsgModel`] of a `Msg` enum from its schemars schema and the derive's
-//! variant descriptors (`annotations.md` §4.2, §7.3).
+//! variant descriptors (`docs/annotations.md` §4.2, §7.3).
 
 use std::borrow::Cow;
 

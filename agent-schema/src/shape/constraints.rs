@@ -1,4 +1,4 @@
-//! Constraint keywords kept on a node (`annotations.md` §7.5, checked as in `semantics.md` §2.4).
+//! Constraint keywords kept on a node (`docs/annotations.md` §7.5, checked as in `docs/semantics.md` §2.4).
 
 use serde_json::{Map, Number, Value};
 
@@ -23,7 +23,7 @@ pub struct Constraints {
     pub max_length: Option<u64>,
     /// `pattern` (strings; an unanchored regular expression).
     pub pattern: Option<String>,
-    /// `format` (strings; the validator checks only the formats `semantics.md` §2.4 lists).
+    /// `format` (strings; the validator checks only the formats `docs/semantics.md` §2.4 lists).
     pub format: Option<String>,
     /// `minItems` (arrays).
     pub min_items: Option<u64>,
@@ -77,7 +77,7 @@ impl Constraints {
         }
     }
 
-    /// A JSON Schema object holding exactly these keywords, in the order of `semantics.md`
+    /// A JSON Schema object holding exactly these keywords, in the order of `docs/semantics.md`
     /// §2.4 (`"type": "integer"` first when `integer`). `None` when there is nothing to check.
     pub fn to_json_schema(&self, integer: bool) -> Option<Value> {
         let mut out = Map::new();

@@ -1,4 +1,4 @@
-//! Host construction errors of the message schema (`annotations.md` §4.2, §7.3, §7.4).
+//! Host construction errors of the message schema (`docs/annotations.md` §4.2, §7.3, §7.4).
 
 use std::fmt;
 
@@ -36,7 +36,7 @@ pub enum SchemaError {
     NestedTag {
         /// JSON Pointer of the property inside the `Msg` schema.
         pointer: String,
-        /// The grammar errors (`annotations.md` §6.1), in source order; offsets are byte
+        /// The grammar errors (`docs/annotations.md` §6.1), in source order; offsets are byte
         /// offsets in the property's doc (`title` + `"\n"` + `description`).
         errors: Vec<TagError>,
     },

@@ -1,5 +1,5 @@
 //! The message schema: from the schemars JSON Schema of a `Msg` enum to the internal
-//! [`MsgModel`] and its compact wire form `MsgSchemaShape` (`annotations.md` §7).
+//! [`MsgModel`] and its compact wire form `MsgSchemaShape` (`docs/annotations.md` §7).
 //!
 //! # Building
 //!

@@ -1,4 +1,4 @@
-//! The internal message model (`annotations.md` §7.5): everything the compact wire shape shows,
+//! The internal message model (`docs/annotations.md` §7.5): everything the compact wire shape shows,
 //! plus what only the validator needs (nullability, integer-ness, constraint keywords,
 //! `additionalProperties: false`, the JSON Pointer of every property).
 
@@ -75,7 +75,7 @@ pub enum TagSource {
     /// From `#[derive(AgentMsg)]`: a named field of a struct variant (already checked at
     /// compile time, CEL syntax included).
     Derive,
-    /// From the property's own schemars `title`/`description` (`annotations.md` §7.4): nested
+    /// From the property's own schemars `title`/`description` (`docs/annotations.md` §7.4): nested
     /// struct fields, union branch fields, the fields of a newtype variant's inner struct and
     /// flattened fields. Their `@validates` CEL syntax is checked at host start-up, see
     /// [`MsgModel::nested_validates`](crate::shape::MsgModel::nested_validates).
@@ -115,7 +115,7 @@ impl FieldModel {
 pub struct TypeNode {
     /// What kind of value the node accepts.
     pub kind: TypeKind,
-    /// The schema also accepts `null` (`Option<T>`): rule R3 of `annotations.md` §7.3.
+    /// The schema also accepts `null` (`Option<T>`): rule R3 of `docs/annotations.md` §7.3.
     pub nullable: bool,
     /// Constraint keywords that apply to this node's type (empty for every other kind).
     pub constraints: Constraints,
@@ -137,7 +137,7 @@ impl TypeNode {
     }
 
     /// A JSON Schema holding exactly the constraint keywords of this node (plus
-    /// `"type": "integer"` for an integer number), in the order of `semantics.md` §2.4, for a
+    /// `"type": "integer"` for an integer number), in the order of `docs/semantics.md` §2.4, for a
     /// `jsonschema` validator. `None` when the node has nothing to check beyond its kind.
     pub fn constraint_schema(&self) -> Option<Value> {
         let integer = matches!(self.kind, TypeKind::Number { integer: true });

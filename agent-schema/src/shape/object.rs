@@ -1,5 +1,5 @@
 //! Object schemas before their properties are resolved: unwrapping `$ref`/`allOf`/nullable
-//! wrappers down to properties (rules R2, R4, R5, R12 of `annotations.md` §7.3), merging
+//! wrappers down to properties (rules R2, R4, R5, R12 of `docs/annotations.md` §7.3), merging
 //! `allOf` parts, and a property's own tags (§7.4).
 //!
 //! Layering: depends on `resolver` (the state), `keywords`, `pointer` and `error`, never on

@@ -1,4 +1,4 @@
-//! From JSON Schema to the model: `resolve(S, budget)`, rules R1–R14 of `annotations.md`
+//! From JSON Schema to the model: `resolve(S, budget)`, rules R1–R14 of `docs/annotations.md`
 //! §7.3 and the `$ref` budget, and the field rule (§4.1, §7.4) over an object's properties.
 //!
 //! Layering: the top of the resolution rules. `resolve` and the field rule call each other (a

@@ -1,4 +1,4 @@
-//! Rule R8 of `annotations.md` §7.3: the resolved members of a `oneOf`/`anyOf` as one enum of
+//! Rule R8 of `docs/annotations.md` §7.3: the resolved members of a `oneOf`/`anyOf` as one enum of
 //! literals, as a discriminated union, or as `"unknown"`.
 //!
 //! Layering: depends only on `model` and `keywords`. Resolving the members is `resolve.rs`'s

@@ -1,4 +1,4 @@
-//! The compact wire form `MsgSchemaShape` (`annotations.md` §7.2).
+//! The compact wire form `MsgSchemaShape` (`docs/annotations.md` §7.2).
 
 use serde_json::{Map, Value};
 

@@ -1,4 +1,4 @@
-//! Argument lists and quoted strings (`annotations.md` §3.1, §3.2).
+//! Argument lists and quoted strings (`docs/annotations.md` §3.1, §3.2).
 
 use super::cursor::{Cursor, Failure};
 use super::detail::Detail;

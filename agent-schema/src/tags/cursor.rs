@@ -1,5 +1,5 @@
 //! A char cursor over the doc text, and the whitespace rules shared by argument lists,
-//! quoted strings and JSON literals (`annotations.md` §3.1–§3.3).
+//! quoted strings and JSON literals (`docs/annotations.md` §3.1–§3.3).
 
 use super::detail::Detail;
 

@@ -1,4 +1,4 @@
-//! Why a tag call is malformed: the DETAIL of `annotations.md` §6.1 (D1 … D9) and its text.
+//! Why a tag call is malformed: the DETAIL of `docs/annotations.md` §6.1 (D1 … D9) and its text.
 //!
 //! Layering: depends on nothing else in `tags`; `kind` (E3's detail), `errors`, `cursor`,
 //! `args`, `json_form`, `scanner` and `records` use it.

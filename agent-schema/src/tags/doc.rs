@@ -1,4 +1,4 @@
-//! Building the doc text of an item from its `#[doc]` values (`annotations.md` §1).
+//! Building the doc text of an item from its `#[doc]` values (`docs/annotations.md` §1).
 
 /// The doc text of one item, with the start offset of every `#[doc]` value in it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -1,4 +1,4 @@
-//! A tag error: what is wrong ([`TagErrorKind`]) and where in the doc text (`annotations.md`
+//! A tag error: what is wrong ([`TagErrorKind`]) and where in the doc text (`docs/annotations.md`
 //! §6). Its text is its kind's, so the derive (compile errors) and the runtime (host
 //! construction errors for nested fields) print the same text.
 //!
@@ -59,7 +59,7 @@ impl TagError {
 }
 
 impl fmt::Display for TagError {
-    /// The exact message text of `annotations.md` §6.
+    /// The exact message text of `docs/annotations.md` §6.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.kind.fmt(f)
     }

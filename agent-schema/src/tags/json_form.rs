@@ -1,4 +1,4 @@
-//! The JSON form of `@example` (`annotations.md` §3.3).
+//! The JSON form of `@example` (`docs/annotations.md` §3.3).
 
 use super::cursor::{Cursor, Failure};
 use super::detail::Detail;

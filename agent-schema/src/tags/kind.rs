@@ -1,4 +1,4 @@
-//! What is wrong in a doc text or a derived enum, and the message texts (`annotations.md` §6).
+//! What is wrong in a doc text or a derived enum, and the message texts (`docs/annotations.md` §6).
 //!
 //! Every message has a first line of at most 100 chars saying what is wrong and, when there
 //! is something to do about it, a second line starting with `help: ` saying how to fix it.

@@ -1,4 +1,4 @@
-//! The agent tag grammar (`annotations.md` §1–§6), shared by `#[derive(AgentMsg)]` at compile
+//! The agent tag grammar (`docs/annotations.md` §1–§6), shared by `#[derive(AgentMsg)]` at compile
 //! time and by the schema builder at run time (tags on nested fields, read from schemars
 //! descriptions).
 //!

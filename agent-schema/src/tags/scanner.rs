@@ -1,4 +1,4 @@
-//! Finding tag occurrences in a doc text (`annotations.md` §1, §3).
+//! Finding tag occurrences in a doc text (`docs/annotations.md` §1, §3).
 
 use super::args::{parse_empty_list, parse_list, Arg};
 use super::cursor::{Cursor, Failure};

@@ -1,4 +1,4 @@
-//! "Did you mean": which unknown tag names are close to a known tag (E4, `annotations.md` §6.2).
+//! "Did you mean": which unknown tag names are close to a known tag (E4, `docs/annotations.md` §6.2).
 
 use super::tag::Tag;
 

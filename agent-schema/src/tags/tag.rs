@@ -1,4 +1,4 @@
-//! The known agent tags (the table of `annotations.md` §2).
+//! The known agent tags (the table of `docs/annotations.md` §2).
 
 use std::fmt;
 

@@ -1,5 +1,5 @@
 //! Text helpers of the grammar: its whitespace, the first line of a message, the line of an
-//! offset, and the EXCERPT of a malformed call (`annotations.md` §6.1).
+//! offset, and the EXCERPT of a malformed call (`docs/annotations.md` §6.1).
 //!
 //! Layering: depends on nothing else in `tags`.
 

@@ -1,4 +1,4 @@
-//! Constraint checks of one node (`semantics.md` §2.4) on top of a compiled `jsonschema`
+//! Constraint checks of one node (`docs/semantics.md` §2.4) on top of a compiled `jsonschema`
 //! validator.
 //!
 //! The node's keywords ([`TypeNode::constraint_schema`]) are compiled once, with draft 2020-12

@@ -1,4 +1,4 @@
-//! The texts of validation issues (`semantics.md` §2.1) and the formatting of the values they
+//! The texts of validation issues (`docs/semantics.md` §2.1) and the formatting of the values they
 //! quote.
 //!
 //! - `<v>`: a string as itself, anything else as compact JSON ([`value_text`]);

@@ -1,4 +1,4 @@
-//! Payload validation (`semantics.md` §2).
+//! Payload validation (`docs/semantics.md` §2).
 //!
 //! A [`Validator`] is built once per app from its [`MsgModel`]; building compiles the
 //! constraint keywords of every node (§2.4) with `jsonschema` and pre-renders the legal-value
@@ -74,7 +74,7 @@ pub enum ValidatorError {
     },
 }
 
-/// Validates messages against one app's message model (`semantics.md` §2).
+/// Validates messages against one app's message model (`docs/semantics.md` §2).
 pub struct Validator {
     tree: MsgTree,
     predicates: Arc<PredicateCache>,

@@ -1,4 +1,4 @@
-//! The validation walk (`semantics.md` §2.2): objects, fields, type checks, constraints,
+//! The validation walk (`docs/semantics.md` §2.2): objects, fields, type checks, constraints,
 //! `@validates`, extra keys.
 //!
 //! The walk follows the compiled model: it only descends into a value where the model has a

@@ -1,4 +1,4 @@
-//! The frames of `/agent/ws` (`pairing.md` §Frames): one JSON object per text message,
+//! The frames of `/agent/ws` (`docs/pairing.md` §Frames): one JSON object per text message,
 //! discriminated by `t`. Envelopes (ids, codes) are typed; payloads (state, schemas, log
 //! entries) stay opaque JSON. Unknown extra keys are ignored.
 

@@ -1,4 +1,4 @@
-//! The live side of paired sessions (`pairing.md`): an app that runs outside the server (a
+//! The live side of paired sessions (`docs/pairing.md`): an app that runs outside the server (a
 //! browser tab running LLui, a desktop or terminal app using the pairing client) dials out to
 //! `/agent/ws`, and the operation core answers the agent's calls by relaying them to it.
 //!

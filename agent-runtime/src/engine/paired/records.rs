@@ -1,5 +1,5 @@
 //! Pairing records: which token ids drive a paired session, and the token life cycle of
-//! `pairing.md` (`awaiting-ws` → `awaiting-claude` → `active` → `pending-resume` → re-pair or
+//! `docs/pairing.md` (`awaiting-ws` → `awaiting-claude` → `active` → `pending-resume` → re-pair or
 //! claim, `revoked` at any time).
 //!
 //! Everything lives in the [`TokenStore`], so a durable token store keeps the whole life

@@ -88,7 +88,7 @@ pub(crate) fn message_intent(intent: Option<&str>, variant: Option<&str>) -> Str
     }
 }
 
-/// The payload summary of a message (`semantics.md` §9): up to three `key=value` items of the
+/// The payload summary of a message (`docs/semantics.md` §9): up to three `key=value` items of the
 /// keys other than `type`, plus `…` when there are more; `None` when there are no other keys.
 pub(crate) fn payload_detail(msg: &Value) -> Option<String> {
     let obj = msg.as_object()?;

@@ -1,4 +1,4 @@
-//! The server-side confirmation store of one session (`semantics.md` §7).
+//! The server-side confirmation store of one session (`docs/semantics.md` §7).
 //!
 //! Agents propose; only the human decides. Outcomes are level-triggered: a waiter first looks
 //! at the stored outcome, so an approval made before the wait is never lost.

@@ -1,5 +1,5 @@
 //! Dispatch paths: the agent's `send_message`, the human's dispatch, `would_dispatch`, and the
-//! confirmation flow (`semantics.md` §5–§7).
+//! confirmation flow (`docs/semantics.md` §5–§7).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
@@ -174,7 +174,7 @@ impl<A: App> Session<A> {
         entry
     }
 
-    /// The agent's `send_message` (`semantics.md` §5): gates, validation, confirmation,
+    /// The agent's `send_message` (`docs/semantics.md` §5): gates, validation, confirmation,
     /// dispatch and drain. Logs the outcome and records it as `tid`'s last dispatch outcome.
     /// A proposal over the confirmation budgets is rejected as `invalid` with the limit in its
     /// detail.
@@ -349,7 +349,7 @@ impl<A: App> Session<A> {
         })
     }
 
-    /// `would_dispatch` (`semantics.md` §6): predicts a message on a clone of the state.
+    /// `would_dispatch` (`docs/semantics.md` §6): predicts a message on a clone of the state.
     pub fn would_dispatch(&self, msg: &Value) -> Result<WouldDispatchResult, SessionError> {
         let Some(variant) = variant_of(msg) else {
             return Ok(WouldDispatchResult::Rejected {
@@ -415,7 +415,7 @@ impl<A: App> Session<A> {
     }
 
     /// Approves a proposal, optionally with an edited message of the same variant, and
-    /// enqueues the message (`semantics.md` §7). Human only.
+    /// enqueues the message (`docs/semantics.md` §7). Human only.
     pub fn approve(&self, id: &str, edited: Option<&Value>) -> Result<(), EditedApprovalError> {
         if self.is_closed() {
             return Err(EditedApprovalError::Closed);

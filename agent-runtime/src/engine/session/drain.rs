@@ -1,4 +1,4 @@
-//! Enqueue a message and wait per `waitFor` (`semantics.md` §5.2).
+//! Enqueue a message and wait per `waitFor` (`docs/semantics.md` §5.2).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! Numbered session events for the human side (`lap.md` §6.6): `state` after each commit, `log`
+//! Numbered session events for the human side (`docs/lap.md` §6.6): `state` after each commit, `log`
 //! for each log entry, `confirm` for each proposal and status change, with replay from a
 //! known id.
 

@@ -1,5 +1,5 @@
 //! Sessions: one running app instance each, driven by a single task that applies messages in
-//! order (`semantics.md` §0).
+//! order (`docs/semantics.md` §0).
 //!
 //! Reads never go through the task: after every commit the task publishes the redacted state,
 //! and typed hooks read the state under a short read lock. The task is the only writer.

@@ -1,5 +1,5 @@
 //! The last dispatch outcome of each token, which `describe_context` turns into a hint
-//! (`semantics.md` §8.4).
+//! (`docs/semantics.md` §8.4).
 
 use agent_schema::protocol::{DrainError, ValidationIssue};
 

@@ -1,5 +1,5 @@
 //! Session reads: state, slices, actions, context, visible content, regions, and the
-//! long-poll for a change (`semantics.md` §4, §8).
+//! long-poll for a change (`docs/semantics.md` §4, §8).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;

@@ -65,7 +65,7 @@ pub trait SessionStore: Send + Sync {
     }
 }
 
-/// Where the first answers of keyed `/message` calls live (`lap.md` §5.7).
+/// Where the first answers of keyed `/message` calls live (`docs/lap.md` §5.7).
 pub trait IdempotencyRecords: Send + Sync {
     /// Stores the answer under `(tid, key)`, replacing an older one.
     fn put_idempotent(&self, entry: IdempotencyEntry) -> BoxFuture<'_, StoreResult<()>>;

@@ -1,4 +1,4 @@
-//! Human routes (`lap.md` §6): the owner's view of their sessions, dispatch as the human,
+//! Human routes (`docs/lap.md` §6): the owner's view of their sessions, dispatch as the human,
 //! confirmation decisions (with an optional edited message) and the numbered event stream.
 //! Agent bearer tokens are refused on all of them.
 

@@ -1,4 +1,4 @@
-//! Who may use a human route (`lap.md` §6.1): the method, the body cap, no agent bearer, the
+//! Who may use a human route (`docs/lap.md` §6.1): the method, the body cap, no agent bearer, the
 //! origin and media type of a POST, an identity, and for a session route a session the caller
 //! owns. A paired session's dispatch and decisions belong to its app (409).
 
@@ -30,7 +30,7 @@ pub(super) fn acts_in_the_app() -> ApiError {
     )
 }
 
-/// Access rules 0–5 of `lap.md` §6.1. Returns the caller's identity and, for a session route,
+/// Access rules 0–5 of `docs/lap.md` §6.1. Returns the caller's identity and, for a session route,
 /// the session.
 pub(super) async fn access<A: App>(
     server: &ServerState<A>,

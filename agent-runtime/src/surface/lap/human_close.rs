@@ -1,5 +1,5 @@
 //! `POST /agent/human/sessions/{id}/close`: the owner ends one of their sessions. The same
-//! access rules as the other human POSTs (`lap.md` §6.1: identity, same origin,
+//! access rules as the other human POSTs (`docs/lap.md` §6.1: identity, same origin,
 //! `content-type: application/json`, no agent bearer); the body is ignored. The session stops,
 //! its event streams end, its waits answer "session closed", its agent tokens answer 503
 //! `paused`, and its slot is free at once. Closing a paired session revokes its token.

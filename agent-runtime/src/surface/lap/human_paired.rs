@@ -1,4 +1,4 @@
-//! The owner's side of their paired sessions (`pairing.md`): the session list and the console
+//! The owner's side of their paired sessions (`docs/pairing.md`): the session list and the console
 //! show them next to hosted ones, and closing one revokes its token (the app gets `revoked`).
 //! The state, the actions and the confirmations live in the app, so a paired session's view
 //! is read from the app through an `observe` rpc while it is connected, its log is the ring of

@@ -1,4 +1,4 @@
-//! Management routes (`lap.md` §4): mint, revoke, and the caller's agent sessions.
+//! Management routes (`docs/lap.md` §4): mint, revoke, and the caller's agent sessions.
 
 use axum::extract::Request;
 use axum::http::{header, HeaderValue, Method};
@@ -199,7 +199,7 @@ fn paired_by_default<A: App>(_server: &ServerState<A>) -> bool {
     false
 }
 
-/// Mints a token for a paired session (`pairing.md`): no session is started here; the record
+/// Mints a token for a paired session (`docs/pairing.md`): no session is started here; the record
 /// waits in `awaiting-ws` for the app to open `/agent/ws`.
 async fn mint_paired<A: App>(
     server: &ServerState<A>,

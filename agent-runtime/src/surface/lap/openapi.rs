@@ -1,7 +1,7 @@
 //! The OpenAPI 3.1 document of LAP (`GET {lapBasePath}/openapi.json`), generated from the
 //! operation table ([`OPERATIONS`]): one `POST` per operation, its request and 200 schemas from
 //! schemars (JSON Schema 2020-12, the dialect of OpenAPI 3.1), and the error answers of the gate
-//! (`lap.md` §5.1, §5.3, §10), all with the [`ErrorResponse`] body.
+//! (`docs/lap.md` §5.1, §5.3, §10), all with the [`ErrorResponse`] body.
 
 use agent_schema::protocol::ErrorResponse;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
@@ -15,7 +15,7 @@ const DEFINITIONS_PATH: &str = "/components/schemas/";
 /// The name of the bearer security scheme.
 const BEARER: &str = "agentToken";
 
-/// The LAP path of the one operation that can answer 409 (`lap.md` §5.7).
+/// The LAP path of the one operation that can answer 409 (`docs/lap.md` §5.7).
 const MESSAGE_PATH: &str = "/message";
 
 /// An error answer of the LAP gate or handlers: status, component name, description.
@@ -27,7 +27,7 @@ struct ErrorAnswer {
     message_only: bool,
 }
 
-/// The error answers of the LAP operations (`lap.md` §5.1, §5.3, §10), in status order: every
+/// The error answers of the LAP operations (`docs/lap.md` §5.1, §5.3, §10), in status order: every
 /// operation can give them, except 409, which only `/message` gives (§5.7).
 const ERROR_ANSWERS: &[ErrorAnswer] = &[
     ErrorAnswer {

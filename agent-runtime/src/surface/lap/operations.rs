@@ -1,4 +1,4 @@
-//! The LAP routes (`lap.md` §5): one route per operation of the table, under the base path.
+//! The LAP routes (`docs/lap.md` §5): one route per operation of the table, under the base path.
 //! Two extractors do the HTTP part of the gate — [`Admitted`] (body cap by `Content-Length`,
 //! bearer, session, rate limit) and [`LapBody`] (the capped, lenient JSON body) — and one
 //! generic handler hands both to the operation gate. `GET {base}/openapi.json` serves the

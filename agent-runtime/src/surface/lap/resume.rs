@@ -1,4 +1,4 @@
-//! `/agent/resume/list` and `/agent/resume/claim` (`pairing.md` §Token / session lifecycle):
+//! `/agent/resume/list` and `/agent/resume/claim` (`docs/pairing.md` §Token / session lifecycle):
 //! the owner of a paired session whose socket closed finds it within the grace window and
 //! claims it, which rotates the bearer (the old token then answers 401).
 

@@ -1,4 +1,4 @@
-//! Argument checking (`lap.md` §7.1): the arguments of a call are checked against the tool's
+//! Argument checking (`docs/lap.md` §7.1): the arguments of a call are checked against the tool's
 //! input schema before the operation runs, with checks derived from the schema itself (no
 //! second declaration of the shapes). Unknown top-level keys are dropped, a `null` value
 //! counts as absent, and an object argument such as `msg` is kept whole.

@@ -1,4 +1,4 @@
-//! Result formatting (`lap.md` §7.2): success and failure results, the failure text of a
+//! Result formatting (`docs/lap.md` §7.2): success and failure results, the failure text of a
 //! forwarded call, the schema-change note, and the texts shown when nothing is connected.
 
 use rmcp::model::{CallToolResult, ContentBlock};

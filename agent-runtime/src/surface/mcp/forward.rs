@@ -1,4 +1,4 @@
-//! Forwarding (`lap.md` §7.2): what a forwarded tool does with a LAP answer, the description
+//! Forwarding (`docs/lap.md` §7.2): what a forwarded tool does with a LAP answer, the description
 //! cache (`describe_app`, the `observe` schema-change note) and the connect flow. The transport
 //! is a [`Forwarder`]: the operation gate called directly on the app server, HTTP in the bridge.
 

@@ -1,4 +1,4 @@
-//! The 16 MCP tools (`lap.md` §7.1): `connect_session`, one tool per operation of the
+//! The 16 MCP tools (`docs/lap.md` §7.1): `connect_session`, one tool per operation of the
 //! operation table (name and description from the table), and `disconnect_session`. Input
 //! schemas are the schemars schemas of the request types ([`ToolSpec::input_schema`]), and the argument
 //! checks ([`super::args`]) are derived from those schemas.

@@ -1,4 +1,4 @@
-//! Pairing's two ends (`pairing.md`): the server's `GET /agent/ws` (`socket`), where apps that
+//! Pairing's two ends (`docs/pairing.md`): the server's `GET /agent/ws` (`socket`), where apps that
 //! run elsewhere pair their sessions with this server, and the client (`client`, feature
 //! `pairing-client`) that hosts an app in its own process and pairs it with a server by URL and
 //! token. The paired session itself (hub, records, frames) is in the engine; its operations are

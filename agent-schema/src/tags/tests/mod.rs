@@ -1,4 +1,4 @@
-//! Unit tests of the tag grammar, following the acceptance list of `annotations.md` §8.1–§8.3.
+//! Unit tests of the tag grammar, following the acceptance list of `docs/annotations.md` §8.1–§8.3.
 
 mod doc;
 mod errors;

@@ -1,4 +1,4 @@
-//! The bridge's HTTP forwarder (`lap.md` §8): `POST <url><lapPath>` with the bearer token and
+//! The bridge's HTTP forwarder (`docs/lap.md` §8): `POST <url><lapPath>` with the bearer token and
 //! the arguments as JSON, under a time budget per request.
 
 use std::time::Duration;

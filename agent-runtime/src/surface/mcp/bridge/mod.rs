@@ -1,4 +1,4 @@
-//! `agent-bridge` (`lap.md` §8): an MCP server over stdio that forwards the tools to any LAP
+//! `agent-bridge` (`docs/lap.md` §8): an MCP server over stdio that forwards the tools to any LAP
 //! server over HTTP. One binding per process (`{url, token, cached description}`), replaced by
 //! `connect_session {url, token}`; a `connect` prompt tells the model how to connect.
 

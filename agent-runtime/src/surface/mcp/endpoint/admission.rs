@@ -1,4 +1,4 @@
-//! The admission layer of `/agent/mcp` (`lap.md` §7.3), a tower layer in front of rmcp's
+//! The admission layer of `/agent/mcp` (`docs/lap.md` §7.3), a tower layer in front of rmcp's
 //! `StreamableHttpService`.
 //!
 //! Checks first, in order: body over 1 MiB → 413; `Host` not allowed → 403; a POST without
@@ -75,7 +75,7 @@ impl<A: App, S> Layer<S> for McpAdmissionLayer<A> {
     }
 }
 
-/// The admission service: the session rules of `lap.md` §7.3 in front of `S`.
+/// The admission service: the session rules of `docs/lap.md` §7.3 in front of `S`.
 pub(crate) struct McpAdmission<A: App, S> {
     server: McpState<A>,
     /// `McpOptions::allowed_hosts`, parsed once.

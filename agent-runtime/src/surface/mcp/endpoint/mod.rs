@@ -1,4 +1,4 @@
-//! `/agent/mcp` (`lap.md` §7.3): MCP Streamable HTTP on the app server.
+//! `/agent/mcp` (`docs/lap.md` §7.3): MCP Streamable HTTP on the app server.
 //!
 //! rmcp's `StreamableHttpService` (stateful, `LocalSessionManager`) does the protocol; the
 //! admission layer in front of it ([`McpAdmission`]) bounds the sessions, binds them to agent

@@ -1,4 +1,4 @@
-//! The live MCP sessions of `/agent/mcp` and their bounds (`lap.md` §7.3): who is
+//! The live MCP sessions of `/agent/mcp` and their bounds (`docs/lap.md` §7.3): who is
 //! authenticated, which token a session is bound to, when each expires, which one is least
 //! recently used, and the slots reserved by `initialize` requests still being built.
 //!

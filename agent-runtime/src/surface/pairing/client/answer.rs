@@ -1,5 +1,5 @@
 //! How the client answers the server's frames from a session hosted in this process: every
-//! `rpc` tool of `pairing.md` maps onto the session's own reads and `send_message`, so the
+//! `rpc` tool of `docs/pairing.md` maps onto the session's own reads and `send_message`, so the
 //! app's validation, affordances, confirmations and diff are the same as when it is hosted by
 //! a server.
 

@@ -1,5 +1,5 @@
 //! The pairing client (feature `pairing-client`): hosts an app's session in this process and
-//! pairs it with a server by URL + token (`pairing.md`), so an agent that talks to the server
+//! pairs it with a server by URL + token (`docs/pairing.md`), so an agent that talks to the server
 //! drives an app it cannot reach. The app is the same [`App`] a server would host: its
 //! validation, affordances, confirmations and diff run here, through the [`Session`] handle
 //! the host app also uses for its own UI (approving proposals with [`Session::approve`],
