@@ -3,7 +3,7 @@
 //! schemars (JSON Schema 2020-12, the dialect of OpenAPI 3.1), and the error answers of the gate
 //! (`docs/lap.md` §5.1, §5.3, §10), all with the [`ErrorResponse`] body.
 
-use agent_schema::protocol::ErrorResponse;
+use agent_schema::protocol::{ErrorCode, ErrorResponse};
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{json, Map, Value};
 
@@ -18,11 +18,11 @@ const BEARER: &str = "agentToken";
 /// The LAP path of the one operation that can answer 409 (`docs/lap.md` §5.7).
 const MESSAGE_PATH: &str = "/message";
 
-/// An error answer of the LAP gate or handlers: status, component name, description.
+/// An error answer of the LAP gate or handlers: its code (which knows its status) and its
+/// component name.
 struct ErrorAnswer {
-    status: &'static str,
+    code: ErrorCode,
     name: &'static str,
-    description: &'static str,
     /// Only `/message` answers it.
     message_only: bool,
 }
@@ -31,68 +31,124 @@ struct ErrorAnswer {
 /// operation can give them, except 409, which only `/message` gives (§5.7).
 const ERROR_ANSWERS: &[ErrorAnswer] = &[
     ErrorAnswer {
-        status: "400",
+        code: ErrorCode::Invalid,
         name: "Invalid",
-        description: "`invalid`: the body is not one the operation can use; `detail` says why \
-            (e.g. `path must be a string`, `unknown confirmId: <id>`).",
         message_only: false,
     },
     ErrorAnswer {
-        status: "401",
+        code: ErrorCode::AuthFailed,
         name: "AuthFailed",
-        description: "`auth-failed`: the bearer token is missing, malformed, unknown, expired \
-            or idle.",
         message_only: false,
     },
     ErrorAnswer {
-        status: "403",
+        code: ErrorCode::Revoked,
         name: "Revoked",
-        description: "`revoked`: the token was revoked.",
         message_only: false,
     },
     ErrorAnswer {
-        status: "409",
+        code: ErrorCode::Conflict,
         name: "Conflict",
-        description: "`conflict`: the `idempotencyKey` was used for a different message \
-            within the last 10 minutes.",
         message_only: true,
     },
     ErrorAnswer {
-        status: "413",
+        code: ErrorCode::PayloadTooLarge,
         name: "PayloadTooLarge",
-        description: "`payload-too-large`: the body is over 1 MiB, or one item is over its \
-            byte budget (a narration text, a proposal, an idempotency record); the detail \
-            names the size and the limit.",
         message_only: false,
     },
     ErrorAnswer {
-        status: "429",
+        code: ErrorCode::RateLimited,
         name: "RateLimited",
-        description: "`rate-limited`: the token's rate limit is exhausted, or a byte budget \
-            is full (pending confirmations, idempotency records; the detail names the limit); \
-            retry after `retryAfterMs`.",
         message_only: false,
     },
     ErrorAnswer {
-        status: "500",
+        code: ErrorCode::Internal,
         name: "Internal",
-        description: "`internal`: the handler or an app hook failed.",
         message_only: false,
     },
     ErrorAnswer {
-        status: "503",
+        code: ErrorCode::Paused,
         name: "Paused",
-        description: "`paused`: the token's session was closed by the host; `reconnect` (also \
-            in the `x-llui-reconnect` header) says what to do.",
         message_only: false,
     },
     ErrorAnswer {
-        status: "504",
+        code: ErrorCode::Timeout,
         name: "Timeout",
-        description: "`timeout`: the session did not answer within 15 s.",
         message_only: false,
     },
 ];
+
+/// The limits the document's prose names, as this server is configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DocumentedLimits {
+    /// The body cap.
+    pub(crate) max_body_bytes: usize,
+    /// How long an `idempotencyKey` is remembered.
+    pub(crate) idempotency_window_ms: u64,
+    /// How long a paired session's app has to answer a relayed read (none without pairing).
+    pub(crate) forward_timeout_ms: Option<u64>,
+}
+
+/// `bytes` for people: `1 MiB`, `64 KiB`, or bytes.
+fn size_text(bytes: usize) -> String {
+    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes % (1 << 10) == 0 {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// `ms` for people: whole minutes or seconds when they are, else milliseconds.
+fn duration_text(ms: u64) -> String {
+    if ms >= 60_000 && ms % 60_000 == 0 {
+        format!("{} minutes", ms / 60_000)
+    } else if ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+/// The description of an error answer, with the configured limits.
+fn error_description(code: ErrorCode, limits: &DocumentedLimits) -> String {
+    let what = match code {
+        ErrorCode::Invalid => "the body is not one the operation can use; `detail` says why \
+            (e.g. `path must be a string`, `unknown confirmId: <id>`)."
+            .to_string(),
+        ErrorCode::AuthFailed => {
+            "the bearer token is missing, malformed, unknown, expired or idle.".to_string()
+        }
+        ErrorCode::Revoked => "the token was revoked.".to_string(),
+        ErrorCode::Conflict => format!(
+            "the `idempotencyKey` was used for a different message within the last {}.",
+            duration_text(limits.idempotency_window_ms)
+        ),
+        ErrorCode::PayloadTooLarge => format!(
+            "the body is over {}, or one item is over its byte budget (a narration text, a \
+             proposal, an idempotency record); the detail names the size and the limit.",
+            size_text(limits.max_body_bytes)
+        ),
+        ErrorCode::RateLimited => "the token's rate limit is exhausted, or a byte budget is \
+            full (pending confirmations, idempotency records; the detail names the limit); \
+            retry after `retryAfterMs`."
+            .to_string(),
+        ErrorCode::Internal => "the handler or an app hook failed.".to_string(),
+        ErrorCode::Paused => "the token's session was closed by the host, or a paired \
+            session's app is not connected; `reconnect` (also in the `x-llui-reconnect` \
+            header) says what to do."
+            .to_string(),
+        ErrorCode::Timeout => match limits.forward_timeout_ms {
+            Some(ms) => format!(
+                "a paired session's app did not answer within {}.",
+                duration_text(ms)
+            ),
+            None => "the session did not answer in time.".to_string(),
+        },
+        other => other.as_str().to_string(),
+    };
+    format!("`{}`: {what}", code.as_str())
+}
 
 /// The schemars settings of the document: JSON Schema 2020-12 with the definitions under
 /// `#/components/schemas/` and no `$schema` keyword.
@@ -109,7 +165,12 @@ fn settings() -> SchemaSettings {
 /// Request schemas describe what the server reads (schemars' deserialize contract), 200 and
 /// error schemas what it writes (the serialize contract). `servers` is omitted, so the paths
 /// are relative to the origin the document was fetched from.
-pub(crate) fn openapi_document(lap_base_path: &str, title: &str, version: &str) -> Value {
+pub(crate) fn openapi_document(
+    lap_base_path: &str,
+    title: &str,
+    version: &str,
+    limits: &DocumentedLimits,
+) -> Value {
     let base = lap_base_path.trim_end_matches('/');
     let mut requests = settings().for_deserialize().into_generator();
     let mut responses = settings().for_serialize().into_generator();
@@ -135,10 +196,10 @@ pub(crate) fn openapi_document(lap_base_path: &str, title: &str, version: &str) 
     let mut error_responses = Map::new();
     for answer in ERROR_ANSWERS {
         let mut response = json!({
-            "description": answer.description,
+            "description": error_description(answer.code, limits),
             "content": {"application/json": {"schema": error_schema.clone()}},
         });
-        if answer.status == "503" {
+        if answer.code == ErrorCode::Paused {
             response["headers"] = json!({
                 "x-llui-reconnect": {
                     "description": "The `reconnect` of the body (`expired` in-process).",
@@ -207,7 +268,7 @@ fn operation(spec: &OperationSpec, request: Value, response: Value) -> Value {
             continue;
         }
         responses.insert(
-            answer.status.into(),
+            answer.code.status().to_string(),
             json!({ "$ref": format!("#/components/responses/{}", answer.name) }),
         );
     }
@@ -245,8 +306,38 @@ fn summary(description: &str) -> &str {
 mod tests {
     use super::*;
 
+    const LIMITS: DocumentedLimits = DocumentedLimits {
+        max_body_bytes: 1 << 20,
+        idempotency_window_ms: 600_000,
+        forward_timeout_ms: Some(15_000),
+    };
+
+    #[test]
+    fn error_prose_names_the_configured_limits() {
+        let doc = document();
+        let responses = &doc["components"]["responses"];
+        let text = |name: &str| responses[name]["description"].as_str().unwrap().to_string();
+        assert!(text("PayloadTooLarge").contains("over 1 MiB"));
+        assert!(text("Conflict").contains("within the last 10 minutes"));
+        assert!(text("Timeout").contains("within 15 s"));
+        let other = DocumentedLimits {
+            max_body_bytes: 64 << 10,
+            idempotency_window_ms: 90_000,
+            forward_timeout_ms: Some(2_500),
+        };
+        let doc = openapi_document("/agent/lap/v1", "counter", "1.2.3", &other);
+        let responses = &doc["components"]["responses"];
+        let text = |name: &str| responses[name]["description"].as_str().unwrap().to_string();
+        assert!(text("PayloadTooLarge").contains("over 64 KiB"));
+        assert!(text("Conflict").contains("within the last 90 s"));
+        assert!(text("Timeout").contains("within 2500 ms"));
+        for answer in ERROR_ANSWERS {
+            assert!(text(answer.name).starts_with(&format!("`{}`", answer.code.as_str())));
+        }
+    }
+
     fn document() -> Value {
-        openapi_document("/agent/lap/v1/", "counter", "1.2.3")
+        openapi_document("/agent/lap/v1/", "counter", "1.2.3", &LIMITS)
     }
 
     /// Every `$ref` in `value`, with the JSON Pointer path where it occurs.

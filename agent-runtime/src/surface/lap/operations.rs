@@ -13,8 +13,9 @@ use axum::Router;
 use serde_json::Value;
 
 use super::body::{check_content_length, read_json};
-use super::openapi::openapi_document;
+use super::openapi::{openapi_document, DocumentedLimits};
 use crate::app::App;
+use crate::config::MAX_BODY_BYTES;
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
 use crate::ops::{self, Caller};
@@ -50,10 +51,19 @@ async fn openapi_json<A: App>(State(server): State<ServerState<A>>) -> Response 
             .and_then(Value::as_str)
             .unwrap_or_default()
     };
+    let limits = DocumentedLimits {
+        max_body_bytes: MAX_BODY_BYTES,
+        idempotency_window_ms: ops::IDEMPOTENCY_WINDOW_MS,
+        #[cfg(feature = "pairing")]
+        forward_timeout_ms: Some(server.options().pairing.forward_timeout_ms),
+        #[cfg(not(feature = "pairing"))]
+        forward_timeout_ms: None,
+    };
     let document = openapi_document(
         &server.options().lap_base_path,
         text("name"),
         text("version"),
+        &limits,
     );
     json_ok(&document)
 }

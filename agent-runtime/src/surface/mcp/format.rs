@@ -1,6 +1,7 @@
 //! Result formatting (`docs/lap.md` §7.2): success and failure results, the failure text of a
 //! forwarded call, the schema-change note, and the texts shown when nothing is connected.
 
+use agent_schema::protocol::{ErrorCode, ErrorDetail, ErrorResponse};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
@@ -45,7 +46,15 @@ impl LapAnswer {
     pub(crate) fn network(detail: impl Into<String>) -> Self {
         LapAnswer {
             status: 0,
-            body: serde_json::json!({"error": {"code": "network", "detail": detail.into()}}),
+            body: serde_json::to_value(ErrorResponse {
+                error: ErrorDetail {
+                    code: ErrorCode::Network.as_str().to_owned(),
+                    reconnect: None,
+                    detail: Some(detail.into()),
+                    retry_after_ms: None,
+                },
+            })
+            .unwrap_or(Value::Null),
             failed: true,
             text: None,
         }
