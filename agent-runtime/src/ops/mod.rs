@@ -1,11 +1,15 @@
-//! The operations of the agent surface, independent of any transport.
+//! The operation core, independent of any transport and of any surface
+//! (`docs/architecture.md`, one operation end to end).
 //!
-//! - [`table`]: every operation declared once (LAP path, MCP tool, description, request and
-//!   response types, handler).
-//! - [`gate`]: what runs around every call, whatever the surface: credential → token →
-//!   session → rate limit → typed request → handler → activation, log, audit, idempotency.
-//! - [`handlers`]: one async function per operation, taking the resolved caller and the typed
-//!   request.
+//! - `table`: every operation declared once (LAP path, MCP tool, description, log label, how the
+//!   gate runs it, default timeout, key, request and response types, and its two
+//!   implementations).
+//! - `gate`: what runs around every call, whatever the surface and the kind of session:
+//!   credential → token → backend → rate limit → typed request → handler → activation, log,
+//!   audit, idempotency.
+//! - `handlers` (a hosted session) and `paired` (the relay to a paired app): one async function
+//!   per operation each, taking the call context and the typed request.
+//! - `state`: the shared state they read; `options`: the server's options; `error`: `ApiError`.
 //!
 //! The LAP router, `/agent/mcp` and the OpenAPI document are generated from the table; no
 //! surface calls another.
