@@ -13,6 +13,9 @@ use serde_json::Value;
 /// (`effect failed: <error>`).
 pub type EffectError = Box<dyn std::error::Error + Send + Sync>;
 
+/// The error [`App::migrate`] returns: why a stored state could not be carried over.
+pub type MigrationError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A TEA application that agents can drive.
 ///
 /// One value of the implementing type serves every session of a host; per-session data lives in
@@ -86,6 +89,81 @@ pub trait App: Send + Sync + Sized + 'static {
     /// Named regions of the UI (`query_dom`).
     fn regions(&self, _state: &Self::State) -> Vec<Region> {
         Vec::new()
+    }
+
+    /// Carries a stored state that no longer deserializes as [`App::State`] (the app changed
+    /// since it was committed) over to this version's state. `stored` is the JSON the store
+    /// holds, `stored_schema_hash` the `schemaHash` it was committed under (it covers the state
+    /// schema, so an app can tell its old versions apart).
+    ///
+    /// Runs when a durable session is loaded (and whenever a stored state is read back), before
+    /// any commit; the result is committed as the next sequence number with a `Session
+    /// migrated` log entry. An `Err` or a panic leaves the stored state untouched: the session
+    /// refuses to load (503 `paused` saying why) until a version that can read it is deployed
+    /// (`docs/stores.md` §Upgrades). Nothing is ever reset.
+    ///
+    /// The default is [`fill_missing_fields`] from the initial state: a field added to `State`
+    /// takes its value from `init()`. A field with `#[serde(default)]` needs no migration at
+    /// all.
+    fn migrate(
+        &self,
+        stored: Value,
+        _stored_schema_hash: &str,
+    ) -> Result<Self::State, MigrationError> {
+        fill_missing_fields(&self.init().0, stored)
+    }
+}
+
+/// The default [`App::migrate`]: `stored` with the fields it lacks taken from `initial`, then
+/// deserialized. First only the top-level fields are filled; when that does not deserialize,
+/// every nested object sharing at least one key with the object at the same place in
+/// `initial` is filled too (objects with no key in common, such as another enum variant or a
+/// map's own entries, are left as stored). Stored values are never replaced, arrays never
+/// filled.
+pub fn fill_missing_fields<S>(initial: &S, stored: Value) -> Result<S, MigrationError>
+where
+    S: Serialize + serde::de::DeserializeOwned,
+{
+    let initial = serde_json::to_value(initial)?;
+    let mut shallow = stored.clone();
+    fill(&mut shallow, &initial, false);
+    let first = match serde_json::from_value(shallow) {
+        Ok(state) => return Ok(state),
+        Err(e) => e,
+    };
+    let mut deep = stored;
+    fill(&mut deep, &initial, true);
+    serde_json::from_value(deep).map_err(|e| {
+        if e.to_string() == first.to_string() {
+            e.into()
+        } else {
+            format!("{first}; filled deeper: {e}").into()
+        }
+    })
+}
+
+/// Adds to `stored` the keys of `initial` it lacks (recursively when `deep`, into objects that
+/// share a key with their counterpart).
+fn fill(stored: &mut Value, initial: &Value, deep: bool) {
+    let (Value::Object(stored), Value::Object(initial)) = (stored, initial) else {
+        return;
+    };
+    for (key, value) in initial {
+        match stored.get_mut(key) {
+            None => {
+                stored.insert(key.clone(), value.clone());
+            }
+            Some(inner) if deep => {
+                let shares = match (&*inner, value) {
+                    (Value::Object(a), Value::Object(b)) => b.keys().any(|k| a.contains_key(k)),
+                    _ => false,
+                };
+                if shares {
+                    fill(inner, value, true);
+                }
+            }
+            Some(_) => {}
+        }
     }
 }
 

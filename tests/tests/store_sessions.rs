@@ -1,6 +1,7 @@
 //! Durable sessions in one process, on a real SQLite file: idle sessions leave memory and
-//! come back from the store; a stored state that no longer deserializes resets its session
-//! with a log entry; a record written under another schema hash gets the schema-changed note.
+//! come back from the store; a stored state that no longer deserializes is migrated, or kept
+//! untouched and refused (never reset); a record written under another schema hash gets the
+//! schema-changed note.
 
 use std::sync::Arc;
 
@@ -112,47 +113,57 @@ async fn idle_sessions_leave_memory_and_come_back_from_the_store() {
 }
 
 #[tokio::test]
-async fn an_undeserializable_state_resets_and_a_new_schema_is_noted() {
+async fn an_unreadable_state_is_kept_and_refused_and_a_new_schema_is_noted() {
     let db = TempDb::new();
     let stores = Stores::open(&db.path()).await.expect("store");
     let clock = Arc::new(ManualClock::new(1_000));
     let host = host(&stores, clock, 0);
     let hash = host.catalog().schema_hash().to_owned();
-    // A state of another shape than the app's.
+    // A state of another shape than the app's: nothing migrates it.
     let mut broken = SessionRecord::new("broken", None, 5, r#"{"count":"many"}"#.into(), &hash);
     broken.seq = 7;
     stores
         .sessions
-        .insert_session(broken)
+        .insert_session(broken.clone())
         .await
         .expect("insert");
-    let session = host
+    for _ in 0..2 {
+        assert!(
+            host.load_session("broken").await.is_none(),
+            "refused, not reset"
+        );
+    }
+    assert_eq!(host.session_count(), 0);
+    let stored = stores
+        .sessions
         .load_session("broken")
         .await
-        .expect("reset, not refused");
-    assert_eq!(session.state()["count"], 0);
-    assert_eq!(session.published().seq, 8);
+        .expect("load")
+        .expect("still stored");
+    assert_eq!(stored, broken, "never overwritten");
+
+    // A state lacking a field the app now has: the default migration fills it in.
+    let mut older = SessionRecord::new("lacking", None, 5, r#"{"count":12}"#.into(), "v0");
+    older.seq = 3;
+    stores.sessions.insert_session(older).await.expect("insert");
+    let session = host.load_session("lacking").await.expect("migrated");
+    assert_eq!(session.state()["count"], 12);
+    assert_eq!(session.published().seq, 4);
     let log = session.recent_log(10, Some("error"));
     assert!(
         log.iter()
-            .any(|e| e.intent.as_deref() == Some("Session reset")
-                && e.detail
-                    .as_deref()
-                    .is_some_and(|d| d.contains("no longer deserializes"))),
+            .any(|e| e.intent.as_deref() == Some("Session migrated")),
         "{log:?}"
     );
     session.stored().await;
-    let mut stored = None;
-    for _ in 0..100 {
-        stored = stores.sessions.load_session("broken").await.expect("load");
-        if stored.as_ref().is_some_and(|r| r.seq == 8) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    let stored = stored.expect("stored");
-    assert_eq!(stored.seq, 8, "the reset is committed");
-    assert!(stored.state.contains("\"count\":0"), "{}", stored.state);
+    let stored = stores
+        .sessions
+        .load_session("lacking")
+        .await
+        .expect("load")
+        .expect("stored");
+    assert_eq!(stored.seq, 4, "the migration is committed");
+    assert!(stored.state.contains("\"count\":12"), "{}", stored.state);
 
     // A good state written under an older schema: kept, with the note.
     let good = SessionRecord::new(

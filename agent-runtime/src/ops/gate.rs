@@ -66,7 +66,8 @@ pub(crate) async fn admit_credential<A: App>(
     Ok(Caller { record, backend })
 }
 
-/// The backend of `record`'s session: 503 `paused` when the host closed it, or when a paired
+/// The backend of `record`'s session: 503 `paused` when the host closed it (or its stored
+/// state cannot be migrated, saying why), or when a paired
 /// session has no socket (with the reconnect hint of `docs/pairing.md`).
 async fn backend_of<A: App>(
     server: &ServerState<A>,
@@ -76,12 +77,12 @@ async fn backend_of<A: App>(
     if crate::engine::paired::is_paired(record) {
         return super::paired::check_paired(server, record).map(|()| Backend::Paired);
     }
-    server
-        .host()
-        .load_session(&record.session_id)
-        .await
-        .map(Backend::Hosted)
-        .ok_or_else(ApiError::paused)
+    match server.host().try_load_session(&record.session_id).await {
+        Ok(Some(session)) => Ok(Backend::Hosted(session)),
+        Ok(None) => Err(ApiError::paused()),
+        // Kept in the store, not loaded: `docs/stores.md` §Upgrades.
+        Err(refused) => Err(ApiError::paused().with_detail(refused.reason)),
+    }
 }
 
 /// An operation's handler, with its answer serialized: the caller's backend decides which of

@@ -26,6 +26,7 @@ fn closed_or_internal(e: SessionError) -> ApiError {
     match e {
         SessionError::Closed => ApiError::paused(),
         SessionError::Internal(d) => ApiError::internal(d),
+        SessionError::NotMigrated(d) => ApiError::paused().with_detail(d),
     }
 }
 
@@ -190,6 +191,9 @@ pub(super) async fn message<A: App>(
         Ok(r) => r,
         Err(SendError::OverBudget(e)) => return Err(e.into()),
         Err(SendError::Session(SessionError::Closed)) => return Err(ApiError::paused()),
+        Err(SendError::Session(SessionError::NotMigrated(d))) => {
+            return Err(ApiError::paused().with_detail(d))
+        }
         Err(SendError::Session(SessionError::Internal(d))) => {
             session.record_errored(call.tid(), &variant, d.clone());
             return Err(ApiError::internal(d));

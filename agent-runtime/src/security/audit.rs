@@ -41,6 +41,10 @@ pub enum AuditEvent {
     ConfirmRejected,
     /// MCP initialize with a bad bearer; detail `{endpoint, code}`.
     AuthFailed,
+    /// A stored session could not be loaded: its state no longer deserializes and
+    /// `App::migrate` could not carry it over (it stays in the store untouched); detail
+    /// `{sessionId, reason}`. Once per session and process.
+    SessionNotMigrated,
 }
 
 impl AuditEvent {
@@ -57,6 +61,7 @@ impl AuditEvent {
             AuditEvent::ConfirmApproved => "confirm-approved",
             AuditEvent::ConfirmRejected => "confirm-rejected",
             AuditEvent::AuthFailed => "auth-failed",
+            AuditEvent::SessionNotMigrated => "session-not-migrated",
         }
     }
 }
@@ -367,6 +372,7 @@ mod tests {
             AuditEvent::ConfirmApproved,
             AuditEvent::ConfirmRejected,
             AuditEvent::AuthFailed,
+            AuditEvent::SessionNotMigrated,
         ] {
             assert_eq!(serde_json::to_value(event).unwrap(), event.as_str());
         }

@@ -16,7 +16,7 @@ use crate::config::HostConfig;
 use crate::engine::session::persist::Persistence;
 use crate::engine::session::{Parts, Session, SessionError};
 use crate::engine::store::SessionStore;
-use crate::security::{AuditSink, TracingAuditSink};
+use crate::security::{AuditEntry, AuditEvent, AuditSink, TracingAuditSink};
 use table::SessionTable;
 
 struct HostInner<A: App> {
@@ -33,7 +33,22 @@ struct HostInner<A: App> {
     sweeper: Once,
     /// Starts the listener for other processes' changes (shared stores only).
     listener: Once,
+    /// Stored sessions refused as not migrated, already audited by this process (at most
+    /// [`MAX_REFUSED_AUDITED`], emptied when full).
+    refused: std::sync::Mutex<std::collections::HashSet<String>>,
 }
+
+/// A stored session that cannot be loaded (`docs/stores.md` §Upgrades).
+#[derive(Debug, Clone)]
+pub(crate) struct Refused {
+    /// Its owner (only they, or its agents, are told why).
+    pub(crate) owner: Option<String>,
+    /// Why.
+    pub(crate) reason: String,
+}
+
+/// Refused sessions remembered so each is audited once (a bound, not a guarantee).
+const MAX_REFUSED_AUDITED: usize = 1024;
 
 /// Hosts the sessions of one app. Cheap to clone (shared).
 pub struct Host<A: App> {
@@ -118,6 +133,7 @@ impl<A: App> Host<A> {
                 reloading: tokio::sync::Mutex::new(()),
                 sweeper: Once::new(),
                 listener: Once::new(),
+                refused: Default::default(),
             }),
         })
     }
@@ -241,30 +257,48 @@ impl<A: App> Host<A> {
     }
 
     /// The session `id`: the open one in memory, or (with a store) the one stored, rebuilt
-    /// from its last commit. Counts as a use of the session.
+    /// from its last commit. Counts as a use of the session. `None` also for a stored session
+    /// that cannot be loaded (its state no longer deserializes and [`App::migrate`] could not
+    /// carry it over; it stays in the store untouched, `docs/stores.md` §Upgrades).
     pub async fn load_session(&self, id: &str) -> Option<Session<A>> {
+        self.try_load_session(id).await.ok().flatten()
+    }
+
+    /// Like [`Host::load_session`], telling a refused session apart: `Err` carries why a
+    /// stored session cannot be loaded (audited once, logged each time).
+    pub(crate) async fn try_load_session(&self, id: &str) -> Result<Option<Session<A>>, Refused> {
         if let Some(session) = self.session(id) {
-            return Some(session);
+            return Ok(Some(session));
         }
-        let store = self.inner.store.as_ref()?;
+        let Some(store) = self.inner.store.as_ref() else {
+            return Ok(None);
+        };
         let _one_at_a_time = self.inner.reloading.lock().await;
         // Another request may have rebuilt it while this one waited.
         if let Some(session) = self.session(id) {
-            return Some(session);
+            return Ok(Some(session));
         }
         let record = match store.load_session(id).await {
-            Ok(record) => record?,
+            Ok(Some(record)) => record,
+            Ok(None) => return Ok(None),
             Err(e) => {
                 tracing::error!(target: "agent_runtime::store", "loading session {id} failed: {e}");
-                return None;
+                return Ok(None);
             }
         };
-        let persistence = self.persistence()?;
+        let Some(persistence) = self.persistence() else {
+            return Ok(None);
+        };
+        let owner = record.owner.clone();
         let session = match Session::restore(record, self.parts(), persistence) {
             Ok(session) => session,
+            Err(SessionError::NotMigrated(reason)) => {
+                self.refused(id, owner.clone(), &reason).await;
+                return Err(Refused { owner, reason });
+            }
             Err(e) => {
                 tracing::error!(target: "agent_runtime::store", "restoring session {id} failed: {e}");
-                return None;
+                return Ok(None);
             }
         };
         self.start_sweeper();
@@ -283,7 +317,28 @@ impl<A: App> Host<A> {
             }
         }
         sessions.insert(session.clone(), now);
-        Some(session)
+        Ok(Some(session))
+    }
+
+    /// Logs a stored session refused as not migrated, and audits it the first time.
+    async fn refused(&self, id: &str, owner: Option<String>, reason: &str) {
+        tracing::error!(target: "agent_runtime::store", session = %id, "{reason}");
+        let first = {
+            let mut refused = self.inner.refused.lock().unwrap_or_else(|e| e.into_inner());
+            if refused.len() >= MAX_REFUSED_AUDITED {
+                refused.clear();
+            }
+            refused.insert(id.to_owned())
+        };
+        if first {
+            let entry = AuditEntry::new(
+                self.inner.config.clock.now_ms(),
+                AuditEvent::SessionNotMigrated,
+                serde_json::json!({ "sessionId": id, "reason": reason }),
+            )
+            .with_uid(owner);
+            self.inner.audit.write(entry).await;
+        }
     }
 
     /// The sessions owned by `owner`, oldest first: the open ones, and (with a store) the

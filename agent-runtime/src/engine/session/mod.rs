@@ -10,6 +10,7 @@ mod dispatch;
 mod drain;
 mod effects;
 pub(crate) mod events;
+pub(crate) mod migrate;
 mod notes;
 mod outcome;
 pub(crate) mod persist;
@@ -55,6 +56,11 @@ pub enum SessionError {
     /// A hook or the runtime failed (a panic in a hook, for example).
     #[error("{0}")]
     Internal(String),
+    /// A stored session whose state no longer deserializes and that [`crate::App::migrate`]
+    /// could not carry over: it stays in the store untouched and does not load
+    /// (`docs/stores.md` §Upgrades).
+    #[error("{0}")]
+    NotMigrated(String),
 }
 
 /// The published, redacted state of a session: one snapshot per commit.

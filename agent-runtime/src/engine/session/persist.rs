@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use agent_schema::protocol::{DrainError, DrainErrorKind, LogEntry, LogKind};
 
+use super::migrate::{read_state, Read};
 use super::queue::CommitNote;
 use super::{activity, lock, Parts, Session, SessionCore, SessionError};
 use crate::app::App;
@@ -62,8 +63,9 @@ impl Persistence {
 pub(crate) enum FirstWrite {
     /// A new session: insert its record.
     Insert(SessionRecord),
-    /// A restored session whose stored state was reset: commit the initial state.
-    Reset { seq: u64, state: String },
+    /// A restored session whose stored state [`App::migrate`] carried over: commit the
+    /// migrated state as the next sequence number.
+    Migrated { seq: u64, state: String },
 }
 
 /// Does the first write; a failure is logged in the session (it keeps running in memory).
@@ -71,7 +73,7 @@ pub(crate) async fn first_write<A: App>(core: &SessionCore<A>, first: FirstWrite
     let Some(p) = &core.persist else { return };
     let result = match first {
         FirstWrite::Insert(record) => p.store.insert_session(record).await,
-        FirstWrite::Reset { seq, state } => p
+        FirstWrite::Migrated { seq, state } => p
             .store
             .commit_state(&core.id, seq, &state, &p.schema_hash, core.now())
             .await
@@ -161,9 +163,9 @@ async fn reapply<A: App>(
             .await
             .map_err(|e| format!("commit not stored: {e}"))?
             .ok_or_else(|| "commit not stored: the session is gone from the store".to_string())?;
-        let mut state: A::State = serde_json::from_str(&record.state).map_err(|e| {
-            format!("commit not stored: the stored state does not deserialize ({e})")
-        })?;
+        let mut state = read_state(&*core.app, &record.state, &record.schema_hash)
+            .map_err(|e| format!("commit not stored: {e}"))?
+            .into_state();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             core.app.update(&mut state, msg.clone())
         }));
@@ -299,7 +301,9 @@ pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
         }
     };
     if record.seq > core.published.borrow().seq {
-        if let Ok(state) = serde_json::from_str::<A::State>(&record.state) {
+        if let Ok(state) =
+            read_state(&*core.app, &record.state, &record.schema_hash).map(Read::into_state)
+        {
             if let Ok(redacted) = super::redact(&*core.app, core.catalog.redact_plan(), &state) {
                 let redacted = Arc::new(redacted);
                 *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
@@ -345,9 +349,11 @@ pub(crate) fn schema_changed_note(old: &str, new: &str) -> String {
 }
 
 /// Rebuilds a session from its record: the state exactly as committed and its sequence
-/// number, the log tail. A state that no longer deserializes resets the session to the app's
-/// `init` (committed as the next sequence number, with an `error` log entry saying so); a
-/// record written under another schema hash gets a log entry with the schema-changed note.
+/// number, the log tail. A state that no longer deserializes is carried over by
+/// [`App::migrate`] (committed as the next sequence number, with a `Session migrated` log
+/// entry); when that fails too, the record is left untouched and the session is refused
+/// ([`SessionError::NotMigrated`]), never reset (`docs/stores.md` §Upgrades). A record written
+/// under another schema hash gets a log entry with the schema-changed note.
 pub(crate) fn restore<A: App>(
     record: SessionRecord,
     parts: Parts<A>,
@@ -362,34 +368,30 @@ pub(crate) fn restore<A: App>(
             schema_changed_note(&record.schema_hash, &current_hash),
         ));
     }
-    let app = parts.app.clone();
-    let (state, seq, first, effects) = match serde_json::from_str::<A::State>(&record.state) {
-        Ok(state) => (state, record.seq, None, Vec::new()),
-        Err(e) => {
-            let (state, effects) =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| app.init())).map_err(
-                    |p| {
-                        SessionError::Internal(format!("init panicked: {}", super::panic_text(&*p)))
-                    },
-                )?;
+    let read = read_state(&*parts.app, &record.state, &record.schema_hash).map_err(|e| {
+        SessionError::NotMigrated(format!(
+            "session {} cannot be loaded: {e}. Its stored state (commit {}, schema {}) is kept \
+             unchanged; a version of the app that reads it (App::migrate) brings it back",
+            record.id, record.seq, record.schema_hash
+        ))
+    })?;
+    let (state, seq, first) = match read {
+        Read::AsStored(state) => (state, record.seq, None),
+        Read::Migrated { state, why } => {
             let text = serde_json::to_string(&state)
                 .map_err(|e| SessionError::Internal(format!("state failed to serialize: {e}")))?;
+            let seq = record.seq + 1;
             notes.push((
                 LogKind::Error,
-                "Session reset",
+                "Session migrated",
                 format!(
-                    "the stored state (commit {}) no longer deserializes ({e}); the session was \
-                     reset to the app's initial state",
-                    record.seq
+                    "the stored state (commit {}, schema {}) no longer deserialized ({why}); \
+                     App::migrate carried it over to this version's state, committed as \
+                     commit {seq}",
+                    record.seq, record.schema_hash
                 ),
             ));
-            let seq = record.seq + 1;
-            (
-                state,
-                seq,
-                Some(FirstWrite::Reset { seq, state: text }),
-                effects,
-            )
+            (state, seq, Some(FirstWrite::Migrated { seq, state: text }))
         }
     };
     let tail: Vec<LogEntry> = serde_json::from_str(&record.log_tail).unwrap_or_default();
@@ -429,6 +431,6 @@ pub(crate) fn restore<A: App>(
         core.append_log(entry);
     }
     let session = Session { core };
-    session.spawn(rx, first, effects);
+    session.spawn(rx, first, Vec::new());
     Ok(session)
 }

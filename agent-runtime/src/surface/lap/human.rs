@@ -57,6 +57,7 @@ fn internal(e: SessionError) -> ApiError {
     match e {
         SessionError::Closed => ApiError::forbidden(NOT_YOURS),
         SessionError::Internal(d) => ApiError::internal(d),
+        SessionError::NotMigrated(d) => ApiError::paused().with_detail(d),
     }
 }
 

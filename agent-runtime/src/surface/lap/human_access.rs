@@ -77,8 +77,12 @@ pub(super) async fn access<A: App>(
         Some(id) => Some(
             server
                 .host()
-                .load_session(id)
+                .try_load_session(id)
                 .await
+                .map_err(|refused| match refused.owner {
+                    Some(owner) if owner == uid => ApiError::paused().with_detail(refused.reason),
+                    _ => ApiError::forbidden(NOT_YOURS),
+                })?
                 .filter(|s| s.owner() == Some(uid.as_str()))
                 .ok_or_else(|| ApiError::forbidden(NOT_YOURS))?,
         ),

@@ -116,8 +116,12 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
     let session = match requested_session {
         Some(id) => server
             .host()
-            .load_session(&id)
+            .try_load_session(&id)
             .await
+            .map_err(|refused| match refused.owner {
+                Some(owner) if owner == uid => ApiError::paused().with_detail(refused.reason),
+                _ => ApiError::forbidden("unknown session or not yours"),
+            })?
             .filter(|s| s.owner() == Some(uid.as_str()))
             .ok_or_else(|| ApiError::forbidden("unknown session or not yours"))?,
         None => server

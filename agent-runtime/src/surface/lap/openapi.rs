@@ -134,7 +134,8 @@ fn error_description(code: ErrorCode, limits: &DocumentedLimits) -> String {
             retry after `retryAfterMs`."
             .to_string(),
         ErrorCode::Internal => "the handler or an app hook failed.".to_string(),
-        ErrorCode::Paused => "the token's session was closed by the host, or a paired \
+        ErrorCode::Paused => "the token's session was closed by the host (or its stored state \
+            cannot be migrated after an upgrade: `detail` says why), or a paired \
             session's app is not connected; `reconnect` (also in the `x-llui-reconnect` \
             header) says what to do."
             .to_string(),
