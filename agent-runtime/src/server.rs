@@ -118,7 +118,10 @@ impl<A: App> AgentServerBuilder<A> {
         };
         let (revocations, _) = broadcast::channel(256);
         #[cfg(feature = "mcp")]
-        let mcp = Arc::new(crate::surface::mcp::McpSessions::new(&self.options.mcp));
+        let mcp = Arc::new(
+            crate::surface::mcp::McpSessions::new(&self.options.mcp)
+                .with_bindings(self.mcp_bindings.clone()),
+        );
         let state = ServerState::new(Shared {
             tokens: self
                 .tokens

@@ -93,6 +93,40 @@ pub async fn serve<A: App>(server: AgentServer<A>) -> TestServer<A> {
     }
 }
 
+/// Serves `server` like [`serve`], and answers the task serving it too: aborting it (and
+/// dropping the server) stops it, a restart within one process.
+pub async fn serve_stoppable<A: App>(
+    server: AgentServer<A>,
+) -> (TestServer<A>, tokio::task::JoinHandle<()>) {
+    let app = server
+        .router()
+        .into_make_service_with_connect_info::<SocketAddr>();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener.tap_io(nodelay), app).await;
+    });
+    let test = TestServer {
+        server,
+        base: format!("http://{addr}"),
+        http: reqwest::Client::new(),
+    };
+    (test, task)
+}
+
+/// The identity resolver of the tests: a request carrying [`USER_HEADER`] is that user.
+pub fn header_identity() -> Arc<dyn agent_runtime::security::IdentityResolver> {
+    Arc::new(|parts: &axum::http::request::Parts| {
+        parts
+            .headers
+            .get(USER_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    })
+}
+
 /// An HTTP client that keeps the identity cookie the server gives it, as a browser does (a
 /// new one is a different person).
 pub fn browser() -> reqwest::Client {

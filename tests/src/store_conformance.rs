@@ -229,7 +229,7 @@ pub async fn idempotency(stores: &Stores) {
 }
 
 /// MCP session bindings: bind, complete, read, unbind and bind again, delete (a deleted id
-/// stays deleted, even when bound again).
+/// stays deleted: completing it records nothing), and the listings the caps are kept with.
 pub async fn mcp_bindings(stores: &Stores) {
     let m = &stores.mcp;
     let issued = McpBinding {
@@ -259,6 +259,15 @@ pub async fn mcp_bindings(stores: &Stores) {
     };
     assert_eq!(m.mcp_binding("m1").await.expect("get"), Some(bound.clone()));
     assert_eq!(m.mcp_binding("m2").await.expect("get"), None);
+    // Completing an id never recorded records nothing.
+    m.bind_mcp(McpBinding {
+        id: "m2".into(),
+        init: String::new(),
+        ..bound.clone()
+    })
+    .await
+    .expect("complete unknown");
+    assert_eq!(m.mcp_binding("m2").await.expect("get"), None);
     // `disconnect_session` clears the token; a later `connect_session` names one again.
     m.unbind_mcp("m1").await.expect("unbind");
     assert_eq!(
@@ -272,18 +281,44 @@ pub async fn mcp_bindings(stores: &Stores) {
     .await
     .expect("bind again");
     assert_eq!(m.mcp_binding("m1").await.expect("get"), Some(bound.clone()));
+    // Listings, oldest first.
+    for (id, tid, at) in [("m3", "t1", 3), ("m4", "t2", 4), ("m5", "t1", 7)] {
+        m.bind_mcp(McpBinding {
+            id: id.into(),
+            tid: tid.into(),
+            created_at: at,
+            ..issued.clone()
+        })
+        .await
+        .expect("bind");
+    }
+    assert_eq!(m.mcp_ids_of("t1").await.expect("of"), ["m3", "m1", "m5"]);
+    assert_eq!(m.mcp_ids_of("t2").await.expect("of"), ["m4"]);
+    assert_eq!(m.mcp_ids_of("t9").await.expect("of"), Vec::<String>::new());
+    assert_eq!(m.mcp_count().await.expect("count"), 4);
+    assert_eq!(m.oldest_mcp(2).await.expect("oldest"), ["m3", "m4"]);
+    assert_eq!(m.oldest_mcp(9).await.expect("oldest").len(), 4);
+    for id in ["m3", "m4", "m5"] {
+        m.delete_mcp(id).await.expect("delete");
+    }
+    // Deleted: gone, and completing it does not bring it back.
     m.delete_mcp("m1").await.expect("delete");
-    let deleted = m.mcp_binding("m1").await.expect("get").expect("kept");
-    assert!(deleted.deleted);
-    assert_eq!(deleted.tid, "t1");
-    m.bind_mcp(bound).await.expect("bind again");
-    assert!(
-        m.mcp_binding("m1")
-            .await
-            .expect("get")
-            .expect("kept")
-            .deleted
-    );
+    assert_eq!(m.mcp_binding("m1").await.expect("get"), None);
+    m.bind_mcp(McpBinding {
+        init: String::new(),
+        ..bound
+    })
+    .await
+    .expect("complete deleted");
+    assert_eq!(m.mcp_binding("m1").await.expect("get"), None);
+    assert_eq!(m.mcp_count().await.expect("count"), 0);
+    // One left for `reopened`.
+    m.bind_mcp(McpBinding {
+        id: "kept".into(),
+        ..issued
+    })
+    .await
+    .expect("bind");
 }
 
 /// The signing key: the first candidate stored wins; later candidates get it back.
@@ -342,15 +377,8 @@ pub async fn reopened(stores: &Stores) {
         "{}",
         race.state
     );
-    assert!(
-        stores
-            .mcp
-            .mcp_binding("m1")
-            .await
-            .expect("get")
-            .expect("m1")
-            .deleted
-    );
+    assert_eq!(stores.mcp.mcp_binding("m1").await.expect("get"), None);
+    assert!(stores.mcp.mcp_binding("kept").await.expect("get").is_some());
     assert_eq!(
         stores
             .keys

@@ -156,7 +156,7 @@ impl McpBindings for MemoryStore {
     fn bind_mcp(&self, binding: McpBinding) -> BoxFuture<'_, StoreResult<()>> {
         let mut maps = self.lock();
         match maps.mcp.get_mut(&binding.id) {
-            // A deleted id is never revived; known fields are completed.
+            // Known fields are completed.
             Some(stored) => {
                 if !binding.tid.is_empty() {
                     stored.tid = binding.tid;
@@ -165,6 +165,8 @@ impl McpBindings for MemoryStore {
                     stored.init = binding.init;
                 }
             }
+            // Only an `initialize` creates an id.
+            None if binding.init.is_empty() => {}
             None => {
                 maps.mcp.insert(binding.id.clone(), binding);
             }
@@ -177,9 +179,7 @@ impl McpBindings for MemoryStore {
     }
 
     fn delete_mcp<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
-        if let Some(b) = self.lock().mcp.get_mut(id) {
-            b.deleted = true;
-        }
+        self.lock().mcp.remove(id);
         ready(())
     }
 
@@ -188,6 +188,25 @@ impl McpBindings for MemoryStore {
             b.tid.clear();
         }
         ready(())
+    }
+
+    fn mcp_ids_of<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<Vec<String>>> {
+        let maps = self.lock();
+        let mut of: Vec<&McpBinding> = maps.mcp.values().filter(|b| b.tid == tid).collect();
+        of.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        ready(of.into_iter().map(|b| b.id.clone()).collect())
+    }
+
+    fn mcp_count(&self) -> BoxFuture<'_, StoreResult<u64>> {
+        ready(self.lock().mcp.len() as u64)
+    }
+
+    fn oldest_mcp(&self, n: u64) -> BoxFuture<'_, StoreResult<Vec<String>>> {
+        let maps = self.lock();
+        let mut all: Vec<&McpBinding> = maps.mcp.values().collect();
+        all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        ready(all.into_iter().take(n).map(|b| b.id.clone()).collect())
     }
 }
 

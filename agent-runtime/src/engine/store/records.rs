@@ -83,6 +83,8 @@ pub struct McpBinding {
     pub init: String,
     /// When it was issued (ms since the epoch).
     pub created_at: u64,
-    /// Whether the client ended it with `DELETE` (it then stays dead).
+    /// Whether it was ended for good. Only rows written by earlier versions carry it (they
+    /// marked a `DELETE`d id instead of removing it); such a row is never rebuilt. Write
+    /// `false`: ending a session now deletes its row.
     pub deleted: bool,
 }

@@ -279,14 +279,24 @@ macro_rules! impl_sql_store {
                 b: $crate::engine::store::McpBinding,
             ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<()>> {
                 Box::pin(async move {
+                    // Only an `initialize` (with its params) creates an id.
+                    if b.init.is_empty() {
+                        if !b.tid.is_empty() {
+                            self.writer
+                                .write(
+                                    "UPDATE agent_mcp_sessions SET tid = $2 WHERE id = $1",
+                                    &[(&b.id).into(), (&b.tid).into()],
+                                )
+                                .await?;
+                        }
+                        return Ok(());
+                    }
                     self.writer
                         .write(
                             "INSERT INTO agent_mcp_sessions (id, tid, init, created_at, deleted) \
                              VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET \
                              tid = CASE WHEN excluded.tid = '' THEN agent_mcp_sessions.tid \
-                             ELSE excluded.tid END, \
-                             init = CASE WHEN excluded.init = '' THEN agent_mcp_sessions.init \
-                             ELSE excluded.init END",
+                             ELSE excluded.tid END, init = excluded.init",
                             &[
                                 (&b.id).into(),
                                 (&b.tid).into(),
@@ -332,7 +342,7 @@ macro_rules! impl_sql_store {
                 Box::pin(async move {
                     self.writer
                         .write(
-                            "UPDATE agent_mcp_sessions SET deleted = TRUE WHERE id = $1",
+                            "DELETE FROM agent_mcp_sessions WHERE id = $1",
                             &[id.into()],
                         )
                         .await?;
@@ -352,6 +362,48 @@ macro_rules! impl_sql_store {
                         )
                         .await?;
                     Ok(())
+                })
+            }
+
+            fn mcp_ids_of<'a>(
+                &'a self,
+                tid: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<Vec<String>>> {
+                Box::pin(async move {
+                    let ids: Vec<(String,)> = sqlx::query_as(
+                        "SELECT id FROM agent_mcp_sessions WHERE tid = $1 \
+                         ORDER BY created_at, id",
+                    )
+                    .bind(tid)
+                    .fetch_all(&self.pool)
+                    .await?;
+                    Ok(ids.into_iter().map(|(id,)| id).collect())
+                })
+            }
+
+            fn mcp_count(
+                &self,
+            ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<u64>> {
+                Box::pin(async move {
+                    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_mcp_sessions")
+                        .fetch_one(&self.pool)
+                        .await?;
+                    Ok($crate::engine::store::sql_values::from_db(n))
+                })
+            }
+
+            fn oldest_mcp(
+                &self,
+                n: u64,
+            ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<Vec<String>>> {
+                Box::pin(async move {
+                    let ids: Vec<(String,)> = sqlx::query_as(
+                        "SELECT id FROM agent_mcp_sessions ORDER BY created_at, id LIMIT $1",
+                    )
+                    .bind($crate::engine::store::sql_values::to_db(n))
+                    .fetch_all(&self.pool)
+                    .await?;
+                    Ok(ids.into_iter().map(|(id,)| id).collect())
                 })
             }
         }

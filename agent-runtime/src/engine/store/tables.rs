@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS agent_idempotency (
 CREATE TABLE IF NOT EXISTS agent_mcp_sessions (
     id TEXT PRIMARY KEY, tid TEXT NOT NULL, init TEXT NOT NULL, created_at BIGINT NOT NULL,
     deleted BOOLEAN NOT NULL);
+CREATE INDEX IF NOT EXISTS agent_mcp_sessions_tid ON agent_mcp_sessions (tid);
 CREATE TABLE IF NOT EXISTS agent_keys (name TEXT PRIMARY KEY, bytes ",
             $bytes,
             " NOT NULL);

@@ -82,24 +82,35 @@ pub trait IdempotencyRecords: Send + Sync {
 }
 
 /// Where the MCP session ids `/agent/mcp` issued are kept, with the token each is bound to.
+/// `/agent/mcp` keeps them within its session caps (`docs/mcp.md` §Bounds on disk).
 pub trait McpBindings: Send + Sync {
     /// Records MCP session `binding.id`; for an id already recorded, a non-empty `tid` or
-    /// `init` replaces the stored one and the rest stays (a deleted id stays deleted).
+    /// `init` replaces the stored one and the rest stays. A binding with an empty `init` only
+    /// completes an id already recorded: it never creates one (so a deleted id stays deleted).
     fn bind_mcp(&self, binding: McpBinding) -> BoxFuture<'_, StoreResult<()>>;
 
-    /// The binding of MCP session `id` (deleted ones included, flagged).
+    /// The binding of MCP session `id`.
     fn mcp_binding<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<McpBinding>>>;
 
-    /// Marks MCP session `id` deleted: it is never rebuilt.
+    /// Deletes MCP session `id`: it is never rebuilt (nothing records it again).
     fn delete_mcp<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
 
     /// Clears the token MCP session `id` is bound to (`disconnect_session`): it is not
     /// rebuilt bound after a restart, until a later [`bind_mcp`](Self::bind_mcp) names a
-    /// token again. The default marks the id deleted instead (never rebuilt at all), the safe
+    /// token again. The default deletes the id instead (never rebuilt at all), the safe
     /// answer for a store that cannot clear a binding.
     fn unbind_mcp<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
         self.delete_mcp(id)
     }
+
+    /// The ids of the MCP sessions bound to token `tid`, oldest first.
+    fn mcp_ids_of<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<Vec<String>>>;
+
+    /// How many MCP sessions the store holds.
+    fn mcp_count(&self) -> BoxFuture<'_, StoreResult<u64>>;
+
+    /// The ids of the `n` oldest MCP sessions, oldest first.
+    fn oldest_mcp(&self, n: u64) -> BoxFuture<'_, StoreResult<Vec<String>>>;
 }
 
 /// Where the identity cookie's signing key is kept, shared by every replica.

@@ -28,6 +28,7 @@ use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use serde_json::json;
 use tower::{Layer, Service, ServiceExt as _};
 
+use super::disk_bounds;
 use super::registry::Binding;
 use super::restore;
 use super::McpState;
@@ -236,10 +237,8 @@ where
         }
         if parts.method == Method::DELETE {
             sessions.remove(&id);
+            // Also deletes the stored binding.
             sessions.close(vec![id.clone()]).await;
-            if let Some(store) = self.durable() {
-                restore::delete(store, &id).await;
-            }
             return StatusCode::OK.into_response();
         }
         self.pass(parts, bytes).await
@@ -269,7 +268,12 @@ where
         };
         let stored = match restore::binding(store, &id).await {
             Ok(Some(b)) if !b.deleted && !b.tid.is_empty() && !b.init.is_empty() => b,
-            Ok(_) => return not_found(),
+            Ok(None) => return not_found(),
+            // Never rebuilt: the row goes.
+            Ok(Some(_)) => {
+                restore::delete(store, &id).await;
+                return not_found();
+            }
             Err(e) => {
                 tracing::error!(target: "agent_runtime::store", "loading MCP session {id} failed: {e}");
                 return not_found();
@@ -290,6 +294,12 @@ where
         };
         let record = match verified {
             Ok(record) if record.tid == stored.tid => record,
+            // The bound token is revoked or expired: never rebuilt, the row goes. (A bearer
+            // for another token proves nothing about this one.)
+            Err(_) if authorization.is_none() => {
+                restore::delete(store, &id).await;
+                return not_found();
+            }
             _ => return not_found(),
         };
         if parts.method == Method::DELETE {
@@ -314,6 +324,7 @@ where
                 return response;
             }
         };
+        let tid = record.tid.clone();
         reservation.commit_rebuilding(
             id.clone(),
             now,
@@ -322,13 +333,16 @@ where
                 token,
             },
         );
+        disk_bounds::trim(store, &sessions, Some(&tid)).await;
         // Held until rmcp has restored the session (its answer's head comes after that), so
         // the client's other requests for this id wait for the restore (see `with_session`).
         // A POST is answered with an event stream and a GET is one, so this is not a tool's
         // run time.
         let response = self.pass(parts, bytes).await;
         if response.status() == StatusCode::NOT_FOUND {
+            // rmcp could not restore it: never rebuilt, the row goes.
             sessions.remove(&id);
+            restore::delete(store, &id).await;
         } else {
             sessions.rebuilt(&id);
         }
@@ -417,7 +431,12 @@ where
                     if let (Some(store), Some(b)) = (this.durable(), &binding) {
                         restore::remember(store, &id, &b.tid, this.server.now()).await;
                     }
+                    let tid = binding.as_ref().map(|b| b.tid.clone());
                     reservation.commit(id, this.server.now(), binding);
+                    if let Some(store) = this.durable() {
+                        let sessions = this.server.mcp_sessions();
+                        disk_bounds::trim(store, sessions, tid.as_deref()).await;
+                    }
                 }
                 _ => drop(reservation),
             }

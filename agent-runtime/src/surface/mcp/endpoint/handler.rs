@@ -16,6 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 
+use super::disk_bounds;
 use super::registry::Binding;
 use super::restore;
 use super::McpState;
@@ -95,6 +96,7 @@ impl<A: App> McpHandler<A> {
                 // Kept by token id, so the binding survives a restart (never the token).
                 if let Some(store) = &self.server.inner.mcp_bindings {
                     restore::remember(store, session, &tid, self.server.now()).await;
+                    disk_bounds::trim(store, sessions, Some(&tid)).await;
                 }
                 result.into()
             }

@@ -6,6 +6,7 @@
 //! running forwarded ones in-process through the LAP router with the bound token.
 
 mod admission;
+mod disk_bounds;
 mod handler;
 mod registry;
 mod restore;

@@ -12,6 +12,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::SessionManager;
 
 use super::McpOptions;
+use crate::engine::store::McpBindings;
 
 /// The agent token an MCP session is bound to.
 #[derive(Clone, PartialEq, Eq)]
@@ -104,6 +105,9 @@ pub struct McpSessions {
     registry: Mutex<Registry>,
     manager: Arc<LocalSessionManager>,
     limits: Limits,
+    /// With a durable store: where a dropped session's binding is deleted, so its id answers
+    /// 404 after a restart too (`docs/mcp.md` §Bounds on disk).
+    bindings: Option<Arc<dyn McpBindings>>,
 }
 
 impl std::fmt::Debug for McpSessions {
@@ -136,7 +140,29 @@ impl McpSessions {
                 idle_ttl_ms: options.idle_ttl_ms,
                 provisional_lifetime_ms: options.unauthenticated_max_lifetime_ms,
             },
+            bindings: None,
         }
+    }
+
+    /// The same, deleting the stored binding of every session it drops from `bindings`.
+    pub(crate) fn with_bindings(mut self, bindings: Option<Arc<dyn McpBindings>>) -> Self {
+        self.bindings = bindings;
+        self
+    }
+
+    /// `(maxSessionsPerToken, maxSessions)`: what the stored bindings are trimmed to.
+    pub(crate) fn caps(&self) -> (usize, usize) {
+        (self.limits.per_token, self.limits.max)
+    }
+
+    /// The ids of the live sessions bound to token `tid`.
+    pub(crate) fn bound_to(&self, tid: &str) -> Vec<String> {
+        self.lock()
+            .sessions
+            .iter()
+            .filter(|(_, e)| e.binding.as_ref().is_some_and(|b| b.tid == tid))
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     fn lock(&self) -> MutexGuard<'_, Registry> {
@@ -221,11 +247,31 @@ impl McpSessions {
     /// them and are dropped here before rmcp closes them, so anything live here that rmcp no
     /// longer holds is gone for good.
     pub(crate) async fn forget_ended(&self) {
-        let known = self.manager.sessions.read().await;
-        // A session being rebuilt is registered before rmcp restores it: not ended.
-        self.lock()
-            .sessions
-            .retain(|id, e| e.rebuilding || known.contains_key(id.as_str()));
+        let ended: Vec<String> = {
+            let known = self.manager.sessions.read().await;
+            let mut registry = self.lock();
+            // A session being rebuilt is registered before rmcp restores it: not ended.
+            let ended = registry
+                .sessions
+                .iter()
+                .filter(|(id, e)| !e.rebuilding && !known.contains_key(id.as_str()))
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in &ended {
+                registry.sessions.remove(id);
+            }
+            ended
+        };
+        self.forget_stored(&ended).await;
+    }
+
+    /// Deletes the stored bindings of `ids` (with a durable store).
+    async fn forget_stored(&self, ids: &[String]) {
+        if let Some(store) = &self.bindings {
+            for id in ids {
+                super::restore::delete(store, id).await;
+            }
+        }
     }
 
     /// The request that rebuilt `id` has its answer: from now on rmcp holds the session (or
@@ -339,8 +385,10 @@ impl McpSessions {
         }
     }
 
-    /// Closes dropped sessions in rmcp's session manager, so their ids stay dead.
+    /// Closes dropped sessions in rmcp's session manager and deletes their stored bindings,
+    /// so their ids stay dead, after a restart too.
     pub(crate) async fn close(&self, ids: Vec<String>) {
+        self.forget_stored(&ids).await;
         for id in ids {
             let id: rmcp::transport::streamable_http_server::SessionId = id.into();
             if let Err(e) = self.manager.close_session(&id).await {

@@ -9,6 +9,10 @@
 //! (the record's expiry and revocation still apply). Since a session id is then a credential
 //! of its own, the store keys bindings by the SHA-256 of the id ([`stored_id`]), never the id:
 //! like a token, it cannot be read back from the database.
+//!
+//! The stored bindings are held to the live caps (`docs/mcp.md` §Bounds on disk): a session
+//! dropped from the registry has its binding deleted ([`delete`]), and `disk_bounds` trims the
+//! rest.
 
 use std::sync::Arc;
 
@@ -33,7 +37,7 @@ pub(crate) async fn binding(
     store.mcp_binding(&stored_id(id)).await
 }
 
-/// Marks MCP session `id` deleted in the store (logged on failure): it is never rebuilt.
+/// Deletes MCP session `id` from the store (logged on failure): it is never rebuilt.
 pub(crate) async fn delete(store: &Arc<dyn McpBindings>, id: &str) {
     if let Err(e) = store.delete_mcp(&stored_id(id)).await {
         tracing::error!(target: "agent_runtime::store", "deleting MCP session {id} failed: {e}");
