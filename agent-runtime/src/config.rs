@@ -34,6 +34,11 @@ pub struct HostConfig {
     /// is closed and dropped, freeing its slot (default [`DEFAULT_SESSION_IDLE_MS`], 30
     /// minutes; 0 disables). Its agent tokens then answer 503 `paused`.
     pub session_idle_ms: u64,
+    /// With a store: a stored session unused for this long (no load, no commit; its
+    /// `updated_at`) is deleted from the store, and its tokens answer 503 `paused` (default
+    /// [`DEFAULT_STORED_SESSION_TTL_MS`], 30 days; 0 keeps stored sessions until closed).
+    /// `docs/stores.md` §Bounds on disk.
+    pub stored_session_ttl_ms: u64,
     /// Byte budgets of what a session or token keeps (see [`Budgets`]).
     pub budgets: Budgets,
 }
@@ -48,6 +53,7 @@ impl Default for HostConfig {
             max_sessions: 1024,
             max_sessions_per_owner: 16,
             session_idle_ms: DEFAULT_SESSION_IDLE_MS,
+            stored_session_ttl_ms: DEFAULT_STORED_SESSION_TTL_MS,
             budgets: Budgets::default(),
         }
     }
@@ -62,6 +68,7 @@ impl std::fmt::Debug for HostConfig {
             .field("max_sessions", &self.max_sessions)
             .field("max_sessions_per_owner", &self.max_sessions_per_owner)
             .field("session_idle_ms", &self.session_idle_ms)
+            .field("stored_session_ttl_ms", &self.stored_session_ttl_ms)
             .field("budgets", &self.budgets)
             .finish_non_exhaustive()
     }
@@ -69,6 +76,9 @@ impl std::fmt::Debug for HostConfig {
 
 /// Default of [`HostConfig::session_idle_ms`]: 30 minutes.
 pub const DEFAULT_SESSION_IDLE_MS: u64 = 30 * 60 * 1000;
+
+/// Default of [`HostConfig::stored_session_ttl_ms`]: 30 days.
+pub const DEFAULT_STORED_SESSION_TTL_MS: u64 = 30 * 24 * 60 * 60 * 1000;
 
 /// The body cap on every route that reads a body (`docs/lap.md` §3.5).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;

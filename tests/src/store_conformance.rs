@@ -162,6 +162,17 @@ pub async fn sessions(stores: &Stores) {
     assert!(!s.delete_session("s1").await.expect("delete"));
     assert_eq!(s.load_session("s1").await.expect("load"), None);
     assert_eq!(s.session_count().await.expect("count"), 2);
+    // Expiry candidates: last used before a time, least recently used first; a touch moves
+    // the last use forward only.
+    assert_eq!(s.stale_sessions(61, 10).await.expect("stale"), ["s0", "s2"]);
+    assert_eq!(s.stale_sessions(61, 1).await.expect("stale"), ["s0"]);
+    assert_eq!(s.stale_sessions(60, 10).await.expect("stale"), ["s0"]);
+    s.touch_session("s0", 100).await.expect("touch");
+    s.touch_session("s0", 70).await.expect("touch");
+    s.touch_session("gone", 70).await.expect("touch");
+    assert_eq!(s.stale_sessions(61, 10).await.expect("stale"), ["s2"]);
+    let s0 = s.load_session("s0").await.expect("load").expect("s0");
+    assert_eq!((s0.created_at, s0.updated_at), (50, 100));
 }
 
 /// Two writers commit the same sequence number at once: exactly one wins.

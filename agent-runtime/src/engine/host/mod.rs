@@ -1,5 +1,6 @@
 //! The host: one app, its checked schema (`Catalog`), and the sessions running it.
 
+mod stored;
 mod table;
 
 #[cfg(test)]
@@ -29,6 +30,8 @@ struct HostInner<A: App> {
     store: Option<Arc<dyn SessionStore>>,
     /// Serializes reloads from the store, so two requests cannot rebuild one session twice.
     reloading: tokio::sync::Mutex<()>,
+    /// Serializes creations counted on the store (`stored.rs`).
+    creating: tokio::sync::Mutex<()>,
     /// Starts the idle sweeper with the first session (it needs a tokio runtime).
     sweeper: Once,
     /// Starts the listener for other processes' changes (shared stores only).
@@ -131,6 +134,7 @@ impl<A: App> Host<A> {
                 sessions: RwLock::new(SessionTable::new()),
                 store,
                 reloading: tokio::sync::Mutex::new(()),
+                creating: tokio::sync::Mutex::new(()),
                 sweeper: Once::new(),
                 listener: Once::new(),
                 refused: Default::default(),
@@ -305,6 +309,10 @@ impl<A: App> Host<A> {
         self.start_listener();
         let config = &self.inner.config;
         let now = config.clock.now_ms();
+        // A load is a use: the stored session's expiry starts again (`stored.rs`).
+        if let Err(e) = store.touch_session(id, now).await {
+            tracing::error!(target: "agent_runtime::store", "touching session {id} failed: {e}");
+        }
         let mut sessions = self
             .inner
             .sessions
@@ -416,25 +424,41 @@ impl<A: App> Host<A> {
     }
 
     /// Spawns (once) the task that expires idle sessions every `session_idle_ms / 4` (at least
-    /// 10 ms, at most 30 s). It holds the host weakly and ends with it.
+    /// 10 ms, at most 30 s) and, with a store, stale stored sessions every minute. It holds the
+    /// host weakly and ends with it.
     fn start_sweeper(&self) {
         let idle_ms = self.inner.config.session_idle_ms;
-        if idle_ms == 0 {
+        let stored_ttl = match self.inner.store {
+            Some(_) => self.inner.config.stored_session_ttl_ms,
+            None => 0,
+        };
+        if idle_ms == 0 && stored_ttl == 0 {
             return;
         }
         self.inner.sweeper.call_once(|| {
             let weak: Weak<HostInner<A>> = Arc::downgrade(&self.inner);
-            let period = Duration::from_millis((idle_ms / 4).clamp(10, 30_000));
+            let period_ms = match idle_ms {
+                0 => 30_000,
+                ms => (ms / 4).clamp(10, 30_000),
+            };
+            let period = Duration::from_millis(period_ms);
+            let stored_every = (stored::STORED_SWEEP_MS / period_ms).max(1);
             tokio::spawn(async move {
                 let mut ticker = tokio::time::interval(period);
                 ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                let mut ticks: u64 = 0;
                 loop {
                     ticker.tick().await;
                     let Some(inner) = weak.upgrade() else { return };
-                    let expired = Host { inner }.expire_idle_sessions();
+                    let host = Host { inner };
+                    let expired = host.expire_idle_sessions();
                     if expired > 0 {
                         tracing::debug!("closed {expired} idle sessions");
                     }
+                    if stored_ttl > 0 && ticks % stored_every == 0 {
+                        host.expire_stored_sessions().await;
+                    }
+                    ticks = ticks.wrapping_add(1);
                 }
             });
         });

@@ -121,6 +121,31 @@ impl SessionStore for MemoryStore {
     fn session_count(&self) -> BoxFuture<'_, StoreResult<u64>> {
         ready(self.lock().sessions.len() as u64)
     }
+
+    fn touch_session<'a>(&'a self, id: &'a str, at: u64) -> BoxFuture<'a, StoreResult<()>> {
+        if let Some(r) = self.lock().sessions.get_mut(id) {
+            r.updated_at = r.updated_at.max(at);
+        }
+        ready(())
+    }
+
+    fn stale_sessions(&self, before: u64, limit: u64) -> BoxFuture<'_, StoreResult<Vec<String>>> {
+        let maps = self.lock();
+        let mut stale: Vec<&SessionRecord> = maps
+            .sessions
+            .values()
+            .filter(|r| r.updated_at < before)
+            .collect();
+        stale.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        ready(
+            stale
+                .into_iter()
+                .take(limit)
+                .map(|r| r.id.clone())
+                .collect(),
+        )
+    }
 }
 
 impl IdempotencyRecords for MemoryStore {

@@ -192,6 +192,42 @@ macro_rules! impl_sql_store {
                 })
             }
 
+            fn touch_session<'a>(
+                &'a self,
+                id: &'a str,
+                at: u64,
+            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<()>> {
+                Box::pin(async move {
+                    self.writer
+                        .write(
+                            "UPDATE agent_sessions SET updated_at = $2 \
+                             WHERE id = $1 AND updated_at < $2",
+                            &[id.into(), $crate::engine::store::sql_values::to_db(at).into()],
+                        )
+                        .await?;
+                    Ok(())
+                })
+            }
+
+            fn stale_sessions(
+                &self,
+                before: u64,
+                limit: u64,
+            ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<Vec<String>>> {
+                use $crate::engine::store::sql_values::to_db;
+                Box::pin(async move {
+                    let ids: Vec<(String,)> = sqlx::query_as(
+                        "SELECT id FROM agent_sessions WHERE updated_at < $1 \
+                         ORDER BY updated_at, id LIMIT $2",
+                    )
+                    .bind(to_db(before))
+                    .bind(to_db(limit))
+                    .fetch_all(&self.pool)
+                    .await?;
+                    Ok(ids.into_iter().map(|(id,)| id).collect())
+                })
+            }
+
             $($changes)*
         }
 

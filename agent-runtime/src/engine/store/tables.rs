@@ -19,6 +19,7 @@ CREATE TABLE IF NOT EXISTS agent_sessions (
     seq BIGINT NOT NULL, state TEXT NOT NULL, schema_hash TEXT NOT NULL,
     confirms TEXT NOT NULL, log_tail TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS agent_sessions_owner ON agent_sessions (owner);
+CREATE INDEX IF NOT EXISTS agent_sessions_updated ON agent_sessions (updated_at);
 CREATE TABLE IF NOT EXISTS agent_idempotency (
     tid TEXT NOT NULL, key TEXT NOT NULL, created_at BIGINT NOT NULL, msg TEXT NOT NULL,
     status INTEGER NOT NULL, body TEXT NOT NULL, headers TEXT NOT NULL,

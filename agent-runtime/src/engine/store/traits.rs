@@ -57,6 +57,13 @@ pub trait SessionStore: Send + Sync {
     /// How many sessions the store holds.
     fn session_count(&self) -> BoxFuture<'_, StoreResult<u64>>;
 
+    /// Moves the session's `updated_at` (its last use) forward to `at`; never back.
+    fn touch_session<'a>(&'a self, id: &'a str, at: u64) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// The ids of at most `limit` sessions last used (`updated_at`) before `before`, least
+    /// recently used first: the candidates of stored-session expiry.
+    fn stale_sessions(&self, before: u64, limit: u64) -> BoxFuture<'_, StoreResult<Vec<String>>>;
+
     /// The sessions other processes change, as they are changed: `<id> <seq> <1 if the
     /// confirmations changed, else 0>` (a bare id means "reload it"); `None` when the store
     /// is not shared (must be called inside a tokio runtime).

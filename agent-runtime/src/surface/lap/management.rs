@@ -126,7 +126,8 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
             .ok_or_else(|| ApiError::forbidden("unknown session or not yours"))?,
         None => server
             .host()
-            .create_session(Some(uid.clone()))
+            .create_session_within_caps(Some(uid.clone()))
+            .await
             .map_err(|e| match e {
                 CreateSessionError::Capacity(detail) => {
                     ApiError::new(ErrorCode::SessionCapacity).with_detail(detail)

@@ -1,0 +1,133 @@
+//! The host's bounds on the stored sessions (`docs/stores.md` §Bounds on disk): the caps of
+//! [`HostConfig`](crate::config::HostConfig) count the sessions a store keeps, not only those in
+//! memory, and a stored session unused for `stored_session_ttl_ms` is deleted.
+
+use super::{CreateSessionError, Host};
+use crate::app::App;
+use crate::engine::session::Session;
+
+/// Stale sessions looked at per query of [`Host::expire_stored_sessions`].
+const STALE_BATCH: u64 = 256;
+
+/// Queries of one [`Host::expire_stored_sessions`] run at most (a bound on its time).
+const STALE_ROUNDS: usize = 16;
+
+/// How often the sweeper expires stored sessions.
+pub(super) const STORED_SWEEP_MS: u64 = 60_000;
+
+impl<A: App> Host<A> {
+    /// [`Host::create_session`] within the caps counted on the store too: with a store, the
+    /// owner's stored sessions count towards `max_sessions_per_owner` and all stored sessions
+    /// towards `max_sessions` (stale ones are expired first to make room). Creations are
+    /// serialized until the new session is stored, so concurrent mints cannot overshoot.
+    pub(crate) async fn create_session_within_caps(
+        &self,
+        owner: Option<String>,
+    ) -> Result<Session<A>, CreateSessionError> {
+        let Some(store) = self.inner.store.clone() else {
+            return self.create_session(owner);
+        };
+        let _one_at_a_time = self.inner.creating.lock().await;
+        let config = &self.inner.config;
+        if let Some(owner) = owner.as_deref() {
+            match store.sessions_of(owner).await {
+                Ok(ids) if ids.len() >= config.max_sessions_per_owner => {
+                    return Err(CreateSessionError::Capacity(format!(
+                        "you already have {} stored sessions (at most {}); mint for one of them \
+                         with {{\"session\": \"<sessionId>\"}}, or close one",
+                        ids.len(),
+                        config.max_sessions_per_owner
+                    )));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!(target: "agent_runtime::store", "counting sessions failed: {e}")
+                }
+            }
+        }
+        let mut total = self.stored_count().await;
+        if total >= config.max_sessions {
+            self.expire_stored_sessions().await;
+            total = self.stored_count().await;
+        }
+        if total >= config.max_sessions {
+            return Err(CreateSessionError::Capacity(format!(
+                "the store holds its maximum of {} sessions",
+                config.max_sessions
+            )));
+        }
+        let session = self.create_session(owner)?;
+        session.stored().await;
+        Ok(session)
+    }
+
+    async fn stored_count(&self) -> usize {
+        let Some(store) = self.inner.store.as_ref() else {
+            return 0;
+        };
+        match store.session_count().await {
+            Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "counting sessions failed: {e}");
+                0
+            }
+        }
+    }
+
+    /// With a store: deletes the stored sessions unused (not loaded, nothing committed) for
+    /// [`HostConfig::stored_session_ttl_ms`](crate::config::HostConfig::stored_session_ttl_ms);
+    /// a stale one this host holds in memory is in use, and is marked used instead. Returns
+    /// how many were deleted. The host's sweeper runs this every minute; call it to sweep now.
+    pub async fn expire_stored_sessions(&self) -> usize {
+        let ttl = self.inner.config.stored_session_ttl_ms;
+        let Some(store) = self.inner.store.as_ref() else {
+            return 0;
+        };
+        if ttl == 0 {
+            return 0;
+        }
+        let now = self.inner.config.clock.now_ms();
+        // Unused for `ttl` or longer, like the idle rule in memory.
+        let Some(before) = now.checked_sub(ttl).map(|t| t + 1) else {
+            return 0;
+        };
+        let mut deleted = 0;
+        for _ in 0..STALE_ROUNDS {
+            let stale = match store.stale_sessions(before, STALE_BATCH).await {
+                Ok(stale) => stale,
+                Err(e) => {
+                    tracing::error!(target: "agent_runtime::store", "listing stale sessions failed: {e}");
+                    break;
+                }
+            };
+            for id in &stale {
+                let held = self
+                    .inner
+                    .sessions
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(id)
+                    .is_some_and(|e| !e.session.is_closed());
+                let done = if held {
+                    store.touch_session(id, now).await
+                } else {
+                    store.delete_session(id).await.map(|gone| {
+                        if gone {
+                            deleted += 1;
+                        }
+                    })
+                };
+                if let Err(e) = done {
+                    tracing::error!(target: "agent_runtime::store", "expiring session {id} failed: {e}");
+                }
+            }
+            if (stale.len() as u64) < STALE_BATCH {
+                break;
+            }
+        }
+        if deleted > 0 {
+            tracing::debug!(target: "agent_runtime::store", "deleted {deleted} expired stored sessions");
+        }
+        deleted
+    }
+}

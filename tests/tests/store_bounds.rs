@@ -1,0 +1,184 @@
+//! The host's bounds hold on disk (`docs/stores.md` §Bounds on disk), on a real SQLite file:
+//! the session caps count the stored sessions, not only those in memory (an owner whose
+//! sessions went idle cannot mint past the cap), and stored sessions expire.
+
+use std::sync::Arc;
+
+use agent_examples::counter::{Counter, Msg};
+use agent_runtime::clock::ManualClock;
+use agent_runtime::security::TracingAuditSink;
+use agent_runtime::session::DispatchOptions;
+use agent_runtime::store::Stores;
+use agent_runtime::{AgentServer, Host, HostConfig};
+use agent_tests::{header_identity, serve_stoppable};
+use serde_json::json;
+
+struct TempDb(std::path::PathBuf);
+
+impl TempDb {
+    fn new() -> TempDb {
+        let dir = std::env::temp_dir().join(format!("agent-bounds-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        TempDb(dir)
+    }
+    fn path(&self) -> String {
+        self.0.join("s.db").to_str().expect("utf-8").to_owned()
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const TTL: u64 = 86_400_000;
+
+fn host(stores: &Stores, clock: Arc<ManualClock>, config: HostConfig) -> Host<Counter> {
+    let config = HostConfig {
+        clock,
+        stored_session_ttl_ms: TTL,
+        ..config
+    };
+    Host::with_store(
+        Counter,
+        config,
+        Arc::new(TracingAuditSink),
+        stores.sessions.clone(),
+    )
+    .expect("host")
+}
+
+#[tokio::test]
+async fn stored_sessions_expire_unless_in_use() {
+    let db = TempDb::new();
+    let stores = Stores::open(&db.path()).await.expect("store");
+    let clock = Arc::new(ManualClock::new(1_000));
+    let first = host(&stores, clock.clone(), HostConfig::default());
+    let idle = first.create_session(Some("u1".into())).expect("session");
+    let used = first.create_session(Some("u1".into())).expect("session");
+    for s in [&idle, &used] {
+        s.stored().await;
+        s.dispatch_msg(Msg::Inc, DispatchOptions::default())
+            .await
+            .expect("inc");
+    }
+    let (idle, used) = (idle.id().to_owned(), used.id().to_owned());
+    drop(first);
+
+    // Another process: `used` is loaded half-way through the TTL, `idle` never. (It keeps
+    // sessions in memory however long they are idle there.)
+    let config = HostConfig {
+        session_idle_ms: 0,
+        ..HostConfig::default()
+    };
+    let second = host(&stores, clock.clone(), config);
+    clock.advance(TTL / 2);
+    let held = second.load_session(&used).await.expect("loaded");
+    assert_eq!(held.state()["count"], 1);
+    clock.advance(TTL / 2);
+    // (The host's own sweeper may run meanwhile: outcomes are checked, not counts.)
+    second.expire_stored_sessions().await;
+    assert!(stores
+        .sessions
+        .load_session(&idle)
+        .await
+        .expect("load")
+        .is_none());
+    assert!(second.load_session(&idle).await.is_none(), "gone for good");
+    // `used` was loaded TTL/2 ago: kept. Past its TTL while held in memory, it is in use:
+    // marked used, not deleted.
+    clock.advance(TTL / 2 + 1);
+    second.expire_stored_sessions().await;
+    let stored = stores
+        .sessions
+        .load_session(&used)
+        .await
+        .expect("load")
+        .expect("kept");
+    assert_eq!(stored.updated_at, 1_000 + TTL + TTL / 2 + 1);
+    assert_eq!(stores.sessions.session_count().await.expect("count"), 1);
+}
+
+#[tokio::test]
+async fn the_session_caps_count_stored_sessions() {
+    let db = TempDb::new();
+    let stores = Stores::open(&db.path()).await.expect("store");
+    let clock = Arc::new(ManualClock::new(1_000));
+    let config = HostConfig {
+        max_sessions: 3,
+        max_sessions_per_owner: 2,
+        session_idle_ms: 1_000,
+        ..HostConfig::default()
+    };
+    let host = host(&stores, clock.clone(), config);
+    let server = AgentServer::builder(host)
+        .stores(&stores)
+        .identity_resolver(header_identity())
+        .build()
+        .expect("server");
+    let (t, task) = serve_stoppable(server).await;
+    let mint = |user: &'static str| {
+        let t = &t;
+        async move {
+            t.post_json("/agent/mint", Some(user), None, &json!({}))
+                .await
+        }
+    };
+    let a1 = mint("ana").await;
+    assert_eq!(a1.status, 200, "{}", a1.body);
+    assert_eq!(mint("ana").await.status, 200);
+    // Both leave memory when idle; they are still stored, and still count.
+    clock.advance(2_000);
+    t.server.host().expire_idle_sessions();
+    assert_eq!(t.server.host().session_count(), 0);
+    let refused = mint("ana").await;
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_eq!(refused.body["error"]["code"], "session-capacity");
+    assert!(
+        refused.body["error"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("2 stored sessions")),
+        "{}",
+        refused.body
+    );
+    // The whole store: three at most, whoever mints.
+    assert_eq!(mint("bob").await.status, 200);
+    let full = mint("carl").await;
+    assert_eq!(full.status, 503, "{}", full.body);
+    assert!(
+        full.body["error"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("the store holds its maximum of 3 sessions")),
+        "{}",
+        full.body
+    );
+    // The owner closes one: room again.
+    let session = a1.body["sessionId"].as_str().expect("session id");
+    let closed = t
+        .post_json(
+            &format!("/agent/human/sessions/{session}/close"),
+            Some("ana"),
+            None,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(closed.status, 200, "{}", closed.body);
+    let mut again = mint("ana").await;
+    for _ in 0..100 {
+        if again.status == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        again = mint("ana").await;
+    }
+    assert_eq!(again.status, 200, "{}", again.body);
+    // Expired stored sessions make room too.
+    assert_eq!(mint("carl").await.status, 503);
+    clock.advance(TTL + 1);
+    t.server.host().expire_idle_sessions();
+    let after = mint("carl").await;
+    assert_eq!(after.status, 200, "{}", after.body);
+    assert_eq!(stores.sessions.session_count().await.expect("count"), 1);
+    task.abort();
+}
