@@ -131,6 +131,7 @@ impl<A: App> AgentServerBuilder<A> {
             origin,
             idempotency: IdempotencyStore::new(self.host.config()),
             durable_idempotency: self.idempotency,
+            durable_idempotency_swept: Default::default(),
             revocations,
             #[cfg(feature = "pairing")]
             pairing: crate::ops::Pairing::new(

@@ -1,6 +1,7 @@
 //! The host's bounds hold on disk (`docs/stores.md` §Bounds on disk), on a real SQLite file:
 //! the session caps count the stored sessions, not only those in memory (an owner whose
-//! sessions went idle cannot mint past the cap), and stored sessions expire.
+//! sessions went idle cannot mint past the cap), stored sessions expire, and stored
+//! idempotency answers past their window go while keyed calls come, without a mint.
 
 use std::sync::Arc;
 
@@ -180,5 +181,41 @@ async fn the_session_caps_count_stored_sessions() {
     let after = mint("carl").await;
     assert_eq!(after.status, 200, "{}", after.body);
     assert_eq!(stores.sessions.session_count().await.expect("count"), 1);
+    task.abort();
+}
+
+#[tokio::test]
+async fn stored_idempotency_answers_past_the_window_go_without_a_mint() {
+    let db = TempDb::new();
+    let stores = Stores::open(&db.path()).await.expect("store");
+    let clock = Arc::new(ManualClock::new(1_000));
+    let host = host(&stores, clock.clone(), HostConfig::default());
+    let server = AgentServer::builder(host)
+        .stores(&stores)
+        .identity_resolver(header_identity())
+        .build()
+        .expect("server");
+    let (t, task) = serve_stoppable(server).await;
+    let m = t.mint("ana", None).await;
+    let keyed = |key: &'static str| json!({"msg": {"type": "inc"}, "idempotencyKey": key});
+    assert_eq!(t.lap(&m.token, "/message", &keyed("k1")).await.status, 200);
+    let stored = |key: &'static str| {
+        let stores = stores.clone();
+        let tid = m.tid.clone();
+        async move {
+            stores
+                .idempotency
+                .get_idempotent(&tid, key)
+                .await
+                .expect("get")
+                .is_some()
+        }
+    };
+    assert!(stored("k1").await);
+    // Past the 10-minute window, the next keyed call deletes it (no mint in between).
+    clock.advance(agent_runtime::IDEMPOTENCY_WINDOW_MS + 1);
+    assert_eq!(t.lap(&m.token, "/message", &keyed("k2")).await.status, 200);
+    assert!(!stored("k1").await);
+    assert!(stored("k2").await);
     task.abort();
 }

@@ -145,4 +145,25 @@ async fn store_answer<A: App>(
     if let Err(e) = store.put_idempotent(entry).await {
         tracing::error!(target: "agent_runtime::store", "storing an idempotency answer failed: {e}");
     }
+    // The stored answers past the window go at least every sweep period while keyed calls
+    // come, not only at mints (`docs/stores.md` §Bounds on disk).
+    let now = server.now();
+    let period = server.host().config().budgets.idempotency_sweep_ms;
+    let swept = &server.inner.durable_idempotency_swept;
+    let last = swept.load(std::sync::atomic::Ordering::Relaxed);
+    if now.saturating_sub(last) >= period
+        && swept
+            .compare_exchange(
+                last,
+                now,
+                std::sync::atomic::Ordering::Relaxed,
+                std::sync::atomic::Ordering::Relaxed,
+            )
+            .is_ok()
+    {
+        let before = now.saturating_sub(super::IDEMPOTENCY_WINDOW_MS);
+        if let Err(e) = store.sweep_idempotent(before).await {
+            tracing::error!(target: "agent_runtime::store", "idempotency sweep failed: {e}");
+        }
+    }
 }
