@@ -4,7 +4,8 @@
 //! bindings never outgrow `maxSessionsPerToken` per token nor `maxSessions` in all.
 //!
 //! On a real SQLite file with the counter example as its own process killed with SIGKILL, and
-//! on a real PostgreSQL and SQLite in process.
+//! on a real PostgreSQL and SQLite in process (a restart there is a second server on the same
+//! database).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -267,4 +268,35 @@ async fn stored_bindings_hold_the_caps_and_expire_on_sqlite() {
 async fn stored_bindings_hold_the_caps_and_expire_on_postgres() {
     let pg = PgServer::start();
     bounds_on(&pg.url()).await;
+}
+
+#[tokio::test]
+async fn twelve_bearer_initializations_keep_eight_bindings_on_postgres() {
+    let pg = PgServer::start();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let (t, task, stores) = server(&pg.url(), McpOptions::default(), clock.clone()).await;
+    let m = t.mint("alice", None).await;
+    let mut ids = Vec::new();
+    for _ in 0..12 {
+        ids.push(initialize_later(&clock, &t.base, &m.token).await);
+    }
+    for (i, id) in ids.iter().enumerate() {
+        let expected = if i < 4 { 404 } else { 200 };
+        assert_eq!(ping(&t.base, id).await, expected, "session {i}");
+    }
+    assert_eq!(stores.mcp.mcp_count().await.expect("count"), 8);
+    assert_eq!(stores.mcp.mcp_ids_of(&m.tid).await.expect("of").len(), 8);
+    stop(task).await;
+    drop(t);
+
+    // Another process on the same database: the evicted ids stay 404, the kept ones come back.
+    let (t, task, stores) = server(&pg.url(), McpOptions::default(), clock).await;
+    for id in &ids[..4] {
+        assert_eq!(ping(&t.base, id).await, 404);
+    }
+    for id in &ids[4..] {
+        assert_eq!(ping(&t.base, id).await, 200);
+    }
+    assert_eq!(stores.mcp.mcp_count().await.expect("count"), 8);
+    stop(task).await;
 }
