@@ -183,7 +183,7 @@ pub mod mcp {
     /// The `agent-bridge` stdio server.
     #[cfg(feature = "bridge")]
     pub mod bridge {
-        pub use crate::surface::mcp::bridge::serve_stdio;
+        pub use crate::surface::mcp::bridge::{serve_stdio, serve_stdio_bound};
     }
     pub use crate::surface::mcp::{AtCapacity, McpOptions, McpSessions, MCP_PATH};
 }
