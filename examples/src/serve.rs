@@ -1,5 +1,6 @@
 //! The command line shared by the runnable examples:
-//! `cargo run --example <name> [--port N] [--rate-limit N/unit] [--db PATH|postgres://… | --memory]`.
+//! `cargo run --example <name> [--port N] [--rate-limit N/unit] [--db PATH|postgres://… | --memory]
+//! [--cors-origin URL]…`.
 //!
 //! Sessions, tokens and the identity signing key are durable by default: a SQLite file
 //! `<app name>.db` in the working directory (`--db PATH` another file, `--db postgres://…`
@@ -25,6 +26,9 @@ pub struct ExampleOptions {
     /// The store: `memory`, a SQLite path or a `postgres://` URL; `None` is the default
     /// SQLite file `<app name>.db` in the working directory.
     pub db: Option<String>,
+    /// Origins whose pages may call the agent routes from the browser (`--cors-origin`,
+    /// repeatable; `ServerOptions::cors_origins`).
+    pub cors_origins: Vec<String>,
 }
 
 /// Parses `--port N` and `--rate-limit N/unit` (also `--port=N`); `default_port` otherwise.
@@ -36,6 +40,7 @@ pub fn parse_args(
         port: default_port,
         rate_limit: ServerOptions::default().rate_limit,
         db: None,
+        cors_origins: Vec::new(),
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -66,10 +71,12 @@ pub fn parse_args(
                 opts.db = Some(v);
             }
             "--memory" => opts.db = Some("memory".into()),
+            "--cors-origin" => opts.cors_origins.push(value()?),
             "-h" | "--help" => {
                 return Err(
                     "usage: [--port N (0 = any free port)] [--rate-limit N/second|minute|hour] \
-                     [--db PATH|postgres://… (default <app>.db) | --memory]"
+                     [--db PATH|postgres://… (default <app>.db) | --memory] \
+                     [--cors-origin URL (repeatable, e.g. http://localhost:5173)]"
                         .into(),
                 )
             }
@@ -94,6 +101,7 @@ fn server_options(opts: &ExampleOptions) -> ServerOptions {
         rate_limit: opts.rate_limit,
         // Only loopback names in `Host` (a DNS-rebinding page cannot reach the server).
         allowed_hosts: loopback_hosts(),
+        cors_origins: opts.cors_origins.clone(),
         ..ServerOptions::default()
     }
 }
@@ -218,6 +226,20 @@ mod tests {
     #[test]
     fn parses_port_and_rate_limit() {
         let o = parse_args(args(&["--port", "0", "--rate-limit=5/second"]), 8787).unwrap();
+        assert!(o.cors_origins.is_empty());
+        let cors = parse_args(
+            args(&[
+                "--cors-origin",
+                "http://localhost:5173",
+                "--cors-origin=https://app.example",
+            ]),
+            8787,
+        )
+        .unwrap();
+        assert_eq!(
+            cors.cors_origins,
+            ["http://localhost:5173", "https://app.example"]
+        );
         assert_eq!(o.port, 0);
         assert_eq!(o.rate_limit.to_string(), "5/second");
         assert_eq!(parse_args(args(&[]), 8787).unwrap().port, 8787);

@@ -24,6 +24,12 @@ pub struct ServerOptions {
     pub sliding_ttl_ms: Option<u64>,
     /// Extra origins accepted for cookie-authenticated POSTs.
     pub allowed_origins: Vec<String>,
+    /// Origins (exact `scheme://host[:port]`, as LLui's `corsOrigins`) whose pages may call the
+    /// agent routes from the browser: preflights are answered, `Access-Control-Allow-Origin`
+    /// echoes the origin with credentials allowed (the identity cookie), and the origin is
+    /// accepted for cookie-authenticated POSTs as if in `allowed_origins`. Other origins get
+    /// no CORS headers. Default none (`docs/security.md`, CORS).
+    pub cors_origins: Vec<String>,
     /// Upper clamp of `timeoutMs` on `/message`, `/wait`, `/confirm-result`.
     pub max_wait_ms: u64,
     /// Name of the identity cookie.
@@ -54,6 +60,7 @@ impl Default for ServerOptions {
             lap_base_path: "/agent/lap/v1".into(),
             sliding_ttl_ms: None,
             allowed_origins: Vec::new(),
+            cors_origins: Vec::new(),
             max_wait_ms: 120_000,
             identity_cookie_name: DEFAULT_IDENTITY_COOKIE_NAME.into(),
             identity_key: None,
