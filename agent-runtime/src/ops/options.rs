@@ -138,6 +138,10 @@ pub struct PairingOptions {
     /// `POST /agent/mint` without a body mints a paired session (as LLui's server does);
     /// otherwise only `{"paired": true}` does and a bare mint starts a hosted session.
     pub mint_paired: bool,
+    /// Mints may start hosted sessions (`{"paired": false}`, `{"session": …}`, or a bare mint
+    /// without `mint_paired`). Off for a server that only relays paired sessions (the `relay`
+    /// example): such a mint is 400 `invalid` (default on).
+    pub hosted_mints: bool,
     /// How long a closed socket's token waits in `pending-resume` for the app to come back
     /// (default 60 s).
     pub grace_ms: u64,
@@ -154,6 +158,7 @@ impl Default for PairingOptions {
     fn default() -> Self {
         PairingOptions {
             mint_paired: false,
+            hosted_mints: true,
             grace_ms: 60_000,
             forward_timeout_ms: 15_000,
             outcome_ms: 5 * 60_000,
