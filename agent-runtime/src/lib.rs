@@ -124,7 +124,7 @@ pub use server::{AgentServer, AgentServerBuilder};
 pub mod session {
     pub use crate::engine::session::{
         DispatchOptions, EditedApprovalError, EffectContext, LastOutcome, Published, Session,
-        SessionClosed, SessionError, SessionEvent, Subscription,
+        SessionClosed, SessionError, SessionEvent, SessionHold, Subscription,
     };
 }
 

@@ -2,6 +2,7 @@
 //! for each log entry, `confirm` for each proposal and status change, with replay from a
 //! known id.
 
+use super::SessionHold;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -258,6 +259,7 @@ pub(crate) fn subscribe(
     hub: &SharedHub,
     last_event_id: Option<&str>,
     pending: Vec<ConfirmEntry>,
+    hold: SessionHold,
 ) -> Subscription {
     let mut h = lock(hub);
     let live = if h.closed {
@@ -284,6 +286,7 @@ pub(crate) fn subscribe(
         live,
         last_id: h.newest,
         last_state_sent: None,
+        _hold: hold,
     };
     match replay_from {
         Some(l) => {
@@ -350,6 +353,8 @@ pub struct Subscription {
     last_id: u64,
     /// The commit number of the last state sent.
     last_state_sent: Option<u64>,
+    /// A subscriber keeps the session from being closed as idle.
+    _hold: SessionHold,
 }
 
 impl Subscription {
