@@ -172,6 +172,16 @@ pub struct SessionHold {
     holders: Arc<AtomicUsize>,
 }
 
+impl SessionHold {
+    /// A hold of no session (unit tests of the parts that take one).
+    #[cfg(test)]
+    pub(crate) fn unheld() -> Self {
+        SessionHold {
+            holders: Arc::new(AtomicUsize::new(1)),
+        }
+    }
+}
+
 impl Drop for SessionHold {
     fn drop(&mut self) {
         self.holders.fetch_sub(1, Ordering::AcqRel);
