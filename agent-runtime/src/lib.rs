@@ -124,7 +124,7 @@ pub use server::{AgentServer, AgentServerBuilder};
 pub mod session {
     pub use crate::engine::session::{
         DispatchOptions, EditedApprovalError, EffectContext, LastOutcome, Published, Session,
-        SessionClosed, SessionError, SessionEvent, Subscription,
+        SessionClosed, SessionError, SessionEvent, SessionHold, Subscription,
     };
 }
 
@@ -183,7 +183,7 @@ pub mod mcp {
     /// The `agent-bridge` stdio server.
     #[cfg(feature = "bridge")]
     pub mod bridge {
-        pub use crate::surface::mcp::bridge::serve_stdio;
+        pub use crate::surface::mcp::bridge::{serve_stdio, serve_stdio_bound};
     }
     pub use crate::surface::mcp::{AtCapacity, McpOptions, McpSessions, MCP_PATH};
 }

@@ -19,6 +19,8 @@ use crate::security::{
 /// The HTTP surface of a host. Cheap to clone (shared).
 pub struct AgentServer<A: App> {
     state: ServerState<A>,
+    /// CORS for [`ServerOptions::cors_origins`], when there are any.
+    cors: Option<tower_http::cors::CorsLayer>,
     /// The live sessions of `/agent/mcp`.
     #[cfg(feature = "mcp")]
     mcp: Arc<crate::surface::mcp::McpSessions>,
@@ -28,6 +30,7 @@ impl<A: App> Clone for AgentServer<A> {
     fn clone(&self) -> Self {
         AgentServer {
             state: self.state.clone(),
+            cors: self.cors.clone(),
             #[cfg(feature = "mcp")]
             mcp: self.mcp.clone(),
         }
@@ -111,10 +114,20 @@ impl<A: App> AgentServerBuilder<A> {
         let limiter = self
             .limiter
             .unwrap_or_else(|| Arc::new(GovernorRateLimiter::new(self.options.rate_limit)));
+        let cors = crate::surface::cors::cors_layer(&self.options.cors_origins)?;
+        // A page allowed to call the routes from another origin may also POST with the
+        // identity cookie.
+        let allowed_origins = self
+            .options
+            .allowed_origins
+            .iter()
+            .chain(&self.options.cors_origins)
+            .cloned()
+            .collect();
         let origin = OriginPolicy {
             trust_proxy: self.options.trust_proxy,
             tls: self.options.tls,
-            allowed_origins: self.options.allowed_origins.clone(),
+            allowed_origins,
         };
         let (revocations, _) = broadcast::channel(256);
         #[cfg(feature = "mcp")]
@@ -145,6 +158,7 @@ impl<A: App> AgentServerBuilder<A> {
         });
         Ok(AgentServer {
             state,
+            cors,
             #[cfg(feature = "mcp")]
             mcp,
         })
@@ -184,7 +198,12 @@ impl<A: App> AgentServer<A> {
             state,
             self.mcp.clone(),
         ));
-        router
+        // Outermost, so refusals (403, 429, 503) carry the CORS headers a page needs to read
+        // them.
+        match &self.cors {
+            Some(cors) => router.layer(cors.clone()),
+            None => router,
+        }
     }
 
     /// A builder with default options around `host`.

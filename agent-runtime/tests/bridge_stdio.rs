@@ -34,6 +34,23 @@ async fn bridge() -> Client {
     ().serve(transport).await.expect("initialize")
 }
 
+/// Starts `agent-bridge` with `args` and `env` (and none of the caller's `AGENT_*` variables).
+async fn bridge_with(args: &[&str], env: &[(&str, &str)]) -> Client {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-bridge"));
+    command
+        .args(args)
+        .env_remove("AGENT_LAP_URL")
+        .env_remove("AGENT_TOKEN");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn agent-bridge");
+    ().serve(transport).await.expect("initialize")
+}
+
 async fn lap_server() -> TestServer<Counter> {
     let host = Host::new(Counter).expect("host");
     let options = ServerOptions {
@@ -331,4 +348,89 @@ async fn a_hanging_message_fails_after_its_budget() {
     );
     assert!(started.elapsed() >= std::time::Duration::from_millis(7000));
     c.cancel().await.expect("close");
+}
+
+/// Started with `--url`/`--token`, or with `AGENT_LAP_URL`/`AGENT_TOKEN`, the bridge is bound
+/// from the start (no token in the conversation) and `connect_session` still rebinds it.
+#[tokio::test]
+async fn a_preconfigured_bridge_starts_bound_and_rebinds() {
+    let t = lap_server().await;
+    let alice = t.mint("alice", None).await;
+    let bob = t.mint("bob", None).await;
+    let url = lap_url(&t);
+
+    let c = bridge_with(&["--url", &url, "--token", &alice.token], &[]).await;
+    let instructions = c
+        .peer_info()
+        .and_then(|i| i.instructions.clone())
+        .unwrap_or_default();
+    assert!(instructions.contains("already connected"), "{instructions}");
+    let sent = ok(&call(&c, "send_message", json!({"msg": {"type": "inc"}})).await);
+    assert_eq!(sent["status"], "dispatched");
+    let alice_state = t.lap(&alice.token, "/state", &json!({})).await;
+    assert_eq!(alice_state.body["state"]["count"], 1);
+    // connect_session rebinds to bob's session.
+    let connected = ok(&call(
+        &c,
+        "connect_session",
+        json!({"url": url, "token": bob.token}),
+    )
+    .await);
+    assert_eq!(connected["status"], "connected");
+    ok(&call(&c, "send_message", json!({"msg": {"type": "inc"}})).await);
+    ok(&call(&c, "send_message", json!({"msg": {"type": "inc"}})).await);
+    assert_eq!(
+        t.lap(&bob.token, "/state", &json!({})).await.body["state"]["count"],
+        2
+    );
+    assert_eq!(
+        t.lap(&alice.token, "/state", &json!({})).await.body["state"]["count"],
+        1
+    );
+    c.cancel().await.expect("close");
+
+    // The same from the environment.
+    let c = bridge_with(
+        &[],
+        &[
+            ("AGENT_LAP_URL", url.as_str()),
+            ("AGENT_TOKEN", bob.token.as_str()),
+        ],
+    )
+    .await;
+    let observed = ok(&call(&c, "observe", json!({})).await);
+    assert_eq!(observed["state"]["count"], 2);
+    c.cancel().await.expect("close");
+}
+
+/// A URL without a token, or a bad flag, is refused at start with the usage (exit 2).
+#[tokio::test]
+async fn a_half_configured_bridge_refuses_to_start() {
+    for (args, env, expected) in [
+        (
+            vec!["--url", "http://127.0.0.1:9/agent/lap/v1"],
+            vec![],
+            "a LAP URL needs a token",
+        ),
+        (
+            vec![],
+            vec![("AGENT_TOKEN", "agt_x")],
+            "a token needs a LAP URL",
+        ),
+        (vec!["--bogus"], vec![], "unknown argument"),
+    ] {
+        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-bridge"))
+            .args(&args)
+            .env_remove("AGENT_LAP_URL")
+            .env_remove("AGENT_TOKEN")
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .expect("run agent-bridge");
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(stderr.contains("usage: agent-bridge"), "{stderr}");
+    }
 }

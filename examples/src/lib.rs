@@ -1,7 +1,9 @@
 //! Example apps driven by agents. The runnable binaries (`cargo run --example counter`,
-//! `cargo run --example todo`) are thin wrappers around [`serve`]; tests use the apps directly.
+//! `cargo run --example todo`, `cargo run --example relay`) are thin wrappers around [`serve`];
+//! tests use the apps directly.
 
 pub mod counter;
+pub mod relay;
 pub mod serve;
 pub mod todo;
 #[cfg(feature = "tui")]

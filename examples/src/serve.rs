@@ -1,5 +1,6 @@
 //! The command line shared by the runnable examples:
-//! `cargo run --example <name> [--port N] [--rate-limit N/unit] [--db PATH|postgres://… | --memory]`.
+//! `cargo run --example <name> [--port N] [--rate-limit N/unit] [--db PATH|postgres://… | --memory]
+//! [--cors-origin URL]…`.
 //!
 //! Sessions, tokens and the identity signing key are durable by default: a SQLite file
 //! `<app name>.db` in the working directory (`--db PATH` another file, `--db postgres://…`
@@ -25,6 +26,12 @@ pub struct ExampleOptions {
     /// The store: `memory`, a SQLite path or a `postgres://` URL; `None` is the default
     /// SQLite file `<app name>.db` in the working directory.
     pub db: Option<String>,
+    /// Origins whose pages may call the agent routes from the browser (`--cors-origin`,
+    /// repeatable; `ServerOptions::cors_origins`).
+    pub cors_origins: Vec<String>,
+    /// Relay paired sessions only (the `relay` example): a bare mint is paired, a hosted mint
+    /// is refused. Not a flag: the relay sets it.
+    pub paired_only: bool,
 }
 
 /// Parses `--port N` and `--rate-limit N/unit` (also `--port=N`); `default_port` otherwise.
@@ -36,6 +43,8 @@ pub fn parse_args(
         port: default_port,
         rate_limit: ServerOptions::default().rate_limit,
         db: None,
+        cors_origins: Vec::new(),
+        paired_only: false,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -66,10 +75,12 @@ pub fn parse_args(
                 opts.db = Some(v);
             }
             "--memory" => opts.db = Some("memory".into()),
+            "--cors-origin" => opts.cors_origins.push(value()?),
             "-h" | "--help" => {
                 return Err(
                     "usage: [--port N (0 = any free port)] [--rate-limit N/second|minute|hour] \
-                     [--db PATH|postgres://… (default <app>.db) | --memory]"
+                     [--db PATH|postgres://… (default <app>.db) | --memory] \
+                     [--cors-origin URL (repeatable, e.g. http://localhost:5173)]"
                         .into(),
                 )
             }
@@ -89,13 +100,22 @@ pub fn agent_server<A: App>(app: A, opts: &ExampleOptions) -> AgentServer<A> {
 }
 
 fn server_options(opts: &ExampleOptions) -> ServerOptions {
-    ServerOptions {
+    #[allow(unused_mut)] // without pairing (feature `full` off) nothing changes it
+    let mut options = ServerOptions {
         allow_anonymous: true,
         rate_limit: opts.rate_limit,
         // Only loopback names in `Host` (a DNS-rebinding page cannot reach the server).
         allowed_hosts: loopback_hosts(),
+        cors_origins: opts.cors_origins.clone(),
         ..ServerOptions::default()
+    };
+    #[cfg(feature = "full")]
+    if opts.paired_only {
+        // A bare mint (LLui's client) starts a paired session; nothing is hosted here.
+        options.pairing.mint_paired = true;
+        options.pairing.hosted_mints = false;
     }
+    options
 }
 
 /// The store spec of `opts` for `app` (the default SQLite file is `<app name>.db`).
@@ -155,9 +175,18 @@ impl<A: App> RunningExample<A> {
         format!("http://{}", self.addr)
     }
 
-    /// The one line an example prints when it is up: the base URL, the console and MCP.
+    /// The one line an example prints when it is up: the base URL, the console and MCP (for the
+    /// relay: where an LLui app points its agent connection).
     pub fn banner(&self) -> String {
         let base = self.base_url();
+        #[cfg(feature = "full")]
+        if !self.server.options().pairing.hosted_mints {
+            return format!(
+                "relay is running at {base} — point an LLui app's agentBasePath at {base}/agent \
+                 (and run the relay with --cors-origin <the app's origin>); agents connect at \
+                 {base}/agent/mcp; the console is {base}/agent/console"
+            );
+        }
         format!(
             "{} is running at {base} — open {base}/agent/console to mint a token and watch; MCP at {base}/agent/mcp",
             self.server.host().app().name()
@@ -180,13 +209,31 @@ pub async fn start<A: App>(app: A, opts: &ExampleOptions) -> std::io::Result<Run
 /// Runs an example: parses the command line, binds `127.0.0.1`, prints one line with the
 /// base URL and the console, and serves until interrupted.
 pub async fn run<A: App>(app: A, default_port: u16) {
-    let opts = match parse_args(std::env::args().skip(1), default_port) {
+    serve_until_interrupted(app, command_line(default_port)).await;
+}
+
+/// Runs the relay example: the command line of the others, paired sessions only.
+#[cfg(feature = "full")]
+pub async fn run_relay(default_port: u16) {
+    let opts = ExampleOptions {
+        paired_only: true,
+        ..command_line(default_port)
+    };
+    serve_until_interrupted(crate::relay::Relay, opts).await;
+}
+
+/// The command line's options; exits 2 with the usage when it does not read.
+fn command_line(default_port: u16) -> ExampleOptions {
+    match parse_args(std::env::args().skip(1), default_port) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(2);
         }
-    };
+    }
+}
+
+async fn serve_until_interrupted<A: App>(app: A, opts: ExampleOptions) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
@@ -218,6 +265,20 @@ mod tests {
     #[test]
     fn parses_port_and_rate_limit() {
         let o = parse_args(args(&["--port", "0", "--rate-limit=5/second"]), 8787).unwrap();
+        assert!(o.cors_origins.is_empty());
+        let cors = parse_args(
+            args(&[
+                "--cors-origin",
+                "http://localhost:5173",
+                "--cors-origin=https://app.example",
+            ]),
+            8787,
+        )
+        .unwrap();
+        assert_eq!(
+            cors.cors_origins,
+            ["http://localhost:5173", "https://app.example"]
+        );
         assert_eq!(o.port, 0);
         assert_eq!(o.rate_limit.to_string(), "5/second");
         assert_eq!(parse_args(args(&[]), 8787).unwrap().port, 8787);

@@ -24,6 +24,12 @@ pub struct ServerOptions {
     pub sliding_ttl_ms: Option<u64>,
     /// Extra origins accepted for cookie-authenticated POSTs.
     pub allowed_origins: Vec<String>,
+    /// Origins (exact `scheme://host[:port]`, as LLui's `corsOrigins`) whose pages may call the
+    /// agent routes from the browser: preflights are answered, `Access-Control-Allow-Origin`
+    /// echoes the origin with credentials allowed (the identity cookie), and the origin is
+    /// accepted for cookie-authenticated POSTs as if in `allowed_origins`. Other origins get
+    /// no CORS headers. Default none (`docs/security.md`, CORS).
+    pub cors_origins: Vec<String>,
     /// Upper clamp of `timeoutMs` on `/message`, `/wait`, `/confirm-result`.
     pub max_wait_ms: u64,
     /// Name of the identity cookie.
@@ -54,6 +60,7 @@ impl Default for ServerOptions {
             lap_base_path: "/agent/lap/v1".into(),
             sliding_ttl_ms: None,
             allowed_origins: Vec::new(),
+            cors_origins: Vec::new(),
             max_wait_ms: 120_000,
             identity_cookie_name: DEFAULT_IDENTITY_COOKIE_NAME.into(),
             identity_key: None,
@@ -131,6 +138,10 @@ pub struct PairingOptions {
     /// `POST /agent/mint` without a body mints a paired session (as LLui's server does);
     /// otherwise only `{"paired": true}` does and a bare mint starts a hosted session.
     pub mint_paired: bool,
+    /// Mints may start hosted sessions (`{"paired": false}`, `{"session": …}`, or a bare mint
+    /// without `mint_paired`). Off for a server that only relays paired sessions (the `relay`
+    /// example): such a mint is 400 `invalid` (default on).
+    pub hosted_mints: bool,
     /// How long a closed socket's token waits in `pending-resume` for the app to come back
     /// (default 60 s).
     pub grace_ms: u64,
@@ -147,6 +158,7 @@ impl Default for PairingOptions {
     fn default() -> Self {
         PairingOptions {
             mint_paired: false,
+            hosted_mints: true,
             grace_ms: 60_000,
             forward_timeout_ms: 15_000,
             outcome_ms: 5 * 60_000,

@@ -79,6 +79,11 @@ pub enum ConfigError {
     /// A rate-limit spec that is not `<count>/(second|minute|hour)` with a count of at least 1.
     #[error("invalid rate limit {0:?}: expected <count>/second, <count>/minute or <count>/hour with a count of at least 1")]
     InvalidRateLimit(String),
+    /// A CORS origin that is not `scheme://host[:port]` (no path, no trailing slash).
+    #[error(
+        "invalid CORS origin {0:?}: expected scheme://host[:port], e.g. http://localhost:5173"
+    )]
+    InvalidCorsOrigin(String),
 }
 
 #[cfg(test)]

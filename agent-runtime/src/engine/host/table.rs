@@ -21,8 +21,12 @@ impl<A: App> Entry<A> {
     }
 
     /// Whether the session went unused for `idle_ms` at `now`; a moved event counter counts
-    /// as use.
+    /// as use, and a held session (a pairing client, the app's own UI, a subscriber) is in use.
     fn idle(&self, now: u64, idle_ms: u64) -> bool {
+        if self.session.is_held() {
+            self.touch(now);
+            return false;
+        }
         let newest = self.session.last_event_id();
         if self.seen_event.swap(newest, Ordering::Relaxed) != newest {
             self.touch(now);

@@ -2,6 +2,7 @@
 //! for each log entry, `confirm` for each proposal and status change, with replay from a
 //! known id.
 
+use super::SessionHold;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -258,6 +259,7 @@ pub(crate) fn subscribe(
     hub: &SharedHub,
     last_event_id: Option<&str>,
     pending: Vec<ConfirmEntry>,
+    hold: SessionHold,
 ) -> Subscription {
     let mut h = lock(hub);
     let live = if h.closed {
@@ -284,6 +286,7 @@ pub(crate) fn subscribe(
         live,
         last_id: h.newest,
         last_state_sent: None,
+        _hold: hold,
     };
     match replay_from {
         Some(l) => {
@@ -350,6 +353,8 @@ pub struct Subscription {
     last_id: u64,
     /// The commit number of the last state sent.
     last_state_sent: Option<u64>,
+    /// A subscriber keeps the session from being closed as idle.
+    _hold: SessionHold,
 }
 
 impl Subscription {
@@ -493,15 +498,15 @@ mod tests {
         }
         assert!(lock(&hub).history_bytes() <= 100_000);
         // Too old now: a snapshot.
-        let mut sub = subscribe(&hub, Some("1"), vec![]);
+        let mut sub = subscribe(&hub, Some("1"), vec![], SessionHold::unheld());
         assert_eq!(sub.next().await.unwrap().data()["snapshot"], json!(true));
         // Within the kept history: a replay.
-        let mut sub = subscribe(&hub, Some("45"), vec![]);
+        let mut sub = subscribe(&hub, Some("45"), vec![], SessionHold::unheld());
         assert_eq!(sub.next().await.unwrap().id, 46);
         // An event over the per-event budget is not kept: nothing replays across it.
         lock(&hub).publish(big_narration(99, 30_000));
         assert_eq!(lock(&hub).history_bytes(), 0);
-        let mut sub = subscribe(&hub, Some("45"), vec![]);
+        let mut sub = subscribe(&hub, Some("45"), vec![], SessionHold::unheld());
         assert_eq!(sub.next().await.unwrap().data()["snapshot"], json!(true));
     }
 
@@ -511,7 +516,7 @@ mod tests {
         for i in 0..4 {
             narrate(&hub, i);
         }
-        let mut sub = subscribe(&hub, Some("0"), vec![]);
+        let mut sub = subscribe(&hub, Some("0"), vec![], SessionHold::unheld());
         assert_eq!(sub.next().await.unwrap().id, 1);
         // Four more events push 2..4 out before the subscriber reads them.
         for i in 0..4 {
@@ -523,7 +528,7 @@ mod tests {
     #[tokio::test]
     async fn a_subscriber_that_does_not_read_is_dropped() {
         let hub = shared(EventHub::new(4, snap(0, 0)));
-        let mut sub = subscribe(&hub, Some("0"), vec![]);
+        let mut sub = subscribe(&hub, Some("0"), vec![], SessionHold::unheld());
         for i in 0..(LIVE_CAPACITY as u64 + 10) {
             narrate(&hub, i);
         }
@@ -540,7 +545,7 @@ mod tests {
         narrate(&hub, 4);
         lock(&hub).publish(state(2, 2));
         lock(&hub).publish(state(3, 3));
-        let mut sub = subscribe(&hub, Some(&n.to_string()), vec![]);
+        let mut sub = subscribe(&hub, Some(&n.to_string()), vec![], SessionHold::unheld());
         let mut got = Vec::new();
         for _ in 0..4 {
             got.push(sub.next().await.unwrap());
@@ -556,7 +561,7 @@ mod tests {
     async fn equal_id_sends_nothing_until_the_next_event() {
         let hub = shared(EventHub::new(256, snap(0, 0)));
         let h = lock(&hub).publish(state(1, 1));
-        let mut sub = subscribe(&hub, Some(&h.to_string()), vec![]);
+        let mut sub = subscribe(&hub, Some(&h.to_string()), vec![], SessionHold::unheld());
         lock(&hub).publish(state(2, 2));
         let e = sub.next().await.unwrap();
         assert_eq!(e.id, h + 1);
@@ -577,14 +582,14 @@ mod tests {
             narrate(&hub, i);
         }
         for last in [Some("1"), Some("abc"), Some("99"), None] {
-            let mut sub = subscribe(&hub, last, vec![]);
+            let mut sub = subscribe(&hub, last, vec![], SessionHold::unheld());
             let e = sub.next().await.unwrap();
             assert_eq!(e.name, "state");
             assert_eq!(e.id, 10);
             assert_eq!(e.data()["snapshot"], json!(true));
         }
         // Still within the kept history: replay.
-        let mut sub = subscribe(&hub, Some("7"), vec![]);
+        let mut sub = subscribe(&hub, Some("7"), vec![], SessionHold::unheld());
         assert_eq!(sub.next().await.unwrap().id, 8);
     }
 }

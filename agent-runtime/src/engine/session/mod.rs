@@ -19,7 +19,7 @@ mod reads;
 mod task;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 use agent_schema::protocol::LogEntry;
@@ -165,6 +165,33 @@ pub(crate) struct SessionCore<A: App> {
     stored: watch::Sender<bool>,
     /// Woken by a new log entry of a durable session: the log saver writes the tail.
     log_dirty: tokio::sync::Notify,
+    /// Live [`SessionHold`]s: while any is alive the host never closes the session as idle.
+    holders: Arc<AtomicUsize>,
+}
+
+/// Keeps a session from being closed as idle while it is alive
+/// ([`HostConfig::session_idle_ms`](crate::config::HostConfig::session_idle_ms)): what a
+/// holder that drives the session without going through the host holds — the pairing client,
+/// an app's own UI. Every [`Subscription`] holds one too. Dropping it releases the session.
+#[derive(Debug)]
+pub struct SessionHold {
+    holders: Arc<AtomicUsize>,
+}
+
+impl SessionHold {
+    /// A hold of no session (unit tests of the parts that take one).
+    #[cfg(test)]
+    pub(crate) fn unheld() -> Self {
+        SessionHold {
+            holders: Arc::new(AtomicUsize::new(1)),
+        }
+    }
+}
+
+impl Drop for SessionHold {
+    fn drop(&mut self) {
+        self.holders.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// The receiving end of a session's inbox, handed to its task.
@@ -293,6 +320,7 @@ impl<A: App> Session<A> {
         let (closed, _) = watch::channel(false);
         let in_memory = persist.is_none();
         let core = Arc::new(SessionCore {
+            holders: Arc::new(AtomicUsize::new(0)),
             id,
             owner,
             created_at,
@@ -414,10 +442,25 @@ impl<A: App> Session<A> {
     }
 
     /// Subscribes to the session's events after `last_event_id` (replay) or from a snapshot.
-    /// The replay is read from the history as the subscriber reads it.
+    /// The replay is read from the history as the subscriber reads it. The subscription holds
+    /// the session ([`Session::hold`]).
     pub fn subscribe(&self, last_event_id: Option<&str>) -> Subscription {
         let pending = self.pending();
-        events::subscribe(&self.core.events, last_event_id, pending)
+        events::subscribe(&self.core.events, last_event_id, pending, self.hold())
+    }
+
+    /// Holds the session: the host does not close it as idle while the returned guard is
+    /// alive (`docs/semantics.md` §0).
+    pub fn hold(&self) -> SessionHold {
+        self.core.holders.fetch_add(1, Ordering::AcqRel);
+        SessionHold {
+            holders: self.core.holders.clone(),
+        }
+    }
+
+    /// Whether a [`SessionHold`] of this session is alive.
+    pub(crate) fn is_held(&self) -> bool {
+        self.core.holders.load(Ordering::Acquire) > 0
     }
 
     /// The log, newest first, at most `n` entries, optionally filtered by kind.

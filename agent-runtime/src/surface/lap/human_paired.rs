@@ -16,7 +16,7 @@ use crate::app::App;
 use crate::engine::paired::is_paired;
 use crate::engine::paired::records::within_grace;
 use crate::ops::error::{json_ok, ApiError};
-use crate::ops::ServerState;
+use crate::ops::{Operation, ServerState};
 use crate::security::{TokenRecord, TokenStatus};
 
 /// How long the view waits for the app's `observe` answer before showing no state.
@@ -114,7 +114,7 @@ async fn view<A: App>(server: &ServerState<A>, uid: &str, id: &str) -> Result<Va
     let observed = if connected {
         hub.rpc(
             &record.tid,
-            "observe",
+            Operation::Observe.tool(),
             json!({}),
             Duration::from_millis(VIEW_OBSERVE_MS),
         )

@@ -80,6 +80,10 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
             _ => return Err(bad_body()),
         }
     };
+    #[cfg(feature = "pairing")]
+    if !paired && !server.options().pairing.hosted_mints {
+        return Err(ApiError::invalid(RELAY_ONLY));
+    }
     let now = server.now();
     let identity = server.inner.identity.resolve(&parts).await;
     if identity.is_none() && !server.inner.identity.allows_anonymous() {
@@ -195,6 +199,11 @@ async fn issue<A: App>(
     }
     response
 }
+
+/// The refusal of a hosted mint on a server that relays paired sessions only.
+#[cfg(feature = "pairing")]
+const RELAY_ONLY: &str =
+    "this server relays paired sessions only: mint without a body or with {\"paired\": true}";
 
 /// Whether a bare mint makes a paired session.
 fn paired_by_default<A: App>(_server: &ServerState<A>) -> bool {

@@ -1,6 +1,8 @@
-//! `agent-bridge` (`docs/lap.md` §8): an MCP server over stdio that forwards the tools to any LAP
-//! server over HTTP. One binding per process (`{url, token, cached description}`), replaced by
-//! `connect_session {url, token}`; a `connect` prompt tells the model how to connect.
+//! `agent-bridge` (`docs/lap.md` §8, `docs/mcp.md`): an MCP server over stdio that forwards the
+//! tools to any LAP server over HTTP. One binding per process (`{url, token, cached
+//! description}`): given at start (`--url`/`--token`, or `AGENT_LAP_URL`/`AGENT_TOKEN`), so no
+//! token goes through the conversation, or made and replaced by `connect_session {url,
+//! token}`; a `connect` prompt tells the model how to connect.
 
 mod http;
 
@@ -79,15 +81,27 @@ impl Bridge {
         }
     }
 
+    /// A bridge bound at start to the LAP server at `url` with `token`: tools forward at once,
+    /// and `connect_session` still rebinds.
+    pub(crate) fn bound(url: &str, token: &str) -> Self {
+        let bridge = Self::new();
+        *bridge.lock() = Some(bridge.connection(url, token));
+        bridge
+    }
+
+    fn connection(&self, url: &str, token: &str) -> Arc<Connection> {
+        Arc::new(Connection {
+            forwarder: HttpForwarder::new(self.client.clone(), url, token, self.budgets),
+            cache: DescriptionCache::default(),
+        })
+    }
+
     fn lock(&self) -> MutexGuard<'_, Option<Arc<Connection>>> {
         self.binding.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     async fn connect(&self, url: &str, token: &str) -> CallToolResponse {
-        let connection = Arc::new(Connection {
-            forwarder: HttpForwarder::new(self.client.clone(), url, token, self.budgets),
-            cache: DescriptionCache::default(),
-        });
+        let connection = self.connection(url, token);
         *self.lock() = Some(connection.clone());
         match connect_flow(&connection.forwarder, &connection.cache).await {
             Ok(result) => result.into(),
@@ -119,11 +133,14 @@ impl ServerHandler for Bridge {
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
         .with_server_info(Implementation::new(BRIDGE_NAME, env!("CARGO_PKG_VERSION")))
-        .with_instructions(
+        .with_instructions(if self.lock().is_some() {
+            "This server drives a running app over its LAP URL and is already connected to \
+             it: start with observe, then send_message."
+        } else {
             "This server drives a running app over its LAP URL. Start with connect_session \
              (the user gives you the URL and an agt_… token, or use the connect prompt), then \
-             observe and send_message.",
-        )
+             observe and send_message."
+        })
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -218,7 +235,20 @@ impl ServerHandler for Bridge {
 
 /// Serves the bridge on stdin/stdout until the client closes the stream.
 pub async fn serve_stdio() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let running = Bridge::new().serve(rmcp::transport::stdio()).await?;
+    serve(Bridge::new()).await
+}
+
+/// Serves the bridge on stdin/stdout, bound from the start to the LAP server at `lap_url` with
+/// `token` (`connect_session` still rebinds it).
+pub async fn serve_stdio_bound(
+    lap_url: &str,
+    token: &str,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    serve(Bridge::bound(lap_url, token)).await
+}
+
+async fn serve(bridge: Bridge) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let running = bridge.serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
     Ok(())
 }

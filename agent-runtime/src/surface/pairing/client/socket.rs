@@ -49,6 +49,9 @@ pub(super) async fn run<A: App>(
     status: watch::Sender<PairingStatus>,
     mut stop: watch::Receiver<bool>,
 ) {
+    // The agent reaches the session through this client, not the host: hold it so the host
+    // never closes it as idle while the pairing runs.
+    let _hold = session.hold();
     let mut delay = config.backoff.initial;
     let mut since = tokio::time::Instant::now();
     let mut claimed = false;

@@ -1,0 +1,56 @@
+//! Idle expiry never closes a session someone holds (`docs/semantics.md` §0): a
+//! [`SessionHold`](agent_runtime::session::SessionHold) (what the pairing client and an app's
+//! own UI keep) or a live subscription keeps it open past the idle time; once released it is
+//! closed as idle like any other.
+
+use std::sync::Arc;
+
+use agent_examples::counter::Counter;
+use agent_runtime::clock::ManualClock;
+use agent_runtime::security::MemoryAuditSink;
+use agent_runtime::{Host, HostConfig};
+
+const IDLE_MS: u64 = 1_000;
+
+fn host() -> (Host<Counter>, ManualClock) {
+    let clock = ManualClock::new(1_000_000);
+    let config = HostConfig {
+        clock: Arc::new(clock.clone()),
+        session_idle_ms: IDLE_MS,
+        ..HostConfig::default()
+    };
+    let host = Host::with_config(Counter, config, Arc::new(MemoryAuditSink::new())).expect("host");
+    (host, clock)
+}
+
+#[tokio::test]
+async fn a_held_session_is_never_closed_as_idle() {
+    let (host, clock) = host();
+    let held = host.create_session(None).expect("session");
+    let subscribed = host.create_session(None).expect("session");
+    let free = host.create_session(None).expect("session");
+    let hold = held.hold();
+    let subscription = subscribed.subscribe(None);
+
+    clock.advance(IDLE_MS * 5);
+    assert_eq!(
+        host.expire_idle_sessions(),
+        1,
+        "only the free session expires"
+    );
+    assert!(free.is_closed());
+    assert!(!held.is_closed());
+    assert!(!subscribed.is_closed());
+    // Held a long time: still open.
+    clock.advance(IDLE_MS * 100);
+    assert_eq!(host.expire_idle_sessions(), 0);
+
+    // Released, each goes the usual way after one idle period.
+    drop(hold);
+    drop(subscription);
+    assert_eq!(host.expire_idle_sessions(), 0, "in use until now");
+    clock.advance(IDLE_MS);
+    assert_eq!(host.expire_idle_sessions(), 2);
+    assert!(held.is_closed());
+    assert!(subscribed.is_closed());
+}
