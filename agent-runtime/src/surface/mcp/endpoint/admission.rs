@@ -37,7 +37,7 @@ use crate::config::MAX_BODY_BYTES;
 use crate::ops::error::ApiError;
 use crate::security::{
     request_client_address, verify_bearer, verify_tid, AllowedHosts, AuditEntry, AuditEvent,
-    Bucket, WireError,
+    AuthError, Bucket, WireError,
 };
 use crate::surface::mcp::MCP_PATH;
 use agent_schema::protocol::ErrorCode;
@@ -294,9 +294,10 @@ where
         };
         let record = match verified {
             Ok(record) if record.tid == stored.tid => record,
-            // The bound token is revoked or expired: never rebuilt, the row goes. (A bearer
-            // for another token proves nothing about this one.)
-            Err(_) if authorization.is_none() => {
+            // The bound token is revoked: never rebuilt, the row goes. (A bearer for another
+            // token proves nothing about this one; an unknown or expired one cannot be told
+            // from a database that failed, so its row waits for the caps to trim it.)
+            Err(AuthError::Revoked) if authorization.is_none() => {
                 restore::delete(store, &id).await;
                 return not_found();
             }
