@@ -7,25 +7,26 @@ use std::sync::Arc;
 
 use agent_examples::counter::Counter;
 use agent_runtime::clock::ManualClock;
-use agent_runtime::security::MemoryAuditSink;
+use agent_runtime::security::{AuditEvent, MemoryAuditSink};
 use agent_runtime::{Host, HostConfig};
 
 const IDLE_MS: u64 = 1_000;
 
-fn host() -> (Host<Counter>, ManualClock) {
+fn host() -> (Host<Counter>, ManualClock, Arc<MemoryAuditSink>) {
     let clock = ManualClock::new(1_000_000);
     let config = HostConfig {
         clock: Arc::new(clock.clone()),
         session_idle_ms: IDLE_MS,
         ..HostConfig::default()
     };
-    let host = Host::with_config(Counter, config, Arc::new(MemoryAuditSink::new())).expect("host");
-    (host, clock)
+    let audit = Arc::new(MemoryAuditSink::new());
+    let host = Host::with_config(Counter, config, audit.clone()).expect("host");
+    (host, clock, audit)
 }
 
 #[tokio::test]
 async fn a_held_session_is_never_closed_as_idle() {
-    let (host, clock) = host();
+    let (host, clock, audit) = host();
     let held = host.create_session(None).expect("session");
     let subscribed = host.create_session(None).expect("session");
     let free = host.create_session(None).expect("session");
@@ -53,4 +54,26 @@ async fn a_held_session_is_never_closed_as_idle() {
     assert_eq!(host.expire_idle_sessions(), 2);
     assert!(held.is_closed());
     assert!(subscribed.is_closed());
+    // Each expiry is audited (written on its own task).
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let expired: Vec<String> = audit
+        .entries()
+        .into_iter()
+        .filter(|e| e.event == AuditEvent::SessionExpired)
+        .map(|e| {
+            e.detail["sessionId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    let mut expected = vec![
+        free.id().to_string(),
+        held.id().to_string(),
+        subscribed.id().to_string(),
+    ];
+    expected.sort();
+    let mut expired = expired;
+    expired.sort();
+    assert_eq!(expired, expected);
 }

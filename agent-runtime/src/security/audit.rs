@@ -45,6 +45,19 @@ pub enum AuditEvent {
     /// `App::migrate` could not carry it over (it stays in the store untouched); detail
     /// `{sessionId, reason}`. Once per session and process.
     SessionNotMigrated,
+    /// A paired app claimed its session again with a new token (`/agent/resume/claim`);
+    /// detail `{path}`.
+    Claim,
+    /// A paired app's socket came back within the grace window; detail `{sessionId}`.
+    Resume,
+    /// A paired app's socket was accepted; detail `{sessionId}`.
+    SocketAccept,
+    /// A paired app's socket closed; detail `{sessionId, reason}`.
+    SocketClose,
+    /// The host closed a session unused for its idle time; detail `{sessionId, idleMs}`.
+    SessionExpired,
+    /// The owner closed a session from the human routes; detail `{sessionId, kind}`.
+    OwnerClose,
 }
 
 impl AuditEvent {
@@ -62,6 +75,12 @@ impl AuditEvent {
             AuditEvent::ConfirmRejected => "confirm-rejected",
             AuditEvent::AuthFailed => "auth-failed",
             AuditEvent::SessionNotMigrated => "session-not-migrated",
+            AuditEvent::Claim => "claim",
+            AuditEvent::Resume => "resume",
+            AuditEvent::SocketAccept => "socket-accept",
+            AuditEvent::SocketClose => "socket-close",
+            AuditEvent::SessionExpired => "session-expired",
+            AuditEvent::OwnerClose => "owner-close",
         }
     }
 }

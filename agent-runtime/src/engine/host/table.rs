@@ -113,7 +113,7 @@ impl<A: App> SessionTable<A> {
             .collect();
         for id in &idle {
             if let Some(session) = self.remove(id) {
-                session.close();
+                session.close_idle(idle_ms);
             }
         }
         idle.len()

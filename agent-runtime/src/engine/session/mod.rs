@@ -458,6 +458,16 @@ impl<A: App> Session<A> {
         }
     }
 
+    /// Closes the session as idle for `idle_ms`, audited as `session-expired`.
+    pub(crate) fn close_idle(&self, idle_ms: u64) {
+        self.core.audit(
+            AuditEvent::SessionExpired,
+            None,
+            serde_json::json!({"sessionId": self.core.id, "idleMs": idle_ms}),
+        );
+        self.close();
+    }
+
     /// Whether a [`SessionHold`] of this session is alive.
     pub(crate) fn is_held(&self) -> bool {
         self.core.holders.load(Ordering::Acquire) > 0
@@ -510,7 +520,10 @@ impl<A: App> SessionCore<A> {
         let mut entry = AuditEntry::new(self.now(), event, detail).with_uid(self.owner.clone());
         entry.tid = tid;
         let write = self.audit.write(entry);
-        tokio::spawn(write);
+        // Outside a runtime (a host driven from synchronous code) there is nothing to write on.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(write);
+        }
     }
 
     /// Queues `msg` behind everything already queued and returns its ticket.

@@ -16,6 +16,7 @@ use super::human_access::{access, NOT_YOURS};
 use crate::app::App;
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
+use crate::security::{AuditEntry, AuditEvent};
 
 /// The close route.
 pub(crate) fn close_routes<A: App>(server: &ServerState<A>) -> Router {
@@ -33,12 +34,19 @@ async fn human_close<A: App>(server: ServerState<A>, id: String, req: Request) -
             return answer;
         }
     }
-    let session = match access(&server, &parts, Method::POST, Some(&id)).await {
-        Ok((_, Some(s))) => s,
+    let (uid, session) = match access(&server, &parts, Method::POST, Some(&id)).await {
+        Ok((uid, Some(s))) => (uid, s),
         Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
         Err(e) => return e.into_response(),
     };
     server.host().close_session(session.id());
     session.close();
+    let entry = AuditEntry::new(
+        server.now(),
+        AuditEvent::OwnerClose,
+        json!({"sessionId": session.id(), "kind": "hosted"}),
+    )
+    .with_uid(Some(uid));
+    server.audit(entry).await;
     json_ok(&json!({ "closed": true, "sessionId": session.id() }))
 }

@@ -17,7 +17,7 @@ use crate::engine::paired::is_paired;
 use crate::engine::paired::records::within_grace;
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::{Operation, ServerState};
-use crate::security::{TokenRecord, TokenStatus};
+use crate::security::{AuditEntry, AuditEvent, TokenRecord, TokenStatus};
 
 /// How long the view waits for the app's `observe` answer before showing no state.
 const VIEW_OBSERVE_MS: u64 = 3000;
@@ -141,5 +141,13 @@ async fn view<A: App>(server: &ServerState<A>, uid: &str, id: &str) -> Result<Va
 async fn close<A: App>(server: &ServerState<A>, uid: &str, id: &str) -> Result<Value, ApiError> {
     let record = owned(server, uid, id).await?;
     super::management::revoke_record(server, &record, uid).await;
+    let entry = AuditEntry::new(
+        server.now(),
+        AuditEvent::OwnerClose,
+        json!({"sessionId": id, "kind": "paired"}),
+    )
+    .with_tid(record.tid.clone())
+    .with_uid(Some(uid.to_owned()));
+    server.audit(entry).await;
     Ok(json!({ "closed": true, "sessionId": id }))
 }

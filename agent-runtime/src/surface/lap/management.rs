@@ -58,6 +58,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
         )
     };
     let mut paired = paired_by_default(server);
+    let mut label = None;
     let requested_session = if bytes.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
@@ -68,6 +69,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
                     Some(Value::Bool(b)) => paired = *b,
                     Some(_) => return Err(bad_body()),
                 }
+                label = mint_label(o.get("label"))?;
                 match o.get("session") {
                     None | Some(Value::Null) => None,
                     Some(Value::String(s)) => {
@@ -115,7 +117,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
         }
     };
     if paired {
-        return mint_paired(server, uid, &origin, set_cookie, now).await;
+        return mint_paired(server, uid, label, &origin, set_cookie, now).await;
     }
     let session = match requested_session {
         Some(id) => server
@@ -153,14 +155,38 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
         }
     }
     let (token, hash) = mint_token();
-    let record = TokenRecord::minted(
+    let mut record = TokenRecord::minted(
         hash,
         Some(uid.clone()),
         session.id().to_string(),
         origin.url(""),
         now,
     );
+    record.label = label;
     Ok(issue(server, token.expose(), record, &origin, set_cookie, now).await)
+}
+
+/// The longest mint `label`, in characters.
+const MAX_LABEL_CHARS: usize = 64;
+
+/// The mint's optional `label` (`docs/lap.md` §4.1): a string of at most 64 characters with no
+/// control characters; shown as the token's label in the console, `/agent/sessions` and the
+/// owner's session list (activation keeps it).
+fn mint_label(value: Option<&Value>) -> Result<Option<String>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s))
+            if !s.trim().is_empty()
+                && s.chars().count() <= MAX_LABEL_CHARS
+                && !s.chars().any(char::is_control) =>
+        {
+            Ok(Some(s.trim().to_owned()))
+        }
+        Some(_) => Err(ApiError::invalid(format!(
+            "label must be a non-empty string of at most {MAX_LABEL_CHARS} characters without \
+             control characters"
+        ))),
+    }
 }
 
 /// Stores a minted `record`, audits the mint and answers it with the bearer `token` (and the
@@ -218,13 +244,14 @@ fn paired_by_default<A: App>(_server: &ServerState<A>) -> bool {
 async fn mint_paired<A: App>(
     server: &ServerState<A>,
     uid: String,
+    label: Option<String>,
     origin: &crate::security::RequestOrigin,
     set_cookie: Option<String>,
     now: u64,
 ) -> Result<Response, ApiError> {
     #[cfg(not(feature = "pairing"))]
     {
-        let _ = (server, uid, origin, set_cookie, now);
+        let _ = (server, uid, label, origin, set_cookie, now);
         Err(ApiError::invalid(
             "this server does not pair (feature `pairing` is off)",
         ))
@@ -246,6 +273,7 @@ async fn mint_paired<A: App>(
             now,
         );
         record.status = TokenStatus::AwaitingWs;
+        record.label = label;
         Ok(issue(server, token.expose(), record, origin, set_cookie, now).await)
     }
 }

@@ -118,7 +118,7 @@ async fn claim<A: App>(server: ServerState<A>, req: Request) -> Result<Value, Ap
         .audit(
             AuditEntry::new(
                 now,
-                AuditEvent::LapCall,
+                AuditEvent::Claim,
                 json!({"path": "/agent/resume/claim"}),
             )
             .with_tid(record.tid.clone())
