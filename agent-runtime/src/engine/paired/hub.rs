@@ -150,20 +150,24 @@ impl Hub {
     /// Tells the socket of `conn` (if still current) to close with `code`.
     pub(crate) fn close_conn(&self, tid: &str, conn: u64, code: u16) {
         let links = self.links();
-        if let Some(link) = links.get(tid).filter(|l| l.is_current(conn)) {
-            if let Some((_, out)) = &link.conn {
-                out.close(code);
-            }
+        if let Some((_, out)) = links
+            .get(tid)
+            .and_then(|l| l.conn.as_ref())
+            .filter(|(id, _)| *id == conn)
+        {
+            out.close(code);
         }
     }
 
     /// Queues a ping on socket `conn` (if still current).
     pub(crate) fn ping_conn(&self, tid: &str, conn: u64) {
         let links = self.links();
-        if let Some((_, out)) = links.get(tid).and_then(|l| l.conn.as_ref()) {
-            if links.get(tid).is_some_and(|l| l.is_current(conn)) {
-                let _ = out.ping();
-            }
+        if let Some((_, out)) = links
+            .get(tid)
+            .and_then(|l| l.conn.as_ref())
+            .filter(|(id, _)| *id == conn)
+        {
+            let _ = out.ping();
         }
     }
 

@@ -183,7 +183,8 @@ impl Link {
             return;
         }
         if r.bytes() > limits.outcome_bytes {
-            tracing::warn!(
+            // Debug only: the app chooses how often this happens.
+            tracing::debug!(
                 bytes = r.bytes(),
                 limit = limits.outcome_bytes,
                 "pairing: an outcome's stateAfter over its budget is not kept"
@@ -228,7 +229,7 @@ impl Link {
             return;
         };
         let state = if total + state.get().len() > limits.watch_bytes {
-            tracing::warn!(
+            tracing::debug!(
                 bytes = state.get().len(),
                 limit = limits.watch_bytes,
                 "pairing: a state-update over the watch budget is answered as null"
