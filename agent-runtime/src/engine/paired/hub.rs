@@ -388,3 +388,84 @@ impl Hub {
             .unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::paired::outbound::Outgoing;
+
+    fn hub() -> Hub {
+        Hub::new(Limits {
+            outcome_ms: 1000,
+            grace_ms: 1000,
+            entry_bytes: 1024,
+            log_bytes: 4096,
+            outcome_bytes: 1024,
+            outcomes_bytes: 4096,
+            watch_bytes: 4096,
+            outbound_bytes: 1 << 20,
+        })
+    }
+
+    fn texts(rx: &mut OutboundRx) -> Vec<String> {
+        std::iter::from_fn(|| rx.try_recv())
+            .filter_map(|o| match o {
+                Outgoing::Text(t) => Some(t),
+                Outgoing::Ping => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn calls_dropped_midway_leave_nothing_behind() {
+        let hub = hub();
+        let mut socket = hub.register("t");
+        // An rpc whose caller goes away: its waiter goes with it.
+        let rpc = hub.rpc("t", "get_state", Value::Null, Duration::from_secs(60));
+        let _ = tokio::time::timeout(Duration::from_millis(10), rpc).await;
+        assert!(hub.links()["t"].rpcs.is_empty());
+        // A /wait whose caller goes away: its watch is removed and disarmed.
+        let wait = hub.wait_change("t", None, Duration::from_secs(60));
+        let _ = tokio::time::timeout(Duration::from_millis(10), wait).await;
+        assert!(hub.links()["t"].watches.is_empty());
+        let sent = texts(&mut socket.outgoing);
+        assert_eq!(sent.len(), 3, "{sent:?}");
+        assert!(sent[1].contains(r#""t":"watch""#) && sent[2].contains(r#""t":"unwatch""#));
+        // A new socket gets no watch again; a closed one frees the session at the sweep.
+        let mut next = hub.register("t");
+        assert!(texts(&mut next.outgoing).is_empty());
+        assert!(hub.unregister("t", next.id, 5));
+        hub.sweep(5 + 1000);
+        assert!(hub.links().get("t").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_pending_reply_makes_its_confirmation_known_before_it_is_relayed() {
+        let hub = hub();
+        let socket = hub.register("t");
+        let reply = r#"{"status":"pending-confirmation","confirmId":"c"}"#;
+        let frame = ClientFrame::RpcReply {
+            id: "unknown".into(),
+            result: serde_json::value::RawValue::from_string(reply.into()).unwrap(),
+        };
+        // A reply to no rpc in flight registers nothing.
+        hub.inbound("t", socket.id, frame, 0);
+        assert!(!hub.knows_confirm("t", "c"));
+        let rpc = hub.rpc("t", "send_message", Value::Null, Duration::from_secs(5));
+        let answer = async {
+            let id = hub.links()["t"].rpcs.keys().next().cloned().unwrap();
+            let frame = ClientFrame::RpcReply {
+                id,
+                result: serde_json::value::RawValue::from_string(reply.into()).unwrap(),
+            };
+            hub.inbound("t", socket.id, frame, 0);
+            // Known as soon as the reply is read, before the rpc's caller runs again.
+            assert!(hub.knows_confirm("t", "c"));
+        };
+        let (relayed, ()) = tokio::join!(rpc, async {
+            tokio::task::yield_now().await;
+            answer.await
+        });
+        assert_eq!(relayed.unwrap().get(), reply);
+    }
+}
