@@ -130,6 +130,62 @@ impl Tab {
         }
     }
 
+    /// The next text frame within `wait`, if any (skips pings; `None` on close too).
+    pub async fn try_next(&mut self, wait: Duration) -> Option<Value> {
+        loop {
+            match tokio::time::timeout(wait, self.ws.next()).await {
+                Ok(Some(Ok(Message::Text(t)))) => {
+                    return Some(serde_json::from_str(t.as_str()).expect("JSON frame"))
+                }
+                Ok(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => continue,
+                _ => return None,
+            }
+        }
+    }
+
+    /// Reads until the socket ends (within `wait` per message): `Some(code)` of the server's
+    /// close frame, `Some(0)` when it ended without one, `None` when it stayed open. Text
+    /// frames before it are skipped.
+    pub async fn close_code(&mut self, wait: Duration) -> Option<u16> {
+        loop {
+            match tokio::time::timeout(wait, self.ws.next()).await {
+                Err(_) => return None,
+                Ok(Some(Ok(Message::Close(frame)))) => {
+                    return Some(frame.map_or(0, |f| u16::from(f.code)))
+                }
+                Ok(None | Some(Err(_))) => return Some(0),
+                Ok(Some(Ok(_))) => {}
+            }
+        }
+    }
+
+    /// Sends two frames in one write (one flush), as an app may.
+    pub async fn send_together(&mut self, a: Value, b: Value) {
+        self.ws
+            .feed(Message::Text(a.to_string().into()))
+            .await
+            .expect("feed");
+        self.ws
+            .feed(Message::Text(b.to_string().into()))
+            .await
+            .expect("feed");
+        self.ws.flush().await.expect("flush");
+    }
+
+    /// Sends one raw websocket message (binary, invalid text, …).
+    pub async fn send_message(&mut self, message: Message) -> Result<(), WsError> {
+        self.ws.send(message).await
+    }
+
+    /// Writes raw bytes on the TCP stream under the socket (a hand-made frame header, …).
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt as _;
+        match self.ws.get_mut() {
+            MaybeTlsStream::Plain(tcp) => tcp.write_all(bytes).await.expect("raw write"),
+            _ => panic!("raw writes need a plain TCP socket"),
+        }
+    }
+
     /// Closes the socket from this side.
     pub async fn close(mut self) {
         let _ = self.ws.close(None).await;

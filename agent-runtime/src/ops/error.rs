@@ -59,6 +59,18 @@ impl ApiError {
         }
     }
 
+    /// A 503 `app-not-reading`: a paired app is connected but does not read its socket (its
+    /// outbound queue is full), with `Retry-After` in seconds.
+    #[cfg(feature = "pairing")]
+    pub(crate) fn not_reading(retry_after_s: u64) -> Self {
+        ApiError {
+            retry_after_s: Some(retry_after_s),
+            ..Self::new(ErrorCode::AppNotReading).with_detail(
+                "the paired app is connected but is not reading its socket: its outbound queue is full",
+            )
+        }
+    }
+
     /// A 500 carrying the code and detail a paired app answered an `rpc` with.
     #[cfg(feature = "pairing")]
     pub(crate) fn relayed(code: String, detail: Option<String>) -> Self {

@@ -151,6 +151,40 @@ pub struct PairingOptions {
     pub outcome_ms: u64,
     /// `Retry-After` of a 503 for a live record without a socket (default 5 s).
     pub retry_after_s: u64,
+    /// How long an upgraded socket may take to send its `hello` before it is closed with 1008
+    /// (default 10 s).
+    pub hello_timeout_ms: u64,
+    /// A socket silent this long is pinged; when nothing arrives within this long after the
+    /// ping, it is closed with 1001 (default 30 s; 0 disables).
+    pub ping_interval_ms: u64,
+    /// How long one outbound frame may take to be written before the socket is dropped
+    /// (default 10 s).
+    pub write_timeout_ms: u64,
+    /// How long a socket being closed (superseded, revoked, refused) may still flush queued
+    /// frames and its close frame before it is dropped (default 1 s).
+    pub close_grace_ms: u64,
+    /// Bytes of frames queued for one socket (default 8 MiB; one frame always fits an empty
+    /// queue). A call that does not fit answers 503 `app-not-reading`.
+    pub outbound_bytes: usize,
+    /// The largest `hello` kept, in bytes of its text (default 1 MiB); a larger one closes the
+    /// socket with 1009.
+    pub hello_bytes: usize,
+    /// The largest `stateAfter` of one confirmation outcome kept (default 1 MiB); a larger one
+    /// is answered as `null`.
+    pub outcome_bytes: usize,
+    /// Bytes of the outcomes of one paired session in all (default 4 MiB); the oldest go first.
+    pub outcomes_bytes: usize,
+    /// Bytes of the states that filled `/wait` watches of one session, not yet answered
+    /// (default 4 MiB); an update that does not fit is answered as `null`.
+    pub watch_bytes: usize,
+    /// Bytes of the log ring of one paired session (default 1 MiB; also 100 entries); the
+    /// oldest entries go first.
+    pub log_bytes: usize,
+    /// Live paired sessions one identity holds at most (default 16); one more mint is 429.
+    pub max_sessions_per_identity: usize,
+    /// Paired mints by anonymous identities, all together, per minute (default 32); more is
+    /// 429.
+    pub anonymous_mints_per_minute: usize,
 }
 
 #[cfg(feature = "pairing")]
@@ -163,6 +197,18 @@ impl Default for PairingOptions {
             forward_timeout_ms: 15_000,
             outcome_ms: 5 * 60_000,
             retry_after_s: 5,
+            hello_timeout_ms: 10_000,
+            ping_interval_ms: 30_000,
+            write_timeout_ms: 10_000,
+            close_grace_ms: 1_000,
+            outbound_bytes: 8 * 1024 * 1024,
+            hello_bytes: 1024 * 1024,
+            outcome_bytes: 1024 * 1024,
+            outcomes_bytes: 4 * 1024 * 1024,
+            watch_bytes: 4 * 1024 * 1024,
+            log_bytes: 1024 * 1024,
+            max_sessions_per_identity: 16,
+            anonymous_mints_per_minute: 32,
         }
     }
 }

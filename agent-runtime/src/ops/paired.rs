@@ -12,17 +12,20 @@ use std::time::Duration;
 use agent_schema::protocol::{
     ConfirmResultRequest, EmptyRequest, ErrorCode, LogKind, MessageRequest, NarrateRequest,
     NarrateResponse, QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest,
-    WaitRequest, WaitResponse, WaitStatus, WouldDispatchRequest,
+    WaitRequest, WaitStatus, WouldDispatchRequest,
 };
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
 
 use super::call::{Answer, Resolved};
 use super::error::ApiError;
 use super::state::ServerState;
 use crate::app::App;
 use crate::config::OverBudget;
-use crate::engine::paired::frames::{ConfirmDecision, Hello, ServerFrame};
-use crate::engine::paired::hub::{Hub, Resolution, RpcFail};
+use crate::engine::paired::frames::{null, ConfirmDecision, Hello, Raw, ServerFrame};
+use crate::engine::paired::hub::Hub;
+use crate::engine::paired::link::{Resolution, RpcFail};
 use crate::engine::paired::records::within_grace;
 use crate::security::{TokenRecord, TokenStatus};
 
@@ -70,7 +73,7 @@ pub(crate) fn check_paired<A: App>(
 /// The success tail's step for a paired session: the first success pushes `active`.
 pub(crate) fn activated<A: App>(server: &ServerState<A>, record: &TokenRecord) {
     if record.status == TokenStatus::AwaitingClaude {
-        server
+        let _ = server
             .inner
             .pairing
             .hub
@@ -86,6 +89,9 @@ fn failed<A: App>(call: &Resolved<'_, A>, fail: RpcFail) -> ApiError {
             call.server.now(),
             call.server.inner.pairing.options.retry_after_s,
         ),
+        RpcFail::NotReading => {
+            ApiError::not_reading(call.server.inner.pairing.options.retry_after_s)
+        }
         RpcFail::Timeout => ApiError::new(ErrorCode::Timeout),
         RpcFail::Error { code, detail } => ApiError::relayed(code, detail),
     }
@@ -97,7 +103,7 @@ fn answer<A: App, R: serde::Serialize>(call: &Resolved<'_, A>, body: R) -> Answe
 }
 
 /// Sends the operation's `rpc` with `args` and waits up to `ms` for the app's answer.
-async fn relay<A: App>(call: &Resolved<'_, A>, args: Value, ms: u64) -> Result<Value, ApiError> {
+async fn relay<A: App>(call: &Resolved<'_, A>, args: Value, ms: u64) -> Result<Raw, ApiError> {
     call.server
         .inner
         .pairing
@@ -113,7 +119,7 @@ async fn relay<A: App>(call: &Resolved<'_, A>, args: Value, ms: u64) -> Result<V
 }
 
 /// Relays the operation with `args`, within the forward timeout.
-async fn forward<A: App>(call: &Resolved<'_, A>, args: Value) -> Relayed<Value> {
+async fn forward<A: App>(call: &Resolved<'_, A>, args: Value) -> Relayed<Raw> {
     let ms = call.server.inner.pairing.options.forward_timeout_ms;
     Ok(answer(call, relay(call, args, ms).await?))
 }
@@ -128,110 +134,159 @@ fn hello<A: App>(call: &Resolved<'_, A>) -> Result<std::sync::Arc<Hello>, ApiErr
         .ok_or_else(|| failed(call, RpcFail::Paused))
 }
 
-/// The describe document of a cached `hello`.
-pub(crate) fn description(hello: &Hello) -> Value {
-    let mut d = Map::new();
-    d.insert("name".into(), json!(hello.app_name));
-    d.insert("version".into(), json!(hello.app_version));
-    d.insert("stateSchema".into(), hello.state_schema.clone());
-    d.insert("messages".into(), hello.msg_schema.clone());
-    if let Some(a) = &hello.annotations {
-        d.insert("annotations".into(), a.clone());
-    }
-    d.insert("docs".into(), hello.docs.clone());
-    d.insert(
-        "conventions".into(),
-        serde_json::to_value(agent_schema::describe::Conventions::default()).unwrap_or(Value::Null),
-    );
-    d.insert("schemaHash".into(), json!(hello.schema_hash));
-    Value::Object(d)
+/// The describe document of a cached `hello`, written from its raw text (never parsed).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Description<'a> {
+    name: &'a str,
+    version: &'a str,
+    state_schema: &'a RawValue,
+    messages: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<&'a RawValue>,
+    docs: &'a RawValue,
+    conventions: agent_schema::describe::Conventions,
+    schema_hash: &'a str,
 }
 
-pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Value> {
+/// The describe document of a cached `hello`.
+pub(crate) fn description(hello: &Hello) -> Description<'_> {
+    const NULL: &str = "null";
+    Description {
+        name: &hello.app_name,
+        version: &hello.app_version,
+        state_schema: &hello.state_schema,
+        messages: &hello.msg_schema,
+        annotations: hello.annotations.as_deref(),
+        docs: hello
+            .docs
+            .as_deref()
+            .unwrap_or_else(|| serde_json::from_str(NULL).unwrap_or_else(|_| unreachable!())),
+        conventions: agent_schema::describe::Conventions::default(),
+        schema_hash: &hello.schema_hash,
+    }
+}
+
+/// The dynamic half of `/observe` as the app answers it (values left as text).
+#[derive(Deserialize)]
+struct Observed {
+    state: Option<Raw>,
+    actions: Option<Raw>,
+    context: Option<Raw>,
+}
+
+/// The `/observe` answer: the app's dynamic half plus the hello's description.
+#[derive(Serialize)]
+struct Observation<'a> {
+    state: Raw,
+    actions: Raw,
+    description: Description<'a>,
+    context: Raw,
+}
+
+pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
     let hello = hello(call)?;
     let ms = call.server.inner.pairing.options.forward_timeout_ms;
     let dynamic = relay(call, json!({}), ms).await?;
-    let field = |k: &str| dynamic.get(k).cloned().unwrap_or(Value::Null);
-    let body = json!({
-        "state": field("state"),
-        "actions": field("actions"),
-        "description": description(&hello),
-        "context": field("context"),
+    let dynamic: Observed = serde_json::from_str(dynamic.get()).unwrap_or(Observed {
+        state: None,
+        actions: None,
+        context: None,
     });
-    Ok(answer(call, body))
+    let body = Observation {
+        state: dynamic.state.unwrap_or_else(null),
+        actions: dynamic.actions.unwrap_or_else(null),
+        description: description(&hello),
+        context: dynamic.context.unwrap_or_else(null),
+    };
+    Ok(answer(call, raw_text(&body)?))
 }
 
-pub(super) async fn describe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Value> {
-    Ok(answer(call, description(&*hello(call)?)))
+pub(super) async fn describe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
+    let hello = hello(call)?;
+    Ok(answer(call, raw_text(&description(&hello))?))
 }
 
-pub(super) async fn state<A: App>(call: &Resolved<'_, A>, _: StateRequest) -> Relayed<Value> {
+/// `body` as JSON text, to be answered as it is.
+fn raw_text<T: Serialize>(body: &T) -> Result<Raw, ApiError> {
+    serde_json::to_string(body)
+        .and_then(RawValue::from_string)
+        .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+pub(super) async fn state<A: App>(call: &Resolved<'_, A>, _: StateRequest) -> Relayed<Raw> {
     forward(call, call.args.clone()).await
 }
 
 pub(super) async fn query_state<A: App>(
     call: &Resolved<'_, A>,
     _: QueryStateRequest,
-) -> Relayed<Value> {
+) -> Relayed<Raw> {
     forward(call, call.args.clone()).await
 }
 
-pub(super) async fn actions<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Value> {
+pub(super) async fn actions<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
     forward(call, json!({})).await
 }
 
-pub(super) async fn query_dom<A: App>(
-    call: &Resolved<'_, A>,
-    _: QueryDomRequest,
-) -> Relayed<Value> {
+pub(super) async fn query_dom<A: App>(call: &Resolved<'_, A>, _: QueryDomRequest) -> Relayed<Raw> {
     forward(call, call.args.clone()).await
 }
 
 pub(super) async fn describe_visible<A: App>(
     call: &Resolved<'_, A>,
     _: EmptyRequest,
-) -> Relayed<Value> {
+) -> Relayed<Raw> {
     forward(call, json!({})).await
 }
 
-pub(super) async fn context<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Value> {
+pub(super) async fn context<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
     forward(call, json!({})).await
 }
 
 pub(super) async fn would_dispatch<A: App>(
     call: &Resolved<'_, A>,
     _: WouldDispatchRequest,
-) -> Relayed<Value> {
+) -> Relayed<Raw> {
     forward(call, call.args.clone()).await
 }
 
+/// The keys of a `/message` answer that say a proposal is pending.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Proposed {
+    status: Option<String>,
+    confirm_id: Option<String>,
+}
+
 /// `/message`: `send_message` with the whole body; a proposal is waited on for `timeoutMs`.
-pub(super) async fn message<A: App>(call: &Resolved<'_, A>, req: MessageRequest) -> Relayed<Value> {
+pub(super) async fn message<A: App>(call: &Resolved<'_, A>, req: MessageRequest) -> Relayed<Raw> {
     let hub = &call.server.inner.pairing.hub;
     let tid = call.record.tid.as_str();
     let timeout = wait_ms(call, req.dispatch.timeout_ms);
     let answered = relay(call, call.args.clone(), timeout + MESSAGE_SLACK_MS).await?;
-    if answered.get("status").and_then(Value::as_str) != Some("pending-confirmation") {
-        return Ok(answer(call, answered));
-    }
-    let Some(id) = answered.get("confirmId").and_then(Value::as_str) else {
-        return Ok(answer(call, answered));
+    let id = match serde_json::from_str::<Proposed>(answered.get()) {
+        Ok(Proposed {
+            status: Some(status),
+            confirm_id: Some(id),
+        }) if status == "pending-confirmation" => id,
+        _ => return Ok(answer(call, answered)),
     };
-    let id = id.to_string();
+    // The hub knew the id before relaying the answer (an outcome sent with it is kept).
     hub.expect_confirm(tid, &id);
     let resolved = hub
         .wait_confirm(tid, &id, Duration::from_millis(timeout))
         .await;
     Ok(answer(
         call,
-        resolution_answer(hub, tid, &id, resolved, false),
+        raw_text(&resolution_answer(hub, tid, &id, resolved, false))?,
     ))
 }
 
 pub(super) async fn confirm_result<A: App>(
     call: &Resolved<'_, A>,
     req: ConfirmResultRequest,
-) -> Relayed<Value> {
+) -> Relayed<Raw> {
     let hub = &call.server.inner.pairing.hub;
     let tid = call.record.tid.as_str();
     let timeout = wait_ms(call, req.timeout_ms);
@@ -244,14 +299,19 @@ pub(super) async fn confirm_result<A: App>(
         .await;
     Ok(answer(
         call,
-        resolution_answer(hub, tid, &id, resolved, true),
+        raw_text(&resolution_answer(hub, tid, &id, resolved, true))?,
     ))
 }
 
-pub(super) async fn wait<A: App>(
-    call: &Resolved<'_, A>,
-    req: WaitRequest,
-) -> Relayed<WaitResponse> {
+/// A `/wait` answer with the app's state as it sent it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Waited {
+    status: WaitStatus,
+    state_after: Raw,
+}
+
+pub(super) async fn wait<A: App>(call: &Resolved<'_, A>, req: WaitRequest) -> Relayed<Waited> {
     let timeout = wait_ms(call, req.timeout_ms);
     let changed = call
         .server
@@ -262,13 +322,13 @@ pub(super) async fn wait<A: App>(
         .await
         .map_err(|f| failed(call, f))?;
     let body = match changed {
-        Some(state_after) => WaitResponse {
+        Some(state_after) => Waited {
             status: WaitStatus::Changed,
             state_after,
         },
-        None => WaitResponse {
+        None => Waited {
             status: WaitStatus::Timeout,
-            state_after: Value::Null,
+            state_after: null(),
         },
     };
     Ok(answer(call, body))
@@ -291,46 +351,77 @@ pub(super) async fn narrate<A: App>(
         "tid": call.record.tid,
     });
     let hub = &call.server.inner.pairing.hub;
-    if !hub.push(&call.record.tid, ServerFrame::LogPush { entry }) {
-        return Err(failed(call, RpcFail::Paused));
-    }
+    hub.push(&call.record.tid, ServerFrame::LogPush { entry })
+        .map_err(|f| failed(call, f))?;
     Ok(answer(call, NarrateResponse { ok: true }))
+}
+
+/// The `/recent-actions` answer, the entries as the app sent them.
+#[derive(Serialize)]
+pub(super) struct Entries {
+    entries: Vec<Raw>,
 }
 
 pub(super) async fn recent_actions<A: App>(
     call: &Resolved<'_, A>,
     req: RecentActionsRequest,
-) -> Relayed<Value> {
+) -> Relayed<Entries> {
     let hub = &call.server.inner.pairing.hub;
     let entries = hub.recent(&call.record.tid, req.count(), req.kind.as_deref());
-    Ok(answer(call, json!({ "entries": entries })))
+    Ok(answer(call, Entries { entries }))
+}
+
+/// A confirmation's answer, its state as the app sent it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Decided<'a> {
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state_after: Option<Raw>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirm_id: Option<&'a str>,
 }
 
 /// The answer for a confirmation's resolution (pushing `confirm-expire` on a rejection);
 /// still undecided: `still-pending` for `/confirm-result`, `pending-confirmation` for
 /// `/message`.
-fn resolution_answer(
+fn resolution_answer<'a>(
     hub: &Hub,
     tid: &str,
-    id: &str,
+    id: &'a str,
     resolved: Option<Resolution>,
     poll: bool,
-) -> Value {
+) -> Decided<'a> {
+    let status = |status| Decided {
+        status,
+        state_after: None,
+        reason: None,
+        confirm_id: None,
+    };
     match resolved {
-        Some(r) if r.decision == ConfirmDecision::Confirmed => {
-            json!({"status": "confirmed", "stateAfter": r.state_after.unwrap_or(Value::Null)})
-        }
+        Some(r) if r.decision == ConfirmDecision::Confirmed => Decided {
+            state_after: Some(r.state_after.unwrap_or_else(null)),
+            ..status("confirmed")
+        },
         Some(_) => {
-            hub.push(
+            let _ = hub.push(
                 tid,
                 ServerFrame::ConfirmExpire {
                     confirm_id: id.to_string(),
                 },
             );
-            json!({"status": "rejected", "reason": "user-cancelled"})
+            Decided {
+                reason: Some("user-cancelled"),
+                ..status("rejected")
+            }
         }
-        None if poll => json!({"status": "still-pending"}),
-        None => json!({"status": "pending-confirmation", "confirmId": id}),
+        None if poll => status("still-pending"),
+        None => Decided {
+            confirm_id: Some(id),
+            ..status("pending-confirmation")
+        },
     }
 }
 
@@ -403,18 +494,19 @@ mod tests {
 
     #[test]
     fn description_of_a_hello() {
+        let raw = |s: &str| RawValue::from_string(s.to_string()).unwrap();
         let hello = Hello {
             app_name: "a".into(),
             app_version: "1".into(),
-            msg_schema: json!({"discriminant": "type", "variants": {}}),
-            state_schema: json!({}),
-            affordances_sample: Vec::new(),
-            docs: Value::Null,
+            msg_schema: raw(r#"{"discriminant": "type", "variants": {}}"#),
+            state_schema: raw("{}"),
+            affordances_sample: None,
+            docs: None,
             schema_hash: "h".into(),
             annotations: None,
             lap_version: Some(2),
         };
-        let d = description(&hello);
+        let d: Value = serde_json::from_str(raw_text(&description(&hello)).unwrap().get()).unwrap();
         let keys: Vec<&str> = d.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(
             keys,

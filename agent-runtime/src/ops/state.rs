@@ -93,22 +93,50 @@ impl<A: App> ServerState<A> {
 }
 
 #[cfg(feature = "pairing")]
-/// The pairing state of a server: the live hub and the options.
+/// The pairing state of a server: the live hub, the options and the recent anonymous paired
+/// mints (times, for `anonymous_mints_per_minute`).
 pub(crate) struct Pairing {
     pub(crate) hub: crate::engine::paired::hub::Hub,
     pub(crate) options: super::options::PairingOptions,
+    pub(crate) anonymous_mints: std::sync::Mutex<std::collections::VecDeque<u64>>,
 }
 
 #[cfg(feature = "pairing")]
 impl Pairing {
     pub(crate) fn new(options: super::options::PairingOptions, entry_bytes: usize) -> Self {
+        let limits = crate::engine::paired::link::Limits {
+            outcome_ms: options.outcome_ms,
+            grace_ms: options.grace_ms,
+            entry_bytes,
+            log_bytes: options.log_bytes,
+            outcome_bytes: options.outcome_bytes,
+            outcomes_bytes: options.outcomes_bytes,
+            watch_bytes: options.watch_bytes,
+            outbound_bytes: options.outbound_bytes,
+        };
         Pairing {
-            hub: crate::engine::paired::hub::Hub::new(
-                options.outcome_ms,
-                options.grace_ms,
-                entry_bytes,
-            ),
+            hub: crate::engine::paired::hub::Hub::new(limits),
             options,
+            anonymous_mints: Default::default(),
         }
+    }
+
+    /// Takes one anonymous paired mint at `now`; `Err(retry_after_ms)` when the minute's
+    /// allowance is spent.
+    pub(crate) fn take_anonymous_mint(&self, now: u64) -> Result<(), u64> {
+        const MINUTE: u64 = 60_000;
+        let mut mints = self
+            .anonymous_mints
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        while mints.front().is_some_and(|at| at + MINUTE <= now) {
+            mints.pop_front();
+        }
+        if mints.len() >= self.options.anonymous_mints_per_minute {
+            let oldest = mints.front().copied().unwrap_or(now);
+            return Err((oldest + MINUTE).saturating_sub(now).max(1));
+        }
+        mints.push_back(now);
+        Ok(())
     }
 }

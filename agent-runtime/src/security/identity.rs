@@ -33,6 +33,12 @@ pub(super) const IDENTITY_COOKIE_MAX_AGE_S: u64 = 2_592_000;
 /// The prefix of an anonymous identity (`anon-<UUID v4>`).
 pub(super) const ANONYMOUS_PREFIX: &str = "anon-";
 
+/// Whether `uid` is an anonymous identity issued by this server.
+#[cfg(feature = "pairing")]
+pub(crate) fn is_anonymous(uid: &str) -> bool {
+    uid.starts_with(ANONYMOUS_PREFIX)
+}
+
 /// The HMAC key that signs identity cookies: at least 32 bytes. `Debug` never shows it.
 #[derive(Clone)]
 pub struct IdentityKey(Arc<[u8]>);

@@ -35,6 +35,8 @@ pub use token_store::{InMemoryTokenStore, TokenStore};
 // The rest is the server's own.
 pub(crate) use client_addr::request_client_address;
 pub(crate) use host_header::{AllowedHosts, HOST_REFUSED_DETAIL};
+#[cfg(feature = "pairing")]
+pub(crate) use identity::is_anonymous;
 pub(crate) use identity::{Identity, IdentityCookie, DEFAULT_IDENTITY_COOKIE_NAME};
 pub(crate) use origin::{OriginPolicy, RequestOrigin};
 pub(crate) use token_record::{AgentSession, DEFAULT_ACTIVE_LABEL, SWEEP_RETENTION_MS};

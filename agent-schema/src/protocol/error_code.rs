@@ -35,6 +35,8 @@ pub enum ErrorCode {
     Paused,
     /// 503: the host or MCP endpoint is full.
     SessionCapacity,
+    /// 503: a paired app is not reading its socket (its outbound queue is full).
+    AppNotReading,
     /// 504: the session did not answer.
     Timeout,
     /// Client side only: the request got no answer (status 0).
@@ -56,7 +58,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::RateLimited => 429,
             ErrorCode::Internal => 500,
-            ErrorCode::Paused | ErrorCode::SessionCapacity => 503,
+            ErrorCode::Paused | ErrorCode::SessionCapacity | ErrorCode::AppNotReading => 503,
             ErrorCode::Timeout => 504,
             ErrorCode::Network => 0,
         }
@@ -79,6 +81,7 @@ impl ErrorCode {
             ErrorCode::Internal => "internal",
             ErrorCode::Paused => "paused",
             ErrorCode::SessionCapacity => "session-capacity",
+            ErrorCode::AppNotReading => "app-not-reading",
             ErrorCode::Timeout => "timeout",
             ErrorCode::Network => "network",
         }
@@ -101,6 +104,7 @@ mod tests {
             ErrorCode::AuthFailed,
             ErrorCode::PayloadTooLarge,
             ErrorCode::SessionCapacity,
+            ErrorCode::AppNotReading,
         ] {
             assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
         }

@@ -6,6 +6,7 @@
 #![cfg_attr(not(feature = "pairing"), allow(dead_code))]
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// The LAP version this side speaks (`hello-ack.lapVersion`).
@@ -17,8 +18,12 @@ pub(crate) const MIN_CLIENT_VERSION: u32 = 2;
 /// The largest frame either side accepts: 4 MiB.
 pub(crate) const MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
 
-/// The `hello` an app runtime sends when its socket opens.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Relayed JSON, kept as the text the app sent (`docs/pairing.md` §Bounds): the server never
+/// looks inside it, so it is not parsed into a tree (which costs many times its text).
+pub(crate) type Raw = Box<RawValue>;
+
+/// The `hello` an app runtime sends when its socket opens. Its payloads stay raw text.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Hello {
     /// The app's name.
@@ -26,20 +31,20 @@ pub(crate) struct Hello {
     /// The app's version.
     pub app_version: String,
     /// The message schema (`{discriminant, variants}`).
-    pub msg_schema: Value,
+    pub msg_schema: Raw,
     /// The state schema.
-    pub state_schema: Value,
+    pub state_schema: Raw,
     /// A sample of the affordances (actions) available now.
-    #[serde(default)]
-    pub affordances_sample: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affordances_sample: Option<Raw>,
     /// The app's docs, or `null`.
-    #[serde(default)]
-    pub docs: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docs: Option<Raw>,
     /// The 32-hex schema hash.
     pub schema_hash: String,
     /// The annotations of the messages (sent by the Rust client; absent from LLui's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Value>,
+    pub annotations: Option<Raw>,
     /// The client's LAP version; absent on legacy clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lap_version: Option<u32>,
@@ -55,55 +60,112 @@ pub(crate) enum ConfirmDecision {
     UserCancelled,
 }
 
-/// A frame from the app runtime to the server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "t", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+/// A frame from the app runtime to the server, read by [`ClientFrame::parse`].
+#[derive(Debug)]
 pub(crate) enum ClientFrame {
     /// Sent on socket open.
     Hello(Box<Hello>),
-    /// The answer to an `rpc`.
-    RpcReply {
-        /// The `rpc` id.
-        id: String,
-        /// The answer (the LAP body).
-        #[serde(default)]
-        result: Value,
-    },
+    /// The answer to an `rpc`: `result` is the LAP body.
+    RpcReply { id: String, result: Raw },
     /// The failure of an `rpc`.
     RpcError {
-        /// The `rpc` id.
         id: String,
-        /// The error code.
         code: String,
-        /// Details.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
-    /// The human decided a confirmation.
+    /// The human decided a confirmation; `state_after` is the redacted state after the commit
+    /// (absent on cancel).
     ConfirmResolved {
-        /// The proposal's id (made by the app runtime).
         confirm_id: String,
-        /// The decision.
         outcome: ConfirmDecision,
-        /// The redacted state after the commit (absent on cancel).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        state_after: Option<Value>,
+        state_after: Option<Raw>,
     },
-    /// The state changed under an armed `watch`.
-    StateUpdate {
-        /// The watch id.
-        id: String,
-        /// The watch path (`""` for the whole state).
-        #[serde(default)]
-        path: String,
-        /// The whole redacted state.
-        state_after: Value,
-    },
+    /// The state changed under the armed watch `id` (`state_after`: the whole redacted state).
+    StateUpdate { id: String, state_after: Raw },
     /// A log entry the app runtime wrote (after every rpc, and the echo of a `log-push`).
-    LogAppend {
-        /// The entry.
-        entry: Value,
-    },
+    LogAppend { entry: Raw },
+}
+
+/// Every key of every client frame, read in one pass with the payloads left as raw text (an
+/// internally tagged enum would buffer the whole frame as a tree first).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope {
+    t: String,
+    id: Option<String>,
+    result: Option<Raw>,
+    code: Option<String>,
+    detail: Option<String>,
+    confirm_id: Option<String>,
+    outcome: Option<ConfirmDecision>,
+    state_after: Option<Raw>,
+    entry: Option<Raw>,
+    app_name: Option<String>,
+    app_version: Option<String>,
+    msg_schema: Option<Raw>,
+    state_schema: Option<Raw>,
+    affordances_sample: Option<Raw>,
+    docs: Option<Raw>,
+    schema_hash: Option<String>,
+    annotations: Option<Raw>,
+    lap_version: Option<u32>,
+}
+
+/// Why a client frame did not read: a static description plus, for an unknown `t`, the
+/// attacker's text (the caller escapes it before logging, `docs/pairing.md` §Bounds).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct BadFrame(pub String);
+
+impl ClientFrame {
+    /// Reads one text frame.
+    pub(crate) fn parse(text: &str) -> Result<ClientFrame, BadFrame> {
+        let e: Envelope = serde_json::from_str(text).map_err(|e| BadFrame(e.to_string()))?;
+        let missing = |what: &str| BadFrame(format!("`{}` without `{what}`", e.t));
+        let frame = match e.t.as_str() {
+            "hello" => ClientFrame::Hello(Box::new(Hello {
+                app_name: e.app_name.ok_or_else(|| missing("appName"))?,
+                app_version: e.app_version.ok_or_else(|| missing("appVersion"))?,
+                msg_schema: e.msg_schema.ok_or_else(|| missing("msgSchema"))?,
+                state_schema: e.state_schema.ok_or_else(|| missing("stateSchema"))?,
+                affordances_sample: e.affordances_sample,
+                docs: e.docs,
+                schema_hash: e.schema_hash.ok_or_else(|| missing("schemaHash"))?,
+                annotations: e.annotations,
+                lap_version: e.lap_version,
+            })),
+            "rpc-reply" => ClientFrame::RpcReply {
+                id: e.id.ok_or_else(|| missing("id"))?,
+                result: match e.result {
+                    Some(r) => r,
+                    None => null(),
+                },
+            },
+            "rpc-error" => ClientFrame::RpcError {
+                id: e.id.ok_or_else(|| missing("id"))?,
+                code: e.code.ok_or_else(|| missing("code"))?,
+                detail: e.detail,
+            },
+            "confirm-resolved" => ClientFrame::ConfirmResolved {
+                confirm_id: e.confirm_id.ok_or_else(|| missing("confirmId"))?,
+                outcome: e.outcome.ok_or_else(|| missing("outcome"))?,
+                state_after: e.state_after,
+            },
+            "state-update" => ClientFrame::StateUpdate {
+                id: e.id.ok_or_else(|| missing("id"))?,
+                state_after: e.state_after.ok_or_else(|| missing("stateAfter"))?,
+            },
+            "log-append" => ClientFrame::LogAppend {
+                entry: e.entry.ok_or_else(|| missing("entry"))?,
+            },
+            other => return Err(BadFrame(format!("unknown frame type {other:?}"))),
+        };
+        Ok(frame)
+    }
+}
+
+/// JSON `null` as raw text.
+pub(crate) fn null() -> Raw {
+    RawValue::from_string("null".into()).unwrap_or_else(|_| unreachable!("null is JSON"))
 }
 
 /// A frame from the server to the app runtime.
@@ -165,7 +227,6 @@ impl ServerFrame {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn wire_spellings() {
@@ -185,23 +246,27 @@ mod tests {
             .to_text(),
             r#"{"t":"confirm-expire","confirmId":"c"}"#
         );
-        let resolved: ClientFrame = serde_json::from_value(json!({
-            "t": "confirm-resolved", "confirmId": "c1", "outcome": "user-cancelled", "extra": 1
-        }))
-        .unwrap();
-        assert_eq!(
-            resolved,
-            ClientFrame::ConfirmResolved {
-                confirm_id: "c1".into(),
-                outcome: ConfirmDecision::UserCancelled,
-                state_after: None
-            }
-        );
-        let update: ClientFrame = serde_json::from_value(
-            json!({"t": "state-update", "id": "w", "path": "", "stateAfter": {"n": 1}}),
+        let resolved = ClientFrame::parse(
+            r#"{"t": "confirm-resolved", "confirmId": "c1", "outcome": "user-cancelled", "extra": 1}"#,
         )
         .unwrap();
-        assert!(matches!(update, ClientFrame::StateUpdate { .. }));
-        assert!(serde_json::from_value::<ClientFrame>(json!({"t": "rpc-reply"})).is_err());
+        assert!(matches!(
+            resolved,
+            ClientFrame::ConfirmResolved { ref confirm_id, outcome: ConfirmDecision::UserCancelled, state_after: None }
+                if confirm_id == "c1"
+        ));
+        let update = ClientFrame::parse(
+            r#"{"t": "state-update", "id": "w", "path": "", "stateAfter": {"n": 1}}"#,
+        )
+        .unwrap();
+        match update {
+            ClientFrame::StateUpdate { state_after, .. } => {
+                assert_eq!(state_after.get(), r#"{"n": 1}"#)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(ClientFrame::parse(r#"{"t": "rpc-reply"}"#).is_err());
+        let unknown = ClientFrame::parse("{\"t\": \"x\\n\\u001b\"}").unwrap_err();
+        assert_eq!(unknown.0, "unknown frame type \"x\\n\\u{1b}\"");
     }
 }

@@ -1,99 +1,21 @@
 //! The live side of pairing: per token id, the socket currently paired (a newer one supersedes
-//! it), the cached `hello`, the rpc waiters, the confirmation outcomes (kept 5 minutes), the
-//! armed watches and the ring of log entries. Waiters are keyed by tid, not by socket, so they
-//! carry over to a socket that supersedes or re-pairs.
+//! it), the cached `hello`, the rpc waiters, the confirmation outcomes, the armed watches and
+//! the ring of log entries (`link`). Waiters are keyed by tid, not by socket, so they carry
+//! over to a socket that supersedes. Nothing outlives the call that made it: an rpc or a
+//! `/wait` removes its entry when it ends for any reason (`docs/pairing.md` §Bounds).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::oneshot;
 
-use super::frames::{ClientFrame, ConfirmDecision, Hello, ServerFrame};
-
-/// Entries kept per tid for `/recent-actions`.
-pub(crate) const LOG_RING: usize = 100;
-
-/// Outbound frames queued per socket before the socket counts as stuck.
-const OUTBOUND_QUEUE: usize = 256;
-
-/// Confirmations the server waits on per tid (older ones are forgotten first).
-const MAX_KNOWN_CONFIRMS: usize = 64;
-
-/// What the writer of a socket is told.
-#[derive(Debug)]
-pub(crate) enum Outgoing {
-    /// Send this frame.
-    Frame(ServerFrame),
-    /// Close the socket (superseded, revoked, refused version).
-    Close,
-}
-
-/// Why an rpc failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum RpcFail {
-    /// No socket, or it was lost mid-call.
-    Paused,
-    /// No answer before the deadline.
-    Timeout,
-    /// The app runtime answered `rpc-error`.
-    Error {
-        /// Its code.
-        code: String,
-        /// Its detail.
-        detail: Option<String>,
-    },
-}
-
-/// A decided confirmation.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Resolution {
-    pub decision: ConfirmDecision,
-    pub state_after: Option<Value>,
-    at: u64,
-}
-
-struct Link {
-    conn: Option<(u64, mpsc::Sender<Outgoing>)>,
-    hello: Option<Arc<Hello>>,
-    rpcs: HashMap<String, oneshot::Sender<Result<Value, RpcFail>>>,
-    known_confirms: VecDeque<String>,
-    outcomes: HashMap<String, Resolution>,
-    watches: HashMap<String, (Option<String>, Option<Value>)>,
-    log: VecDeque<Value>,
-    /// Bumped on every outcome and state update.
-    changed: watch::Sender<u64>,
-    closed_at: Option<u64>,
-}
-
-impl Link {
-    fn new() -> Self {
-        Link {
-            conn: None,
-            hello: None,
-            rpcs: HashMap::new(),
-            known_confirms: VecDeque::new(),
-            outcomes: HashMap::new(),
-            watches: HashMap::new(),
-            log: VecDeque::new(),
-            changed: watch::channel(0).0,
-            closed_at: None,
-        }
-    }
-
-    fn send(&self, frame: ServerFrame) -> bool {
-        match &self.conn {
-            Some((_, tx)) => tx.try_send(Outgoing::Frame(frame)).is_ok(),
-            None => false,
-        }
-    }
-
-    fn bump(&self) {
-        self.changed.send_modify(|n| *n += 1);
-    }
-}
+use super::frames::{ClientFrame, Hello, Raw, ServerFrame};
+use super::link::{Limits, Link, Resolution, RpcFail};
+use super::outbound::{close_code, outbound, OutboundRx};
 
 /// The paired sockets of a server.
 pub(crate) struct Hub {
@@ -102,31 +24,57 @@ pub(crate) struct Hub {
     /// with it, so a close handled late never overwrites the status a newer socket set.
     pub lifecycle: tokio::sync::Mutex<()>,
     next_conn: AtomicU64,
-    /// How long outcomes are kept, and links after their socket closed.
-    outcome_ms: u64,
-    /// How long the log ring outlives a closed socket.
-    grace_ms: u64,
-    /// The largest log entry kept, in bytes of JSON.
-    entry_bytes: usize,
+    limits: Limits,
 }
 
 /// A registered socket: its id and the queue its writer drains.
 pub(crate) struct Registered {
     pub id: u64,
-    pub outgoing: mpsc::Receiver<Outgoing>,
+    pub outgoing: OutboundRx,
     /// Whether an older socket was superseded.
     pub superseded: bool,
 }
 
+/// Removes an rpc waiter or a watch when its call ends, whatever ends it.
+struct Cleanup<'a> {
+    hub: &'a Hub,
+    tid: &'a str,
+    id: String,
+    watch: bool,
+}
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        let mut links = self.hub.links();
+        let Some(link) = links.get_mut(self.tid) else {
+            return;
+        };
+        if self.watch {
+            link.drop_watch(&self.id);
+            let _ = link.send(&ServerFrame::Unwatch {
+                id: std::mem::take(&mut self.id),
+            });
+        } else {
+            link.rpcs.remove(&self.id);
+        }
+    }
+}
+
+/// The keys of an rpc answer that say a proposal is pending.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Proposal {
+    status: Option<String>,
+    confirm_id: Option<String>,
+}
+
 impl Hub {
-    pub(crate) fn new(outcome_ms: u64, grace_ms: u64, entry_bytes: usize) -> Self {
+    pub(crate) fn new(limits: Limits) -> Self {
         Hub {
             links: Mutex::new(HashMap::new()),
             lifecycle: tokio::sync::Mutex::new(()),
             next_conn: AtomicU64::new(1),
-            outcome_ms,
-            grace_ms,
-            entry_bytes,
+            limits,
         }
     }
 
@@ -134,13 +82,13 @@ impl Hub {
         self.links.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Drops outcomes older than the buffer window and links closed past the grace window.
+    /// Drops outcomes older than the buffer window, and links whose socket and calls are gone
+    /// once closed past the keep window (`max(grace, outcome)`).
     pub(crate) fn sweep(&self, now: u64) {
-        let outcome_ms = self.outcome_ms;
-        let keep_ms = self.grace_ms.max(outcome_ms);
+        let outcome_ms = self.limits.outcome_ms;
+        let keep_ms = self.limits.grace_ms.max(outcome_ms);
         self.links().retain(|_, link| {
-            link.outcomes
-                .retain(|_, r| r.at.saturating_add(outcome_ms) > now);
+            link.expire_outcomes(now.saturating_sub(outcome_ms));
             link.conn.is_some()
                 || !link.rpcs.is_empty()
                 || !link.watches.is_empty()
@@ -150,16 +98,16 @@ impl Hub {
         });
     }
 
-    /// Registers a socket for `tid`; an older socket is told to close, and armed watches are
-    /// re-sent to the new one.
+    /// Registers a socket for `tid`; an older socket is closed (even if its writer is blocked),
+    /// and armed watches are sent to the new one.
     pub(crate) fn register(&self, tid: &str) -> Registered {
         let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
+        let (out, rx) = outbound(self.limits.outbound_bytes);
         let mut links = self.links();
         let link = links.entry(tid.to_string()).or_insert_with(Link::new);
-        let superseded = match link.conn.replace((id, tx)) {
+        let superseded = match link.conn.replace((id, out)) {
             Some((_, old)) => {
-                let _ = old.try_send(Outgoing::Close);
+                old.close(close_code::NORMAL);
                 true
             }
             None => false,
@@ -172,7 +120,7 @@ impl Hub {
             .map(|(id, (path, _))| (id.clone(), path.clone()))
             .collect();
         for (id, path) in armed {
-            link.send(ServerFrame::Watch { id, path });
+            let _ = link.send(&ServerFrame::Watch { id, path });
         }
         Registered {
             id,
@@ -182,31 +130,54 @@ impl Hub {
     }
 
     /// The socket `conn` of `tid` closed: answers whether it was the current one (then the
-    /// pairing is gone and rpcs in flight fail with `paused`).
+    /// pairing is gone: rpcs in flight fail with `paused`, watches are disarmed, confirmation
+    /// waiters answer at once).
     pub(crate) fn unregister(&self, tid: &str, conn: u64, now: u64) -> bool {
-        let mut links = self.links();
-        let Some(link) = links.get_mut(tid) else {
-            return false;
+        let current = {
+            let mut links = self.links();
+            match links.get_mut(tid) {
+                Some(link) if link.is_current(conn) => {
+                    link.disconnect(now);
+                    true
+                }
+                _ => false,
+            }
         };
-        if link.conn.as_ref().map(|(id, _)| *id) != Some(conn) {
-            return false;
-        }
-        link.conn = None;
-        link.closed_at = Some(now);
-        link.rpcs.clear();
-        // Confirmation waiters answer at once: the human cannot decide on a closed app.
-        link.bump();
-        true
+        self.sweep(now);
+        current
     }
 
-    /// Tells the socket of `tid` (if any) to close, after `frame` if given.
-    pub(crate) fn close(&self, tid: &str, frame: Option<ServerFrame>) {
+    /// Tells the socket of `conn` (if still current) to close with `code`.
+    pub(crate) fn close_conn(&self, tid: &str, conn: u64, code: u16) {
         let links = self.links();
-        if let Some((_, tx)) = links.get(tid).and_then(|l| l.conn.as_ref()) {
-            if let Some(f) = frame {
-                let _ = tx.try_send(Outgoing::Frame(f));
-            }
-            let _ = tx.try_send(Outgoing::Close);
+        if let Some((_, out)) = links
+            .get(tid)
+            .and_then(|l| l.conn.as_ref())
+            .filter(|(id, _)| *id == conn)
+        {
+            out.close(code);
+        }
+    }
+
+    /// Queues a ping on socket `conn` (if still current).
+    pub(crate) fn ping_conn(&self, tid: &str, conn: u64) {
+        let links = self.links();
+        if let Some((_, out)) = links
+            .get(tid)
+            .and_then(|l| l.conn.as_ref())
+            .filter(|(id, _)| *id == conn)
+        {
+            let _ = out.ping();
+        }
+    }
+
+    /// `tid` was revoked: its socket gets `revoked` and is closed, and everything kept for it
+    /// is freed at once.
+    pub(crate) fn revoke(&self, tid: &str) {
+        let removed = self.links().remove(tid);
+        if let Some((_, out)) = removed.as_ref().and_then(|l| l.conn.as_ref()) {
+            let _ = out.push(&ServerFrame::Revoked {});
+            out.close(close_code::NORMAL);
         }
     }
 
@@ -215,9 +186,12 @@ impl Hub {
         self.links().get(tid).is_some_and(|l| l.conn.is_some())
     }
 
-    /// Pushes `frame` to the socket of `tid`; false when there is none.
-    pub(crate) fn push(&self, tid: &str, frame: ServerFrame) -> bool {
-        self.links().get(tid).is_some_and(|l| l.send(frame))
+    /// Pushes `frame` to the socket of `tid`; `Err` when there is none or it is not reading.
+    pub(crate) fn push(&self, tid: &str, frame: ServerFrame) -> Result<(), RpcFail> {
+        match self.links().get(tid) {
+            Some(l) => l.send(&frame).map_err(RpcFail::from),
+            None => Err(RpcFail::Paused),
+        }
     }
 
     /// The cached `hello` of `tid`.
@@ -232,13 +206,23 @@ impl Hub {
         let Some(link) = links.get_mut(tid) else {
             return false;
         };
-        if link.conn.as_ref().map(|(id, _)| *id) != Some(conn) {
+        if !link.is_current(conn) {
             return false;
         }
+        let limits = &self.limits;
         match frame {
             ClientFrame::Hello(hello) => link.hello = Some(Arc::new(*hello)),
             ClientFrame::RpcReply { id, result } => {
                 if let Some(tx) = link.rpcs.remove(&id) {
+                    // A proposal's id is known before its answer is relayed, so an outcome
+                    // sent right after the answer is kept.
+                    if let Ok(p) = serde_json::from_str::<Proposal>(result.get()) {
+                        if let (Some("pending-confirmation"), Some(confirm)) =
+                            (p.status.as_deref(), p.confirm_id.as_deref())
+                        {
+                            link.expect_confirm(confirm);
+                        }
+                    }
                     let _ = tx.send(Ok(result));
                 }
             }
@@ -251,74 +235,56 @@ impl Hub {
                 confirm_id,
                 outcome,
                 state_after,
-            } => {
-                if link.known_confirms.contains(&confirm_id) {
-                    link.outcomes.insert(
-                        confirm_id,
-                        Resolution {
-                            decision: outcome,
-                            state_after,
-                            at: now,
-                        },
-                    );
-                    link.bump();
-                }
+            } => link.resolve(
+                confirm_id,
+                Resolution {
+                    decision: outcome,
+                    state_after,
+                    at: now,
+                },
+                limits,
+            ),
+            ClientFrame::StateUpdate { id, state_after } => {
+                link.fill_watch(&id, state_after, limits)
             }
-            ClientFrame::StateUpdate {
-                id, state_after, ..
-            } => {
-                if let Some((_, slot @ None)) = link.watches.get_mut(&id) {
-                    *slot = Some(state_after);
-                    link.bump();
-                }
-            }
-            ClientFrame::LogAppend { entry } => {
-                if let Some(entry) = bound_entry(entry, self.entry_bytes) {
-                    if link.log.len() >= LOG_RING {
-                        link.log.pop_front();
-                    }
-                    link.log.push_back(entry);
-                }
-            }
+            ClientFrame::LogAppend { entry } => link.append_log(entry, limits),
         }
         true
     }
 
     /// Sends `rpc {id, tool, args}` to the socket of `tid` and waits up to `deadline` for its
-    /// answer.
+    /// answer. The waiter is removed when this call ends, however it ends.
     pub(crate) async fn rpc(
         &self,
         tid: &str,
         tool: &str,
         args: Value,
         deadline: Duration,
-    ) -> Result<Value, RpcFail> {
+    ) -> Result<Raw, RpcFail> {
         let id = uuid::Uuid::new_v4().to_string();
         let rx = {
             let mut links = self.links();
             let link = links.get_mut(tid).ok_or(RpcFail::Paused)?;
-            let (tx, rx) = oneshot::channel();
-            link.rpcs.insert(id.clone(), tx);
             let frame = ServerFrame::Rpc {
                 id: id.clone(),
                 tool: tool.to_string(),
                 args,
             };
-            if !link.send(frame) {
-                link.rpcs.remove(&id);
-                return Err(RpcFail::Paused);
-            }
+            link.send(&frame)?;
+            let (tx, rx) = oneshot::channel();
+            link.rpcs.insert(id.clone(), tx);
             rx
+        };
+        let _cleanup = Cleanup {
+            hub: self,
+            tid,
+            id,
+            watch: false,
         };
         match tokio::time::timeout(deadline, rx).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) => Err(RpcFail::Paused),
-            Err(_) => {
-                if let Some(link) = self.links().get_mut(tid) {
-                    link.rpcs.remove(&id);
-                }
-                Err(RpcFail::Timeout)
-            }
+            Err(_) => Err(RpcFail::Timeout),
         }
     }
 
@@ -326,14 +292,7 @@ impl Hub {
     /// not kept).
     pub(crate) fn expect_confirm(&self, tid: &str, id: &str) {
         if let Some(link) = self.links().get_mut(tid) {
-            if !link.known_confirms.iter().any(|k| k == id) {
-                if link.known_confirms.len() >= MAX_KNOWN_CONFIRMS {
-                    if let Some(old) = link.known_confirms.pop_front() {
-                        link.outcomes.remove(&old);
-                    }
-                }
-                link.known_confirms.push_back(id.to_string());
-            }
+            link.expect_confirm(id);
         }
     }
 
@@ -357,7 +316,7 @@ impl Hub {
             let mut changed = {
                 let links = self.links();
                 let link = links.get(tid)?;
-                if let Some(r) = link.outcomes.get(id) {
+                if let Some(r) = link.outcome(id) {
                     return Some(r.clone());
                 }
                 // No socket: nobody can decide any more.
@@ -374,85 +333,139 @@ impl Hub {
     }
 
     /// Arms a watch on `tid` (pushing `watch`), waits up to `timeout` for its `state-update`,
-    /// then disarms it (pushing `unwatch`). `Err` when there is no socket.
+    /// then disarms it (pushing `unwatch`), also when the call is dropped. `Err` when there is
+    /// no socket, or it closes meanwhile.
     pub(crate) async fn wait_change(
         &self,
         tid: &str,
         path: Option<String>,
         timeout: Duration,
-    ) -> Result<Option<Value>, RpcFail> {
+    ) -> Result<Option<Raw>, RpcFail> {
         let id = uuid::Uuid::new_v4().to_string();
         let mut changed = {
             let mut links = self.links();
             let link = links.get_mut(tid).ok_or(RpcFail::Paused)?;
-            link.watches.insert(id.clone(), (path.clone(), None));
-            if !link.send(ServerFrame::Watch {
+            link.send(&ServerFrame::Watch {
                 id: id.clone(),
-                path,
-            }) {
-                link.watches.remove(&id);
-                return Err(RpcFail::Paused);
-            }
+                path: path.clone(),
+            })?;
+            link.watches.insert(id.clone(), (path, None));
             link.changed.subscribe()
         };
+        let cleanup = Cleanup {
+            hub: self,
+            tid,
+            id,
+            watch: true,
+        };
         let deadline = tokio::time::Instant::now() + timeout;
-        let value = loop {
-            let found = self
-                .links()
-                .get(tid)
-                .and_then(|l| l.watches.get(&id))
-                .and_then(|(_, v)| v.clone());
-            if found.is_some() {
-                break found;
+        loop {
+            let taken = match self.links().get_mut(tid) {
+                Some(link) => link.take_watch(&cleanup.id),
+                None => Err(()),
+            };
+            match taken {
+                Err(()) => return Err(RpcFail::Paused),
+                Ok(Some(state)) => return Ok(Some(state)),
+                Ok(None) => {}
             }
             if tokio::time::timeout_at(deadline, changed.changed())
                 .await
                 .is_err()
             {
-                break None;
+                return Ok(None);
             }
-        };
-        if let Some(link) = self.links().get_mut(tid) {
-            link.watches.remove(&id);
-            link.send(ServerFrame::Unwatch { id });
         }
-        Ok(value)
     }
 
-    /// The log ring of `tid`, newest first, at most `n`, optionally of one `kind`.
-    pub(crate) fn recent(&self, tid: &str, n: usize, kind: Option<&str>) -> Vec<Value> {
-        let kinds: Option<HashSet<&str>> = kind.map(|k| k.split(',').map(str::trim).collect());
+    /// The log ring of `tid`, newest first, at most `n`, optionally of one `kind` (or a
+    /// comma-separated list).
+    pub(crate) fn recent(&self, tid: &str, n: usize, kind: Option<&str>) -> Vec<Raw> {
+        let kinds: Option<Vec<&str>> = kind.map(|k| k.split(',').map(str::trim).collect());
         self.links()
             .get(tid)
-            .map(|l| {
-                l.log
-                    .iter()
-                    .rev()
-                    .filter(|e| match &kinds {
-                        None => true,
-                        Some(ks) => e
-                            .get("kind")
-                            .and_then(Value::as_str)
-                            .is_some_and(|k| ks.contains(k)),
-                    })
-                    .take(n)
-                    .cloned()
-                    .collect()
-            })
+            .map(|l| l.recent(n, kinds.as_deref()))
             .unwrap_or_default()
     }
 }
 
-/// An entry within `limit` bytes: as it is, without its `stateDiff`, or not at all.
-fn bound_entry(mut entry: Value, limit: usize) -> Option<Value> {
-    if !entry.is_object() {
-        return None;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::paired::outbound::Outgoing;
+
+    fn hub() -> Hub {
+        Hub::new(Limits {
+            outcome_ms: 1000,
+            grace_ms: 1000,
+            entry_bytes: 1024,
+            log_bytes: 4096,
+            outcome_bytes: 1024,
+            outcomes_bytes: 4096,
+            watch_bytes: 4096,
+            outbound_bytes: 1 << 20,
+        })
     }
-    if crate::config::json_len(&entry) <= limit {
-        return Some(entry);
+
+    fn texts(rx: &mut OutboundRx) -> Vec<String> {
+        std::iter::from_fn(|| rx.try_recv())
+            .filter_map(|o| match o {
+                Outgoing::Text(t) => Some(t),
+                Outgoing::Ping => None,
+            })
+            .collect()
     }
-    if let Some(o) = entry.as_object_mut() {
-        o.remove("stateDiff");
+
+    #[tokio::test]
+    async fn calls_dropped_midway_leave_nothing_behind() {
+        let hub = hub();
+        let mut socket = hub.register("t");
+        // An rpc whose caller goes away: its waiter goes with it.
+        let rpc = hub.rpc("t", "get_state", Value::Null, Duration::from_secs(60));
+        let _ = tokio::time::timeout(Duration::from_millis(10), rpc).await;
+        assert!(hub.links()["t"].rpcs.is_empty());
+        // A /wait whose caller goes away: its watch is removed and disarmed.
+        let wait = hub.wait_change("t", None, Duration::from_secs(60));
+        let _ = tokio::time::timeout(Duration::from_millis(10), wait).await;
+        assert!(hub.links()["t"].watches.is_empty());
+        let sent = texts(&mut socket.outgoing);
+        assert_eq!(sent.len(), 3, "{sent:?}");
+        assert!(sent[1].contains(r#""t":"watch""#) && sent[2].contains(r#""t":"unwatch""#));
+        // A new socket gets no watch again; a closed one frees the session at the sweep.
+        let mut next = hub.register("t");
+        assert!(texts(&mut next.outgoing).is_empty());
+        assert!(hub.unregister("t", next.id, 5));
+        hub.sweep(5 + 1000);
+        assert!(hub.links().get("t").is_none());
     }
-    (crate::config::json_len(&entry) <= limit).then_some(entry)
+
+    #[tokio::test]
+    async fn a_pending_reply_makes_its_confirmation_known_before_it_is_relayed() {
+        let hub = hub();
+        let socket = hub.register("t");
+        let reply = r#"{"status":"pending-confirmation","confirmId":"c"}"#;
+        let frame = ClientFrame::RpcReply {
+            id: "unknown".into(),
+            result: serde_json::value::RawValue::from_string(reply.into()).unwrap(),
+        };
+        // A reply to no rpc in flight registers nothing.
+        hub.inbound("t", socket.id, frame, 0);
+        assert!(!hub.knows_confirm("t", "c"));
+        let rpc = hub.rpc("t", "send_message", Value::Null, Duration::from_secs(5));
+        let answer = async {
+            let id = hub.links()["t"].rpcs.keys().next().cloned().unwrap();
+            let frame = ClientFrame::RpcReply {
+                id,
+                result: serde_json::value::RawValue::from_string(reply.into()).unwrap(),
+            };
+            hub.inbound("t", socket.id, frame, 0);
+            // Known as soon as the reply is read, before the rpc's caller runs again.
+            assert!(hub.knows_confirm("t", "c"));
+        };
+        let (relayed, ()) = tokio::join!(rpc, async {
+            tokio::task::yield_now().await;
+            answer.await
+        });
+        assert_eq!(relayed.unwrap().get(), reply);
+    }
 }

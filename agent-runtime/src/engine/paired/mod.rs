@@ -5,11 +5,16 @@
 //! - [`frames`]: the wire frames, shared by the server and the client.
 //! - `records`: which tokens are paired ([`is_paired`]) and their life cycle, all in the
 //!   token store (durable with a durable token store).
-//! - `hub`: the live sockets and everything waiting on them.
+//! - `hub`: the live sockets and everything waiting on them; `link`: what it keeps per token,
+//!   bounded in bytes; `outbound`: a socket's queue, bounded in bytes, and its close signal.
 
 pub(crate) mod frames;
 #[cfg(feature = "pairing")]
 pub(crate) mod hub;
+#[cfg(feature = "pairing")]
+pub(crate) mod link;
+#[cfg(feature = "pairing")]
+pub(crate) mod outbound;
 #[cfg(feature = "pairing")]
 pub(crate) mod records;
 

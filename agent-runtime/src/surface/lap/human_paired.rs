@@ -120,6 +120,7 @@ async fn view<A: App>(server: &ServerState<A>, uid: &str, id: &str) -> Result<Va
         )
         .await
         .ok()
+        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
     } else {
         None
     };

@@ -263,6 +263,7 @@ async fn mint_paired<A: App>(
             .tokens
             .sweep_expired(now, SWEEP_RETENTION_MS)
             .await;
+        paired_caps(server, &uid, now).await?;
         let (token, hash) = mint_token();
         let session_id = crate::engine::paired::records::new_paired_session_id();
         let mut record = TokenRecord::minted(
@@ -276,6 +277,46 @@ async fn mint_paired<A: App>(
         record.label = label;
         Ok(issue(server, token.expose(), record, origin, set_cookie, now).await)
     }
+}
+
+/// The caps on paired mints (`docs/pairing.md` §Bounds): live paired sessions per identity,
+/// and anonymous paired mints per minute; 429 with `Retry-After` past either.
+#[cfg(feature = "pairing")]
+async fn paired_caps<A: App>(server: &ServerState<A>, uid: &str, now: u64) -> Result<(), ApiError> {
+    use crate::engine::paired::records::{is_paired, within_grace};
+    let options = &server.inner.pairing.options;
+    let live = server
+        .inner
+        .tokens
+        .list_by_identity(uid)
+        .await
+        .iter()
+        .filter(|r| is_paired(r) && r.expires_at > now)
+        .filter(|r| match r.status {
+            TokenStatus::Revoked => false,
+            TokenStatus::PendingResume => within_grace(r, now),
+            _ => true,
+        })
+        .count();
+    if live >= options.max_sessions_per_identity {
+        return Err(ApiError::new(ErrorCode::RateLimited)
+            .with_detail(format!(
+                "this identity holds {live} live paired sessions; the limit is {}",
+                options.max_sessions_per_identity
+            ))
+            .with_retry_after_ms(Some(options.grace_ms.max(1000))));
+    }
+    if crate::security::is_anonymous(uid) {
+        if let Err(retry) = server.inner.pairing.take_anonymous_mint(now) {
+            return Err(ApiError::new(ErrorCode::RateLimited)
+                .with_detail(format!(
+                    "anonymous paired mints are limited to {} per minute",
+                    options.anonymous_mints_per_minute
+                ))
+                .with_retry_after_ms(Some(retry)));
+        }
+    }
+    Ok(())
 }
 
 async fn revoke<A: App>(server: ServerState<A>, req: Request) -> Response {
@@ -322,6 +363,9 @@ pub(super) async fn revoke_record<A: App>(
 ) {
     server.inner.tokens.revoke(&record.tid).await;
     server.inner.idempotency.forget_token(&record.tid);
+    // A paired app's socket is closed and what the hub kept for it freed at once.
+    #[cfg(feature = "pairing")]
+    server.inner.pairing.hub.revoke(&record.tid);
     let _ = server.inner.revocations.send(record.tid.clone());
     server
         .audit(AuditEntry::revoke(server.now(), &record.tid, Some(uid)))

@@ -8,6 +8,8 @@
 pub mod client;
 #[cfg(feature = "pairing")]
 pub(crate) mod socket;
+#[cfg(feature = "pairing")]
+mod writer;
 
 #[cfg(feature = "pairing-client")]
 fn socket_path() -> &'static str {

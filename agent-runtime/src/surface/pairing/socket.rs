@@ -2,8 +2,14 @@
 //! pair → 401/403), then one task per socket that feeds inbound frames to the hub, writes what
 //! the hub queues, and keeps the token's life cycle: `awaiting-claude` on accept (or `active`
 //! again within the grace window), `pending-resume` on close, `revoked` pushed on revocation.
+//!
+//! Nothing a peer does holds a socket open against the server (`docs/pairing.md` §Bounds):
+//! every write has a timeout, a close never waits behind a blocked write, `hello` has a
+//! deadline, silent sockets are pinged, and errors close with their code. The writer is in
+//! `writer`; text the peer chose is escaped before it is logged.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequestParts, Query, Request};
@@ -11,16 +17,18 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
-use futures::{SinkExt as _, StreamExt as _};
+use futures::StreamExt as _;
 
 use crate::app::App;
 use crate::engine::paired::frames::{
     ClientFrame, ServerFrame, LAP_VERSION, MAX_FRAME_BYTES, MIN_CLIENT_VERSION,
 };
-use crate::engine::paired::hub::Outgoing;
+use crate::engine::paired::outbound::close_code;
 use crate::engine::paired::records::{set_status, within_grace};
 use crate::ops::ServerState;
 use crate::security::{verify_bearer, AuthError, TokenRecord, TokenStatus};
+
+use super::writer::{escaped, write, WarnLimit, CLOSE_LINGER};
 
 /// The path of the pairing socket.
 pub(crate) const WS_PATH: &str = crate::engine::paired::SOCKET_PATH;
@@ -86,6 +94,7 @@ async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
 async fn run<A: App>(server: ServerState<A>, record: TokenRecord, socket: WebSocket) {
     let pairing = &server.inner.pairing;
     let hub = &pairing.hub;
+    let options = &pairing.options;
     let tid = record.tid.clone();
     let mut revocations = server.inner.revocations.subscribe();
     let lifecycle = hub.lifecycle.lock().await;
@@ -100,48 +109,114 @@ async fn run<A: App>(server: ServerState<A>, record: TokenRecord, socket: WebSoc
     }
     if within_grace(&record, now) {
         set_status(&**server.tokens(), &tid, TokenStatus::Active, None).await;
-        hub.push(&tid, ServerFrame::Active {});
+        let _ = hub.push(&tid, ServerFrame::Active {});
     } else {
         set_status(&**server.tokens(), &tid, TokenStatus::AwaitingClaude, None).await;
     }
     drop(lifecycle);
-    let (mut sink, mut stream) = socket.split();
-    let mut outgoing = registered.outgoing;
-    let mut writer = tokio::spawn(async move {
-        while let Some(out) = outgoing.recv().await {
-            match out {
-                Outgoing::Frame(frame) => {
-                    if sink
-                        .send(Message::Text(frame.to_text().into()))
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-                Outgoing::Close => {
-                    let _ = sink.send(Message::Close(None)).await;
-                    return;
-                }
-            }
-        }
-    });
+    let (sink, mut stream) = socket.split();
+    let mut writer = tokio::spawn(write(
+        sink,
+        registered.outgoing,
+        Duration::from_millis(options.write_timeout_ms),
+        Duration::from_millis(options.close_grace_ms),
+    ));
+    let hello_deadline = tokio::time::sleep(Duration::from_millis(options.hello_timeout_ms));
+    tokio::pin!(hello_deadline);
+    let mut awaiting_hello = true;
+    // The ping period, also the period of the check that the token is still live.
+    let ping_every = match options.ping_interval_ms {
+        0 => Duration::from_secs(30),
+        ms => Duration::from_millis(ms),
+    };
+    let mut ticker = tokio::time::interval(ping_every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_heard = Instant::now();
+    // When the last ping was sent (answered once anything is heard after it).
+    let mut pinged: Option<Instant> = None;
+    let mut warnings = WarnLimit::default();
+    let mut writer_done = false;
     loop {
         tokio::select! {
-            message = stream.next() => match message {
-                Some(Ok(Message::Text(text))) => inbound(&server, &tid, conn, text.as_str()),
-                Some(Ok(Message::Binary(_) | Message::Ping(_) | Message::Pong(_))) => {}
-                Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-            },
-            revoked = revocations.recv() => {
-                if matches!(revoked, Ok(ref t) if *t == tid) {
-                    hub.close(&tid, Some(ServerFrame::Revoked {}));
+            message = stream.next() => {
+                last_heard = Instant::now();
+                match message {
+                    Some(Ok(Message::Text(text))) => {
+                        match inbound(&server, &tid, conn, text.as_str(), &mut warnings) {
+                            Read::Frame => {}
+                            Read::Hello => awaiting_hello = false,
+                            Read::Close(code) => {
+                                hub.close_conn(&tid, conn, code);
+                                break;
+                            }
+                        }
+                    }
+                    Some(Ok(Message::Binary(_) | Message::Ping(_) | Message::Pong(_))) => {}
+                    Some(Ok(Message::Close(_))) | None => break,
+                    Some(Err(e)) => {
+                        // Close with the code of the error; the writer sends it within its
+                        // close grace while the pairing ends now.
+                        let error = e.to_string();
+                        let code = close_code_of(&error);
+                        tracing::warn!(
+                            tid = %tid, code, error = %escaped(&error, 200),
+                            "pairing: socket read failed; closing"
+                        );
+                        hub.close_conn(&tid, conn, code);
+                        break;
+                    }
                 }
             }
-            _ = &mut writer => break,
+            _ = &mut hello_deadline, if awaiting_hello => {
+                awaiting_hello = false;
+                tracing::warn!(tid = %tid, "pairing: no hello in time; closing");
+                hub.close_conn(&tid, conn, close_code::POLICY);
+            }
+            _ = ticker.tick() => {
+                // A token that expired or was revoked (by another replica) closes its socket.
+                let now = server.now();
+                let gone = server
+                    .tokens()
+                    .find_by_tid(&tid)
+                    .await
+                    .is_none_or(|r| r.status == TokenStatus::Revoked || r.expires_at <= now);
+                let silent = last_heard.elapsed();
+                if gone {
+                    tracing::info!(tid = %tid, "pairing: the token expired or was revoked; closing");
+                    hub.revoke(&tid);
+                } else if options.ping_interval_ms == 0 {
+                    // No liveness check.
+                } else if let Some(at) = pinged.filter(|at| *at > last_heard) {
+                    if at.elapsed() >= ping_every {
+                        tracing::info!(tid = %tid, "pairing: no answer to a ping; closing");
+                        hub.close_conn(&tid, conn, close_code::AWAY);
+                    }
+                } else if silent >= ping_every {
+                    pinged = Some(Instant::now());
+                    hub.ping_conn(&tid, conn);
+                }
+            }
+            revoked = revocations.recv() => {
+                if matches!(revoked, Ok(ref t) if *t == tid) {
+                    hub.revoke(&tid);
+                }
+            }
+            _ = &mut writer => {
+                writer_done = true;
+                break;
+            }
         }
     }
-    writer.abort();
+    // The writer has been told to close (or is told by `unregister` below): it ends within
+    // its close grace, which lets the peer read the close frame; past that it is aborted.
+    if !writer_done {
+        let linger = Duration::from_millis(options.close_grace_ms.saturating_mul(2)) + CLOSE_LINGER;
+        tokio::spawn(async move {
+            if tokio::time::timeout(linger, &mut writer).await.is_err() {
+                writer.abort();
+            }
+        });
+    }
     let _lifecycle = hub.lifecycle.lock().await;
     let now = server.now();
     if hub.unregister(&tid, conn, now) {
@@ -156,32 +231,84 @@ async fn run<A: App>(server: ServerState<A>, record: TokenRecord, socket: WebSoc
     }
 }
 
-/// One inbound text frame: invalid ones are dropped with a warning; `hello` is answered with
-/// `hello-ack` (and a client below the minimum version is closed right after).
-fn inbound<A: App>(server: &ServerState<A>, tid: &str, conn: u64, text: &str) {
-    let hub = &server.inner.pairing.hub;
-    let frame: ClientFrame = match serde_json::from_str(text) {
+/// The close code for a read error's text: 1009 for a message over the cap, 1007 for text
+/// that is not UTF-8, else 1002.
+fn close_code_of(error: &str) -> u16 {
+    if error.contains("Space limit exceeded") || error.contains("too long") {
+        close_code::TOO_BIG
+    } else if error.contains("UTF-8") || error.contains("utf-8") {
+        close_code::PAYLOAD
+    } else {
+        close_code::PROTOCOL
+    }
+}
+
+/// What one inbound text frame led to.
+enum Read {
+    /// Handled (or dropped).
+    Frame,
+    /// A `hello` was accepted.
+    Hello,
+    /// The socket must close with this code.
+    Close(u16),
+}
+
+/// One inbound text frame: invalid ones are dropped with a warning (escaped, rate-limited per
+/// socket); `hello` is answered with `hello-ack` (and a client below the minimum version is
+/// closed right after); a `hello` over `hello_bytes` closes the socket with 1009.
+fn inbound<A: App>(
+    server: &ServerState<A>,
+    tid: &str,
+    conn: u64,
+    text: &str,
+    warnings: &mut WarnLimit,
+) -> Read {
+    let pairing = &server.inner.pairing;
+    let hub = &pairing.hub;
+    let frame = match ClientFrame::parse(text) {
         Ok(f) => f,
         Err(e) => {
-            tracing::warn!(tid, error = %e, "pairing: invalid frame dropped");
-            return;
+            if let Some(suppressed) = warnings.allow(Instant::now()) {
+                tracing::warn!(
+                    tid,
+                    error = %escaped(&e.0, 200),
+                    suppressed,
+                    "pairing: invalid frame dropped"
+                );
+            }
+            return Read::Frame;
         }
     };
     let version = match &frame {
-        ClientFrame::Hello(h) => Some(h.lap_version),
+        ClientFrame::Hello(h) => {
+            if text.len() > pairing.options.hello_bytes {
+                tracing::warn!(
+                    tid,
+                    bytes = text.len(),
+                    limit = pairing.options.hello_bytes,
+                    "pairing: hello over its budget; closing"
+                );
+                return Read::Close(close_code::TOO_BIG);
+            }
+            Some(h.lap_version)
+        }
         _ => None,
     };
     let current = hub.inbound(tid, conn, frame, server.now());
-    if let (true, Some(version)) = (current, version) {
-        hub.push(
-            tid,
-            ServerFrame::HelloAck {
-                lap_version: LAP_VERSION,
-                min_client_version: MIN_CLIENT_VERSION,
-            },
-        );
-        if version.is_some_and(|v| v < MIN_CLIENT_VERSION) {
-            hub.close(tid, None);
+    match (current, version) {
+        (true, Some(version)) => {
+            let _ = hub.push(
+                tid,
+                ServerFrame::HelloAck {
+                    lap_version: LAP_VERSION,
+                    min_client_version: MIN_CLIENT_VERSION,
+                },
+            );
+            if version.is_some_and(|v| v < MIN_CLIENT_VERSION) {
+                return Read::Close(close_code::NORMAL);
+            }
+            Read::Hello
         }
+        _ => Read::Frame,
     }
 }

@@ -1,0 +1,56 @@
+//! A paired token that expires while its socket is open closes that socket (issue 25,
+//! `docs/pairing.md` §Bounds): the token is checked at every ping period.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_examples::counter::Counter;
+use agent_runtime::clock::ManualClock;
+use agent_runtime::pairing::PairingOptions;
+use agent_runtime::{AgentServer, Host, HostConfig, ServerOptions};
+use agent_tests::start;
+use agent_tests::tab::Tab;
+use serde_json::json;
+
+#[tokio::test]
+async fn an_expired_token_closes_its_socket() {
+    let clock = ManualClock::new(1_000_000);
+    let config = HostConfig {
+        clock: Arc::new(clock.clone()),
+        ..HostConfig::default()
+    };
+    let host = Host::with_config(
+        Counter,
+        config,
+        Arc::new(agent_runtime::security::MemoryAuditSink::new()),
+    )
+    .unwrap();
+    let options = ServerOptions {
+        pairing: PairingOptions {
+            mint_paired: true,
+            ping_interval_ms: 100,
+            close_grace_ms: 200,
+            ..PairingOptions::default()
+        },
+        ..ServerOptions::default()
+    };
+    let t = start(AgentServer::builder(host).options(options)).await;
+    let a = t
+        .post_json("/agent/mint", Some("alice"), None, &json!({"paired": true}))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let token = a.body["token"].as_str().unwrap().to_string();
+    let mut tab = Tab::pair(&t.base, &token).await;
+    // Still open while the token lives (pings answered while reading).
+    let open = tokio::time::timeout(
+        Duration::from_millis(400),
+        tab.try_next(Duration::from_secs(5)),
+    )
+    .await;
+    assert!(open.is_err(), "{open:?}");
+    // Past the token's 24 h lifetime: the socket is told and closed at the next check.
+    clock.advance(25 * 3600 * 1000);
+    let (closed, seen) = tab.closed().await;
+    assert!(closed, "the socket of an expired token is still open");
+    assert_eq!(seen, [json!({"t": "revoked"})]);
+}
