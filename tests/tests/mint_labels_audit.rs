@@ -1,6 +1,7 @@
 //! Mint labels and the audit trail around sessions (`docs/lap.md` §3.4, §4.1): a label given
 //! at mint is what `/agent/sessions` and the owner's session list show; bad labels are 400;
-//! the owner's close and a paired app's claim are audited.
+//! the owner's close, a paired app's socket accept, close and resume, and its claim are
+//! audited.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use agent_examples::counter::Counter;
 use agent_runtime::security::{AuditEvent, MemoryAuditSink};
 use agent_runtime::{AgentServer, Host, HostConfig, ServerOptions};
-use agent_tests::tab::Tab;
+use agent_tests::tab::{ws_url, Tab};
 use agent_tests::{start, TestServer};
 use serde_json::json;
 
@@ -73,7 +74,7 @@ async fn a_mint_label_is_what_the_lists_show() {
 }
 
 #[tokio::test]
-async fn owner_close_and_claim_are_audited() {
+async fn owner_close_sockets_and_claim_are_audited() {
     let (t, audit) = server().await;
     // The owner closes a hosted session.
     let m = t.mint("alice", None).await;
@@ -103,6 +104,36 @@ async fn owner_close_and_claim_are_audited() {
     let tid = paired.body["tid"].as_str().expect("tid").to_string();
     Tab::pair(&t.base, &token).await.close().await;
     tokio::time::sleep(Duration::from_millis(50)).await;
+    // Back within the grace window: a resume (the server says `active` at once), then it drops
+    // again.
+    let mut back = Tab::open(&ws_url(&t.base, &token), &[])
+        .await
+        .expect("upgrade");
+    back.hello(Some(2)).await;
+    assert_eq!(back.next().await, json!({"t": "active"}));
+    back.close().await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let socket_events: Vec<AuditEvent> = audit
+        .entries()
+        .into_iter()
+        .filter(|e| e.tid.as_deref() == Some(tid.as_str()))
+        .map(|e| e.event)
+        .filter(|e| {
+            matches!(
+                e,
+                AuditEvent::SocketAccept | AuditEvent::SocketClose | AuditEvent::Resume
+            )
+        })
+        .collect();
+    assert_eq!(
+        socket_events,
+        [
+            AuditEvent::SocketAccept,
+            AuditEvent::SocketClose,
+            AuditEvent::Resume,
+            AuditEvent::SocketClose
+        ]
+    );
     let claimed = t
         .post_json(
             "/agent/resume/claim",

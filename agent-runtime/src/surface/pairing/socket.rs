@@ -26,7 +26,8 @@ use crate::engine::paired::frames::{
 use crate::engine::paired::outbound::close_code;
 use crate::engine::paired::records::{set_status, within_grace};
 use crate::ops::ServerState;
-use crate::security::{verify_bearer, AuthError, TokenRecord, TokenStatus};
+use crate::security::{verify_bearer, AuditEntry, AuditEvent, AuthError, TokenRecord, TokenStatus};
+use serde_json::json;
 
 use super::writer::{escaped, write, WarnLimit, CLOSE_LINGER};
 
@@ -107,13 +108,28 @@ async fn run<A: App>(server: ServerState<A>, record: TokenRecord, socket: WebSoc
     if registered.superseded {
         tracing::info!(tid = %tid, "pairing: a newer socket supersedes the older one");
     }
-    if within_grace(&record, now) {
+    let resumed = within_grace(&record, now);
+    if resumed {
         set_status(&**server.tokens(), &tid, TokenStatus::Active, None).await;
         let _ = hub.push(&tid, ServerFrame::Active {});
     } else {
         set_status(&**server.tokens(), &tid, TokenStatus::AwaitingClaude, None).await;
     }
     drop(lifecycle);
+    // `resume` when the app came back within its grace window, else `socket-accept`.
+    let event = if resumed {
+        AuditEvent::Resume
+    } else {
+        AuditEvent::SocketAccept
+    };
+    let detail = json!({"sessionId": record.session_id, "superseded": registered.superseded});
+    server
+        .audit(
+            AuditEntry::new(now, event, detail)
+                .with_tid(tid.clone())
+                .with_uid(record.uid.clone()),
+        )
+        .await;
     let (sink, mut stream) = socket.split();
     let mut writer = tokio::spawn(write(
         sink,
@@ -217,9 +233,10 @@ async fn run<A: App>(server: ServerState<A>, record: TokenRecord, socket: WebSoc
             }
         });
     }
-    let _lifecycle = hub.lifecycle.lock().await;
+    let lifecycle = hub.lifecycle.lock().await;
     let now = server.now();
-    if hub.unregister(&tid, conn, now) {
+    let current = hub.unregister(&tid, conn, now);
+    if current {
         let until = now.saturating_add(pairing.options.grace_ms);
         set_status(
             &**server.tokens(),
@@ -229,6 +246,16 @@ async fn run<A: App>(server: ServerState<A>, record: TokenRecord, socket: WebSoc
         )
         .await;
     }
+    drop(lifecycle);
+    // `current`: this socket was the session's (not one a newer socket superseded).
+    let detail = json!({"sessionId": record.session_id, "current": current});
+    server
+        .audit(
+            AuditEntry::new(now, AuditEvent::SocketClose, detail)
+                .with_tid(tid)
+                .with_uid(record.uid.clone()),
+        )
+        .await;
 }
 
 /// The close code for a read error's text: 1009 for a message over the cap, 1007 for text
