@@ -34,7 +34,7 @@ pub(crate) async fn run_keyed<A: App>(
     }
     let first = match &keyed {
         None => None,
-        Some((key, msg)) => match server.inner.idempotency.claim(&tid, key, msg, server.now()) {
+        Some((key, msg)) => match server.idempotency().claim(&tid, key, msg, server.now()) {
             Err(over) => return Reply::from_error(&over.into()),
             Ok(Claim::First(tx)) => Some(tx),
             Ok(Claim::Repeat(first)) => {
@@ -94,7 +94,7 @@ async fn durable_replay<A: App>(
     key: &str,
     msg: &Value,
 ) -> Option<Reply> {
-    let store = server.inner.durable_idempotency.as_ref()?;
+    let store = server.durable_idempotency()?;
     let entry = match store.get_idempotent(&record.tid, key).await {
         Ok(entry) => entry?,
         Err(e) => {
@@ -130,7 +130,7 @@ async fn store_answer<A: App>(
     created_at: u64,
     answer: &super::idempotency::StoredAnswer,
 ) {
-    let Some(store) = server.inner.durable_idempotency.as_ref() else {
+    let Some(store) = server.durable_idempotency() else {
         return;
     };
     let entry = crate::engine::store::IdempotencyEntry {
@@ -149,7 +149,7 @@ async fn store_answer<A: App>(
     // come, not only at mints (`docs/stores.md` §Bounds on disk).
     let now = server.now();
     let period = server.host().config().budgets.idempotency_sweep_ms;
-    let swept = &server.inner.durable_idempotency_swept;
+    let swept = &server.durable_idempotency_swept();
     let last = swept.load(std::sync::atomic::Ordering::Relaxed);
     if now.saturating_sub(last) >= period
         && swept

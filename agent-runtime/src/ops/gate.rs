@@ -58,11 +58,7 @@ pub(crate) async fn admit_credential<A: App>(
         Credential::Tid(tid) => crate::security::verify_tid(tid, tokens, now, ttl).await,
     }?;
     let backend = backend_of(server, &record).await?;
-    server
-        .inner
-        .limiter
-        .check(&record.tid, Bucket::Token)
-        .await?;
+    server.limiter().check(&record.tid, Bucket::Token).await?;
     Ok(Caller { record, backend })
 }
 

@@ -58,7 +58,7 @@ pub(crate) fn check_paired<A: App>(
     server: &ServerState<A>,
     record: &TokenRecord,
 ) -> Result<(), ApiError> {
-    let pairing = &server.inner.pairing;
+    let pairing = &server.pairing();
     if pairing.hub.is_paired(&record.tid) {
         Ok(())
     } else {
@@ -74,8 +74,7 @@ pub(crate) fn check_paired<A: App>(
 pub(crate) fn activated<A: App>(server: &ServerState<A>, record: &TokenRecord) {
     if record.status == TokenStatus::AwaitingClaude {
         let _ = server
-            .inner
-            .pairing
+            .pairing()
             .hub
             .push(&record.tid, ServerFrame::Active {});
     }
@@ -87,11 +86,9 @@ fn failed<A: App>(call: &Resolved<'_, A>, fail: RpcFail) -> ApiError {
         RpcFail::Paused => paused(
             Some(call.record),
             call.server.now(),
-            call.server.inner.pairing.options.retry_after_s,
+            call.server.pairing().options.retry_after_s,
         ),
-        RpcFail::NotReading => {
-            ApiError::not_reading(call.server.inner.pairing.options.retry_after_s)
-        }
+        RpcFail::NotReading => ApiError::not_reading(call.server.pairing().options.retry_after_s),
         RpcFail::Timeout => ApiError::new(ErrorCode::Timeout),
         RpcFail::Error { code, detail } => ApiError::relayed(code, detail),
     }
@@ -105,8 +102,7 @@ fn answer<A: App, R: serde::Serialize>(call: &Resolved<'_, A>, body: R) -> Answe
 /// Sends the operation's `rpc` with `args` and waits up to `ms` for the app's answer.
 async fn relay<A: App>(call: &Resolved<'_, A>, args: Value, ms: u64) -> Result<Raw, ApiError> {
     call.server
-        .inner
-        .pairing
+        .pairing()
         .hub
         .rpc(
             &call.record.tid,
@@ -120,15 +116,14 @@ async fn relay<A: App>(call: &Resolved<'_, A>, args: Value, ms: u64) -> Result<R
 
 /// Relays the operation with `args`, within the forward timeout.
 async fn forward<A: App>(call: &Resolved<'_, A>, args: Value) -> Relayed<Raw> {
-    let ms = call.server.inner.pairing.options.forward_timeout_ms;
+    let ms = call.server.pairing().options.forward_timeout_ms;
     Ok(answer(call, relay(call, args, ms).await?))
 }
 
 /// The cached `hello` (503 `paused` before the app sent one).
 fn hello<A: App>(call: &Resolved<'_, A>) -> Result<std::sync::Arc<Hello>, ApiError> {
     call.server
-        .inner
-        .pairing
+        .pairing()
         .hub
         .hello(&call.record.tid)
         .ok_or_else(|| failed(call, RpcFail::Paused))
@@ -186,7 +181,7 @@ struct Observation<'a> {
 
 pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
     let hello = hello(call)?;
-    let ms = call.server.inner.pairing.options.forward_timeout_ms;
+    let ms = call.server.pairing().options.forward_timeout_ms;
     let dynamic = relay(call, json!({}), ms).await?;
     let dynamic: Observed = serde_json::from_str(dynamic.get()).unwrap_or(Observed {
         state: None,
@@ -261,7 +256,7 @@ struct Proposed {
 
 /// `/message`: `send_message` with the whole body; a proposal is waited on for `timeoutMs`.
 pub(super) async fn message<A: App>(call: &Resolved<'_, A>, req: MessageRequest) -> Relayed<Raw> {
-    let hub = &call.server.inner.pairing.hub;
+    let hub = &call.server.pairing().hub;
     let tid = call.record.tid.as_str();
     let timeout = wait_ms(call, req.dispatch.timeout_ms);
     let answered = relay(call, call.args.clone(), timeout + MESSAGE_SLACK_MS).await?;
@@ -287,7 +282,7 @@ pub(super) async fn confirm_result<A: App>(
     call: &Resolved<'_, A>,
     req: ConfirmResultRequest,
 ) -> Relayed<Raw> {
-    let hub = &call.server.inner.pairing.hub;
+    let hub = &call.server.pairing().hub;
     let tid = call.record.tid.as_str();
     let timeout = wait_ms(call, req.timeout_ms);
     let id = req.confirm_id;
@@ -315,8 +310,7 @@ pub(super) async fn wait<A: App>(call: &Resolved<'_, A>, req: WaitRequest) -> Re
     let timeout = wait_ms(call, req.timeout_ms);
     let changed = call
         .server
-        .inner
-        .pairing
+        .pairing()
         .hub
         .wait_change(&call.record.tid, req.path, Duration::from_millis(timeout))
         .await
@@ -350,7 +344,7 @@ pub(super) async fn narrate<A: App>(
         "detail": req.text,
         "tid": call.record.tid,
     });
-    let hub = &call.server.inner.pairing.hub;
+    let hub = &call.server.pairing().hub;
     hub.push(&call.record.tid, ServerFrame::LogPush { entry })
         .map_err(|f| failed(call, f))?;
     Ok(answer(call, NarrateResponse { ok: true }))
@@ -366,7 +360,7 @@ pub(super) async fn recent_actions<A: App>(
     call: &Resolved<'_, A>,
     req: RecentActionsRequest,
 ) -> Relayed<Entries> {
-    let hub = &call.server.inner.pairing.hub;
+    let hub = &call.server.pairing().hub;
     let entries = hub.recent(&call.record.tid, req.count(), req.kind.as_deref());
     Ok(answer(call, Entries { entries }))
 }

@@ -40,7 +40,7 @@ pub(crate) struct Shared<A: App> {
 
 /// The state shared by every operation and surface. Cheap to clone.
 pub(crate) struct ServerState<A: App> {
-    pub(crate) inner: Arc<Shared<A>>,
+    inner: Arc<Shared<A>>,
 }
 
 impl<A: App> Clone for ServerState<A> {
@@ -72,6 +72,53 @@ impl<A: App> ServerState<A> {
     /// The options.
     pub(crate) fn options(&self) -> &ServerOptions {
         &self.inner.options
+    }
+
+    /// Who the caller is: the resolver, the identity cookie, anonymous mode.
+    pub(crate) fn identity(&self) -> &Identity {
+        &self.inner.identity
+    }
+
+    /// The rate limiter.
+    pub(crate) fn limiter(&self) -> &Arc<dyn RateLimiter> {
+        &self.inner.limiter
+    }
+
+    /// The cross-origin policy.
+    pub(crate) fn origin(&self) -> &OriginPolicy {
+        &self.inner.origin
+    }
+
+    /// The in-process idempotency records.
+    pub(crate) fn idempotency(&self) -> &IdempotencyStore {
+        &self.inner.idempotency
+    }
+
+    /// Where first answers of keyed calls are also kept (durable stores only).
+    pub(crate) fn durable_idempotency(&self) -> Option<&Arc<dyn IdempotencyRecords>> {
+        self.inner.durable_idempotency.as_ref()
+    }
+
+    /// When the stored answers past the window were last deleted (ms).
+    pub(crate) fn durable_idempotency_swept(&self) -> &std::sync::atomic::AtomicU64 {
+        &self.inner.durable_idempotency_swept
+    }
+
+    /// Revoked tids, for in-flight calls and sockets of that token.
+    pub(crate) fn revocations(&self) -> &broadcast::Sender<String> {
+        &self.inner.revocations
+    }
+
+    /// The paired sessions' hub and options.
+    #[cfg(feature = "pairing")]
+    pub(crate) fn pairing(&self) -> &Pairing {
+        &self.inner.pairing
+    }
+
+    /// Where the MCP session ids issued are kept (durable stores only).
+    #[cfg(feature = "mcp")]
+    pub(crate) fn mcp_bindings(&self) -> Option<&Arc<dyn crate::engine::store::McpBindings>> {
+        self.inner.mcp_bindings.as_ref()
     }
 
     pub(crate) fn clock(&self) -> &SharedClock {

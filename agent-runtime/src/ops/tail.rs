@@ -25,7 +25,7 @@ pub(crate) async fn with_revocation<A: App>(
     tid: &str,
     work: impl std::future::Future<Output = Reply>,
 ) -> Reply {
-    let mut revoked = server.inner.revocations.subscribe();
+    let mut revoked = server.revocations().subscribe();
     let wait_revoked = async move {
         loop {
             match revoked.recv().await {

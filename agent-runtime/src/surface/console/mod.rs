@@ -27,7 +27,7 @@ async fn console<A: App>(server: ServerState<A>, req: Request) -> Response {
     if parts.method != Method::GET {
         return ApiError::method_not_allowed().into_response();
     }
-    let known = server.inner.identity.resolve(&parts).await.is_some();
+    let known = server.identity().resolve(&parts).await.is_some();
     let mut response = (StatusCode::OK, CONSOLE_HTML).into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -41,8 +41,8 @@ async fn console<A: App>(server: ServerState<A>, req: Request) -> Response {
         HeaderValue::from_static("frame-ancestors 'none'"),
     );
     if !known {
-        let https = server.inner.origin.request_origin(&parts).is_https();
-        if let Some(issued) = server.inner.identity.issue_anonymous(https) {
+        let https = server.origin().request_origin(&parts).is_https();
+        if let Some(issued) = server.identity().issue_anonymous(https) {
             if let Ok(v) = HeaderValue::try_from(issued.set_cookie) {
                 headers.insert(header::SET_COOKIE, v);
             }

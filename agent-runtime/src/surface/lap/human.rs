@@ -63,8 +63,7 @@ fn internal(e: SessionError) -> ApiError {
 
 async fn agents_of<A: App>(server: &ServerState<A>, session_id: &str) -> Vec<AgentSession> {
     server
-        .inner
-        .tokens
+        .tokens()
         .list_by_session(session_id)
         .await
         .iter()

@@ -46,7 +46,7 @@ pub(super) async fn access<A: App>(
         return Err(ApiError::forbidden("agent tokens cannot use human routes"));
     }
     if method == Method::POST {
-        server.inner.origin.check(parts)?;
+        server.origin().check(parts)?;
         let media = parts
             .headers
             .get(header::CONTENT_TYPE)
@@ -63,8 +63,7 @@ pub(super) async fn access<A: App>(
         }
     }
     let uid = server
-        .inner
-        .identity
+        .identity()
         .resolve(parts)
         .await
         .ok_or_else(ApiError::auth_required)?;

@@ -89,7 +89,7 @@ async fn owned<A: App>(
 /// The entries of `uid`'s paired sessions in `GET /agent/human/sessions`: `kind: "paired"`,
 /// `connected` (an app socket is paired now), and no `pendingConfirms` (the app holds them).
 pub(super) async fn list_entries<A: App>(server: &ServerState<A>, uid: &str) -> Vec<Value> {
-    let hub = &server.inner.pairing.hub;
+    let hub = &server.pairing().hub;
     live_records(server, uid)
         .await
         .iter()
@@ -109,7 +109,7 @@ pub(super) async fn list_entries<A: App>(server: &ServerState<A>, uid: &str) -> 
 /// and `[]` while it is not connected or does not answer), no pending entries, the log ring.
 async fn view<A: App>(server: &ServerState<A>, uid: &str, id: &str) -> Result<Value, ApiError> {
     let record = owned(server, uid, id).await?;
-    let hub = &server.inner.pairing.hub;
+    let hub = &server.pairing().hub;
     let connected = hub.is_paired(&record.tid);
     let observed = if connected {
         hub.rpc(

@@ -50,7 +50,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
         return Err(ApiError::method_not_allowed());
     }
     check_content_length(&parts.headers)?;
-    server.inner.origin.check(&parts)?;
+    server.origin().check(&parts)?;
     let bytes = read_bytes(body).await?;
     let bad_body = || {
         ApiError::invalid(
@@ -87,14 +87,14 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
         return Err(ApiError::invalid(RELAY_ONLY));
     }
     let now = server.now();
-    let identity = server.inner.identity.resolve(&parts).await;
-    if identity.is_none() && !server.inner.identity.allows_anonymous() {
+    let identity = server.identity().resolve(&parts).await;
+    if identity.is_none() && !server.identity().allows_anonymous() {
         return Err(ApiError::auth_required());
     }
     let limit_key = identity
         .clone()
         .unwrap_or_else(|| request_client_address(&parts, server.options().trust_proxy));
-    if let Err(limited) = server.inner.limiter.check(&limit_key, Bucket::Mint).await {
+    if let Err(limited) = server.limiter().check(&limit_key, Bucket::Mint).await {
         server
             .audit(AuditEntry::rate_limited(
                 now,
@@ -104,13 +104,12 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
             .await;
         return Err(limited.into());
     }
-    let origin = server.inner.origin.request_origin(&parts);
+    let origin = server.origin().request_origin(&parts);
     let (uid, set_cookie) = match identity {
         Some(uid) => (uid, None),
         None => {
             let issued = server
-                .inner
-                .identity
+                .identity()
                 .issue_anonymous(origin.is_https())
                 .ok_or_else(ApiError::auth_required)?;
             (issued.uid, Some(issued.set_cookie))
@@ -143,12 +142,8 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
     };
     // A new session is in the store before its token is (another replica can load it).
     session.stored().await;
-    server
-        .inner
-        .tokens
-        .sweep_expired(now, SWEEP_RETENTION_MS)
-        .await;
-    if let Some(store) = &server.inner.durable_idempotency {
+    server.tokens().sweep_expired(now, SWEEP_RETENTION_MS).await;
+    if let Some(store) = server.durable_idempotency() {
         let before = now.saturating_sub(crate::IDEMPOTENCY_WINDOW_MS);
         if let Err(e) = store.sweep_idempotent(before).await {
             tracing::error!(target: "agent_runtime::store", "idempotency sweep failed: {e}");
@@ -215,7 +210,7 @@ async fn issue<A: App>(
         &record.origin,
         &record.session_id,
     );
-    server.inner.tokens.create(record).await;
+    server.tokens().create(record).await;
     server.audit(entry).await;
     let mut response = json_ok(&body);
     if let Some(c) = set_cookie {
@@ -258,11 +253,7 @@ async fn mint_paired<A: App>(
     }
     #[cfg(feature = "pairing")]
     {
-        server
-            .inner
-            .tokens
-            .sweep_expired(now, SWEEP_RETENTION_MS)
-            .await;
+        server.tokens().sweep_expired(now, SWEEP_RETENTION_MS).await;
         paired_caps(server, &uid, now).await?;
         let (token, hash) = mint_token();
         let session_id = crate::engine::paired::records::new_paired_session_id();
@@ -284,10 +275,9 @@ async fn mint_paired<A: App>(
 #[cfg(feature = "pairing")]
 async fn paired_caps<A: App>(server: &ServerState<A>, uid: &str, now: u64) -> Result<(), ApiError> {
     use crate::engine::paired::records::{is_paired, within_grace};
-    let options = &server.inner.pairing.options;
+    let options = &server.pairing().options;
     let live = server
-        .inner
-        .tokens
+        .tokens()
         .list_by_identity(uid)
         .await
         .iter()
@@ -307,7 +297,7 @@ async fn paired_caps<A: App>(server: &ServerState<A>, uid: &str, now: u64) -> Re
             .with_retry_after_ms(Some(options.grace_ms.max(1000))));
     }
     if crate::security::is_anonymous(uid) {
-        if let Err(retry) = server.inner.pairing.take_anonymous_mint(now) {
+        if let Err(retry) = server.pairing().take_anonymous_mint(now) {
             return Err(ApiError::new(ErrorCode::RateLimited)
                 .with_detail(format!(
                     "anonymous paired mints are limited to {} per minute",
@@ -332,20 +322,18 @@ async fn revoke_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<R
         return Err(ApiError::method_not_allowed());
     }
     check_content_length(&parts.headers)?;
-    server.inner.origin.check(&parts)?;
+    server.origin().check(&parts)?;
     let mut fields = Fields::from_body(read_json(body).await?);
     let tid = fields
         .string_or_none("tid")
         .ok_or_else(|| ApiError::invalid("tid must be a string"))?;
     let uid = server
-        .inner
-        .identity
+        .identity()
         .resolve(&parts)
         .await
         .ok_or_else(ApiError::auth_required)?;
     let record = server
-        .inner
-        .tokens
+        .tokens()
         .find_by_tid(&tid)
         .await
         .filter(|r| r.uid.as_deref() == Some(uid.as_str()))
@@ -361,12 +349,12 @@ pub(super) async fn revoke_record<A: App>(
     record: &TokenRecord,
     uid: &str,
 ) {
-    server.inner.tokens.revoke(&record.tid).await;
-    server.inner.idempotency.forget_token(&record.tid);
+    server.tokens().revoke(&record.tid).await;
+    server.idempotency().forget_token(&record.tid);
     // A paired app's socket is closed and what the hub kept for it freed at once.
     #[cfg(feature = "pairing")]
-    server.inner.pairing.hub.revoke(&record.tid);
-    let _ = server.inner.revocations.send(record.tid.clone());
+    server.pairing().hub.revoke(&record.tid);
+    let _ = server.revocations().send(record.tid.clone());
     server
         .audit(AuditEntry::revoke(server.now(), &record.tid, Some(uid)))
         .await;
@@ -377,11 +365,10 @@ async fn sessions<A: App>(server: ServerState<A>, req: Request) -> Response {
     if parts.method != Method::GET {
         return ApiError::method_not_allowed().into_response();
     }
-    let sessions: Vec<AgentSession> = match server.inner.identity.resolve(&parts).await {
+    let sessions: Vec<AgentSession> = match server.identity().resolve(&parts).await {
         None => Vec::new(),
         Some(uid) => server
-            .inner
-            .tokens
+            .tokens()
             .list_by_identity(&uid)
             .await
             .iter()

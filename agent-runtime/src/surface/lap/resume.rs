@@ -50,10 +50,9 @@ async fn admit<A: App>(
         return Err(ApiError::method_not_allowed());
     }
     check_content_length(&parts.headers)?;
-    server.inner.origin.check(&parts)?;
+    server.origin().check(&parts)?;
     let uid = server
-        .inner
-        .identity
+        .identity()
         .resolve(&parts)
         .await
         .ok_or_else(ApiError::auth_required)?;
@@ -98,7 +97,7 @@ async fn claim<A: App>(server: ServerState<A>, req: Request) -> Result<Value, Ap
         .get("tid")
         .and_then(Value::as_str)
         .ok_or_else(|| ApiError::invalid("tid must be a string"))?;
-    let origin = server.inner.origin.request_origin(&parts);
+    let origin = server.origin().request_origin(&parts);
     let record = resumable(&server, &uid, tid)
         .await
         .filter(|r| r.origin == origin.url(""))
@@ -113,7 +112,7 @@ async fn claim<A: App>(server: ServerState<A>, req: Request) -> Result<Value, Ap
     })
     .await
     .ok_or_else(ApiError::revoked)?;
-    server.inner.idempotency.forget_token(&record.tid);
+    server.idempotency().forget_token(&record.tid);
     server
         .audit(
             AuditEntry::new(

@@ -56,7 +56,7 @@ fn token_of(parts: &axum::http::request::Parts) -> Option<String> {
 
 async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
     let (mut parts, _) = req.into_parts();
-    if server.inner.origin.check(&parts).is_err() {
+    if server.origin().check(&parts).is_err() {
         return StatusCode::FORBIDDEN.into_response();
     }
     let Some(token) = token_of(&parts) else {
@@ -93,11 +93,11 @@ async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
 }
 
 async fn run<A: App>(server: ServerState<A>, record: TokenRecord, socket: WebSocket) {
-    let pairing = &server.inner.pairing;
+    let pairing = &server.pairing();
     let hub = &pairing.hub;
     let options = &pairing.options;
     let tid = record.tid.clone();
-    let mut revocations = server.inner.revocations.subscribe();
+    let mut revocations = server.revocations().subscribe();
     let lifecycle = hub.lifecycle.lock().await;
     // The record as it is now (a close handled meanwhile may have changed it).
     let record = server.tokens().find_by_tid(&tid).await.unwrap_or(record);
@@ -290,7 +290,7 @@ fn inbound<A: App>(
     text: &str,
     warnings: &mut WarnLimit,
 ) -> Read {
-    let pairing = &server.inner.pairing;
+    let pairing = &server.pairing();
     let hub = &pairing.hub;
     let frame = match ClientFrame::parse(text) {
         Ok(f) => f,

@@ -245,7 +245,7 @@ where
     }
 
     fn durable(&self) -> Option<&std::sync::Arc<dyn crate::engine::store::McpBindings>> {
-        self.server.inner.mcp_bindings.as_ref()
+        self.server.mcp_bindings()
     }
 
     /// An id this server does not hold: with a durable store, one it issued (not deleted) and
@@ -355,7 +355,7 @@ where
         let server = &self.server;
         let now = server.now();
         let address = request_client_address(&parts, server.options().trust_proxy);
-        if let Err(limited) = server.inner.limiter.check(&address, Bucket::Identity).await {
+        if let Err(limited) = server.limiter().check(&address, Bucket::Identity).await {
             server
                 .audit(AuditEntry::rate_limited(now, None, MCP_PATH))
                 .await;

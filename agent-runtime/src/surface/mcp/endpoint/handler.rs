@@ -94,7 +94,7 @@ impl<A: App> McpHandler<A> {
         match connect_flow(&forwarder, &self.cache).await {
             Ok(result) => {
                 // Kept by token id, so the binding survives a restart (never the token).
-                if let Some(store) = &self.server.inner.mcp_bindings {
+                if let Some(store) = self.server.mcp_bindings() {
                     restore::remember(store, session, &tid, self.server.now()).await;
                     disk_bounds::trim(store, sessions, Some(&tid)).await;
                 }
@@ -159,7 +159,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
             ToolAction::Disconnect => {
                 if let Some(id) = &session {
                     sessions.unbind(id);
-                    if let Some(store) = &self.server.inner.mcp_bindings {
+                    if let Some(store) = self.server.mcp_bindings() {
                         restore::forget(store, id).await;
                     }
                 }

@@ -76,7 +76,7 @@ pub(crate) fn mcp_routes<A: App>(server: &ServerState<A>, sessions: Arc<McpSessi
         .with_legacy_session_mode(true)
         .with_allowed_hosts(options.allowed_hosts.clone())
         .with_max_request_body_bytes(MAX_BODY_BYTES);
-    if let Some(bindings) = server.inner.mcp_bindings.clone() {
+    if let Some(bindings) = server.mcp_bindings().cloned() {
         config.session_store = Some(Arc::new(restore::StoredMcpSessions::new(
             bindings,
             server.clock().clone(),
