@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use crate::config::OverBudget;
-use crate::security::WireError;
+use crate::security::{retry_after_secs, WireError};
 
 /// An error answer `{"error":{"code","reconnect"?,"detail"?,"retryAfterMs"?}}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,7 +148,7 @@ impl ApiError {
             headers.push(("x-llui-reconnect", r.to_string()));
         }
         if let Some(ms) = self.retry_after_ms {
-            headers.push(("retry-after", ms.div_ceil(1000).max(1).to_string()));
+            headers.push(("retry-after", retry_after_secs(ms).to_string()));
         } else if let Some(s) = self.retry_after_s {
             headers.push(("retry-after", s.to_string()));
         }

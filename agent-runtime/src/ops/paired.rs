@@ -27,7 +27,7 @@ use crate::engine::paired::frames::{null, ConfirmDecision, Hello, Raw, ServerFra
 use crate::engine::paired::hub::Hub;
 use crate::engine::paired::link::{Resolution, RpcFail};
 use crate::engine::paired::records::within_grace;
-use crate::security::{TokenRecord, TokenStatus};
+use crate::security::{retry_after_secs, TokenRecord, TokenStatus};
 
 /// Extra time an rpc of `/message` gets past the dispatch's own `timeoutMs`.
 const MESSAGE_SLACK_MS: u64 = 1000;
@@ -43,7 +43,7 @@ pub(crate) fn paused(record: Option<&TokenRecord>, now: u64, retry_after_s: u64)
         Some(r) if r.status == TokenStatus::PendingResume => {
             if within_grace(r, now) {
                 let left = r.pending_resume_until.unwrap_or(now) - now;
-                ("pending", Some(left.div_ceil(1000).max(1)))
+                ("pending", Some(retry_after_secs(left)))
             } else {
                 ("expired", None)
             }
@@ -269,13 +269,7 @@ pub(super) async fn message<A: App>(call: &Resolved<'_, A>, req: MessageRequest)
     };
     // The hub knew the id before relaying the answer (an outcome sent with it is kept).
     hub.expect_confirm(tid, &id);
-    let resolved = hub
-        .wait_confirm(tid, &id, Duration::from_millis(timeout))
-        .await;
-    Ok(answer(
-        call,
-        raw_text(&resolution_answer(hub, tid, &id, resolved, false))?,
-    ))
+    await_outcome(call, &id, timeout, false).await
 }
 
 pub(super) async fn confirm_result<A: App>(
@@ -289,12 +283,25 @@ pub(super) async fn confirm_result<A: App>(
     if !hub.knows_confirm(tid, &id) {
         return Err(ApiError::invalid(format!("unknown confirmId: {id}")));
     }
+    await_outcome(call, &id, timeout, true).await
+}
+
+/// Waits up to `timeout_ms` for the outcome of proposal `id` and answers it: `poll` for
+/// `/confirm-result` (`still-pending`), else `/message` (`pending-confirmation`).
+async fn await_outcome<A: App>(
+    call: &Resolved<'_, A>,
+    id: &str,
+    timeout_ms: u64,
+    poll: bool,
+) -> Relayed<Raw> {
+    let hub = &call.server.pairing().hub;
+    let tid = call.record.tid.as_str();
     let resolved = hub
-        .wait_confirm(tid, &id, Duration::from_millis(timeout))
+        .wait_confirm(tid, id, Duration::from_millis(timeout_ms))
         .await;
     Ok(answer(
         call,
-        raw_text(&resolution_answer(hub, tid, &id, resolved, true))?,
+        raw_text(&resolution_answer(hub, tid, id, resolved, poll))?,
     ))
 }
 

@@ -60,11 +60,18 @@ pub(super) fn wire_error_response<E: WireError + ?Sized>(error: &E) -> Response 
     response
 }
 
-/// Sets `retry-after` to `max(1, ceil(retry_after_ms / 1000))` seconds: every answer carrying
+/// The `retry-after` header's seconds for a wait of `ms`: `max(1, ceil(ms / 1000))`.
+pub(crate) fn retry_after_secs(ms: u64) -> u64 {
+    ms.div_ceil(1000).max(1)
+}
+
+/// Sets `retry-after` to [`retry_after_secs`] of `retry_after_ms`: every answer carrying
 /// `retryAfterMs` (429 `rate-limited`) has it, on LAP, mint, the human routes and MCP.
 pub(super) fn insert_retry_after(headers: &mut axum::http::HeaderMap, retry_after_ms: u64) {
-    let secs = retry_after_ms.div_ceil(1000).max(1);
-    headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    headers.insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(retry_after_secs(retry_after_ms)),
+    );
 }
 
 /// A configuration value the server refuses to start with.

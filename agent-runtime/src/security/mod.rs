@@ -34,6 +34,7 @@ pub use token_store::{InMemoryTokenStore, TokenStore};
 
 // The rest is the server's own.
 pub(crate) use client_addr::request_client_address;
+pub(crate) use error::retry_after_secs;
 pub(crate) use host_header::{AllowedHosts, HOST_REFUSED_DETAIL};
 #[cfg(feature = "pairing")]
 pub(crate) use identity::is_anonymous;

@@ -184,7 +184,7 @@ pub struct RateLimited {
 impl RateLimited {
     /// The MCP endpoint's `retry-after` header value in seconds: `max(1, ceil(N / 1000))`.
     pub fn retry_after_secs(&self) -> u64 {
-        self.retry_after_ms.div_ceil(1000).max(1)
+        super::error::retry_after_secs(self.retry_after_ms)
     }
 }
 

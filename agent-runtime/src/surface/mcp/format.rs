@@ -1,7 +1,8 @@
 //! Result formatting (`docs/lap.md` §7.2): success and failure results, the failure text of a
 //! forwarded call, the schema-change note, and the texts shown when nothing is connected.
 
-use agent_schema::protocol::{ErrorCode, ErrorDetail, ErrorResponse};
+use crate::ops::ApiError;
+use agent_schema::protocol::ErrorCode;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
@@ -46,15 +47,7 @@ impl LapAnswer {
     pub(crate) fn network(detail: impl Into<String>) -> Self {
         LapAnswer {
             status: 0,
-            body: serde_json::to_value(ErrorResponse {
-                error: ErrorDetail {
-                    code: ErrorCode::Network.as_str().to_owned(),
-                    reconnect: None,
-                    detail: Some(detail.into()),
-                    retry_after_ms: None,
-                },
-            })
-            .unwrap_or(Value::Null),
+            body: ApiError::new(ErrorCode::Network).with_detail(detail).body(),
             failed: true,
             text: None,
         }
