@@ -205,7 +205,9 @@ async fn ids_that_are_not_live_answer_404_and_nothing_is_allocated() {
     let versions = r.body["result"]["supportedVersions"]
         .as_array()
         .expect("supportedVersions");
-    assert_eq!(versions.last(), Some(&json!("2025-11-25")));
+    // Both generations: the `initialize` ones and the sessionless 2026-07-28.
+    assert!(versions.contains(&json!("2025-11-25")));
+    assert_eq!(versions.last(), Some(&json!("2026-07-28")));
     assert!(r.session.is_none());
     assert_eq!(sessions.live(), 0);
 

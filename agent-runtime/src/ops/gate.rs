@@ -65,7 +65,7 @@ pub(crate) async fn admit_credential<A: App>(
 /// The backend of `record`'s session: 503 `paused` when the host closed it (or its stored
 /// state cannot be migrated, saying why), or when a paired
 /// session has no socket (with the reconnect hint of `docs/pairing.md`).
-async fn backend_of<A: App>(
+pub(super) async fn backend_of<A: App>(
     server: &ServerState<A>,
     record: &TokenRecord,
 ) -> Result<Backend<A>, ApiError> {

@@ -28,6 +28,8 @@ mod spec;
 mod state;
 pub(crate) mod table;
 mod tail;
+#[cfg(feature = "mcp")]
+pub(crate) mod watch;
 
 pub(crate) use call::Caller;
 pub use error::ApiError;

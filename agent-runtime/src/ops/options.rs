@@ -112,6 +112,9 @@ pub struct McpOptions {
     /// `Host` values accepted (`mcpAllowedHosts`; a name matches any port, `name:port` only
     /// that port; default `localhost`, `127.0.0.1`, `::1`). Empty accepts any host.
     pub allowed_hosts: Vec<String>,
+    /// List the app's available actions as `do_<name>` tools next to the 16 (default on;
+    /// `docs/mcp.md` §Action tools).
+    pub action_tools: bool,
 }
 
 #[cfg(feature = "mcp")]
@@ -127,6 +130,7 @@ impl Default for McpOptions {
             server_name: "agent".into(),
             server_version: "1".into(),
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            action_tools: true,
         }
     }
 }

@@ -62,6 +62,7 @@ pub use records::{
     cel_sources, check_enum_doc, parse_field_doc, parse_nested_field_doc, parse_state_field_doc,
     parse_variant_doc, written_tags, CelSource,
 };
+pub use scanner::prose_of;
 pub use suggest::{osa_distance, suggest};
 pub use tag::Tag;
 pub use text::{excerpt, first_line, line_of};

@@ -274,3 +274,51 @@ fn fenced_ranges(doc: &str) -> Vec<std::ops::Range<usize>> {
     }
     ranges
 }
+
+/// `doc` without its known tags (`@intent("…")`, `@should("…")`, flags …): the prose a reader
+/// sees, with runs of blanks left by the tags collapsed. Unknown tags stay (they are prose to
+/// the scanner too).
+pub fn prose_of(doc: &str) -> String {
+    let mut out = String::with_capacity(doc.len());
+    let mut from = 0;
+    for event in scan(doc) {
+        let Event::Known { at, tag, call, .. } = event else {
+            continue;
+        };
+        let end = match call {
+            Call::Args { end, .. } | Call::Broken { end, .. } => end,
+            Call::Flag | Call::Mention => {
+                let name_end = at + 1 + tag.name().len();
+                if doc[name_end..].starts_with("()") {
+                    name_end + 2
+                } else {
+                    name_end
+                }
+            }
+        };
+        if at >= from && end <= doc.len() {
+            out.push_str(&doc[from..at]);
+            from = end;
+        }
+    }
+    out.push_str(&doc[from..]);
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod prose_tests {
+    use super::prose_of;
+
+    #[test]
+    fn tags_are_removed_and_prose_kept() {
+        assert_eq!(
+            prose_of("The amount. @should(\"a value between 0 and 1000\") @validates(\"v >= 0\")"),
+            "The amount."
+        );
+        assert_eq!(
+            prose_of("@humanOnly Mail support@example.com"),
+            "Mail support@example.com"
+        );
+        assert_eq!(prose_of("@requiresConfirm()"), "");
+    }
+}

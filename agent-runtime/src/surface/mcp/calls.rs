@@ -15,11 +15,19 @@ use super::args::check_args;
 use super::format::failure;
 use super::tools::{self, Surface, ToolSpec};
 
-/// Every protocol version up to the newest one that still uses `initialize`.
+#[cfg_attr(not(feature = "bridge"), allow(dead_code))] // the bridge's, declared beside the server's
+/// Every protocol version up to the newest one that still uses `initialize` (the bridge, a
+/// stdio server with one client).
 pub(crate) fn supported_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     Cow::Borrowed(ProtocolVersion::known_up_to(
         &ProtocolVersion::LATEST_WITH_INITIALIZE,
     ))
+}
+
+/// The versions `/agent/mcp` serves: the `initialize` generation with sessions and the
+/// sessionless one (2026-07-28) (`docs/mcp.md` §Two generations).
+pub(crate) fn server_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
+    Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
 }
 
 /// A surface's 16 tools with their input schemas, generated once.
@@ -48,6 +56,11 @@ impl ToolCatalog {
     /// The `tools/list` answer.
     pub(crate) fn list(&self) -> ListToolsResult {
         ListToolsResult::with_all_items(self.listed.clone())
+    }
+
+    /// Whether `name` is one of the surface's declared tools (not an action tool).
+    pub(crate) fn declares(&self, name: &str) -> bool {
+        self.specs.iter().any(|t| t.name == name)
     }
 
     /// Finds the tool a call names and checks its arguments. An unknown tool is a protocol

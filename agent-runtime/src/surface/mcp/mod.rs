@@ -10,6 +10,7 @@
 //! operation table (`tools`), argument checks derived from those schemas (`args`), result
 //! formatting (`format`) and the forwarding logic behind the `Forwarder` trait (`forward`).
 
+pub(crate) mod action_tools;
 pub(crate) mod args;
 #[cfg(feature = "bridge")]
 pub(crate) mod bridge;
@@ -17,6 +18,7 @@ pub(crate) mod calls;
 pub(crate) mod endpoint;
 pub(crate) mod format;
 pub(crate) mod forward;
+pub(crate) mod resources;
 pub(crate) mod tools;
 
 pub use endpoint::{AtCapacity, McpOptions, McpSessions, MCP_PATH};

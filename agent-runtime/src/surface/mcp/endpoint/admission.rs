@@ -24,7 +24,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use http_body_util::{BodyExt, Limited};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta as _};
 use serde_json::json;
 use tower::{Layer, Service, ServiceExt as _};
 
@@ -167,6 +167,7 @@ where
             return self.pass(parts, Bytes::new()).await;
         }
         let mut kind = Kind::Other;
+        let mut stateless = header_names_stateless_revision(&parts.headers);
         let mut bytes = Bytes::new();
         if parts.method == Method::POST {
             if !accepts_json_and_sse(&parts.headers) {
@@ -192,6 +193,11 @@ where
                 // rmcp answers unparsable JSON or JSON-RPC with 400; nothing is allocated.
                 Err(_) => return self.pass(parts, bytes).await,
                 Ok(ClientJsonRpcMessage::Request(r)) => {
+                    stateless |= r
+                        .request
+                        .get_meta()
+                        .protocol_version()
+                        .is_some_and(|v| is_stateless_revision(v.as_str()));
                     kind = match r.request {
                         ClientRequest::InitializeRequest(_) => Kind::Initialize,
                         ClientRequest::DiscoverRequest(_) => Kind::Discover,
@@ -214,6 +220,7 @@ where
             None => match (&parts.method, kind) {
                 (&Method::POST, Kind::Discover) => self.pass(parts, bytes).await,
                 (&Method::POST, Kind::Initialize) => self.initialize(parts, bytes).await,
+                _ if stateless => self.stateless(parts, bytes).await,
                 _ => bare_error(StatusCode::BAD_REQUEST, "mcp-session-id required"),
             },
         }
@@ -351,13 +358,31 @@ where
         response
     }
 
-    async fn initialize(&self, parts: Parts, bytes: Bytes) -> Response {
+    /// A request of a sessionless revision (2026-07-28, `docs/mcp.md` §Two generations): the
+    /// bearer, when sent, is verified and travels with the request to the handler as its
+    /// binding; without one, the client address is rate limited. rmcp then checks the
+    /// revision's headers and `_meta` and serves it statelessly.
+    async fn stateless(&self, mut parts: Parts, bytes: Bytes) -> Response {
+        if parts.headers.contains_key(header::AUTHORIZATION) {
+            match self.bearer_binding(&parts).await {
+                Ok(binding) => {
+                    parts.extensions.insert(binding);
+                }
+                Err(response) => return *response,
+            }
+        } else if let Err(response) = self.limit_address(&parts).await {
+            return *response;
+        }
+        self.pass(parts, bytes).await
+    }
+
+    /// The client address's rate limit (bucket `identity`): 429 with `retry-after`, audited.
+    async fn limit_address(&self, parts: &Parts) -> Result<(), Box<Response>> {
         let server = &self.server;
-        let now = server.now();
-        let address = request_client_address(&parts, server.options().trust_proxy);
+        let address = request_client_address(parts, server.options().trust_proxy);
         if let Err(limited) = server.limiter().check(&address, Bucket::Identity).await {
             server
-                .audit(AuditEntry::rate_limited(now, None, MCP_PATH))
+                .audit(AuditEntry::rate_limited(server.now(), None, MCP_PATH))
                 .await;
             let mut response = ApiError::from(limited).into_response();
             insert_header(
@@ -365,35 +390,55 @@ where
                 header::RETRY_AFTER,
                 limited.retry_after_secs(),
             );
-            return response;
+            return Err(Box::new(response));
+        }
+        Ok(())
+    }
+
+    /// The binding of the request's `Authorization` bearer: 401 `auth-failed` / 403 `revoked`
+    /// (audited) when it does not verify.
+    async fn bearer_binding(&self, parts: &Parts) -> Result<Binding, Box<Response>> {
+        let server = &self.server;
+        let now = server.now();
+        let authorization = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|a| a.to_str().ok());
+        let verified = verify_bearer(
+            authorization,
+            &**server.tokens(),
+            now,
+            server.options().sliding_ttl_ms,
+        )
+        .await;
+        match verified {
+            Ok(record) => Ok(Binding {
+                tid: record.tid,
+                token: authorization
+                    .and_then(|a| a.strip_prefix("Bearer "))
+                    .map(str::to_owned),
+            }),
+            Err(e) => {
+                let detail = json!({"endpoint": MCP_PATH, "code": e.code().as_str()});
+                server
+                    .audit(AuditEntry::new(now, AuditEvent::AuthFailed, detail))
+                    .await;
+                Err(Box::new(ApiError::from(e).into_response()))
+            }
+        }
+    }
+
+    async fn initialize(&self, parts: Parts, bytes: Bytes) -> Response {
+        let server = &self.server;
+        let now = server.now();
+        if let Err(response) = self.limit_address(&parts).await {
+            return *response;
         }
         let mut binding = None;
-        if let Some(authorization) = parts.headers.get(header::AUTHORIZATION) {
-            let authorization = authorization.to_str().ok();
-            let verified = verify_bearer(
-                authorization,
-                &**server.tokens(),
-                now,
-                server.options().sliding_ttl_ms,
-            )
-            .await;
-            match verified {
-                Ok(record) => {
-                    let token = authorization
-                        .and_then(|a| a.strip_prefix("Bearer "))
-                        .map(str::to_owned);
-                    binding = Some(Binding {
-                        tid: record.tid,
-                        token,
-                    });
-                }
-                Err(e) => {
-                    let detail = json!({"endpoint": MCP_PATH, "code": e.code().as_str()});
-                    server
-                        .audit(AuditEntry::new(now, AuditEvent::AuthFailed, detail))
-                        .await;
-                    return ApiError::from(e).into_response();
-                }
+        if parts.headers.contains_key(header::AUTHORIZATION) {
+            match self.bearer_binding(&parts).await {
+                Ok(b) => binding = Some(b),
+                Err(response) => return *response,
             }
         }
         let sessions = server.mcp_sessions().clone();
@@ -450,6 +495,22 @@ where
             }
         }
     }
+}
+
+/// The first revision without sessions: its requests carry their version in `_meta` and the
+/// `MCP-Protocol-Version` header, and need no `initialize`.
+const FIRST_STATELESS_REVISION: &str = "2026-07-28";
+
+/// Revisions are dates, so they compare as strings.
+fn is_stateless_revision(version: &str) -> bool {
+    version >= FIRST_STATELESS_REVISION
+}
+
+fn header_names_stateless_revision(headers: &HeaderMap) -> bool {
+    headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(is_stateless_revision)
 }
 
 fn declared_length(headers: &HeaderMap) -> Option<u64> {

@@ -5,9 +5,11 @@
 //! tokens and answers unknown ids with 404; the handler ([`McpHandler`]) serves the 16 tools,
 //! running forwarded ones in-process through the LAP router with the bound token.
 
+mod actions;
 mod admission;
 mod disk_bounds;
 mod handler;
+mod notify;
 mod registry;
 mod restore;
 
@@ -21,6 +23,7 @@ pub(crate) use admission::McpAdmissionLayer;
 pub(crate) use handler::McpHandler;
 pub use registry::{AtCapacity, McpSessions};
 
+use super::action_tools::ActionCatalog;
 use super::calls::ToolCatalog;
 use super::tools::Surface;
 use crate::app::App;
@@ -66,12 +69,19 @@ pub(crate) fn mcp_routes<A: App>(server: &ServerState<A>, sessions: Arc<McpSessi
         return Router::new();
     }
     let tools = Arc::new(ToolCatalog::new(Surface::Server));
+    let hosted = Arc::new(ActionCatalog::hosted::<A::Msg>(server.host().describe()));
     let server = McpState {
         server: server.clone(),
         sessions,
     };
     let handler_server = server.clone();
-    let factory = move || Ok(McpHandler::new(handler_server.clone(), tools.clone()));
+    let factory = move || {
+        Ok(McpHandler::new(
+            handler_server.clone(),
+            tools.clone(),
+            hosted.clone(),
+        ))
+    };
     let mut config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(true)
         .with_allowed_hosts(options.allowed_hosts.clone())
