@@ -230,6 +230,14 @@ async fn mint_approve_and_narrate_in_the_browser() {
             text(&c, "[data-testid=snippet-mcp-call]").await.unwrap(),
             format!(r#"connect_session {{"token":"{token}"}}"#)
         );
+        let header = text(&c, "[data-testid=snippet-mcp-header]").await.unwrap();
+        assert!(
+            header.starts_with("claude mcp add --transport http ")
+                && header.ends_with(&format!(
+                    r#" {base}/agent/mcp --header "Authorization: Bearer {token}""#
+                )),
+            "{header}"
+        );
         assert_eq!(
             text(&c, "[data-testid=snippet-bridge-call]").await.unwrap(),
             format!(r#"connect_session {{"url":"{lap_url}","token":"{token}"}}"#)

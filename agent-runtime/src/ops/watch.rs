@@ -36,6 +36,7 @@ pub(crate) enum Change {
 /// A token's session, watched.
 pub(crate) struct Watched<A: App> {
     server: ServerState<A>,
+    #[cfg_attr(not(feature = "pairing"), allow(dead_code))] // a paired session's relay reads it
     record: TokenRecord,
     backend: Backend<A>,
 }
