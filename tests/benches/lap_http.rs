@@ -3,7 +3,9 @@
 //! session, against a bare axum handler returning the same bytes in the same run; MCP
 //! `tools/call send_message` over Streamable HTTP on an initialized MCP session bound to the
 //! same token, against LAP `/message`, each response (the SSE stream) read to its end, with and
-//! without `TCP_NODELAY` on the server's sockets; and the resident memory of idle sessions.
+//! without `TCP_NODELAY` on the server's sockets; sequential calls on one connection of LAP
+//! `/message` against MCP `send_message` on both protocol generations and the action tool
+//! `do_inc`; and the resident memory of idle sessions.
 //!
 //! `LAP_HTTP_SLICE_MS` and `LAP_HTTP_ROUNDS` override the length and number of the slices.
 
@@ -83,6 +85,8 @@ struct Target {
     headers: HeaderMap,
     body: Body,
     check: fn(&[u8]),
+    /// Clients loading it at once (`CONCURRENCY`, or 1 for the sequential comparison).
+    clients: usize,
 }
 
 impl Target {
@@ -105,6 +109,7 @@ impl Target {
             headers,
             body,
             check,
+            clients: CONCURRENCY,
         };
         // Warm up the connections.
         let warm: Vec<_> = (0..CONCURRENCY).map(|_| target.post()).collect();
@@ -126,12 +131,18 @@ impl Target {
         (self.check)(&resp.bytes().await.unwrap());
     }
 
-    /// Loads the target with `CONCURRENCY` clients for one slice and adds to `run`.
+    /// The same target loaded by one client: calls one after the other on one connection.
+    fn sequential(mut self) -> Self {
+        self.clients = 1;
+        self
+    }
+
+    /// Loads the target with its clients for one slice and adds to `run`.
     async fn slice(self: &Arc<Self>, slice: Duration, run: &mut Run) {
         let started = Instant::now();
         let deadline = started + slice;
         let mut tasks = Vec::new();
-        for _ in 0..CONCURRENCY {
+        for _ in 0..self.clients {
             let target = self.clone();
             tasks.push(tokio::spawn(async move {
                 let mut lat = Vec::new();
@@ -282,6 +293,28 @@ async fn mcp_send_message(url: String, token: &str) -> Target {
     Target::with(url, headers, body, check_sent).await
 }
 
+/// `tools/call` of `tool` with `arguments` on MCP 2026-07-28: no session, the bearer, the
+/// revision's headers and `_meta` on every request.
+async fn mcp_stateless_call(url: String, token: &str, tool: &str, arguments: Value) -> Target {
+    let mut headers = mcp_headers(None, Some("2026-07-28"));
+    headers.insert("mcp-method", HeaderValue::from_static("tools/call"));
+    headers.insert("mcp-name", HeaderValue::from_str(tool).unwrap());
+    headers.insert(
+        "authorization",
+        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+    );
+    let params = json!({"name": tool, "arguments": arguments, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "lap_http", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }});
+    let body = Body::ToolCall {
+        params: params.to_string(),
+        next_id: AtomicU64::new(1),
+    };
+    Target::with(url, headers, body, check_sent).await
+}
+
 /// Serves `router` on a free loopback port, with or without `TCP_NODELAY` on accepted sockets.
 async fn serve(router: axum::Router, tcp_nodelay: bool) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -401,6 +434,41 @@ fn main() {
             mcp.rps() / message.rps() * 100.0,
             mcp_delayed.rps() / message.rps() * 100.0
         );
+
+        // Sequential: one client, one connection, one call after the other (issue 21: an MCP
+        // call costs at most 1.25× the LAP call of the same operation, on both generations).
+        let mcp_url = format!("{}/agent/mcp", t.base);
+        let inc = json!({"msg": {"type": "inc"}, "waitFor": "idle"});
+        let sequential = [
+            Target::new(
+                format!("{}/agent/lap/v1/message", t.base),
+                Some(&m.token),
+                inc.to_string(),
+            )
+            .await,
+            mcp_send_message(mcp_url.clone(), &m.token).await,
+            mcp_stateless_call(mcp_url.clone(), &m.token, "send_message", inc.clone()).await,
+            mcp_stateless_call(mcp_url.clone(), &m.token, "do_inc", json!({})).await,
+        ]
+        .map(|t| Arc::new(t.sequential()));
+        let mut runs: [Run; 4] = Default::default();
+        for _ in 0..rounds {
+            for (target, run) in sequential.iter().zip(runs.iter_mut()) {
+                target.slice(slice, run).await;
+            }
+        }
+        println!("sequential, one connection:");
+        let [lap, legacy, stateless, action] = &mut runs;
+        report("LAP /message (waitFor idle)", lap);
+        report("MCP 2025-11-25 send_message", legacy);
+        report("MCP 2026-07-28 send_message", stateless);
+        report("MCP 2026-07-28 do_inc", action);
+        for (name, run) in [("2025-11-25", &*legacy), ("2026-07-28", &*stateless), ("2026-07-28 do_inc", &*action)] {
+            println!(
+                "  MCP {name} relative to LAP /message: {:.0}% of the rate (target >= 80%)",
+                run.rps() / lap.rps() * 100.0
+            );
+        }
 
         // Memory of idle sessions.
         let n = 10_000;

@@ -24,7 +24,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use http_body_util::{BodyExt, Limited};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta as _};
+use serde::Deserialize;
 use serde_json::json;
 use tower::{Layer, Service, ServiceExt as _};
 
@@ -124,6 +124,44 @@ where
     }
 }
 
+/// The little admission reads of a POST's JSON-RPC body, without building the message (rmcp
+/// parses it whole after): its method, whether it is a request, the revision in its `_meta`.
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    id: Option<serde::de::IgnoredAny>,
+    #[serde(borrow, default)]
+    params: Option<PeekParams<'a>>,
+}
+
+#[derive(Deserialize)]
+struct PeekParams<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<PeekMeta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct PeekMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+    version: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl Peek<'_> {
+    fn version(&self) -> Option<&str> {
+        self.params.as_ref()?.meta.as_ref()?.version.as_deref()
+    }
+
+    fn kind(&self) -> Kind {
+        match (self.id.is_some(), self.method.as_deref()) {
+            (true, Some("initialize")) => Kind::Initialize,
+            (true, Some("server/discover")) => Kind::Discover,
+            _ => Kind::Other,
+        }
+    }
+}
+
 /// What the JSON-RPC body of a POST is, as far as admission cares.
 enum Kind {
     Initialize,
@@ -189,22 +227,13 @@ where
                 }
                 Err(_) => return plain(StatusCode::BAD_REQUEST, "Bad Request: unreadable body"),
             };
-            match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+            match serde_json::from_slice::<Peek<'_>>(&bytes) {
                 // rmcp answers unparsable JSON or JSON-RPC with 400; nothing is allocated.
                 Err(_) => return self.pass(parts, bytes).await,
-                Ok(ClientJsonRpcMessage::Request(r)) => {
-                    stateless |= r
-                        .request
-                        .get_meta()
-                        .protocol_version()
-                        .is_some_and(|v| is_stateless_revision(v.as_str()));
-                    kind = match r.request {
-                        ClientRequest::InitializeRequest(_) => Kind::Initialize,
-                        ClientRequest::DiscoverRequest(_) => Kind::Discover,
-                        _ => Kind::Other,
-                    }
+                Ok(peek) => {
+                    stateless |= peek.version().is_some_and(is_stateless_revision);
+                    kind = peek.kind();
                 }
-                Ok(_) => {}
             }
         }
         let sessions = self.server.mcp_sessions();
