@@ -69,7 +69,11 @@ fn expected_tools() -> Vec<ExpectedTool> {
         ("connect_session", vec![("token", "string")], vec!["token"]),
         ("observe", vec![], vec![]),
         ("describe_app", vec![], vec![]),
-        ("get_state", vec![("path", "string")], vec![]),
+        (
+            "get_state",
+            vec![("path", "string"), ("sinceSeq", "integer")],
+            vec![],
+        ),
         ("query_state", vec![("path", "string")], vec!["path"]),
         (
             "describe_recent_actions",
@@ -99,7 +103,11 @@ fn expected_tools() -> Vec<ExpectedTool> {
         ),
         (
             "wait_for_change",
-            vec![("path", "string"), ("timeoutMs", "number")],
+            vec![
+                ("path", "string"),
+                ("sinceSeq", "integer"),
+                ("timeoutMs", "number"),
+            ],
             vec![],
         ),
         (
@@ -304,7 +312,7 @@ async fn connect_observe_act_confirm_wait_narrate_disconnect() {
     let sent = ok(&call(&c, "send_message", json!({"msg": {"type": "inc"}})).await);
     assert_eq!(sent["status"], "dispatched");
     let state = ok(&call(&c, "get_state", json!({"path": "/count"})).await);
-    assert_eq!(state, json!({"state": 1}));
+    assert_eq!(state, json!({"state": 1, "seq": 1}));
     let lap = t.lap(&m.token, "/state", &json!({})).await;
     assert_eq!(lap.body["state"]["count"], 1);
     // Unknown top-level keys are dropped; msg keeps all its keys.

@@ -58,13 +58,16 @@ pub(super) async fn observe<A: App>(
     _: EmptyRequest,
 ) -> Handled<ObserveResponse> {
     let session = call.session;
+    // The state and its version from one snapshot; the hooks may read a newer one.
+    let published = session.published();
     let actions = session.list_actions().map_err(closed_or_internal)?;
     let context = session.context().map_err(closed_or_internal)?;
     let body = ObserveResponse {
-        state: session.published().json(),
+        state: published.json(),
         actions,
         description: call.server.host().observe_description(),
         context,
+        seq: Some(published.seq),
     };
     Ok(read(call, body))
 }
@@ -77,7 +80,10 @@ pub(super) async fn describe<A: App>(call: &Call<'_, A>, _: EmptyRequest) -> Han
 }
 
 pub(super) async fn state<A: App>(call: &Call<'_, A>, req: StateRequest) -> Handled<StateResponse> {
-    let body = call.session.get_state(req.path.as_deref());
+    let body = match req.since_seq {
+        Some(since) => call.session.get_state_since(since),
+        None => call.session.get_state(req.path.as_deref()),
+    };
     Ok(read(call, body))
 }
 
@@ -161,9 +167,15 @@ pub(super) async fn recent_actions<A: App>(
 /// The `/message` answer for the outcome of a proposal it waited on.
 fn message_answer(outcome: ConfirmOutcome, confirm_id: String) -> SendResult {
     match outcome {
-        ConfirmOutcome::Confirmed { state_after, msg } => {
-            SendResult::Confirmed { state_after, msg }
-        }
+        ConfirmOutcome::Confirmed {
+            state_after,
+            msg,
+            seq,
+        } => SendResult::Confirmed {
+            state_after,
+            msg,
+            seq,
+        },
         ConfirmOutcome::UserCancelled => SendResult::Rejected {
             reason: RejectReason::UserCancelled,
             detail: None,
@@ -245,8 +257,16 @@ pub(super) async fn confirm_result<A: App>(
         .await
         .ok_or_else(|| ApiError::invalid(format!("unknown confirmId: {id}")))?;
     let (body, name) = match outcome {
-        ConfirmOutcome::Confirmed { state_after, msg } => (
-            ConfirmResultResponse::Confirmed { state_after, msg },
+        ConfirmOutcome::Confirmed {
+            state_after,
+            msg,
+            seq,
+        } => (
+            ConfirmResultResponse::Confirmed {
+                state_after,
+                msg,
+                seq,
+            },
             "confirmed",
         ),
         ConfirmOutcome::UserCancelled => (
@@ -273,7 +293,7 @@ pub(super) async fn wait<A: App>(call: &Call<'_, A>, req: WaitRequest) -> Handle
     let timeout = call.wait_ms(req.timeout_ms);
     let body = call
         .session
-        .wait_for_change(req.path.as_deref(), timeout)
+        .wait_for_change_since(req.path.as_deref(), req.since_seq, timeout)
         .await
         .map_err(closed_or_internal)?;
     let detail = json!({"path": call.spec.audit_path(), "outcome": body.status.as_str()});

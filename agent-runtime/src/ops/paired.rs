@@ -162,12 +162,15 @@ pub(crate) fn description(hello: &Hello) -> Description<'_> {
     }
 }
 
-/// The dynamic half of `/observe` as the app answers it (values left as text).
+/// The dynamic half of `/observe` as the app answers it (values left as text; `seq` when
+/// the app counts its commits, as the Rust pairing client does).
 #[derive(Deserialize)]
 struct Observed {
     state: Option<Raw>,
     actions: Option<Raw>,
     context: Option<Raw>,
+    #[serde(default)]
+    seq: Option<u64>,
 }
 
 /// The `/observe` answer: the app's dynamic half plus the hello's description.
@@ -177,6 +180,8 @@ struct Observation<'a> {
     actions: Raw,
     description: Description<'a>,
     context: Raw,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seq: Option<u64>,
 }
 
 pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
@@ -187,12 +192,14 @@ pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> 
         state: None,
         actions: None,
         context: None,
+        seq: None,
     });
     let body = Observation {
         state: dynamic.state.unwrap_or_else(null),
         actions: dynamic.actions.unwrap_or_else(null),
         description: description(&hello),
         context: dynamic.context.unwrap_or_else(null),
+        seq: dynamic.seq,
     };
     Ok(answer(call, raw_text(&body)?))
 }

@@ -27,6 +27,9 @@ struct StoredSlot {
     decided_at: Option<u64>,
     /// `(stateAfter, msg)` once an approved message committed.
     committed: Option<(Value, Option<Value>)>,
+    /// The seq of that commit (absent from entries stored before versions existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    committed_seq: Option<u64>,
 }
 
 impl From<StoredSlot> for Slot {
@@ -36,7 +39,11 @@ impl From<StoredSlot> for Slot {
             decided_at: s.decided_at,
             committed: s
                 .committed
-                .map(|(state_after, msg)| ConfirmOutcome::Confirmed { state_after, msg }),
+                .map(|(state_after, msg)| ConfirmOutcome::Confirmed {
+                    state_after,
+                    msg,
+                    seq: s.committed_seq,
+                }),
         }
     }
 }
@@ -150,15 +157,21 @@ impl ConfirmStore {
         let slots: Vec<StoredSlot> = self
             .slots
             .iter()
-            .map(|s| StoredSlot {
-                entry: s.entry.clone(),
-                decided_at: s.decided_at,
-                committed: match &s.committed {
-                    Some(ConfirmOutcome::Confirmed { state_after, msg }) => {
-                        Some((state_after.clone(), msg.clone()))
-                    }
-                    _ => None,
-                },
+            .map(|s| {
+                let (committed, committed_seq) = match &s.committed {
+                    Some(ConfirmOutcome::Confirmed {
+                        state_after,
+                        msg,
+                        seq,
+                    }) => (Some((state_after.clone(), msg.clone())), *seq),
+                    _ => (None, None),
+                };
+                StoredSlot {
+                    entry: s.entry.clone(),
+                    decided_at: s.decided_at,
+                    committed,
+                    committed_seq,
+                }
             })
             .collect();
         serde_json::to_string(&slots).unwrap_or_else(|_| "[]".into())
@@ -261,10 +274,20 @@ impl ConfirmStore {
         Ok(slot.entry.clone())
     }
 
-    /// Records that an approved entry's message committed.
-    pub(crate) fn mark_committed(&mut self, id: &str, state_after: Value, msg: Option<Value>) {
+    /// Records that an approved entry's message committed as version `seq`.
+    pub(crate) fn mark_committed(
+        &mut self,
+        id: &str,
+        state_after: Value,
+        msg: Option<Value>,
+        seq: u64,
+    ) {
         if let Some(slot) = self.slot_mut(id) {
-            slot.committed = Some(ConfirmOutcome::Confirmed { state_after, msg });
+            slot.committed = Some(ConfirmOutcome::Confirmed {
+                state_after,
+                msg,
+                seq: Some(seq),
+            });
         }
     }
 
@@ -328,7 +351,7 @@ mod tests {
         assert_eq!(store.outcome("b"), Some(ConfirmOutcome::UserCancelled));
         // Approved but not yet committed reads as pending.
         assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Pending));
-        store.mark_committed("a", json!({"n":1}), None);
+        store.mark_committed("a", json!({"n":1}), None, 1);
         assert!(matches!(
             store.outcome("a"),
             Some(ConfirmOutcome::Confirmed { .. })
@@ -396,7 +419,7 @@ mod tests {
         let mut there = ConfirmStore::new(600_000);
         assert!(there.restore_json(&stored));
         there.approve("a", None, 2).unwrap();
-        there.mark_committed("a", serde_json::json!({"n": 1}), None);
+        there.mark_committed("a", serde_json::json!({"n": 1}), None, 1);
         let foreign = there.to_json();
 
         assert!(here.merge_foreign(&foreign, &stored));

@@ -346,6 +346,7 @@ impl<A: App> Session<A> {
             actions,
             drain: report,
             state_after: opts.include_state.then(|| (*drained.after.state).clone()),
+            seq: Some(drained.after.seq),
         })
     }
 

@@ -98,7 +98,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         outcome = Ok(redo.effects);
     }
     let redacted = published.state.clone();
-    core.published.send_replace(published.clone());
+    core.publish(published.clone());
     let effects = match outcome {
         Ok(effects) => effects,
         Err(payload) => {
@@ -136,6 +136,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
             &confirm_id,
             (*redacted).clone(),
             edited.then_some(applied),
+            published.seq,
         );
         core.append_log(entry);
         core.confirm_changed.send_modify(|v| *v += 1);

@@ -15,7 +15,8 @@ const DEFINITIONS_PATH: &str = "/components/schemas/";
 /// The name of the bearer security scheme.
 const BEARER: &str = "agentToken";
 
-/// The LAP path of the one operation that can answer 409 (`docs/lap.md` §5.7).
+/// The LAP path of `/message`, whose answer may carry `idempotent-replayed` (`docs/lap.md`
+/// §5.7).
 const MESSAGE_PATH: &str = "/message";
 
 /// An error answer of the LAP gate or handlers: its code (which knows its status) and its
