@@ -1,4 +1,4 @@
-//! `/agent/mcp` with rmcp's own client over Streamable HTTP (`docs/lap.md` §7): the 16 tools and
+//! `/agent/mcp` with rmcp's own client over Streamable HTTP (`docs/lap.md` §7): the 18 tools and
 //! their schemas, the unbound texts, `connect_session`, forwarded tools through the LAP gate,
 //! the confirmation flow with a human approval, long polls, narration and disconnect.
 
@@ -63,7 +63,7 @@ type ExpectedTool = (
     Vec<&'static str>,
 );
 
-/// The 16 tools of `docs/lap.md` §7.1.
+/// The 18 tools of `docs/lap.md` §7.1.
 fn expected_tools() -> Vec<ExpectedTool> {
     vec![
         ("connect_session", vec![("token", "string")], vec!["token"]),
@@ -122,12 +122,18 @@ fn expected_tools() -> Vec<ExpectedTool> {
         ),
         ("describe_visible_content", vec![], vec![]),
         ("describe_context", vec![], vec![]),
+        ("list_pending", vec![], vec![]),
+        (
+            "withdraw_proposal",
+            vec![("confirmId", "string")],
+            vec!["confirmId"],
+        ),
         ("disconnect_session", vec![], vec![]),
     ]
 }
 
 #[tokio::test]
-async fn initialize_and_the_sixteen_tools() {
+async fn initialize_and_the_eighteen_tools() {
     let t = server().await;
     let c = client(&t, None).await;
     let info = c.peer_info().expect("server info");
@@ -144,7 +150,7 @@ async fn initialize_and_the_sixteen_tools() {
 
     let tools = c.list_all_tools().await.expect("tools/list");
     let expected = expected_tools();
-    assert_eq!(tools.len(), 16);
+    assert_eq!(tools.len(), 18);
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     names.sort_unstable();
     let mut want: Vec<&str> = expected.iter().map(|e| e.0).collect();

@@ -433,6 +433,26 @@ fn resolution_answer<'a>(
     }
 }
 
+/// The answer of `/pending` and `/withdraw` on a paired session: its proposals live in the
+/// app, and the pairing frames carry no listing of them (`docs/pairing.md` §LAP → frames).
+fn proposals_in_the_app() -> ApiError {
+    ApiError::new(ErrorCode::Conflict).with_detail(
+        "this session is paired: its proposals live in the app, which does not list or \
+         withdraw them for agents; poll get_confirm_result with the confirmId",
+    )
+}
+
+pub(super) async fn pending<A: App>(_: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
+    Err(proposals_in_the_app())
+}
+
+pub(super) async fn withdraw<A: App>(
+    _: &Resolved<'_, A>,
+    _: agent_schema::protocol::WithdrawRequest,
+) -> Relayed<Raw> {
+    Err(proposals_in_the_app())
+}
+
 /// `timeoutMs` with the operation's default, clamped to the server's `maxWaitMs`.
 fn wait_ms<A: App>(call: &Resolved<'_, A>, requested: Option<u64>) -> u64 {
     call.spec

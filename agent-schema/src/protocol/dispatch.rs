@@ -174,6 +174,9 @@ pub enum SendResult {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
+    /// The proposal this call waited on was withdrawn by its token (`/withdraw`) before the
+    /// human decided.
+    Withdrawn,
 }
 
 /// The outcome of a confirmation as seen by a waiting agent.
@@ -192,6 +195,8 @@ pub enum ConfirmOutcome {
     UserCancelled,
     /// Expired before a decision.
     Expired,
+    /// Withdrawn by the proposing token before a decision.
+    Withdrawn,
     /// Still waiting.
     Pending,
 }

@@ -288,7 +288,22 @@ lenient_request!(ConfirmResultRequest, |fields| {
     })
 });
 
-/// `/wait {path?, timeoutMs?}`.
+/// `/withdraw {confirmId}` (`lap.md` §5.8).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WithdrawRequest {
+    /// The confirmId of one of your own proposals the user has not decided yet (see list_pending).
+    #[schemars(schema_with = "string_schema")]
+    pub confirm_id: String,
+}
+
+lenient_request!(WithdrawRequest, |fields| {
+    Ok(WithdrawRequest {
+        confirm_id: fields.string("confirmId", "confirmId must be a string")?,
+    })
+});
+
+/// `/wait {path?, sinceSeq?, timeoutMs?}` (`lap.md` §5.3, `semantics.md` §8.5).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WaitRequest {

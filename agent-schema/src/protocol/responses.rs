@@ -196,6 +196,47 @@ pub enum ConfirmResultResponse {
     },
     /// Not decided yet.
     StillPending,
+    /// Withdrawn by the proposing token (`/withdraw`) before the human decided.
+    Withdrawn,
+}
+
+/// One of the caller's undecided proposals, as `/pending` lists it (`lap.md` §5.8).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingProposal {
+    /// The proposal's id (for `/confirm-result` and `/withdraw`).
+    pub confirm_id: String,
+    /// The variant's wire name.
+    pub variant: String,
+    /// The proposed message, `{"type": variant, ...payload}`.
+    #[schemars(schema_with = "any_schema")]
+    pub msg: Value,
+    /// The reason given with it, or null.
+    pub reason: Option<String>,
+    /// When it was proposed (ms since the Unix epoch).
+    pub proposed_at: u64,
+}
+
+/// `/pending`: the caller's own proposals the human has not decided yet, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PendingResponse {
+    /// The proposals.
+    pub pending: Vec<PendingProposal>,
+}
+
+/// `/withdraw`: `{"status":"withdrawn"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WithdrawResponse {
+    /// Always `withdrawn`.
+    pub status: WithdrawnStatus,
+}
+
+/// The one status of a [`WithdrawResponse`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WithdrawnStatus {
+    /// The proposal is withdrawn.
+    Withdrawn,
 }
 
 /// Whether `/wait` saw a change.

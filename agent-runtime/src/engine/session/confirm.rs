@@ -57,6 +57,17 @@ pub enum DecisionError {
     AlreadyDecided(ConfirmStatus),
 }
 
+/// Why a withdrawal was refused (`docs/lap.md` §5.8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum WithdrawError {
+    /// No entry with that id.
+    NotFound,
+    /// Another token proposed it.
+    NotYours,
+    /// The entry was decided already (its status).
+    AlreadyDecided(ConfirmStatus),
+}
+
 impl std::fmt::Display for DecisionError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -274,6 +285,37 @@ impl ConfirmStore {
         Ok(slot.entry.clone())
     }
 
+    /// Marks a pending entry proposed by `tid` withdrawn. Another token's entry is refused
+    /// before its status is looked at.
+    pub(crate) fn withdraw(
+        &mut self,
+        id: &str,
+        tid: &str,
+        now: u64,
+    ) -> Result<ConfirmEntry, WithdrawError> {
+        let slot = self.slot_mut(id).ok_or(WithdrawError::NotFound)?;
+        if slot.entry.tid.as_deref() != Some(tid) {
+            return Err(WithdrawError::NotYours);
+        }
+        if slot.entry.status != ConfirmStatus::Pending {
+            return Err(WithdrawError::AlreadyDecided(slot.entry.status));
+        }
+        slot.entry.status = ConfirmStatus::Withdrawn;
+        slot.decided_at = Some(now);
+        Ok(slot.entry.clone())
+    }
+
+    /// The pending entries proposed by `tid`, in proposal order.
+    pub(crate) fn pending_of(&self, tid: &str) -> Vec<ConfirmEntry> {
+        self.slots
+            .iter()
+            .filter(|s| {
+                s.entry.status == ConfirmStatus::Pending && s.entry.tid.as_deref() == Some(tid)
+            })
+            .map(|s| s.entry.clone())
+            .collect()
+    }
+
     /// Records that an approved entry's message committed as version `seq`.
     pub(crate) fn mark_committed(
         &mut self,
@@ -300,6 +342,7 @@ impl ConfirmStore {
             ConfirmStatus::Approved => slot.committed.clone().unwrap_or(ConfirmOutcome::Pending),
             ConfirmStatus::Rejected => ConfirmOutcome::UserCancelled,
             ConfirmStatus::Expired => ConfirmOutcome::Expired,
+            ConfirmStatus::Withdrawn => ConfirmOutcome::Withdrawn,
         })
     }
 
@@ -356,6 +399,41 @@ mod tests {
             store.outcome("a"),
             Some(ConfirmOutcome::Confirmed { .. })
         ));
+    }
+
+    #[test]
+    fn only_the_proposing_token_withdraws_a_pending_entry() {
+        let mut store = ConfirmStore::new(600_000);
+        let mut mine = entry("a", 0);
+        mine.tid = Some("t1".into());
+        store.propose(mine.clone(), 0).unwrap();
+        mine.id = "b".into();
+        store.propose(mine, 0).unwrap();
+        assert_eq!(store.pending_of("t1").len(), 2);
+        assert!(store.pending_of("t2").is_empty());
+        assert_eq!(store.withdraw("zz", "t1", 1), Err(WithdrawError::NotFound));
+        assert_eq!(store.withdraw("a", "t2", 1), Err(WithdrawError::NotYours));
+        let withdrawn = store.withdraw("a", "t1", 1).unwrap();
+        assert_eq!(withdrawn.status, ConfirmStatus::Withdrawn);
+        assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Withdrawn));
+        assert_eq!(
+            store.withdraw("a", "t1", 2),
+            Err(WithdrawError::AlreadyDecided(ConfirmStatus::Withdrawn))
+        );
+        assert_eq!(
+            store.approve("a", None, 2),
+            Err(DecisionError::AlreadyDecided(ConfirmStatus::Withdrawn))
+        );
+        store.reject("b", 3).unwrap();
+        assert_eq!(
+            store.withdraw("b", "t1", 4),
+            Err(WithdrawError::AlreadyDecided(ConfirmStatus::Rejected))
+        );
+        assert!(store.pending().is_empty());
+        // Stored and read back, the withdrawal stays.
+        let mut copy = ConfirmStore::new(600_000);
+        assert!(copy.restore_json(&store.to_json()));
+        assert_eq!(copy.outcome("a"), Some(ConfirmOutcome::Withdrawn));
     }
 
     #[test]

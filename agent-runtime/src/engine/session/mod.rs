@@ -15,6 +15,7 @@ mod notes;
 mod outcome;
 mod patches;
 pub(crate) mod persist;
+mod proposals;
 mod queue;
 mod reads;
 mod task;
@@ -42,6 +43,7 @@ pub(crate) use dispatch::SendError;
 pub use dispatch::{DispatchOptions, EditedApprovalError};
 pub use events::{SessionEvent, Subscription};
 pub use outcome::LastOutcome;
+pub(crate) use proposals::Withdrawal;
 
 use activity::ActivityLog;
 use confirm::ConfirmStore;

@@ -132,6 +132,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         entry.detail = activity::payload_detail(&applied);
         entry.state_diff = Some(published.patch().to_vec());
         entry.tid = tid;
+        entry.confirm_id = Some(confirm_id.clone());
         lock(&core.confirms).mark_committed(
             &confirm_id,
             (*redacted).clone(),

@@ -22,7 +22,7 @@ pub(crate) fn supported_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     ))
 }
 
-/// A surface's 16 tools with their input schemas, generated once.
+/// A surface's 18 tools with their input schemas, generated once.
 #[derive(Debug, Clone)]
 pub(crate) struct ToolCatalog {
     specs: Vec<ToolSpec>,

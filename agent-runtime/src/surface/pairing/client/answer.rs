@@ -133,7 +133,9 @@ fn read<A: App>(session: &Session<A>, op: Operation, args: Value) -> Result<Valu
         | Operation::Message
         | Operation::ConfirmResult
         | Operation::Wait
-        | Operation::Narrate => Err(unknown_tool(op.tool())),
+        | Operation::Narrate
+        | Operation::Pending
+        | Operation::Withdraw => Err(unknown_tool(op.tool())),
     }
 }
 
