@@ -360,30 +360,129 @@ async fn withdrawal_is_stored_on_postgres() {
     withdrawal_survives_a_restart(&pg.url()).await;
 }
 
-/// Paired sessions: the proposals live in the app and the frames carry no listing, so both
-/// operations answer 409 (`docs/pairing.md` §LAP → frames); `observe` relays the app's `seq`
-/// when it sends one.
+/// Paired sessions (`docs/pairing.md` §LAP → frames): the relay lists what each relayed
+/// `/message` proposed until the app resolves it; a withdrawal becomes the outcome and is pushed
+/// to the app as `confirm-expire`; the app's later `user-cancelled` does not undo it. `observe`
+/// relays the app's `seq` when it sends one.
 #[tokio::test]
-async fn paired_sessions_refuse_listing_and_withdrawal_and_relay_the_apps_seq() {
+async fn paired_sessions_list_and_withdraw_through_the_relay() {
+    use agent_tests::tab::Tab;
+
+    /// The next frame of type `t`, skipping others (`active`, `log-push`).
+    async fn next_of(tab: &mut Tab, t: &str) -> Value {
+        loop {
+            let frame = tab.next().await;
+            if frame["t"] == t {
+                return frame;
+            }
+        }
+    }
+
     let t = agent_tests::paired::server().await;
     let m = agent_tests::paired::mint(&t).await;
-    let mut tab = agent_tests::tab::Tab::pair(&t.base, &m.token).await;
-    for (tail, body) in [
-        ("/pending", json!({})),
-        ("/withdraw", json!({"confirmId": "c1"})),
-    ] {
-        let a = t.lap(&m.token, tail, &body).await;
-        assert_eq!(a.status, 409, "{tail}: {}", a.body);
-        assert_eq!(a.body["error"]["code"], "conflict");
-        assert!(a.body["error"]["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("this session is paired"));
-    }
-    let observed = t.spawn_lap(&m.token, "/observe", json!({}));
-    let (id, _) = tab.rpc("observe").await;
+    let mut tab = Tab::pair(&t.base, &m.token).await;
+
+    let call = t.spawn_lap(
+        &m.token,
+        "/message",
+        json!({"msg":{"type":"delete","id":"5"},"reason":"old row","timeoutMs":50}),
+    );
+    let rpc = next_of(&mut tab, "rpc").await;
+    assert_eq!(rpc["tool"], "send_message");
     tab.reply(
-        &id,
+        rpc["id"].as_str().unwrap(),
+        json!({"status":"pending-confirmation","confirmId":"c1"}),
+    )
+    .await;
+    let answer = call.await.unwrap().body;
+    assert_eq!(
+        answer,
+        json!({"status":"pending-confirmation","confirmId":"c1"})
+    );
+
+    let listed = t.lap(&m.token, "/pending", &json!({})).await.body;
+    let pending = listed["pending"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "{listed}");
+    assert_eq!(pending[0]["confirmId"], "c1");
+    assert_eq!(pending[0]["variant"], "delete");
+    assert_eq!(pending[0]["msg"], json!({"type":"delete","id":"5"}));
+    assert_eq!(pending[0]["reason"], "old row");
+    assert!(pending[0]["proposedAt"].as_u64().unwrap() > 0);
+
+    let unknown = t
+        .lap(&m.token, "/withdraw", &json!({"confirmId":"zz"}))
+        .await;
+    assert_eq!(
+        error(&unknown),
+        (400, json!("invalid"), json!("unknown confirmId: zz"))
+    );
+    let withdrawn = t
+        .lap(&m.token, "/withdraw", &json!({"confirmId":"c1"}))
+        .await;
+    assert_eq!(
+        (withdrawn.status, withdrawn.body),
+        (200, json!({"status":"withdrawn"}))
+    );
+    let expire = next_of(&mut tab, "confirm-expire").await;
+    assert_eq!(expire["confirmId"], "c1");
+    // The app voids it and reports a cancellation: it stays withdrawn.
+    tab.send(json!({"t":"confirm-resolved","confirmId":"c1","outcome":"user-cancelled"}))
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let polled = t
+        .lap(&m.token, "/confirm-result", &json!({"confirmId":"c1"}))
+        .await
+        .body;
+    assert_eq!(polled, json!({"status":"withdrawn"}));
+    let again = t
+        .lap(&m.token, "/withdraw", &json!({"confirmId":"c1"}))
+        .await;
+    assert_eq!(
+        error(&again),
+        (
+            409,
+            json!("conflict"),
+            json!("confirmation c1 is already withdrawn")
+        )
+    );
+    assert_eq!(
+        t.lap(&m.token, "/pending", &json!({})).await.body,
+        json!({"pending":[]})
+    );
+
+    // Decided by the human in the app first: refused.
+    let call = t.spawn_lap(
+        &m.token,
+        "/message",
+        json!({"msg":{"type":"delete","id":"6"},"timeoutMs":50}),
+    );
+    let rpc = next_of(&mut tab, "rpc").await;
+    tab.reply(
+        rpc["id"].as_str().unwrap(),
+        json!({"status":"pending-confirmation","confirmId":"c2"}),
+    )
+    .await;
+    call.await.unwrap();
+    tab.send(json!({"t":"confirm-resolved","confirmId":"c2","outcome":"confirmed","stateAfter":{"count":0}}))
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let decided = t
+        .lap(&m.token, "/withdraw", &json!({"confirmId":"c2"}))
+        .await;
+    assert_eq!(
+        error(&decided),
+        (
+            409,
+            json!("conflict"),
+            json!("confirmation c2 is already confirmed")
+        )
+    );
+
+    let observed = t.spawn_lap(&m.token, "/observe", json!({}));
+    let rpc = next_of(&mut tab, "rpc").await;
+    assert_eq!(rpc["tool"], "observe");
+    tab.reply(
+        rpc["id"].as_str().unwrap(),
         json!({"state": {"count": 3}, "actions": [], "context": null, "seq": 7}),
     )
     .await;

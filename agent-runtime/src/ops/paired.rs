@@ -25,14 +25,14 @@ use crate::app::App;
 use crate::config::OverBudget;
 use crate::engine::paired::frames::{null, ConfirmDecision, Hello, Raw, ServerFrame};
 use crate::engine::paired::hub::Hub;
-use crate::engine::paired::link::{Resolution, RpcFail};
+use crate::engine::paired::link::{Proposal, Resolution, RpcFail};
 use crate::engine::paired::records::within_grace;
 use crate::security::{retry_after_secs, TokenRecord, TokenStatus};
 
 /// Extra time an rpc of `/message` gets past the dispatch's own `timeoutMs`.
 const MESSAGE_SLACK_MS: u64 = 1000;
 
-type Relayed<R> = Result<Answer<R>, ApiError>;
+pub(super) type Relayed<R> = Result<Answer<R>, ApiError>;
 
 /// The 503 `paused` answer for `record`: the `X-LLui-Reconnect` hint, and `Retry-After` when
 /// the app may come back.
@@ -95,7 +95,7 @@ fn failed<A: App>(call: &Resolved<'_, A>, fail: RpcFail) -> ApiError {
 }
 
 /// A paired answer: audited as `lap-call {tool, paired}`; the app keeps its own log.
-fn answer<A: App, R: serde::Serialize>(call: &Resolved<'_, A>, body: R) -> Answer<R> {
+pub(super) fn answer<A: App, R: serde::Serialize>(call: &Resolved<'_, A>, body: R) -> Answer<R> {
     Answer::audited(body, json!({"tool": call.spec.tool, "paired": true}))
 }
 
@@ -274,9 +274,29 @@ pub(super) async fn message<A: App>(call: &Resolved<'_, A>, req: MessageRequest)
         }) if status == "pending-confirmation" => id,
         _ => return Ok(answer(call, answered)),
     };
-    // The hub knew the id before relaying the answer (an outcome sent with it is kept).
-    hub.expect_confirm(tid, &id);
+    // The hub knew the id before relaying the answer (an outcome sent with it is kept);
+    // what was proposed is kept for `/pending` (`docs/lap.md` §5.8).
+    hub.expect_proposal(tid, &id, proposal(call, &req));
     await_outcome(call, &id, timeout, false).await
+}
+
+/// What `/message` proposed, as `/pending` lists it: the message itself only within
+/// `confirm_bytes` (with its reason), else `{"type": variant}`.
+fn proposal<A: App>(call: &Resolved<'_, A>, req: &MessageRequest) -> Proposal {
+    let msg = &req.dispatch.msg;
+    let reason = req.dispatch.reason.clone();
+    let size = crate::config::json_len(&msg.0) + reason.as_ref().map_or(0, String::len);
+    let limit = call.server.host().config().budgets.confirm_bytes;
+    Proposal {
+        variant: msg.variant().to_string(),
+        msg: if size <= limit {
+            msg.0.clone()
+        } else {
+            json!({"type": msg.variant()})
+        },
+        reason,
+        proposed_at: call.server.now(),
+    }
 }
 
 pub(super) async fn confirm_result<A: App>(
@@ -409,6 +429,7 @@ fn resolution_answer<'a>(
         confirm_id: None,
     };
     match resolved {
+        Some(r) if r.withdrawn => status("withdrawn"),
         Some(r) if r.decision == ConfirmDecision::Confirmed => Decided {
             state_after: Some(r.state_after.unwrap_or_else(null)),
             ..status("confirmed")
@@ -431,26 +452,6 @@ fn resolution_answer<'a>(
             ..status("pending-confirmation")
         },
     }
-}
-
-/// The answer of `/pending` and `/withdraw` on a paired session: its proposals live in the
-/// app, and the pairing frames carry no listing of them (`docs/pairing.md` §LAP → frames).
-fn proposals_in_the_app() -> ApiError {
-    ApiError::new(ErrorCode::Conflict).with_detail(
-        "this session is paired: its proposals live in the app, which does not list or \
-         withdraw them for agents; poll get_confirm_result with the confirmId",
-    )
-}
-
-pub(super) async fn pending<A: App>(_: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
-    Err(proposals_in_the_app())
-}
-
-pub(super) async fn withdraw<A: App>(
-    _: &Resolved<'_, A>,
-    _: agent_schema::protocol::WithdrawRequest,
-) -> Relayed<Raw> {
-    Err(proposals_in_the_app())
 }
 
 /// `timeoutMs` with the operation's default, clamped to the server's `maxWaitMs`.

@@ -16,8 +16,7 @@ pub(crate) struct Conduct {
     /// that wait.
     pub(crate) default_timeout_ms: Option<u64>,
     /// May answer 409 `conflict` (`/message`: an `idempotencyKey` reused; `/withdraw`: a
-    /// decided proposal; `/pending`, `/withdraw` on a paired session), so the OpenAPI document
-    /// declares it.
+    /// decided proposal), so the OpenAPI document declares it.
     pub(crate) conflicts: bool,
 }
 

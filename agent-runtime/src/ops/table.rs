@@ -20,6 +20,8 @@ use super::gate::serve;
 use super::handlers;
 #[cfg(feature = "pairing")]
 use super::paired;
+#[cfg(feature = "pairing")]
+use super::paired_proposals;
 use super::reply::Reply;
 use super::spec::{Conduct, OperationSpec, PLAIN};
 use super::state::ServerState;
@@ -347,12 +349,12 @@ operations! {
         lap_path: "/pending",
         tool: "list_pending",
         label: "list_pending",
-        conduct: Conduct { conflicts: true, ..PLAIN },
+        conduct: PLAIN,
         request: EmptyRequest,
         keyed: not_keyed,
         response: PendingResponse,
         hosted: handlers::pending,
-        paired: paired::pending,
+        paired: paired_proposals::pending,
         description: "Your own proposals that are still waiting for the user's approval \
             (messages that answered \"pending-confirmation\"), oldest first, each with its \
             confirmId, variant, msg, reason and proposedAt. Use it to find a confirmId you \
@@ -368,7 +370,7 @@ operations! {
         keyed: not_keyed,
         response: WithdrawResponse,
         hosted: handlers::withdraw,
-        paired: paired::withdraw,
+        paired: paired_proposals::withdraw,
         description: "Withdraw one of your own proposals the user has not decided yet (its \
             confirmId): the approval request disappears from the user's screen and \
             get_confirm_result then answers \"withdrawn\". Use it when the proposal is no \

@@ -30,7 +30,7 @@ struct ErrorAnswer {
 
 /// The error answers of the LAP operations (`docs/lap.md` §5.1, §5.3, §10), in status order: every
 /// operation can give them, except 409, which only the operations marked `conflicts` give
-/// (`/message` §5.7, `/pending` and `/withdraw` §5.8).
+/// (`/message` §5.7, `/withdraw` §5.8).
 const ERROR_ANSWERS: &[ErrorAnswer] = &[
     ErrorAnswer {
         code: ErrorCode::Invalid,
@@ -431,7 +431,7 @@ mod tests {
             let mut expected = vec![
                 "200", "400", "401", "403", "409", "413", "429", "500", "503", "504",
             ];
-            if !["/message", "/pending", "/withdraw"].contains(&spec.lap_path) {
+            if !["/message", "/withdraw"].contains(&spec.lap_path) {
                 expected.retain(|s| *s != "409");
             }
             assert_eq!(statuses, expected, "{path}");
