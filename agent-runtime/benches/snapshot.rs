@@ -176,11 +176,13 @@ fn bench_toggle(c: &mut Criterion) {
 
 /// The `/observe` body, as the handler builds it.
 fn observe<A: App>(host: &Host<A>, session: &Session<A>) -> String {
+    let published = session.published();
     let body = ObserveResponse {
-        state: session.published().json(),
+        state: published.json(),
         actions: session.list_actions().expect("actions"),
         description: host.description(),
         context: session.context().expect("context"),
+        seq: Some(published.seq),
     };
     serde_json::to_string(&body).expect("observe")
 }

@@ -118,6 +118,12 @@ pub struct Budgets {
     pub idempotency_token_bytes: usize,
     /// Period of the sweep that drops expired idempotency records (default 30 s).
     pub idempotency_sweep_ms: u64,
+    /// Recent commit patches a session keeps for `/state {sinceSeq}` and `/wait {sinceSeq}`
+    /// (default 256); the oldest go first (`docs/semantics.md` §8.7).
+    pub patch_history: usize,
+    /// Bytes those patches hold in all (default 1 MiB); the oldest go first, and a patch over
+    /// it on its own is not kept (a `sinceSeq` before it gets the whole state).
+    pub patch_history_bytes: usize,
 }
 
 impl Default for Budgets {
@@ -133,6 +139,8 @@ impl Default for Budgets {
             idempotency_record_bytes: 256 * 1024,
             idempotency_token_bytes: 4 * 1024 * 1024,
             idempotency_sweep_ms: 30_000,
+            patch_history: 256,
+            patch_history_bytes: 1024 * 1024,
         }
     }
 }

@@ -363,6 +363,59 @@ async fn mint_approve_and_narrate_in_the_browser() {
     .await;
 }
 
+/// An agent withdraws its proposal (`docs/lap.md` §5.8): the card leaves the console at once,
+/// and the proposal that stays is still there to decide.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver (.ci/test installs them)"]
+async fn a_withdrawn_proposal_leaves_the_console() {
+    let t = anonymous_counter().await;
+    let base = t.base.clone();
+    with_browser(|c| async move {
+        let (token, _) = open_and_mint(&c, &t).await;
+        let mut ids = Vec::new();
+        for id in ["41", "42"] {
+            let (status, answer) = agent_call(
+                &base,
+                &token,
+                "/message",
+                json!({"msg": {"type": "delete", "id": id}, "timeoutMs": 10}),
+            )
+            .await;
+            assert_eq!(status, 200, "{answer}");
+            assert_eq!(answer["status"], "pending-confirmation", "{answer}");
+            ids.push(answer["confirmId"].as_str().unwrap().to_string());
+        }
+        let card = |id: &str| format!("[data-testid=confirm][data-confirm-id=\"{id}\"]");
+        wait_for("two cards", || async {
+            let cards = c
+                .find_all(Locator::Css("[data-testid=confirm]"))
+                .await
+                .ok()?;
+            (cards.len() == 2).then_some(())
+        })
+        .await;
+        wait_text(&c, "[data-testid=pending-count]", |s| s == "2").await;
+
+        let (status, answer) =
+            agent_call(&base, &token, "/withdraw", json!({"confirmId": ids[0]})).await;
+        assert_eq!((status, answer), (200, json!({"status": "withdrawn"})));
+        wait_for("the withdrawn card to go", || async {
+            c.find(Locator::Css(&card(&ids[0])))
+                .await
+                .is_err()
+                .then_some(())
+        })
+        .await;
+        wait_text(&c, "[data-testid=pending-count]", |s| s == "1").await;
+        assert!(c.find(Locator::Css(&card(&ids[1]))).await.is_ok());
+        // After a reload too (the page reads the pending list again).
+        c.refresh().await.expect("reload");
+        wait_text(&c, "[data-testid=pending-count]", |s| s == "1").await;
+        assert!(c.find(Locator::Css(&card(&ids[0]))).await.is_err());
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromium and chromedriver (.ci/test installs them)"]
 async fn edit_reject_dispatch_and_revoke_in_the_browser() {

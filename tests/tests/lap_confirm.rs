@@ -225,7 +225,7 @@ async fn an_edited_approval_applies_the_humans_message() {
     assert_eq!(answer["stateAfter"]["lastDelete"], "43");
     assert_eq!(answer["msg"], json!({"type":"delete","id":"43"}));
     let keys: Vec<&String> = answer.as_object().unwrap().keys().collect();
-    assert_eq!(keys, vec!["status", "stateAfter", "msg"]);
+    assert_eq!(keys, vec!["status", "stateAfter", "msg", "seq"]);
 }
 
 #[tokio::test]

@@ -224,7 +224,7 @@ async fn oversized_bodies_are_413_before_authentication() {
         .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)));
     let a = t.send(req).await;
     assert_eq!(a.status, 200);
-    assert_eq!(a.body, json!({"state": 0}));
+    assert_eq!(a.body, json!({"state": 0, "seq": 0}));
 }
 
 #[tokio::test]

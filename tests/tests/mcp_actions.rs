@@ -160,9 +160,9 @@ async fn sessionless_clients_act_through_action_tools_with_their_bearer() {
     let m = t.mint("alice", None).await;
     let client = stateless(&t, Some(&m.token)).await;
 
-    // The 16 tools, then one per available action: never the @humanOnly `signOut`.
+    // The 18 tools, then one per available action: never the @humanOnly `signOut`.
     let listed = tools(&client).await;
-    assert_eq!(listed.len(), 16 + 7, "{:?}", action_names(&listed));
+    assert_eq!(listed.len(), 18 + 7, "{:?}", action_names(&listed));
     let names = action_names(&listed);
     for name in [
         "do_inc",
@@ -264,7 +264,7 @@ async fn sessionless_clients_without_a_bearer_are_told_how_to_send_it() {
     let t = server(Counter).await;
     let client = stateless(&t, None).await;
     let listed = tools(&client).await;
-    assert_eq!(listed.len(), 16);
+    assert_eq!(listed.len(), 18);
     let text = err(&call(client.peer(), "connect_session", json!({"token": "agt_x"})).await);
     assert!(text.contains("Authorization: Bearer agt_"), "{text}");
     assert!(text.contains("claude mcp add --transport http"), "{text}");
@@ -281,7 +281,7 @@ async fn a_legacy_session_learns_its_actions_and_the_ones_a_gate_opens() {
     let t = server(TodoApp::default()).await;
     let m = t.mint("alice", None).await;
     let (client, mut rx) = legacy(&t, None).await;
-    assert_eq!(tools(&client).await.len(), 16);
+    assert_eq!(tools(&client).await.len(), 18);
     let connected = ok(&call(client.peer(), "connect_session", json!({"token": m.token})).await);
     assert_eq!(connected["status"], "connected");
     heard(&mut rx, &["tools"]).await;
@@ -415,7 +415,7 @@ async fn action_tools_can_be_turned_off() {
     let t = start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await;
     let m = t.mint("alice", None).await;
     let client = stateless(&t, Some(&m.token)).await;
-    assert_eq!(tools(&client).await.len(), 16);
+    assert_eq!(tools(&client).await.len(), 18);
     assert!(client
         .peer()
         .call_tool(rmcp::model::CallToolRequestParams::new("do_inc"))

@@ -1,4 +1,4 @@
-//! `/agent/mcp` with rmcp's own client over Streamable HTTP (`docs/lap.md` §7): the 16 tools and
+//! `/agent/mcp` with rmcp's own client over Streamable HTTP (`docs/lap.md` §7): the 18 tools and
 //! their schemas, the unbound texts, `connect_session`, forwarded tools through the LAP gate,
 //! the confirmation flow with a human approval, long polls, narration and disconnect.
 
@@ -63,13 +63,17 @@ type ExpectedTool = (
     Vec<&'static str>,
 );
 
-/// The 16 tools of `docs/lap.md` §7.1.
+/// The 18 tools of `docs/lap.md` §7.1.
 fn expected_tools() -> Vec<ExpectedTool> {
     vec![
         ("connect_session", vec![("token", "string")], vec!["token"]),
         ("observe", vec![], vec![]),
         ("describe_app", vec![], vec![]),
-        ("get_state", vec![("path", "string")], vec![]),
+        (
+            "get_state",
+            vec![("path", "string"), ("sinceSeq", "integer")],
+            vec![],
+        ),
         ("query_state", vec![("path", "string")], vec!["path"]),
         (
             "describe_recent_actions",
@@ -99,7 +103,11 @@ fn expected_tools() -> Vec<ExpectedTool> {
         ),
         (
             "wait_for_change",
-            vec![("path", "string"), ("timeoutMs", "number")],
+            vec![
+                ("path", "string"),
+                ("sinceSeq", "integer"),
+                ("timeoutMs", "number"),
+            ],
             vec![],
         ),
         (
@@ -114,12 +122,18 @@ fn expected_tools() -> Vec<ExpectedTool> {
         ),
         ("describe_visible_content", vec![], vec![]),
         ("describe_context", vec![], vec![]),
+        ("list_pending", vec![], vec![]),
+        (
+            "withdraw_proposal",
+            vec![("confirmId", "string")],
+            vec!["confirmId"],
+        ),
         ("disconnect_session", vec![], vec![]),
     ]
 }
 
 #[tokio::test]
-async fn initialize_and_the_sixteen_tools() {
+async fn initialize_and_the_eighteen_tools() {
     let t = server().await;
     let c = client(&t, None).await;
     let info = c.peer_info().expect("server info");
@@ -136,7 +150,7 @@ async fn initialize_and_the_sixteen_tools() {
 
     let tools = c.list_all_tools().await.expect("tools/list");
     let expected = expected_tools();
-    assert_eq!(tools.len(), 16);
+    assert_eq!(tools.len(), 18);
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     names.sort_unstable();
     let mut want: Vec<&str> = expected.iter().map(|e| e.0).collect();
@@ -304,7 +318,7 @@ async fn connect_observe_act_confirm_wait_narrate_disconnect() {
     let sent = ok(&call(&c, "send_message", json!({"msg": {"type": "inc"}})).await);
     assert_eq!(sent["status"], "dispatched");
     let state = ok(&call(&c, "get_state", json!({"path": "/count"})).await);
-    assert_eq!(state, json!({"state": 1}));
+    assert_eq!(state, json!({"state": 1, "seq": 1}));
     let lap = t.lap(&m.token, "/state", &json!({})).await;
     assert_eq!(lap.body["state"]["count"], 1);
     // Unknown top-level keys are dropped; msg keeps all its keys.

@@ -48,6 +48,7 @@ pub(crate) fn get_state_response(state: &Value, path: Option<&str>) -> StateResp
     StateResponse {
         state: get_state(state, path)
             .and_then(|v| serde_json::value::to_raw_value(v).ok().map(Arc::from)),
+        ..StateResponse::default()
     }
 }
 

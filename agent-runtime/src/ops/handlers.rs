@@ -3,11 +3,12 @@
 
 use agent_schema::protocol::{
     ActionsResponse, ConfirmOutcome, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
-    DescribeVisibleResponse, Description, DispatchRequest, EmptyRequest, LogKind, MessageRequest,
-    NarrateRequest, NarrateResponse, ObserveResponse, QueryDomRequest, QueryDomResponse,
-    QueryStateRequest, QueryStateResponse, RecentActionsRequest, RecentActionsResponse,
-    RejectReason, SendResult, StateRequest, StateResponse, WaitRequest, WaitResponse,
-    WouldDispatchRequest, WouldDispatchResult,
+    DescribeVisibleResponse, Description, DispatchRequest, EmptyRequest, ErrorCode, LogKind,
+    MessageRequest, NarrateRequest, NarrateResponse, ObserveResponse, PendingResponse,
+    QueryDomRequest, QueryDomResponse, QueryStateRequest, QueryStateResponse, RecentActionsRequest,
+    RecentActionsResponse, RejectReason, SendResult, StateRequest, StateResponse, WaitRequest,
+    WaitResponse, WithdrawRequest, WithdrawResponse, WithdrawnStatus, WouldDispatchRequest,
+    WouldDispatchResult,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -17,7 +18,8 @@ use super::error::ApiError;
 use super::spec::OperationSpec;
 use crate::app::App;
 use crate::config::OverBudget;
-use crate::engine::session::{DispatchOptions, SendError, SessionError};
+use crate::engine::session::confirm::WithdrawError;
+use crate::engine::session::{DispatchOptions, SendError, SessionError, Withdrawal};
 use crate::security::AuditEvent;
 
 type Handled<R> = Result<Answer<R>, ApiError>;
@@ -58,13 +60,16 @@ pub(super) async fn observe<A: App>(
     _: EmptyRequest,
 ) -> Handled<ObserveResponse> {
     let session = call.session;
+    // The state and its version from one snapshot; the hooks may read a newer one.
+    let published = session.published();
     let actions = session.list_actions().map_err(closed_or_internal)?;
     let context = session.context().map_err(closed_or_internal)?;
     let body = ObserveResponse {
-        state: session.published().json(),
+        state: published.json(),
         actions,
         description: call.server.host().observe_description(),
         context,
+        seq: Some(published.seq),
     };
     Ok(read(call, body))
 }
@@ -77,7 +82,10 @@ pub(super) async fn describe<A: App>(call: &Call<'_, A>, _: EmptyRequest) -> Han
 }
 
 pub(super) async fn state<A: App>(call: &Call<'_, A>, req: StateRequest) -> Handled<StateResponse> {
-    let body = call.session.get_state(req.path.as_deref());
+    let body = match req.since_seq {
+        Some(since) => call.session.get_state_since(since),
+        None => call.session.get_state(req.path.as_deref()),
+    };
     Ok(read(call, body))
 }
 
@@ -161,9 +169,15 @@ pub(super) async fn recent_actions<A: App>(
 /// The `/message` answer for the outcome of a proposal it waited on.
 fn message_answer(outcome: ConfirmOutcome, confirm_id: String) -> SendResult {
     match outcome {
-        ConfirmOutcome::Confirmed { state_after, msg } => {
-            SendResult::Confirmed { state_after, msg }
-        }
+        ConfirmOutcome::Confirmed {
+            state_after,
+            msg,
+            seq,
+        } => SendResult::Confirmed {
+            state_after,
+            msg,
+            seq,
+        },
         ConfirmOutcome::UserCancelled => SendResult::Rejected {
             reason: RejectReason::UserCancelled,
             detail: None,
@@ -172,6 +186,7 @@ fn message_answer(outcome: ConfirmOutcome, confirm_id: String) -> SendResult {
             reason: RejectReason::Timeout,
             detail: None,
         },
+        ConfirmOutcome::Withdrawn => SendResult::Withdrawn,
         ConfirmOutcome::Pending => SendResult::PendingConfirmation { confirm_id },
     }
 }
@@ -245,8 +260,16 @@ pub(super) async fn confirm_result<A: App>(
         .await
         .ok_or_else(|| ApiError::invalid(format!("unknown confirmId: {id}")))?;
     let (body, name) = match outcome {
-        ConfirmOutcome::Confirmed { state_after, msg } => (
-            ConfirmResultResponse::Confirmed { state_after, msg },
+        ConfirmOutcome::Confirmed {
+            state_after,
+            msg,
+            seq,
+        } => (
+            ConfirmResultResponse::Confirmed {
+                state_after,
+                msg,
+                seq,
+            },
             "confirmed",
         ),
         ConfirmOutcome::UserCancelled => (
@@ -261,6 +284,7 @@ pub(super) async fn confirm_result<A: App>(
             },
             "timeout",
         ),
+        ConfirmOutcome::Withdrawn => (ConfirmResultResponse::Withdrawn, "withdrawn"),
         ConfirmOutcome::Pending => (ConfirmResultResponse::StillPending, "still-pending"),
     };
     Ok(Answer::audited(
@@ -273,7 +297,7 @@ pub(super) async fn wait<A: App>(call: &Call<'_, A>, req: WaitRequest) -> Handle
     let timeout = call.wait_ms(req.timeout_ms);
     let body = call
         .session
-        .wait_for_change(req.path.as_deref(), timeout)
+        .wait_for_change_since(req.path.as_deref(), req.since_seq, timeout)
         .await
         .map_err(closed_or_internal)?;
     let detail = json!({"path": call.spec.audit_path(), "outcome": body.status.as_str()});
@@ -296,4 +320,50 @@ pub(super) async fn narrate<A: App>(
         NarrateResponse { ok: true },
         json!({"path": call.spec.audit_path(), "outcome": "ok"}),
     ))
+}
+
+pub(super) async fn pending<A: App>(
+    call: &Call<'_, A>,
+    _: EmptyRequest,
+) -> Handled<PendingResponse> {
+    if call.session.is_closed() {
+        return Err(ApiError::paused());
+    }
+    let pending = call.session.pending_of(call.tid());
+    let detail = json!({"tool": call.spec.tool, "count": pending.len()});
+    Ok(Answer::audited(PendingResponse { pending }, detail))
+}
+
+/// `/withdraw` (`docs/lap.md` §5.8): only the proposing token, only while undecided.
+pub(super) async fn withdraw<A: App>(
+    call: &Call<'_, A>,
+    req: WithdrawRequest,
+) -> Handled<WithdrawResponse> {
+    let id = req.confirm_id;
+    let withdrawn = call
+        .session
+        .withdraw(&id, call.tid())
+        .map_err(|e| match e {
+            Withdrawal::Closed(e) => closed_or_internal(e),
+            Withdrawal::Refused(WithdrawError::NotFound) => {
+                ApiError::invalid(format!("unknown confirmId: {id}"))
+            }
+            Withdrawal::Refused(WithdrawError::NotYours) => ApiError::forbidden(format!(
+                "confirmation {id} was proposed by another agent token"
+            )),
+            Withdrawal::Refused(WithdrawError::AlreadyDecided(status)) => {
+                ApiError::new(ErrorCode::Conflict)
+                    .with_detail(format!("confirmation {id} is already {}", status.as_str()))
+            }
+        })?;
+    Ok(Answer {
+        body: WithdrawResponse {
+            status: WithdrawnStatus::Withdrawn,
+        },
+        read: None,
+        audit: (
+            AuditEvent::ConfirmWithdrawn,
+            json!({"variant": withdrawn.variant, "confirmId": withdrawn.id}),
+        ),
+    })
 }

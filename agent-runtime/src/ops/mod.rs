@@ -23,6 +23,8 @@ mod idempotency;
 mod options;
 #[cfg(feature = "pairing")]
 pub(crate) mod paired;
+#[cfg(feature = "pairing")]
+mod paired_proposals;
 mod reply;
 mod spec;
 mod state;

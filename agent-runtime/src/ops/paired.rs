@@ -25,14 +25,14 @@ use crate::app::App;
 use crate::config::OverBudget;
 use crate::engine::paired::frames::{null, ConfirmDecision, Hello, Raw, ServerFrame};
 use crate::engine::paired::hub::Hub;
-use crate::engine::paired::link::{Resolution, RpcFail};
+use crate::engine::paired::link::{Proposal, Resolution, RpcFail};
 use crate::engine::paired::records::within_grace;
 use crate::security::{retry_after_secs, TokenRecord, TokenStatus};
 
 /// Extra time an rpc of `/message` gets past the dispatch's own `timeoutMs`.
 const MESSAGE_SLACK_MS: u64 = 1000;
 
-type Relayed<R> = Result<Answer<R>, ApiError>;
+pub(super) type Relayed<R> = Result<Answer<R>, ApiError>;
 
 /// The 503 `paused` answer for `record`: the `X-LLui-Reconnect` hint, and `Retry-After` when
 /// the app may come back.
@@ -95,7 +95,7 @@ fn failed<A: App>(call: &Resolved<'_, A>, fail: RpcFail) -> ApiError {
 }
 
 /// A paired answer: audited as `lap-call {tool, paired}`; the app keeps its own log.
-fn answer<A: App, R: serde::Serialize>(call: &Resolved<'_, A>, body: R) -> Answer<R> {
+pub(super) fn answer<A: App, R: serde::Serialize>(call: &Resolved<'_, A>, body: R) -> Answer<R> {
     Answer::audited(body, json!({"tool": call.spec.tool, "paired": true}))
 }
 
@@ -162,12 +162,15 @@ pub(crate) fn description(hello: &Hello) -> Description<'_> {
     }
 }
 
-/// The dynamic half of `/observe` as the app answers it (values left as text).
+/// The dynamic half of `/observe` as the app answers it (values left as text; `seq` when
+/// the app counts its commits, as the Rust pairing client does).
 #[derive(Deserialize)]
 struct Observed {
     state: Option<Raw>,
     actions: Option<Raw>,
     context: Option<Raw>,
+    #[serde(default)]
+    seq: Option<u64>,
 }
 
 /// The `/observe` answer: the app's dynamic half plus the hello's description.
@@ -177,6 +180,8 @@ struct Observation<'a> {
     actions: Raw,
     description: Description<'a>,
     context: Raw,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seq: Option<u64>,
 }
 
 pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
@@ -187,12 +192,14 @@ pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> 
         state: None,
         actions: None,
         context: None,
+        seq: None,
     });
     let body = Observation {
         state: dynamic.state.unwrap_or_else(null),
         actions: dynamic.actions.unwrap_or_else(null),
         description: description(&hello),
         context: dynamic.context.unwrap_or_else(null),
+        seq: dynamic.seq,
     };
     Ok(answer(call, raw_text(&body)?))
 }
@@ -267,9 +274,29 @@ pub(super) async fn message<A: App>(call: &Resolved<'_, A>, req: MessageRequest)
         }) if status == "pending-confirmation" => id,
         _ => return Ok(answer(call, answered)),
     };
-    // The hub knew the id before relaying the answer (an outcome sent with it is kept).
-    hub.expect_confirm(tid, &id);
+    // The hub knew the id before relaying the answer (an outcome sent with it is kept);
+    // what was proposed is kept for `/pending` (`docs/lap.md` §5.8).
+    hub.expect_proposal(tid, &id, proposal(call, &req));
     await_outcome(call, &id, timeout, false).await
+}
+
+/// What `/message` proposed, as `/pending` lists it: the message itself only within
+/// `confirm_bytes` (with its reason), else `{"type": variant}`.
+fn proposal<A: App>(call: &Resolved<'_, A>, req: &MessageRequest) -> Proposal {
+    let msg = &req.dispatch.msg;
+    let reason = req.dispatch.reason.clone();
+    let size = crate::config::json_len(&msg.0) + reason.as_ref().map_or(0, String::len);
+    let limit = call.server.host().config().budgets.confirm_bytes;
+    Proposal {
+        variant: msg.variant().to_string(),
+        msg: if size <= limit {
+            msg.0.clone()
+        } else {
+            json!({"type": msg.variant()})
+        },
+        reason,
+        proposed_at: call.server.now(),
+    }
 }
 
 pub(super) async fn confirm_result<A: App>(
@@ -402,6 +429,7 @@ fn resolution_answer<'a>(
         confirm_id: None,
     };
     match resolved {
+        Some(r) if r.withdrawn => status("withdrawn"),
         Some(r) if r.decision == ConfirmDecision::Confirmed => Decided {
             state_after: Some(r.state_after.unwrap_or_else(null)),
             ..status("confirmed")

@@ -15,12 +15,16 @@ pub(crate) struct Conduct {
     /// The default of the request's `timeoutMs` (clamped to `maxWaitMs`), for the operations
     /// that wait.
     pub(crate) default_timeout_ms: Option<u64>,
+    /// May answer 409 `conflict` (`/message`: an `idempotencyKey` reused; `/withdraw`: a
+    /// decided proposal), so the OpenAPI document declares it.
+    pub(crate) conflicts: bool,
 }
 
 pub(crate) const PLAIN: Conduct = Conduct {
     touch_on_arrival: false,
     detached: false,
     default_timeout_ms: None,
+    conflicts: false,
 };
 
 /// The prefix of the `path` an operation's audit entries carry (`/lap/v1/describe`).

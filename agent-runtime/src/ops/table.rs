@@ -6,9 +6,10 @@
 use agent_schema::protocol::{
     ActionsResponse, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
     DescribeVisibleResponse, Description, EmptyRequest, MessageRequest, NarrateRequest,
-    NarrateResponse, ObserveResponse, QueryDomRequest, QueryDomResponse, QueryStateRequest,
-    QueryStateResponse, RecentActionsRequest, RecentActionsResponse, SendResult, StateRequest,
-    StateResponse, WaitRequest, WaitResponse, WouldDispatchRequest, WouldDispatchResult,
+    NarrateResponse, ObserveResponse, PendingResponse, QueryDomRequest, QueryDomResponse,
+    QueryStateRequest, QueryStateResponse, RecentActionsRequest, RecentActionsResponse, SendResult,
+    StateRequest, StateResponse, WaitRequest, WaitResponse, WithdrawRequest, WithdrawResponse,
+    WouldDispatchRequest, WouldDispatchResult,
 };
 use schemars::SchemaGenerator;
 use serde_json::Value;
@@ -19,6 +20,8 @@ use super::gate::serve;
 use super::handlers;
 #[cfg(feature = "pairing")]
 use super::paired;
+#[cfg(feature = "pairing")]
+use super::paired_proposals;
 use super::reply::Reply;
 use super::spec::{Conduct, OperationSpec, PLAIN};
 use super::state::ServerState;
@@ -232,7 +235,12 @@ operations! {
         lap_path: "/message",
         tool: "send_message",
         label: "Send message",
-        conduct: Conduct { detached: true, default_timeout_ms: Some(5000), ..PLAIN },
+        conduct: Conduct {
+            detached: true,
+            default_timeout_ms: Some(5000),
+            conflicts: true,
+            ..PLAIN
+        },
         request: MessageRequest,
         keyed: message_key,
         response: SendResult,
@@ -336,6 +344,38 @@ operations! {
         description: "The app's narrative for the current state: what the user is doing and \
             hints about sensible next steps. observe includes it.",
     }
+    /// `/pending`: the caller's own proposals the human has not decided yet.
+    Pending {
+        lap_path: "/pending",
+        tool: "list_pending",
+        label: "list_pending",
+        conduct: PLAIN,
+        request: EmptyRequest,
+        keyed: not_keyed,
+        response: PendingResponse,
+        hosted: handlers::pending,
+        paired: paired_proposals::pending,
+        description: "Your own proposals that are still waiting for the user's approval \
+            (messages that answered \"pending-confirmation\"), oldest first, each with its \
+            confirmId, variant, msg, reason and proposedAt. Use it to find a confirmId you \
+            lost, then get_confirm_result or withdraw_proposal.",
+    }
+    /// `/withdraw`: take back one of the caller's own undecided proposals.
+    Withdraw {
+        lap_path: "/withdraw",
+        tool: "withdraw_proposal",
+        label: "withdraw_proposal",
+        conduct: Conduct { conflicts: true, ..PLAIN },
+        request: WithdrawRequest,
+        keyed: not_keyed,
+        response: WithdrawResponse,
+        hosted: handlers::withdraw,
+        paired: paired_proposals::withdraw,
+        description: "Withdraw one of your own proposals the user has not decided yet (its \
+            confirmId): the approval request disappears from the user's screen and \
+            get_confirm_result then answers \"withdrawn\". Use it when the proposal is no \
+            longer what you want; a decided proposal cannot be withdrawn.",
+    }
 }
 
 impl Operation {
@@ -374,8 +414,8 @@ mod tests {
         paths.dedup();
         tools.sort_unstable();
         tools.dedup();
-        assert_eq!(paths.len(), 14);
-        assert_eq!(tools.len(), 14);
+        assert_eq!(paths.len(), 16);
+        assert_eq!(tools.len(), 16);
         for (i, op) in Operation::ALL.iter().enumerate() {
             assert_eq!(*op as usize, i, "the table follows the enum's order");
             assert_eq!(Operation::from_tool(op.tool()), Some(*op));

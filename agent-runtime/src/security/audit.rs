@@ -39,6 +39,9 @@ pub enum AuditEvent {
     ConfirmApproved,
     /// The human rejected a proposal, or it expired; detail `{variant, confirmId, by}`.
     ConfirmRejected,
+    /// The proposing agent token withdrew its proposal (`/withdraw`); detail
+    /// `{variant, confirmId}`.
+    ConfirmWithdrawn,
     /// MCP initialize with a bad bearer; detail `{endpoint, code}`.
     AuthFailed,
     /// A stored session could not be loaded: its state no longer deserializes and
@@ -73,6 +76,7 @@ impl AuditEvent {
             AuditEvent::ConfirmProposed => "confirm-proposed",
             AuditEvent::ConfirmApproved => "confirm-approved",
             AuditEvent::ConfirmRejected => "confirm-rejected",
+            AuditEvent::ConfirmWithdrawn => "confirm-withdrawn",
             AuditEvent::AuthFailed => "auth-failed",
             AuditEvent::SessionNotMigrated => "session-not-migrated",
             AuditEvent::Claim => "claim",

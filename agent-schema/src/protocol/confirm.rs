@@ -14,6 +14,9 @@ pub enum ConfirmStatus {
     Rejected,
     /// Not decided within the maximum age.
     Expired,
+    /// Withdrawn by the agent token that proposed it before the human decided
+    /// (`semantics.md` §7).
+    Withdrawn,
 }
 
 impl ConfirmStatus {
@@ -24,6 +27,7 @@ impl ConfirmStatus {
             ConfirmStatus::Approved => "approved",
             ConfirmStatus::Rejected => "rejected",
             ConfirmStatus::Expired => "expired",
+            ConfirmStatus::Withdrawn => "withdrawn",
         }
     }
 }

@@ -143,6 +143,10 @@ pub enum SendResult {
         /// The redacted state at return, only with `includeState: true`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         state_after: Option<Value>,
+        /// The version of the state at return: the session's commit count (absent from a
+        /// paired app that does not count commits).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq: Option<u64>,
     },
     /// A `@requiresConfirm` message is waiting for the human.
     #[serde(rename_all = "camelCase")]
@@ -158,6 +162,9 @@ pub enum SendResult {
         /// The applied message, only when the human edited it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         msg: Option<Value>,
+        /// The version of `stateAfter` (absent from a paired app).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq: Option<u64>,
     },
     /// Refused.
     Rejected {
@@ -167,6 +174,9 @@ pub enum SendResult {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
+    /// The proposal this call waited on was withdrawn by its token (`/withdraw`) before the
+    /// human decided.
+    Withdrawn,
 }
 
 /// The outcome of a confirmation as seen by a waiting agent.
@@ -178,11 +188,15 @@ pub enum ConfirmOutcome {
         state_after: Value,
         /// The edited message that was applied, if the human edited it.
         msg: Option<Value>,
+        /// The version of `state_after`, when known.
+        seq: Option<u64>,
     },
     /// Rejected by the human.
     UserCancelled,
     /// Expired before a decision.
     Expired,
+    /// Withdrawn by the proposing token before a decision.
+    Withdrawn,
     /// Still waiting.
     Pending,
 }

@@ -84,6 +84,22 @@ impl Fields {
         }
     }
 
+    /// A sequence number (`sinceSeq`): `Ok(None)` when absent, `Err(problem)` when present
+    /// and not a non-negative integer that fits 64 bits (`5.0` reads as 5; `5.5`, `-1`, `"5"`
+    /// do not read).
+    pub fn seq(&mut self, key: &str, problem: &str) -> Result<Option<u64>, String> {
+        match self.0.remove(key) {
+            None => Ok(None),
+            Some(v) => match (v.as_u64(), v.as_f64()) {
+                (Some(n), _) => Ok(Some(n)),
+                (None, Some(f)) if f >= 0.0 && f.fract() == 0.0 && f < u64::MAX as f64 => {
+                    Ok(Some(f as u64))
+                }
+                _ => Err(problem.to_string()),
+            },
+        }
+    }
+
     /// Whether `key` is JSON `true` (anything else is `false`).
     pub fn is_true(&self, key: &str) -> bool {
         self.0.get(key) == Some(&Value::Bool(true))
@@ -131,5 +147,16 @@ mod tests {
         assert_eq!(f.millis("big"), Some(u64::MAX));
         assert_eq!(f.count("t"), Some(12));
         assert_eq!(f.count("neg"), None);
+    }
+
+    #[test]
+    fn sequence_numbers_are_exact() {
+        let mut f = Fields::from_body(json!({"a": 5, "b": 5.0, "c": 5.5, "d": -1, "e": "5"}));
+        assert_eq!(f.seq("a", "bad"), Ok(Some(5)));
+        assert_eq!(f.seq("b", "bad"), Ok(Some(5)));
+        assert_eq!(f.seq("missing", "bad"), Ok(None));
+        for key in ["c", "d", "e"] {
+            assert_eq!(f.seq(key, "bad"), Err("bad".to_string()), "{key}");
+        }
     }
 }

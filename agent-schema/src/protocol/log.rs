@@ -66,4 +66,8 @@ pub struct LogEntry {
     /// The token that caused the entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tid: Option<String>,
+    /// The proposal's id, on `proposed` entries and on the entries of its decision
+    /// (`confirmed`, `rejected`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_id: Option<String>,
 }

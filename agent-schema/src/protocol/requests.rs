@@ -88,23 +88,38 @@ fn idempotency_key_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string", "minLength": 1, "maxLength": 256})
 }
 
+fn seq_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "integer", "minimum": 0})
+}
+
+/// The 400 detail of a `sinceSeq` that does not read.
+const SINCE_SEQ_PROBLEM: &str = "sinceSeq must be a non-negative integer";
+
 fn count_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "integer", "minimum": 1})
 }
 
-/// `/state {path?}`.
+/// `/state {path?, sinceSeq?}` (`lap.md` §5.3, `semantics.md` §8.1).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct StateRequest {
     /// JSON Pointer into the state, e.g. "/count"; omit for the whole state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "string_schema")]
     pub path: Option<String>,
+    /// The seq of the state you hold (from an earlier answer): answers only the stateDiff since then when the app still has it, else the whole state with full: true. Not with path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "seq_schema")]
+    pub since_seq: Option<u64>,
 }
 
 lenient_request!(StateRequest, |fields| {
-    Ok(StateRequest {
-        path: fields.opt_string("path", "path must be a string")?,
-    })
+    let path = fields.opt_string("path", "path must be a string")?;
+    let since_seq = fields.seq("sinceSeq", SINCE_SEQ_PROBLEM)?;
+    if path.is_some() && since_seq.is_some() {
+        return Err("sinceSeq reads the whole state: leave out path".into());
+    }
+    Ok(StateRequest { path, since_seq })
 });
 
 /// `/query-state {path}`.
@@ -273,7 +288,22 @@ lenient_request!(ConfirmResultRequest, |fields| {
     })
 });
 
-/// `/wait {path?, timeoutMs?}`.
+/// `/withdraw {confirmId}` (`lap.md` §5.8).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WithdrawRequest {
+    /// The confirmId of one of your own proposals the user has not decided yet (see list_pending).
+    #[schemars(schema_with = "string_schema")]
+    pub confirm_id: String,
+}
+
+lenient_request!(WithdrawRequest, |fields| {
+    Ok(WithdrawRequest {
+        confirm_id: fields.string("confirmId", "confirmId must be a string")?,
+    })
+});
+
+/// `/wait {path?, sinceSeq?, timeoutMs?}` (`lap.md` §5.3, `semantics.md` §8.5).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WaitRequest {
@@ -281,6 +311,10 @@ pub struct WaitRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "string_schema")]
     pub path: Option<String>,
+    /// The seq of the state you hold: when the app is already past it (and, with path, the value there changed since), answers "changed" at once instead of waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "seq_schema")]
+    pub since_seq: Option<u64>,
     /// How long to wait, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "millis_schema")]
@@ -298,6 +332,7 @@ lenient_request!(WaitRequest, |fields| {
     }
     Ok(WaitRequest {
         path,
+        since_seq: fields.seq("sinceSeq", SINCE_SEQ_PROBLEM)?,
         timeout_ms: fields.millis("timeoutMs"),
     })
 });
@@ -404,6 +439,24 @@ mod tests {
             "path must be empty or start with '/'"
         );
         assert!(read::<WaitRequest>(json!({"path": ""})).is_ok());
+        assert_eq!(
+            read::<WaitRequest>(json!({"sinceSeq": -1})).unwrap_err(),
+            "sinceSeq must be a non-negative integer"
+        );
+        assert_eq!(
+            read::<StateRequest>(json!({"sinceSeq": "3"})).unwrap_err(),
+            "sinceSeq must be a non-negative integer"
+        );
+        assert_eq!(
+            read::<StateRequest>(json!({"sinceSeq": 3, "path": "/x"})).unwrap_err(),
+            "sinceSeq reads the whole state: leave out path"
+        );
+        assert_eq!(
+            read::<StateRequest>(json!({"sinceSeq": 3}))
+                .unwrap()
+                .since_seq,
+            Some(3)
+        );
         assert_eq!(
             read::<NarrateRequest>(json!({"text": ""})).unwrap_err(),
             "text required"

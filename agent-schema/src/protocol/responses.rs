@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{Action, LogEntry, RejectReason};
+use super::{Action, LogEntry, PatchOp, RejectReason};
 use crate::AgentContext;
 
 fn any_schema(_: &mut SchemaGenerator) -> Schema {
@@ -60,16 +60,34 @@ pub struct ObserveResponse {
     pub description: Description,
     /// The app's context for this state, or null.
     pub context: Option<AgentContext>,
+    /// The version of `state`: the session's commit count (`semantics.md` §8.7). Absent only
+    /// from a paired app that does not count its commits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
 }
 
-/// `/state`: `{"state": V}`, or `{}` when the path misses.
+/// `/state`: `{"state": V, "seq": N}`, `{"seq": N}` when the path misses; with `sinceSeq`,
+/// `{"stateDiff": [...], "seq": N}` or the whole state flagged `"full": true`
+/// (`semantics.md` §8.1, §8.7).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct StateResponse {
     /// The state or the slice at the path, as JSON text (the whole state is the session's
     /// snapshot text, embedded as is).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "any_schema")]
     pub state: Option<Arc<RawValue>>,
+    /// With `sinceSeq`: the JSON Patch from the state at `sinceSeq` to the state at `seq`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_diff: Option<Vec<PatchOp>>,
+    /// The version of the state read: the session's commit count. Absent only from a
+    /// paired app that does not count its commits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// With `sinceSeq`: the patch since then is no longer held (or `sinceSeq` is not a
+    /// version of this session), so `state` is the whole state.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub full: bool,
 }
 
 /// `/query-state`: `{"found":true,"value"}` or `{"found":false,"detail"}`.
@@ -167,6 +185,9 @@ pub enum ConfirmResultResponse {
         /// The applied message, only after an edited approval.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         msg: Option<Value>,
+        /// The version of `stateAfter` (absent from a paired app).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq: Option<u64>,
     },
     /// Rejected by the human (`user-cancelled`) or expired (`timeout`).
     Rejected {
@@ -175,6 +196,47 @@ pub enum ConfirmResultResponse {
     },
     /// Not decided yet.
     StillPending,
+    /// Withdrawn by the proposing token (`/withdraw`) before the human decided.
+    Withdrawn,
+}
+
+/// One of the caller's undecided proposals, as `/pending` lists it (`lap.md` §5.8).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingProposal {
+    /// The proposal's id (for `/confirm-result` and `/withdraw`).
+    pub confirm_id: String,
+    /// The variant's wire name.
+    pub variant: String,
+    /// The proposed message, `{"type": variant, ...payload}`.
+    #[schemars(schema_with = "any_schema")]
+    pub msg: Value,
+    /// The reason given with it, or null.
+    pub reason: Option<String>,
+    /// When it was proposed (ms since the Unix epoch).
+    pub proposed_at: u64,
+}
+
+/// `/pending`: the caller's own proposals the human has not decided yet, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PendingResponse {
+    /// The proposals.
+    pub pending: Vec<PendingProposal>,
+}
+
+/// `/withdraw`: `{"status":"withdrawn"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WithdrawResponse {
+    /// Always `withdrawn`.
+    pub status: WithdrawnStatus,
+}
+
+/// The one status of a [`WithdrawResponse`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WithdrawnStatus {
+    /// The proposal is withdrawn.
+    Withdrawn,
 }
 
 /// Whether `/wait` saw a change.
@@ -206,6 +268,9 @@ pub struct WaitResponse {
     /// The state after the change, null on timeout.
     #[schemars(schema_with = "any_schema")]
     pub state_after: Value,
+    /// The version of `stateAfter`, on `changed` (absent from a paired app).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
 }
 
 /// `/narrate`.

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::frames::{ClientFrame, Hello, Raw, ServerFrame};
-use super::link::{Limits, Link, Resolution, RpcFail};
+use super::link::{Limits, Link, Proposal as Proposed, Resolution, RpcFail, WithdrawRefusal};
 use super::outbound::{close_code, outbound, OutboundRx};
 
 /// The paired sockets of a server.
@@ -241,6 +241,7 @@ impl Hub {
                     decision: outcome,
                     state_after,
                     at: now,
+                    withdrawn: false,
                 },
                 limits,
             ),
@@ -288,12 +289,32 @@ impl Hub {
         }
     }
 
-    /// Notes that the server waits on confirmation `id` of `tid` (outcomes of unknown ids are
-    /// not kept).
-    pub(crate) fn expect_confirm(&self, tid: &str, id: &str) {
+    /// Notes that the server waits on proposal `id` of `tid` (outcomes of unknown ids are not
+    /// kept), with what the agent proposed (`/pending`).
+    pub(crate) fn expect_proposal(&self, tid: &str, id: &str, proposal: Proposed) {
         if let Some(link) = self.links().get_mut(tid) {
-            link.expect_confirm(id);
+            link.expect_proposal(id, proposal);
         }
+    }
+
+    /// The undecided proposals of `tid` the relay saw, oldest first.
+    pub(crate) fn pending(&self, tid: &str) -> Vec<(String, Proposed)> {
+        self.links().get(tid).map(Link::pending).unwrap_or_default()
+    }
+
+    /// Withdraws proposal `id` of `tid` and tells the app to void it (`confirm-expire`).
+    pub(crate) fn withdraw(&self, tid: &str, id: &str, now: u64) -> Result<(), WithdrawRefusal> {
+        self.links()
+            .get_mut(tid)
+            .ok_or(WithdrawRefusal::Unknown)?
+            .withdraw(id, now)?;
+        let _ = self.push(
+            tid,
+            ServerFrame::ConfirmExpire {
+                confirm_id: id.to_string(),
+            },
+        );
+        Ok(())
     }
 
     /// Whether confirmation `id` of `tid` is one the server waits on.

@@ -72,6 +72,28 @@ pub(crate) struct Resolution {
     /// `None` on cancel, or when the state was over the outcome budget.
     pub state_after: Option<Raw>,
     pub at: u64,
+    /// Withdrawn by the agent (`/withdraw`, `docs/lap.md` §5.8); `decision` is then
+    /// `user-cancelled`.
+    pub withdrawn: bool,
+}
+
+/// A proposal the server relayed (`/pending`, `docs/lap.md` §5.8): what the agent sent.
+#[derive(Debug, Clone)]
+pub(crate) struct Proposal {
+    pub variant: String,
+    /// The proposed message, or `{"type": variant}` when it was over `confirm_bytes`.
+    pub msg: serde_json::Value,
+    pub reason: Option<String>,
+    pub proposed_at: u64,
+}
+
+/// Why a paired withdrawal was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum WithdrawRefusal {
+    /// Not a proposal the server relayed for this token.
+    Unknown,
+    /// Decided already: `confirmed`, `rejected` or `withdrawn`.
+    Decided(&'static str),
 }
 
 impl Resolution {
@@ -94,6 +116,8 @@ pub(crate) struct Link {
     pub hello: Option<Arc<Hello>>,
     pub rpcs: HashMap<String, Waiter>,
     pub known_confirms: VecDeque<String>,
+    /// What the agent proposed, for the known confirmations the relay saw proposed.
+    proposals: HashMap<String, Proposal>,
     outcomes: HashMap<String, Resolution>,
     outcome_total: usize,
     /// Armed watches: their path and, once filled, the state (`None` while armed).
@@ -113,6 +137,7 @@ impl Link {
             hello: None,
             rpcs: HashMap::new(),
             known_confirms: VecDeque::new(),
+            proposals: HashMap::new(),
             outcomes: HashMap::new(),
             outcome_total: 0,
             watches: HashMap::new(),
@@ -160,9 +185,50 @@ impl Link {
         if self.known_confirms.len() >= MAX_KNOWN_CONFIRMS {
             if let Some(old) = self.known_confirms.pop_front() {
                 self.remove_outcome(&old);
+                self.proposals.remove(&old);
             }
         }
         self.known_confirms.push_back(id.to_string());
+    }
+
+    /// Notes a proposal the relay saw answered `pending-confirmation`, with what was proposed.
+    pub(crate) fn expect_proposal(&mut self, id: &str, proposal: Proposal) {
+        self.expect_confirm(id);
+        self.proposals.insert(id.to_string(), proposal);
+    }
+
+    /// The undecided proposals, oldest first.
+    pub(crate) fn pending(&self) -> Vec<(String, Proposal)> {
+        self.known_confirms
+            .iter()
+            .filter(|id| !self.outcomes.contains_key(*id))
+            .filter_map(|id| Some((id.clone(), self.proposals.get(id)?.clone())))
+            .collect()
+    }
+
+    /// Withdraws undecided proposal `id` (the caller pushes `confirm-expire`).
+    pub(crate) fn withdraw(&mut self, id: &str, now: u64) -> Result<(), WithdrawRefusal> {
+        if !self.proposals.contains_key(id) {
+            return Err(WithdrawRefusal::Unknown);
+        }
+        if let Some(r) = self.outcomes.get(id) {
+            return Err(WithdrawRefusal::Decided(match (r.withdrawn, r.decision) {
+                (true, _) => "withdrawn",
+                (false, ConfirmDecision::Confirmed) => "confirmed",
+                (false, ConfirmDecision::UserCancelled) => "rejected",
+            }));
+        }
+        self.outcomes.insert(
+            id.to_string(),
+            Resolution {
+                decision: ConfirmDecision::UserCancelled,
+                state_after: None,
+                at: now,
+                withdrawn: true,
+            },
+        );
+        self.bump();
+        Ok(())
     }
 
     pub(crate) fn outcome(&self, id: &str) -> Option<&Resolution> {
@@ -180,6 +246,13 @@ impl Link {
     /// `outcomes_bytes`.
     pub(crate) fn resolve(&mut self, id: String, mut r: Resolution, limits: &Limits) {
         if !self.known_confirms.contains(&id) {
+            return;
+        }
+        // A withdrawn proposal stays withdrawn when the app voids it (`confirm-expire`); an
+        // approval the app made before it read that frame stands.
+        if self.outcomes.get(&id).is_some_and(|o| o.withdrawn)
+            && r.decision != ConfirmDecision::Confirmed
+        {
             return;
         }
         if r.bytes() > limits.outcome_bytes {
@@ -218,7 +291,10 @@ impl Link {
             .collect();
         for k in old {
             self.remove_outcome(&k);
+            self.proposals.remove(&k);
         }
+        // A proposal the app never resolved is listed for as long as an outcome is kept.
+        self.proposals.retain(|_, p| p.proposed_at >= before);
     }
 
     /// Fills the armed watch `id` (an update of another id is ignored). A state that does not
@@ -362,6 +438,61 @@ mod tests {
     }
 
     #[test]
+    fn a_withdrawal_is_the_outcome_until_an_approval_says_otherwise() {
+        let l = limits();
+        let mut link = Link::new();
+        let p = Proposal {
+            variant: "delete".into(),
+            msg: serde_json::json!({"type": "delete"}),
+            reason: None,
+            proposed_at: 10,
+        };
+        link.expect_proposal("a", p.clone());
+        link.expect_proposal("b", p);
+        assert_eq!(link.pending().len(), 2);
+        assert_eq!(link.withdraw("zz", 11), Err(WithdrawRefusal::Unknown));
+        link.withdraw("a", 11).unwrap();
+        assert_eq!(
+            link.withdraw("a", 12),
+            Err(WithdrawRefusal::Decided("withdrawn"))
+        );
+        assert_eq!(link.pending().len(), 1);
+        let cancelled = Resolution {
+            decision: ConfirmDecision::UserCancelled,
+            state_after: None,
+            at: 13,
+            withdrawn: false,
+        };
+        link.resolve("a".into(), cancelled.clone(), &l);
+        assert!(link.outcome("a").unwrap().withdrawn);
+        // The app approved before it read `confirm-expire`: the approval stands.
+        let confirmed = Resolution {
+            decision: ConfirmDecision::Confirmed,
+            ..cancelled.clone()
+        };
+        link.resolve("a".into(), confirmed, &l);
+        assert!(!link.outcome("a").unwrap().withdrawn);
+        link.resolve("b".into(), cancelled, &l);
+        assert_eq!(
+            link.withdraw("b", 14),
+            Err(WithdrawRefusal::Decided("rejected"))
+        );
+        // Expired outcomes take their proposals with them; so do old undecided proposals.
+        link.expect_proposal(
+            "c",
+            Proposal {
+                variant: "delete".into(),
+                msg: serde_json::json!({"type": "delete"}),
+                reason: None,
+                proposed_at: 10,
+            },
+        );
+        link.expire_outcomes(100);
+        assert!(link.pending().is_empty());
+        assert_eq!(link.withdraw("a", 101), Err(WithdrawRefusal::Unknown));
+    }
+
+    #[test]
     fn outcomes_and_watches_are_bounded_in_bytes() {
         let mut link = Link::new();
         let l = limits();
@@ -369,6 +500,7 @@ mod tests {
             decision: ConfirmDecision::Confirmed,
             state_after: Some(raw(s)),
             at,
+            withdrawn: false,
         };
         // Unknown ids are not kept.
         link.resolve("x".into(), r("1", 0), &l);

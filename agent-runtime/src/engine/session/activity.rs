@@ -190,6 +190,7 @@ pub(crate) fn entry(kind: LogKind, at: u64) -> LogEntry {
         detail: None,
         state_diff: None,
         tid: None,
+        confirm_id: None,
     }
 }
 

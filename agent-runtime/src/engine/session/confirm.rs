@@ -27,6 +27,9 @@ struct StoredSlot {
     decided_at: Option<u64>,
     /// `(stateAfter, msg)` once an approved message committed.
     committed: Option<(Value, Option<Value>)>,
+    /// The seq of that commit (absent from entries stored before versions existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    committed_seq: Option<u64>,
 }
 
 impl From<StoredSlot> for Slot {
@@ -36,7 +39,11 @@ impl From<StoredSlot> for Slot {
             decided_at: s.decided_at,
             committed: s
                 .committed
-                .map(|(state_after, msg)| ConfirmOutcome::Confirmed { state_after, msg }),
+                .map(|(state_after, msg)| ConfirmOutcome::Confirmed {
+                    state_after,
+                    msg,
+                    seq: s.committed_seq,
+                }),
         }
     }
 }
@@ -46,6 +53,17 @@ impl From<StoredSlot> for Slot {
 pub enum DecisionError {
     /// No entry with that id.
     NotFound,
+    /// The entry was decided already (its status).
+    AlreadyDecided(ConfirmStatus),
+}
+
+/// Why a withdrawal was refused (`docs/lap.md` §5.8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum WithdrawError {
+    /// No entry with that id.
+    NotFound,
+    /// Another token proposed it.
+    NotYours,
     /// The entry was decided already (its status).
     AlreadyDecided(ConfirmStatus),
 }
@@ -150,15 +168,21 @@ impl ConfirmStore {
         let slots: Vec<StoredSlot> = self
             .slots
             .iter()
-            .map(|s| StoredSlot {
-                entry: s.entry.clone(),
-                decided_at: s.decided_at,
-                committed: match &s.committed {
-                    Some(ConfirmOutcome::Confirmed { state_after, msg }) => {
-                        Some((state_after.clone(), msg.clone()))
-                    }
-                    _ => None,
-                },
+            .map(|s| {
+                let (committed, committed_seq) = match &s.committed {
+                    Some(ConfirmOutcome::Confirmed {
+                        state_after,
+                        msg,
+                        seq,
+                    }) => (Some((state_after.clone(), msg.clone())), *seq),
+                    _ => (None, None),
+                };
+                StoredSlot {
+                    entry: s.entry.clone(),
+                    decided_at: s.decided_at,
+                    committed,
+                    committed_seq,
+                }
             })
             .collect();
         serde_json::to_string(&slots).unwrap_or_else(|_| "[]".into())
@@ -261,10 +285,51 @@ impl ConfirmStore {
         Ok(slot.entry.clone())
     }
 
-    /// Records that an approved entry's message committed.
-    pub(crate) fn mark_committed(&mut self, id: &str, state_after: Value, msg: Option<Value>) {
+    /// Marks a pending entry proposed by `tid` withdrawn. Another token's entry is refused
+    /// before its status is looked at.
+    pub(crate) fn withdraw(
+        &mut self,
+        id: &str,
+        tid: &str,
+        now: u64,
+    ) -> Result<ConfirmEntry, WithdrawError> {
+        let slot = self.slot_mut(id).ok_or(WithdrawError::NotFound)?;
+        if slot.entry.tid.as_deref() != Some(tid) {
+            return Err(WithdrawError::NotYours);
+        }
+        if slot.entry.status != ConfirmStatus::Pending {
+            return Err(WithdrawError::AlreadyDecided(slot.entry.status));
+        }
+        slot.entry.status = ConfirmStatus::Withdrawn;
+        slot.decided_at = Some(now);
+        Ok(slot.entry.clone())
+    }
+
+    /// The pending entries proposed by `tid`, in proposal order.
+    pub(crate) fn pending_of(&self, tid: &str) -> Vec<ConfirmEntry> {
+        self.slots
+            .iter()
+            .filter(|s| {
+                s.entry.status == ConfirmStatus::Pending && s.entry.tid.as_deref() == Some(tid)
+            })
+            .map(|s| s.entry.clone())
+            .collect()
+    }
+
+    /// Records that an approved entry's message committed as version `seq`.
+    pub(crate) fn mark_committed(
+        &mut self,
+        id: &str,
+        state_after: Value,
+        msg: Option<Value>,
+        seq: u64,
+    ) {
         if let Some(slot) = self.slot_mut(id) {
-            slot.committed = Some(ConfirmOutcome::Confirmed { state_after, msg });
+            slot.committed = Some(ConfirmOutcome::Confirmed {
+                state_after,
+                msg,
+                seq: Some(seq),
+            });
         }
     }
 
@@ -277,6 +342,7 @@ impl ConfirmStore {
             ConfirmStatus::Approved => slot.committed.clone().unwrap_or(ConfirmOutcome::Pending),
             ConfirmStatus::Rejected => ConfirmOutcome::UserCancelled,
             ConfirmStatus::Expired => ConfirmOutcome::Expired,
+            ConfirmStatus::Withdrawn => ConfirmOutcome::Withdrawn,
         })
     }
 
@@ -328,11 +394,46 @@ mod tests {
         assert_eq!(store.outcome("b"), Some(ConfirmOutcome::UserCancelled));
         // Approved but not yet committed reads as pending.
         assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Pending));
-        store.mark_committed("a", json!({"n":1}), None);
+        store.mark_committed("a", json!({"n":1}), None, 1);
         assert!(matches!(
             store.outcome("a"),
             Some(ConfirmOutcome::Confirmed { .. })
         ));
+    }
+
+    #[test]
+    fn only_the_proposing_token_withdraws_a_pending_entry() {
+        let mut store = ConfirmStore::new(600_000);
+        let mut mine = entry("a", 0);
+        mine.tid = Some("t1".into());
+        store.propose(mine.clone(), 0).unwrap();
+        mine.id = "b".into();
+        store.propose(mine, 0).unwrap();
+        assert_eq!(store.pending_of("t1").len(), 2);
+        assert!(store.pending_of("t2").is_empty());
+        assert_eq!(store.withdraw("zz", "t1", 1), Err(WithdrawError::NotFound));
+        assert_eq!(store.withdraw("a", "t2", 1), Err(WithdrawError::NotYours));
+        let withdrawn = store.withdraw("a", "t1", 1).unwrap();
+        assert_eq!(withdrawn.status, ConfirmStatus::Withdrawn);
+        assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Withdrawn));
+        assert_eq!(
+            store.withdraw("a", "t1", 2),
+            Err(WithdrawError::AlreadyDecided(ConfirmStatus::Withdrawn))
+        );
+        assert_eq!(
+            store.approve("a", None, 2),
+            Err(DecisionError::AlreadyDecided(ConfirmStatus::Withdrawn))
+        );
+        store.reject("b", 3).unwrap();
+        assert_eq!(
+            store.withdraw("b", "t1", 4),
+            Err(WithdrawError::AlreadyDecided(ConfirmStatus::Rejected))
+        );
+        assert!(store.pending().is_empty());
+        // Stored and read back, the withdrawal stays.
+        let mut copy = ConfirmStore::new(600_000);
+        assert!(copy.restore_json(&store.to_json()));
+        assert_eq!(copy.outcome("a"), Some(ConfirmOutcome::Withdrawn));
     }
 
     #[test]
@@ -396,7 +497,7 @@ mod tests {
         let mut there = ConfirmStore::new(600_000);
         assert!(there.restore_json(&stored));
         there.approve("a", None, 2).unwrap();
-        there.mark_committed("a", serde_json::json!({"n": 1}), None);
+        there.mark_committed("a", serde_json::json!({"n": 1}), None, 1);
         let foreign = there.to_json();
 
         assert!(here.merge_foreign(&foreign, &stored));

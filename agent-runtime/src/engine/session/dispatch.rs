@@ -265,7 +265,9 @@ impl<A: App> Session<A> {
                 lock(&self.core.events).publish(EventBody::Confirm(entry));
             }
             self.core.confirm_changed.send_modify(|v| *v += 1);
-            self.append_log(self.message_log_entry(LogKind::Proposed, msg, tid));
+            let mut proposed = self.message_log_entry(LogKind::Proposed, msg, tid);
+            proposed.confirm_id = Some(id.clone());
+            self.append_log(proposed);
             return Ok(SendResult::PendingConfirmation { confirm_id: id });
         }
         let result = self
@@ -346,6 +348,7 @@ impl<A: App> Session<A> {
             actions,
             drain: report,
             state_after: opts.include_state.then(|| (*drained.after.state).clone()),
+            seq: Some(drained.after.seq),
         })
     }
 
@@ -549,12 +552,13 @@ impl<A: App> SessionCore<A> {
         }
     }
 
-    fn log_decision(&self, e: &ConfirmEntry, detail: &str) {
+    pub(crate) fn log_decision(&self, e: &ConfirmEntry, detail: &str) {
         let mut entry = activity::entry(LogKind::Rejected, self.now());
         entry.variant = Some(e.variant.clone());
         entry.intent = Some(e.intent.clone());
         entry.detail = Some(detail.to_string());
         entry.tid = e.tid.clone();
+        entry.confirm_id = Some(e.id.clone());
         self.append_log(entry);
     }
 }

@@ -13,7 +13,9 @@ pub(crate) mod events;
 pub(crate) mod migrate;
 mod notes;
 mod outcome;
+mod patches;
 pub(crate) mod persist;
+mod proposals;
 mod queue;
 mod reads;
 mod task;
@@ -41,6 +43,7 @@ pub(crate) use dispatch::SendError;
 pub use dispatch::{DispatchOptions, EditedApprovalError};
 pub use events::{SessionEvent, Subscription};
 pub use outcome::LastOutcome;
+pub(crate) use proposals::Withdrawal;
 
 use activity::ActivityLog;
 use confirm::ConfirmStore;
@@ -150,6 +153,8 @@ pub(crate) struct SessionCore<A: App> {
     confirms: Mutex<ConfirmStore>,
     confirm_changed: watch::Sender<u64>,
     log: Mutex<ActivityLog>,
+    /// Recent commit patches (`docs/semantics.md` §8.7).
+    patches: Mutex<patches::PatchRing>,
     events: events::SharedHub,
     outcomes: Mutex<HashMap<String, LastOutcome>>,
     closed: watch::Sender<bool>,
@@ -336,6 +341,10 @@ impl<A: App> Session<A> {
                 first,
             ))),
             log: Mutex::new(ActivityLog::new(config.budgets.log_total_bytes)),
+            patches: Mutex::new(patches::PatchRing::new(
+                config.budgets.patch_history,
+                config.budgets.patch_history_bytes,
+            )),
             app,
             catalog,
             config,
@@ -513,6 +522,14 @@ impl<A: App> SessionCore<A> {
 
     fn now(&self) -> u64 {
         self.config.clock.now_ms()
+    }
+
+    /// Publishes a new snapshot (the session task only): its patch goes to the ring of recent
+    /// patches first, so a reader that sees the new `seq` finds its patch there.
+    fn publish(&self, published: Published) {
+        let from = self.published.borrow().seq;
+        lock(&self.patches).push(from, published.seq, published.patch.clone());
+        self.published.send_replace(published);
     }
 
     /// Writes an audit entry (owner as `uid`) without blocking the caller.

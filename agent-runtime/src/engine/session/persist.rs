@@ -316,7 +316,7 @@ pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
                 let prev = core.published.borrow().state.clone();
                 let patch = crate::algo::diff::diff(&prev, &redacted);
                 let published = super::Published::new(record.seq, redacted, patch.into(), gates);
-                core.published.send_replace(published.clone());
+                core.publish(published.clone());
                 lock(&core.events).publish(super::events::EventBody::State(published));
             }
         }

@@ -11,7 +11,8 @@ use agent_schema::protocol::{
 use agent_schema::AgentContext;
 use serde_json::Value;
 
-use super::{Session, SessionError};
+use super::patches::Since;
+use super::{lock, Session, SessionError};
 use crate::algo::affordances::Listed;
 use crate::algo::state_path::{get_state_response, query_state, query_state_response};
 use crate::app::App;
@@ -61,15 +62,39 @@ impl<A: App> Session<A> {
         }))
     }
 
-    /// `get_state {path?}` → `{"state": V}` or `{}`.
+    /// `get_state {path?}` → `{"state": V, "seq": N}` or `{"seq": N}`.
     pub fn get_state(&self, path: Option<&str>) -> StateResponse {
         let published = self.published();
-        match crate::algo::state_path::get_state(&published.state, path) {
+        let mut body = match crate::algo::state_path::get_state(&published.state, path) {
             // The whole state: the snapshot's text, serialized once per commit.
             Some(v) if std::ptr::eq(v, &*published.state) => StateResponse {
                 state: Some(published.json()),
+                ..StateResponse::default()
             },
             _ => get_state_response(&published.state, path),
+        };
+        body.seq = Some(published.seq);
+        body
+    }
+
+    /// `get_state {sinceSeq}` (`docs/semantics.md` §8.7): `{"stateDiff": ops, "seq": N}` when
+    /// the session still holds every commit patch since `since`; otherwise the whole state
+    /// flagged `"full": true`.
+    pub fn get_state_since(&self, since: u64) -> StateResponse {
+        let published = self.published();
+        let newest = published.seq;
+        if let Since::Patch(ops) = lock(&self.core.patches).since(since, newest) {
+            return StateResponse {
+                state_diff: Some(ops),
+                seq: Some(newest),
+                ..StateResponse::default()
+            };
+        }
+        StateResponse {
+            state: Some(published.json()),
+            seq: Some(newest),
+            full: true,
+            ..StateResponse::default()
         }
     }
 
@@ -140,13 +165,43 @@ impl<A: App> Session<A> {
     }
 
     /// `wait {path?, timeoutMs}`: waits for the value at `path` (a JSON Pointer, or the whole
-    /// state) to change. `{"status":"changed","stateAfter"}` or `{"status":"timeout",
+    /// state) to change. `{"status":"changed","stateAfter","seq"}` or `{"status":"timeout",
     /// "stateAfter":null}`.
     pub async fn wait_for_change(
         &self,
         path: Option<&str>,
         timeout_ms: u64,
     ) -> Result<WaitResponse, SessionError> {
+        self.wait_for_change_since(path, None, timeout_ms).await
+    }
+
+    /// `wait {path?, sinceSeq?, timeoutMs}` (`docs/semantics.md` §8.5, §8.7): with `since`,
+    /// answers `changed` at once when the session is past that version and (with a path) the
+    /// value there changed since, or the patches since then are no longer held; otherwise
+    /// waits as [`Session::wait_for_change`] does.
+    pub async fn wait_for_change_since(
+        &self,
+        path: Option<&str>,
+        since: Option<u64>,
+        timeout_ms: u64,
+    ) -> Result<WaitResponse, SessionError> {
+        if let Some(since) = since {
+            let published = self.published();
+            if published.seq != since {
+                let touched = match path.filter(|p| !p.is_empty()) {
+                    None => Some(true),
+                    Some(p) => lock(&self.core.patches).touched(since, published.seq, p),
+                };
+                // Not held (or not a version of this session): the caller's copy is stale.
+                if touched != Some(false) {
+                    return Ok(WaitResponse {
+                        status: WaitStatus::Changed,
+                        state_after: (*published.state).clone(),
+                        seq: Some(published.seq),
+                    });
+                }
+            }
+        }
         let resolve = |state: &Value| -> Option<Value> {
             match path {
                 None => Some(state.clone()),
@@ -164,11 +219,15 @@ impl<A: App> Session<A> {
                     if r.is_err() {
                         return Err(SessionError::Closed);
                     }
-                    let state = rx.borrow_and_update().state.clone();
+                    let (state, seq) = {
+                        let published = rx.borrow_and_update();
+                        (published.state.clone(), published.seq)
+                    };
                     if resolve(&state) != baseline {
                         return Ok(WaitResponse {
                             status: WaitStatus::Changed,
                             state_after: (*state).clone(),
+                            seq: Some(seq),
                         });
                     }
                 }
@@ -176,6 +235,7 @@ impl<A: App> Session<A> {
                     return Ok(WaitResponse {
                         status: WaitStatus::Timeout,
                         state_after: Value::Null,
+                        seq: None,
                     });
                 }
             }

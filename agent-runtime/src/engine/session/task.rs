@@ -98,7 +98,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         outcome = Ok(redo.effects);
     }
     let redacted = published.state.clone();
-    core.published.send_replace(published.clone());
+    core.publish(published.clone());
     let effects = match outcome {
         Ok(effects) => effects,
         Err(payload) => {
@@ -132,10 +132,12 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         entry.detail = activity::payload_detail(&applied);
         entry.state_diff = Some(published.patch().to_vec());
         entry.tid = tid;
+        entry.confirm_id = Some(confirm_id.clone());
         lock(&core.confirms).mark_committed(
             &confirm_id,
             (*redacted).clone(),
             edited.then_some(applied),
+            published.seq,
         );
         core.append_log(entry);
         core.confirm_changed.send_modify(|v| *v += 1);

@@ -15,7 +15,8 @@ const DEFINITIONS_PATH: &str = "/components/schemas/";
 /// The name of the bearer security scheme.
 const BEARER: &str = "agentToken";
 
-/// The LAP path of the one operation that can answer 409 (`docs/lap.md` §5.7).
+/// The LAP path of `/message`, whose answer may carry `idempotent-replayed` (`docs/lap.md`
+/// §5.7).
 const MESSAGE_PATH: &str = "/message";
 
 /// An error answer of the LAP gate or handlers: its code (which knows its status) and its
@@ -23,12 +24,13 @@ const MESSAGE_PATH: &str = "/message";
 struct ErrorAnswer {
     code: ErrorCode,
     name: &'static str,
-    /// Only `/message` answers it.
+    /// Only the operations whose conduct says they conflict answer it (409).
     message_only: bool,
 }
 
 /// The error answers of the LAP operations (`docs/lap.md` §5.1, §5.3, §10), in status order: every
-/// operation can give them, except 409, which only `/message` gives (§5.7).
+/// operation can give them, except 409, which only the operations marked `conflicts` give
+/// (`/message` §5.7, `/withdraw` §5.8).
 const ERROR_ANSWERS: &[ErrorAnswer] = &[
     ErrorAnswer {
         code: ErrorCode::Invalid,
@@ -265,7 +267,7 @@ fn operation(spec: &OperationSpec, request: Value, response: Value) -> Value {
     }
     responses.insert("200".into(), ok);
     for answer in ERROR_ANSWERS {
-        if answer.message_only && spec.lap_path != MESSAGE_PATH {
+        if answer.message_only && !spec.conduct.conflicts {
             continue;
         }
         responses.insert(
@@ -429,7 +431,7 @@ mod tests {
             let mut expected = vec![
                 "200", "400", "401", "403", "409", "413", "429", "500", "503", "504",
             ];
-            if spec.lap_path != "/message" {
+            if !["/message", "/withdraw"].contains(&spec.lap_path) {
                 expected.retain(|s| *s != "409");
             }
             assert_eq!(statuses, expected, "{path}");

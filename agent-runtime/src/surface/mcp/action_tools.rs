@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 
 /// Tool names are at most this long (MCP clients refuse longer ones).
 const MAX_NAME: usize = 64;
-/// Every action tool's name starts so, apart from the 16 tools.
+/// Every action tool's name starts so, apart from the 18 tools.
 const PREFIX: &str = "do_";
 
 /// One variant of the app as a tool.

@@ -24,13 +24,17 @@ pub(crate) fn supported_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     ))
 }
 
+<<<<<<< HEAD
 /// The versions `/agent/mcp` serves: the `initialize` generation with sessions and the
 /// sessionless one (2026-07-28) (`docs/mcp.md` §Two generations).
 pub(crate) fn server_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
 }
 
-/// A surface's 16 tools with their input schemas, generated once.
+/// A surface's 18 tools with their input schemas, generated once.
+=======
+/// A surface's 18 tools with their input schemas, generated once.
+>>>>>>> seq-pending
 #[derive(Debug, Clone)]
 pub(crate) struct ToolCatalog {
     specs: Vec<ToolSpec>,

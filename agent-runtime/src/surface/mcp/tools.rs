@@ -1,4 +1,4 @@
-//! The 16 MCP tools (`docs/lap.md` §7.1): `connect_session`, one tool per operation of the
+//! The 18 MCP tools (`docs/lap.md` §7.1): `connect_session`, one tool per operation of the
 //! operation table (name and description from the table), and `disconnect_session`. Input
 //! schemas are the schemars schemas of the request types ([`ToolSpec::input_schema`]), and the argument
 //! checks ([`super::args`]) are derived from those schemas.
@@ -135,7 +135,7 @@ fn operation_tool(op: &Operation) -> ToolSpec {
     }
 }
 
-/// The 16 tools of `surface`, in listing order: `connect_session`, one per operation,
+/// The 18 tools of `surface`, in listing order: `connect_session`, one per operation,
 /// `disconnect_session`.
 pub(crate) fn tools(surface: Surface) -> impl Iterator<Item = ToolSpec> {
     let connect = match surface {
@@ -159,14 +159,14 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn sixteen_tools_per_surface_with_unique_names() {
+    fn eighteen_tools_per_surface_with_unique_names() {
         for surface in [Surface::Server, Surface::Bridge] {
             let names: Vec<&str> = tools(surface).map(|t| t.name).collect();
-            assert_eq!(names.len(), 16);
+            assert_eq!(names.len(), 18);
             let mut unique = names.clone();
             unique.sort_unstable();
             unique.dedup();
-            assert_eq!(unique.len(), 16);
+            assert_eq!(unique.len(), 18);
         }
     }
 

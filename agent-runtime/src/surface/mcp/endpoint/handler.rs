@@ -1,5 +1,5 @@
 //! The MCP server handler of `/agent/mcp`: one per MCP session (rmcp builds it at
-//! `initialize`). It serves the 16 tools; the session's binding lives in the registry, keyed by
+//! `initialize`). It serves the 18 tools; the session's binding lives in the registry, keyed by
 //! the `mcp-session-id` of each request, and an operation's tool runs through the operation
 //! gate with the bound token as the credential, so the whole gate applies (auth, rate limit,
 //! activation, log, audit, idempotency) with no HTTP request in between.

@@ -2,7 +2,7 @@
 //!
 //! rmcp's `StreamableHttpService` (stateful, `LocalSessionManager`) does the protocol; the
 //! admission layer in front of it ([`McpAdmission`]) bounds the sessions, binds them to agent
-//! tokens and answers unknown ids with 404; the handler ([`McpHandler`]) serves the 16 tools,
+//! tokens and answers unknown ids with 404; the handler ([`McpHandler`]) serves the 18 tools,
 //! running forwarded ones in-process through the LAP router with the bound token.
 
 mod actions;

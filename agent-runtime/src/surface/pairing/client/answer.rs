@@ -91,7 +91,10 @@ fn read<A: App>(session: &Session<A>, op: Operation, args: Value) -> Result<Valu
     match op {
         Operation::State => {
             let req: StateRequest = request(args)?;
-            to_value(session.get_state(req.path.as_deref()))
+            match req.since_seq {
+                Some(since) => to_value(session.get_state_since(since)),
+                None => to_value(session.get_state(req.path.as_deref())),
+            }
         }
         Operation::QueryState => {
             let req: QueryStateRequest = request(args)?;
@@ -115,10 +118,12 @@ fn read<A: App>(session: &Session<A>, op: Operation, args: Value) -> Result<Valu
             to_value(session.would_dispatch(&req.msg.0).map_err(internal)?)
         }
         Operation::Observe => {
+            let published = session.published();
             let body = json!({
-                "state": session.state(),
+                "state": published.state,
                 "actions": session.list_actions().map_err(internal)?,
                 "context": session.context().map_err(internal)?,
+                "seq": published.seq,
             });
             // The server adds the description from the hello.
             Ok(body)
@@ -128,7 +133,9 @@ fn read<A: App>(session: &Session<A>, op: Operation, args: Value) -> Result<Valu
         | Operation::Message
         | Operation::ConfirmResult
         | Operation::Wait
-        | Operation::Narrate => Err(unknown_tool(op.tool())),
+        | Operation::Narrate
+        | Operation::Pending
+        | Operation::Withdraw => Err(unknown_tool(op.tool())),
     }
 }
 

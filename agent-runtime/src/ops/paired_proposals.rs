@@ -1,0 +1,64 @@
+//! `/pending` and `/withdraw` of a paired session (`docs/lap.md` §5.8, `docs/pairing.md`
+//! §LAP → frames): the relay keeps what each `/message` it relayed proposed until the app
+//! resolves it; a withdrawal is recorded as the outcome and pushed to the app as
+//! `confirm-expire`, which voids the proposal in the app's UI.
+
+use agent_schema::protocol::{
+    EmptyRequest, ErrorCode, PendingProposal, PendingResponse, WithdrawRequest, WithdrawResponse,
+    WithdrawnStatus,
+};
+use serde_json::json;
+
+use super::call::{Answer, Resolved};
+use super::error::ApiError;
+use super::paired::{answer, Relayed};
+use crate::app::App;
+use crate::engine::paired::link::WithdrawRefusal;
+use crate::security::AuditEvent;
+
+pub(super) async fn pending<A: App>(
+    call: &Resolved<'_, A>,
+    _: EmptyRequest,
+) -> Relayed<PendingResponse> {
+    let pending: Vec<PendingProposal> = call
+        .server
+        .pairing()
+        .hub
+        .pending(&call.record.tid)
+        .into_iter()
+        .map(|(confirm_id, p)| PendingProposal {
+            confirm_id,
+            variant: p.variant,
+            msg: p.msg,
+            reason: p.reason,
+            proposed_at: p.proposed_at,
+        })
+        .collect();
+    let mut body = answer(call, PendingResponse { pending });
+    body.audit.1["count"] = json!(body.body.pending.len());
+    Ok(body)
+}
+
+pub(super) async fn withdraw<A: App>(
+    call: &Resolved<'_, A>,
+    req: WithdrawRequest,
+) -> Relayed<WithdrawResponse> {
+    let id = req.confirm_id;
+    let hub = &call.server.pairing().hub;
+    hub.withdraw(&call.record.tid, &id, call.server.now())
+        .map_err(|refusal| match refusal {
+            WithdrawRefusal::Unknown => ApiError::invalid(format!("unknown confirmId: {id}")),
+            WithdrawRefusal::Decided(status) => ApiError::new(ErrorCode::Conflict)
+                .with_detail(format!("confirmation {id} is already {status}")),
+        })?;
+    Ok(Answer {
+        body: WithdrawResponse {
+            status: WithdrawnStatus::Withdrawn,
+        },
+        read: None,
+        audit: (
+            AuditEvent::ConfirmWithdrawn,
+            json!({"confirmId": id, "paired": true}),
+        ),
+    })
+}
