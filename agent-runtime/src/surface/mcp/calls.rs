@@ -24,7 +24,6 @@ pub(crate) fn supported_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     ))
 }
 
-<<<<<<< HEAD
 /// The versions `/agent/mcp` serves: the `initialize` generation with sessions and the
 /// sessionless one (2026-07-28) (`docs/mcp.md` §Two generations).
 pub(crate) fn server_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
@@ -32,9 +31,6 @@ pub(crate) fn server_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
 }
 
 /// A surface's 18 tools with their input schemas, generated once.
-=======
-/// A surface's 18 tools with their input schemas, generated once.
->>>>>>> seq-pending
 #[derive(Debug, Clone)]
 pub(crate) struct ToolCatalog {
     specs: Vec<ToolSpec>,
