@@ -84,6 +84,9 @@ pub(crate) fn mcp_routes<A: App>(server: &ServerState<A>, sessions: Arc<McpSessi
     };
     let mut config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(true)
+        // A 2026-07-28 call that sends nothing before its result is answered as plain JSON,
+        // not as an event stream (sessions keep their streams).
+        .with_json_response(true)
         .with_allowed_hosts(options.allowed_hosts.clone())
         .with_max_request_body_bytes(MAX_BODY_BYTES);
     if let Some(bindings) = server.mcp_bindings().cloned() {
