@@ -28,7 +28,8 @@ pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
             return;
         }
     };
-    let (seq, state, confirms) = match changes {
+    // The commit to publish, with its state; and the stored confirmations.
+    let (state, confirms) = match changes {
         SessionChanges::Patches {
             seq,
             confirms,
@@ -41,24 +42,25 @@ pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
                     .and_then(|tree| A::State::deserialize(tree).ok())
             };
             let state = match caught_up {
-                Some(state) => Some(state),
+                Some(state) => Some((seq, state)),
                 // Not from the patches: the whole record.
                 None => match p.store.load_session(&core.id).await {
-                    Ok(Some(record)) => whole(core, &record.state, &record.schema_hash, seq),
+                    Ok(Some(r)) => whole(core, &r.state, &r.schema_hash, r.seq).map(|s| (r.seq, s)),
                     _ => None,
                 },
             };
-            (seq, state, confirms)
+            (state, confirms)
         }
-        SessionChanges::Patches { seq, confirms, .. } => (seq, None, confirms),
+        SessionChanges::Patches { confirms, .. } => (None, confirms),
         SessionChanges::Whole(record) => {
             let state = (record.seq > held)
                 .then(|| whole(core, &record.state, &record.schema_hash, record.seq))
-                .flatten();
-            (record.seq, state, record.confirms)
+                .flatten()
+                .map(|s| (record.seq, s));
+            (state, record.confirms)
         }
     };
-    if let Some(state) = state {
+    if let Some((seq, state)) = state {
         publish(core, seq, state);
     }
     merge_confirms(core, p, confirms);

@@ -8,7 +8,7 @@ use sqlx::postgres::PgPoolOptions;
 
 use super::sql::impl_sql_store;
 use super::sql_values::Param;
-use super::tables::{migrate, tables};
+use super::tables::{is_current, migrate, tables};
 use super::StoreError;
 
 /// The `LISTEN/NOTIFY` channel on which a write names the session it changed:
@@ -62,13 +62,15 @@ impl PostgresStore {
             .acquire_timeout(Duration::from_secs(10))
             .connect(url)
             .await?;
-        let mut tx = pool.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(SCHEMA_LOCK)
-            .execute(&mut *tx)
-            .await?;
-        migrate!(tx, SCHEMA).await?;
-        tx.commit().await?;
+        if !is_current!(&pool).await {
+            let mut tx = pool.begin().await?;
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(SCHEMA_LOCK)
+                .execute(&mut *tx)
+                .await?;
+            migrate!(tx, SCHEMA).await?;
+            tx.commit().await?;
+        }
         Ok(PostgresStore {
             writer: PgWriter(pool.clone()),
             pool,

@@ -64,6 +64,22 @@ ALTER TABLE agent_idempotency ADD COLUMN claimed_at BIGINT NOT NULL DEFAULT 0;
 ",
 )];
 
+/// Whether the database behind `$pool` is at [`SCHEMA_VERSION`] already (then opening it
+/// takes no lock and runs no DDL: a replica starting under load does not queue behind the
+/// others' writes); evaluates to a `bool`.
+macro_rules! is_current {
+    ($pool:expr) => {
+        async {
+            let stored: Result<Option<i64>, sqlx::Error> =
+                sqlx::query_scalar("SELECT value FROM agent_meta WHERE name = 'schema'")
+                    .fetch_optional($pool)
+                    .await;
+            matches!(stored, Ok(Some(v)) if v == $crate::engine::store::tables::SCHEMA_VERSION)
+        }
+    };
+}
+pub(super) use is_current;
+
 /// Creates the tables when missing and runs the migrations the database has not had, on
 /// `$conn` (a transaction); evaluates to `Result<(), StoreError>`. A database of a newer
 /// version than this build's is refused: this build would write it wrongly.
