@@ -283,3 +283,83 @@ async fn a_replica_down_through_a_compaction_catches_up() {
     assert!(rows as u64 <= 2 * K + 1, "{rows} log rows");
     pool.close().await;
 }
+
+/// On `examples/todo` (a tracked vector, a redacted field, a tagged enum), a toggle in a big
+/// list appends a small patch: no snapshot until the log's bounds, and the stored state
+/// rebuilt from the log is the session's.
+#[tokio::test]
+async fn a_toggle_appends_a_small_patch_not_a_snapshot() {
+    use agent_examples::todo::{Msg, NewTodo, TodoApp};
+    use agent_runtime::security::TracingAuditSink;
+    use agent_runtime::session::DispatchOptions;
+    use agent_runtime::{Host, HostConfig};
+    use agent_schema::protocol::WaitFor;
+
+    let dir = TempDir::new();
+    let db = dir.db();
+    let stores = agent_runtime::store::Stores::open(&db)
+        .await
+        .expect("store");
+    let app = TodoApp {
+        save_delay: Duration::ZERO,
+    };
+    let host = Host::with_store(
+        app,
+        HostConfig::default(),
+        std::sync::Arc::new(TracingAuditSink),
+        stores.sessions.clone(),
+    )
+    .expect("host");
+    let session = host.create_session(None).expect("session");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let idle = DispatchOptions {
+        wait_for: WaitFor::Idle,
+        ..DispatchOptions::default()
+    };
+    let todos = (0..3000)
+        .map(|i| NewTodo {
+            title: format!("todo {i}"),
+            priority: None,
+        })
+        .collect();
+    session
+        .dispatch_msg(Msg::BulkAdd { todos }, idle)
+        .await
+        .expect("bulk add");
+    // The save effect's `saved` commits too.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (rows_before, _, seq_before, snapshot_before) = sqlite_log(&db, session.id()).await;
+    for i in 0..20 {
+        let id = format!("t{}", 10 + i * 7);
+        session
+            .dispatch_msg(Msg::Toggle { id }, idle)
+            .await
+            .expect("toggle");
+    }
+    let (rows, bytes, seq, snapshot_seq) = sqlite_log(&db, session.id()).await;
+    assert_eq!(seq, seq_before + 20);
+    assert_eq!(snapshot_seq, snapshot_before, "no snapshot for 20 toggles");
+    assert_eq!(rows, rows_before + 20);
+    let record = stores
+        .sessions
+        .load_session(session.id())
+        .await
+        .expect("load")
+        .expect("stored");
+    let stored: Value = serde_json::from_str(&record.state).expect("json");
+    // `t10` is the tenth todo.
+    assert_eq!(stored["todos"][9]["done"], json!(true));
+    assert_eq!(stored["todos"][16]["done"], json!(true));
+    assert_eq!(stored["todos"][10]["done"], json!(false));
+    assert_eq!(
+        stored,
+        session.with_state(|s| serde_json::to_value(s).expect("json"))
+    );
+    assert_eq!(
+        stored["apiKey"],
+        json!("sk-demo-secret"),
+        "the redacted field is stored"
+    );
+    assert_eq!(stored["todos"].as_array().map(Vec::len), Some(3002));
+    let _ = bytes;
+}

@@ -43,6 +43,7 @@ pub(crate) fn apply_text(tree: &mut Value, patch: &str) -> Result<(), StoreError
 /// The test hook that holds a snapshot commit's transaction open before it commits, so a test
 /// can kill the process in the middle of a compaction: milliseconds from the environment
 /// variable `AGENT_TEST_HOLD_COMPACTION_MS`, read once (unset: no hold).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn compaction_hold() -> Option<std::time::Duration> {
     static HOLD: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
     *HOLD.get_or_init(|| {
