@@ -3,13 +3,15 @@
 //! and `writer` (writes; see `sql`), with the commit log of `docs/stores.md` §The commit log:
 //! a commit is one transaction that records its key (if any), moves `agent_sessions.seq`
 //! (compare-and-set), appends its patch to `agent_session_log`, and, with a snapshot,
-//! replaces the stored state and deletes the patches at or before the previous snapshot.
+//! replaces the stored state and deletes the patches at or before the previous snapshot. The
+//! snapshot lives in its own table (`agent_session_snapshots`): a commit updates the small
+//! session row, and SQLite rewrites a whole row on any update, big state included.
 //! Invoked by `impl_sql_store!`.
 
 macro_rules! impl_sql_sessions {
     ($store:ty, $db:ty, { $($changes:tt)* }) => {
-        const SESSION_COLUMNS: &str = "id, owner, created_at, updated_at, seq, state, \
-             schema_hash, confirms, log_tail, snapshot_seq";
+        const SESSION_COLUMNS: &str = "s.id, s.owner, s.created_at, s.updated_at, s.seq, \
+             p.state, s.schema_hash, s.confirms, s.log_tail, s.snapshot_seq";
 
         /// A session row: the record (its state is the snapshot's) and its snapshot's commit.
         fn session_from_row(
@@ -96,20 +98,30 @@ macro_rules! impl_sql_sessions {
                         to_db(r.created_at).into(),
                         to_db(r.updated_at).into(),
                         to_db(r.seq).into(),
-                        (&r.state).into(),
                         (&r.schema_hash).into(),
                         (&r.confirms).into(),
                         (&r.log_tail).into(),
                     ];
+                    let snapshot: &[$crate::engine::store::sql_values::Param<'_>] =
+                        &[(&r.id).into(), (&r.state).into()];
                     self.writer
                         .write_all(&[
                             // A log left by an earlier session of the same id is not this one's.
                             ("DELETE FROM agent_session_log WHERE session_id = $1", delete_log),
                             (
+                                "DELETE FROM agent_session_snapshots WHERE session_id = $1",
+                                delete_log,
+                            ),
+                            (
                                 "INSERT INTO agent_sessions (id, owner, created_at, updated_at, \
                                  seq, state, schema_hash, confirms, log_tail, snapshot_seq, \
-                                 log_bytes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $5, 0)",
+                                 log_bytes) VALUES ($1, $2, $3, $4, $5, '', $6, $7, $8, $5, 0)",
                                 insert,
+                            ),
+                            (
+                                "INSERT INTO agent_session_snapshots (session_id, state) \
+                                 VALUES ($1, $2)",
+                                snapshot,
                             ),
                         ])
                         .await?;
@@ -131,7 +143,9 @@ macro_rules! impl_sql_sessions {
                     // adds patches past `seq`, so a gap means "read again".
                     for _ in 0..8 {
                         let row = sqlx::query(&format!(
-                            "SELECT {SESSION_COLUMNS} FROM agent_sessions WHERE id = $1"
+                            "SELECT {SESSION_COLUMNS} FROM agent_sessions s \
+                             JOIN agent_session_snapshots p ON p.session_id = s.id \
+                             WHERE s.id = $1"
                         ))
                         .bind(id)
                         .fetch_optional(&self.pool)
@@ -183,11 +197,14 @@ macro_rules! impl_sql_sessions {
                         None => Vec::new(),
                     };
                     let id_param: [Param<'_>; 1] = [w.id.into()];
+                    let snapshot_params: Vec<Param<'_>> = match w.snapshot {
+                        Some(state) => vec![w.id.into(), state.into()],
+                        None => Vec::new(),
+                    };
                     let update_params: Vec<Param<'_>> = match w.snapshot {
-                        Some(state) => vec![
+                        Some(_) => vec![
                             w.id.into(),
                             to_db(w.seq).into(),
-                            state.into(),
                             w.schema_hash.into(),
                             to_db(w.now).into(),
                             to_db(previous).into(),
@@ -234,9 +251,9 @@ macro_rules! impl_sql_sessions {
                                 false,
                             ));
                             statements.push((
-                                "UPDATE agent_sessions SET seq = $2, state = $3, \
-                                 schema_hash = $4, updated_at = $5, snapshot_seq = $2, \
-                                 log_bytes = 0 WHERE id = $1 AND seq = $6",
+                                "UPDATE agent_sessions SET seq = $2, schema_hash = $3, \
+                                 updated_at = $4, snapshot_seq = $2, log_bytes = 0 \
+                                 WHERE id = $1 AND seq = $5",
                                 &update_params,
                                 true,
                             ));
@@ -252,6 +269,15 @@ macro_rules! impl_sql_sessions {
                     }
                     // The compare-and-set's index.
                     let session_at = statements.len() - 1;
+                    if w.snapshot.is_some() {
+                        statements.push((
+                            "INSERT INTO agent_session_snapshots (session_id, state) \
+                             VALUES ($1, $2) ON CONFLICT (session_id) \
+                             DO UPDATE SET state = excluded.state",
+                            &snapshot_params,
+                            false,
+                        ));
+                    }
                     // A patch over the bytes bound is not logged (its commit carries a
                     // snapshot): a replica before it reloads the whole state.
                     if w.patch.is_some() && patch_len <= SNAPSHOT_BYTES {
@@ -362,10 +388,11 @@ macro_rules! impl_sql_sessions {
                         .writer
                         .write_all(&[
                             ("DELETE FROM agent_session_log WHERE session_id = $1", params),
+                            ("DELETE FROM agent_session_snapshots WHERE session_id = $1", params),
                             ("DELETE FROM agent_sessions WHERE id = $1", params),
                         ])
                         .await?;
-                    Ok(done.get(1).copied().unwrap_or(0) > 0)
+                    Ok(done.get(2).copied().unwrap_or(0) > 0)
                 })
             }
 
