@@ -139,9 +139,10 @@ pub mod store {
     #[cfg(feature = "sqlite")]
     pub use crate::engine::store::SqliteStore;
     pub use crate::engine::store::{
-        IdempotencyEntry, IdempotencyRecords, InMemoryTokenStore, McpBinding, McpBindings,
-        MemoryStore, SessionRecord, SessionStore, SigningKeys, StoreError, StoreKind, StoreResult,
-        Stores, TokenStore,
+        CommitKey, CommitWrite, Committed, IdempotencyEntry, IdempotencyRecords,
+        InMemoryTokenStore, LogState, McpBinding, McpBindings, MemoryStore, SessionChanges,
+        SessionRecord, SessionStore, SigningKeys, StoreError, StoreKind, StoreResult, Stores,
+        TokenStore,
     };
     #[cfg(feature = "postgres")]
     pub use crate::engine::store::{PostgresStore, CHANGES_CHANNEL};

@@ -4,6 +4,9 @@
 //!   loopback HTTP on one session, with sessions and tokens in memory, in a SQLite file, and
 //!   in a PostgreSQL server the bench starts (`initdb` in a temporary directory); in one run,
 //!   so the ratios compare like with like;
+//! - `toggle/{sqlite,postgres}/{10,1000,10000,50000}`: one `toggle` (`waitFor: idle`) of
+//!   `examples/todo` on a session holding that many todos, stored in SQLite and in
+//!   PostgreSQL: what a commit costs as the state grows (`docs/stores.md` §The commit log);
 //! - `restart_first_answer_10k`: with 10,000 sessions stored in SQLite, opening the store,
 //!   building the host and answering the first call for one session (its state reloaded);
 //! - before those, the resident memory of a process holding 100,000 stored sessions of which
@@ -13,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
+use agent_examples::todo::TodoApp;
 use agent_runtime::security::TracingAuditSink;
 use agent_runtime::store::{SessionRecord, Stores};
 use agent_runtime::{AgentServer, Host, HostConfig};
@@ -51,6 +55,77 @@ async fn server_on(stores: Option<&Stores>) -> TestServer<Counter> {
         ..Default::default()
     };
     agent_tests::start(builder.options(options)).await
+}
+
+async fn todo_on(stores: &Stores) -> TestServer<TodoApp> {
+    let config = HostConfig::default();
+    let audit = Arc::new(TracingAuditSink);
+    let app = TodoApp {
+        save_delay: Duration::ZERO,
+    };
+    let builder = AgentServer::builder(
+        Host::with_store(app, config, audit, stores.sessions.clone()).expect("host"),
+    )
+    .stores(stores);
+    let options = agent_runtime::ServerOptions {
+        rate_limit: "1000000/second".parse().expect("rate"),
+        ..Default::default()
+    };
+    agent_tests::start(builder.options(options)).await
+}
+
+/// Sizes of the todo lists `toggle` is measured on.
+const TODOS: [usize; 4] = [10, 1_000, 10_000, 50_000];
+
+/// Adds todos to the session of `token` until it holds `n` (in bulks under the body cap).
+async fn grow(server: &TestServer<TodoApp>, token: &str, held: &mut usize, n: usize) {
+    while *held < n {
+        let bulk = (n - *held).min(2_000);
+        let todos: Vec<_> = (0..bulk)
+            .map(|i| json!({"title": format!("todo number {}", *held + i)}))
+            .collect();
+        let body = json!({"msg": {"type": "bulkAdd", "todos": todos}, "waitFor": "idle"});
+        let a = server.lap(token, "/message", &body).await;
+        assert_eq!(a.status, 200, "{:?}", a.body);
+        *held += bulk;
+    }
+}
+
+fn toggle(c: &mut Criterion) {
+    let rt = runtime();
+    let pg = PgServer::start();
+    let (dir, path) = temp_db("toggle");
+    let targets: Vec<(&str, TestServer<TodoApp>)> = rt.block_on(async {
+        let sqlite = Stores::open(&path).await.expect("sqlite");
+        let postgres = Stores::open(&pg.url()).await.expect("postgres");
+        vec![
+            ("sqlite", todo_on(&sqlite).await),
+            ("postgres", todo_on(&postgres).await),
+        ]
+    });
+    let mut group = c.benchmark_group("toggle");
+    group.measurement_time(Duration::from_secs(4));
+    group.sample_size(20);
+    for (name, server) in &targets {
+        let minted = rt.block_on(server.mint("bench", None));
+        // The app starts with two todos.
+        let mut held = 2;
+        let body = json!({"msg": {"type": "toggle", "id": "t1"}, "waitFor": "idle"});
+        for n in TODOS {
+            rt.block_on(grow(server, &minted.token, &mut held, n));
+            group.bench_function(format!("{name}/{n}"), |b| {
+                b.iter(|| {
+                    rt.block_on(async {
+                        let a = server.lap(&minted.token, "/message", &body).await;
+                        assert_eq!(a.status, 200, "{:?}", a.body);
+                    })
+                })
+            });
+        }
+    }
+    group.finish();
+    drop(targets);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 fn message(c: &mut Criterion) {
@@ -186,9 +261,16 @@ fn memory_report() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-criterion_group!(benches, message, restart);
+criterion_group!(benches, message, toggle, restart);
 
 fn main() {
+    // `STORE_BENCH_ONLY_TOGGLE=1`: the toggle figures alone.
+    if std::env::var_os("STORE_BENCH_ONLY_TOGGLE").is_some() {
+        let mut c = Criterion::default().configure_from_args();
+        toggle(&mut c);
+        c.final_summary();
+        return;
+    }
     memory_report();
     benches();
     Criterion::default().configure_from_args().final_summary();

@@ -16,6 +16,11 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `binary` with `--port 0` and `args`, and waits (at most 60 s) for its banner.
     pub fn start(binary: &Path, args: &[&str]) -> ServerProcess {
+        Self::start_with_env(binary, args, &[])
+    }
+
+    /// [`Self::start`] with extra environment variables (test hooks).
+    pub fn start_with_env(binary: &Path, args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
         // `AGENT_TEST_SERVER_LOG=rmcp=debug,agent_runtime=debug` (a `RUST_LOG` filter) shows
         // the server's log with a failing test's output.
         let log = std::env::var("AGENT_TEST_SERVER_LOG").ok();
@@ -27,6 +32,7 @@ impl ServerProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .env("RUST_LOG", log.as_deref().unwrap_or("error"))
+            .envs(env.iter().copied())
             .spawn()
             .expect("the server process starts");
         let stdout = child.stdout.take().expect("stdout");
@@ -50,6 +56,7 @@ impl ServerProcess {
             Ok(base) => base,
             Err(_) => {
                 let _ = child.kill();
+                let _ = child.wait();
                 panic!("the server printed no banner within 60 s");
             }
         };
@@ -60,6 +67,25 @@ impl ServerProcess {
     pub fn kill(mut self) {
         self.child.kill().expect("SIGKILL");
         let _ = self.child.wait();
+    }
+
+    /// Stops the process (`SIGSTOP`): it is down, holding its connections, until
+    /// [`Self::resume`].
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Continues a paused process (`SIGCONT`).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {sig} failed");
     }
 
     /// The process id.

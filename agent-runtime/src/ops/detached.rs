@@ -6,20 +6,22 @@
 
 use std::future::Future;
 
-use agent_schema::protocol::ErrorCode;
 use axum::http::StatusCode;
 use serde_json::Value;
 
+use super::durable_key::{answered, claim_or_replay, different_message, store_answer, Durable};
 use super::error::ApiError;
 use super::idempotency::Claim;
 use super::reply::Reply;
 use super::state::ServerState;
 use super::tail::{activate, with_revocation};
 use crate::app::App;
+use crate::engine::session::keyed::{self, KeyOutcome, KeyedCommit};
 use crate::security::TokenRecord;
 
 /// Runs `work` on its own task for the caller `record`, under `keyed` = `(idempotencyKey,
-/// msg)` when the call carries a key.
+/// msg)` when the call carries a key. With a durable store the key is claimed there too and
+/// recorded by the commit the message produces (`docs/stores.md` §Exactly once).
 pub(crate) async fn run_keyed<A: App>(
     server: &ServerState<A>,
     record: &TokenRecord,
@@ -28,7 +30,7 @@ pub(crate) async fn run_keyed<A: App>(
 ) -> Reply {
     let tid = record.tid.clone();
     if let Some((key, msg)) = &keyed {
-        if let Some(replay) = durable_replay(server, record, key, msg).await {
+        if let Some(replay) = answered(server, record, key, msg).await {
             return replay;
         }
     }
@@ -57,18 +59,67 @@ pub(crate) async fn run_keyed<A: App>(
             }
         },
     };
-    let durable_key = keyed.map(|(key, msg)| (key, msg.to_string(), server.now()));
-    let task_server = server.clone();
-    let tid_of_task = tid.clone();
-    let task = tokio::spawn(async move {
-        let reply = work.await;
-        if let Some(tx) = first {
-            let stored = reply.clone().into_stored();
-            if let Some((key, msg, created_at)) = durable_key {
-                store_answer(&task_server, &tid_of_task, key, msg, created_at, &stored).await;
+    // First in this process: the store says whether it is first anywhere.
+    let mut durable = false;
+    if let (Some(tx), Some((key, msg))) = (&first, &keyed) {
+        match claim_or_replay(server, record, key, msg).await {
+            Durable::Claimed => durable = true,
+            Durable::Unavailable => {}
+            Durable::Replay(reply) => {
+                tx.send_replace(Some(reply.clone().into_stored()));
+                return reply;
             }
-            tx.send_replace(Some(stored));
         }
+    }
+    let commit_key = match (&keyed, durable) {
+        (Some((key, msg)), true) => Some(KeyedCommit::new(
+            tid.clone(),
+            key.clone(),
+            msg.to_string(),
+            server.now(),
+        )),
+        _ => None,
+    };
+    let task_server = server.clone();
+    let task_record = record.clone();
+    let task = tokio::spawn(async move {
+        let reply = match &commit_key {
+            Some(k) => keyed::with_key(k.clone(), work).await,
+            None => work.await,
+        };
+        let Some(tx) = first else {
+            return reply;
+        };
+        let mut reply = reply;
+        let mut ours = true;
+        if let (Some(k), Some((key, msg))) = (&commit_key, &keyed) {
+            // Another commit recorded the key: that one is the first call; its answer
+            // (or one rebuilt from its commit) is this call's too.
+            if k.outcome() == KeyOutcome::UsedElsewhere {
+                if let Durable::Replay(first) =
+                    claim_or_replay(&task_server, &task_record, key, msg).await
+                {
+                    reply = first;
+                    ours = false;
+                }
+            }
+        }
+        let stored = reply.clone().into_stored();
+        if ours {
+            if let Some((key, msg)) = keyed {
+                let created_at = task_server.now();
+                store_answer(
+                    &task_server,
+                    &task_record.tid,
+                    key,
+                    msg.to_string(),
+                    created_at,
+                    &stored,
+                )
+                .await;
+            }
+        }
+        tx.send_replace(Some(stored));
         reply
     });
     with_revocation(server, &tid, async {
@@ -77,93 +128,4 @@ pub(crate) async fn run_keyed<A: App>(
         })
     })
     .await
-}
-
-/// 409: the key was used for another message.
-fn different_message(key: &str) -> ApiError {
-    ApiError::new(ErrorCode::Conflict).with_detail(format!(
-        "idempotencyKey {key} was used for a different message"
-    ))
-}
-
-/// With a durable store: the first answer stored under `(tid, key)` in an earlier process (or
-/// on another replica), replayed; a different message under the key is 409.
-async fn durable_replay<A: App>(
-    server: &ServerState<A>,
-    record: &TokenRecord,
-    key: &str,
-    msg: &Value,
-) -> Option<Reply> {
-    let store = server.durable_idempotency()?;
-    let entry = match store.get_idempotent(&record.tid, key).await {
-        Ok(entry) => entry?,
-        Err(e) => {
-            tracing::error!(target: "agent_runtime::store", "idempotency lookup failed: {e}");
-            return None;
-        }
-    };
-    if entry.created_at + super::IDEMPOTENCY_WINDOW_MS <= server.now() {
-        return None;
-    }
-    if serde_json::from_str::<Value>(&entry.msg).ok().as_ref() != Some(msg) {
-        return Some(Reply::from_error(&different_message(key)));
-    }
-    let headers: Vec<(String, String)> = serde_json::from_str(&entry.headers).unwrap_or_default();
-    let answer = super::idempotency::StoredAnswer {
-        status: StatusCode::from_u16(entry.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        body: entry.body,
-        headers,
-    };
-    let replay = Reply::from_stored(answer);
-    if replay.status() == StatusCode::OK {
-        activate(server, record).await;
-    }
-    Some(replay.replayed())
-}
-
-/// With a durable store: keeps the first answer of a keyed call, before it is sent.
-async fn store_answer<A: App>(
-    server: &ServerState<A>,
-    tid: &str,
-    key: String,
-    msg: String,
-    created_at: u64,
-    answer: &super::idempotency::StoredAnswer,
-) {
-    let Some(store) = server.durable_idempotency() else {
-        return;
-    };
-    let entry = crate::engine::store::IdempotencyEntry {
-        tid: tid.to_owned(),
-        key,
-        created_at,
-        msg,
-        status: answer.status.as_u16(),
-        body: answer.body.clone(),
-        headers: serde_json::to_string(&answer.headers).unwrap_or_else(|_| "[]".into()),
-    };
-    if let Err(e) = store.put_idempotent(entry).await {
-        tracing::error!(target: "agent_runtime::store", "storing an idempotency answer failed: {e}");
-    }
-    // The stored answers past the window go at least every sweep period while keyed calls
-    // come, not only at mints (`docs/stores.md` §Bounds on disk).
-    let now = server.now();
-    let period = server.host().config().budgets.idempotency_sweep_ms;
-    let swept = &server.durable_idempotency_swept();
-    let last = swept.load(std::sync::atomic::Ordering::Relaxed);
-    if now.saturating_sub(last) >= period
-        && swept
-            .compare_exchange(
-                last,
-                now,
-                std::sync::atomic::Ordering::Relaxed,
-                std::sync::atomic::Ordering::Relaxed,
-            )
-            .is_ok()
-    {
-        let before = now.saturating_sub(super::IDEMPOTENCY_WINDOW_MS);
-        if let Err(e) = store.sweep_idempotent(before).await {
-            tracing::error!(target: "agent_runtime::store", "idempotency sweep failed: {e}");
-        }
-    }
 }

@@ -16,6 +16,7 @@
 
 mod call;
 mod detached;
+mod durable_key;
 pub(crate) mod error;
 mod gate;
 mod handlers;

@@ -33,6 +33,7 @@
 
 mod marks;
 mod patch;
+mod stored;
 pub(crate) mod walk;
 
 use std::sync::Arc;
@@ -48,6 +49,7 @@ use marks::Marks;
 
 pub(crate) use patch::apply_patch;
 use patch::copy_of;
+pub(crate) use stored::StoredTree;
 
 #[cfg(test)]
 mod tests;

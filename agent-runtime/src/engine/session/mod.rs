@@ -5,11 +5,14 @@
 //! and typed hooks read the state under a short read lock. The task is the only writer.
 
 pub(crate) mod activity;
+mod catch_up;
+mod commit_log;
 pub(crate) mod confirm;
 mod dispatch;
 mod drain;
 mod effects;
 pub(crate) mod events;
+pub(crate) mod keyed;
 pub(crate) mod migrate;
 mod notes;
 mod outcome;
@@ -573,6 +576,7 @@ impl<A: App> SessionCore<A> {
                 ticket,
                 origin,
                 committed,
+                key: keyed::take(),
             })
             .map_err(|_| SessionClosed)?;
         *next += 1;

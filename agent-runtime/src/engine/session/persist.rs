@@ -1,32 +1,37 @@
 //! Durable sessions: the session's side of the store. A session with a [`Persistence`] is
-//! written to its [`SessionStore`] when it starts, and every commit writes the whole state
-//! (JSON) as the next sequence number before anyone sees it and before its effects start.
+//! written to its [`SessionStore`] when it starts, and every commit writes its patch (and,
+//! every so often, a snapshot of the whole state) as the next sequence number before anyone
+//! sees it and before its effects start (`docs/stores.md` §The commit log).
 //!
 //! The commit path calls exactly two functions: [`snapshot`] under the state lock and
-//! [`commit`] after it.
+//! [`commit`] after it. Reloads after another process's commits are in `catch_up`.
 
 use std::sync::Arc;
 
 use agent_schema::protocol::{DrainError, DrainErrorKind, LogEntry, LogKind};
 
+use super::commit_log::{Change, CommitLog};
+use super::keyed::{KeyOutcome, KeyedCommit};
 use super::migrate::{read_state, Read};
 use super::queue::CommitNote;
 use super::{activity, lock, Parts, Session, SessionCore, SessionError};
 use crate::app::App;
-use crate::engine::store::{SessionRecord, SessionStore};
+use crate::engine::store::{CommitWrite, Committed, SessionRecord, SessionStore};
 
 /// Where a session's commits go, and the schema hash they are written under.
 #[derive(Clone)]
 pub(crate) struct Persistence {
-    store: Arc<dyn SessionStore>,
-    schema_hash: Arc<str>,
+    pub(super) store: Arc<dyn SessionStore>,
+    pub(super) schema_hash: Arc<str>,
+    /// The commit log as this process knows it (the task's).
+    pub(super) log: Arc<std::sync::Mutex<CommitLog>>,
     /// The confirmations JSON the store holds as far as this process knows (written here,
     /// or read back from another process's change), so none is written back needlessly.
-    stored_confirms: Arc<std::sync::Mutex<String>>,
+    pub(super) stored_confirms: Arc<std::sync::Mutex<String>>,
     /// Held by the confirmation saver from reading the entries to recording what it wrote,
     /// and by [`refresh`] from loading the record to merging it: a load that started before
     /// one of this process's writes can then never be taken for another process's change.
-    confirms_io: Arc<tokio::sync::Mutex<()>>,
+    pub(super) confirms_io: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Persistence {
@@ -34,6 +39,7 @@ impl Persistence {
         Persistence {
             store,
             schema_hash: Arc::from(schema_hash),
+            log: Arc::default(),
             stored_confirms: Arc::new(std::sync::Mutex::new("[]".into())),
             confirms_io: Arc::default(),
         }
@@ -47,8 +53,9 @@ impl Persistence {
         now: u64,
         state: &S,
     ) -> Result<SessionRecord, SessionError> {
-        let state = serde_json::to_string(state)
-            .map_err(|e| SessionError::Internal(format!("state failed to serialize: {e}")))?;
+        let state = lock(&self.log)
+            .reset(0, state)
+            .map_err(SessionError::Internal)?;
         Ok(SessionRecord::new(
             id,
             owner,
@@ -73,25 +80,33 @@ pub(crate) async fn first_write<A: App>(core: &SessionCore<A>, first: FirstWrite
     let Some(p) = &core.persist else { return };
     let result = match first {
         FirstWrite::Insert(record) => p.store.insert_session(record).await,
-        FirstWrite::Migrated { seq, state } => p
-            .store
-            .commit_state(&core.id, seq, &state, &p.schema_hash, core.now())
-            .await
-            .map(|_| ()),
+        FirstWrite::Migrated { seq, state } => {
+            let write = CommitWrite {
+                id: &core.id,
+                seq,
+                patch: None,
+                snapshot: Some(&state),
+                schema_hash: &p.schema_hash,
+                now: core.now(),
+                key: None,
+            };
+            p.store.commit(write).await.map(|_| ())
+        }
     };
     if let Err(e) = result {
         log_error(core, "Session not stored", e.to_string());
     }
 }
 
-/// The JSON text of the whole state, when the session persists (called under the state lock,
-/// right after `update`).
+/// The change commit `seq` writes (its patch, a snapshot when due), when the session
+/// persists (called under the state lock, right after `update`).
 pub(crate) fn snapshot<A: App>(
     core: &SessionCore<A>,
+    seq: u64,
     state: &A::State,
-) -> Option<Result<String, String>> {
-    core.persist.as_ref()?;
-    Some(serde_json::to_string(state).map_err(|e| format!("state failed to serialize: {e}")))
+) -> Option<Result<Change, String>> {
+    let p = core.persist.as_ref()?;
+    Some(lock(&p.log).change(seq, state))
 }
 
 /// The copy of a message kept to apply it again after a lost compare-and-set (only when the
@@ -113,35 +128,68 @@ pub(crate) struct Redo<A: App> {
 /// How many times a commit is applied again before it is given up as not stored.
 const MAX_REAPPLY: usize = 64;
 
-/// Writes `snapshot` as commit `seq` (compare-and-set). When another writer committed `seq`
-/// first, reloads the stored state, applies `retry` to it again, and tries the next
-/// sequence number; answers the commit that was stored in the end. A failure (the database,
-/// or too many lost races) is reported like a failed update: a drain error and an `error`
-/// log entry; the commit stays in memory.
+/// Writes `change` as commit `seq` (compare-and-set), recording `key` with it. When another
+/// writer committed `seq` first, reloads the stored state, applies `retry` to it again, and
+/// tries the next sequence number; answers the commit that was stored in the end. When the
+/// key was recorded by another commit already, the message was applied there: this
+/// application is dropped and the stored state put back (answered as a commit with no
+/// effects). A failure (the database, or too many lost races) is reported like a failed
+/// update: a drain error and an `error` log entry; the commit stays in memory.
 pub(crate) async fn commit<A: App>(
     core: &SessionCore<A>,
     seq: u64,
-    snapshot: Option<Result<String, String>>,
+    change: Option<Result<Change, String>>,
     retry: Option<A::Msg>,
+    key: Option<Arc<KeyedCommit>>,
 ) -> Option<Redo<A>> {
-    let (Some(p), Some(Ok(state))) = (&core.persist, snapshot) else {
+    let (Some(p), Some(Ok(mut change))) = (&core.persist, change) else {
         return None;
     };
-    let message = match p
-        .store
-        .commit_state(&core.id, seq, &state, &p.schema_hash, core.now())
-        .await
-    {
-        Ok(true) => return None,
-        Ok(false) => match retry {
-            Some(msg) => match reapply(core, p, msg).await {
+    let message = loop {
+        let write = CommitWrite {
+            id: &core.id,
+            seq,
+            patch: change.patch.as_deref(),
+            snapshot: change.snapshot.as_deref(),
+            schema_hash: &p.schema_hash,
+            now: core.now(),
+            key: key.as_ref().map(|k| k.as_commit_key()),
+        };
+        match p.store.commit(write).await {
+            Ok(Committed::Stored) => {
+                lock(&p.log).stored(seq, &change);
+                if let Some(k) = &key {
+                    k.set_outcome(KeyOutcome::Recorded);
+                }
+                return None;
+            }
+            Ok(Committed::SnapshotDue(log)) if change.snapshot.is_none() => {
+                match lock(&p.log).snapshot_for(log) {
+                    Some(snapshot) => change.snapshot = Some(snapshot),
+                    None => break format!("commit {seq} not stored: no snapshot to write"),
+                }
+            }
+            Ok(Committed::SnapshotDue(_)) => {
+                break format!("commit {seq} not stored: the store refused its snapshot")
+            }
+            Ok(Committed::KeyUsed) => match revert(core, p, key.as_deref()).await {
                 Ok(redo) => return Some(redo),
-                Err(message) => message,
+                Err(message) => break message,
             },
-            None => format!("commit {seq} not stored: another writer committed it first"),
-        },
-        Err(e) => format!("commit {seq} not stored: {e}"),
+            Ok(Committed::Raced) => match retry {
+                Some(msg) => match reapply(core, p, msg, key.as_deref()).await {
+                    Ok(redo) => return Some(redo),
+                    Err(message) => break message,
+                },
+                None => {
+                    break format!("commit {seq} not stored: another writer committed it first")
+                }
+            },
+            Err(e) => break format!("commit {seq} not stored: {e}"),
+        }
     };
+    // The tree holds a state the store does not: the next commit starts over.
+    lock(&p.log).forget();
     core.notes.send(CommitNote::Error(DrainError {
         kind: DrainErrorKind::Error,
         message: message.clone(),
@@ -150,22 +198,61 @@ pub(crate) async fn commit<A: App>(
     None
 }
 
-/// Reload, apply again, compare-and-set; until it is stored.
+/// The stored record, its state read back.
+async fn stored_state<A: App>(
+    core: &SessionCore<A>,
+    p: &Persistence,
+) -> Result<(SessionRecord, A::State), String> {
+    let record = p
+        .store
+        .load_session(&core.id)
+        .await
+        .map_err(|e| format!("commit not stored: {e}"))?
+        .ok_or_else(|| "commit not stored: the session is gone from the store".to_string())?;
+    let state = read_state(&*core.app, &record.state, &record.schema_hash)
+        .map_err(|e| format!("commit not stored: {e}"))?
+        .into_state();
+    Ok((record, state))
+}
+
+/// The key was recorded by another commit: puts the stored state back in place of this
+/// application, which is dropped (no effects).
+async fn revert<A: App>(
+    core: &SessionCore<A>,
+    p: &Persistence,
+    key: Option<&KeyedCommit>,
+) -> Result<Redo<A>, String> {
+    if let Some(k) = key {
+        k.set_outcome(KeyOutcome::UsedElsewhere);
+    }
+    let (record, state) = stored_state(core, p).await?;
+    let redacted = Arc::new(super::redact(
+        &*core.app,
+        core.catalog.redact_plan(),
+        &state,
+    )?);
+    match serde_json::from_str(&record.state) {
+        Ok(tree) => lock(&p.log).replace(record.seq, tree),
+        Err(_) => lock(&p.log).forget(),
+    }
+    *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+    Ok(Redo {
+        seq: record.seq,
+        redacted,
+        effects: Vec::new(),
+    })
+}
+
+/// Reload, apply again, compare-and-set (a snapshot: the state was rebuilt); until it is
+/// stored.
 async fn reapply<A: App>(
     core: &SessionCore<A>,
     p: &Persistence,
     msg: A::Msg,
+    key: Option<&KeyedCommit>,
 ) -> Result<Redo<A>, String> {
     for _ in 0..MAX_REAPPLY {
-        let record = p
-            .store
-            .load_session(&core.id)
-            .await
-            .map_err(|e| format!("commit not stored: {e}"))?
-            .ok_or_else(|| "commit not stored: the session is gone from the store".to_string())?;
-        let mut state = read_state(&*core.app, &record.state, &record.schema_hash)
-            .map_err(|e| format!("commit not stored: {e}"))?
-            .into_state();
+        let (record, mut state) = stored_state(core, p).await?;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             core.app.update(&mut state, msg.clone())
         }));
@@ -179,26 +266,41 @@ async fn reapply<A: App>(
                 Vec::new()
             }
         };
-        let text =
-            serde_json::to_string(&state).map_err(|e| format!("state failed to serialize: {e}"))?;
+        let seq = record.seq + 1;
+        let text = lock(&p.log).reset(seq, &state)?;
         let redacted = Arc::new(super::redact(
             &*core.app,
             core.catalog.redact_plan(),
             &state,
         )?);
-        let seq = record.seq + 1;
+        let write = CommitWrite {
+            id: &core.id,
+            seq,
+            patch: None,
+            snapshot: Some(&text),
+            schema_hash: &p.schema_hash,
+            now: core.now(),
+            key: key.map(KeyedCommit::as_commit_key),
+        };
         let stored = p
             .store
-            .commit_state(&core.id, seq, &text, &p.schema_hash, core.now())
+            .commit(write)
             .await
             .map_err(|e| format!("commit {seq} not stored: {e}"))?;
-        if stored {
-            *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
-            return Ok(Redo {
-                seq,
-                redacted,
-                effects,
-            });
+        match stored {
+            Committed::Stored => {
+                if let Some(k) = key {
+                    k.set_outcome(KeyOutcome::Recorded);
+                }
+                *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+                return Ok(Redo {
+                    seq,
+                    redacted,
+                    effects,
+                });
+            }
+            Committed::KeyUsed => return revert(core, p, key).await,
+            Committed::Raced | Committed::SnapshotDue(_) => {}
         }
     }
     Err(format!(
@@ -285,61 +387,6 @@ pub(crate) fn spawn_log_saver<A: App>(core: &Arc<SessionCore<A>>) {
     });
 }
 
-/// Reloads the stored session after another process changed it (called by the session
-/// task, so no commit runs meanwhile): a newer commit replaces the state and is published
-/// (waking `/wait`, `waitFor` and event streams); changed confirmations replace these
-/// (waking confirmation waiters).
-pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
-    let Some(p) = &core.persist else { return };
-    let _io = p.confirms_io.lock().await;
-    let record = match p.store.load_session(&core.id).await {
-        Ok(Some(record)) => record,
-        Ok(None) => return,
-        Err(e) => {
-            tracing::error!(target: "agent_runtime::store", "reloading session {} failed: {e}", core.id);
-            return;
-        }
-    };
-    if record.seq > core.published.borrow().seq {
-        if let Ok(state) =
-            read_state(&*core.app, &record.state, &record.schema_hash).map(Read::into_state)
-        {
-            if let Ok(redacted) = super::redact(&*core.app, core.catalog.redact_plan(), &state) {
-                let redacted = Arc::new(redacted);
-                *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
-                // The snapshot trees knew only this process's commits.
-                let gates = {
-                    let mut snapshots = lock(&core.snapshots);
-                    snapshots.forget_spare();
-                    snapshots.unknown_gates()
-                };
-                let prev = core.published.borrow().state.clone();
-                let patch = crate::algo::diff::diff(&prev, &redacted);
-                let published = super::Published::new(record.seq, redacted, patch.into(), gates);
-                core.publish(published.clone());
-                lock(&core.events).publish(super::events::EventBody::State(published));
-            }
-        }
-    }
-    // Only what another process wrote replaces these, and proposals made here and not yet
-    // written (the saver runs after them) stay: the store's copy must not undo them.
-    let stored = {
-        let mut known = lock(&p.stored_confirms);
-        if *known == record.confirms {
-            return;
-        }
-        std::mem::replace(&mut *known, record.confirms.clone())
-    };
-    let changed = {
-        let mut confirms = lock(&core.confirms);
-        // Also when the merge kept unwritten entries: the saver writes the merged list.
-        confirms.merge_foreign(&record.confirms, &stored) || confirms.to_json() != record.confirms
-    };
-    if changed {
-        core.confirm_changed.send_modify(|v| *v += 1);
-    }
-}
-
 /// The note agents get when a session was stored under another schema.
 pub(crate) fn schema_changed_note(old: &str, new: &str) -> String {
     format!(
@@ -376,11 +423,18 @@ pub(crate) fn restore<A: App>(
         ))
     })?;
     let (state, seq, first) = match read {
-        Read::AsStored(state) => (state, record.seq, None),
+        Read::AsStored(state) => {
+            // The tree is the stored JSON itself: the first commit's patch then applies to
+            // what the store holds, whatever this version's serialization adds to it.
+            *lock(&persist.log) =
+                CommitLog::at(record.seq, serde_json::from_str(&record.state).ok());
+            (state, record.seq, None)
+        }
         Read::Migrated { state, why } => {
-            let text = serde_json::to_string(&state)
-                .map_err(|e| SessionError::Internal(format!("state failed to serialize: {e}")))?;
             let seq = record.seq + 1;
+            let text = lock(&persist.log)
+                .reset(seq, &state)
+                .map_err(SessionError::Internal)?;
             notes.push((
                 LogKind::Error,
                 "Session migrated",

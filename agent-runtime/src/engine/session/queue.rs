@@ -14,6 +14,8 @@ pub(crate) struct Envelope<M> {
     pub origin: Origin,
     /// Fired after the commit, for the one caller waiting on this message.
     pub committed: Option<oneshot::Sender<()>>,
+    /// The `idempotencyKey` its commit records (a keyed `/message`).
+    pub key: Option<std::sync::Arc<super::keyed::KeyedCommit>>,
 }
 
 /// Where a queued message comes from; approved confirmations need work after their commit.

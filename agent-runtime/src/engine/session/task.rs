@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use super::events::EventBody;
 use super::queue::{Approval, CommitNote, Envelope, Origin};
-use super::{activity, effects, lock, panic_text, persist, Published, SessionCore};
+use super::{activity, catch_up, effects, lock, panic_text, persist, Published, SessionCore};
 use crate::app::App;
 
 pub(crate) async fn run<A: App>(
@@ -41,7 +41,7 @@ pub(crate) async fn run<A: App>(
         };
         match env {
             Some(env) => commit(&core, env).await,
-            None => persist::refresh(&core).await,
+            None => catch_up::refresh(&core).await,
         }
     }
 }
@@ -55,7 +55,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         // `update` changed before panicking stays (the commit still counts).
         let outcome = catch_unwind(AssertUnwindSafe(|| core.app.update(&mut state, env.msg)));
         let next = lock(&core.snapshots).next(&*core.app, &state, &prev.state, &prev.gates);
-        let snapshot = persist::snapshot(core, &state);
+        let snapshot = persist::snapshot(core, prev.seq + 1, &state);
         (outcome, next, snapshot)
     };
     // A state that does not serialize is reported like a panicking `update` (drain errors
@@ -86,7 +86,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     let (mut outcome, mut published) = (outcome, published);
     // Durable before anyone sees it, and before its effects start. Another replica may have
     // committed first: the message is then applied again on the state it stored.
-    if let Some(redo) = persist::commit(core, published.seq, snapshot, retry).await {
+    if let Some(redo) = persist::commit(core, published.seq, snapshot, retry, env.key).await {
         // The walk's trees hold the state this process computed, not the one stored.
         let gates = {
             let mut snapshots = lock(&core.snapshots);

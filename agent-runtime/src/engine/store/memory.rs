@@ -5,13 +5,51 @@ use std::sync::{Mutex, MutexGuard};
 
 use futures::future::{self, BoxFuture, FutureExt as _};
 
-use super::records::{IdempotencyEntry, McpBinding, SessionRecord};
+use super::log::{reaches, replay};
+use super::records::{
+    CommitWrite, Committed, IdempotencyEntry, LogState, McpBinding, SessionChanges, SessionRecord,
+};
 use super::traits::{IdempotencyRecords, McpBindings, SessionStore, SigningKeys, StoreResult};
 use super::StoreError;
 
+/// A session as the memory store keeps it: like the databases, the newest snapshot (in
+/// `record.state`) and the patches logged since the previous one.
+#[derive(Debug)]
+struct Stored {
+    record: SessionRecord,
+    log: LogState,
+    patches: std::collections::BTreeMap<u64, String>,
+}
+
+impl Stored {
+    /// The record with its state rebuilt at its newest commit.
+    fn rebuilt(&self) -> StoreResult<SessionRecord> {
+        let mut record = self.record.clone();
+        let after = self.log.snapshot_seq;
+        if record.seq <= after {
+            return Ok(record);
+        }
+        let patches: Vec<(u64, String)> = self
+            .patches
+            .range(after + 1..=record.seq)
+            .map(|(s, p)| (*s, p.clone()))
+            .collect();
+        if !reaches(&patches, after, record.seq) {
+            return Err(StoreError::Database(format!(
+                "the log of session {} does not reach its newest commit",
+                record.id
+            )));
+        }
+        if !patches.is_empty() {
+            record.state = replay(&record.state, patches.iter().map(|(_, p)| p.as_str()))?;
+        }
+        Ok(record)
+    }
+}
+
 #[derive(Debug, Default)]
 struct Maps {
-    sessions: HashMap<String, SessionRecord>,
+    sessions: HashMap<String, Stored>,
     idempotency: HashMap<(String, String), IdempotencyEntry>,
     mcp: HashMap<String, McpBinding>,
     keys: HashMap<String, Vec<u8>>,
@@ -48,7 +86,18 @@ impl SessionStore for MemoryStore {
             return future::ready(Err(StoreError::Conflict(format!("session {id} exists"))))
                 .boxed();
         }
-        maps.sessions.insert(record.id.clone(), record);
+        let log = LogState {
+            snapshot_seq: record.seq,
+            log_bytes: 0,
+        };
+        maps.sessions.insert(
+            record.id.clone(),
+            Stored {
+                record,
+                log,
+                patches: Default::default(),
+            },
+        );
         ready(())
     }
 
@@ -56,29 +105,102 @@ impl SessionStore for MemoryStore {
         &'a self,
         id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>> {
-        ready(self.lock().sessions.get(id).cloned())
+        let found = self
+            .lock()
+            .sessions
+            .get(id)
+            .map(Stored::rebuilt)
+            .transpose();
+        future::ready(found).boxed()
     }
 
-    fn commit_state<'a>(
+    fn commit<'a>(&'a self, w: CommitWrite<'a>) -> BoxFuture<'a, StoreResult<Committed>> {
+        let mut maps = self.lock();
+        let maps = &mut *maps;
+        let Some(stored) = maps.sessions.get_mut(w.id) else {
+            return ready(Committed::Raced);
+        };
+        if stored.record.seq.checked_add(1) != Some(w.seq) {
+            return ready(Committed::Raced);
+        }
+        let patch_len = w.patch.map_or(0, |p| p.len() as u64);
+        if w.snapshot.is_none() && super::snapshot_due(stored.log, w.seq, patch_len) {
+            return ready(Committed::SnapshotDue(stored.log));
+        }
+        if let Some(k) = &w.key {
+            let slot = (k.tid.to_owned(), k.key.to_owned());
+            match maps.idempotency.get_mut(&slot) {
+                Some(e) if e.commit.is_some() || e.status != 0 => return ready(Committed::KeyUsed),
+                Some(e) => e.commit = Some((w.id.to_owned(), w.seq)),
+                None => {
+                    maps.idempotency.insert(
+                        slot,
+                        IdempotencyEntry {
+                            tid: k.tid.to_owned(),
+                            key: k.key.to_owned(),
+                            created_at: k.created_at,
+                            msg: k.msg.to_owned(),
+                            status: 0,
+                            body: String::new(),
+                            headers: "[]".into(),
+                            commit: Some((w.id.to_owned(), w.seq)),
+                            claimed_at: k.created_at,
+                        },
+                    );
+                }
+            }
+        }
+        let r = &mut stored.record;
+        r.seq = w.seq;
+        r.schema_hash = w.schema_hash.to_owned();
+        r.updated_at = w.now;
+        match w.snapshot {
+            Some(state) => {
+                let horizon = stored.log.snapshot_seq;
+                stored.patches.retain(|seq, _| *seq > horizon);
+                r.state = state.to_owned();
+                stored.log = LogState {
+                    snapshot_seq: w.seq,
+                    log_bytes: 0,
+                };
+            }
+            None => stored.log.log_bytes += patch_len,
+        }
+        if let Some(p) = w.patch.filter(|_| patch_len <= super::SNAPSHOT_BYTES) {
+            stored.patches.insert(w.seq, p.to_owned());
+        }
+        ready(Committed::Stored)
+    }
+
+    fn load_since<'a>(
         &'a self,
         id: &'a str,
-        seq: u64,
-        state: &'a str,
-        schema_hash: &'a str,
-        now: u64,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        let mut maps = self.lock();
-        let written = match maps.sessions.get_mut(id) {
-            Some(r) if r.seq.checked_add(1) == Some(seq) => {
-                r.seq = seq;
-                r.state = state.to_owned();
-                r.schema_hash = schema_hash.to_owned();
-                r.updated_at = now;
-                true
-            }
-            _ => false,
+        after: u64,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionChanges>>> {
+        let maps = self.lock();
+        let Some(stored) = maps.sessions.get(id) else {
+            return ready(None);
         };
-        ready(written)
+        let seq = stored.record.seq;
+        let patches: Vec<(u64, String)> = if seq > after {
+            stored
+                .patches
+                .range(after + 1..=seq)
+                .map(|(s, p)| (*s, p.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if seq < after || !reaches(&patches, after, seq) {
+            let whole = stored.rebuilt().map(|r| Some(SessionChanges::Whole(r)));
+            return future::ready(whole).boxed();
+        }
+        ready(Some(SessionChanges::Patches {
+            seq,
+            schema_hash: stored.record.schema_hash.clone(),
+            confirms: stored.record.confirms.clone(),
+            patches: patches.into_iter().map(|(_, p)| p).collect(),
+        }))
     }
 
     fn save_confirms<'a>(
@@ -86,8 +208,8 @@ impl SessionStore for MemoryStore {
         id: &'a str,
         confirms: &'a str,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        if let Some(r) = self.lock().sessions.get_mut(id) {
-            r.confirms = confirms.to_owned();
+        if let Some(s) = self.lock().sessions.get_mut(id) {
+            s.record.confirms = confirms.to_owned();
         }
         ready(())
     }
@@ -97,8 +219,8 @@ impl SessionStore for MemoryStore {
         id: &'a str,
         log_tail: &'a str,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        if let Some(r) = self.lock().sessions.get_mut(id) {
-            r.log_tail = log_tail.to_owned();
+        if let Some(s) = self.lock().sessions.get_mut(id) {
+            s.record.log_tail = log_tail.to_owned();
         }
         ready(())
     }
@@ -112,6 +234,7 @@ impl SessionStore for MemoryStore {
         let mut owned: Vec<&SessionRecord> = maps
             .sessions
             .values()
+            .map(|s| &s.record)
             .filter(|r| r.owner.as_deref() == Some(owner))
             .collect();
         owned.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
@@ -123,8 +246,8 @@ impl SessionStore for MemoryStore {
     }
 
     fn touch_session<'a>(&'a self, id: &'a str, at: u64) -> BoxFuture<'a, StoreResult<()>> {
-        if let Some(r) = self.lock().sessions.get_mut(id) {
-            r.updated_at = r.updated_at.max(at);
+        if let Some(s) = self.lock().sessions.get_mut(id) {
+            s.record.updated_at = s.record.updated_at.max(at);
         }
         ready(())
     }
@@ -134,6 +257,7 @@ impl SessionStore for MemoryStore {
         let mut stale: Vec<&SessionRecord> = maps
             .sessions
             .values()
+            .map(|s| &s.record)
             .filter(|r| r.updated_at < before)
             .collect();
         stale.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
@@ -149,11 +273,45 @@ impl SessionStore for MemoryStore {
 }
 
 impl IdempotencyRecords for MemoryStore {
-    fn put_idempotent(&self, entry: IdempotencyEntry) -> BoxFuture<'_, StoreResult<()>> {
-        self.lock()
-            .idempotency
-            .insert((entry.tid.clone(), entry.key.clone()), entry);
+    fn put_idempotent(&self, mut entry: IdempotencyEntry) -> BoxFuture<'_, StoreResult<()>> {
+        let mut maps = self.lock();
+        let slot = (entry.tid.clone(), entry.key.clone());
+        // The commit recorded under the key stays.
+        if let Some(old) = maps.idempotency.get(&slot) {
+            entry.commit = old.commit.clone();
+            entry.claimed_at = old.claimed_at;
+        }
+        maps.idempotency.insert(slot, entry);
         ready(())
+    }
+
+    fn claim_idempotent(
+        &self,
+        entry: IdempotencyEntry,
+        expired_before: u64,
+        stale_before: u64,
+    ) -> BoxFuture<'_, StoreResult<bool>> {
+        let mut maps = self.lock();
+        let slot = (entry.tid.clone(), entry.key.clone());
+        let free = maps.idempotency.get(&slot).is_none_or(|e| {
+            e.created_at < expired_before
+                || (e.status == 0 && e.commit.is_none() && e.claimed_at < stale_before)
+        });
+        if free {
+            let claimed_at = entry.created_at;
+            maps.idempotency.insert(
+                slot,
+                IdempotencyEntry {
+                    status: 0,
+                    body: String::new(),
+                    headers: "[]".into(),
+                    commit: None,
+                    claimed_at,
+                    ..entry
+                },
+            );
+        }
+        ready(free)
     }
 
     fn get_idempotent<'a>(

@@ -13,12 +13,15 @@
 //! [`Stores`] bundles one implementation behind the trait objects the host and the server
 //! use; [`Stores::open`] picks one from a command-line style spec.
 
+pub(crate) mod log;
 mod memory;
 mod records;
 mod traits;
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) mod sql_sessions;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql_tokens;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -43,12 +46,28 @@ pub use crate::security::{InMemoryTokenStore, TokenStore};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresStore, CHANGES_CHANNEL};
-pub use records::{IdempotencyEntry, McpBinding, SessionRecord};
+pub use records::{
+    CommitKey, CommitWrite, Committed, IdempotencyEntry, LogState, McpBinding, SessionChanges,
+    SessionRecord,
+};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use traits::{IdempotencyRecords, McpBindings, SessionStore, SigningKeys, StoreResult};
 
 use crate::security::IdentityKey;
+
+/// A snapshot is written at the latest every this many commits: the log holds at most this
+/// many patches after the newest snapshot (`docs/stores.md` §The commit log).
+pub(crate) const SNAPSHOT_EVERY: u64 = 128;
+
+/// A snapshot is written before the patches logged after the newest one pass this many bytes.
+pub(crate) const SNAPSHOT_BYTES: u64 = 1 << 20;
+
+/// Whether a commit at `seq` of a patch of `patch_bytes`, on a log at `log`, needs a snapshot.
+pub(crate) fn snapshot_due(log: LogState, seq: u64, patch_bytes: u64) -> bool {
+    seq.saturating_sub(log.snapshot_seq) > SNAPSHOT_EVERY
+        || log.log_bytes.saturating_add(patch_bytes) > SNAPSHOT_BYTES
+}
 
 /// The name under which the identity cookie's signing key is stored.
 pub(crate) const IDENTITY_KEY_NAME: &str = "identity-cookie";

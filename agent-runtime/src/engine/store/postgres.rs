@@ -8,7 +8,7 @@ use sqlx::postgres::PgPoolOptions;
 
 use super::sql::impl_sql_store;
 use super::sql_values::Param;
-use super::tables::tables;
+use super::tables::{is_current, migrate, tables};
 use super::StoreError;
 
 /// The `LISTEN/NOTIFY` channel on which a write names the session it changed:
@@ -62,13 +62,15 @@ impl PostgresStore {
             .acquire_timeout(Duration::from_secs(10))
             .connect(url)
             .await?;
-        let mut tx = pool.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(SCHEMA_LOCK)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::raw_sql(SCHEMA).execute(&mut *tx).await?;
-        tx.commit().await?;
+        if !is_current!(&pool).await {
+            let mut tx = pool.begin().await?;
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(SCHEMA_LOCK)
+                .execute(&mut *tx)
+                .await?;
+            migrate!(tx, SCHEMA).await?;
+            tx.commit().await?;
+        }
         Ok(PostgresStore {
             writer: PgWriter(pool.clone()),
             pool,
@@ -163,6 +165,32 @@ impl PgWriter {
         }
         tx.commit().await?;
         Ok(changed)
+    }
+}
+
+impl PgWriter {
+    /// Runs `statements` in one transaction, each `(sql, params, must_change)`. When a
+    /// statement marked `must_change` changes no row, the transaction is rolled back and its
+    /// index answered; else it is committed (after being held open for `hold`: a test hook,
+    /// see `sql_sessions`) and `None` answered.
+    async fn write_checked<'q>(
+        &self,
+        statements: &[(&'q str, &[Param<'q>], bool)],
+        hold: Option<Duration>,
+    ) -> Result<Option<usize>, StoreError> {
+        let mut tx = self.0.begin().await?;
+        for (i, (sql, params, must_change)) in statements.iter().enumerate() {
+            let done = bind(sqlx::query(sql), params).execute(&mut *tx).await?;
+            if done.rows_affected() == 0 && *must_change {
+                tx.rollback().await?;
+                return Ok(Some(i));
+            }
+        }
+        if let Some(hold) = hold {
+            tokio::time::sleep(hold).await;
+        }
+        tx.commit().await?;
+        Ok(None)
     }
 }
 

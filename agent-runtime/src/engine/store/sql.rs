@@ -1,7 +1,9 @@
 //! The SQL both database stores share: one macro implements every store trait for a type
 //! holding `pool: sqlx::Pool<DB>` (reads) and `writer` (writes: `write(sql, params)` and
 //! `write_all` for one transaction; SQLite writes through its one connection, PostgreSQL
-//! through the pool); the token half, with its fields, is in `sql_tokens`. The statements are
+//! through the pool, `write_checked` for a transaction that stops at a statement changing no
+//! row); the token half, with its fields, is in `sql_tokens`, the session half (the commit
+//! log) in `sql_sessions`. The statements are
 //! written once, in the dialect SQLite and PostgreSQL both accept (`$N` parameters, `ON
 //! CONFLICT`, `excluded.`); only the table definitions differ: the binary column type (see
 //! `tables`) and PostgreSQL's change trigger.
@@ -20,216 +22,7 @@ macro_rules! impl_sql_store {
     (@impl $store:ty, $db:ty, { $($changes:tt)* }) => {
         $crate::engine::store::sql_tokens::impl_sql_tokens!($store, $db);
 
-        fn session_from_row(
-            row: &<$db as sqlx::Database>::Row,
-        ) -> Result<$crate::engine::store::SessionRecord, sqlx::Error> {
-            use sqlx::Row as _;
-            use $crate::engine::store::sql_values::from_db;
-            Ok($crate::engine::store::SessionRecord {
-                id: row.try_get("id")?,
-                owner: row.try_get("owner")?,
-                created_at: from_db(row.try_get("created_at")?),
-                updated_at: from_db(row.try_get("updated_at")?),
-                seq: from_db(row.try_get("seq")?),
-                state: row.try_get("state")?,
-                schema_hash: row.try_get("schema_hash")?,
-                confirms: row.try_get("confirms")?,
-                log_tail: row.try_get("log_tail")?,
-            })
-        }
-
-        impl $crate::engine::store::SessionStore for $store {
-            fn insert_session(
-                &self,
-                r: $crate::engine::store::SessionRecord,
-            ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<()>> {
-                use $crate::engine::store::sql_values::to_db;
-                Box::pin(async move {
-                    self.writer
-                        .write(
-                            "INSERT INTO agent_sessions (id, owner, created_at, updated_at, seq, \
-                             state, schema_hash, confirms, log_tail) \
-                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                            &[
-                                (&r.id).into(),
-                                (&r.owner).into(),
-                                to_db(r.created_at).into(),
-                                to_db(r.updated_at).into(),
-                                to_db(r.seq).into(),
-                                (&r.state).into(),
-                                (&r.schema_hash).into(),
-                                (&r.confirms).into(),
-                                (&r.log_tail).into(),
-                            ],
-                        )
-                        .await?;
-                    Ok(())
-                })
-            }
-
-            fn load_session<'a>(
-                &'a self,
-                id: &'a str,
-            ) -> futures::future::BoxFuture<
-                'a,
-                $crate::engine::store::StoreResult<Option<$crate::engine::store::SessionRecord>>,
-            > {
-                Box::pin(async move {
-                    let row = sqlx::query(
-                        "SELECT id, owner, created_at, updated_at, seq, state, schema_hash, \
-                         confirms, log_tail FROM agent_sessions WHERE id = $1",
-                    )
-                    .bind(id)
-                    .fetch_optional(&self.pool)
-                    .await?;
-                    Ok(row.as_ref().map(session_from_row).transpose()?)
-                })
-            }
-
-            fn commit_state<'a>(
-                &'a self,
-                id: &'a str,
-                seq: u64,
-                state: &'a str,
-                schema_hash: &'a str,
-                now: u64,
-            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<bool>> {
-                use $crate::engine::store::sql_values::to_db;
-                Box::pin(async move {
-                    let Some(previous) = seq.checked_sub(1) else {
-                        return Ok(false);
-                    };
-                    let done = self
-                        .writer
-                        .write(
-                            "UPDATE agent_sessions SET seq = $2, state = $3, schema_hash = $4, \
-                             updated_at = $5 WHERE id = $1 AND seq = $6",
-                            &[
-                                id.into(),
-                                to_db(seq).into(),
-                                state.into(),
-                                schema_hash.into(),
-                                to_db(now).into(),
-                                to_db(previous).into(),
-                            ],
-                        )
-                        .await?;
-                    Ok(done == 1)
-                })
-            }
-
-            fn save_confirms<'a>(
-                &'a self,
-                id: &'a str,
-                confirms: &'a str,
-            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<()>> {
-                Box::pin(async move {
-                    self.writer
-                        .write(
-                            "UPDATE agent_sessions SET confirms = $2 WHERE id = $1",
-                            &[id.into(), confirms.into()],
-                        )
-                        .await?;
-                    Ok(())
-                })
-            }
-
-            fn save_log_tail<'a>(
-                &'a self,
-                id: &'a str,
-                log_tail: &'a str,
-            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<()>> {
-                Box::pin(async move {
-                    self.writer
-                        .write(
-                            "UPDATE agent_sessions SET log_tail = $2 WHERE id = $1",
-                            &[id.into(), log_tail.into()],
-                        )
-                        .await?;
-                    Ok(())
-                })
-            }
-
-            fn delete_session<'a>(
-                &'a self,
-                id: &'a str,
-            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<bool>> {
-                Box::pin(async move {
-                    let done = self
-                        .writer
-                        .write(
-                            "DELETE FROM agent_sessions WHERE id = $1",
-                            &[id.into()],
-                        )
-                        .await?;
-                    Ok(done > 0)
-                })
-            }
-
-            fn sessions_of<'a>(
-                &'a self,
-                owner: &'a str,
-            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<Vec<String>>> {
-                Box::pin(async move {
-                    let ids: Vec<(String,)> = sqlx::query_as(
-                        "SELECT id FROM agent_sessions WHERE owner = $1 ORDER BY created_at, id",
-                    )
-                    .bind(owner)
-                    .fetch_all(&self.pool)
-                    .await?;
-                    Ok(ids.into_iter().map(|(id,)| id).collect())
-                })
-            }
-
-            fn session_count(
-                &self,
-            ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<u64>> {
-                Box::pin(async move {
-                    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_sessions")
-                        .fetch_one(&self.pool)
-                        .await?;
-                    Ok($crate::engine::store::sql_values::from_db(n))
-                })
-            }
-
-            fn touch_session<'a>(
-                &'a self,
-                id: &'a str,
-                at: u64,
-            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<()>> {
-                Box::pin(async move {
-                    self.writer
-                        .write(
-                            "UPDATE agent_sessions SET updated_at = $2 \
-                             WHERE id = $1 AND updated_at < $2",
-                            &[id.into(), $crate::engine::store::sql_values::to_db(at).into()],
-                        )
-                        .await?;
-                    Ok(())
-                })
-            }
-
-            fn stale_sessions(
-                &self,
-                before: u64,
-                limit: u64,
-            ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<Vec<String>>> {
-                use $crate::engine::store::sql_values::to_db;
-                Box::pin(async move {
-                    let ids: Vec<(String,)> = sqlx::query_as(
-                        "SELECT id FROM agent_sessions WHERE updated_at < $1 \
-                         ORDER BY updated_at, id LIMIT $2",
-                    )
-                    .bind(to_db(before))
-                    .bind(to_db(limit))
-                    .fetch_all(&self.pool)
-                    .await?;
-                    Ok(ids.into_iter().map(|(id,)| id).collect())
-                })
-            }
-
-            $($changes)*
-        }
+        $crate::engine::store::sql_sessions::impl_sql_sessions!($store, $db, { $($changes)* });
 
         impl $crate::engine::store::IdempotencyRecords for $store {
             fn put_idempotent(
@@ -241,7 +34,7 @@ macro_rules! impl_sql_store {
                     self.writer
                         .write(
                             "INSERT INTO agent_idempotency (tid, key, created_at, msg, status, \
-                             body, headers) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                             body, headers, claimed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $3) \
                              ON CONFLICT (tid, key) DO UPDATE SET \
                              created_at = excluded.created_at, msg = excluded.msg, \
                              status = excluded.status, body = excluded.body, \
@@ -269,26 +62,67 @@ macro_rules! impl_sql_store {
                 'a,
                 $crate::engine::store::StoreResult<Option<$crate::engine::store::IdempotencyEntry>>,
             > {
+                use $crate::engine::store::sql_values::from_db;
+                type Row = (i64, String, i32, String, String, Option<String>, Option<i64>, i64);
                 Box::pin(async move {
-                    let row: Option<(i64, String, i32, String, String)> = sqlx::query_as(
-                        "SELECT created_at, msg, status, body, headers FROM agent_idempotency \
-                         WHERE tid = $1 AND key = $2",
+                    let row: Option<Row> = sqlx::query_as(
+                        "SELECT created_at, msg, status, body, headers, session_id, seq, \
+                         claimed_at FROM agent_idempotency WHERE tid = $1 AND key = $2",
                     )
                     .bind(tid)
                     .bind(key)
                     .fetch_optional(&self.pool)
                     .await?;
-                    Ok(row.map(|(created_at, msg, status, body, headers)| {
-                        $crate::engine::store::IdempotencyEntry {
-                            tid: tid.to_owned(),
-                            key: key.to_owned(),
-                            created_at: $crate::engine::store::sql_values::from_db(created_at),
-                            msg,
-                            status: u16::try_from(status).unwrap_or(500),
-                            body,
-                            headers,
-                        }
-                    }))
+                    Ok(row.map(
+                        |(created_at, msg, status, body, headers, session, seq, claimed_at)| {
+                            $crate::engine::store::IdempotencyEntry {
+                                tid: tid.to_owned(),
+                                key: key.to_owned(),
+                                created_at: from_db(created_at),
+                                msg,
+                                status: u16::try_from(status).unwrap_or(500),
+                                body,
+                                headers,
+                                commit: session.zip(seq.map(from_db)),
+                                claimed_at: from_db(claimed_at),
+                            }
+                        },
+                    ))
+                })
+            }
+
+            fn claim_idempotent(
+                &self,
+                e: $crate::engine::store::IdempotencyEntry,
+                expired_before: u64,
+                stale_before: u64,
+            ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<bool>> {
+                use $crate::engine::store::sql_values::to_db;
+                Box::pin(async move {
+                    let done = self
+                        .writer
+                        .write(
+                            "INSERT INTO agent_idempotency (tid, key, created_at, msg, status, \
+                             body, headers, session_id, seq, claimed_at) \
+                             VALUES ($1, $2, $3, $4, 0, '', '[]', NULL, NULL, $3) \
+                             ON CONFLICT (tid, key) DO UPDATE SET \
+                             created_at = excluded.created_at, msg = excluded.msg, status = 0, \
+                             body = '', headers = '[]', session_id = NULL, seq = NULL, \
+                             claimed_at = excluded.claimed_at \
+                             WHERE agent_idempotency.created_at < $5 \
+                             OR (agent_idempotency.status = 0 AND agent_idempotency.seq IS NULL \
+                             AND agent_idempotency.claimed_at < $6)",
+                            &[
+                                (&e.tid).into(),
+                                (&e.key).into(),
+                                to_db(e.created_at).into(),
+                                (&e.msg).into(),
+                                to_db(expired_before).into(),
+                                to_db(stale_before).into(),
+                            ],
+                        )
+                        .await?;
+                    Ok(done == 1)
                 })
             }
 

@@ -145,7 +145,7 @@ macro_rules! impl_sql_tokens {
                     loop {
                         tick.tick().await;
                         let Some(touches) = touches.upgrade() else { return };
-                        for (tid, at) in touches.drain() {
+                        for (tid, at) in touches.pending() {
                             let done = writer
                                 .write(
                                     "UPDATE agent_tokens SET last_seen_at = $2 \
@@ -153,8 +153,11 @@ macro_rules! impl_sql_tokens {
                                     &[(&tid).into(), $crate::engine::store::sql_values::to_db(at).into()],
                                 )
                                 .await;
-                            if let Err(e) = done {
-                                $crate::engine::store::sql_values::token_failure("touch", &e);
+                            match done {
+                                Ok(_) => touches.written(&tid, at),
+                                Err(e) => {
+                                    $crate::engine::store::sql_values::token_failure("touch", &e)
+                                }
                             }
                         }
                     }

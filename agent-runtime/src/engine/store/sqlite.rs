@@ -17,7 +17,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 
 use super::sql::impl_sql_store;
 use super::sqlite_writer::SqliteWriter;
-use super::tables::tables;
+use super::tables::{is_current, migrate, tables};
 use super::StoreError;
 
 /// The tables, created when missing.
@@ -64,7 +64,11 @@ impl SqliteStore {
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options.clone())
             .await?;
-        sqlx::raw_sql(SCHEMA).execute(&pool).await?;
+        if !is_current!(&pool).await {
+            let mut tx = pool.begin().await?;
+            migrate!(tx, SCHEMA).await?;
+            tx.commit().await?;
+        }
         let writer = SqliteWriter::open(&options, pool.clone())?;
         Ok(SqliteStore {
             pool,

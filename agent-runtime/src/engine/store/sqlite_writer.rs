@@ -163,6 +163,33 @@ impl SqliteWriter {
     }
 }
 
+impl SqliteWriter {
+    /// Runs `statements` in one transaction, each `(sql, params, must_change)`. When a
+    /// statement marked `must_change` changes no row, the transaction is rolled back and its
+    /// index answered; else it is committed (after being held open for `hold`: a test hook,
+    /// see `sql_sessions`) and `None` answered.
+    pub(super) async fn write_checked(
+        &self,
+        statements: &[(&str, &[Param<'_>], bool)],
+        hold: Option<Duration>,
+    ) -> Result<Option<usize>, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        for (i, (sql, params, must_change)) in statements.iter().enumerate() {
+            if run(&tx, sql, params)? == 0 && *must_change {
+                return Ok(Some(i));
+            }
+        }
+        if let Some(hold) = hold {
+            std::thread::sleep(hold);
+        }
+        tx.commit()?;
+        drop(conn);
+        self.wrote();
+        Ok(None)
+    }
+}
+
 fn run(conn: &Connection, sql: &str, params: &[Param<'_>]) -> rusqlite::Result<u64> {
     let mut statement = conn.prepare_cached(sql)?;
     for (i, param) in params.iter().enumerate() {

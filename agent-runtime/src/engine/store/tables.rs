@@ -1,4 +1,5 @@
-//! The tables both database stores create when missing, written once.
+//! The tables both database stores create when missing, and the migrations that bring a
+//! database written by an earlier version up to this one's schema, written once.
 
 /// The tables both databases create when missing, as one string literal; `$bytes` is the
 /// binary column type (`BLOB`, `BYTEA`).
@@ -31,8 +32,91 @@ CREATE INDEX IF NOT EXISTS agent_mcp_sessions_tid ON agent_mcp_sessions (tid);
 CREATE TABLE IF NOT EXISTS agent_keys (name TEXT PRIMARY KEY, bytes ",
             $bytes,
             " NOT NULL);
+CREATE TABLE IF NOT EXISTS agent_meta (name TEXT PRIMARY KEY, value BIGINT NOT NULL);
 "
         )
     };
 }
 pub(super) use tables;
+
+/// The schema version this build reads and writes (`agent_meta`, name `schema`). A database
+/// without the row is at version 1: the tables above as version 1 created them.
+pub(super) const SCHEMA_VERSION: i64 = 2;
+
+/// The migrations, each with the version it reaches, in order; each runs once, in the
+/// transaction that opens the store (`docs/stores.md` §Schema versions).
+pub(super) const MIGRATIONS: &[(i64, &str)] = &[(
+    2,
+    // The commit log (issue 23): the stored state becomes the newest snapshot, moved to
+    // `agent_session_snapshots` (an existing row's state is the state at its `seq`, so its
+    // snapshot is at `seq`; `agent_sessions.state` is left empty), the patches after it go
+    // to `agent_session_log`; the idempotency records get the commit that applied
+    // their message and the claim of a call in flight (issue 22).
+    "
+ALTER TABLE agent_sessions ADD COLUMN snapshot_seq BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE agent_sessions ADD COLUMN log_bytes BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS agent_session_snapshots (
+    session_id TEXT PRIMARY KEY, state TEXT NOT NULL);
+INSERT INTO agent_session_snapshots (session_id, state) SELECT id, state FROM agent_sessions;
+UPDATE agent_sessions SET snapshot_seq = seq, state = '';
+CREATE TABLE IF NOT EXISTS agent_session_log (
+    session_id TEXT NOT NULL, seq BIGINT NOT NULL, patch TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq));
+ALTER TABLE agent_idempotency ADD COLUMN session_id TEXT;
+ALTER TABLE agent_idempotency ADD COLUMN seq BIGINT;
+ALTER TABLE agent_idempotency ADD COLUMN claimed_at BIGINT NOT NULL DEFAULT 0;
+",
+)];
+
+/// Whether the database behind `$pool` is at [`SCHEMA_VERSION`] already (then opening it
+/// takes no lock and runs no DDL: a replica starting under load does not queue behind the
+/// others' writes); evaluates to a `bool`.
+macro_rules! is_current {
+    ($pool:expr) => {
+        async {
+            let stored: Result<Option<i64>, sqlx::Error> =
+                sqlx::query_scalar("SELECT value FROM agent_meta WHERE name = 'schema'")
+                    .fetch_optional($pool)
+                    .await;
+            matches!(stored, Ok(Some(v)) if v == $crate::engine::store::tables::SCHEMA_VERSION)
+        }
+    };
+}
+pub(super) use is_current;
+
+/// Creates the tables when missing and runs the migrations the database has not had, on
+/// `$conn` (a transaction); evaluates to `Result<(), StoreError>`. A database of a newer
+/// version than this build's is refused: this build would write it wrongly.
+macro_rules! migrate {
+    ($conn:expr, $schema:expr) => {
+        async {
+            use $crate::engine::store::tables::{MIGRATIONS, SCHEMA_VERSION};
+            sqlx::raw_sql($schema).execute(&mut *$conn).await?;
+            let stored: Option<i64> =
+                sqlx::query_scalar("SELECT value FROM agent_meta WHERE name = 'schema'")
+                    .fetch_optional(&mut *$conn)
+                    .await?;
+            let version = stored.unwrap_or(1);
+            if version > SCHEMA_VERSION {
+                return Err($crate::engine::store::StoreError::Unsupported(format!(
+                    "the database has schema version {version}; this build knows up to \
+                     {SCHEMA_VERSION}: run a newer version"
+                )));
+            }
+            for (reached, sql) in MIGRATIONS {
+                if *reached > version {
+                    sqlx::raw_sql(sql).execute(&mut *$conn).await?;
+                }
+            }
+            sqlx::query(
+                "INSERT INTO agent_meta (name, value) VALUES ('schema', $1) \
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            )
+            .bind(SCHEMA_VERSION)
+            .execute(&mut *$conn)
+            .await?;
+            Ok::<(), $crate::engine::store::StoreError>(())
+        }
+    };
+}
+pub(super) use migrate;

@@ -34,9 +34,18 @@ impl Touches {
         self.lock().get(tid).copied()
     }
 
-    /// Takes every pending touch.
-    pub(crate) fn drain(&self) -> Vec<(String, u64)> {
-        self.lock().drain().collect()
+    /// Every pending touch, to write: each stays pending (and overlaid on reads) until
+    /// [`Self::written`], so a read between the two never sees the older stored value.
+    pub(crate) fn pending(&self) -> Vec<(String, u64)> {
+        self.lock().iter().map(|(t, at)| (t.clone(), *at)).collect()
+    }
+
+    /// The touch of `tid` at `at` is stored: forgotten, unless a newer one came meanwhile.
+    pub(crate) fn written(&self, tid: &str, at: u64) {
+        let mut pending = self.lock();
+        if pending.get(tid) == Some(&at) {
+            pending.remove(tid);
+        }
     }
 
     /// Forgets the pending touch of `tid` (a write set `lastSeenAt` itself).

@@ -6,7 +6,9 @@
 
 use futures::future::BoxFuture;
 
-use super::records::{IdempotencyEntry, McpBinding, SessionRecord};
+use super::records::{
+    CommitWrite, Committed, IdempotencyEntry, McpBinding, SessionChanges, SessionRecord,
+};
 use super::StoreError;
 
 /// A store answer: the value, or why the database failed.
@@ -21,10 +23,17 @@ pub trait SessionStore: Send + Sync {
     fn load_session<'a>(&'a self, id: &'a str)
         -> BoxFuture<'a, StoreResult<Option<SessionRecord>>>;
 
-    /// Compare-and-set commit: writes `state` as commit `seq` (and `schema_hash`) only if the
-    /// stored sequence number is still `seq - 1`. Answers whether it was written: `false`
-    /// means another writer committed first (or the session is gone), and the caller must
-    /// reload.
+    /// Writes one commit in one transaction (`docs/stores.md` §The commit log): only if the
+    /// stored sequence number is still `write.seq - 1` (compare-and-set), and, with a key,
+    /// only if no other commit recorded that key. The patch is appended to the session's
+    /// log; a snapshot replaces the stored state and compacts the log. A commit without a
+    /// snapshot that would take the log past its bounds is refused as
+    /// [`Committed::SnapshotDue`].
+    fn commit<'a>(&'a self, write: CommitWrite<'a>) -> BoxFuture<'a, StoreResult<Committed>>;
+
+    /// Compare-and-set commit of the whole state: [`commit`](Self::commit) with `state` as its
+    /// snapshot and no patch. Answers whether it was written: `false` means another writer
+    /// committed first (or the session is gone), and the caller must reload.
     fn commit_state<'a>(
         &'a self,
         id: &'a str,
@@ -32,7 +41,32 @@ pub trait SessionStore: Send + Sync {
         state: &'a str,
         schema_hash: &'a str,
         now: u64,
-    ) -> BoxFuture<'a, StoreResult<bool>>;
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let write = CommitWrite {
+                id,
+                seq,
+                patch: None,
+                snapshot: Some(state),
+                schema_hash,
+                now,
+                key: None,
+            };
+            Ok(self.commit(write).await? == Committed::Stored)
+        })
+    }
+
+    /// What changed in session `id` after commit `after`: the patches of the newer commits
+    /// when the log still holds them all, else the whole record; `None` when the session is
+    /// gone. The default reloads the whole record.
+    fn load_since<'a>(
+        &'a self,
+        id: &'a str,
+        after: u64,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionChanges>>> {
+        let _ = after;
+        Box::pin(async move { Ok(self.load_session(id).await?.map(SessionChanges::Whole)) })
+    }
 
     /// Replaces the JSON text of the pending confirmations.
     fn save_confirms<'a>(
@@ -74,7 +108,8 @@ pub trait SessionStore: Send + Sync {
 
 /// Where the first answers of keyed `/message` calls live (`docs/lap.md` §5.7).
 pub trait IdempotencyRecords: Send + Sync {
-    /// Stores the answer under `(tid, key)`, replacing an older one.
+    /// Stores the answer under `(tid, key)`, replacing an older one (the commit recorded
+    /// under the key, if any, stays).
     fn put_idempotent(&self, entry: IdempotencyEntry) -> BoxFuture<'_, StoreResult<()>>;
 
     /// The answer stored under `(tid, key)`.
@@ -83,6 +118,21 @@ pub trait IdempotencyRecords: Send + Sync {
         tid: &'a str,
         key: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<IdempotencyEntry>>>;
+
+    /// Claims `(entry.tid, entry.key)` for a call in flight (`docs/stores.md` §Exactly once):
+    /// writes `entry` (no answer, `claimed_at` = `entry.created_at`) when the key has no
+    /// record, or its record was created before `expired_before` (past the window), or it is
+    /// a claim made before `stale_before` whose message no commit applied. Answers whether
+    /// the claim is this caller's. The default claims every key (no cross-process claims).
+    fn claim_idempotent(
+        &self,
+        entry: IdempotencyEntry,
+        expired_before: u64,
+        stale_before: u64,
+    ) -> BoxFuture<'_, StoreResult<bool>> {
+        let _ = (entry, expired_before, stale_before);
+        Box::pin(async { Ok(true) })
+    }
 
     /// Deletes the answers created before `before`; answers how many went.
     fn sweep_idempotent(&self, before: u64) -> BoxFuture<'_, StoreResult<u64>>;

@@ -1,0 +1,115 @@
+//! The tree of a session's whole state as the store keeps it (no redaction: the stored state
+//! is the typed state, not what agents see), walked at each commit with the incremental
+//! serializer to get the patch the commit log appends (`docs/stores.md` §The commit log).
+//! One tree, owned by the session task: the walk updates it in place, and a tracked
+//! collection costs what changed in it, as for the published snapshots.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::marks::Marks;
+use super::{failed, walk};
+use crate::algo::diff::PatchOp;
+
+/// A session's whole state as JSON, one commit at a time.
+#[derive(Debug)]
+pub(crate) struct StoredTree {
+    tree: Value,
+    marks: Marks,
+}
+
+/// The patch of one commit on the stored state.
+pub(crate) struct StoredPatch {
+    /// The ops from the previous tree.
+    pub ops: Vec<PatchOp>,
+    /// The walk reordered object keys: the ops alone do not give the new tree's key order.
+    pub reordered: bool,
+}
+
+impl StoredTree {
+    /// The tree of `state`, built whole.
+    pub(crate) fn new<S: Serialize + ?Sized>(state: &S) -> Result<Self, String> {
+        Ok(Self::from_value(walk::build(state, None).map_err(failed)?))
+    }
+
+    /// A tree that is already the stored state's JSON.
+    pub(crate) fn from_value(tree: Value) -> Self {
+        StoredTree {
+            tree,
+            marks: Marks::default(),
+        }
+    }
+
+    /// Walks `state` against the tree: afterwards the tree is its JSON, and the answer the
+    /// ops from the previous one. On an error the tree is half-updated: drop it.
+    pub(crate) fn advance<S: Serialize + ?Sized>(
+        &mut self,
+        state: &S,
+    ) -> Result<StoredPatch, String> {
+        let mut ctx = walk::Ctx {
+            marks: std::mem::take(&mut self.marks),
+            ..walk::Ctx::default()
+        };
+        walk::walk(state, &mut self.tree, None, &mut ctx).map_err(failed)?;
+        ctx.marks.settle(&ctx.ops, std::mem::take(&mut ctx.fresh));
+        self.marks = ctx.marks;
+        Ok(StoredPatch {
+            ops: ctx.ops,
+            reordered: ctx.reordered,
+        })
+    }
+
+    /// The tree, to change outside a walk ([`Self::forget_marks`] after).
+    pub(crate) fn value_mut(&mut self) -> &mut Value {
+        &mut self.tree
+    }
+
+    /// The tree.
+    pub(crate) fn value(&self) -> &Value {
+        &self.tree
+    }
+
+    /// Forgets what the walks knew of the tracked collections: the tree changed outside a
+    /// walk, so the next walk is a whole one.
+    pub(crate) fn forget_marks(&mut self) {
+        self.marks.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algo::snapshot::apply_patch;
+    use crate::TrackedVec;
+    use serde_json::json;
+
+    #[derive(Serialize, Clone)]
+    struct S {
+        items: TrackedVec<u32>,
+        /// Redacted for agents, but the stored tree keeps it.
+        secret: String,
+    }
+
+    #[test]
+    fn the_ops_rebuild_the_whole_state() {
+        let mut s = S {
+            items: (0..100).collect(),
+            secret: "a".into(),
+        };
+        let mut tree = StoredTree::new(&s).unwrap();
+        let mut replica = tree.value().clone();
+        for round in 0..5u32 {
+            if let Some(v) = s.items.get_mut(7 * round as usize) {
+                *v += 1000;
+            }
+            s.items.push(round);
+            s.secret = format!("secret {round}");
+            let patch = tree.advance(&s).unwrap();
+            assert!(!patch.reordered);
+            apply_patch(&mut replica, &patch.ops).unwrap();
+            assert_eq!(replica, serde_json::to_value(&s).unwrap());
+            assert_eq!(tree.value(), &replica);
+        }
+        assert_eq!(replica["secret"], json!("secret 4"));
+    }
+}

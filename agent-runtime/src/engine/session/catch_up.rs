@@ -1,0 +1,125 @@
+//! A durable session catching up with another process's changes to its stored record
+//! (`docs/stores.md` §PostgreSQL: replicas): the patches of the commits after the one held
+//! are applied to the stored-state tree, and the state is read back from it; the whole
+//! record is read only when the commit held is behind the log's horizon (compacted away).
+//! Changed confirmations are merged in.
+
+use std::sync::Arc;
+
+use serde::Deserialize as _;
+
+use super::migrate::{read_state, Read};
+use super::{lock, SessionCore};
+use crate::app::App;
+use crate::engine::store::SessionChanges;
+
+/// Reloads what another process changed (called by the session task, so no commit runs
+/// meanwhile): newer commits replace the state and are published (waking `/wait`, `waitFor`
+/// and event streams); changed confirmations replace these (waking confirmation waiters).
+pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
+    let Some(p) = &core.persist else { return };
+    let _io = p.confirms_io.lock().await;
+    let held = core.published.borrow().seq;
+    let changes = match p.store.load_since(&core.id, held).await {
+        Ok(Some(changes)) => changes,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::error!(target: "agent_runtime::store", "reloading session {} failed: {e}", core.id);
+            return;
+        }
+    };
+    // The commit to publish, with its state; and the stored confirmations.
+    let (state, confirms) = match changes {
+        SessionChanges::Patches {
+            seq,
+            confirms,
+            patches,
+            ..
+        } if seq > held => {
+            let caught_up = {
+                let mut log = lock(&p.log);
+                log.catch_up(&patches)
+                    .and_then(|tree| A::State::deserialize(tree).ok())
+            };
+            let state = match caught_up {
+                Some(state) => Some((seq, state)),
+                // Not from the patches: the whole record.
+                None => match p.store.load_session(&core.id).await {
+                    Ok(Some(r)) => whole(core, &r.state, &r.schema_hash, r.seq).map(|s| (r.seq, s)),
+                    _ => None,
+                },
+            };
+            (state, confirms)
+        }
+        SessionChanges::Patches { confirms, .. } => (None, confirms),
+        SessionChanges::Whole(record) => {
+            let state = (record.seq > held)
+                .then(|| whole(core, &record.state, &record.schema_hash, record.seq))
+                .flatten()
+                .map(|s| (record.seq, s));
+            (state, record.confirms)
+        }
+    };
+    if let Some((seq, state)) = state {
+        publish(core, seq, state);
+    }
+    merge_confirms(core, p, confirms);
+}
+
+/// The state read from a whole stored record (JSON `text`) at commit `seq`; the tree
+/// becomes that record's.
+fn whole<A: App>(core: &SessionCore<A>, text: &str, hash: &str, seq: u64) -> Option<A::State> {
+    let p = core.persist.as_ref()?;
+    let state = read_state(&*core.app, text, hash)
+        .map(Read::into_state)
+        .ok()?;
+    match serde_json::from_str(text) {
+        Ok(tree) => lock(&p.log).replace(seq, tree),
+        Err(_) => lock(&p.log).forget(),
+    }
+    Some(state)
+}
+
+/// Publishes `state` as commit `seq`, with the diff from what this process published.
+fn publish<A: App>(core: &SessionCore<A>, seq: u64, state: A::State) {
+    let Ok(redacted) = super::redact(&*core.app, core.catalog.redact_plan(), &state) else {
+        return;
+    };
+    let redacted = Arc::new(redacted);
+    *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+    // The snapshot trees knew only this process's commits.
+    let gates = {
+        let mut snapshots = lock(&core.snapshots);
+        snapshots.forget_spare();
+        snapshots.unknown_gates()
+    };
+    let prev = core.published.borrow().state.clone();
+    let patch = crate::algo::diff::diff(&prev, &redacted);
+    let published = super::Published::new(seq, redacted, patch.into(), gates);
+    core.publish(published.clone());
+    lock(&core.events).publish(super::events::EventBody::State(published));
+}
+
+/// Confirmations another process wrote replace these; proposals made here and not yet
+/// written (the saver runs after them) stay: the store's copy must not undo them.
+fn merge_confirms<A: App>(
+    core: &SessionCore<A>,
+    p: &super::persist::Persistence,
+    confirms: String,
+) {
+    let stored = {
+        let mut known = lock(&p.stored_confirms);
+        if *known == confirms {
+            return;
+        }
+        std::mem::replace(&mut *known, confirms.clone())
+    };
+    let changed = {
+        let mut entries = lock(&core.confirms);
+        // Also when the merge kept unwritten entries: the saver writes the merged list.
+        entries.merge_foreign(&confirms, &stored) || entries.to_json() != confirms
+    };
+    if changed {
+        core.confirm_changed.send_modify(|v| *v += 1);
+    }
+}

@@ -1,0 +1,184 @@
+//! A durable session's side of the commit log (`docs/stores.md` §The commit log): the tree of
+//! the whole state as stored, walked at each commit to get the commit's patch, and what this
+//! process knows of the stored log, to send a snapshot when one is due. Owned by the session
+//! task (under the state lock at a commit, in a refresh otherwise).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::algo::snapshot::StoredTree;
+use crate::engine::store::{snapshot_due, LogState};
+
+/// What one commit writes: its patch (when known) and, when due, a snapshot.
+#[derive(Debug)]
+pub(crate) struct Change {
+    pub patch: Option<String>,
+    pub snapshot: Option<String>,
+}
+
+/// The session's commit log as this process knows it.
+#[derive(Debug, Default)]
+pub(crate) struct CommitLog {
+    /// The stored state's JSON at the newest commit stored; `None`: not known (the next
+    /// commit rebuilds it and writes a snapshot).
+    tree: Option<StoredTree>,
+    /// The stored log, as far as this process knows (the store has the last word).
+    log: LogState,
+}
+
+fn text(v: &Value) -> String {
+    // A `Value` always serializes.
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+impl CommitLog {
+    /// The log of a session whose stored state (JSON) at commit `seq` is `stored`, with
+    /// its snapshot assumed at `seq` (the store says otherwise when it matters).
+    pub(crate) fn at(seq: u64, stored: Option<Value>) -> Self {
+        CommitLog {
+            tree: stored.map(StoredTree::from_value),
+            log: LogState {
+                snapshot_seq: seq,
+                log_bytes: 0,
+            },
+        }
+    }
+
+    /// Starts over from `state`, stored whole as commit `seq`: answers its JSON text.
+    pub(crate) fn reset<S: Serialize + ?Sized>(
+        &mut self,
+        seq: u64,
+        state: &S,
+    ) -> Result<String, String> {
+        self.tree = None;
+        let tree = StoredTree::new(state)?;
+        let snapshot = text(tree.value());
+        *self = CommitLog {
+            tree: Some(tree),
+            log: LogState {
+                snapshot_seq: seq,
+                log_bytes: 0,
+            },
+        };
+        Ok(snapshot)
+    }
+
+    /// The change of commit `seq` whose state is `state` (under the state lock, right after
+    /// `update`): the patch from the tree, with a snapshot when the log is at its bounds, the
+    /// walk reordered keys (a patch does not carry key order), or the tree was not known.
+    pub(crate) fn change<S: Serialize + ?Sized>(
+        &mut self,
+        seq: u64,
+        state: &S,
+    ) -> Result<Change, String> {
+        if let Some(tree) = &mut self.tree {
+            match tree.advance(state) {
+                Ok(patch) => {
+                    let text_of_patch = serde_json::to_string(&patch.ops)
+                        .map_err(|e| format!("the patch failed to serialize: {e}"))?;
+                    let due =
+                        patch.reordered || snapshot_due(self.log, seq, text_of_patch.len() as u64);
+                    return Ok(Change {
+                        snapshot: due.then(|| text(tree.value())),
+                        patch: Some(text_of_patch),
+                    });
+                }
+                // Half-updated: rebuilt below.
+                Err(_) => self.tree = None,
+            }
+        }
+        let tree = StoredTree::new(state)?;
+        let snapshot = text(tree.value());
+        self.tree = Some(tree);
+        Ok(Change {
+            patch: None,
+            snapshot: Some(snapshot),
+        })
+    }
+
+    /// The store refused a commit without a snapshot (its log is at `log`): the snapshot
+    /// to send again with, the tree's JSON (`None` when the tree is not known).
+    pub(crate) fn snapshot_for(&mut self, log: LogState) -> Option<String> {
+        self.log = log;
+        self.tree.as_ref().map(|t| text(t.value()))
+    }
+
+    /// `change` was stored as commit `seq`.
+    pub(crate) fn stored(&mut self, seq: u64, change: &Change) {
+        match &change.snapshot {
+            Some(_) => {
+                self.log = LogState {
+                    snapshot_seq: seq,
+                    log_bytes: 0,
+                }
+            }
+            None => {
+                let bytes = change.patch.as_ref().map_or(0, |p| p.len() as u64);
+                self.log.log_bytes = self.log.log_bytes.saturating_add(bytes);
+            }
+        }
+    }
+
+    /// The commit was not stored: the tree holds a state the store does not, so the next
+    /// commit starts from the stored one ([`Self::reset`] or [`Self::replace`]).
+    pub(crate) fn forget(&mut self) {
+        self.tree = None;
+    }
+
+    /// Another process stored commits after the one the tree holds: applies their patches
+    /// (JSON texts, in order) and answers the tree, or `None` (and forgets the tree) when
+    /// it is not known or a patch does not fit it.
+    pub(crate) fn catch_up(&mut self, patches: &[String]) -> Option<&Value> {
+        let tree = self.tree.as_mut()?;
+        let fits = patches
+            .iter()
+            .all(|p| crate::engine::store::log::apply_text(tree.value_mut(), p).is_ok());
+        if !fits {
+            self.tree = None;
+            return None;
+        }
+        tree.forget_marks();
+        self.tree.as_ref().map(StoredTree::value)
+    }
+
+    /// The stored state is `stored` (JSON) at commit `seq`, read whole from the store.
+    pub(crate) fn replace(&mut self, seq: u64, stored: Value) {
+        *self = CommitLog::at(seq, Some(stored));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_snapshot_comes_when_the_log_is_at_its_bounds() {
+        let mut log = CommitLog::at(0, Some(json!({"n": 0})));
+        let mut snapshots = 0;
+        for seq in 1..=(crate::engine::store::SNAPSHOT_EVERY * 3) {
+            let change = log.change(seq, &json!({"n": seq})).unwrap();
+            assert!(change.patch.is_some());
+            if change.snapshot.is_some() {
+                snapshots += 1;
+            }
+            log.stored(seq, &change);
+        }
+        assert_eq!(snapshots, 2);
+        // Not known: a snapshot, no patch.
+        let mut unknown = CommitLog::default();
+        let change = unknown.change(1, &json!({"n": 1})).unwrap();
+        assert!(change.patch.is_none());
+        assert_eq!(change.snapshot.as_deref(), Some(r#"{"n":1}"#));
+    }
+
+    #[test]
+    fn catching_up_applies_patches_or_forgets_the_tree() {
+        let mut log = CommitLog::at(3, Some(json!({"n": 3})));
+        let patch = r#"[{"op":"replace","path":"/n","value":4}]"#.to_string();
+        assert_eq!(log.catch_up(&[patch]), Some(&json!({"n": 4})));
+        let misfit = r#"[{"op":"remove","path":"/x"}]"#.to_string();
+        assert_eq!(log.catch_up(&[misfit]), None);
+        assert_eq!(log.catch_up(&[]), None);
+    }
+}

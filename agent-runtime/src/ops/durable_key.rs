@@ -1,0 +1,251 @@
+//! Keyed `/message` calls across processes (`docs/stores.md` §Exactly once): with a durable
+//! store, the first call claims its key in the store before it runs (so a retry on another
+//! replica waits for it instead of running too), its commit records the key in the same
+//! transaction, and its answer is stored before it is sent. A retry, anywhere and after any
+//! crash, finds one of: the answer (replayed), a commit recorded under the key whose answer
+//! was lost (an answer rebuilt from that commit), a claim in flight (waited on until it is
+//! answered or its lease runs out), or an abandoned claim that no commit recorded (claimed
+//! again and run). Whatever the claims do, the commit's record of the key is what makes the
+//! message apply at most once: a second commit under the key is refused by the store.
+
+use std::time::Duration;
+
+use agent_schema::protocol::{DrainReport, ErrorCode, SendResult};
+use axum::http::StatusCode;
+use serde_json::Value;
+
+use super::error::ApiError;
+use super::idempotency::{StoredAnswer, IDEMPOTENCY_WINDOW_MS};
+use super::reply::Reply;
+use super::state::ServerState;
+use super::tail::activate;
+use crate::app::App;
+use crate::engine::store::IdempotencyEntry;
+use crate::security::TokenRecord;
+
+/// How long a claim keeps the key's retries waiting: past it, a claim without a recorded
+/// commit counts as abandoned (its process died before the commit) and is taken over, and
+/// one with a recorded commit but no answer gets an answer rebuilt from the commit.
+pub(crate) const CLAIM_LEASE_MS: u64 = 5_000;
+
+/// How often a retry waiting on a claim looks again.
+const POLL: Duration = Duration::from_millis(50);
+
+/// How long a retry waits on claims in all before it answers 504 (claims taken over again
+/// and again, or a store that keeps failing).
+const WAIT_CAP_MS: u64 = 4 * CLAIM_LEASE_MS;
+
+/// What the store says of a keyed call.
+pub(super) enum Durable {
+    /// The key is this call's: run it.
+    Claimed,
+    /// Answer this (the first call's answer, a rebuilt one, or an error).
+    Replay(Reply),
+    /// No durable store, or it failed: go on with the in-process claim alone.
+    Unavailable,
+}
+
+/// 409: the key was used for another message.
+pub(super) fn different_message(key: &str) -> ApiError {
+    ApiError::new(ErrorCode::Conflict).with_detail(format!(
+        "idempotencyKey {key} was used for a different message"
+    ))
+}
+
+/// The first call's stored answer under `(record.tid, key)`, replayed (409 for another
+/// message under the key); `None` when there is none yet, or no durable store.
+pub(super) async fn answered<A: App>(
+    server: &ServerState<A>,
+    record: &TokenRecord,
+    key: &str,
+    msg: &Value,
+) -> Option<Reply> {
+    let store = server.durable_idempotency()?;
+    let entry = match store.get_idempotent(&record.tid, key).await {
+        Ok(entry) => entry?,
+        Err(e) => {
+            tracing::error!(target: "agent_runtime::store", "idempotency lookup failed: {e}");
+            return None;
+        }
+    };
+    if entry.created_at + IDEMPOTENCY_WINDOW_MS <= server.now() || entry.status == 0 {
+        return None;
+    }
+    if serde_json::from_str::<Value>(&entry.msg).ok().as_ref() != Some(msg) {
+        return Some(Reply::from_error(&different_message(key)));
+    }
+    Some(replay(server, record, stored(entry)).await)
+}
+
+/// Looks up `(record.tid, key)` in the durable store and either claims it for this call or
+/// answers what the first call answered (waiting while another process's claim is live).
+pub(super) async fn claim_or_replay<A: App>(
+    server: &ServerState<A>,
+    record: &TokenRecord,
+    key: &str,
+    msg: &Value,
+) -> Durable {
+    let Some(store) = server.durable_idempotency() else {
+        return Durable::Unavailable;
+    };
+    let tid = &record.tid;
+    let started = server.now();
+    loop {
+        let now = server.now();
+        if now.saturating_sub(started) > WAIT_CAP_MS {
+            return Durable::Replay(Reply::from_error(
+                &ApiError::new(ErrorCode::Timeout).with_detail(format!(
+                    "the first call with idempotencyKey {key} is still in flight elsewhere; \
+                     retry later with the same key"
+                )),
+            ));
+        }
+        let entry = match store.get_idempotent(tid, key).await {
+            Ok(entry) => entry,
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "idempotency lookup failed: {e}");
+                return Durable::Unavailable;
+            }
+        };
+        if let Some(e) = entry.filter(|e| e.created_at + IDEMPOTENCY_WINDOW_MS > now) {
+            if serde_json::from_str::<Value>(&e.msg).ok().as_ref() != Some(msg) {
+                return Durable::Replay(Reply::from_error(&different_message(key)));
+            }
+            if e.status != 0 {
+                return Durable::Replay(replay(server, record, stored(e)).await);
+            }
+            if e.claimed_at + CLAIM_LEASE_MS > now {
+                tokio::time::sleep(POLL).await;
+                continue;
+            }
+            if let Some((session, seq)) = &e.commit {
+                let answer = rebuilt(server, session, *seq).await;
+                return Durable::Replay(replay(server, record, answer).await);
+            }
+            // Abandoned before any commit recorded it: claimed again below.
+        }
+        let claim = IdempotencyEntry {
+            tid: tid.clone(),
+            key: key.to_owned(),
+            created_at: now,
+            msg: msg.to_string(),
+            status: 0,
+            body: String::new(),
+            headers: "[]".into(),
+            commit: None,
+            claimed_at: now,
+        };
+        let expired = now.saturating_sub(IDEMPOTENCY_WINDOW_MS);
+        let stale = now.saturating_sub(CLAIM_LEASE_MS);
+        match store.claim_idempotent(claim, expired, stale).await {
+            Ok(true) => return Durable::Claimed,
+            // Another call claimed it meanwhile: look again.
+            Ok(false) => {}
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "idempotency claim failed: {e}");
+                return Durable::Unavailable;
+            }
+        }
+    }
+}
+
+fn stored(e: IdempotencyEntry) -> StoredAnswer {
+    StoredAnswer {
+        status: StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        body: e.body,
+        headers: serde_json::from_str(&e.headers).unwrap_or_default(),
+    }
+}
+
+/// A replay of `answer`, activating the token on a success as the first answer did.
+async fn replay<A: App>(
+    server: &ServerState<A>,
+    record: &TokenRecord,
+    answer: StoredAnswer,
+) -> Reply {
+    let reply = Reply::from_stored(answer);
+    if reply.status() == StatusCode::OK {
+        activate(server, record).await;
+    }
+    reply.replayed()
+}
+
+/// The answer of a keyed message that commit `seq` of `session` applied, when the first
+/// call's answer was lost (its process stopped after the commit): `dispatched`, with the
+/// session's actions now, an empty `stateDiff` (what the commit changed is not kept) and the
+/// header `idempotent-commit: <seq>`.
+async fn rebuilt<A: App>(server: &ServerState<A>, session: &str, seq: u64) -> StoredAnswer {
+    let actions = match server.host().load_session(session).await {
+        Some(s) => s.list_actions().unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let result = SendResult::Dispatched {
+        state_diff: Vec::new(),
+        actions,
+        drain: DrainReport {
+            effects_observed: 1,
+            duration_ms: 0,
+            timed_out: false,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        },
+        state_after: None,
+        // The commit that applied it.
+        seq: Some(seq),
+    };
+    StoredAnswer {
+        status: StatusCode::OK,
+        body: serde_json::to_string(&result).unwrap_or_else(|_| "{}".into()),
+        headers: vec![("idempotent-commit".into(), seq.to_string())],
+    }
+}
+
+/// With a durable store: keeps the first answer of a keyed call, before it is sent, and
+/// sweeps the records past the window every sweep period.
+pub(super) async fn store_answer<A: App>(
+    server: &ServerState<A>,
+    tid: &str,
+    key: String,
+    msg: String,
+    created_at: u64,
+    answer: &StoredAnswer,
+) {
+    let Some(store) = server.durable_idempotency() else {
+        return;
+    };
+    let entry = IdempotencyEntry {
+        tid: tid.to_owned(),
+        key,
+        created_at,
+        msg,
+        status: answer.status.as_u16(),
+        body: answer.body.clone(),
+        headers: serde_json::to_string(&answer.headers).unwrap_or_else(|_| "[]".into()),
+        commit: None,
+        claimed_at: created_at,
+    };
+    if let Err(e) = store.put_idempotent(entry).await {
+        tracing::error!(target: "agent_runtime::store", "storing an idempotency answer failed: {e}");
+    }
+    // The stored answers past the window go at least every sweep period while keyed calls
+    // come, not only at mints (`docs/stores.md` §Bounds on disk).
+    let now = server.now();
+    let period = server.host().config().budgets.idempotency_sweep_ms;
+    let swept = &server.durable_idempotency_swept();
+    let last = swept.load(std::sync::atomic::Ordering::Relaxed);
+    if now.saturating_sub(last) >= period
+        && swept
+            .compare_exchange(
+                last,
+                now,
+                std::sync::atomic::Ordering::Relaxed,
+                std::sync::atomic::Ordering::Relaxed,
+            )
+            .is_ok()
+    {
+        let before = now.saturating_sub(IDEMPOTENCY_WINDOW_MS);
+        if let Err(e) = store.sweep_idempotent(before).await {
+            tracing::error!(target: "agent_runtime::store", "idempotency sweep failed: {e}");
+        }
+    }
+}
