@@ -65,26 +65,26 @@ pub(crate) fn templates() -> ListResourceTemplatesResult {
 /// `agent://describe` read without a token: the hosted app's description, the same for every
 /// caller (a bound token reads its own session's, which differs for a paired app).
 pub(crate) fn shared_description(text: String) -> ReadResourceResult {
-    ReadResourceResult::new(vec![ResourceContents::TextResourceContents {
-        uri: DESCRIBE_URI.to_string(),
-        mime_type: Some("application/json".into()),
-        text,
-        meta: None,
-    }])
-    .with_ttl_ms(STATIC_TTL_MS)
-    .with_cache_scope(CacheScope::Public)
+    json_contents(DESCRIBE_URI, text)
+        .with_ttl_ms(STATIC_TTL_MS)
+        .with_cache_scope(CacheScope::Public)
 }
 
 /// The `resources/read` answer of `uri` with the operation's JSON `text`: never shared
 /// between tokens; the state is fresh only until the next commit.
 pub(crate) fn contents(uri: &str, text: String) -> ReadResourceResult {
     let ttl = if uri == DESCRIBE_URI { 60_000 } else { 0 };
+    json_contents(uri, text)
+        .with_ttl_ms(ttl)
+        .with_cache_scope(CacheScope::Private)
+}
+
+/// One JSON text content of `uri`.
+fn json_contents(uri: &str, text: String) -> ReadResourceResult {
     ReadResourceResult::new(vec![ResourceContents::TextResourceContents {
         uri: uri.to_string(),
         mime_type: Some("application/json".into()),
         text,
         meta: None,
     }])
-    .with_ttl_ms(ttl)
-    .with_cache_scope(CacheScope::Private)
 }

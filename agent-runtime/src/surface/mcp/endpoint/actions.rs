@@ -12,23 +12,8 @@ use crate::ops::watch::Watched;
 use crate::ops::ApiError;
 use crate::surface::mcp::action_tools::ActionCatalog;
 
-/// The catalog and the available actions of one session, read together.
-pub(crate) struct SessionActions {
-    /// Every variant of the session's app as a tool.
-    pub catalog: Arc<ActionCatalog>,
-    /// The tools of the actions available now.
-    pub tools: Vec<Tool>,
-}
-
-impl SessionActions {
-    /// The tool names, to tell when the list changed.
-    pub(crate) fn names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.name.to_string()).collect()
-    }
-}
-
 /// The catalog of `watched`'s app: `hosted` for a hosted session.
-pub(crate) async fn catalog<A: App>(
+async fn catalog<A: App>(
     watched: &Watched<A>,
     hosted: &Arc<ActionCatalog>,
 ) -> Result<Arc<ActionCatalog>, ApiError> {
@@ -40,21 +25,47 @@ pub(crate) async fn catalog<A: App>(
     }
 }
 
+/// The action tools of `watched` now (none when action tools are off).
+pub(crate) async fn available_tools<A: App>(
+    server: &McpState<A>,
+    watched: &Watched<A>,
+    hosted: &Arc<ActionCatalog>,
+) -> Result<Vec<Tool>, ApiError> {
+    if !server.options().mcp.action_tools {
+        return Ok(Vec::new());
+    }
+    let catalog = catalog(watched, hosted).await?;
+    Ok(catalog.tools(&watched.actions().await?))
+}
+
 /// The action tools of the token `tid` now (none when action tools are off).
-pub(crate) async fn session_actions<A: App>(
+pub(crate) async fn session_tools<A: App>(
     server: &McpState<A>,
     tid: &str,
     hosted: &Arc<ActionCatalog>,
-) -> Result<SessionActions, ApiError> {
+) -> Result<Vec<Tool>, ApiError> {
     if !server.options().mcp.action_tools {
-        return Ok(SessionActions {
-            catalog: Arc::new(ActionCatalog::default()),
-            tools: Vec::new(),
-        });
+        return Ok(Vec::new());
     }
     let watched = Watched::open(server, tid).await?;
-    let catalog = catalog(&watched, hosted).await?;
-    let available = watched.actions().await?;
-    let tools = catalog.tools(&available);
-    Ok(SessionActions { catalog, tools })
+    available_tools(server, &watched, hosted).await
+}
+
+/// The catalog a `do_` call of the token `tid` is resolved in: every variant of its
+/// session's app, whether available or not (empty when action tools are off).
+pub(crate) async fn session_catalog<A: App>(
+    server: &McpState<A>,
+    tid: &str,
+    hosted: &Arc<ActionCatalog>,
+) -> Result<Arc<ActionCatalog>, ApiError> {
+    if !server.options().mcp.action_tools {
+        return Ok(Arc::new(ActionCatalog::default()));
+    }
+    let watched = Watched::open(server, tid).await?;
+    catalog(&watched, hosted).await
+}
+
+/// The names of `tools`, to tell when the list changed.
+pub(crate) fn names(tools: &[Tool]) -> Vec<String> {
+    tools.iter().map(|t| t.name.to_string()).collect()
 }

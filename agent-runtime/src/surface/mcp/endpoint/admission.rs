@@ -19,17 +19,20 @@ use std::convert::Infallible;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, HttpBody};
-use axum::http::{header, request::Parts, HeaderMap, HeaderValue, Method, Request, StatusCode};
+use axum::http::{header, request::Parts, HeaderValue, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use http_body_util::{BodyExt, Limited};
-use serde::Deserialize;
 use serde_json::json;
 use tower::{Layer, Service, ServiceExt as _};
 
 use super::disk_bounds;
 use super::registry::Binding;
+use super::request_kind::{
+    accepts_json_and_sse, declared_length, header_names_stateless_revision, is_json,
+    is_stateless_revision, Kind, Peek,
+};
 use super::restore;
 use super::McpState;
 use crate::app::App;
@@ -122,51 +125,6 @@ where
         let this = self.clone();
         Box::pin(async move { Ok(this.admit(request).await) })
     }
-}
-
-/// The little admission reads of a POST's JSON-RPC body, without building the message (rmcp
-/// parses it whole after): its method, whether it is a request, the revision in its `_meta`.
-#[derive(Deserialize)]
-struct Peek<'a> {
-    #[serde(borrow, default)]
-    method: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default)]
-    id: Option<serde::de::IgnoredAny>,
-    #[serde(borrow, default)]
-    params: Option<PeekParams<'a>>,
-}
-
-#[derive(Deserialize)]
-struct PeekParams<'a> {
-    #[serde(rename = "_meta", borrow, default)]
-    meta: Option<PeekMeta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct PeekMeta<'a> {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
-    version: Option<std::borrow::Cow<'a, str>>,
-}
-
-impl Peek<'_> {
-    fn version(&self) -> Option<&str> {
-        self.params.as_ref()?.meta.as_ref()?.version.as_deref()
-    }
-
-    fn kind(&self) -> Kind {
-        match (self.id.is_some(), self.method.as_deref()) {
-            (true, Some("initialize")) => Kind::Initialize,
-            (true, Some("server/discover")) => Kind::Discover,
-            _ => Kind::Other,
-        }
-    }
-}
-
-/// What the JSON-RPC body of a POST is, as far as admission cares.
-enum Kind {
-    Initialize,
-    Discover,
-    Other,
 }
 
 impl<A, S, B> McpAdmission<A, S>
@@ -526,58 +484,6 @@ where
     }
 }
 
-/// The first revision without sessions: its requests carry their version in `_meta` and the
-/// `MCP-Protocol-Version` header, and need no `initialize`.
-const FIRST_STATELESS_REVISION: &str = "2026-07-28";
-
-/// Revisions are dates, so they compare as strings.
-fn is_stateless_revision(version: &str) -> bool {
-    version >= FIRST_STATELESS_REVISION
-}
-
-fn header_names_stateless_revision(headers: &HeaderMap) -> bool {
-    headers
-        .get("mcp-protocol-version")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(is_stateless_revision)
-}
-
-fn declared_length(headers: &HeaderMap) -> Option<u64> {
-    headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok())
-}
-
-fn media_types(headers: &HeaderMap, name: header::HeaderName) -> Vec<String> {
-    headers
-        .get_all(name)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|entry| {
-            entry
-                .split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase()
-        })
-        .collect()
-}
-
-fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
-    let accepted = media_types(headers, header::ACCEPT);
-    accepted.iter().any(|m| m == "application/json")
-        && accepted.iter().any(|m| m == "text/event-stream")
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    media_types(headers, header::CONTENT_TYPE)
-        .first()
-        .is_some_and(|m| m == "application/json")
-}
-
 fn plain(status: StatusCode, text: &'static str) -> Response {
     (status, text).into_response()
 }
@@ -595,29 +501,5 @@ fn bare_error(status: StatusCode, text: &str) -> Response {
 fn insert_header(response: &mut Response, name: header::HeaderName, value: u64) {
     if let Ok(v) = HeaderValue::try_from(value.to_string()) {
         response.headers_mut().insert(name, v);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn media_type_checks() {
-        let mut h = HeaderMap::new();
-        h.insert(
-            header::ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream;q=0.9"),
-        );
-        assert!(accepts_json_and_sse(&h));
-        h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        assert!(!accepts_json_and_sse(&h));
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("Application/JSON; charset=utf-8"),
-        );
-        assert!(is_json(&h));
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
-        assert!(!is_json(&h));
     }
 }

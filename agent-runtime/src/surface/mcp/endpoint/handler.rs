@@ -18,7 +18,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 
-use super::actions::session_actions;
+use super::actions::{session_catalog, session_tools};
 use super::disk_bounds;
 use super::notify::{self, Interest, Outlet, WatchSlot};
 use super::registry::Binding;
@@ -117,8 +117,8 @@ impl<A: App> McpHandler<A> {
         let Some(binding) = binding else {
             return Err(unknown());
         };
-        let actions = match session_actions(&self.server, &binding.tid, &self.hosted).await {
-            Ok(actions) => actions,
+        let catalog = match session_catalog(&self.server, &binding.tid, &self.hosted).await {
+            Ok(catalog) => catalog,
             // As `send_message` would have failed (paused, revoked …).
             Err(e) => {
                 let answer = LapAnswer::new(e.status().as_u16(), e.body());
@@ -127,7 +127,7 @@ impl<A: App> McpHandler<A> {
                 return Ok(failure(text).into());
             }
         };
-        let Some(entry) = actions.catalog.find(&request.name) else {
+        let Some(entry) = catalog.find(&request.name) else {
             return Err(unknown());
         };
         let body = entry.message_request(request.arguments.unwrap_or_default());
@@ -252,8 +252,8 @@ impl<A: App> ServerHandler for McpHandler<A> {
         let mut tools = self.tools.list().tools;
         if let Some(binding) = self.binding(parts(&context)) {
             // A session that cannot be read now (paused) lists no actions.
-            if let Ok(actions) = session_actions(&self.server, &binding.tid, &self.hosted).await {
-                tools.extend(actions.tools);
+            if let Ok(actions) = session_tools(&self.server, &binding.tid, &self.hosted).await {
+                tools.extend(actions);
             }
         }
         // The list depends on the caller's token and its session's state.

@@ -11,6 +11,7 @@ mod disk_bounds;
 mod handler;
 mod notify;
 mod registry;
+mod request_kind;
 mod restore;
 
 use std::sync::Arc;

@@ -14,7 +14,7 @@ use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::service::{Peer, SubscriptionSink};
 use rmcp::RoleServer;
 
-use super::actions::session_actions;
+use super::actions::{available_tools, names, session_tools};
 use super::McpState;
 use crate::app::App;
 use crate::ops::watch::{Change, Watched};
@@ -97,17 +97,10 @@ pub(crate) async fn watch<A: App>(
     interest: Arc<Interest>,
     announce: bool,
 ) {
-    let names = |server: &McpState<A>| {
-        let (tid, hosted) = (tid.clone(), hosted.clone());
-        let server = server.clone();
-        async move {
-            session_actions(&server, &tid, &hosted)
-                .await
-                .map(|a| a.names())
-                .unwrap_or_default()
-        }
+    let mut listed = match session_tools(&server, &tid, &hosted).await {
+        Ok(tools) => names(&tools),
+        Err(_) => Vec::new(),
     };
-    let mut listed = names(&server).await;
     if announce && interest.tools && !outlet.tools_changed().await {
         return;
     }
@@ -145,7 +138,10 @@ pub(crate) async fn watch<A: App>(
             Ok(Change::Quiet) => {}
             Ok(Change::Changed) => {
                 if interest.tools {
-                    let now = names(&server).await;
+                    let now = available_tools(&server, &watched, &hosted)
+                        .await
+                        .map(|tools| names(&tools))
+                        .unwrap_or_default();
                     if now != listed {
                         listed = now;
                         if !outlet.tools_changed().await {

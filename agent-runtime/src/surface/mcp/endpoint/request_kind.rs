@@ -1,0 +1,128 @@
+//! What a request to `/agent/mcp` is, as far as admission cares (`docs/mcp.md` §Admission,
+//! §Two generations): read from its headers and a peek at its JSON-RPC body, without building
+//! the message (rmcp parses it whole after).
+
+use axum::http::{header, HeaderMap};
+use serde::Deserialize;
+
+/// The little admission reads of a POST's JSON-RPC body, without building the message (rmcp
+/// parses it whole after): its method, whether it is a request, the revision in its `_meta`.
+#[derive(Deserialize)]
+pub(super) struct Peek<'a> {
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    id: Option<serde::de::IgnoredAny>,
+    #[serde(borrow, default)]
+    params: Option<PeekParams<'a>>,
+}
+
+#[derive(Deserialize)]
+struct PeekParams<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<PeekMeta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct PeekMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+    version: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl Peek<'_> {
+    pub(super) fn version(&self) -> Option<&str> {
+        self.params.as_ref()?.meta.as_ref()?.version.as_deref()
+    }
+
+    pub(super) fn kind(&self) -> Kind {
+        match (self.id.is_some(), self.method.as_deref()) {
+            (true, Some("initialize")) => Kind::Initialize,
+            (true, Some("server/discover")) => Kind::Discover,
+            _ => Kind::Other,
+        }
+    }
+}
+
+/// What the JSON-RPC body of a POST is, as far as admission cares.
+pub(super) enum Kind {
+    Initialize,
+    Discover,
+    Other,
+}
+
+/// The first revision without sessions: its requests carry their version in `_meta` and the
+/// `MCP-Protocol-Version` header, and need no `initialize`.
+const FIRST_STATELESS_REVISION: &str = "2026-07-28";
+
+/// Revisions are dates, so they compare as strings.
+pub(super) fn is_stateless_revision(version: &str) -> bool {
+    version >= FIRST_STATELESS_REVISION
+}
+
+pub(super) fn header_names_stateless_revision(headers: &HeaderMap) -> bool {
+    headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(is_stateless_revision)
+}
+
+pub(super) fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn media_types(headers: &HeaderMap, name: header::HeaderName) -> Vec<String> {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|entry| {
+            entry
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .collect()
+}
+
+pub(super) fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+    let accepted = media_types(headers, header::ACCEPT);
+    accepted.iter().any(|m| m == "application/json")
+        && accepted.iter().any(|m| m == "text/event-stream")
+}
+
+pub(super) fn is_json(headers: &HeaderMap) -> bool {
+    media_types(headers, header::CONTENT_TYPE)
+        .first()
+        .is_some_and(|m| m == "application/json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn media_type_checks() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream;q=0.9"),
+        );
+        assert!(accepts_json_and_sse(&h));
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        assert!(!accepts_json_and_sse(&h));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("Application/JSON; charset=utf-8"),
+        );
+        assert!(is_json(&h));
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        assert!(!is_json(&h));
+    }
+}
