@@ -4,7 +4,12 @@
 use agent_examples::counter::Counter;
 use agent_runtime::pairing::PairingOptions;
 use agent_runtime::{AgentServer, Host, ServerOptions};
+use std::process::Stdio;
+use std::time::Duration;
+
 use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use crate::{start, Answer, Minted, TestServer};
 
@@ -82,4 +87,59 @@ pub fn assert_paused(a: &Answer, reconnect: &str) {
         json!({"error": {"code": "paused", "reconnect": reconnect}})
     );
     assert_eq!(a.headers["x-llui-reconnect"], reconnect);
+}
+
+/// An app process of the Rust pairing client (the `paired-counter` test binary, whose path
+/// an integration test has as `env!("CARGO_BIN_EXE_paired-counter")`), paired with a server
+/// and driven through its stdin and stdout.
+pub struct AppProcess {
+    /// The process (killed when dropped).
+    pub child: Child,
+    stdin: ChildStdin,
+    stdout: Lines<BufReader<ChildStdout>>,
+}
+
+impl AppProcess {
+    /// Starts `exe` paired with the server at `base` with `token`.
+    pub fn start(exe: &str, base: &str, token: &str) -> AppProcess {
+        let mut child = tokio::process::Command::new(exe)
+            .args([base, token])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn paired-counter");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        AppProcess {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    /// Waits (10 s at most) for a stdout line starting with `prefix`.
+    pub async fn expect(&mut self, prefix: &str) -> String {
+        let wait = async {
+            while let Some(line) = self.stdout.next_line().await.expect("stdout") {
+                if line.starts_with(prefix) {
+                    return line;
+                }
+                eprintln!("paired-counter: {line}");
+            }
+            panic!("paired-counter exited before printing {prefix:?}");
+        };
+        tokio::time::timeout(Duration::from_secs(10), wait)
+            .await
+            .unwrap_or_else(|_| panic!("no {prefix:?} line within 10 s"))
+    }
+
+    /// Writes `line` to its stdin.
+    pub async fn say(&mut self, line: &str) {
+        self.stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        self.stdin.flush().await.unwrap();
+    }
 }

@@ -4,7 +4,6 @@
 //! confirmation, `@validates`, route gates, paired apps), `agent://state` and `agent://describe`
 //! as resources, and the list-changed and resource-updated notifications of both generations.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
@@ -13,6 +12,7 @@ use agent_runtime::app::App;
 use agent_runtime::pairing::PairingOptions;
 use agent_runtime::{AgentServer, Host, ServerOptions};
 use agent_tests::mcp::{call, err, ok};
+use agent_tests::paired::AppProcess;
 use agent_tests::{start, TestServer};
 use rmcp::model::{
     ClientConfig, ProtocolVersion, ReadResourceRequestParams, ResourceContents,
@@ -26,7 +26,6 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::mpsc;
 
 fn options() -> ServerOptions {
@@ -376,24 +375,8 @@ async fn a_paired_apps_actions_are_tools_too() {
         .post_json("/agent/mint", Some("alice"), None, &json!({}))
         .await;
     let token = minted.body["token"].as_str().unwrap().to_string();
-    let mut app = tokio::process::Command::new(env!("CARGO_BIN_EXE_paired-counter"))
-        .args([&t.base, &token])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn paired-counter");
-    let mut lines = BufReader::new(app.stdout.take().unwrap()).lines();
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if line.starts_with("status Paired") {
-                return;
-            }
-        }
-        panic!("paired-counter ended");
-    })
-    .await
-    .expect("paired within 10 s");
+    let mut app = AppProcess::start(env!("CARGO_BIN_EXE_paired-counter"), &t.base, &token);
+    app.expect("status Paired").await;
 
     let client = stateless(&t, Some(&token)).await;
     let listed = tools(&client).await;

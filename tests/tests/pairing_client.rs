@@ -2,67 +2,15 @@
 //! (`paired-counter`), paired with a server, driven by an agent over LAP and MCP. The process
 //! plays the human (approvals, its own dispatches) and is killed with SIGKILL and restarted.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_runtime::pairing::PairingOptions;
 use agent_runtime::{AgentServer, Host, ServerOptions};
 use agent_tests::mcp::McpAgent;
+use agent_tests::paired::AppProcess;
 use agent_tests::{start, Answer, TestServer};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout};
-
-/// The app process.
-struct AppProcess {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: Lines<BufReader<ChildStdout>>,
-}
-
-impl AppProcess {
-    fn start(base: &str, token: &str) -> AppProcess {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_paired-counter"))
-            .args([base, token])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn paired-counter");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-        AppProcess {
-            child,
-            stdin,
-            stdout,
-        }
-    }
-
-    /// Waits (10 s at most) for a stdout line starting with `prefix`.
-    async fn expect(&mut self, prefix: &str) -> String {
-        let wait = async {
-            while let Some(line) = self.stdout.next_line().await.expect("stdout") {
-                if line.starts_with(prefix) {
-                    return line;
-                }
-                eprintln!("paired-counter: {line}");
-            }
-            panic!("paired-counter exited before printing {prefix:?}");
-        };
-        tokio::time::timeout(Duration::from_secs(10), wait)
-            .await
-            .unwrap_or_else(|_| panic!("no {prefix:?} line within 10 s"))
-    }
-
-    async fn say(&mut self, line: &str) {
-        self.stdin
-            .write_all(format!("{line}\n").as_bytes())
-            .await
-            .unwrap();
-        self.stdin.flush().await.unwrap();
-    }
-}
 
 async fn lap(t: &TestServer<Counter>, token: &str, tail: &str, body: Value) -> Answer {
     t.lap(token, tail, &body).await
@@ -84,7 +32,7 @@ async fn a_paired_app_process_is_driven_killed_and_resumed() {
         .post_json("/agent/mint", Some("alice"), None, &json!({}))
         .await;
     let token = minted.body["token"].as_str().unwrap().to_string();
-    let mut app = AppProcess::start(&t.base, &token);
+    let mut app = AppProcess::start(env!("CARGO_BIN_EXE_paired-counter"), &t.base, &token);
     app.expect("status Paired").await;
 
     // observe: the client's state and actions, the description from its hello.
@@ -196,7 +144,7 @@ async fn a_paired_app_process_is_driven_killed_and_resumed() {
     };
     assert_eq!(paused.body["error"]["code"], "paused");
     assert_eq!(paused.headers["x-llui-reconnect"], "pending");
-    let mut app = AppProcess::start(&t.base, &token);
+    let mut app = AppProcess::start(env!("CARGO_BIN_EXE_paired-counter"), &t.base, &token);
     app.expect("status Active").await;
     let a = lap(&t, &token, "/message", json!({"msg": {"type": "inc"}})).await;
     assert_eq!(a.body["status"], "dispatched", "{:?}", a.body);

@@ -2,7 +2,7 @@
 //! [`Backend`]), what a handler receives ([`Resolved`], and [`Call`] for a hosted session) and
 //! what it answers ([`Answer`], serialized to [`Handled`]).
 
-use agent_schema::protocol::LogEntry;
+use agent_schema::protocol::{LogEntry, WithdrawResponse, WithdrawnStatus};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -95,6 +95,20 @@ pub(crate) struct Answer<R> {
     pub(crate) read: Option<String>,
     /// The audit entry `(event, detail)`.
     pub(crate) audit: (AuditEvent, Value),
+}
+
+impl Answer<WithdrawResponse> {
+    /// `/withdraw`'s answer, hosted or paired: `{status: "withdrawn"}`, audited as
+    /// `confirm-withdrawn` with `detail`.
+    pub(crate) fn withdrawn(detail: Value) -> Self {
+        Answer {
+            body: WithdrawResponse {
+                status: WithdrawnStatus::Withdrawn,
+            },
+            read: None,
+            audit: (AuditEvent::ConfirmWithdrawn, detail),
+        }
+    }
 }
 
 impl<R: Serialize> Answer<R> {

@@ -81,6 +81,12 @@ impl ApiError {
         }
     }
 
+    /// 409 `conflict`: the confirmation `id` was decided already (`status`).
+    pub(crate) fn already_decided(id: &str, status: &str) -> Self {
+        ApiError::new(ErrorCode::Conflict)
+            .with_detail(format!("confirmation {id} is already {status}"))
+    }
+
     /// 400 `invalid` with a detail.
     pub fn invalid(detail: impl Into<String>) -> Self {
         Self::new(ErrorCode::Invalid).with_detail(detail)

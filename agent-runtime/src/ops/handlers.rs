@@ -3,12 +3,11 @@
 
 use agent_schema::protocol::{
     ActionsResponse, ConfirmOutcome, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
-    DescribeVisibleResponse, Description, DispatchRequest, EmptyRequest, ErrorCode, LogKind,
-    MessageRequest, NarrateRequest, NarrateResponse, ObserveResponse, PendingResponse,
-    QueryDomRequest, QueryDomResponse, QueryStateRequest, QueryStateResponse, RecentActionsRequest,
+    DescribeVisibleResponse, Description, DispatchRequest, EmptyRequest, LogKind, MessageRequest,
+    NarrateRequest, NarrateResponse, ObserveResponse, PendingResponse, QueryDomRequest,
+    QueryDomResponse, QueryStateRequest, QueryStateResponse, RecentActionsRequest,
     RecentActionsResponse, RejectReason, SendResult, StateRequest, StateResponse, WaitRequest,
-    WaitResponse, WithdrawRequest, WithdrawResponse, WithdrawnStatus, WouldDispatchRequest,
-    WouldDispatchResult,
+    WaitResponse, WithdrawRequest, WithdrawResponse, WouldDispatchRequest, WouldDispatchResult,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -352,18 +351,10 @@ pub(super) async fn withdraw<A: App>(
                 "confirmation {id} was proposed by another agent token"
             )),
             Withdrawal::Refused(WithdrawError::AlreadyDecided(status)) => {
-                ApiError::new(ErrorCode::Conflict)
-                    .with_detail(format!("confirmation {id} is already {}", status.as_str()))
+                ApiError::already_decided(&id, status.as_str())
             }
         })?;
-    Ok(Answer {
-        body: WithdrawResponse {
-            status: WithdrawnStatus::Withdrawn,
-        },
-        read: None,
-        audit: (
-            AuditEvent::ConfirmWithdrawn,
-            json!({"variant": withdrawn.variant, "confirmId": withdrawn.id}),
-        ),
-    })
+    Ok(Answer::withdrawn(
+        json!({"variant": withdrawn.variant, "confirmId": withdrawn.id}),
+    ))
 }

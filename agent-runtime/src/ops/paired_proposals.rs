@@ -4,8 +4,7 @@
 //! `confirm-expire`, which voids the proposal in the app's UI.
 
 use agent_schema::protocol::{
-    EmptyRequest, ErrorCode, PendingProposal, PendingResponse, WithdrawRequest, WithdrawResponse,
-    WithdrawnStatus,
+    EmptyRequest, PendingProposal, PendingResponse, WithdrawRequest, WithdrawResponse,
 };
 use serde_json::json;
 
@@ -14,7 +13,6 @@ use super::error::ApiError;
 use super::paired::{answer, Relayed};
 use crate::app::App;
 use crate::engine::paired::link::WithdrawRefusal;
-use crate::security::AuditEvent;
 
 pub(super) async fn pending<A: App>(
     call: &Resolved<'_, A>,
@@ -48,17 +46,7 @@ pub(super) async fn withdraw<A: App>(
     hub.withdraw(&call.record.tid, &id, call.server.now())
         .map_err(|refusal| match refusal {
             WithdrawRefusal::Unknown => ApiError::invalid(format!("unknown confirmId: {id}")),
-            WithdrawRefusal::Decided(status) => ApiError::new(ErrorCode::Conflict)
-                .with_detail(format!("confirmation {id} is already {status}")),
+            WithdrawRefusal::Decided(status) => ApiError::already_decided(&id, status),
         })?;
-    Ok(Answer {
-        body: WithdrawResponse {
-            status: WithdrawnStatus::Withdrawn,
-        },
-        read: None,
-        audit: (
-            AuditEvent::ConfirmWithdrawn,
-            json!({"confirmId": id, "paired": true}),
-        ),
-    })
+    Ok(Answer::withdrawn(json!({"confirmId": id, "paired": true})))
 }
