@@ -24,6 +24,7 @@ use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::Stores;
 use agent_runtime::{Host, HostConfig};
 use agent_tests::process::ServerProcess;
+use agent_tests::temp::TempDir;
 use serde_json::{json, Value};
 
 /// The system allocator, counting the bytes allocated now and the most ever at once.
@@ -107,12 +108,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agent-memory-{name}-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    dir
-}
-
 /// A session of a host (in memory, or on the SQLite file `db`) given the 60,000 todos as
 /// typed messages: the bytes it keeps and its peak, over what was allocated before.
 async fn session_cost(db: Option<&str>) -> (isize, isize, usize) {
@@ -186,12 +181,11 @@ fn parts() {
     drop((tree, typed, text, state));
 
     for (label, db) in [("in memory", None), ("on SQLite", Some("sqlite"))] {
-        let dir = temp_dir("parts");
-        let path = dir.join("bench.db").to_str().expect("utf-8").to_owned();
+        let dir = TempDir::new("memory-parts");
+        let path = dir.file("bench.db");
         let (kept, top, state_bytes) = rt.block_on(session_cost(db.map(|_| path.as_str())));
         report(&format!("a session, {label}: kept"), kept, state_bytes);
         report(&format!("a session, {label}: peak"), top, state_bytes);
-        let _ = std::fs::remove_dir_all(dir);
     }
 }
 
@@ -220,8 +214,8 @@ async fn post(http: &reqwest::Client, url: String, token: Option<&str>, body: &V
 /// The resident size of a todo server process before and after the 60,000 todos arrive in
 /// `batch`es, and the state's JSON size.
 async fn process_growth(batch: usize) -> (f64, f64, usize) {
-    let dir = temp_dir("process");
-    let db = dir.join("todo.db").to_str().expect("utf-8").to_owned();
+    let dir = TempDir::new("memory-process");
+    let db = dir.file("todo.db");
     let server = ServerProcess::start(
         &PathBuf::from(env!("CARGO_BIN_EXE_todo-server")),
         &["--db", &db, "--rate-limit", "1000000/second"],
@@ -259,7 +253,6 @@ async fn process_growth(batch: usize) -> (f64, f64, usize) {
     let state = post(&http, lap("/state"), Some(&token), &json!({})).await;
     let state_bytes = state["state"].to_string().len();
     server.kill();
-    let _ = std::fs::remove_dir_all(dir);
     (before, after, state_bytes)
 }
 

@@ -21,6 +21,7 @@ use agent_runtime::security::TracingAuditSink;
 use agent_runtime::store::{SessionRecord, Stores};
 use agent_runtime::{AgentServer, Host, HostConfig};
 use agent_tests::postgres::PgServer;
+use agent_tests::temp::TempDir;
 use agent_tests::TestServer;
 use criterion::{criterion_group, Criterion};
 use serde_json::json;
@@ -33,10 +34,10 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-fn temp_db(name: &str) -> (std::path::PathBuf, String) {
-    let dir = std::env::temp_dir().join(format!("agent-bench-{name}-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join("bench.db").to_str().expect("utf-8").to_owned();
+/// A SQLite file in a fresh directory, removed with the [`TempDir`].
+fn temp_db(name: &str) -> (TempDir, String) {
+    let dir = TempDir::new(&format!("bench-{name}"));
+    let path = dir.file("bench.db");
     (dir, path)
 }
 
@@ -94,7 +95,7 @@ async fn grow(server: &TestServer<TodoApp>, token: &str, held: &mut usize, n: us
 fn toggle(c: &mut Criterion) {
     let rt = runtime();
     let pg = PgServer::start();
-    let (dir, path) = temp_db("toggle");
+    let (_dir, path) = temp_db("toggle");
     let targets: Vec<(&str, TestServer<TodoApp>)> = rt.block_on(async {
         let sqlite = Stores::open(&path).await.expect("sqlite");
         let postgres = Stores::open(&pg.url()).await.expect("postgres");
@@ -125,13 +126,12 @@ fn toggle(c: &mut Criterion) {
     }
     group.finish();
     drop(targets);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 fn message(c: &mut Criterion) {
     let rt = runtime();
     let pg = PgServer::start();
-    let (dir, path) = temp_db("message");
+    let (_dir, path) = temp_db("message");
     let targets: Vec<(&str, TestServer<Counter>)> = rt.block_on(async {
         let sqlite = Stores::open(&path).await.expect("sqlite");
         let postgres = Stores::open(&pg.url()).await.expect("postgres");
@@ -157,7 +157,6 @@ fn message(c: &mut Criterion) {
     }
     group.finish();
     drop(targets);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 async fn fill(stores: &Stores, n: usize, hash: &str) -> Vec<String> {
@@ -180,7 +179,7 @@ async fn fill(stores: &Stores, n: usize, hash: &str) -> Vec<String> {
 
 fn restart(c: &mut Criterion) {
     let rt = runtime();
-    let (dir, path) = temp_db("restart");
+    let (_dir, path) = temp_db("restart");
     let hash = Host::new(Counter)
         .expect("host")
         .catalog()
@@ -209,7 +208,6 @@ fn restart(c: &mut Criterion) {
             })
         })
     });
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 fn rss_kib() -> u64 {
@@ -226,7 +224,7 @@ fn rss_kib() -> u64 {
 /// 100,000 stored sessions, 1,000 loaded: the process's resident memory.
 fn memory_report() {
     let rt = runtime();
-    let (dir, path) = temp_db("memory");
+    let (_dir, path) = temp_db("memory");
     rt.block_on(async {
         let hash = Host::new(Counter)
             .expect("host")
@@ -258,7 +256,6 @@ fn memory_report() {
             after.saturating_sub(before) / held.len().max(1) as u64
         );
     });
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 criterion_group!(benches, message, toggle, restart);

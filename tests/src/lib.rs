@@ -11,6 +11,7 @@ pub mod probe;
 pub mod process;
 pub mod store_conformance;
 pub mod tab;
+pub mod temp;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

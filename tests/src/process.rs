@@ -100,3 +100,27 @@ impl Drop for ServerProcess {
         let _ = self.child.wait();
     }
 }
+
+/// `POST <base>/agent/lap/v1<tail>` with `token` as the bearer (20 s timeout): the status and
+/// the JSON answer (`null` when the answer is not JSON).
+pub async fn lap(
+    base: &str,
+    token: &str,
+    tail: &str,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let resp = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client")
+        .post(format!("{base}/agent/lap/v1{tail}"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .expect("LAP call");
+    (
+        resp.status().as_u16(),
+        resp.json().await.unwrap_or(serde_json::Value::Null),
+    )
+}

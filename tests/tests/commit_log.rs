@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use agent_tests::browser;
 use agent_tests::postgres::PgServer;
-use agent_tests::process::ServerProcess;
+use agent_tests::process::{lap, ServerProcess};
+use agent_tests::temp::TempDir;
 use serde_json::{json, Value};
 
 fn binary() -> PathBuf {
@@ -24,49 +25,11 @@ const RATE: &str = "1000000/second";
 /// snapshot writes the next one.
 const K: u64 = 128;
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        let dir = std::env::temp_dir().join(format!("agent-log-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-
-    fn db(&self) -> String {
-        self.0
-            .join("counter.db")
-            .to_str()
-            .expect("utf-8")
-            .to_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(20))
         .build()
         .expect("client")
-}
-
-async fn lap(base: &str, token: &str, tail: &str, body: Value) -> (u16, Value) {
-    let resp = client()
-        .post(format!("{base}/agent/lap/v1{tail}"))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .expect("LAP call");
-    (
-        resp.status().as_u16(),
-        resp.json().await.unwrap_or(Value::Null),
-    )
 }
 
 async fn inc(base: &str, token: &str) {
@@ -156,8 +119,8 @@ async fn incs_then_kill(server: ServerProcess, token: &str, stop: i64) -> i64 {
 
 #[tokio::test]
 async fn sigkill_mid_append_and_mid_compaction_loses_no_answered_commit() {
-    let dir = TempDir::new();
-    let db = dir.db();
+    let dir = TempDir::new("log");
+    let db = dir.file("counter.db");
     let server = ServerProcess::start(&binary(), &["--db", &db, "--rate-limit", RATE]);
     let (token, session) = mint(&server.base).await;
 
@@ -295,8 +258,8 @@ async fn a_toggle_appends_a_small_patch_not_a_snapshot() {
     use agent_runtime::{Host, HostConfig};
     use agent_schema::protocol::WaitFor;
 
-    let dir = TempDir::new();
-    let db = dir.db();
+    let dir = TempDir::new("log");
+    let db = dir.file("counter.db");
     let stores = agent_runtime::store::Stores::open(&db)
         .await
         .expect("store");

@@ -12,6 +12,7 @@ use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, Host, HostConfig, ServerOptions};
 use agent_tests::mcp::McpAgent;
 use agent_tests::postgres::PgServer;
+use agent_tests::temp::TempDir;
 use agent_tests::{header_identity, serve_stoppable, start, Minted, TestServer};
 use serde_json::{json, Value};
 
@@ -347,11 +348,8 @@ async fn withdrawal_survives_a_restart(spec: &str) {
 
 #[tokio::test]
 async fn withdrawal_is_stored_on_sqlite() {
-    let dir = std::env::temp_dir().join(format!("agent-withdraw-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let db = dir.join("w.db").to_str().expect("utf-8").to_owned();
-    withdrawal_survives_a_restart(&db).await;
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::new("withdraw");
+    withdrawal_survives_a_restart(&dir.file("w.db")).await;
 }
 
 #[tokio::test]

@@ -19,29 +19,9 @@ use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, Host, HostConfig, ServerOptions};
 use agent_tests::postgres::PgServer;
 use agent_tests::process::ServerProcess;
+use agent_tests::temp::TempDir;
 use agent_tests::{header_identity, serve_stoppable, TestServer};
 use serde_json::{json, Value};
-
-/// A temporary directory, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        let dir = std::env::temp_dir().join(format!("agent-mcp-disk-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-
-    fn db(&self) -> String {
-        self.0.join("mcp.db").to_str().expect("utf-8").to_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A raw MCP POST to `base`, with the bearer and the session id when given; the status and
 /// the `mcp-session-id` of the answer.
@@ -109,8 +89,8 @@ async fn mint_with_cookie(base: &str) -> (String, String) {
 #[tokio::test]
 async fn twelve_bearer_initializations_keep_eight_bindings_on_sqlite_across_sigkill() {
     let binary = PathBuf::from(env!("CARGO_BIN_EXE_counter-server"));
-    let dir = TempDir::new();
-    let db = dir.db();
+    let dir = TempDir::new("mcp-disk");
+    let db = dir.file("mcp.db");
     let first = ServerProcess::start(&binary, &["--db", &db]);
     let port = first.base.rsplit(':').next().expect("port").to_owned();
     let (token, tid) = mint_with_cookie(&first.base).await;
@@ -260,8 +240,8 @@ async fn bounds_on(spec: &str) {
 
 #[tokio::test]
 async fn stored_bindings_hold_the_caps_and_expire_on_sqlite() {
-    let dir = TempDir::new();
-    bounds_on(&dir.db()).await;
+    let dir = TempDir::new("mcp-disk");
+    bounds_on(&dir.file("mcp.db")).await;
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@ use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, Host, ServerOptions};
 use agent_tests::paired::{assert_paused, call, mint};
 use agent_tests::tab::Tab;
+use agent_tests::temp::TempDir;
 use agent_tests::{start, TestServer};
 use serde_json::json;
 
@@ -29,9 +30,8 @@ async fn server_on(stores: &Stores) -> TestServer<Counter> {
 
 #[tokio::test]
 async fn a_paired_token_pairs_again_after_a_restart_on_the_same_store() {
-    let dir = std::env::temp_dir().join(format!("agent-pairing-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("p.db").to_str().unwrap().to_owned();
+    let dir = TempDir::new("pairing");
+    let path = dir.file("p.db");
 
     let first = server_on(&Stores::open(&path).await.unwrap()).await;
     let m = mint(&first).await;
@@ -49,5 +49,4 @@ async fn a_paired_token_pairs_again_after_a_restart_on_the_same_store() {
     let answer = pending.await.unwrap();
     assert_eq!(answer.status, 200, "{:?}", answer.body);
     assert_eq!(answer.body["state"]["count"], 7);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,50 +4,12 @@
 use std::path::PathBuf;
 
 use agent_tests::browser;
-use agent_tests::process::ServerProcess;
+use agent_tests::process::{lap, ServerProcess};
+use agent_tests::temp::TempDir;
 use serde_json::{json, Value};
 
 fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_counter-server"))
-}
-
-/// A temporary directory, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        let dir = std::env::temp_dir().join(format!("agent-restart-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-
-    fn db(&self) -> String {
-        self.0
-            .join("counter.db")
-            .to_str()
-            .expect("utf-8")
-            .to_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-async fn lap(base: &str, token: &str, tail: &str, body: Value) -> (u16, Value) {
-    let resp = reqwest::Client::new()
-        .post(format!("{base}/agent/lap/v1{tail}"))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .expect("LAP call");
-    (
-        resp.status().as_u16(),
-        resp.json().await.unwrap_or(Value::Null),
-    )
 }
 
 async fn send(base: &str, token: &str, msg: Value) -> Value {
@@ -82,8 +44,8 @@ async fn count(base: &str, token: &str) -> i64 {
 
 #[tokio::test]
 async fn token_state_and_identity_survive_sigkill() {
-    let dir = TempDir::new();
-    let db = dir.db();
+    let dir = TempDir::new("restart");
+    let db = dir.file("counter.db");
     let first = ServerProcess::start(&binary(), &["--db", &db]);
     let human = browser();
     let minted: Value = human
@@ -192,8 +154,8 @@ async fn mint_answer(base: &str, human: &reqwest::Client) -> Value {
 
 #[tokio::test]
 async fn pending_confirmation_and_idempotency_survive_sigkill() {
-    let dir = TempDir::new();
-    let db = dir.db();
+    let dir = TempDir::new("restart");
+    let db = dir.file("counter.db");
     let first = ServerProcess::start(&binary(), &["--db", &db]);
     let human = browser();
     let (token, session) = mint(&first.base, &human).await;
@@ -294,8 +256,8 @@ async fn an_mcp_client_goes_on_after_sigkill_and_a_deleted_id_stays_dead() {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::ServiceExt as _;
 
-    let dir = TempDir::new();
-    let db = dir.db();
+    let dir = TempDir::new("restart");
+    let db = dir.file("counter.db");
     let first = ServerProcess::start(&binary(), &["--db", &db]);
     let port = first.base.rsplit(':').next().expect("port").to_owned();
     let human = browser();
@@ -386,8 +348,8 @@ async fn a_connect_session_binding_survives_sigkill_and_a_revoked_one_does_not()
     use agent_tests::mcp::{call, ok};
     use rmcp::model::CallToolRequestParams;
 
-    let dir = TempDir::new();
-    let db = dir.db();
+    let dir = TempDir::new("restart");
+    let db = dir.file("counter.db");
     let first = ServerProcess::start(&binary(), &["--db", &db]);
     let port = first.base.rsplit(':').next().expect("port").to_owned();
     let human = browser();
@@ -474,8 +436,8 @@ async fn first_event(
 
 #[tokio::test]
 async fn the_console_event_stream_resumes_after_sigkill() {
-    let dir = TempDir::new();
-    let db = dir.db();
+    let dir = TempDir::new("restart");
+    let db = dir.file("counter.db");
     let first = ServerProcess::start(&binary(), &["--db", &db]);
     let human = browser();
     let (token, session) = mint(&first.base, &human).await;

@@ -11,27 +11,9 @@ use agent_runtime::security::TracingAuditSink;
 use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, Host, HostConfig};
+use agent_tests::temp::TempDir;
 use agent_tests::{header_identity, serve_stoppable};
 use serde_json::json;
-
-struct TempDb(std::path::PathBuf);
-
-impl TempDb {
-    fn new() -> TempDb {
-        let dir = std::env::temp_dir().join(format!("agent-bounds-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        TempDb(dir)
-    }
-    fn path(&self) -> String {
-        self.0.join("s.db").to_str().expect("utf-8").to_owned()
-    }
-}
-
-impl Drop for TempDb {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 const TTL: u64 = 86_400_000;
 
@@ -52,8 +34,8 @@ fn host(stores: &Stores, clock: Arc<ManualClock>, config: HostConfig) -> Host<Co
 
 #[tokio::test]
 async fn stored_sessions_expire_unless_in_use() {
-    let db = TempDb::new();
-    let stores = Stores::open(&db.path()).await.expect("store");
+    let db = TempDir::new("bounds");
+    let stores = Stores::open(&db.file("s.db")).await.expect("store");
     let clock = Arc::new(ManualClock::new(1_000));
     let first = host(&stores, clock.clone(), HostConfig::default());
     let idle = first.create_session(Some("u1".into())).expect("session");
@@ -103,8 +85,8 @@ async fn stored_sessions_expire_unless_in_use() {
 
 #[tokio::test]
 async fn the_session_caps_count_stored_sessions() {
-    let db = TempDb::new();
-    let stores = Stores::open(&db.path()).await.expect("store");
+    let db = TempDir::new("bounds");
+    let stores = Stores::open(&db.file("s.db")).await.expect("store");
     let clock = Arc::new(ManualClock::new(1_000));
     let config = HostConfig {
         max_sessions: 3,
@@ -186,8 +168,8 @@ async fn the_session_caps_count_stored_sessions() {
 
 #[tokio::test]
 async fn stored_idempotency_answers_past_the_window_go_without_a_mint() {
-    let db = TempDb::new();
-    let stores = Stores::open(&db.path()).await.expect("store");
+    let db = TempDir::new("bounds");
+    let stores = Stores::open(&db.file("s.db")).await.expect("store");
     let clock = Arc::new(ManualClock::new(1_000));
     let host = host(&stores, clock.clone(), HostConfig::default());
     let server = AgentServer::builder(host)

@@ -4,6 +4,7 @@
 use agent_runtime::store::{StoreKind, Stores};
 use agent_tests::postgres::PgServer;
 use agent_tests::store_conformance as conformance;
+use agent_tests::temp::TempDir;
 
 #[tokio::test]
 async fn in_memory_store_conforms() {
@@ -15,10 +16,8 @@ async fn in_memory_store_conforms() {
 
 #[tokio::test]
 async fn sqlite_store_conforms_and_survives_reopening() {
-    let dir = std::env::temp_dir().join(format!("agent-sqlite-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join("agent.db");
-    let spec = path.to_str().expect("utf-8 path");
+    let dir = TempDir::new("sqlite");
+    let spec = &dir.file("agent.db");
     {
         let stores = Stores::open(spec).await.expect("open SQLite");
         assert_eq!(stores.kind, StoreKind::Sqlite);
@@ -27,7 +26,6 @@ async fn sqlite_store_conforms_and_survives_reopening() {
     let reopened = Stores::open(spec).await.expect("reopen SQLite");
     conformance::reopened(&reopened).await;
     drop(reopened);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -48,8 +46,8 @@ async fn a_bad_spec_is_a_clear_error() {
         .await
         .expect_err("nothing listens on port 1");
     assert!(err.to_string().starts_with("store failed: "), "{err}");
-    let dir = std::env::temp_dir().join(format!("agent-missing-{}", uuid::Uuid::new_v4()));
-    let err = Stores::open(dir.join("sub").join("x.db").to_str().expect("utf-8"))
+    let dir = TempDir::new("missing");
+    let err = Stores::open(&dir.file("sub/x.db"))
         .await
         .expect_err("the parent directory does not exist");
     assert!(err.to_string().starts_with("store failed: "), "{err}");

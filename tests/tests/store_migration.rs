@@ -12,6 +12,7 @@ use agent_runtime::store::Stores;
 use agent_runtime::{Host, HostConfig};
 use agent_schema::protocol::WaitFor;
 use agent_tests::postgres::PgServer;
+use agent_tests::temp::TempDir;
 
 /// Version 1's tables, as that version created them.
 fn v1_tables(bytes: &str) -> String {
@@ -105,10 +106,9 @@ async fn goes_on_after_migration(spec: &str) {
 
 #[tokio::test]
 async fn a_version_1_sqlite_file_is_migrated() {
-    let dir = std::env::temp_dir().join(format!("agent-migrate-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join("old.db");
-    let spec = path.to_str().expect("utf-8").to_owned();
+    let dir = TempDir::new("migrate");
+    let path = dir.path().join("old.db");
+    let spec = dir.file("old.db");
     {
         let options = sqlx::sqlite::SqliteConnectOptions::new()
             .filename(&path)
@@ -128,7 +128,6 @@ async fn a_version_1_sqlite_file_is_migrated() {
         .expect("version row");
     assert_eq!(version, 2);
     pool.close().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]

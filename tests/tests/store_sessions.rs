@@ -11,25 +11,7 @@ use agent_runtime::security::TracingAuditSink;
 use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::{SessionRecord, Stores};
 use agent_runtime::{Host, HostConfig};
-
-struct TempDb(std::path::PathBuf);
-
-impl TempDb {
-    fn new() -> TempDb {
-        let dir = std::env::temp_dir().join(format!("agent-store-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        TempDb(dir)
-    }
-    fn path(&self) -> String {
-        self.0.join("s.db").to_str().expect("utf-8").to_owned()
-    }
-}
-
-impl Drop for TempDb {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use agent_tests::temp::TempDir;
 
 fn host(stores: &Stores, clock: Arc<ManualClock>, idle_ms: u64) -> Host<Counter> {
     let config = HostConfig {
@@ -48,8 +30,8 @@ fn host(stores: &Stores, clock: Arc<ManualClock>, idle_ms: u64) -> Host<Counter>
 
 #[tokio::test]
 async fn idle_sessions_leave_memory_and_come_back_from_the_store() {
-    let db = TempDb::new();
-    let stores = Stores::open(&db.path()).await.expect("store");
+    let db = TempDir::new("store");
+    let stores = Stores::open(&db.file("s.db")).await.expect("store");
     let clock = Arc::new(ManualClock::new(1_000));
     let host = host(&stores, clock.clone(), 60_000);
     let session = host.create_session(Some("u1".into())).expect("session");
@@ -114,8 +96,8 @@ async fn idle_sessions_leave_memory_and_come_back_from_the_store() {
 
 #[tokio::test]
 async fn an_unreadable_state_is_kept_and_refused_and_a_new_schema_is_noted() {
-    let db = TempDb::new();
-    let stores = Stores::open(&db.path()).await.expect("store");
+    let db = TempDir::new("store");
+    let stores = Stores::open(&db.file("s.db")).await.expect("store");
     let clock = Arc::new(ManualClock::new(1_000));
     let host = host(&stores, clock, 0);
     let hash = host.catalog().schema_hash().to_owned();

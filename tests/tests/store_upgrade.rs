@@ -19,6 +19,7 @@ use agent_runtime::session::EffectContext;
 use agent_runtime::store::Stores;
 use agent_runtime::{AgentMsg, AgentServer, Host, HostConfig};
 use agent_tests::postgres::PgServer;
+use agent_tests::temp::TempDir;
 use agent_tests::{TestServer, USER_HEADER};
 use axum::serve::ListenerExt as _;
 use schemars::JsonSchema;
@@ -365,11 +366,8 @@ async fn upgrade_on(spec: &str) {
 
 #[tokio::test]
 async fn an_upgrade_migrates_or_refuses_and_never_resets_on_sqlite() {
-    let dir = std::env::temp_dir().join(format!("agent-upgrade-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join("notes.db");
-    upgrade_on(path.to_str().expect("utf-8")).await;
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::new("upgrade");
+    upgrade_on(&dir.file("notes.db")).await;
 }
 
 #[tokio::test]
