@@ -19,23 +19,20 @@ mod outcome;
 mod patches;
 pub(crate) mod persist;
 mod proposals;
+mod published;
 mod queue;
 mod reads;
 mod task;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use agent_schema::protocol::LogEntry;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::algo::affordances::Listed;
 use crate::algo::catalog::Catalog;
-use crate::algo::diff::PatchOp;
-use crate::algo::route_gates::GateValues;
 use crate::algo::snapshot::Snapshots;
 use crate::app::{overrides_redact, App};
 use crate::config::HostConfig;
@@ -47,6 +44,7 @@ pub use dispatch::{DispatchOptions, EditedApprovalError};
 pub use events::{SessionEvent, Subscription};
 pub use outcome::LastOutcome;
 pub(crate) use proposals::Withdrawal;
+pub use published::Published;
 
 use activity::ActivityLog;
 use confirm::ConfirmStore;
@@ -67,76 +65,6 @@ pub enum SessionError {
     /// (`docs/stores.md` §Upgrades).
     #[error("{0}")]
     NotMigrated(String),
-}
-
-/// The published, redacted state of a session: one snapshot per commit.
-#[derive(Debug, Clone)]
-pub struct Published {
-    /// Number of commits so far.
-    pub seq: u64,
-    /// The redacted JSON state.
-    pub state: Arc<Value>,
-    /// The ops from the previous snapshot's state to this one.
-    patch: Arc<[PatchOp]>,
-    /// The state serialized, made by the first reader of this snapshot.
-    json: Arc<OnceLock<Arc<RawValue>>>,
-    /// `list_actions` on this snapshot (compact), made by its first reader.
-    actions: Arc<OnceLock<Box<[Listed]>>>,
-    /// The route gate results on this state (see [`crate::algo::route_gates`]).
-    gates: GateValues,
-}
-
-impl Published {
-    fn new(seq: u64, state: Arc<Value>, patch: Arc<[PatchOp]>, gates: GateValues) -> Self {
-        Published {
-            seq,
-            state,
-            patch,
-            json: Arc::new(OnceLock::new()),
-            actions: Arc::new(OnceLock::new()),
-            gates,
-        }
-    }
-
-    /// The same snapshot with another patch (a commit that changed nothing shares the
-    /// state and its serialized text).
-    fn with_patch(mut self, patch: Arc<[PatchOp]>) -> Self {
-        self.patch = patch;
-        // The app's hooks read the typed state, which may differ in redacted fields.
-        self.actions = Arc::new(OnceLock::new());
-        self
-    }
-
-    /// The ops that took the previous snapshot (`seq - 1`) to this one.
-    pub fn patch(&self) -> &[PatchOp] {
-        &self.patch
-    }
-
-    /// The state as JSON text, serialized at most once per snapshot, by the first reader.
-    pub fn json(&self) -> Arc<RawValue> {
-        self.json
-            .get_or_init(|| {
-                // A `Value` always serializes: its keys are strings.
-                let text = serde_json::to_string(&*self.state).unwrap_or_else(|_| "null".into());
-                // SAFETY: serde_json wrote the text from a `Value`: it is one well-formed JSON
-                // value (`from_string` would only parse it all again to check that).
-                let raw = unsafe { RawValue::from_string_unchecked(text) };
-                Arc::from(raw)
-            })
-            .clone()
-    }
-
-    /// The ops from `earlier` (a snapshot of the same session) to this one: this snapshot's
-    /// own patch when exactly one commit separates them, else the diff of the two states.
-    pub fn diff_since(&self, earlier: &Published) -> Vec<PatchOp> {
-        if self.seq == earlier.seq || Arc::ptr_eq(&self.state, &earlier.state) {
-            Vec::new()
-        } else if self.seq == earlier.seq + 1 {
-            self.patch.to_vec()
-        } else {
-            crate::algo::diff::diff(&earlier.state, &self.state)
-        }
-    }
 }
 
 pub(crate) struct SessionCore<A: App> {

@@ -1,0 +1,86 @@
+//! The published snapshot of a session (`docs/stores.md` §Incremental snapshots): the
+//! redacted state after a commit, its patch, and what readers derive from it once.
+
+use std::sync::{Arc, OnceLock};
+
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::algo::affordances::Listed;
+use crate::algo::diff::PatchOp;
+use crate::algo::route_gates::GateValues;
+
+/// The published, redacted state of a session: one snapshot per commit.
+#[derive(Debug, Clone)]
+pub struct Published {
+    /// Number of commits so far.
+    pub seq: u64,
+    /// The redacted JSON state.
+    pub state: Arc<Value>,
+    /// The ops from the previous snapshot's state to this one.
+    pub(super) patch: Arc<[PatchOp]>,
+    /// The state serialized, made by the first reader of this snapshot.
+    pub(super) json: Arc<OnceLock<Arc<RawValue>>>,
+    /// `list_actions` on this snapshot (compact), made by its first reader.
+    pub(super) actions: Arc<OnceLock<Box<[Listed]>>>,
+    /// The route gate results on this state (see [`crate::algo::route_gates`]).
+    pub(super) gates: GateValues,
+}
+
+impl Published {
+    pub(super) fn new(
+        seq: u64,
+        state: Arc<Value>,
+        patch: Arc<[PatchOp]>,
+        gates: GateValues,
+    ) -> Self {
+        Published {
+            seq,
+            state,
+            patch,
+            json: Arc::new(OnceLock::new()),
+            actions: Arc::new(OnceLock::new()),
+            gates,
+        }
+    }
+
+    /// The same snapshot with another patch (a commit that changed nothing shares the
+    /// state and its serialized text).
+    pub(super) fn with_patch(mut self, patch: Arc<[PatchOp]>) -> Self {
+        self.patch = patch;
+        // The app's hooks read the typed state, which may differ in redacted fields.
+        self.actions = Arc::new(OnceLock::new());
+        self
+    }
+
+    /// The ops that took the previous snapshot (`seq - 1`) to this one.
+    pub fn patch(&self) -> &[PatchOp] {
+        &self.patch
+    }
+
+    /// The state as JSON text, serialized at most once per snapshot, by the first reader.
+    pub fn json(&self) -> Arc<RawValue> {
+        self.json
+            .get_or_init(|| {
+                // A `Value` always serializes: its keys are strings.
+                let text = serde_json::to_string(&*self.state).unwrap_or_else(|_| "null".into());
+                // SAFETY: serde_json wrote the text from a `Value`: it is one well-formed JSON
+                // value (`from_string` would only parse it all again to check that).
+                let raw = unsafe { RawValue::from_string_unchecked(text) };
+                Arc::from(raw)
+            })
+            .clone()
+    }
+
+    /// The ops from `earlier` (a snapshot of the same session) to this one: this snapshot's
+    /// own patch when exactly one commit separates them, else the diff of the two states.
+    pub fn diff_since(&self, earlier: &Published) -> Vec<PatchOp> {
+        if self.seq == earlier.seq || Arc::ptr_eq(&self.state, &earlier.state) {
+            Vec::new()
+        } else if self.seq == earlier.seq + 1 {
+            self.patch.to_vec()
+        } else {
+            crate::algo::diff::diff(&earlier.state, &self.state)
+        }
+    }
+}
