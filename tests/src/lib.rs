@@ -2,6 +2,7 @@
 //! `127.0.0.1:0` and talks to it over real HTTP, plus a probe app for runtime tests.
 
 pub mod architecture;
+pub mod chromium;
 pub mod example;
 pub mod mcp;
 #[cfg(feature = "full")]

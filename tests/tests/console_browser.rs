@@ -1,177 +1,21 @@
-//! The human console in a real browser: headless Chromium driven over WebDriver (fantoccini)
-//! against a chromedriver this test starts on a free port and stops at the end.
+//! The human console in a real browser: headless Chromium driven over WebDriver
+//! ([`agent_tests::chromium`]).
 //!
 //! Every test is `#[ignore]`d so `cargo test --workspace` passes on a machine without a browser;
 //! `.ci/test` installs Debian's `chromium` and `chromium-driver` and runs them with
 //! `cargo test --workspace --test console_browser -- --ignored`.
 
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
 use agent_examples::counter::Counter;
 use agent_runtime::Host;
 use agent_runtime::{AgentServer, ServerOptions};
+use agent_tests::chromium::{click, free_port, text, wait_for, wait_text, with_browser, WAIT};
+use agent_tests::process::lap;
 use agent_tests::{start, TestServer};
-use fantoccini::{Client, ClientBuilder, Locator};
-use futures::FutureExt;
-use hyper_util::client::legacy::connect::HttpConnector;
+use fantoccini::{Client, Locator};
 use serde_json::{json, Value};
-
-const WAIT: Duration = Duration::from_secs(20);
-
-/// A chromedriver child process, killed when dropped (also when the test panics).
-struct Driver {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn on_path(names: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
-        .find(|p| p.is_file())
-}
-
-fn chromedriver_path() -> PathBuf {
-    on_path(&["chromedriver"])
-        .or_else(|| {
-            let p = Path::new("/usr/bin/chromedriver");
-            p.is_file().then(|| p.to_path_buf())
-        })
-        .expect("chromedriver not found on PATH (Debian: apt-get install chromium chromium-driver)")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-async fn start_driver() -> Driver {
-    let port = free_port();
-    let child = Command::new(chromedriver_path())
-        .arg(format!("--port={port}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn chromedriver");
-    let driver = Driver {
-        child,
-        url: format!("http://127.0.0.1:{port}"),
-    };
-    let http = reqwest::Client::new();
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let ready = http
-            .get(format!("{}/status", driver.url))
-            .send()
-            .await
-            .map(|r| r.status().is_success())
-            .unwrap_or(false);
-        if ready {
-            return driver;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "chromedriver did not start on port {port}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-async fn open_browser(driver: &Driver) -> Client {
-    let mut options = json!({
-        "args": [
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-dev-shm-usage",
-            "--disable-gpu",
-            "--window-size=1280,1000",
-        ],
-    });
-    if let Some(binary) = on_path(&["chromium", "chromium-browser", "google-chrome"]) {
-        options["binary"] = json!(binary.to_string_lossy());
-    }
-    let mut caps = serde_json::Map::new();
-    caps.insert("browserName".into(), json!("chrome"));
-    caps.insert("goog:chromeOptions".into(), options);
-    // chromedriver listens on loopback over plain HTTP: no TLS stack needed.
-    ClientBuilder::new(HttpConnector::new())
-        .capabilities(caps)
-        .connect(&driver.url)
-        .await
-        .expect("a WebDriver session")
-}
-
-/// Runs `scenario` against a fresh browser, and closes the browser and the driver whatever
-/// happens.
-async fn with_browser<F, Fut>(scenario: F)
-where
-    F: FnOnce(Client) -> Fut,
-    Fut: Future<Output = ()>,
-{
-    let driver = start_driver().await;
-    let client = open_browser(&driver).await;
-    let outcome = AssertUnwindSafe(scenario(client.clone()))
-        .catch_unwind()
-        .await;
-    let _ = client.close().await;
-    drop(driver);
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-}
 
 async fn anonymous_counter() -> TestServer<Counter> {
     start(AgentServer::builder(Host::new(Counter).expect("host")).allow_anonymous(true)).await
-}
-
-/// Polls `probe` every 100 ms until it yields a value (or panics after [`WAIT`]).
-async fn wait_for<T, F, Fut>(what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// The visible text of the first element matching `css`, if there is one.
-async fn text(c: &Client, css: &str) -> Option<String> {
-    c.find(Locator::Css(css)).await.ok()?.text().await.ok()
-}
-
-async fn click(c: &Client, css: &str) {
-    wait_for(&format!("{css} to be clickable"), || async {
-        c.find(Locator::Css(css)).await.ok()?.click().await.ok()
-    })
-    .await
-}
-
-/// Waits until the text of `css` satisfies `ok` and returns it.
-async fn wait_text(c: &Client, css: &str, ok: impl Fn(&str) -> bool) -> String {
-    wait_for(&format!("the text of {css}"), || async {
-        text(c, css).await.filter(|t| ok(t))
-    })
-    .await
 }
 
 /// Opens the console, starts a session and mints a token for it in the connect panel.
@@ -192,20 +36,6 @@ async fn open_and_mint(c: &Client, t: &TestServer<Counter>) -> (String, String) 
     })
     .await;
     (token, session_id)
-}
-
-async fn agent_call(base: &str, token: &str, tail: &str, body: Value) -> (u16, Value) {
-    let resp = reqwest::Client::new()
-        .post(format!("{base}/agent/lap/v1{tail}"))
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("agent request");
-    let status = resp.status().as_u16();
-    let body = resp.json().await.unwrap_or(Value::Null);
-    (status, body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -265,7 +95,7 @@ async fn mint_approve_and_narrate_in_the_browser() {
         let agent = tokio::spawn({
             let (base, token) = (base.clone(), token.clone());
             async move {
-                agent_call(
+                lap(
                     &base,
                     &token,
                     "/message",
@@ -335,7 +165,7 @@ async fn mint_approve_and_narrate_in_the_browser() {
         .await;
 
         // The agent narrates; the log shows it, newest first.
-        let (status, _) = agent_call(
+        let (status, _) = lap(
             &base,
             &token,
             "/narrate",
@@ -374,7 +204,7 @@ async fn a_withdrawn_proposal_leaves_the_console() {
         let (token, _) = open_and_mint(&c, &t).await;
         let mut ids = Vec::new();
         for id in ["41", "42"] {
-            let (status, answer) = agent_call(
+            let (status, answer) = lap(
                 &base,
                 &token,
                 "/message",
@@ -396,8 +226,7 @@ async fn a_withdrawn_proposal_leaves_the_console() {
         .await;
         wait_text(&c, "[data-testid=pending-count]", |s| s == "2").await;
 
-        let (status, answer) =
-            agent_call(&base, &token, "/withdraw", json!({"confirmId": ids[0]})).await;
+        let (status, answer) = lap(&base, &token, "/withdraw", json!({"confirmId": ids[0]})).await;
         assert_eq!((status, answer), (200, json!({"status": "withdrawn"})));
         wait_for("the withdrawn card to go", || async {
             c.find(Locator::Css(&card(&ids[0])))
@@ -427,7 +256,7 @@ async fn edit_reject_dispatch_and_revoke_in_the_browser() {
         let propose = |id: &'static str| {
             let (base, token) = (base.clone(), token.clone());
             tokio::spawn(async move {
-                agent_call(
+                lap(
                     &base,
                     &token,
                     "/message",
@@ -487,7 +316,7 @@ async fn edit_reject_dispatch_and_revoke_in_the_browser() {
 
         // Agent text is shown as text, never as markup.
         let markup = r#"<img src="x" id="injected"> <b>bold</b>"#;
-        agent_call(&base, &token, "/narrate", json!({"text": markup})).await;
+        lap(&base, &token, "/narrate", json!({"text": markup})).await;
         wait_text(&c, "[data-testid=log-entry][data-kind=narrate]", |s| {
             s.contains(markup)
         })
@@ -542,7 +371,7 @@ async fn edit_reject_dispatch_and_revoke_in_the_browser() {
             left.then_some(())
         })
         .await;
-        let (status, body) = agent_call(&base, &token, "/state", json!({})).await;
+        let (status, body) = lap(&base, &token, "/state", json!({})).await;
         assert_eq!(status, 403, "{body}");
         assert_eq!(body["error"]["code"], "revoked");
     })
@@ -605,7 +434,7 @@ async fn a_paired_app_in_the_browser() {
         c.accept_alert().await.unwrap();
         wait_text(&c, "[data-testid=no-selection]", |s| !s.is_empty()).await;
         app.abort();
-        let (status, _) = agent_call(&base, &token, "/state", json!({})).await;
+        let (status, _) = lap(&base, &token, "/state", json!({})).await;
         assert_eq!(status, 403);
     })
     .await;
