@@ -248,7 +248,8 @@ async fn process_growth(batch: usize) -> (f64, f64, usize) {
         let answer = post(&http, lap("/message"), Some(&token), &body).await;
         assert_eq!(answer["status"], "dispatched", "{answer}");
     }
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // The save effect's commit, and the release a second after the last big commit.
+    tokio::time::sleep(std::time::Duration::from_millis(2000)).await;
     let after = rss_mib(server.pid());
     let state = post(&http, lap("/state"), Some(&token), &json!({})).await;
     let state_bytes = state["state"].to_string().len();

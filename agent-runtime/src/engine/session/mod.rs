@@ -22,6 +22,7 @@ mod proposals;
 mod published;
 mod queue;
 mod reads;
+mod release;
 mod task;
 
 use std::collections::HashMap;
@@ -459,8 +460,9 @@ impl<A: App> SessionCore<A> {
     /// patches first, so a reader that sees the new `seq` finds its patch there.
     fn publish(&self, published: Published) {
         let from = self.published.borrow().seq;
-        lock(&self.patches).push(from, published.seq, published.patch.clone());
+        let bytes = lock(&self.patches).push(from, published.seq, published.patch.clone());
         self.published.send_replace(published);
+        release::after_commit(bytes);
     }
 
     /// Writes an audit entry (owner as `uid`) without blocking the caller.

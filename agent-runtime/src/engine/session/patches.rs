@@ -49,15 +49,16 @@ impl PatchRing {
         }
     }
 
-    /// Records the ops that took the state from version `from` to `to`.
-    pub(crate) fn push(&mut self, from: u64, to: u64, ops: Arc<[PatchOp]>) {
+    /// Records the ops that took the state from version `from` to `to`; answers their size
+    /// (compact JSON bytes).
+    pub(crate) fn push(&mut self, from: u64, to: u64, ops: Arc<[PatchOp]>) -> usize {
         let contiguous = self.entries.back().is_none_or(|e| e.to == from);
         let bytes = json_len(&*ops);
         if !contiguous || bytes > self.max_bytes || self.max_entries == 0 || to <= from {
             self.entries.clear();
             self.bytes = 0;
             if bytes > self.max_bytes || self.max_entries == 0 || to <= from {
-                return;
+                return bytes;
             }
         }
         while !self.entries.is_empty()
@@ -74,6 +75,7 @@ impl PatchRing {
             ops,
             bytes,
         });
+        bytes
     }
 
     /// The ops from version `since` to `newest` (the published version), when the ring holds

@@ -1,0 +1,45 @@
+//! Giving the memory of a big commit back to the operating system (`docs/stores.md` §Memory).
+//!
+//! A commit that changes a lot (a `bulkAdd` of thousands of elements) allocates and frees far
+//! more than the state keeps: the parsed message, the ops carrying the new values, the walks'
+//! trees, the stored patch's text, the answer. glibc's allocator keeps freed memory in its
+//! per-thread arenas instead of returning it, so the process's resident size stays at the
+//! commit's peak for good. After a commit whose patch is at least [`RELEASE_AFTER_BYTES`] of
+//! JSON, the session asks glibc to return the free pages (`malloc_trim`), once the answer has
+//! had time to be written. Elsewhere (another libc, another allocator) this does nothing.
+
+use std::time::Duration;
+
+/// The compact JSON size of a commit's patch from which its memory is given back.
+pub(crate) const RELEASE_AFTER_BYTES: usize = 1024 * 1024;
+
+/// How long after the commit: its answer and events are built and sent by then.
+const SETTLE: Duration = Duration::from_millis(1000);
+
+/// Called with the JSON size of each published patch.
+pub(crate) fn after_commit(patch_bytes: usize) {
+    if patch_bytes < RELEASE_AFTER_BYTES {
+        return;
+    }
+    // Outside a runtime (a host driven from synchronous code) the next big commit in one will.
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async {
+        tokio::time::sleep(SETTLE).await;
+        // The trim walks every arena: on the blocking pool, off the runtime's workers.
+        let _ = tokio::task::spawn_blocking(release_free_memory).await;
+    });
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn release_free_memory() {
+    // SAFETY: `malloc_trim` only returns free pages of glibc's heaps to the kernel; it takes
+    // no pointer and is safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_free_memory() {}
