@@ -87,6 +87,8 @@ pub(crate) struct SessionCore<A: App> {
     log: Mutex<ActivityLog>,
     /// Recent commit patches (`docs/semantics.md` §8.7).
     patches: Mutex<patches::PatchRing>,
+    /// Gives the memory of big commits back (`docs/stores.md` §Memory).
+    release: release::Release,
     events: events::SharedHub,
     outcomes: Mutex<HashMap<String, LastOutcome>>,
     closed: watch::Sender<bool>,
@@ -273,6 +275,7 @@ impl<A: App> Session<A> {
                 first,
             ))),
             log: Mutex::new(ActivityLog::new(config.budgets.log_total_bytes)),
+            release: release::Release::default(),
             patches: Mutex::new(patches::PatchRing::new(
                 config.budgets.patch_history,
                 config.budgets.patch_history_bytes,
@@ -462,7 +465,7 @@ impl<A: App> SessionCore<A> {
         let from = self.published.borrow().seq;
         let bytes = lock(&self.patches).push(from, published.seq, published.patch.clone());
         self.published.send_replace(published);
-        release::after_commit(bytes);
+        self.release.after_commit(bytes);
     }
 
     /// Writes an audit entry (owner as `uid`) without blocking the caller.
