@@ -201,17 +201,10 @@ impl<A: App> Host<A> {
         self.inner.catalog.observe_description()
     }
 
-    /// Starts a new session owned by `owner`; must be called inside a tokio runtime.
-    ///
-    /// Fails with [`CreateSessionError::Capacity`] when the host holds `max_sessions` open sessions,
-    /// or `owner` holds `max_sessions_per_owner` of them (sessions idle for
-    /// [`HostConfig::session_idle_ms`] are closed first and do not count).
-    pub fn create_session(&self, owner: Option<String>) -> Result<Session<A>, CreateSessionError> {
+    /// The table of sessions, write-locked; when it is at `max_sessions`, closed sessions are
+    /// dropped and idle ones expired first, so a new one may fit.
+    fn sessions_making_room(&self, now: u64) -> std::sync::RwLockWriteGuard<'_, SessionTable<A>> {
         let config = &self.inner.config;
-        self.start_sweeper();
-        self.start_listener();
-        let now = config.clock.now_ms();
-        // Checked and inserted under one write lock, so concurrent mints cannot overshoot.
         let mut sessions = self
             .inner
             .sessions
@@ -223,6 +216,21 @@ impl<A: App> Host<A> {
                 sessions.expire_idle(now, config.session_idle_ms);
             }
         }
+        sessions
+    }
+
+    /// Starts a new session owned by `owner`; must be called inside a tokio runtime.
+    ///
+    /// Fails with [`CreateSessionError::Capacity`] when the host holds `max_sessions` open sessions,
+    /// or `owner` holds `max_sessions_per_owner` of them (sessions idle for
+    /// [`HostConfig::session_idle_ms`] are closed first and do not count).
+    pub fn create_session(&self, owner: Option<String>) -> Result<Session<A>, CreateSessionError> {
+        let config = &self.inner.config;
+        self.start_sweeper();
+        self.start_listener();
+        let now = config.clock.now_ms();
+        // Checked and inserted under one write lock, so concurrent mints cannot overshoot.
+        let mut sessions = self.sessions_making_room(now);
         if sessions.len() >= config.max_sessions {
             return Err(CreateSessionError::Capacity(format!(
                 "the host holds its maximum of {} open sessions",
@@ -313,18 +321,7 @@ impl<A: App> Host<A> {
         if let Err(e) = store.touch_session(id, now).await {
             tracing::error!(target: "agent_runtime::store", "touching session {id} failed: {e}");
         }
-        let mut sessions = self
-            .inner
-            .sessions
-            .write()
-            .unwrap_or_else(|e| e.into_inner());
-        if sessions.len() >= config.max_sessions {
-            sessions.prune_closed();
-            if config.session_idle_ms > 0 {
-                sessions.expire_idle(now, config.session_idle_ms);
-            }
-        }
-        sessions.insert(session.clone(), now);
+        self.sessions_making_room(now).insert(session.clone(), now);
         Ok(Some(session))
     }
 
