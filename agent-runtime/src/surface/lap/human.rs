@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::body::read_json;
-use super::human_access::{access, NOT_YOURS};
+use super::human_access::{access, session_access, NOT_YOURS};
 use crate::app::App;
 use crate::engine::session::{EditedApprovalError, SessionError};
 use crate::ops::error::{json_ok, json_text_ok, ApiError};
@@ -107,9 +107,8 @@ async fn human_session<A: App>(server: ServerState<A>, id: String, req: Request)
             return answer;
         }
     }
-    let session = match access(&server, &parts, Method::GET, Some(&id)).await {
-        Ok((_, Some(s))) => s,
-        Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
+    let session = match session_access(&server, &parts, Method::GET, &id).await {
+        Ok(s) => s,
         Err(e) => return e.into_response(),
     };
     // Read before the session's view, so no lock of the session is held across the await.
@@ -146,9 +145,8 @@ struct HumanView {
 
 async fn human_dispatch<A: App>(server: ServerState<A>, id: String, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let session = match access(&server, &parts, Method::POST, Some(&id)).await {
-        Ok((_, Some(s))) => s,
-        Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
+    let session = match session_access(&server, &parts, Method::POST, &id).await {
+        Ok(s) => s,
         Err(e) => return e.into_response(),
     };
     let result = async {
@@ -179,9 +177,8 @@ async fn human_decide<A: App>(
     req: Request,
 ) -> Response {
     let (parts, body) = req.into_parts();
-    let session = match access(&server, &parts, Method::POST, Some(&id)).await {
-        Ok((_, Some(s))) => s,
-        Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
+    let session = match session_access(&server, &parts, Method::POST, &id).await {
+        Ok(s) => s,
         Err(e) => return e.into_response(),
     };
     let result = async {
@@ -232,9 +229,8 @@ async fn human_events<A: App>(
     req: Request,
 ) -> Response {
     let (parts, _) = req.into_parts();
-    let session = match access(&server, &parts, Method::GET, Some(&id)).await {
-        Ok((_, Some(s))) => s,
-        Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
+    let session = match session_access(&server, &parts, Method::GET, &id).await {
+        Ok(s) => s,
         Err(e) => return e.into_response(),
     };
     let header_id = parts

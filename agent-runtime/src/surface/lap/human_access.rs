@@ -88,3 +88,16 @@ pub(super) async fn access<A: App>(
     };
     Ok((uid, session))
 }
+
+/// [`access`] for a session route: the caller's own session `id`.
+pub(super) async fn session_access<A: App>(
+    server: &ServerState<A>,
+    parts: &Parts,
+    method: Method,
+    id: &str,
+) -> Result<Session<A>, ApiError> {
+    access(server, parts, method, Some(id))
+        .await?
+        .1
+        .ok_or_else(|| ApiError::forbidden(NOT_YOURS))
+}
