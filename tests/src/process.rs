@@ -124,3 +124,21 @@ pub async fn lap(
         resp.json().await.unwrap_or(serde_json::Value::Null),
     )
 }
+
+/// `POST <base>/agent/mint` with `body` as `human` (a cookie-keeping client is one person to
+/// the examples' identity): the answer (`token`, `tid`, `sessionId`).
+pub async fn mint(
+    human: &reqwest::Client,
+    base: &str,
+    body: serde_json::Value,
+) -> serde_json::Value {
+    human
+        .post(format!("{base}/agent/mint"))
+        .json(&body)
+        .send()
+        .await
+        .expect("mint")
+        .json()
+        .await
+        .expect("mint answer")
+}

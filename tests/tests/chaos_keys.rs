@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use agent_tests::browser;
 use agent_tests::postgres::PgServer;
-use agent_tests::process::ServerProcess;
+use agent_tests::process::{mint, ServerProcess};
 use serde_json::{json, Value};
 
 fn binary() -> PathBuf {
@@ -51,27 +51,11 @@ async fn keyed_incs_apply_exactly_once_while_replicas_are_killed() {
     // One session, one token per agent.
     let owner = browser();
     let base0 = bases.lock().unwrap()[0].clone();
-    let minted: Value = owner
-        .post(format!("{base0}/agent/mint"))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("mint answer");
+    let minted = mint(&owner, &base0, json!({})).await;
     let session = minted["sessionId"].as_str().expect("session").to_owned();
     let mut tokens = Vec::new();
     for _ in 0..AGENTS {
-        let m: Value = owner
-            .post(format!("{base0}/agent/mint"))
-            .json(&json!({"session": session}))
-            .send()
-            .await
-            .expect("mint")
-            .json()
-            .await
-            .expect("mint answer");
+        let m = mint(&owner, &base0, json!({"session": session})).await;
         tokens.push(m["token"].as_str().expect("token").to_owned());
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use agent_tests::browser;
 use agent_tests::postgres::PgServer;
-use agent_tests::process::{lap, ServerProcess};
+use agent_tests::process::{lap, mint, ServerProcess};
 use agent_tests::temp::TempDir;
 use serde_json::{json, Value};
 
@@ -49,16 +49,8 @@ async fn count(base: &str, token: &str) -> i64 {
     body["state"]["count"].as_i64().expect("count")
 }
 
-async fn mint(base: &str) -> (String, String) {
-    let minted: Value = browser()
-        .post(format!("{base}/agent/mint"))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("mint answer");
+async fn mint_one(base: &str) -> (String, String) {
+    let minted = mint(&browser(), base, json!({})).await;
     (
         minted["token"].as_str().expect("token").to_owned(),
         minted["sessionId"].as_str().expect("session").to_owned(),
@@ -122,7 +114,7 @@ async fn sigkill_mid_append_and_mid_compaction_loses_no_answered_commit() {
     let dir = TempDir::new("log");
     let db = dir.file("counter.db");
     let server = ServerProcess::start(&binary(), &["--db", &db, "--rate-limit", RATE]);
-    let (token, session) = mint(&server.base).await;
+    let (token, session) = mint_one(&server.base).await;
 
     // Killed while appending, three times (past a snapshot each time).
     let mut total = 0;
@@ -201,7 +193,7 @@ async fn a_replica_down_through_a_compaction_catches_up() {
     let url = pg.url();
     let a = ServerProcess::start(&binary(), &["--db", &url, "--rate-limit", RATE]);
     let b = ServerProcess::start(&binary(), &["--db", &url, "--rate-limit", RATE]);
-    let (token, session) = mint(&a.base).await;
+    let (token, session) = mint_one(&a.base).await;
     for _ in 0..5 {
         inc(&b.base, &token).await;
     }

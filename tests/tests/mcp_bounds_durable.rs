@@ -18,7 +18,7 @@ use agent_runtime::security::TracingAuditSink;
 use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, Host, HostConfig, ServerOptions};
 use agent_tests::postgres::PgServer;
-use agent_tests::process::ServerProcess;
+use agent_tests::process::{mint, ServerProcess};
 use agent_tests::temp::TempDir;
 use agent_tests::{header_identity, serve_stoppable, TestServer};
 use serde_json::{json, Value};
@@ -71,15 +71,7 @@ async fn ping(base: &str, id: &str) -> u16 {
 
 /// Mints a token on a server whose identity is its cookie.
 async fn mint_with_cookie(base: &str) -> (String, String) {
-    let minted: Value = agent_tests::browser()
-        .post(format!("{base}/agent/mint"))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("mint answer");
+    let minted = mint(&agent_tests::browser(), base, json!({})).await;
     (
         minted["token"].as_str().expect("token").to_owned(),
         minted["tid"].as_str().expect("tid").to_owned(),

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use agent_tests::browser;
-use agent_tests::process::{lap, ServerProcess};
+use agent_tests::process::{self, lap, ServerProcess};
 use agent_tests::temp::TempDir;
 use serde_json::{json, Value};
 
@@ -141,15 +141,7 @@ async fn mint(base: &str, human: &reqwest::Client) -> (String, String) {
 
 /// The answer of `POST /agent/mint` for `human`.
 async fn mint_answer(base: &str, human: &reqwest::Client) -> Value {
-    human
-        .post(format!("{base}/agent/mint"))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("mint answer")
+    process::mint(human, base, json!({})).await
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use agent_tests::process::{lap, ServerProcess};
+use agent_tests::process::{lap, mint, ServerProcess};
 use agent_tests::temp::TempDir;
 use serde_json::{json, Value};
 
@@ -36,15 +36,7 @@ async fn sixty_thousand_todos_stay_under_the_ceiling() {
             "1000000/second",
         ],
     );
-    let minted: Value = reqwest::Client::new()
-        .post(format!("{}/agent/mint", server.base))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("json");
+    let minted = mint(&reqwest::Client::new(), &server.base, json!({})).await;
     let token = minted["token"].as_str().expect("token");
     let add = json!({"msg": {"type": "add", "title": "first"}, "waitFor": "idle"});
     assert_eq!(lap(&server.base, token, "/message", add).await.0, 200);

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use agent_examples::serve::{parse_args, start};
 use agent_examples::todo::TodoApp;
+use agent_tests::process::mint;
 use serde_json::{json, Value};
 
 /// A tmux server of its own (its socket named after this process), with one window running the
@@ -117,15 +118,7 @@ async fn a_person_and_an_agent_share_the_terminal_app() {
     let opts = parse_args(["--port", "0", "--memory"].map(String::from), 8788).expect("options");
     let server = start(TodoApp::default(), &opts).await.expect("server");
     let base = server.base_url();
-    let minted: Value = reqwest::Client::new()
-        .post(format!("{base}/agent/mint"))
-        .json(&json!({"paired": true}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("mint answer");
+    let minted = mint(&reqwest::Client::new(), &base, json!({"paired": true})).await;
     let token = minted["token"].as_str().expect("token").to_string();
 
     let tui = Terminal::open(
