@@ -24,6 +24,7 @@ use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::Stores;
 use agent_runtime::{Host, HostConfig};
 use agent_tests::process::ServerProcess;
+use agent_tests::resident::resident_bytes;
 use agent_tests::temp::TempDir;
 use serde_json::{json, Value};
 
@@ -190,15 +191,7 @@ fn parts() {
 }
 
 fn rss_mib(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
+    resident_bytes(Some(pid)) as f64 / MIB
 }
 
 async fn post(http: &reqwest::Client, url: String, token: Option<&str>, body: &Value) -> Value {

@@ -21,6 +21,7 @@ use agent_runtime::security::TracingAuditSink;
 use agent_runtime::store::{SessionRecord, Stores};
 use agent_runtime::{AgentServer, Host, HostConfig};
 use agent_tests::postgres::PgServer;
+use agent_tests::resident::resident_bytes;
 use agent_tests::temp::TempDir;
 use agent_tests::TestServer;
 use criterion::{criterion_group, Criterion};
@@ -210,17 +211,6 @@ fn restart(c: &mut Criterion) {
     });
 }
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 /// 100,000 stored sessions, 1,000 loaded: the process's resident memory.
 fn memory_report() {
     let rt = runtime();
@@ -240,12 +230,12 @@ fn memory_report() {
             stores.sessions.clone(),
         )
         .expect("host");
-        let before = rss_kib();
+        let before = resident_bytes(None) / 1024;
         let mut held = Vec::new();
         for id in ids.iter().step_by(100) {
             held.push(host.load_session(id).await.expect("stored"));
         }
-        let after = rss_kib();
+        let after = resident_bytes(None) / 1024;
         println!(
             "memory: {} stored sessions, {} loaded: RSS {} KiB before loading, {} KiB after \
              ({} KiB per loaded session)",

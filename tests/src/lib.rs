@@ -10,6 +10,7 @@ pub mod paired;
 pub mod postgres;
 pub mod probe;
 pub mod process;
+pub mod resident;
 pub mod store_conformance;
 pub mod tab;
 pub mod temp;

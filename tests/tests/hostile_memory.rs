@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_runtime::{AgentServer, Host, ServerOptions};
+use agent_tests::resident::resident_mib;
 use agent_tests::{start, Minted, TestServer, USER_HEADER};
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
@@ -16,19 +17,6 @@ static SERIAL: Mutex<()> = Mutex::const_new(());
 
 /// The growth of the resident size every attack below must stay under.
 const CEILING_MIB: u64 = 96;
-
-/// The resident size of this process in MiB (0 where `/proc` is missing).
-fn rss_mib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb / 1024)
-}
 
 /// A counter server with the default budgets and a rate limit out of the way.
 async fn server() -> TestServer<Counter> {
@@ -41,7 +29,7 @@ async fn server() -> TestServer<Counter> {
 }
 
 fn assert_bounded(label: &str, before: u64) {
-    let after = rss_mib();
+    let after = resident_mib();
     eprintln!("{label}: RSS {before} MiB -> {after} MiB");
     assert!(
         after <= before + CEILING_MIB,
@@ -58,7 +46,7 @@ async fn narrations_are_bounded_and_replays_stream() {
     let _serial = SERIAL.lock().await;
     let t = server().await;
     let m = t.mint("alice", None).await;
-    let before = rss_mib();
+    let before = resident_mib();
 
     // One narration of ~1 MiB: refused with the limit, nothing logged.
     let big = narrate(&t, &m, "x".repeat(1_000_000)).await;
@@ -144,7 +132,7 @@ async fn parked_confirmations_are_bounded() {
     let _serial = SERIAL.lock().await;
     let t = server().await;
     let m = t.mint("alice", None).await;
-    let before = rss_mib();
+    let before = resident_mib();
     let delete = |id: String| json!({"msg": {"type": "delete", "id": id}, "timeoutMs": 0});
 
     // A proposal with a ~1 MiB id: refused with the limit.
@@ -208,7 +196,7 @@ async fn idempotency_records_are_bounded() {
     let _serial = SERIAL.lock().await;
     let t = server().await;
     let m = t.mint("alice", None).await;
-    let before = rss_mib();
+    let before = resident_mib();
     let keyed = |key: String, pad: usize| -> Value {
         json!({"msg": {"type": "inc", "pad": "p".repeat(pad)}, "idempotencyKey": key})
     };

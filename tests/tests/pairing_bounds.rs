@@ -11,6 +11,7 @@ use std::time::Duration;
 use agent_examples::counter::Counter;
 use agent_runtime::pairing::PairingOptions;
 use agent_runtime::{AgentServer, Host, ServerOptions};
+use agent_tests::resident::resident_mib;
 use agent_tests::tab::{ws_url, Tab};
 use agent_tests::{start, Minted, TestServer};
 use serde_json::{json, Value};
@@ -28,20 +29,8 @@ const CEILING_MIB: u64 = 96;
 /// The close grace of [`server`].
 const GRACE_MS: u64 = 300;
 
-fn rss_mib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb / 1024)
-}
-
 fn assert_bounded(label: &str, before: u64, ceiling: u64) -> u64 {
-    let after = rss_mib();
+    let after = resident_mib();
     eprintln!("{label}: RSS {before} MiB -> {after} MiB");
     assert!(
         after <= before + ceiling,
@@ -168,7 +157,7 @@ async fn a_socket_that_never_reads_is_closed_by_supersede_and_revoke_and_freed()
         p.outbound_bytes = 2 * 1024 * 1024;
     })
     .await;
-    let before = rss_mib();
+    let before = resident_mib();
     never_reading(&t, before).await;
     assert_bounded("after supersede and revoke", before, CEILING_MIB);
     never_reading(&t, before).await;
@@ -223,7 +212,7 @@ async fn dropped_waits_leave_no_watch_behind() {
     let _serial = SERIAL.lock().await;
     let t = server(|_| {}).await;
     let m = mint(&t, "alice").await;
-    let before = rss_mib();
+    let before = resident_mib();
     let mut tab = Tab::pair(&t.base, &m.token).await;
     // Forty `/wait` calls whose HTTP requests the agent abandons after 300 ms.
     let impatient = reqwest::Client::builder()
@@ -344,7 +333,7 @@ async fn hello_and_outcomes_stay_within_their_budgets() {
     let _serial = SERIAL.lock().await;
     let t = server(|_| {}).await;
     let m = mint(&t, "alice").await;
-    let before = rss_mib();
+    let before = resident_mib();
 
     // A 4 MiB hello is over the hello budget (1 MiB): closed with 1009, nothing kept.
     let mut tab = Tab::open(&ws_url(&t.base, &m.token), &[]).await.unwrap();

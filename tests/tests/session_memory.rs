@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use agent_tests::process::{lap, mint, ServerProcess};
+use agent_tests::resident::resident_bytes;
 use agent_tests::temp::TempDir;
 use serde_json::{json, Value};
 
@@ -14,14 +15,9 @@ use serde_json::{json, Value};
 const CEILING: f64 = 45.0;
 
 fn rss_bytes(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc");
-    let kb: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse().ok())
-        .expect("VmRSS");
-    kb * 1024.0
+    let bytes = resident_bytes(Some(pid));
+    assert!(bytes > 0, "no VmRSS for process {pid}");
+    bytes as f64
 }
 
 #[tokio::test]
