@@ -5,13 +5,11 @@
 
 use std::sync::Arc;
 
-use agent_derive::AgentMsg;
 use agent_runtime::affordances::Affordances;
 use agent_runtime::cel_eval::PredicateCache;
 use agent_schema::protocol::Action;
 use agent_schema::{AgentMsg, MsgModel};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 fn lister<M: AgentMsg>() -> Affordances {
@@ -51,142 +49,10 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-// ---------------------------------------------------------------------------------------------
-// Fixtures
+#[path = "actions_acceptance/fixtures.rs"]
+mod fixtures;
 
-#[derive(AgentMsg, JsonSchema, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
-enum Plain {
-    Save,
-    /// @humanOnly @intent("Delete the workspace")
-    Delete,
-    /// @intent("Rename the workspace") @requiresConfirm @warning("costs money")
-    /// @example({"type":"rename","name":"x"}) @emits("cloud/save", "analytics/track")
-    Rename {
-        name: String,
-    },
-}
-
-#[derive(AgentMsg, JsonSchema, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
-enum Shop {
-    AddItem {
-        id: String,
-        qty: u32,
-    },
-    Reset,
-    Navigate {
-        to: String,
-    },
-    /// @humanOnly @intent("click button")
-    ClickButton,
-}
-
-#[derive(JsonSchema, Serialize, Deserialize)]
-struct Alternative {
-    id: String,
-    title: String,
-}
-
-#[derive(AgentMsg, JsonSchema, Serialize, Deserialize)]
-#[serde(tag = "type")]
-enum Matrix {
-    /// @agentOnly @intent("Add criteria")
-    #[serde(rename = "Matrix/AddCriteria")]
-    AddCriteria { criteria: Value },
-    /// @alwaysAffordable
-    #[serde(rename = "Matrix/AddAlternatives")]
-    AddAlternatives {
-        alternatives: Option<Vec<Alternative>>,
-    },
-    /// @intent("Share the matrix")
-    #[serde(rename = "Matrix/Share")]
-    Share,
-    #[serde(rename = "Matrix/Rename")]
-    Rename { title: String },
-}
-
-#[derive(AgentMsg, JsonSchema, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
-enum Gated {
-    /// @routeGated("state.matrixState.kind == 'loaded'", "load a matrix first")
-    WithReason,
-    /// @routeGated("state.matrixState.kind == 'loaded'")
-    WithoutReason,
-    /// @routeGated("state.deeply.nested.value == 1")
-    Deep,
-    /// @routeGated("state.count")
-    NonBoolean,
-    /// @agentOnly @intent("Score") @routeGated("state.matrixState.kind == 'loaded'", "load a matrix first")
-    Score {
-        weight: f64,
-    },
-    Open,
-}
-
-#[derive(JsonSchema, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Category {
-    A,
-    B,
-}
-
-#[derive(JsonSchema, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-enum Format {
-    Exact,
-    Range {
-        min: f64,
-        /// @should("Upper bound for normalisation.")
-        max: f64,
-    },
-    Compound {
-        formula: String,
-    },
-}
-
-#[derive(JsonSchema, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Cell {
-    criterion_id: String,
-    alternative_id: String,
-    value: f64,
-    /// @should("Cite where the value came from.")
-    meta: Option<String>,
-}
-
-#[derive(AgentMsg, JsonSchema, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
-enum Hinted {
-    /// @alwaysAffordable
-    Bulk {
-        title: String,
-        count: i32,
-        published: bool,
-        category: Category,
-    },
-    /// @alwaysAffordable
-    Save {
-        required: String,
-        /// @should("say why")
-        why: Option<String>,
-        note: Option<String>,
-    },
-    Weigh {
-        /// @validates("v >= 0 && v <= 100")
-        weight: f64,
-        /// @should("Cite the source.")
-        /// @validates("size(v) > 0")
-        url: Option<String>,
-    },
-    /// @agentOnly
-    #[serde(rename = "Cell/SetFormat")]
-    SetFormat { format: Format },
-    SetCells {
-        /// @should("Each entry: {criterionId, alternativeId, value, meta?}.")
-        cells: Vec<Cell>,
-    },
-}
+use fixtures::*;
 
 // ---------------------------------------------------------------------------------------------
 // §11.3
