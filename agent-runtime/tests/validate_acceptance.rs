@@ -5,110 +5,17 @@
 
 use std::sync::Arc;
 
-use agent_derive::AgentMsg;
 use agent_runtime::cel_eval::PredicateCache;
 use agent_runtime::config::DispatchPolicy::{self, Lenient, Strict};
 use agent_runtime::validate::Validator;
 use agent_schema::protocol::{IssueCode, ValidationOutcome};
 use agent_schema::{AgentMsg, MsgModel};
-use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-#[derive(JsonSchema, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-enum Format {
-    Exact,
-    Range { min: f64, max: f64 },
-    Compound { formula: String },
-}
+#[path = "validate_acceptance/fixtures.rs"]
+mod fixtures;
 
-fn rating(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"enum": [1, 2, 3, 4, 5]})
-}
-
-/// The two fixture variants of §11.2 #2.
-#[derive(AgentMsg, JsonSchema, Serialize, Deserialize)]
-#[serde(tag = "type")]
-enum CellMsg {
-    #[serde(rename = "Cell/SetRating")]
-    SetRating {
-        #[schemars(schema_with = "rating")]
-        value: u8,
-    },
-    #[serde(rename = "Cell/SetFormat")]
-    SetFormat { format: Format },
-}
-
-#[derive(JsonSchema, Serialize, Deserialize)]
-struct RowData {
-    id: String,
-    label: String,
-}
-
-#[derive(JsonSchema, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Closed {
-    a: i32,
-}
-
-#[derive(AgentMsg, JsonSchema, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
-enum Msg {
-    Create {
-        title: String,
-        description: Option<String>,
-    },
-    Count {
-        count: i32,
-    },
-    Untyped {
-        payload: Value,
-    },
-    MaybeUntyped {
-        payload: Option<Value>,
-    },
-    Items {
-        items: Vec<f64>,
-    },
-    Row {
-        row: RowData,
-    },
-    Weigh {
-        /// @validates("v >= 0 && v <= 100")
-        weight: f64,
-    },
-    Slug {
-        /// @validates("v.matches('^[a-z0-9-]+$')")
-        slug: String,
-    },
-    Check {
-        /// @validates("size(v) > 0")
-        data: Value,
-    },
-    Pair {
-        a: String,
-        b: f64,
-    },
-    Note {
-        note: Option<String>,
-        title: String,
-    },
-    Ranged {
-        #[schemars(range(min = 1, max = 10))]
-        n: i32,
-        /// @validates("size(v) > 100")
-        #[schemars(length(min = 3))]
-        name: String,
-    },
-    Nested {
-        inner: Closed,
-    },
-    Wide {
-        big: i32,
-        small: u8,
-    },
-}
+use fixtures::*;
 
 fn validator<M: AgentMsg>() -> Validator {
     let model = MsgModel::build::<M>().expect("fixture model");
