@@ -6,8 +6,8 @@
 //! per-thread arenas instead of returning it, so the process's resident size stays at the
 //! commit's peak for good. After a commit whose patch is at least [`RELEASE_AFTER_BYTES`] of
 //! JSON, the session asks glibc to return the free pages (`malloc_trim`), once the answer has
-//! had time to be written: [`SETTLE`] after the last of a burst of big commits, so a burst costs
-//! one trim. Elsewhere (another libc, another allocator) this does nothing.
+//! had time to be written: [`SETTLE`] after the last of a burst of big commits (and once more
+//! [`AGAIN`] later, for an answer a slow client read slowly), so a burst costs two trims. Elsewhere (another libc, another allocator) this does nothing.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,6 +18,9 @@ pub(crate) const RELEASE_AFTER_BYTES: usize = 1024 * 1024;
 
 /// How long after the commit: its answer and events are built and sent by then.
 const SETTLE: Duration = Duration::from_millis(1000);
+
+/// When the release is done once more.
+const AGAIN: Duration = Duration::from_secs(5);
 
 /// One session's releases.
 #[derive(Debug, Default)]
@@ -63,6 +66,9 @@ impl Release {
             // A big commit from now on schedules its own release.
             shared.waiting.store(false, Ordering::Release);
             // The trim walks every arena: on the blocking pool, off the runtime's workers.
+            let _ = tokio::task::spawn_blocking(release_free_memory).await;
+            // Once more for what was freed late: an answer a slow client read slowly.
+            tokio::time::sleep(AGAIN).await;
             let _ = tokio::task::spawn_blocking(release_free_memory).await;
         });
     }
