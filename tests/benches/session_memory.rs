@@ -3,6 +3,7 @@
 //!
 //! - the parts, measured with a counting allocator in this process: the typed state of
 //!   `examples/todo` holding 60,000 todos, its JSON text, one `serde_json::Value` tree of it,
+//!   its todos as one shared JSON text each (what a compact tree would hold),
 //!   and a whole session holding it (the todos sent as three typed `bulkAdd`s of 20,000 on a
 //!   host without HTTP, in memory and on a SQLite file): what stays allocated and the peak;
 //! - the whole process: the resident size (`VmRSS`) of the todo example as its own process
@@ -179,7 +180,16 @@ fn parts() {
     report("typed state (State)", typed_bytes, n);
     let (tree, tree_bytes) = allocated_by(|| serde_json::to_value(&typed).expect("value"));
     report("one serde_json::Value tree of it", tree_bytes, n);
-    drop((tree, typed, text, state));
+    // A compact tree would hold each element of a tracked vector as its JSON text.
+    let (texts, texts_bytes) = allocated_by(|| {
+        typed
+            .todos
+            .iter()
+            .map(|t| Arc::<str>::from(serde_json::to_string(t).expect("todo")))
+            .collect::<Vec<_>>()
+    });
+    report("the todos as one Arc<str> of JSON each", texts_bytes, n);
+    drop((texts, tree, typed, text, state));
 
     for (label, db) in [("in memory", None), ("on SQLite", Some("sqlite"))] {
         let dir = TempDir::new("memory-parts");
