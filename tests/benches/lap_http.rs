@@ -7,7 +7,8 @@
 //! `/message` against MCP `send_message` on both protocol generations and the action tool
 //! `do_inc`; and the resident memory of idle sessions.
 //!
-//! `LAP_HTTP_SLICE_MS` and `LAP_HTTP_ROUNDS` override the length and number of the slices.
+//! `LAP_HTTP_SLICE_MS` and `LAP_HTTP_ROUNDS` override the length and number of the slices;
+//! `LAP_HTTP_ONLY=sequential` runs the sequential comparison alone (to profile it).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -235,7 +236,7 @@ fn mcp_headers(id: Option<&str>, version: Option<&str>) -> HeaderMap {
 async fn mcp_session(url: &str, token: &str) -> HeaderMap {
     let http = client();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18",
+        "protocolVersion": "2025-11-25",
         "capabilities": {},
         "clientInfo": {"name": "lap_http", "version": "1"},
     }});
@@ -396,6 +397,8 @@ fn main() {
         let slice = Duration::from_millis(env_or("LAP_HTTP_SLICE_MS", SLICE_MS));
         let rounds = env_or("LAP_HTTP_ROUNDS", ROUNDS as u64) as usize;
 
+        let only_sequential = std::env::var("LAP_HTTP_ONLY").is_ok_and(|v| v == "sequential");
+        if !only_sequential {
         println!(
             "LAP over loopback, {CONCURRENCY} concurrent clients, {rounds} interleaved rounds of {slice:?} per target"
         );
@@ -435,6 +438,8 @@ fn main() {
             mcp_delayed.rps() / message.rps() * 100.0
         );
 
+        }
+
         // Sequential: one client, one connection, one call after the other (issue 21: an MCP
         // call costs at most 1.25× the LAP call of the same operation, on both generations).
         let mcp_url = format!("{}/agent/mcp", t.base);
@@ -468,6 +473,10 @@ fn main() {
                 "  MCP {name} relative to LAP /message: {:.0}% of the rate (target >= 80%)",
                 run.rps() / lap.rps() * 100.0
             );
+        }
+
+        if only_sequential {
+            return;
         }
 
         // Memory of idle sessions.
