@@ -174,7 +174,7 @@ fn json_response(id: RequestId, answer: Answer, generation: Generation) -> Respo
             Some(body) => Ok(body.into_bytes()),
             None => written(id, Answer::Passed(text).into_response(), generation),
         },
-        Answer::Result(result) => written(id, result, generation),
+        Answer::Result(result) => written(id, *result, generation),
     };
     match body {
         Ok(body) => {

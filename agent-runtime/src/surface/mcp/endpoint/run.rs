@@ -63,8 +63,8 @@ pub(super) enum BoundCall {
 
 /// What a bound call answers.
 pub(super) enum Answer {
-    /// A tool result.
-    Result(CallToolResponse),
+    /// A tool result (boxed: it is far larger than a text).
+    Result(Box<CallToolResponse>),
     /// A success that passes the operation's answer on unchanged: its JSON text is the
     /// result's `structuredContent` and its one text block. Not parsed here, so the fast path
     /// writes it as it is.
@@ -75,7 +75,7 @@ impl Answer {
     /// The result as rmcp takes it (the text parsed for `structuredContent`).
     pub(super) fn into_response(self) -> CallToolResponse {
         match self {
-            Answer::Result(result) => result,
+            Answer::Result(result) => *result,
             Answer::Passed(text) => {
                 let body = serde_json::from_str(&text).unwrap_or(Value::Null);
                 success_with_text(body, text).into()
@@ -142,16 +142,16 @@ impl<A: App> ToolRunner<A> {
         cache: &DescriptionCache,
     ) -> Result<Answer, ErrorData> {
         match call {
-            BoundCall::Refused(refusal) => Ok(Answer::Result(refusal.into())),
+            BoundCall::Refused(refusal) => Ok(Answer::Result(Box::new(refusal.into()))),
             BoundCall::Action(request) => self.call_action(request, binding).await,
             BoundCall::Run(op, args) => Ok(match binding {
-                None => Answer::Result(
+                None => Answer::Result(Box::new(
                     failure(match generation {
                         Generation::Session => NOT_CONNECTED_SERVER,
                         Generation::Stateless => STATELESS_NEEDS_BEARER,
                     })
                     .into(),
-                ),
+                )),
                 Some(binding) => self.forward(&binding, op, args, cache).await,
             }),
         }
@@ -168,13 +168,15 @@ impl<A: App> ToolRunner<A> {
     ) -> Answer {
         let forwarder = self.forwarder(binding);
         if !passes_on(op) {
-            return Answer::Result(forward_tool(&forwarder, cache, op, args).await.into());
+            return Answer::Result(Box::new(
+                forward_tool(&forwarder, cache, op, args).await.into(),
+            ));
         }
         let reply = forwarder.reply(op, Value::Object(args)).await;
         if reply.status().is_success() {
             return Answer::Passed(reply.into_body());
         }
-        Answer::Result(failed(op, &lap_answer(reply)).into())
+        Answer::Result(Box::new(failed(op, &lap_answer(reply)).into()))
     }
 
     /// Runs operations with `binding`'s token as the credential.
@@ -203,7 +205,7 @@ impl<A: App> ToolRunner<A> {
                 let answer = LapAnswer::new(e.status().as_u16(), e.body());
                 let op = Operation::Message;
                 let text = forwarded_failure(&request.name, op.lap_path(), &answer);
-                return Ok(Answer::Result(failure(text).into()));
+                return Ok(Answer::Result(Box::new(failure(text).into())));
             }
         };
         let Some(entry) = catalog.find(&request.name) else {
