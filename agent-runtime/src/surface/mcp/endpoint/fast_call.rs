@@ -19,7 +19,8 @@
 //! - a tool that exists: an unknown name (answered before anything runs) goes to rmcp for its
 //!   error.
 //!
-//! The tool then runs through the same code as the handler's ([`ToolRunner::run`]).
+//! The tool then runs through the same code as the handler's ([`ToolRunner::run`]), and the
+//! response is written as rmcp's handler writes it for the generation ([`written`]).
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue};
