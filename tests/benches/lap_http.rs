@@ -2,12 +2,14 @@
 //! requests/second and p50/p99 latency of `/observe` and `/message` (waitFor idle) on one
 //! session, against a bare axum handler returning the same bytes in the same run; MCP
 //! `tools/call send_message` over Streamable HTTP on an initialized MCP session bound to the
-//! same token, against LAP `/message`, each response (the SSE stream) read to its end, with and
-//! without `TCP_NODELAY` on the server's sockets; sequential calls on one connection of LAP
-//! `/message` against MCP `send_message` on both protocol generations and the action tool
-//! `do_inc`; and the resident memory of idle sessions.
+//! same token, against LAP `/message`, each response read to its end (JSON or an SSE stream),
+//! with and without `TCP_NODELAY` on the server's sockets; sequential calls on one connection
+//! of LAP `/message` against MCP `send_message` on both protocol generations and the action
+//! tool `do_inc` (every `/message` and MCP answer checked alike: parsed during the warm-up,
+//! scanned after); and the resident memory of idle sessions.
 //!
-//! `LAP_HTTP_SLICE_MS` and `LAP_HTTP_ROUNDS` override the length and number of the slices.
+//! `LAP_HTTP_SLICE_MS` and `LAP_HTTP_ROUNDS` override the length and number of the slices;
+//! `LAP_HTTP_ONLY=sequential` runs the sequential comparison alone (to profile it).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -91,6 +93,11 @@ struct Target {
 
 impl Target {
     async fn new(url: String, token: Option<&str>, body: String) -> Self {
+        Target::checked(url, token, body, |_| {}).await
+    }
+
+    /// [`Target::new`] with a check of each answer.
+    async fn checked(url: String, token: Option<&str>, body: String, check: fn(&[u8])) -> Self {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(t) = token {
@@ -99,7 +106,7 @@ impl Target {
                 HeaderValue::from_str(&format!("Bearer {t}")).unwrap(),
             );
         }
-        Target::with(url, headers, Body::Fixed(body), |_| {}).await
+        Target::with(url, headers, Body::Fixed(body), check).await
     }
 
     async fn with(url: String, headers: HeaderMap, body: Body, check: fn(&[u8])) -> Self {
@@ -198,7 +205,8 @@ fn jsonrpc_result(body: &[u8]) -> Value {
 }
 
 /// A successful `send_message` that dispatched: parsed in full during the warm-up, then a scan
-/// of the bytes, so the client spends no more time on an answer than on LAP's.
+/// of the bytes, the same as [`check_lap_sent`] does, so the client spends on an MCP answer
+/// what it spends on LAP's.
 fn check_sent(body: &[u8]) {
     static PARSED: AtomicU64 = AtomicU64::new(0);
     if PARSED.fetch_add(1, Ordering::Relaxed) < CONCURRENCY as u64 {
@@ -207,10 +215,25 @@ fn check_sent(body: &[u8]) {
         let status = &result["structuredContent"]["status"];
         assert_eq!(status, "dispatched", "{result}");
     } else {
-        let dispatched = br#""status":"dispatched""#;
-        let found = body.windows(dispatched.len()).any(|w| w == dispatched);
-        assert!(found, "{}", String::from_utf8_lossy(body));
+        assert_dispatched(body);
     }
+}
+
+/// A LAP `/message` answer that dispatched, checked as [`check_sent`] checks MCP's.
+fn check_lap_sent(body: &[u8]) {
+    static PARSED: AtomicU64 = AtomicU64::new(0);
+    if PARSED.fetch_add(1, Ordering::Relaxed) < CONCURRENCY as u64 {
+        let answer: Value = serde_json::from_slice(body).unwrap();
+        assert_eq!(answer["status"], "dispatched", "{answer}");
+    } else {
+        assert_dispatched(body);
+    }
+}
+
+fn assert_dispatched(body: &[u8]) {
+    let dispatched = br#""status":"dispatched""#;
+    let found = body.windows(dispatched.len()).any(|w| w == dispatched);
+    assert!(found, "{}", String::from_utf8_lossy(body));
 }
 
 /// The headers of a request on MCP session `id` (none yet at `initialize`).
@@ -235,7 +258,7 @@ fn mcp_headers(id: Option<&str>, version: Option<&str>) -> HeaderMap {
 async fn mcp_session(url: &str, token: &str) -> HeaderMap {
     let http = client();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18",
+        "protocolVersion": "2025-11-25",
         "capabilities": {},
         "clientInfo": {"name": "lap_http", "version": "1"},
     }});
@@ -396,16 +419,19 @@ fn main() {
         let slice = Duration::from_millis(env_or("LAP_HTTP_SLICE_MS", SLICE_MS));
         let rounds = env_or("LAP_HTTP_ROUNDS", ROUNDS as u64) as usize;
 
+        let only_sequential = std::env::var("LAP_HTTP_ONLY").is_ok_and(|v| v == "sequential");
+        if !only_sequential {
         println!(
             "LAP over loopback, {CONCURRENCY} concurrent clients, {rounds} interleaved rounds of {slice:?} per target"
         );
         let targets = [
             Target::new(bare_url, None, "{}".into()).await,
             Target::new(observe_url, Some(&m.token), "{}".into()).await,
-            Target::new(
+            Target::checked(
                 format!("{}/agent/lap/v1/message", t.base),
                 Some(&m.token),
                 json!({"msg":{"type":"inc"},"waitFor":"idle"}).to_string(),
+                check_lap_sent,
             )
             .await,
             mcp_send_message(format!("{}/agent/mcp", t.base), &m.token).await,
@@ -435,15 +461,18 @@ fn main() {
             mcp_delayed.rps() / message.rps() * 100.0
         );
 
+        }
+
         // Sequential: one client, one connection, one call after the other (issue 21: an MCP
         // call costs at most 1.25× the LAP call of the same operation, on both generations).
         let mcp_url = format!("{}/agent/mcp", t.base);
         let inc = json!({"msg": {"type": "inc"}, "waitFor": "idle"});
         let sequential = [
-            Target::new(
+            Target::checked(
                 format!("{}/agent/lap/v1/message", t.base),
                 Some(&m.token),
                 inc.to_string(),
+                check_lap_sent,
             )
             .await,
             mcp_send_message(mcp_url.clone(), &m.token).await,
@@ -468,6 +497,10 @@ fn main() {
                 "  MCP {name} relative to LAP /message: {:.0}% of the rate (target >= 80%)",
                 run.rps() / lap.rps() * 100.0
             );
+        }
+
+        if only_sequential {
+            return;
         }
 
         // Memory of idle sessions.

@@ -136,14 +136,30 @@ impl ActionCatalog {
     /// The tools of the actions available now: `available` as `list_actions` answers, without
     /// the ones a closed route gate holds back.
     pub(crate) fn tools(&self, available: &[Action]) -> Vec<Tool> {
+        self.listed(available)
+            .map(|(entry, a)| entry.tool(a, self.output.clone()))
+            .collect()
+    }
+
+    /// The names of [`Self::tools`], without building the tools (what a watch compares after
+    /// each commit).
+    pub(crate) fn names(&self, available: &[Action]) -> Vec<String> {
+        self.listed(available)
+            .map(|(entry, _)| entry.name.clone())
+            .collect()
+    }
+
+    fn listed<'a>(
+        &'a self,
+        available: &'a [Action],
+    ) -> impl Iterator<Item = (&'a ActionEntry, &'a Action)> + 'a {
         available
             .iter()
             .filter(|a| a.available != Some(false))
             .filter_map(|a| {
                 let entry = self.entries.iter().find(|e| e.wire == a.variant)?;
-                Some(entry.tool(a, self.output.clone()))
+                Some((entry, a))
             })
-            .collect()
     }
 }
 

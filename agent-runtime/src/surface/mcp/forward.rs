@@ -97,7 +97,7 @@ pub(crate) async fn forward_tool<F: Forwarder>(
     }
     let answer = forwarder.post(op, Value::Object(args)).await;
     if answer.failed {
-        return failure(forwarded_failure(op.tool(), op.lap_path(), &answer));
+        return failed(op, &answer);
     }
     match op {
         Operation::Describe => {
@@ -113,6 +113,17 @@ pub(crate) async fn forward_tool<F: Forwarder>(
         }
         _ => pass_on(answer),
     }
+}
+
+/// Whether [`forward_tool`] passes a successful answer of `op` on unchanged (every operation
+/// but `describe_app`'s and `observe`'s, which go through the description cache).
+pub(crate) fn passes_on(op: Operation) -> bool {
+    !matches!(op, Operation::Describe | Operation::Observe)
+}
+
+/// The tool error of a failed answer of `op`.
+pub(crate) fn failed(op: Operation, answer: &LapAnswer) -> CallToolResult {
+    failure(forwarded_failure(op.tool(), op.lap_path(), answer))
 }
 
 /// A success result of an answer passed on unchanged (its text reused when it has one).

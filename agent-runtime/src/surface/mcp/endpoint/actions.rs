@@ -38,6 +38,19 @@ pub(crate) async fn available_tools<A: App>(
     Ok(catalog.tools(&watched.actions().await?))
 }
 
+/// The names of [`available_tools`], without building the tools.
+pub(crate) async fn available_names<A: App>(
+    server: &McpState<A>,
+    watched: &Watched<A>,
+    hosted: &Arc<ActionCatalog>,
+) -> Result<Vec<String>, ApiError> {
+    if !server.options().mcp.action_tools {
+        return Ok(Vec::new());
+    }
+    let catalog = catalog(watched, hosted).await?;
+    Ok(catalog.names(&watched.actions().await?))
+}
+
 /// The action tools of the token `tid` now (none when action tools are off).
 pub(crate) async fn session_tools<A: App>(
     server: &McpState<A>,

@@ -5,11 +5,13 @@
 //! both accepted media types → 406, without a JSON body → 415, with unparsable JSON-RPC → rmcp's
 //! 400. Then every request sweeps the expired sessions, and:
 //! - with `mcp-session-id`: a live id is touched and handed to rmcp (`DELETE` closes it and
-//!   answers 200 here); with a durable store, an id issued before a restart, bound to a token
+//!   answers 200 here; a plain `tools/call` is answered here, `fast_call`); with a durable store, an id issued before a restart, bound to a token
 //!   that is still valid and not deleted is rebuilt bound to that token (a bearer, when sent,
 //!   must be that token); any other id → 404
 //!   `{"error":"session not found"}`;
-//! - without it: `server/discover` goes to rmcp; anything but a POST `initialize` → 400
+//! - without it: `server/discover` goes to rmcp; a request of the sessionless revision has its
+//!   bearer verified (a plain `tools/call` with one is answered here, `fast_call`) and goes to
+//!   rmcp; anything else but a POST `initialize` → 400
 //!   `{"error":"mcp-session-id required"}`; an `initialize` is rate limited (client address),
 //!   its bearer verified (admitted AND bound; the token's LRU sessions make room), a slot
 //!   reserved (provisional LRU eviction, else 503 `session-capacity`), the session built and
@@ -28,12 +30,14 @@ use serde_json::json;
 use tower::{Layer, Service, ServiceExt as _};
 
 use super::disk_bounds;
+use super::fast_call::{self, Route};
 use super::registry::Binding;
 use super::request_kind::{
     accepts_json_and_sse, declared_length, header_names_stateless_revision, is_json,
     is_stateless_revision, Kind, Peek,
 };
 use super::restore;
+use super::run::ToolRunner;
 use super::McpState;
 use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
@@ -50,16 +54,19 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// Builds [`McpAdmission`] around rmcp's service.
 pub(crate) struct McpAdmissionLayer<A: App> {
     server: McpState<A>,
+    runner: std::sync::Arc<ToolRunner<A>>,
     hosts: AllowedHosts,
     restoring: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 impl<A: App> McpAdmissionLayer<A> {
-    /// The admission rules of `server`'s MCP options.
-    pub(crate) fn new(server: McpState<A>) -> Self {
+    /// The admission rules of `server`'s MCP options; `runner` answers the plain tool calls
+    /// of the fast path.
+    pub(crate) fn new(server: McpState<A>, runner: std::sync::Arc<ToolRunner<A>>) -> Self {
         let hosts = AllowedHosts::new(&server.options().mcp.allowed_hosts);
         McpAdmissionLayer {
             server,
+            runner,
             hosts,
             restoring: Default::default(),
         }
@@ -72,28 +79,34 @@ impl<A: App, S> Layer<S> for McpAdmissionLayer<A> {
     fn layer(&self, inner: S) -> Self::Service {
         McpAdmission {
             server: self.server.clone(),
-            hosts: self.hosts.clone(),
+            runner: self.runner.clone(),
+            hosts: std::sync::Arc::new(self.hosts.clone()),
             restoring: self.restoring.clone(),
-            inner,
+            inner: std::sync::Arc::new(inner),
         }
     }
 }
 
-/// The admission service: the session rules of `docs/lap.md` §7.3 in front of `S`.
+/// The admission service: the session rules of `docs/lap.md` §7.3 in front of `S`. Cloned
+/// for every request (by axum and for its future), so what it holds is shared.
 pub(crate) struct McpAdmission<A: App, S> {
     server: McpState<A>,
+    /// Runs the tool calls answered here (`fast_call`), as rmcp's handler runs them.
+    runner: std::sync::Arc<ToolRunner<A>>,
     /// `McpOptions::allowed_hosts`, parsed once.
-    hosts: AllowedHosts,
+    hosts: std::sync::Arc<AllowedHosts>,
     /// Held while a session is rebuilt from the store, so the requests a client sends together
     /// after a restart (its event stream and a call) rebuild it once; shared by all clones.
     restoring: std::sync::Arc<tokio::sync::Mutex<()>>,
-    inner: S,
+    /// rmcp's service (its clone copies its whole configuration: made only to pass a request).
+    inner: std::sync::Arc<S>,
 }
 
-impl<A: App, S: Clone> Clone for McpAdmission<A, S> {
+impl<A: App, S> Clone for McpAdmission<A, S> {
     fn clone(&self) -> Self {
         McpAdmission {
             server: self.server.clone(),
+            runner: self.runner.clone(),
             hosts: self.hosts.clone(),
             restoring: self.restoring.clone(),
             inner: self.inner.clone(),
@@ -141,7 +154,7 @@ where
 {
     async fn pass(&self, parts: Parts, body: Bytes) -> Response {
         let request = Request::from_parts(parts, Body::from(body));
-        match self.inner.clone().oneshot(request).await {
+        match S::clone(&self.inner).oneshot(request).await {
             Ok(response) => response.map(Body::new),
             Err(never) => match never {},
         }
@@ -203,17 +216,17 @@ where
             .get(SESSION_HEADER)
             .map(|v| v.to_str().unwrap_or_default().to_string());
         match session {
-            Some(id) => self.with_session(parts, bytes, id).await,
+            Some(id) => self.with_session(parts, bytes, id, kind).await,
             None => match (&parts.method, kind) {
                 (&Method::POST, Kind::Discover) => self.pass(parts, bytes).await,
                 (&Method::POST, Kind::Initialize) => self.initialize(parts, bytes).await,
-                _ if stateless => self.stateless(parts, bytes).await,
+                (_, kind) if stateless => self.stateless(parts, bytes, kind).await,
                 _ => bare_error(StatusCode::BAD_REQUEST, "mcp-session-id required"),
             },
         }
     }
 
-    async fn with_session(&self, parts: Parts, bytes: Bytes, id: String) -> Response {
+    async fn with_session(&self, parts: Parts, bytes: Bytes, id: String, kind: Kind) -> Response {
         let sessions = self.server.mcp_sessions();
         // Registered ids only: never issued, expired, evicted, deleted or ended → 404; with
         // a durable store, an id issued before a restart is rebuilt.
@@ -235,7 +248,19 @@ where
             sessions.close(vec![id.clone()]).await;
             return StatusCode::OK.into_response();
         }
+        if matches!(kind, Kind::ToolCall) {
+            let route = Route::Session(&id);
+            if let Some(answer) = self.fast_call(&parts, &bytes, route).await {
+                return answer;
+            }
+        }
         self.pass(parts, bytes).await
+    }
+
+    /// A plain `tools/call` answered here, or `None` for rmcp (`fast_call`).
+    async fn fast_call(&self, parts: &Parts, bytes: &Bytes, route: Route<'_>) -> Option<Response> {
+        let sessions = self.server.mcp_sessions();
+        fast_call::answer(&self.runner, sessions, &parts.headers, bytes, route).await
     }
 
     fn durable(&self) -> Option<&std::sync::Arc<dyn crate::engine::store::McpBindings>> {
@@ -349,10 +374,16 @@ where
     /// bearer, when sent, is verified and travels with the request to the handler as its
     /// binding; without one, the client address is rate limited. rmcp then checks the
     /// revision's headers and `_meta` and serves it statelessly.
-    async fn stateless(&self, mut parts: Parts, bytes: Bytes) -> Response {
+    async fn stateless(&self, mut parts: Parts, bytes: Bytes, kind: Kind) -> Response {
         if parts.headers.contains_key(header::AUTHORIZATION) {
             match self.bearer_binding(&parts).await {
                 Ok(binding) => {
+                    if parts.method == Method::POST && matches!(kind, Kind::ToolCall) {
+                        let route = Route::Stateless(&binding);
+                        if let Some(answer) = self.fast_call(&parts, &bytes, route).await {
+                            return answer;
+                        }
+                    }
                     parts.extensions.insert(binding);
                 }
                 Err(response) => return *response,

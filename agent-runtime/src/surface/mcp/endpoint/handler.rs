@@ -18,21 +18,21 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 
-use super::actions::{session_catalog, session_tools};
+use super::actions::session_tools;
 use super::disk_bounds;
 use super::notify::{self, Interest, Outlet, WatchSlot};
 use super::registry::Binding;
 use super::restore;
+use super::run::{Generation, ToolCall, ToolRunner, STATELESS_NEEDS_BEARER};
 use super::McpState;
 use crate::app::App;
-use crate::ops::{self, Operation};
+use crate::ops::Operation;
 use crate::security::{verify_bearer, AuthError};
-use crate::surface::mcp::action_tools::ActionCatalog;
-use crate::surface::mcp::calls::{self, ResolvedCall, ToolCatalog};
+use crate::surface::mcp::calls;
 use crate::surface::mcp::format::{
-    failure, forwarded_failure, success, LapAnswer, NOT_CONNECTED_SERVER, TOKEN_INVALID,
+    failure, forwarded_failure, success, NOT_CONNECTED_SERVER, TOKEN_INVALID,
 };
-use crate::surface::mcp::forward::{connect_flow, forward_tool, DescriptionCache, Forwarder};
+use crate::surface::mcp::forward::{connect_flow, DescriptionCache, Forwarder};
 use crate::surface::mcp::resources;
 use crate::surface::mcp::tools::ToolAction;
 
@@ -44,10 +44,9 @@ const INSTRUCTIONS: &str = "This server drives a running app. Start with connect
 /// (2026-07-28).
 pub(crate) struct McpHandler<A: App> {
     server: McpState<A>,
-    /// The tools and their schemas, generated once for the endpoint.
-    tools: Arc<ToolCatalog>,
-    /// The hosted app's variants as action tools, built once for the endpoint.
-    hosted: Arc<ActionCatalog>,
+    /// The tools, the hosted app's action tools and what runs them, built once for the
+    /// endpoint and shared with the admission layer's fast path.
+    runner: Arc<ToolRunner<A>>,
     cache: DescriptionCache,
     /// What this session's client asked to hear about.
     interest: Arc<Interest>,
@@ -56,29 +55,16 @@ pub(crate) struct McpHandler<A: App> {
 }
 
 impl<A: App> McpHandler<A> {
-    pub(crate) fn new(
-        server: McpState<A>,
-        tools: Arc<ToolCatalog>,
-        hosted: Arc<ActionCatalog>,
-    ) -> Self {
+    pub(crate) fn new(server: McpState<A>, runner: Arc<ToolRunner<A>>) -> Self {
         McpHandler {
             server,
-            tools,
-            hosted,
+            runner,
             cache: DescriptionCache::default(),
             interest: Arc::new(Interest {
                 tools: true,
                 ..Interest::default()
             }),
             watch: WatchSlot::default(),
-        }
-    }
-
-    fn forwarder(&self, binding: &Binding) -> InProcess<A> {
-        InProcess {
-            server: self.server.clone(),
-            authorization: binding.token.as_ref().map(|t| format!("Bearer {t}")),
-            tid: binding.tid.clone(),
         }
     }
 
@@ -100,46 +86,11 @@ impl<A: App> McpHandler<A> {
         self.watch.replace(notify::watch(
             self.server.clone(),
             tid,
-            self.hosted.clone(),
+            self.runner.hosted().clone(),
             Outlet::Session(peer),
             self.interest.clone(),
             announce,
         ));
-    }
-
-    /// `do_<action>`: sends the action's message as `send_message` would.
-    async fn call_action(
-        &self,
-        request: CallToolRequestParams,
-        binding: Option<Binding>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let unknown = || ErrorData::invalid_params(format!("unknown tool: {}", request.name), None);
-        let Some(binding) = binding else {
-            return Err(unknown());
-        };
-        let catalog = match session_catalog(&self.server, &binding.tid, &self.hosted).await {
-            Ok(catalog) => catalog,
-            // As `send_message` would have failed (paused, revoked …).
-            Err(e) => {
-                let answer = LapAnswer::new(e.status().as_u16(), e.body());
-                let op = Operation::Message;
-                let text = forwarded_failure(&request.name, op.lap_path(), &answer);
-                return Ok(failure(text).into());
-            }
-        };
-        let Some(entry) = catalog.find(&request.name) else {
-            return Err(unknown());
-        };
-        let body = entry.message_request(request.arguments.unwrap_or_default());
-        let Value::Object(args) = body else {
-            return Err(unknown());
-        };
-        let forwarder = self.forwarder(&binding);
-        Ok(
-            forward_tool(&forwarder, &self.cache, Operation::Message, args)
-                .await
-                .into(),
-        )
     }
 
     async fn connect(
@@ -172,7 +123,7 @@ impl<A: App> McpHandler<A> {
             tid,
             token: Some(token.to_string()),
         };
-        let forwarder = self.forwarder(&binding);
+        let forwarder = self.runner.forwarder(&binding);
         let tid = binding.tid.clone();
         let Some(evicted) = sessions.bind(session, binding) else {
             return failure("connect_session failed: this MCP session is no longer live").into();
@@ -249,10 +200,12 @@ impl<A: App> ServerHandler for McpHandler<A> {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut tools = self.tools.list().tools;
+        let mut tools = self.runner.tools().list().tools;
         if let Some(binding) = self.binding(parts(&context)) {
             // A session that cannot be read now (paused) lists no actions.
-            if let Ok(actions) = session_tools(&self.server, &binding.tid, &self.hosted).await {
+            if let Ok(actions) =
+                session_tools(&self.server, &binding.tid, self.runner.hosted()).await
+            {
                 tools.extend(actions);
             }
         }
@@ -267,42 +220,38 @@ impl<A: App> ServerHandler for McpHandler<A> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !self.tools.declares(&request.name) {
-            let binding = self.binding(parts(&context));
-            return self.call_action(request, binding).await;
-        }
-        let (spec, args) = match self.tools.resolve(request)? {
-            ResolvedCall::Run(spec, args) => (spec, args),
-            ResolvedCall::Refused(refusal) => return Ok(refusal.into()),
-        };
         let session = session_id(&context);
-        let sessions = self.server.mcp_sessions();
-        if session.is_none() {
-            return Ok(self.stateless_call(spec.action, args, &context).await);
-        }
-        Ok(match spec.action {
+        let (action, args) = match self.runner.resolve(request)? {
+            ToolCall::Bound(call) => {
+                let generation = match session {
+                    Some(_) => Generation::Session,
+                    None => Generation::Stateless,
+                };
+                let binding = self.binding(parts(&context));
+                let answer = self.runner.run(call, binding, generation, &self.cache);
+                return Ok(answer.await?.into_response());
+            }
+            ToolCall::Session(action, args) => (action, args),
+        };
+        let Some(session) = session else {
+            return Ok(self.stateless_session_tool(action, &context).await);
+        };
+        Ok(match action {
             ToolAction::Connect => {
-                self.connect(session.as_deref(), &args, context.peer.clone())
+                self.connect(Some(&session), &args, context.peer.clone())
                     .await
             }
-            ToolAction::Disconnect => {
-                if let Some(id) = &session {
-                    sessions.unbind(id);
-                    if let Some(store) = self.server.mcp_bindings() {
-                        restore::forget(store, id).await;
-                    }
+            // `ToolAction::Run` never comes here (it is a bound call).
+            _ => {
+                let sessions = self.server.mcp_sessions();
+                sessions.unbind(&session);
+                if let Some(store) = self.server.mcp_bindings() {
+                    restore::forget(store, &session).await;
                 }
                 self.cache.clear();
                 self.watch.clear();
                 success(json!({"status": "disconnected"})).into()
             }
-            ToolAction::Run(op) => match session.as_deref().and_then(|id| sessions.binding(id)) {
-                None => failure(NOT_CONNECTED_SERVER).into(),
-                Some(binding) => {
-                    let forwarder = self.forwarder(&binding);
-                    forward_tool(&forwarder, &self.cache, op, args).await.into()
-                }
-            },
         })
     }
 
@@ -336,7 +285,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
             }
             return Err(ErrorData::invalid_request(NOT_CONNECTED_SERVER, None));
         };
-        let answer = self.forwarder(&binding).post(op, json!({})).await;
+        let answer = self.runner.forwarder(&binding).post(op, json!({})).await;
         if answer.failed {
             let text = forwarded_failure(op.tool(), op.lap_path(), &answer);
             return Err(ErrorData::internal_error(text, None));
@@ -415,7 +364,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
         let watch = notify::watch(
             self.server.clone(),
             binding.tid,
-            self.hosted.clone(),
+            self.runner.hosted().clone(),
             Outlet::Listen(subscription.sink().clone()),
             Arc::new(interest),
             false,
@@ -434,70 +383,30 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl<A: App> McpHandler<A> {
-    /// A tool call of a sessionless revision: the binding is the request's bearer; there is
-    /// nothing to connect or disconnect (`docs/mcp.md` §Two generations).
-    async fn stateless_call(
+    /// `connect_session` / `disconnect_session` on a sessionless revision: the binding is the
+    /// request's bearer; there is nothing to connect or disconnect (`docs/mcp.md` §Two
+    /// generations).
+    async fn stateless_session_tool(
         &self,
         action: ToolAction,
-        args: Map<String, Value>,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        let binding = self.binding(parts(context));
-        match (action, binding) {
+        match (action, self.binding(parts(context))) {
             (ToolAction::Connect, Some(binding)) => {
-                let forwarder = self.forwarder(&binding);
+                let forwarder = self.runner.forwarder(&binding);
                 self.cache.clear();
                 match connect_flow(&forwarder, &self.cache).await {
                     Ok(result) => result.into(),
                     Err(text) => failure(text).into(),
                 }
             }
-            (ToolAction::Connect | ToolAction::Disconnect, None) => {
-                failure(STATELESS_NEEDS_BEARER).into()
-            }
-            (ToolAction::Disconnect, Some(_)) => failure(STATELESS_DISCONNECT).into(),
-            (ToolAction::Run(_), None) => failure(STATELESS_NEEDS_BEARER).into(),
-            (ToolAction::Run(op), Some(binding)) => {
-                let forwarder = self.forwarder(&binding);
-                forward_tool(&forwarder, &self.cache, op, args).await.into()
-            }
+            (_, None) => failure(STATELESS_NEEDS_BEARER).into(),
+            (_, Some(_)) => failure(STATELESS_DISCONNECT).into(),
         }
     }
 }
-
-/// What a sessionless client without a bearer is told, by `connect_session` and every tool.
-const STATELESS_NEEDS_BEARER: &str = "On MCP 2026-07-28 there is no session to connect: send \
-    the agent token (agt_…) on every request as the header `Authorization: Bearer agt_…`. \
-    With Claude Code: claude mcp add --transport http <app> <url of /agent/mcp> --header \
-    \"Authorization: Bearer agt_…\"";
 
 /// `disconnect_session` on a sessionless revision.
 const STATELESS_DISCONNECT: &str = "On MCP 2026-07-28 the token travels with each request: \
     remove the Authorization header from the client's configuration to disconnect (the user \
     revokes the token in the app).";
-
-/// Runs operations through the gate in-process, with the bound token as the credential.
-struct InProcess<A: App> {
-    server: McpState<A>,
-    /// `Bearer agt_…`; `None` for a binding rebuilt without the raw token.
-    authorization: Option<String>,
-    /// The bound token's id: the trusted credential when the raw token is not known.
-    tid: String,
-}
-
-impl<A: App> Forwarder for InProcess<A> {
-    async fn post(&self, op: Operation, body: Value) -> LapAnswer {
-        let credential = match &self.authorization {
-            Some(authorization) => ops::Credential::Bearer(Some(authorization)),
-            None => ops::Credential::Tid(&self.tid),
-        };
-        let reply = match ops::admit_credential(&self.server, credential).await {
-            Ok(caller) => ops::call(&self.server, caller, op, body).await,
-            Err(e) => ops::Reply::from_error(&e),
-        };
-        let body = serde_json::from_str(reply.body()).unwrap_or(Value::Null);
-        let mut answer = LapAnswer::new(reply.status().as_u16(), body);
-        answer.text = Some(reply.into_body());
-        answer
-    }
-}

@@ -3,16 +3,20 @@
 //! rmcp's `StreamableHttpService` (stateful, `LocalSessionManager`) does the protocol; the
 //! admission layer in front of it ([`McpAdmission`]) bounds the sessions, binds them to agent
 //! tokens and answers unknown ids with 404; the handler ([`McpHandler`]) serves the 18 tools,
-//! running forwarded ones in-process through the LAP router with the bound token.
+//! running forwarded ones in-process through the LAP router with the bound token. A plain
+//! `tools/call` that rmcp would accept as it is is answered by the admission layer itself
+//! (`fast_call`, `docs/mcp.md` §Fast path), through the same code as the handler (`run`).
 
 mod actions;
 mod admission;
 mod disk_bounds;
+mod fast_call;
 mod handler;
 mod notify;
 mod registry;
 mod request_kind;
 mod restore;
+mod run;
 
 use std::sync::Arc;
 
@@ -75,12 +79,13 @@ pub(crate) fn mcp_routes<A: App>(server: &ServerState<A>, sessions: Arc<McpSessi
         server: server.clone(),
         sessions,
     };
+    let runner = Arc::new(run::ToolRunner::new(server.clone(), tools, hosted));
     let handler_server = server.clone();
+    let handler_runner = runner.clone();
     let factory = move || {
         Ok(McpHandler::new(
             handler_server.clone(),
-            tools.clone(),
-            hosted.clone(),
+            handler_runner.clone(),
         ))
     };
     let mut config = StreamableHttpServerConfig::default()
@@ -97,6 +102,6 @@ pub(crate) fn mcp_routes<A: App>(server: &ServerState<A>, sessions: Arc<McpSessi
         )));
     }
     let service = StreamableHttpService::new(factory, server.sessions.manager(), config);
-    let admission = tower::Layer::layer(&McpAdmissionLayer::new(server.clone()), service);
+    let admission = tower::Layer::layer(&McpAdmissionLayer::new(server.clone(), runner), service);
     Router::new().route_service(MCP_PATH, admission)
 }

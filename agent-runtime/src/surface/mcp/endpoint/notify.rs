@@ -14,7 +14,7 @@ use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::service::{Peer, SubscriptionSink};
 use rmcp::RoleServer;
 
-use super::actions::{available_tools, names, session_tools};
+use super::actions::{available_names, names, session_tools};
 use super::McpState;
 use crate::app::App;
 use crate::ops::watch::{Change, Watched};
@@ -138,9 +138,8 @@ pub(crate) async fn watch<A: App>(
             Ok(Change::Quiet) => {}
             Ok(Change::Changed) => {
                 if interest.tools {
-                    let now = available_tools(&server, &watched, &hosted)
+                    let now = available_names(&server, &watched, &hosted)
                         .await
-                        .map(|tools| names(&tools))
                         .unwrap_or_default();
                     if now != listed {
                         listed = now;

@@ -38,6 +38,7 @@ impl Peek<'_> {
         match (self.id.is_some(), self.method.as_deref()) {
             (true, Some("initialize")) => Kind::Initialize,
             (true, Some("server/discover")) => Kind::Discover,
+            (true, Some("tools/call")) => Kind::ToolCall,
             _ => Kind::Other,
         }
     }
@@ -47,6 +48,8 @@ impl Peek<'_> {
 pub(super) enum Kind {
     Initialize,
     Discover,
+    /// A `tools/call` request: the admission layer may answer it itself (`fast_call`).
+    ToolCall,
     Other,
 }
 

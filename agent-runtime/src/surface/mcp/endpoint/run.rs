@@ -1,0 +1,261 @@
+//! Running a `tools/call` of `/agent/mcp` for a binding (`docs/mcp.md` §How a tool runs,
+//! §Action tools): the one code path behind both rmcp's handler and the admission layer's fast
+//! path (`fast_call`), so a tool answers the same whichever of them took the request.
+//!
+//! A tool runs its operation in-process through the operation gate with the bound token as the
+//! credential ([`InProcess`]); a `do_<action>` tool sends its message as `send_message` would.
+//! `connect_session` and `disconnect_session` change the MCP session and stay the handler's.
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
+use rmcp::ErrorData;
+use serde_json::{Map, Value};
+
+use super::actions::session_catalog;
+use super::registry::Binding;
+use super::McpState;
+use crate::app::App;
+use crate::ops::{self, Operation};
+use crate::surface::mcp::action_tools::ActionCatalog;
+use crate::surface::mcp::calls::{ResolvedCall, ToolCatalog};
+use crate::surface::mcp::format::{
+    failure, forwarded_failure, success_with_text, LapAnswer, NOT_CONNECTED_SERVER,
+};
+use crate::surface::mcp::forward::{failed, forward_tool, passes_on, DescriptionCache, Forwarder};
+use crate::surface::mcp::tools::ToolAction;
+
+/// What a sessionless client without a bearer is told, by `connect_session` and every tool.
+pub(super) const STATELESS_NEEDS_BEARER: &str = "On MCP 2026-07-28 there is no session to \
+    connect: send the agent token (agt_…) on every request as the header `Authorization: \
+    Bearer agt_…`. With Claude Code: claude mcp add --transport http <app> <url of /agent/mcp> \
+    --header \"Authorization: Bearer agt_…\"";
+
+/// The protocol generation a call came in on: it decides what an unbound call is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Generation {
+    /// 2025-03-26 through 2025-11-25: an MCP session, bound by `connect_session` or a bearer at
+    /// `initialize`.
+    Session,
+    /// 2026-07-28: no session, the bearer on each request.
+    Stateless,
+}
+
+/// A `tools/call` resolved against the endpoint's tools.
+pub(super) enum ToolCall {
+    /// `connect_session` / `disconnect_session` with checked arguments: they change the MCP
+    /// session, so the handler runs them.
+    Session(ToolAction, Map<String, Value>),
+    /// Anything that only needs the binding.
+    Bound(BoundCall),
+}
+
+/// A call that runs for a binding, whoever took the request.
+pub(super) enum BoundCall {
+    /// One of tools 2–17 with checked arguments.
+    Run(Operation, Map<String, Value>),
+    /// Not one of the 18 tools: a `do_<action>` tool, resolved in the binding's catalog (an
+    /// unknown name is an `invalid_params` error there).
+    Action(CallToolRequestParams),
+    /// Arguments refused by the tool's schema: answered as a tool error, nothing runs.
+    Refused(CallToolResult),
+}
+
+/// What a bound call answers.
+pub(super) enum Answer {
+    /// A tool result (boxed: it is far larger than a text).
+    Result(Box<CallToolResponse>),
+    /// A success that passes the operation's answer on unchanged: its JSON text is the
+    /// result's `structuredContent` and its one text block. Not parsed here, so the fast path
+    /// writes it as it is.
+    Passed(String),
+}
+
+impl Answer {
+    /// The result as rmcp takes it (the text parsed for `structuredContent`).
+    pub(super) fn into_response(self) -> CallToolResponse {
+        match self {
+            Answer::Result(result) => *result,
+            Answer::Passed(text) => {
+                let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+                success_with_text(body, text).into()
+            }
+        }
+    }
+}
+
+/// The tools of `/agent/mcp` and what runs them, built once for the endpoint.
+pub(crate) struct ToolRunner<A: App> {
+    server: McpState<A>,
+    /// The 18 tools and their schemas.
+    tools: Arc<ToolCatalog>,
+    /// The hosted app's variants as action tools.
+    hosted: Arc<ActionCatalog>,
+}
+
+impl<A: App> ToolRunner<A> {
+    pub(crate) fn new(
+        server: McpState<A>,
+        tools: Arc<ToolCatalog>,
+        hosted: Arc<ActionCatalog>,
+    ) -> Self {
+        ToolRunner {
+            server,
+            tools,
+            hosted,
+        }
+    }
+
+    /// The 18 tools.
+    pub(super) fn tools(&self) -> &Arc<ToolCatalog> {
+        &self.tools
+    }
+
+    /// The hosted app's action tools.
+    pub(super) fn hosted(&self) -> &Arc<ActionCatalog> {
+        &self.hosted
+    }
+
+    /// Resolves a call: an unknown name among the 18 tools goes to the action tools; bad
+    /// arguments are a refusal. Runs nothing.
+    pub(super) fn resolve(&self, request: CallToolRequestParams) -> Result<ToolCall, ErrorData> {
+        if !self.tools.declares(&request.name) {
+            return Ok(ToolCall::Bound(BoundCall::Action(request)));
+        }
+        Ok(match self.tools.resolve(request)? {
+            ResolvedCall::Refused(refusal) => ToolCall::Bound(BoundCall::Refused(refusal)),
+            ResolvedCall::Run(spec, args) => match spec.action {
+                ToolAction::Run(op) => ToolCall::Bound(BoundCall::Run(op, args)),
+                action => ToolCall::Session(action, args),
+            },
+        })
+    }
+
+    /// Runs `call` for `binding` (`None`: unbound, told how to bind on `generation`), with the
+    /// description cache of the session (a fresh one on 2026-07-28). An `Err` is the JSON-RPC
+    /// error of an unknown tool, answered before anything ran.
+    pub(super) async fn run(
+        &self,
+        call: BoundCall,
+        binding: Option<Binding>,
+        generation: Generation,
+        cache: &DescriptionCache,
+    ) -> Result<Answer, ErrorData> {
+        match call {
+            BoundCall::Refused(refusal) => Ok(Answer::Result(Box::new(refusal.into()))),
+            BoundCall::Action(request) => self.call_action(request, binding).await,
+            BoundCall::Run(op, args) => Ok(match binding {
+                None => Answer::Result(Box::new(
+                    failure(match generation {
+                        Generation::Session => NOT_CONNECTED_SERVER,
+                        Generation::Stateless => STATELESS_NEEDS_BEARER,
+                    })
+                    .into(),
+                )),
+                Some(binding) => self.forward(&binding, op, args, cache).await,
+            }),
+        }
+    }
+
+    /// Runs `op` with `binding`'s token: [`forward_tool`], but an answer it would pass on
+    /// unchanged is not parsed.
+    async fn forward(
+        &self,
+        binding: &Binding,
+        op: Operation,
+        args: Map<String, Value>,
+        cache: &DescriptionCache,
+    ) -> Answer {
+        let forwarder = self.forwarder(binding);
+        if !passes_on(op) {
+            return Answer::Result(Box::new(
+                forward_tool(&forwarder, cache, op, args).await.into(),
+            ));
+        }
+        let reply = forwarder.reply(op, Value::Object(args)).await;
+        if reply.status().is_success() {
+            return Answer::Passed(reply.into_body());
+        }
+        Answer::Result(Box::new(failed(op, &lap_answer(reply)).into()))
+    }
+
+    /// Runs operations with `binding`'s token as the credential.
+    pub(super) fn forwarder(&self, binding: &Binding) -> InProcess<A> {
+        InProcess {
+            server: self.server.clone(),
+            authorization: binding.token.as_ref().map(|t| format!("Bearer {t}")),
+            tid: binding.tid.clone(),
+        }
+    }
+
+    /// `do_<action>`: sends the action's message as `send_message` would.
+    async fn call_action(
+        &self,
+        request: CallToolRequestParams,
+        binding: Option<Binding>,
+    ) -> Result<Answer, ErrorData> {
+        let unknown = || ErrorData::invalid_params(format!("unknown tool: {}", request.name), None);
+        let Some(binding) = binding else {
+            return Err(unknown());
+        };
+        let catalog = match session_catalog(&self.server, &binding.tid, &self.hosted).await {
+            Ok(catalog) => catalog,
+            // As `send_message` would have failed (paused, revoked …).
+            Err(e) => {
+                let answer = LapAnswer::new(e.status().as_u16(), e.body());
+                let op = Operation::Message;
+                let text = forwarded_failure(&request.name, op.lap_path(), &answer);
+                return Ok(Answer::Result(Box::new(failure(text).into())));
+            }
+        };
+        let Some(entry) = catalog.find(&request.name) else {
+            return Err(unknown());
+        };
+        let body = entry.message_request(request.arguments.unwrap_or_default());
+        let Value::Object(args) = body else {
+            return Err(unknown());
+        };
+        // `send_message` never reads the description cache.
+        let cache = DescriptionCache::default();
+        Ok(self
+            .forward(&binding, Operation::Message, args, &cache)
+            .await)
+    }
+}
+
+/// Runs operations through the gate in-process, with the bound token as the credential.
+pub(super) struct InProcess<A: App> {
+    server: McpState<A>,
+    /// `Bearer agt_…`; `None` for a binding rebuilt without the raw token.
+    authorization: Option<String>,
+    /// The bound token's id: the trusted credential when the raw token is not known.
+    tid: String,
+}
+
+impl<A: App> InProcess<A> {
+    /// The operation's reply, as the gate answers it.
+    async fn reply(&self, op: Operation, body: Value) -> ops::Reply {
+        let credential = match &self.authorization {
+            Some(authorization) => ops::Credential::Bearer(Some(authorization)),
+            None => ops::Credential::Tid(&self.tid),
+        };
+        match ops::admit_credential(&self.server, credential).await {
+            Ok(caller) => ops::call(&self.server, caller, op, body).await,
+            Err(e) => ops::Reply::from_error(&e),
+        }
+    }
+}
+
+impl<A: App> Forwarder for InProcess<A> {
+    async fn post(&self, op: Operation, body: Value) -> LapAnswer {
+        lap_answer(self.reply(op, body).await)
+    }
+}
+
+/// A reply as a forwarder's answer: its body parsed, and its text kept.
+fn lap_answer(reply: ops::Reply) -> LapAnswer {
+    let body = serde_json::from_str(reply.body()).unwrap_or(Value::Null);
+    let mut answer = LapAnswer::new(reply.status().as_u16(), body);
+    answer.text = Some(reply.into_body());
+    answer
+}
