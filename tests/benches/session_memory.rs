@@ -24,6 +24,7 @@ use agent_runtime::security::TracingAuditSink;
 use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::Stores;
 use agent_runtime::{Host, HostConfig};
+use agent_tests::host_on;
 use agent_tests::process::ServerProcess;
 use agent_tests::resident::resident_bytes;
 use agent_tests::temp::TempDir;
@@ -114,17 +115,15 @@ fn runtime() -> tokio::runtime::Runtime {
 /// typed messages: the bytes it keeps and its peak, over what was allocated before.
 async fn session_cost(db: Option<&str>) -> (isize, isize, usize) {
     let config = HostConfig::default();
-    let audit = Arc::new(TracingAuditSink);
     let (host, _stores) = match db {
         None => (
-            Host::with_config(TodoApp::default(), config, audit).expect("host"),
+            Host::with_config(TodoApp::default(), config, Arc::new(TracingAuditSink))
+                .expect("host"),
             None,
         ),
         Some(path) => {
             let stores = Stores::open(path).await.expect("store");
-            let host = Host::with_store(TodoApp::default(), config, audit, stores.sessions.clone())
-                .expect("host");
-            (host, Some(stores))
+            (host_on(TodoApp::default(), &stores, config), Some(stores))
         }
     };
     let session = host.create_session(Some("bench".into())).expect("session");

@@ -20,6 +20,7 @@ use agent_examples::todo::TodoApp;
 use agent_runtime::security::TracingAuditSink;
 use agent_runtime::store::{SessionRecord, Stores};
 use agent_runtime::{AgentServer, Host, HostConfig};
+use agent_tests::host_on;
 use agent_tests::postgres::PgServer;
 use agent_tests::resident::resident_bytes;
 use agent_tests::temp::TempDir;
@@ -47,10 +48,7 @@ async fn server_on(stores: Option<&Stores>) -> TestServer<Counter> {
     let audit = Arc::new(TracingAuditSink);
     let builder = match stores {
         None => AgentServer::builder(Host::with_config(Counter, config, audit).expect("host")),
-        Some(s) => AgentServer::builder(
-            Host::with_store(Counter, config, audit, s.sessions.clone()).expect("host"),
-        )
-        .stores(s),
+        Some(s) => AgentServer::builder(host_on(Counter, s, config)).stores(s),
     };
     let options = agent_runtime::ServerOptions {
         rate_limit: "1000000/second".parse().expect("rate"),
@@ -60,15 +58,10 @@ async fn server_on(stores: Option<&Stores>) -> TestServer<Counter> {
 }
 
 async fn todo_on(stores: &Stores) -> TestServer<TodoApp> {
-    let config = HostConfig::default();
-    let audit = Arc::new(TracingAuditSink);
     let app = TodoApp {
         save_delay: Duration::ZERO,
     };
-    let builder = AgentServer::builder(
-        Host::with_store(app, config, audit, stores.sessions.clone()).expect("host"),
-    )
-    .stores(stores);
+    let builder = AgentServer::builder(host_on(app, stores, HostConfig::default())).stores(stores);
     let options = agent_runtime::ServerOptions {
         rate_limit: "1000000/second".parse().expect("rate"),
         ..Default::default()
@@ -197,13 +190,7 @@ fn restart(c: &mut Criterion) {
             let id = format!("s{n:06}");
             rt.block_on(async {
                 let stores = Stores::open(&path).await.expect("sqlite");
-                let host = Host::with_store(
-                    Counter,
-                    HostConfig::default(),
-                    Arc::new(TracingAuditSink),
-                    stores.sessions.clone(),
-                )
-                .expect("host");
+                let host = host_on(Counter, &stores, HostConfig::default());
                 let session = host.load_session(&id).await.expect("stored");
                 assert_eq!(session.state()["count"], 7);
             })
@@ -223,13 +210,7 @@ fn memory_report() {
             .to_owned();
         let stores = Stores::open(&path).await.expect("sqlite");
         let ids = fill(&stores, 100_000, &hash).await;
-        let host = Host::with_store(
-            Counter,
-            HostConfig::default(),
-            Arc::new(TracingAuditSink),
-            stores.sessions.clone(),
-        )
-        .expect("host");
+        let host = host_on(Counter, &stores, HostConfig::default());
         let before = resident_bytes(None) / 1024;
         let mut held = Vec::new();
         for id in ids.iter().step_by(100) {

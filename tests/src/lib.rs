@@ -19,8 +19,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use agent_runtime::app::App;
-use agent_runtime::Host;
+use agent_runtime::security::TracingAuditSink;
+use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, AgentServerBuilder};
+use agent_runtime::{Host, HostConfig};
 use axum::serve::ListenerExt;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
@@ -143,6 +145,17 @@ pub fn browser() -> reqwest::Client {
 /// of a streamed answer (MCP's SSE) waits for the peer's delayed ACK, ~40 ms per call.
 pub fn nodelay(tcp: &mut tokio::net::TcpStream) {
     let _ = tcp.set_nodelay(true);
+}
+
+/// A host of `app` that keeps its sessions in `stores`, under `config`, auditing to the log.
+pub fn host_on<A: App>(app: A, stores: &Stores, config: HostConfig) -> Host<A> {
+    Host::with_store(
+        app,
+        config,
+        Arc::new(TracingAuditSink),
+        stores.sessions.clone(),
+    )
+    .expect("host")
 }
 
 /// Starts a server for `app` with default host options.

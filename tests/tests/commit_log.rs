@@ -245,9 +245,8 @@ async fn a_replica_down_through_a_compaction_catches_up() {
 #[tokio::test]
 async fn a_toggle_appends_a_small_patch_not_a_snapshot() {
     use agent_examples::todo::{Msg, NewTodo, TodoApp};
-    use agent_runtime::security::TracingAuditSink;
     use agent_runtime::session::DispatchOptions;
-    use agent_runtime::{Host, HostConfig};
+    use agent_runtime::HostConfig;
     use agent_schema::protocol::WaitFor;
 
     let dir = TempDir::new("log");
@@ -258,13 +257,7 @@ async fn a_toggle_appends_a_small_patch_not_a_snapshot() {
     let app = TodoApp {
         save_delay: Duration::ZERO,
     };
-    let host = Host::with_store(
-        app,
-        HostConfig::default(),
-        std::sync::Arc::new(TracingAuditSink),
-        stores.sessions.clone(),
-    )
-    .expect("host");
+    let host = agent_tests::host_on(app, &stores, HostConfig::default());
     let session = host.create_session(None).expect("session");
     tokio::time::sleep(Duration::from_millis(100)).await;
     let idle = DispatchOptions {

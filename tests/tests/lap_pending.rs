@@ -7,13 +7,14 @@
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::security::{MemoryAuditSink, TracingAuditSink};
+use agent_runtime::security::MemoryAuditSink;
 use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, Host, HostConfig, ServerOptions};
 use agent_tests::mcp::McpAgent;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
 use agent_tests::{header_identity, serve_stoppable, start, Minted, TestServer};
+use agent_tests::{host_on, start_app};
 use serde_json::{json, Value};
 
 /// Proposes `delete {id}` as `m`, answered `pending-confirmation` after a short wait.
@@ -214,13 +215,7 @@ async fn an_agent_lists_and_withdraws_only_its_own_proposals() {
 
 #[tokio::test]
 async fn a_message_waiting_on_its_proposal_answers_withdrawn() {
-    let host = Host::with_config(
-        Counter,
-        HostConfig::default(),
-        Arc::new(MemoryAuditSink::new()),
-    )
-    .unwrap();
-    let t = start(AgentServer::builder(host)).await;
+    let t = start_app(Counter).await;
     let a = t.mint("alice", None).await;
     let call = t.spawn_lap(
         &a.token,
@@ -242,13 +237,7 @@ async fn a_message_waiting_on_its_proposal_answers_withdrawn() {
 
 #[tokio::test]
 async fn mcp_tools_list_and_withdraw() {
-    let host = Host::with_config(
-        Counter,
-        HostConfig::default(),
-        Arc::new(MemoryAuditSink::new()),
-    )
-    .unwrap();
-    let t = start(AgentServer::builder(host)).await;
+    let t = start_app(Counter).await;
     let a = t.mint("alice", None).await;
     let id = propose(&t, &a, "5", Some("why not")).await;
     let agent = McpAgent::connect(&t.base, &a.token).await;
@@ -273,13 +262,7 @@ async fn mcp_tools_list_and_withdraw() {
 /// An in-process server on the stores at `spec`.
 async fn durable(spec: &str) -> (TestServer<Counter>, tokio::task::JoinHandle<()>, Stores) {
     let stores = Stores::open(spec).await.expect("store");
-    let host = Host::with_store(
-        Counter,
-        HostConfig::default(),
-        Arc::new(TracingAuditSink),
-        stores.sessions.clone(),
-    )
-    .expect("host");
+    let host = host_on(Counter, &stores, HostConfig::default());
     let built = AgentServer::builder(host)
         .options(ServerOptions::default())
         .stores(&stores)

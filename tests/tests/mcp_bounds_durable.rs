@@ -14,9 +14,9 @@ use std::time::Duration;
 use agent_examples::counter::Counter;
 use agent_runtime::clock::ManualClock;
 use agent_runtime::mcp::McpOptions;
-use agent_runtime::security::TracingAuditSink;
 use agent_runtime::store::Stores;
-use agent_runtime::{AgentServer, Host, HostConfig, ServerOptions};
+use agent_runtime::{AgentServer, HostConfig, ServerOptions};
+use agent_tests::host_on;
 use agent_tests::postgres::PgServer;
 use agent_tests::process::{mint, ServerProcess};
 use agent_tests::temp::TempDir;
@@ -139,13 +139,7 @@ async fn server(
         clock,
         ..HostConfig::default()
     };
-    let host = Host::with_store(
-        Counter,
-        config,
-        Arc::new(TracingAuditSink),
-        stores.sessions.clone(),
-    )
-    .expect("host");
+    let host = host_on(Counter, &stores, config);
     let options = ServerOptions {
         rate_limit: "100000/minute".parse().expect("limit"),
         mcp,

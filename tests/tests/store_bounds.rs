@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use agent_examples::counter::{Counter, Msg};
 use agent_runtime::clock::ManualClock;
-use agent_runtime::security::TracingAuditSink;
 use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, Host, HostConfig};
+use agent_tests::host_on;
 use agent_tests::temp::TempDir;
 use agent_tests::{header_identity, serve_stoppable};
 use serde_json::json;
@@ -23,13 +23,7 @@ fn host(stores: &Stores, clock: Arc<ManualClock>, config: HostConfig) -> Host<Co
         stored_session_ttl_ms: TTL,
         ..config
     };
-    Host::with_store(
-        Counter,
-        config,
-        Arc::new(TracingAuditSink),
-        stores.sessions.clone(),
-    )
-    .expect("host")
+    host_on(Counter, stores, config)
 }
 
 #[tokio::test]

@@ -3,14 +3,12 @@
 //! versions): on a real SQLite file and a real PostgreSQL, a stored session comes back as it
 //! was, goes on committing through the log, and an old idempotency answer still replays.
 
-use std::sync::Arc;
-
 use agent_examples::counter::{Counter, Msg};
-use agent_runtime::security::TracingAuditSink;
 use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::Stores;
 use agent_runtime::{Host, HostConfig};
 use agent_schema::protocol::WaitFor;
+use agent_tests::host_on;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
 
@@ -70,13 +68,7 @@ async fn goes_on_after_migration(spec: &str) {
         .expect("get")
         .expect("the old answer");
     assert_eq!((entry.status, entry.commit), (200, None));
-    let host = Host::with_store(
-        Counter,
-        HostConfig::default(),
-        Arc::new(TracingAuditSink),
-        stores.sessions.clone(),
-    )
-    .expect("host");
+    let host = host_on(Counter, &stores, HostConfig::default());
     let session = host
         .load_session("old")
         .await

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use agent_examples::counter::{Counter, Msg};
 use agent_runtime::clock::ManualClock;
-use agent_runtime::security::TracingAuditSink;
 use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::{SessionRecord, Stores};
 use agent_runtime::{Host, HostConfig};
+use agent_tests::host_on;
 use agent_tests::temp::TempDir;
 
 fn host(stores: &Stores, clock: Arc<ManualClock>, idle_ms: u64) -> Host<Counter> {
@@ -19,13 +19,7 @@ fn host(stores: &Stores, clock: Arc<ManualClock>, idle_ms: u64) -> Host<Counter>
         session_idle_ms: idle_ms,
         ..HostConfig::default()
     };
-    Host::with_store(
-        Counter,
-        config,
-        Arc::new(TracingAuditSink),
-        stores.sessions.clone(),
-    )
-    .expect("host")
+    host_on(Counter, stores, config)
 }
 
 #[tokio::test]
