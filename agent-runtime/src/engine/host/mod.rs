@@ -15,6 +15,7 @@ use crate::algo::catalog::{Catalog, CatalogError};
 use crate::app::App;
 use crate::config::HostConfig;
 use crate::engine::session::persist::Persistence;
+use crate::engine::session::Release;
 use crate::engine::session::{Parts, Session, SessionError};
 use crate::engine::store::SessionStore;
 use crate::security::{AuditEntry, AuditEvent, AuditSink, TracingAuditSink};
@@ -39,6 +40,8 @@ struct HostInner<A: App> {
     /// Stored sessions refused as not migrated, already audited by this process (at most
     /// [`MAX_REFUSED_AUDITED`], emptied when full).
     refused: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Gives the memory of its sessions' big commits back, one release per burst.
+    release: Release,
 }
 
 /// A stored session that cannot be loaded (`docs/stores.md` §Upgrades).
@@ -138,6 +141,7 @@ impl<A: App> Host<A> {
                 sweeper: Once::new(),
                 listener: Once::new(),
                 refused: Default::default(),
+                release: Release::default(),
             }),
         })
     }
@@ -153,6 +157,7 @@ impl<A: App> Host<A> {
             catalog: self.inner.catalog.clone(),
             config: self.inner.config.clone(),
             audit: self.inner.audit.clone(),
+            release: self.inner.release.clone(),
         }
     }
 

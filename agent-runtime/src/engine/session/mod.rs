@@ -46,6 +46,7 @@ pub use events::{SessionEvent, Subscription};
 pub use outcome::LastOutcome;
 pub(crate) use proposals::Withdrawal;
 pub use published::Published;
+pub(crate) use release::Release;
 
 use activity::ActivityLog;
 use confirm::ConfirmStore;
@@ -88,7 +89,7 @@ pub(crate) struct SessionCore<A: App> {
     /// Recent commit patches (`docs/semantics.md` §8.7).
     patches: Mutex<patches::PatchRing>,
     /// Gives the memory of big commits back (`docs/stores.md` §Memory).
-    release: release::Release,
+    release: Release,
     events: events::SharedHub,
     outcomes: Mutex<HashMap<String, LastOutcome>>,
     closed: watch::Sender<bool>,
@@ -146,6 +147,8 @@ pub(crate) struct Parts<A: App> {
     pub catalog: Arc<Catalog>,
     pub config: HostConfig,
     pub audit: Arc<dyn AuditSink>,
+    /// The host's release of big commits' memory, shared by its sessions.
+    pub release: Release,
 }
 
 /// One running app instance. Cheap to clone (shared).
@@ -240,6 +243,7 @@ impl<A: App> Session<A> {
             catalog,
             config,
             audit,
+            release,
         } = parts;
         let snapshots = Snapshots::new(
             catalog.redact_plan().clone(),
@@ -275,7 +279,7 @@ impl<A: App> Session<A> {
                 first,
             ))),
             log: Mutex::new(ActivityLog::new(config.budgets.log_total_bytes)),
-            release: release::Release::default(),
+            release,
             patches: Mutex::new(patches::PatchRing::new(
                 config.budgets.patch_history,
                 config.budgets.patch_history_bytes,

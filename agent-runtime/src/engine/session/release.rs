@@ -7,7 +7,8 @@
 //! commit's peak for good. After a commit whose patch is at least [`RELEASE_AFTER_BYTES`] of
 //! JSON, the session asks glibc to return the free pages (`malloc_trim`), once the answer has
 //! had time to be written: [`SETTLE`] after the last of a burst of big commits (and once more
-//! [`AGAIN`] later, for an answer a slow client read slowly), so a burst costs two trims. Elsewhere (another libc, another allocator) this does nothing.
+//! [`AGAIN`] later, for an answer a slow client read slowly), so a burst costs two trims. The
+//! trim acts on the whole process: a host keeps one [`Release`] for all its sessions. Elsewhere (another libc, another allocator) this does nothing.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,8 +23,8 @@ const SETTLE: Duration = Duration::from_millis(1000);
 /// When the release is done once more.
 const AGAIN: Duration = Duration::from_secs(5);
 
-/// One session's releases.
-#[derive(Debug, Default)]
+/// The releases of a host's sessions (clones share one schedule).
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Release {
     shared: Arc<Shared>,
 }
