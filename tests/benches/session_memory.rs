@@ -24,10 +24,10 @@ use agent_runtime::security::TracingAuditSink;
 use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::Stores;
 use agent_runtime::{Host, HostConfig};
-use agent_tests::host_on;
 use agent_tests::process::ServerProcess;
 use agent_tests::resident::resident_bytes;
 use agent_tests::temp::TempDir;
+use agent_tests::{bench_runtime, host_on};
 use serde_json::{json, Value};
 
 /// The system allocator, counting the bytes allocated now and the most ever at once.
@@ -103,14 +103,6 @@ fn titles(round: usize, n: usize) -> Vec<NewTodo> {
         .collect()
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 /// A session of a host (in memory, or on the SQLite file `db`) given the 60,000 todos as
 /// typed messages: the bytes it keeps and its peak, over what was allocated before.
 async fn session_cost(db: Option<&str>) -> (isize, isize, usize) {
@@ -149,7 +141,7 @@ async fn session_cost(db: Option<&str>) -> (isize, isize, usize) {
 }
 
 fn parts() {
-    let rt = runtime();
+    let rt = bench_runtime();
     println!("the parts, {TODOS} todos (allocated bytes):");
     // The state as `bulkAdd` leaves it, built here to weigh its parts one by one.
     let state: State = {
@@ -260,7 +252,7 @@ async fn process_growth(batch: usize) -> (f64, f64, usize) {
 }
 
 fn process() {
-    let rt = runtime();
+    let rt = bench_runtime();
     println!("the todo server's process (VmRSS), default store (SQLite):");
     let (before, after, state_bytes) = rt.block_on(process_growth(BATCH));
     println!("  {TODOS} todos in bulkAdds of {BATCH}: {before:.0} → {after:.0} MiB");

@@ -20,21 +20,13 @@ use agent_examples::todo::TodoApp;
 use agent_runtime::security::TracingAuditSink;
 use agent_runtime::store::{SessionRecord, Stores};
 use agent_runtime::{AgentServer, Host, HostConfig};
-use agent_tests::host_on;
 use agent_tests::postgres::PgServer;
 use agent_tests::resident::resident_bytes;
 use agent_tests::temp::TempDir;
 use agent_tests::TestServer;
+use agent_tests::{bench_runtime, host_on};
 use criterion::{criterion_group, Criterion};
 use serde_json::json;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 /// A SQLite file in a fresh directory, removed with the [`TempDir`].
 fn temp_db(name: &str) -> (TempDir, String) {
@@ -87,7 +79,7 @@ async fn grow(server: &TestServer<TodoApp>, token: &str, held: &mut usize, n: us
 }
 
 fn toggle(c: &mut Criterion) {
-    let rt = runtime();
+    let rt = bench_runtime();
     let pg = PgServer::start();
     let (_dir, path) = temp_db("toggle");
     let targets: Vec<(&str, TestServer<TodoApp>)> = rt.block_on(async {
@@ -123,7 +115,7 @@ fn toggle(c: &mut Criterion) {
 }
 
 fn message(c: &mut Criterion) {
-    let rt = runtime();
+    let rt = bench_runtime();
     let pg = PgServer::start();
     let (_dir, path) = temp_db("message");
     let targets: Vec<(&str, TestServer<Counter>)> = rt.block_on(async {
@@ -172,7 +164,7 @@ async fn fill(stores: &Stores, n: usize, hash: &str) -> Vec<String> {
 }
 
 fn restart(c: &mut Criterion) {
-    let rt = runtime();
+    let rt = bench_runtime();
     let (_dir, path) = temp_db("restart");
     let hash = Host::new(Counter)
         .expect("host")
@@ -200,7 +192,7 @@ fn restart(c: &mut Criterion) {
 
 /// 100,000 stored sessions, 1,000 loaded: the process's resident memory.
 fn memory_report() {
-    let rt = runtime();
+    let rt = bench_runtime();
     let (_dir, path) = temp_db("memory");
     rt.block_on(async {
         let hash = Host::new(Counter)

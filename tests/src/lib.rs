@@ -147,6 +147,15 @@ pub fn nodelay(tcp: &mut tokio::net::TcpStream) {
     let _ = tcp.set_nodelay(true);
 }
 
+/// The runtime of the stores' and memory benchmarks: two worker threads.
+pub fn bench_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 /// A host of `app` that keeps its sessions in `stores`, under `config`, auditing to the log.
 pub fn host_on<A: App>(app: A, stores: &Stores, config: HostConfig) -> Host<A> {
     Host::with_store(
