@@ -100,6 +100,21 @@ pub struct AppProcess {
 }
 
 impl AppProcess {
+    /// Mints a token for `alice` on `t` (whose options mint paired sessions) and starts `exe`
+    /// with it: the token and the app once it says it is paired.
+    pub async fn paired<A: agent_runtime::app::App>(
+        t: &TestServer<A>,
+        exe: &str,
+    ) -> (String, AppProcess) {
+        let minted = t
+            .post_json("/agent/mint", Some("alice"), None, &json!({}))
+            .await;
+        let token = minted.body["token"].as_str().expect("token").to_string();
+        let mut app = AppProcess::start(exe, &t.base, &token);
+        app.expect("status Paired").await;
+        (token, app)
+    }
+
     /// Starts `exe` paired with the server at `base` with `token`.
     pub fn start(exe: &str, base: &str, token: &str) -> AppProcess {
         let mut child = tokio::process::Command::new(exe)

@@ -371,12 +371,7 @@ async fn a_paired_apps_actions_are_tools_too() {
         ..options()
     };
     let t = start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await;
-    let minted = t
-        .post_json("/agent/mint", Some("alice"), None, &json!({}))
-        .await;
-    let token = minted.body["token"].as_str().unwrap().to_string();
-    let mut app = AppProcess::start(env!("CARGO_BIN_EXE_paired-counter"), &t.base, &token);
-    app.expect("status Paired").await;
+    let (token, _app) = AppProcess::paired(&t, env!("CARGO_BIN_EXE_paired-counter")).await;
 
     let client = stateless(&t, Some(&token)).await;
     let listed = tools(&client).await;

@@ -28,12 +28,7 @@ async fn a_paired_app_process_is_driven_killed_and_resumed() {
         ..ServerOptions::default()
     };
     let t = start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await;
-    let minted = t
-        .post_json("/agent/mint", Some("alice"), None, &json!({}))
-        .await;
-    let token = minted.body["token"].as_str().unwrap().to_string();
-    let mut app = AppProcess::start(env!("CARGO_BIN_EXE_paired-counter"), &t.base, &token);
-    app.expect("status Paired").await;
+    let (token, mut app) = AppProcess::paired(&t, env!("CARGO_BIN_EXE_paired-counter")).await;
 
     // observe: the client's state and actions, the description from its hello.
     let a = lap(&t, &token, "/observe", json!({})).await;
