@@ -120,7 +120,7 @@ pub(crate) struct Redo<A: App> {
     /// Its sequence number.
     pub seq: u64,
     /// The redacted state after it.
-    pub redacted: Arc<serde_json::Value>,
+    pub redacted: Arc<crate::algo::tree::Node>,
     /// The effects of this application.
     pub effects: Vec<A::Effect>,
 }
@@ -226,11 +226,11 @@ async fn revert<A: App>(
         k.set_outcome(KeyOutcome::UsedElsewhere);
     }
     let (record, state) = stored_state(core, p).await?;
-    let redacted = Arc::new(super::redact(
+    let redacted = Arc::new(crate::algo::tree::Node::from_value(super::redact(
         &*core.app,
         core.catalog.redact_plan(),
         &state,
-    )?);
+    )?));
     match serde_json::from_str(&record.state) {
         Ok(tree) => lock(&p.log).replace(record.seq, tree),
         Err(_) => lock(&p.log).forget(),
@@ -268,11 +268,11 @@ async fn reapply<A: App>(
         };
         let seq = record.seq + 1;
         let text = lock(&p.log).reset(seq, &state)?;
-        let redacted = Arc::new(super::redact(
+        let redacted = Arc::new(crate::algo::tree::Node::from_value(super::redact(
             &*core.app,
             core.catalog.redact_plan(),
             &state,
-        )?);
+        )?));
         let write = CommitWrite {
             id: &core.id,
             seq,

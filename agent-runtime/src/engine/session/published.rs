@@ -9,14 +9,15 @@ use serde_json::Value;
 use crate::algo::affordances::Listed;
 use crate::algo::diff::PatchOp;
 use crate::algo::route_gates::GateValues;
+use crate::algo::tree::Node;
 
 /// The published, redacted state of a session: one snapshot per commit.
 #[derive(Debug, Clone)]
 pub struct Published {
     /// Number of commits so far.
     pub seq: u64,
-    /// The redacted JSON state.
-    pub state: Arc<Value>,
+    /// The redacted JSON state, as a compact tree (`docs/stores.md` §Memory).
+    pub(crate) state: Arc<Node>,
     /// The ops from the previous snapshot's state to this one.
     pub(super) patch: Arc<[PatchOp]>,
     /// The state serialized, made by the first reader of this snapshot.
@@ -30,7 +31,7 @@ pub struct Published {
 impl Published {
     pub(super) fn new(
         seq: u64,
-        state: Arc<Value>,
+        state: Arc<Node>,
         patch: Arc<[PatchOp]>,
         gates: GateValues,
     ) -> Self {
@@ -62,14 +63,20 @@ impl Published {
     pub fn json(&self) -> Arc<RawValue> {
         self.json
             .get_or_init(|| {
-                // A `Value` always serializes: its keys are strings.
+                // A `Node` always serializes: its keys are strings.
                 let text = serde_json::to_string(&*self.state).unwrap_or_else(|_| "null".into());
-                // SAFETY: serde_json wrote the text from a `Value`: it is one well-formed JSON
+                // SAFETY: serde_json wrote the text from a `Node`: it is one well-formed JSON
                 // value (`from_string` would only parse it all again to check that).
                 let raw = unsafe { RawValue::from_string_unchecked(text) };
                 Arc::from(raw)
             })
             .clone()
+    }
+
+    /// The redacted JSON state (built from the snapshot's tree at each call: prefer
+    /// [`Self::json`] for its text).
+    pub fn state(&self) -> Value {
+        self.state.to_value()
     }
 
     /// The ops from `earlier` (a snapshot of the same session) to this one: this snapshot's
@@ -80,7 +87,7 @@ impl Published {
         } else if self.seq == earlier.seq + 1 {
             self.patch.to_vec()
         } else {
-            crate::algo::diff::diff(&earlier.state, &self.state)
+            crate::algo::tree::diff_nodes(&earlier.state, &self.state)
         }
     }
 }

@@ -93,7 +93,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
             snapshots.forget_spare();
             snapshots.unknown_gates()
         };
-        let patch = crate::algo::diff::diff(&prev.state, &redo.redacted);
+        let patch = crate::algo::tree::diff_nodes(&prev.state, &redo.redacted);
         published = Published::new(redo.seq, redo.redacted, patch.into(), gates);
         outcome = Ok(redo.effects);
     }
@@ -135,7 +135,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         entry.confirm_id = Some(confirm_id.clone());
         lock(&core.confirms).mark_committed(
             &confirm_id,
-            (*redacted).clone(),
+            redacted.to_value(),
             edited.then_some(applied),
             published.seq,
         );
