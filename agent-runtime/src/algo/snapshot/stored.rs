@@ -4,6 +4,8 @@
 //! One tree, owned by the session task: the walk updates it in place, and a tracked
 //! collection costs what changed in it, as for the published snapshots.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use super::marks::Marks;
@@ -44,11 +46,15 @@ impl StoredTree {
 
     /// Walks `state` against the tree: afterwards the tree is its JSON, and the answer the
     /// ops from the previous one. On an error the tree is half-updated: drop it.
+    /// A list element the walk packs anew shares `share`'s text at the same place when it is
+    /// the same (pass the published tree of the same commit: one copy for both).
     pub(crate) fn advance<S: Serialize + ?Sized>(
         &mut self,
         state: &S,
+        share: Option<Arc<Node>>,
     ) -> Result<StoredPatch, String> {
         let mut ctx = walk::Ctx {
+            share,
             marks: std::mem::take(&mut self.marks),
             ..walk::Ctx::default()
         };
@@ -106,7 +112,7 @@ mod tests {
             }
             s.items.push(round);
             s.secret = format!("secret {round}");
-            let patch = tree.advance(&s).unwrap();
+            let patch = tree.advance(&s, None).unwrap();
             assert!(!patch.reordered);
             apply_patch(&mut replica, &patch.ops).unwrap();
             assert_eq!(replica.to_value(), serde_json::to_value(&s).unwrap());

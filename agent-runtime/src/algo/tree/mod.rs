@@ -87,15 +87,6 @@ impl Node {
         }
     }
 
-    /// [`Self::from_value`] or [`Self::element`], as the node stands.
-    pub(crate) fn placed(value: Value, in_array: bool) -> Node {
-        if in_array {
-            Node::element(&value)
-        } else {
-            Node::from_value(value)
-        }
-    }
-
     /// The JSON value of this node (packed elements parsed).
     pub(crate) fn to_value(&self) -> Value {
         match self {
@@ -149,6 +140,27 @@ impl Node {
             _ => None,
         }
     }
+}
+
+/// The node at `pointer` (RFC 6901, escaped) in `tree`, without going into packed elements.
+pub(crate) fn find<'t>(tree: &'t Node, pointer: &str) -> Option<&'t Node> {
+    if pointer.is_empty() {
+        return Some(tree);
+    }
+    pointer
+        .strip_prefix('/')?
+        .split('/')
+        .try_fold(tree, |node, segment| match node {
+            Node::Object(map) => {
+                if segment.contains('~') {
+                    map.get(&segment.replace("~1", "/").replace("~0", "~"))
+                } else {
+                    map.get(segment)
+                }
+            }
+            Node::Array(items) => items.get(segment.parse::<usize>().ok()?),
+            _ => None,
+        })
 }
 
 impl PartialEq for Node {

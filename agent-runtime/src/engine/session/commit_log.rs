@@ -3,6 +3,8 @@
 //! process knows of the stored log, to send a snapshot when one is due. Owned by the session
 //! task (under the state lock at a commit, in a refresh otherwise).
 
+use std::sync::Arc;
+
 use crate::algo::tree::Node;
 use serde::Serialize;
 
@@ -70,9 +72,10 @@ impl CommitLog {
         &mut self,
         seq: u64,
         state: &S,
+        share: Option<Arc<Node>>,
     ) -> Result<Change, String> {
         if let Some(tree) = &mut self.tree {
-            match tree.advance(state) {
+            match tree.advance(state, share) {
                 Ok(patch) => {
                     let text_of_patch = serde_json::to_string(&patch.ops)
                         .map_err(|e| format!("the patch failed to serialize: {e}"))?;
@@ -158,7 +161,7 @@ mod tests {
         let mut log = CommitLog::at(0, Some(json!({"n": 0}).into()));
         let mut snapshots = 0;
         for seq in 1..=(crate::engine::store::SNAPSHOT_EVERY * 3) {
-            let change = log.change(seq, &json!({"n": seq})).unwrap();
+            let change = log.change(seq, &json!({"n": seq}), None).unwrap();
             assert!(change.patch.is_some());
             if change.snapshot.is_some() {
                 snapshots += 1;
@@ -168,7 +171,7 @@ mod tests {
         assert_eq!(snapshots, 2);
         // Not known: a snapshot, no patch.
         let mut unknown = CommitLog::default();
-        let change = unknown.change(1, &json!({"n": 1})).unwrap();
+        let change = unknown.change(1, &json!({"n": 1}), None).unwrap();
         assert!(change.patch.is_none());
         assert_eq!(change.snapshot.as_deref(), Some(r#"{"n":1}"#));
     }

@@ -100,13 +100,16 @@ pub(crate) async fn first_write<A: App>(core: &SessionCore<A>, first: FirstWrite
 
 /// The change commit `seq` writes (its patch, a snapshot when due), when the session
 /// persists (called under the state lock, right after `update`).
+/// `published` is the commit's published tree, whose list elements the stored tree shares
+/// where they are the same.
 pub(crate) fn snapshot<A: App>(
     core: &SessionCore<A>,
     seq: u64,
     state: &A::State,
+    published: Option<Arc<crate::algo::tree::Node>>,
 ) -> Option<Result<Change, String>> {
     let p = core.persist.as_ref()?;
-    Some(lock(&p.log).change(seq, state))
+    Some(lock(&p.log).change(seq, state, published))
 }
 
 /// The copy of a message kept to apply it again after a lost compare-and-set (only when the

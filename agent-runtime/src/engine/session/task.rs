@@ -55,7 +55,8 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         // `update` changed before panicking stays (the commit still counts).
         let outcome = catch_unwind(AssertUnwindSafe(|| core.app.update(&mut state, env.msg)));
         let next = lock(&core.snapshots).next(&*core.app, &state, &prev.state, &prev.gates);
-        let snapshot = persist::snapshot(core, prev.seq + 1, &state);
+        let published = next.as_ref().ok().map(|(n, _)| n.state.clone());
+        let snapshot = persist::snapshot(core, prev.seq + 1, &state, published);
         (outcome, next, snapshot)
     };
     // A state that does not serialize is reported like a panicking `update` (drain errors

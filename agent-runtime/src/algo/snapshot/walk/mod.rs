@@ -22,6 +22,8 @@
 //! since (see [`crate::algo::tracked::handshake`]), and the others are left as they stand,
 //! unvisited.
 
+use std::sync::Arc;
+
 use agent_schema::redact::{PlanNode, Step};
 use serde::ser::{self, Serialize};
 use serde_json::value::Serializer as ValueSer;
@@ -30,7 +32,7 @@ use serde_json::Value;
 use super::marks::{Mark, Marks};
 use crate::algo::diff::{diff_into, push_key, PatchOp};
 use crate::algo::tracked::handshake::{self, Reply};
-use crate::algo::tree::{Node, NodeMap};
+use crate::algo::tree::{find, Node, NodeMap};
 
 mod object;
 mod seq;
@@ -56,9 +58,26 @@ pub(crate) struct Ctx {
     pub marks: Marks,
     /// The vectors walked in place: the marks to record once the walk is done.
     pub fresh: Vec<(String, Mark)>,
+    /// A tree whose list elements this walk's new elements share when their text is the
+    /// same (the stored tree shares the published one's).
+    pub share: Option<Arc<Node>>,
 }
 
 impl Ctx {
+    /// The node of `value` as the element at the current path: packed when it is a
+    /// container, sharing [`Self::share`]'s text there when it is the same.
+    fn element(&self, value: &Value) -> Node {
+        match (Node::element(value), &self.share) {
+            (Node::Packed(raw), Some(share)) => match find(share, &self.path) {
+                Some(Node::Packed(theirs)) if theirs.get() == raw.get() => {
+                    Node::Packed(theirs.clone())
+                }
+                _ => Node::Packed(raw),
+            },
+            (node, _) => node,
+        }
+    }
+
     fn replace(&mut self, value: Value) {
         self.ops.push(PatchOp::Replace {
             path: self.path.clone(),
@@ -100,7 +119,11 @@ impl Ctx {
     /// container standing in an array).
     fn settle(&mut self, target: &mut Node, new: Value, in_array: bool) {
         diff_into(&target.to_value(), &new, &mut self.path, &mut self.ops);
-        *target = Node::placed(new, in_array);
+        *target = if in_array {
+            self.element(&new)
+        } else {
+            Node::from_value(new)
+        };
     }
 }
 

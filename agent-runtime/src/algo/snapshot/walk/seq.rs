@@ -107,7 +107,7 @@ impl SeqWalk<'_, '_, '_> {
                 vec.truncate(index);
                 for value in added {
                     push_index(&mut ctx.path, vec.len());
-                    vec.push(Node::element(&value));
+                    vec.push(ctx.element(&value));
                     ctx.ops.push(PatchOp::Add {
                         path: ctx.path.clone(),
                         value,
@@ -252,7 +252,7 @@ fn packed<T: Serialize + ?Sized>(
         return Ok(());
     }
     diff_into(&old, &new, &mut ctx.path, &mut ctx.ops);
-    *slot = Node::element(&new);
+    *slot = ctx.element(&new);
     Ok(())
 }
 
