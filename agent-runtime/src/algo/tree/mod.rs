@@ -31,8 +31,9 @@ pub(crate) use diff::diff_nodes;
 pub(crate) type NodeMap = IndexMap<String, Node>;
 
 /// A JSON value, with every container inside an array kept as its text (see the module).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) enum Node {
+    #[default]
     Null,
     Bool(bool),
     Number(Number),
@@ -41,12 +42,6 @@ pub(crate) enum Node {
     Object(Box<NodeMap>),
     /// An array's element that is an object or an array, as compact JSON text.
     Packed(Arc<RawValue>),
-}
-
-impl Default for Node {
-    fn default() -> Self {
-        Node::Null
-    }
 }
 
 /// The compact text of `value` (a `Value` always serializes: its keys are strings).
