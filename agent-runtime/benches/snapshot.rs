@@ -219,7 +219,7 @@ fn bench_observe(c: &mut Criterion) {
             b.iter(|| observe(&host, &s))
         });
         group.bench_with_input(BenchmarkId::new("snapshot_text", n), &n, |b, _| {
-            b.iter(|| serde_json::to_string(&*s.state()).expect("state").len())
+            b.iter(|| serde_json::to_string(&s.state()).expect("state").len())
         });
         // The same write as `to_writer`, timed like `after_commit`: right after a commit,
         // into fresh memory.
@@ -276,7 +276,7 @@ fn idle_memory(_: &mut Criterion) {
         rt.block_on(toggle(s));
     }
     let used = settle(&rt);
-    let state_json = serde_json::to_string(&*sessions[0].state())
+    let state_json = serde_json::to_string(&sessions[0].state())
         .expect("state")
         .len();
     println!(

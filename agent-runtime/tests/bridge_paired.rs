@@ -60,7 +60,7 @@ async fn the_bridge_drives_a_paired_app() {
     assert_eq!(observed["state"]["count"], 0, "{observed}");
     let sent = ok(&call(&peer, "send_message", json!({"msg": {"type": "inc"}})).await);
     assert_eq!(sent["status"], "dispatched", "{sent}");
-    assert_eq!(app.published().state["count"], 1);
+    assert_eq!(app.published().state()["count"], 1);
     let refused = ok(&call(&peer, "send_message", json!({"msg": {"type": "signOut"}})).await);
     assert_eq!(refused["reason"], "human-only", "{refused}");
 

@@ -76,10 +76,13 @@ proptest! {
             let after = session.published();
             let mut full = session.with_state(|s| serde_json::to_value(s)).unwrap();
             full.as_object_mut().unwrap().remove("apiKey");
-            prop_assert_eq!(&*after.state, &full);
-            prop_assert_eq!(after.diff_since(&before), diff(&before.state, &after.state));
+            let (was, now) = (before.state(), after.state());
+            prop_assert_eq!(&now, &full);
+            let text = after.json();
+            prop_assert_eq!(text.get(), serde_json::to_string(&full).unwrap());
+            prop_assert_eq!(after.diff_since(&before), diff(&was, &now));
             if after.seq == before.seq + 1 {
-                prop_assert_eq!(after.patch().to_vec(), diff(&before.state, &after.state));
+                prop_assert_eq!(after.patch().to_vec(), diff(&was, &now));
             }
         }
     }

@@ -12,7 +12,7 @@ use agent_tests::temp::TempDir;
 use serde_json::{json, Value};
 
 /// The growth allowed, as a multiple of the state's JSON size.
-const CEILING: f64 = 45.0;
+const CEILING: f64 = 8.0;
 
 fn rss_bytes(pid: u32) -> f64 {
     let bytes = resident_bytes(Some(pid));

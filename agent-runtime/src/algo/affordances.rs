@@ -168,8 +168,9 @@ impl Affordances {
     /// redacted JSON state the route gates see.
     pub fn list(&self, bindings: &[String], hook: Option<&[Value]>, state: &Value) -> Vec<Action> {
         let values = GateValues::unknown(&self.gates);
+        let state = crate::algo::tree::Node::from_value(state.clone());
         self.list_with(bindings, hook, &mut |id| {
-            values.passes(&self.gates, id, state)
+            values.passes(&self.gates, id, &state)
         })
     }
 

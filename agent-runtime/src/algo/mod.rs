@@ -1,7 +1,8 @@
 //! Pure algorithms: no I/O, no tasks, no clock of their own. Payload validation
 //! (`validate`), the affordance lister (`affordances`), CEL evaluation (`cel_eval`) and the
 //! route gates built on it (`route_gates`), the JSON Patch diff (`diff`), incremental
-//! snapshots (`snapshot`) walked through tracked collections (`tracked`), state reads by path
+//! snapshots (`snapshot`) walked through tracked collections (`tracked`) and kept as compact
+//! trees (`tree`), state reads by path
 //! (`state_path`) and an app's checked schema (`catalog`).
 //!
 //! Imports point only at the foundation (`app`, `clock`, `config`) and at each other.
@@ -14,4 +15,5 @@ pub(crate) mod route_gates;
 pub(crate) mod snapshot;
 pub(crate) mod state_path;
 pub(crate) mod tracked;
+pub(crate) mod tree;
 pub(crate) mod validate;

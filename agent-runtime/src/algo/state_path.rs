@@ -6,48 +6,129 @@
 //! - [`query_state`] is strict RFC 6901 and explains every miss with the spec's `detail` text.
 //!
 //! Both unescape a segment by replacing `~1` with `/`, then `~0` with `~` (so `~01` is `~1`).
-//! The state given to them is the redacted state; these functions do no redaction.
+//! The state given to them is the redacted state; these functions do no redaction. They read
+//! the snapshot's compact tree ([`crate::algo::tree`]), parsing only the one list element a
+//! path goes into.
 
 use std::borrow::Cow;
-
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use agent_schema::protocol::{QueryStateResponse, StateResponse};
 use serde_json::Value;
+
+use crate::algo::tree::{unpack, Node};
+
+/// A place a walk reached: a node of the tree, or a value inside the one packed element the
+/// walk went into (parsed into `held`, which outlives the walk).
+#[derive(Clone, Copy)]
+enum At<'a> {
+    Node(&'a Node),
+    Value(&'a Value),
+}
+
+impl<'a> At<'a> {
+    /// `node`, or the value of its text when it is packed.
+    fn of(node: &'a Node, held: &'a OnceCell<Value>) -> At<'a> {
+        match node {
+            Node::Packed(raw) => At::Value(held.get_or_init(|| unpack(raw))),
+            node => At::Node(node),
+        }
+    }
+
+    fn key(self, key: &str, held: &'a OnceCell<Value>) -> Option<At<'a>> {
+        match self {
+            At::Node(Node::Object(map)) => map.get(key).map(|n| At::of(n, held)),
+            At::Value(Value::Object(map)) => map.get(key).map(At::Value),
+            _ => None,
+        }
+    }
+
+    fn index(self, index: usize, held: &'a OnceCell<Value>) -> Option<At<'a>> {
+        match self {
+            At::Node(Node::Array(items)) => items.get(index).map(|n| At::of(n, held)),
+            At::Value(Value::Array(items)) => items.get(index).map(At::Value),
+            _ => None,
+        }
+    }
+
+    /// The length of an array.
+    fn array_len(self) -> Option<usize> {
+        match self {
+            At::Node(Node::Array(items)) => Some(items.len()),
+            At::Value(Value::Array(items)) => Some(items.len()),
+            _ => None,
+        }
+    }
+
+    fn is_object(self) -> bool {
+        matches!(
+            self,
+            At::Node(Node::Object(_)) | At::Value(Value::Object(_))
+        )
+    }
+
+    fn is_null(self) -> bool {
+        matches!(self, At::Node(Node::Null) | At::Value(Value::Null))
+    }
+
+    /// The kind name of a scalar, as the detail messages print it.
+    fn kind(self) -> &'static str {
+        match self {
+            At::Node(Node::String(_)) | At::Value(Value::String(_)) => "string",
+            At::Node(Node::Number(_)) | At::Value(Value::Number(_)) => "number",
+            At::Node(Node::Bool(_)) | At::Value(Value::Bool(_)) => "boolean",
+            At::Node(Node::Null) | At::Value(Value::Null) => "null",
+            At::Node(Node::Array(_)) | At::Value(Value::Array(_)) => "array",
+            At::Node(_) | At::Value(Value::Object(_)) => "object",
+        }
+    }
+
+    fn to_value(self) -> Value {
+        match self {
+            At::Node(node) => node.to_value(),
+            At::Value(value) => value.clone(),
+        }
+    }
+}
+
+/// Whether `path` names the whole state for [`get_state`] (none, `""`, `"/"`, only slashes).
+pub(crate) fn is_whole(path: Option<&str>) -> bool {
+    path.is_none_or(|p| p.split('/').all(str::is_empty))
+}
 
 /// Lenient read (`get_state`): the value at `path`, or `None` when any segment misses.
 ///
 /// No path, `""` and `"/"` give the whole state. Otherwise the path is split on `/`, empty
 /// segments are dropped, each segment is unescaped, and an array needs a segment of decimal
 /// digits within bounds. A walk through a scalar or null is a miss.
-pub(crate) fn get_state<'a>(state: &'a Value, path: Option<&str>) -> Option<&'a Value> {
-    let Some(path) = path else {
-        return Some(state);
-    };
-    let mut current = state;
-    for raw in path.split('/').filter(|s| !s.is_empty()) {
+pub(crate) fn get_state(state: &Node, path: Option<&str>) -> Option<Value> {
+    let held = OnceCell::new();
+    let mut current = At::of(state, &held);
+    for raw in path.unwrap_or("").split('/').filter(|s| !s.is_empty()) {
         let segment = unescape(raw);
-        current = match current {
-            Value::Object(map) => map.get(segment.as_ref())?,
-            Value::Array(items) => {
-                if !segment.bytes().all(|b| b.is_ascii_digit()) {
-                    return None;
-                }
-                // All digits: the only parse failure is overflow, which is out of bounds anyway.
-                let index: usize = segment.parse().ok()?;
-                items.get(index)?
+        current = if let Some(len) = current.array_len() {
+            if !segment.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
             }
-            _ => return None,
+            // All digits: the only parse failure is overflow, which is out of bounds anyway.
+            let index: usize = segment.parse().ok()?;
+            if index >= len {
+                return None;
+            }
+            current.index(index, &held)?
+        } else {
+            current.key(segment.as_ref(), &held)?
         };
     }
-    Some(current)
+    Some(current.to_value())
 }
 
 /// The `get_state` answer: `{"state": V}`, or `{}` when the path misses.
-pub(crate) fn get_state_response(state: &Value, path: Option<&str>) -> StateResponse {
+pub(crate) fn get_state_response(state: &Node, path: Option<&str>) -> StateResponse {
     StateResponse {
         state: get_state(state, path)
-            .and_then(|v| serde_json::value::to_raw_value(v).ok().map(Arc::from)),
+            .and_then(|v| serde_json::value::to_raw_value(&v).ok().map(Arc::from)),
         ..StateResponse::default()
     }
 }
@@ -58,9 +139,11 @@ pub(crate) fn get_state_response(state: &Value, path: Option<&str>) -> StateResp
 /// `""` gives the whole state. A pointer not starting with `/` is refused. A value that is
 /// `null` is found; walking *through* a null is a miss. Array indices must be `0` or
 /// `[1-9][0-9]*` and within bounds (`01` is refused).
-pub(crate) fn query_state<'a>(state: &'a Value, pointer: &str) -> Result<&'a Value, String> {
+pub(crate) fn query_state(state: &Node, pointer: &str) -> Result<Value, String> {
+    let held = OnceCell::new();
+    let mut current = At::of(state, &held);
     if pointer.is_empty() {
-        return Ok(state);
+        return Ok(current.to_value());
     }
     let Some(rest) = pointer.strip_prefix('/') else {
         return Err(format!(
@@ -68,18 +151,16 @@ pub(crate) fn query_state<'a>(state: &'a Value, pointer: &str) -> Result<&'a Val
             json_string(pointer)
         ));
     };
-    let mut current = state;
     for (i, raw) in rest.split('/').enumerate() {
         let segment = unescape(raw);
-        current = match current {
-            Value::Null => {
-                return Err(format!(
-                    "path {} walks through null at segment {i} ({})",
-                    json_string(pointer),
-                    json_string(&segment)
-                ));
-            }
-            Value::Object(map) => match map.get(segment.as_ref()) {
+        current = if current.is_null() {
+            return Err(format!(
+                "path {} walks through null at segment {i} ({})",
+                json_string(pointer),
+                json_string(&segment)
+            ));
+        } else if current.is_object() {
+            match current.key(segment.as_ref(), &held) {
                 Some(value) => value,
                 None => {
                     return Err(format!(
@@ -88,34 +169,33 @@ pub(crate) fn query_state<'a>(state: &'a Value, pointer: &str) -> Result<&'a Val
                         json_string(&segment)
                     ));
                 }
-            },
-            Value::Array(items) => match strict_index(&segment).and_then(|k| items.get(k)) {
+            }
+        } else if let Some(len) = current.array_len() {
+            match strict_index(&segment).and_then(|k| current.index(k, &held)) {
                 Some(value) => value,
                 None => {
                     return Err(format!(
-                        "path {} — array at segment {i} has length {}, can't index by {}",
+                        "path {} — array at segment {i} has length {len}, can't index by {}",
                         json_string(pointer),
-                        items.len(),
                         json_string(&segment)
                     ));
                 }
-            },
-            scalar => {
-                return Err(format!(
-                    "path {} walks through non-object ({}) at segment {i} ({})",
-                    json_string(pointer),
-                    scalar_kind(scalar),
-                    json_string(&segment)
-                ));
             }
+        } else {
+            return Err(format!(
+                "path {} walks through non-object ({}) at segment {i} ({})",
+                json_string(pointer),
+                current.kind(),
+                json_string(&segment)
+            ));
         };
     }
-    Ok(current)
+    Ok(current.to_value())
 }
 
 /// The `query_state` answer: `{"found":true,"value":V}` or `{"found":false,"detail":D}`.
-pub(crate) fn query_state_response(state: &Value, pointer: &str) -> QueryStateResponse {
-    QueryStateResponse::new(query_state(state, pointer))
+pub(crate) fn query_state_response(state: &Node, pointer: &str) -> QueryStateResponse {
+    QueryStateResponse::new(query_state(state, pointer).as_ref().map_err(Clone::clone))
 }
 
 /// `~1` → `/`, then `~0` → `~`; borrows when the segment has no `~`.
@@ -144,18 +224,6 @@ fn strict_index(segment: &str) -> Option<usize> {
     }
 }
 
-/// The kind name of a scalar, as the detail messages print it.
-fn scalar_kind(value: &Value) -> &'static str {
-    match value {
-        Value::String(_) => "string",
-        Value::Number(_) => "number",
-        Value::Bool(_) => "boolean",
-        Value::Null => "null",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// `s` as a JSON string literal (quoted and escaped).
 fn json_string(s: &str) -> String {
     Value::from(s).to_string()
@@ -165,6 +233,23 @@ fn json_string(s: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    // The reads on the tree of a value, answering owned values.
+    fn tree(state: &Value) -> Node {
+        Node::from_value(state.clone())
+    }
+    fn get_state(state: &Value, path: Option<&str>) -> Option<Value> {
+        super::get_state(&tree(state), path)
+    }
+    fn get_state_response(state: &Value, path: Option<&str>) -> StateResponse {
+        super::get_state_response(&tree(state), path)
+    }
+    fn query_state(state: &Value, pointer: &str) -> Result<Value, String> {
+        super::query_state(&tree(state), pointer)
+    }
+    fn query_state_response(state: &Value, pointer: &str) -> QueryStateResponse {
+        super::query_state_response(&tree(state), pointer)
+    }
 
     fn app_state() -> Value {
         json!({
@@ -178,14 +263,14 @@ mod tests {
     #[test]
     fn get_state_acceptance() {
         let state = app_state();
-        assert_eq!(get_state(&state, None), Some(&state));
-        assert_eq!(get_state(&state, Some("/count")), Some(&json!(42)));
-        assert_eq!(get_state(&state, Some("/user/name")), Some(&json!("Bob")));
-        assert_eq!(get_state(&state, Some("")), Some(&state));
-        assert_eq!(get_state(&state, Some("/")), Some(&state));
+        assert_eq!(get_state(&state, None), Some(state.clone()));
+        assert_eq!(get_state(&state, Some("/count")), Some(json!(42)));
+        assert_eq!(get_state(&state, Some("/user/name")), Some(json!("Bob")));
+        assert_eq!(get_state(&state, Some("")), Some(state.clone()));
+        assert_eq!(get_state(&state, Some("/")), Some(state.clone()));
         assert_eq!(get_state(&state, Some("/missing")), None);
-        assert_eq!(get_state(&state, Some("/items/0")), Some(&json!("first")));
-        assert_eq!(get_state(&state, Some("user/name")), Some(&json!("Bob")));
+        assert_eq!(get_state(&state, Some("/items/0")), Some(json!("first")));
+        assert_eq!(get_state(&state, Some("user/name")), Some(json!("Bob")));
 
         assert_eq!(
             serde_json::to_value(get_state_response(&state, None)).unwrap(),
@@ -204,9 +289,9 @@ mod tests {
     #[test]
     fn get_state_misses_and_escapes() {
         let state = json!({"a/b": 1, "c~d": {"x": null}, "list": [1, 2], "s": "str"});
-        assert_eq!(get_state(&state, Some("/a~1b")), Some(&json!(1)));
-        assert_eq!(get_state(&state, Some("/c~0d/x")), Some(&json!(null)));
-        assert_eq!(get_state(&state, Some("//list//1")), Some(&json!(2)));
+        assert_eq!(get_state(&state, Some("/a~1b")), Some(json!(1)));
+        assert_eq!(get_state(&state, Some("/c~0d/x")), Some(json!(null)));
+        assert_eq!(get_state(&state, Some("//list//1")), Some(json!(2)));
         assert_eq!(get_state(&state, Some("/list/2")), None);
         assert_eq!(get_state(&state, Some("/list/-1")), None);
         assert_eq!(get_state(&state, Some("/list/x")), None);
@@ -229,11 +314,11 @@ mod tests {
             "c~d": 2,
             "~1": 3
         });
-        assert_eq!(query_state(&state, ""), Ok(&state));
-        assert_eq!(query_state(&state, "/user"), Ok(&json!("alice")));
-        assert_eq!(query_state(&state, "/auth/user/id"), Ok(&json!("u1")));
-        assert_eq!(query_state(&json!([10, 20, 30]), "/1"), Ok(&json!(20)));
-        assert_eq!(query_state(&state, "/items/1/id"), Ok(&json!("b")));
+        assert_eq!(query_state(&state, ""), Ok(state.clone()));
+        assert_eq!(query_state(&state, "/user"), Ok(json!("alice")));
+        assert_eq!(query_state(&state, "/auth/user/id"), Ok(json!("u1")));
+        assert_eq!(query_state(&json!([10, 20, 30]), "/1"), Ok(json!(20)));
+        assert_eq!(query_state(&state, "/items/1/id"), Ok(json!("b")));
 
         let missing = query_state(&state, "/missing").unwrap_err();
         assert!(missing.contains("missing"));
@@ -261,9 +346,9 @@ mod tests {
             r#"path "/a/b" walks through non-object (number) at segment 1 ("b")"#
         );
 
-        assert_eq!(query_state(&state, "/a~1b"), Ok(&json!(1)));
-        assert_eq!(query_state(&state, "/c~0d"), Ok(&json!(2)));
-        assert_eq!(query_state(&state, "/~01"), Ok(&json!(3)));
+        assert_eq!(query_state(&state, "/a~1b"), Ok(json!(1)));
+        assert_eq!(query_state(&state, "/c~0d"), Ok(json!(2)));
+        assert_eq!(query_state(&state, "/~01"), Ok(json!(3)));
 
         let relative = query_state(&state, "a").unwrap_err();
         assert!(relative.contains("start with"));
@@ -298,8 +383,8 @@ mod tests {
     fn query_state_strict_details() {
         let state = json!({"": {"k": true}, "list": [1], "flag": false, "s": "x"});
         // An empty segment is the key "".
-        assert_eq!(query_state(&state, "/"), Ok(&json!({"k": true})));
-        assert_eq!(query_state(&state, "//k"), Ok(&json!(true)));
+        assert_eq!(query_state(&state, "/"), Ok(json!({"k": true})));
+        assert_eq!(query_state(&state, "//k"), Ok(json!(true)));
         assert_eq!(
             query_state(&state, "/list/"),
             Err(r#"path "/list/" — array at segment 1 has length 1, can't index by """#.into())
@@ -308,7 +393,7 @@ mod tests {
             query_state(&state, "/list/-"),
             Err(r#"path "/list/-" — array at segment 1 has length 1, can't index by "-""#.into())
         );
-        assert_eq!(query_state(&state, "/list/0"), Ok(&json!(1)));
+        assert_eq!(query_state(&state, "/list/0"), Ok(json!(1)));
         assert_eq!(
             query_state(&state, "/flag/x"),
             Err(r#"path "/flag/x" walks through non-object (boolean) at segment 1 ("x")"#.into())

@@ -11,30 +11,32 @@ use serde_json::Value;
 use super::shape::{Reads, Shape};
 use super::table::Outcome;
 use crate::algo::cel_eval::{context_with, decide, json_to_val, CompiledPredicate, STATE_VAR};
+use crate::algo::tree::Node;
 
 /// Evaluates `compiled` on `state` (fail-closed): only the chains in `reads` are converted
 /// for the interpreter, the rest of the state cannot be observed by the gate.
-pub(super) fn full(compiled: &CompiledPredicate, reads: &Reads, state: &Value) -> bool {
-    compiled.decide_with(STATE_VAR, || match reads {
-        Reads::Whole => json_to_val(state),
+pub(super) fn full(compiled: &CompiledPredicate, reads: &Reads, state: &Node) -> bool {
+    let value = match reads {
+        Reads::Whole => state.to_value(),
         Reads::Chains(chains) => {
             let chains: Vec<&[String]> = chains.iter().map(Vec::as_slice).collect();
             pruned(state, &chains)
         }
-    }) == Some(true)
+    };
+    compiled.decide_with(STATE_VAR, || json_to_val(&value)) == Some(true)
 }
 
-/// `value` with, at each level, only the object fields a chain goes through; a value at the
+/// `node` with, at each level, only the object fields a chain goes through; a value at the
 /// end of a chain, or one that is not an object (reading a field of it fails the same way
-/// either way), is converted whole.
-fn pruned<'v>(value: &'v Value, chains: &[&[String]]) -> Box<dyn Val + 'v> {
-    let Value::Object(map) = value else {
-        return json_to_val(value);
+/// either way), is taken whole.
+fn pruned(node: &Node, chains: &[&[String]]) -> Value {
+    let Node::Object(map) = node else {
+        return node.to_value();
     };
     if chains.iter().any(|c| c.is_empty()) {
-        return json_to_val(value);
+        return node.to_value();
     }
-    let mut fields: HashMap<CelMapKey<'v>, Box<dyn Val + 'v>> = HashMap::new();
+    let mut fields = serde_json::Map::new();
     for (i, chain) in chains.iter().enumerate() {
         let first = &chain[0];
         if chains[..i].iter().any(|c| &c[0] == first) {
@@ -48,9 +50,9 @@ fn pruned<'v>(value: &'v Value, chains: &[&[String]]) -> Box<dyn Val + 'v> {
             .filter(|c| &c[0] == first)
             .map(|c| &c[1..])
             .collect();
-        fields.insert(CelMapKey::from(key.as_str()), pruned(v, &rest));
+        fields.insert(key.clone(), pruned(v, &rest));
     }
-    Box::new(CelMap::from(fields))
+    Value::Object(fields)
 }
 
 /// Evaluates a list fold's predicate on single elements: the gate's program runs on a state

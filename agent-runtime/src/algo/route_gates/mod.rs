@@ -38,10 +38,9 @@ mod tests;
 
 use std::sync::{Arc, OnceLock};
 
-use serde_json::Value;
-
 use crate::algo::cel_eval::{CompiledPredicate, PredicateCache};
 use crate::algo::diff::PatchOp;
+use crate::algo::tree::Node;
 use shape::{Reads, Shape};
 use table::{Moved, Table};
 
@@ -95,7 +94,7 @@ impl GateSet {
     }
 
     /// Evaluates gate `id` against the whole `state` (fail-closed).
-    pub(crate) fn evaluate(&self, id: usize, state: &Value) -> bool {
+    pub(crate) fn evaluate(&self, id: usize, state: &Node) -> bool {
         let gate = &self.gates[id];
         gate.compiled
             .as_ref()
@@ -116,7 +115,7 @@ impl GateValues {
 
     /// Whether gate `id` passes on `state` (the snapshot's state), evaluating it on first
     /// use.
-    pub(crate) fn passes(&self, set: &GateSet, id: usize, state: &Value) -> bool {
+    pub(crate) fn passes(&self, set: &GateSet, id: usize, state: &Node) -> bool {
         *self.0[id].get_or_init(|| set.evaluate(id, state))
     }
 
@@ -172,7 +171,7 @@ impl GateBook {
     pub(crate) fn advance(
         &mut self,
         prev: &GateValues,
-        tree: &Value,
+        tree: &Node,
         patch: &[PatchOp],
     ) -> GateValues {
         let next = GateValues::unknown(&self.set);
@@ -199,15 +198,21 @@ impl GateBook {
     }
 }
 
+/// How many list elements a fold parses at once to evaluate them.
+const EVAL_BATCH: usize = 1024;
+
 /// Brings a list fold's track up to `tree` and returns its result (`None`: not a list).
 fn fold_result(
     track: &mut Option<Track>,
     moved: Moved,
     shape: &Shape,
     compiled: &CompiledPredicate,
-    tree: &Value,
+    tree: &Node,
 ) -> Option<bool> {
-    let items = table::at(tree, &shape.path).and_then(Value::as_array);
+    let items = match table::at(tree, &shape.path) {
+        Some(Node::Array(items)) => Some(items),
+        _ => None,
+    };
     let fits =
         matches!((&*track, items), (Some(Track::List(t)), Some(items)) if t.len() == items.len());
     if moved == Moved::Rebuild || !fits {
@@ -219,8 +224,15 @@ fn fold_result(
     let (Some(Track::List(t)), Some(items)) = (track.as_mut(), items) else {
         return None;
     };
-    let mut element = eval::Element::new(compiled, shape);
-    t.refresh(|i| element.outcome(&items[i]));
+    // The elements are parsed a bounded batch at a time (a list's elements are packed).
+    for batch in t.dirty_indices().chunks(EVAL_BATCH) {
+        let values: Vec<_> = batch.iter().map(|&i| items[i].to_value()).collect();
+        let mut element = eval::Element::new(compiled, shape);
+        let outcomes: Vec<_> = values.iter().map(|v| element.outcome(v)).collect();
+        for (&i, outcome) in batch.iter().zip(outcomes) {
+            t.settle(i, outcome);
+        }
+    }
     t.passes(shape.fold, shape.negated)
 }
 

@@ -3,7 +3,7 @@
 //! or `remove` of element `i` inserts or drops its entry, and an op on the list itself or
 //! above it (or one that does not fit) rebuilds the table.
 
-use serde_json::Value;
+use crate::algo::tree::Node;
 
 use super::shape::Fold;
 use crate::algo::diff::PatchOp;
@@ -117,21 +117,20 @@ impl Table {
         moved
     }
 
-    /// Evaluates every dirty entry with `eval` (element index → outcome).
-    pub(crate) fn refresh(&mut self, mut eval: impl FnMut(usize) -> Outcome) {
+    /// The indices of the dirty entries, in order.
+    pub(crate) fn dirty_indices(&self) -> Vec<usize> {
         if self.dirty == 0 {
-            return;
+            return Vec::new();
         }
-        for i in 0..self.outcomes.len() {
-            if self.outcomes[i] == Outcome::Dirty {
-                let outcome = eval(i);
-                debug_assert_ne!(outcome, Outcome::Dirty);
-                self.set(i, outcome);
-                if self.dirty == 0 {
-                    break;
-                }
-            }
-        }
+        (0..self.outcomes.len())
+            .filter(|&i| self.outcomes[i] == Outcome::Dirty)
+            .collect()
+    }
+
+    /// Records the outcome of a dirty entry.
+    pub(crate) fn settle(&mut self, i: usize, outcome: Outcome) {
+        debug_assert_ne!(outcome, Outcome::Dirty);
+        self.set(i, outcome);
     }
 
     /// Whether the gate passes (the macro's result, negated or not, is the boolean `true`),
@@ -192,7 +191,6 @@ pub(crate) fn same_segment(escaped: &str, field: &str) -> bool {
 }
 
 /// The value at `path` (field names) in `tree`, when every step is an object field.
-pub(crate) fn at<'v>(tree: &'v Value, path: &[String]) -> Option<&'v Value> {
-    path.iter()
-        .try_fold(tree, |v, field| v.as_object().and_then(|m| m.get(field)))
+pub(crate) fn at<'v>(tree: &'v Node, path: &[String]) -> Option<&'v Node> {
+    path.iter().try_fold(tree, |v, field| v.field(field))
 }

@@ -11,6 +11,7 @@ use super::shape::{self, Fold, Reads};
 use super::{GateBook, GateSet, GateValues};
 use crate::algo::cel_eval::PredicateCache;
 use crate::algo::diff::diff;
+use crate::algo::tree::Node;
 
 /// Folds (recognised) and other gates (kept by their read chains), over values that make
 /// the predicate true, false, fail or return a non-boolean.
@@ -211,14 +212,15 @@ proptest! {
                 continue;
             }
             let patch = diff(&before, &state);
-            values = book.advance(&values, &state, &patch);
+            let tree = Node::from_value(state.clone());
+            values = book.advance(&values, &tree, &patch);
             for (id, src) in GATES.iter().enumerate() {
                 let folded = set.gates[id].shape.is_some() && src.contains("state.todos.");
                 if folded && state["todos"].is_array() {
                     prop_assert!(values.known(id).is_some(), "{src} not kept on {state}");
                 }
                 let full = cache.evaluate_gate(src, &state);
-                prop_assert_eq!(values.passes(&set, id, &state), full, "{} on {}", src, state);
+                prop_assert_eq!(values.passes(&set, id, &tree), full, "{} on {}", src, state);
             }
         }
     }

@@ -44,11 +44,12 @@ use serde_json::Value;
 
 use crate::algo::diff::{diff, PatchOp};
 use crate::algo::route_gates::{GateBook, GateSet, GateValues};
+use crate::algo::tree::Node;
 use crate::app::App;
 use marks::Marks;
 
 pub(crate) use patch::apply_patch;
-use patch::copy_of;
+use patch::apply_sharing;
 pub(crate) use stored::StoredTree;
 
 #[cfg(test)]
@@ -87,7 +88,7 @@ pub(crate) struct Snapshots {
     /// The app overrides [`App::redact`]: every commit takes the full path.
     slow: bool,
     /// The state one commit before the published one, with the patch from it to that one.
-    spare: Option<(Arc<Value>, Arc<[PatchOp]>)>,
+    spare: Option<(Arc<Node>, Arc<[PatchOp]>)>,
     /// The route gates, advanced along each commit's patch.
     gates: GateBook,
     /// The tracked vectors the published tree holds, for the next walk.
@@ -96,7 +97,7 @@ pub(crate) struct Snapshots {
 
 /// A new snapshot: the tree and the ops from the previous one.
 pub(crate) struct Next {
-    pub state: Arc<Value>,
+    pub state: Arc<Node>,
     pub patch: Arc<[PatchOp]>,
 }
 
@@ -119,8 +120,8 @@ impl Snapshots {
     }
 
     /// The first snapshot of a session.
-    pub(crate) fn initial<A: App>(&self, app: &A, state: &A::State) -> Result<Value, String> {
-        serialize_full(app, &self.plan, state)
+    pub(crate) fn initial<A: App>(&self, app: &A, state: &A::State) -> Result<Node, String> {
+        serialize_full(app, &self.plan, state).map(Node::from_value)
     }
 
     /// The snapshot of `state` after a commit, with its route gate results; `current` is
@@ -129,7 +130,7 @@ impl Snapshots {
         &mut self,
         app: &A,
         state: &A::State,
-        current: &Arc<Value>,
+        current: &Arc<Node>,
         gates: &GateValues,
     ) -> Result<(Next, GateValues), String> {
         let next = self.next_of(state, current, &|v| app.redact(v))?;
@@ -145,14 +146,14 @@ impl Snapshots {
     fn next_of<S: Serialize + ?Sized>(
         &mut self,
         state: &S,
-        current: &Arc<Value>,
+        current: &Arc<Node>,
         hook: &dyn Fn(&mut Value),
     ) -> Result<Next, String> {
         if self.slow {
             let v = full(&self.plan, state, hook)?;
-            let patch: Arc<[PatchOp]> = diff(current, &v).into();
+            let patch: Arc<[PatchOp]> = diff(&current.to_value(), &v).into();
             return Ok(Next {
-                state: Arc::new(v),
+                state: Arc::new(Node::from_value(v)),
                 patch,
             });
         }
@@ -190,16 +191,17 @@ impl Snapshots {
         self.gates.invalidate();
     }
 
-    /// A tree equal to `current` that no one else holds: the spare brought up to date, or a
-    /// clone of `current`.
-    fn spare_tree(&mut self, current: &Arc<Value>) -> Arc<Value> {
+    /// A tree equal to `current` that no one else holds: the spare brought up to date (its
+    /// new elements sharing `current`'s texts), or a copy of `current` (which shares all of
+    /// them: the cost of its nodes outside the lists' elements).
+    fn spare_tree(&mut self, current: &Arc<Node>) -> Arc<Node> {
         if let Some((mut tree, patch)) = self.spare.take() {
             if let Some(t) = Arc::get_mut(&mut tree) {
-                if apply_patch(t, &patch).is_ok() {
+                if apply_sharing(t, &patch, Some(current)).is_ok() {
                     return tree;
                 }
             }
         }
-        Arc::new(copy_of(current))
+        Arc::new((**current).clone())
     }
 }

@@ -4,17 +4,19 @@
 //! One tree, owned by the session task: the walk updates it in place, and a tracked
 //! collection costs what changed in it, as for the published snapshots.
 
+use std::sync::Arc;
+
 use serde::Serialize;
-use serde_json::Value;
 
 use super::marks::Marks;
 use super::{failed, walk};
 use crate::algo::diff::PatchOp;
+use crate::algo::tree::Node;
 
 /// A session's whole state as JSON, one commit at a time.
 #[derive(Debug)]
 pub(crate) struct StoredTree {
-    tree: Value,
+    tree: Node,
     marks: Marks,
 }
 
@@ -29,11 +31,13 @@ pub(crate) struct StoredPatch {
 impl StoredTree {
     /// The tree of `state`, built whole.
     pub(crate) fn new<S: Serialize + ?Sized>(state: &S) -> Result<Self, String> {
-        Ok(Self::from_value(walk::build(state, None).map_err(failed)?))
+        Ok(Self::from_node(Node::from_value(
+            walk::build(state, None).map_err(failed)?,
+        )))
     }
 
     /// A tree that is already the stored state's JSON.
-    pub(crate) fn from_value(tree: Value) -> Self {
+    pub(crate) fn from_node(tree: Node) -> Self {
         StoredTree {
             tree,
             marks: Marks::default(),
@@ -42,11 +46,15 @@ impl StoredTree {
 
     /// Walks `state` against the tree: afterwards the tree is its JSON, and the answer the
     /// ops from the previous one. On an error the tree is half-updated: drop it.
+    /// A list element the walk packs anew shares `share`'s text at the same place when it is
+    /// the same (pass the published tree of the same commit: one copy for both).
     pub(crate) fn advance<S: Serialize + ?Sized>(
         &mut self,
         state: &S,
+        share: Option<Arc<Node>>,
     ) -> Result<StoredPatch, String> {
         let mut ctx = walk::Ctx {
+            share,
             marks: std::mem::take(&mut self.marks),
             ..walk::Ctx::default()
         };
@@ -60,12 +68,12 @@ impl StoredTree {
     }
 
     /// The tree, to change outside a walk ([`Self::forget_marks`] after).
-    pub(crate) fn value_mut(&mut self) -> &mut Value {
+    pub(crate) fn node_mut(&mut self) -> &mut Node {
         &mut self.tree
     }
 
     /// The tree.
-    pub(crate) fn value(&self) -> &Value {
+    pub(crate) fn node(&self) -> &Node {
         &self.tree
     }
 
@@ -97,19 +105,19 @@ mod tests {
             secret: "a".into(),
         };
         let mut tree = StoredTree::new(&s).unwrap();
-        let mut replica = tree.value().clone();
+        let mut replica = tree.node().clone();
         for round in 0..5u32 {
             if let Some(v) = s.items.get_mut(7 * round as usize) {
                 *v += 1000;
             }
             s.items.push(round);
             s.secret = format!("secret {round}");
-            let patch = tree.advance(&s).unwrap();
+            let patch = tree.advance(&s, None).unwrap();
             assert!(!patch.reordered);
             apply_patch(&mut replica, &patch.ops).unwrap();
-            assert_eq!(replica, serde_json::to_value(&s).unwrap());
-            assert_eq!(tree.value(), &replica);
+            assert_eq!(replica.to_value(), serde_json::to_value(&s).unwrap());
+            assert_eq!(tree.node(), &replica);
         }
-        assert_eq!(replica["secret"], json!("secret 4"));
+        assert_eq!(replica.to_value()["secret"], json!("secret 4"));
     }
 }

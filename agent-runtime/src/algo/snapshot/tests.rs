@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use super::walk::{build, walk, Ctx};
 use super::{apply_patch, Snapshots};
 use crate::algo::diff::diff;
+use crate::algo::tree::Node;
 
 /// Every redacted value holds this marker, and nothing else does.
 const SECRET: &str = "SECRET";
@@ -179,8 +180,8 @@ fn no_secret(what: &str, text: &str) -> Result<(), TestCaseError> {
 
 /// One step of the walk from `prev` (a full serialization) to `next`, checked against the
 /// full path.
-fn check_step(plan: &RedactPlan, tree: &mut Value, next: &State) -> Result<(), TestCaseError> {
-    let before = tree.clone();
+fn check_step(plan: &RedactPlan, tree: &mut Node, next: &State) -> Result<(), TestCaseError> {
+    let before = tree.to_value();
     let expected = build(next, plan.root()).unwrap();
     let mut ctx = Ctx::default();
     walk(next, tree, plan.root(), &mut ctx).unwrap();
@@ -190,9 +191,11 @@ fn check_step(plan: &RedactPlan, tree: &mut Value, next: &State) -> Result<(), T
         serde_json::to_string(tree).unwrap(),
         serde_json::to_string(&expected).unwrap()
     );
-    let mut patched = before;
+    // The walked tree is the tree of the new value, packed elements included.
+    prop_assert_eq!(&*tree, &Node::from_value(expected.clone()));
+    let mut patched = Node::from_value(before);
     apply_patch(&mut patched, &ctx.ops).unwrap();
-    prop_assert_eq!(&patched, &expected);
+    prop_assert_eq!(patched.to_value(), expected);
     no_secret("the tree", &serde_json::to_string(tree).unwrap())?;
     no_secret("the patch", &serde_json::to_string(&ctx.ops).unwrap())?;
     Ok(())
@@ -204,7 +207,7 @@ proptest! {
     #[test]
     fn the_walk_is_the_diff_of_the_full_serializations(seq in prop::collection::vec(state(), 2..6)) {
         let plan = plan();
-        let mut tree = build(&seq[0], plan.root()).unwrap();
+        let mut tree = Node::from_value(build(&seq[0], plan.root()).unwrap());
         for next in &seq[1..] {
             check_step(&plan, &mut tree, next)?;
         }
@@ -216,7 +219,7 @@ proptest! {
         edits in prop::collection::vec((0usize..6, any::<u8>()), 1..12),
     ) {
         let plan = plan();
-        let mut tree = build(&first, plan.root()).unwrap();
+        let mut tree = Node::from_value(build(&first, plan.root()).unwrap());
         let mut s = first;
         for (what, k) in edits {
             match what {
@@ -242,12 +245,13 @@ proptest! {
     ) {
         let plan = Arc::new(plan());
         let mut snaps = Snapshots::new(plan.clone(), false, Arc::default());
-        let mut current = Arc::new(build(&seq[0].0, plan.root()).unwrap());
+        let mut current = Arc::new(Node::from_value(build(&seq[0].0, plan.root()).unwrap()));
         let mut held = Vec::new();
         for (next, hold) in &seq[1..] {
             let expected = build(next, plan.root()).unwrap();
             let n = snaps.next_of(next, &current, &|_| {}).unwrap();
-            prop_assert_eq!(&n.patch.to_vec(), &diff(&current, &expected));
+            prop_assert_eq!(&n.patch.to_vec(), &diff(&current.to_value(), &expected));
+            prop_assert_eq!(&*n.state, &Node::from_value(expected.clone()));
             prop_assert_eq!(
                 serde_json::to_string(&*n.state).unwrap(),
                 serde_json::to_string(&expected).unwrap()
@@ -268,21 +272,24 @@ proptest! {
 fn the_slow_path_runs_the_hook_and_diffs() {
     let plan = Arc::new(RedactPlan::default());
     let mut snaps = Snapshots::new(plan, true, Arc::default());
-    let current = Arc::new(json!({"a": 1, "b": "x"}));
+    let current = Arc::new(Node::from_value(json!({"a": 1, "b": "x"})));
     let hook = |v: &mut Value| {
         v["b"] = json!("***");
     };
     let state = json!({"a": 2, "b": "y"});
     let n = snaps.next_of(&state, &current, &hook).unwrap();
-    assert_eq!(*n.state, json!({"a": 2, "b": "***"}));
-    assert_eq!(n.patch.to_vec(), diff(&current, &n.state));
+    assert_eq!(n.state.to_value(), json!({"a": 2, "b": "***"}));
+    assert_eq!(
+        n.patch.to_vec(),
+        diff(&current.to_value(), &n.state.to_value())
+    );
 }
 
 #[test]
 fn an_unchanged_state_publishes_the_same_tree() {
     let plan = Arc::new(RedactPlan::default());
     let mut snaps = Snapshots::new(plan, false, Arc::default());
-    let current = Arc::new(json!({"a": [1, 2]}));
+    let current = Arc::new(Node::from_value(json!({"a": [1, 2]})));
     let n = snaps
         .next_of(&json!({"a": [1, 2]}), &current, &|_| {})
         .unwrap();

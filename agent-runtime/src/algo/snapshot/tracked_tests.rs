@@ -12,11 +12,11 @@ use agent_schema::redact::RedactPlan;
 use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::walk::build;
 use super::Snapshots;
 use crate::algo::diff::diff;
+use crate::algo::tree::Node;
 use crate::TrackedMap;
 use crate::TrackedVec;
 
@@ -255,7 +255,7 @@ proptest! {
         let plan = Arc::new(plan());
         let mut snaps = Snapshots::new(plan.clone(), false, Arc::default());
         let mut s = board();
-        let mut current = Arc::new(build(&s, plan.root()).unwrap());
+        let mut current = Arc::new(Node::from_value(build(&s, plan.root()).unwrap()));
         let mut held = Vec::new();
         for (edits, hold, outside) in steps {
             for (what, a, b) in edits {
@@ -264,12 +264,13 @@ proptest! {
             let expected = build(&s, plan.root()).unwrap();
             if outside == 0 {
                 // The published state replaced outside a walk (a reload from the store).
-                current = Arc::new(expected);
+                current = Arc::new(Node::from_value(expected));
                 snaps.forget_spare();
                 continue;
             }
             let n = snaps.next_of(&s, &current, &|_| {}).unwrap();
-            prop_assert_eq!(&n.patch.to_vec(), &diff(&current, &expected));
+            prop_assert_eq!(&n.patch.to_vec(), &diff(&current.to_value(), &expected));
+            prop_assert_eq!(&*n.state, &Node::from_value(expected.clone()));
             let text = serde_json::to_string(&*n.state).unwrap();
             prop_assert_eq!(&text, &serde_json::to_string(&expected).unwrap());
             prop_assert!(!text.contains(SECRET));
@@ -283,10 +284,10 @@ proptest! {
 
 /// Snapshots of `s` after a first walk, which sees its tracked collections whole and marks
 /// them: the snapshots and the published tree.
-fn marked(s: &mut Board) -> (Snapshots, Arc<Value>) {
+fn marked(s: &mut Board) -> (Snapshots, Arc<Node>) {
     let plan = Arc::new(plan());
     let mut snaps = Snapshots::new(plan.clone(), false, Arc::default());
-    let first = Arc::new(build(&*s, plan.root()).unwrap());
+    let first = Arc::new(Node::from_value(build(&*s, plan.root()).unwrap()));
     s.lists[1].name = "renamed".into();
     let current = snaps.next_of(&*s, &first, &|_| {}).unwrap().state;
     (snaps, current)
@@ -347,8 +348,8 @@ fn the_last_key_of_a_tracked_map_goes_without_a_walk_of_the_rest() {
             {"op": "replace", "path": "/index/k3/done", "value": true}
         ])
     );
-    assert_eq!(n.patch.to_vec(), diff(&current, &expected));
-    assert_eq!(*n.state, expected);
+    assert_eq!(n.patch.to_vec(), diff(&current.to_value(), &expected));
+    assert_eq!(n.state.to_value(), expected);
     // Two trailing keys at once: removed in their old order.
     let current = n.state;
     s.index.insert("a".into(), card(1));

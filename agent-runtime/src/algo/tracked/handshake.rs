@@ -42,6 +42,13 @@ thread_local! {
     static OFFER: Cell<Option<Offer>> = const { Cell::new(None) };
     static REPLY: Cell<Option<Reply>> = const { Cell::new(None) };
     static INDEX: Cell<Option<usize>> = const { Cell::new(None) };
+    static OFFERS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many offers vectors made on this thread so far: a serialization during which this
+/// grows went through a tracked collection.
+pub(crate) fn offers_made() -> u64 {
+    OFFERS.with(Cell::get)
 }
 
 /// The vector's side of steps 1 and 2: runs `start` (its `serialize_seq` call) with `offer`
@@ -49,6 +56,7 @@ thread_local! {
 pub(crate) fn offer<R>(offer: Offer, start: impl FnOnce() -> R) -> (R, Option<Reply>) {
     OFFER.with(|slot| slot.set(Some(offer)));
     REPLY.with(|slot| slot.set(None));
+    OFFERS.with(|n| n.set(n.get().wrapping_add(1)));
     let started = start();
     OFFER.with(|slot| slot.set(None));
     (started, REPLY.with(Cell::take))

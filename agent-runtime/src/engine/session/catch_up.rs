@@ -6,8 +6,6 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize as _;
-
 use super::migrate::{read_state, Read};
 use super::{lock, SessionCore};
 use crate::app::App;
@@ -38,8 +36,10 @@ pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
         } if seq > held => {
             let caught_up = {
                 let mut log = lock(&p.log);
+                // Read through the tree's text: a `Value` of it would cost eight times more.
                 log.catch_up(&patches)
-                    .and_then(|tree| A::State::deserialize(tree).ok())
+                    .and_then(|tree| serde_json::to_string(tree).ok())
+                    .and_then(|text| serde_json::from_str::<A::State>(&text).ok())
             };
             let state = match caught_up {
                 Some(state) => Some((seq, state)),
@@ -85,7 +85,7 @@ fn publish<A: App>(core: &SessionCore<A>, seq: u64, state: A::State) {
     let Ok(redacted) = super::redact(&*core.app, core.catalog.redact_plan(), &state) else {
         return;
     };
-    let redacted = Arc::new(redacted);
+    let redacted = Arc::new(crate::algo::tree::Node::from_value(redacted));
     *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
     // The snapshot trees knew only this process's commits.
     let gates = {
@@ -94,7 +94,7 @@ fn publish<A: App>(core: &SessionCore<A>, seq: u64, state: A::State) {
         snapshots.unknown_gates()
     };
     let prev = core.published.borrow().state.clone();
-    let patch = crate::algo::diff::diff(&prev, &redacted);
+    let patch = crate::algo::tree::diff_nodes(&prev, &redacted);
     let published = super::Published::new(seq, redacted, patch.into(), gates);
     core.publish(published.clone());
     lock(&core.events).publish(super::events::EventBody::State(published));

@@ -3,8 +3,10 @@
 //! process knows of the stored log, to send a snapshot when one is due. Owned by the session
 //! task (under the state lock at a commit, in a refresh otherwise).
 
+use std::sync::Arc;
+
+use crate::algo::tree::Node;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::algo::snapshot::StoredTree;
 use crate::engine::store::{snapshot_due, LogState};
@@ -26,17 +28,17 @@ pub(crate) struct CommitLog {
     log: LogState,
 }
 
-fn text(v: &Value) -> String {
-    // A `Value` always serializes.
+fn text(v: &Node) -> String {
+    // A `Node` always serializes (its keys are strings).
     serde_json::to_string(v).unwrap_or_default()
 }
 
 impl CommitLog {
     /// The log of a session whose stored state (JSON) at commit `seq` is `stored`, with
     /// its snapshot assumed at `seq` (the store says otherwise when it matters).
-    pub(crate) fn at(seq: u64, stored: Option<Value>) -> Self {
+    pub(crate) fn at(seq: u64, stored: Option<Node>) -> Self {
         CommitLog {
-            tree: stored.map(StoredTree::from_value),
+            tree: stored.map(StoredTree::from_node),
             log: LogState {
                 snapshot_seq: seq,
                 log_bytes: 0,
@@ -52,7 +54,7 @@ impl CommitLog {
     ) -> Result<String, String> {
         self.tree = None;
         let tree = StoredTree::new(state)?;
-        let snapshot = text(tree.value());
+        let snapshot = text(tree.node());
         *self = CommitLog {
             tree: Some(tree),
             log: LogState {
@@ -70,16 +72,17 @@ impl CommitLog {
         &mut self,
         seq: u64,
         state: &S,
+        share: Option<Arc<Node>>,
     ) -> Result<Change, String> {
         if let Some(tree) = &mut self.tree {
-            match tree.advance(state) {
+            match tree.advance(state, share) {
                 Ok(patch) => {
                     let text_of_patch = serde_json::to_string(&patch.ops)
                         .map_err(|e| format!("the patch failed to serialize: {e}"))?;
                     let due =
                         patch.reordered || snapshot_due(self.log, seq, text_of_patch.len() as u64);
                     return Ok(Change {
-                        snapshot: due.then(|| text(tree.value())),
+                        snapshot: due.then(|| text(tree.node())),
                         patch: Some(text_of_patch),
                     });
                 }
@@ -88,7 +91,7 @@ impl CommitLog {
             }
         }
         let tree = StoredTree::new(state)?;
-        let snapshot = text(tree.value());
+        let snapshot = text(tree.node());
         self.tree = Some(tree);
         Ok(Change {
             patch: None,
@@ -100,7 +103,7 @@ impl CommitLog {
     /// to send again with, the tree's JSON (`None` when the tree is not known).
     pub(crate) fn snapshot_for(&mut self, log: LogState) -> Option<String> {
         self.log = log;
-        self.tree.as_ref().map(|t| text(t.value()))
+        self.tree.as_ref().map(|t| text(t.node()))
     }
 
     /// `change` was stored as commit `seq`.
@@ -128,21 +131,21 @@ impl CommitLog {
     /// Another process stored commits after the one the tree holds: applies their patches
     /// (JSON texts, in order) and answers the tree, or `None` (and forgets the tree) when
     /// it is not known or a patch does not fit it.
-    pub(crate) fn catch_up(&mut self, patches: &[String]) -> Option<&Value> {
+    pub(crate) fn catch_up(&mut self, patches: &[String]) -> Option<&Node> {
         let tree = self.tree.as_mut()?;
         let fits = patches
             .iter()
-            .all(|p| crate::engine::store::log::apply_text(tree.value_mut(), p).is_ok());
+            .all(|p| crate::engine::store::log::apply_text(tree.node_mut(), p).is_ok());
         if !fits {
             self.tree = None;
             return None;
         }
         tree.forget_marks();
-        self.tree.as_ref().map(StoredTree::value)
+        self.tree.as_ref().map(StoredTree::node)
     }
 
     /// The stored state is `stored` (JSON) at commit `seq`, read whole from the store.
-    pub(crate) fn replace(&mut self, seq: u64, stored: Value) {
+    pub(crate) fn replace(&mut self, seq: u64, stored: Node) {
         *self = CommitLog::at(seq, Some(stored));
     }
 }
@@ -150,14 +153,15 @@ impl CommitLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algo::tree::Node;
     use serde_json::json;
 
     #[test]
     fn a_snapshot_comes_when_the_log_is_at_its_bounds() {
-        let mut log = CommitLog::at(0, Some(json!({"n": 0})));
+        let mut log = CommitLog::at(0, Some(json!({"n": 0}).into()));
         let mut snapshots = 0;
         for seq in 1..=(crate::engine::store::SNAPSHOT_EVERY * 3) {
-            let change = log.change(seq, &json!({"n": seq})).unwrap();
+            let change = log.change(seq, &json!({"n": seq}), None).unwrap();
             assert!(change.patch.is_some());
             if change.snapshot.is_some() {
                 snapshots += 1;
@@ -167,16 +171,19 @@ mod tests {
         assert_eq!(snapshots, 2);
         // Not known: a snapshot, no patch.
         let mut unknown = CommitLog::default();
-        let change = unknown.change(1, &json!({"n": 1})).unwrap();
+        let change = unknown.change(1, &json!({"n": 1}), None).unwrap();
         assert!(change.patch.is_none());
         assert_eq!(change.snapshot.as_deref(), Some(r#"{"n":1}"#));
     }
 
     #[test]
     fn catching_up_applies_patches_or_forgets_the_tree() {
-        let mut log = CommitLog::at(3, Some(json!({"n": 3})));
+        let mut log = CommitLog::at(3, Some(json!({"n": 3}).into()));
         let patch = r#"[{"op":"replace","path":"/n","value":4}]"#.to_string();
-        assert_eq!(log.catch_up(&[patch]), Some(&json!({"n": 4})));
+        assert_eq!(
+            log.catch_up(&[patch]).map(Node::to_value),
+            Some(json!({"n": 4}))
+        );
         let misfit = r#"[{"op":"remove","path":"/x"}]"#.to_string();
         assert_eq!(log.catch_up(&[misfit]), None);
         assert_eq!(log.catch_up(&[]), None);

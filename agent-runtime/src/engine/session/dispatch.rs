@@ -347,7 +347,7 @@ impl<A: App> Session<A> {
             state_diff,
             actions,
             drain: report,
-            state_after: opts.include_state.then(|| (*drained.after.state).clone()),
+            state_after: opts.include_state.then(|| drained.after.state()),
             seq: Some(drained.after.seq),
         })
     }

@@ -466,7 +466,7 @@ mod tests {
         }];
         Snapshot::new(
             seq,
-            Arc::new(json!({ "count": n })),
+            Arc::new(json!({ "count": n }).into()),
             patch.into(),
             crate::algo::route_gates::GateValues::unknown(&Default::default()),
         )

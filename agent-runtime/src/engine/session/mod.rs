@@ -373,9 +373,9 @@ impl<A: App> Session<A> {
         self.core.published.borrow().clone()
     }
 
-    /// The redacted state.
-    pub fn state(&self) -> Arc<Value> {
-        self.core.published.borrow().state.clone()
+    /// The redacted state (built from the published snapshot's tree at each call).
+    pub fn state(&self) -> Value {
+        self.core.published.borrow().state()
     }
 
     /// Runs `f` on the typed state (a short read lock; never call back into the session).

@@ -100,13 +100,16 @@ pub(crate) async fn first_write<A: App>(core: &SessionCore<A>, first: FirstWrite
 
 /// The change commit `seq` writes (its patch, a snapshot when due), when the session
 /// persists (called under the state lock, right after `update`).
+/// `published` is the commit's published tree, whose list elements the stored tree shares
+/// where they are the same.
 pub(crate) fn snapshot<A: App>(
     core: &SessionCore<A>,
     seq: u64,
     state: &A::State,
+    published: Option<Arc<crate::algo::tree::Node>>,
 ) -> Option<Result<Change, String>> {
     let p = core.persist.as_ref()?;
-    Some(lock(&p.log).change(seq, state))
+    Some(lock(&p.log).change(seq, state, published))
 }
 
 /// The copy of a message kept to apply it again after a lost compare-and-set (only when the
@@ -120,7 +123,7 @@ pub(crate) struct Redo<A: App> {
     /// Its sequence number.
     pub seq: u64,
     /// The redacted state after it.
-    pub redacted: Arc<serde_json::Value>,
+    pub redacted: Arc<crate::algo::tree::Node>,
     /// The effects of this application.
     pub effects: Vec<A::Effect>,
 }
@@ -226,11 +229,11 @@ async fn revert<A: App>(
         k.set_outcome(KeyOutcome::UsedElsewhere);
     }
     let (record, state) = stored_state(core, p).await?;
-    let redacted = Arc::new(super::redact(
+    let redacted = Arc::new(crate::algo::tree::Node::from_value(super::redact(
         &*core.app,
         core.catalog.redact_plan(),
         &state,
-    )?);
+    )?));
     match serde_json::from_str(&record.state) {
         Ok(tree) => lock(&p.log).replace(record.seq, tree),
         Err(_) => lock(&p.log).forget(),
@@ -268,11 +271,11 @@ async fn reapply<A: App>(
         };
         let seq = record.seq + 1;
         let text = lock(&p.log).reset(seq, &state)?;
-        let redacted = Arc::new(super::redact(
+        let redacted = Arc::new(crate::algo::tree::Node::from_value(super::redact(
             &*core.app,
             core.catalog.redact_plan(),
             &state,
-        )?);
+        )?));
         let write = CommitWrite {
             id: &core.id,
             seq,

@@ -1,7 +1,7 @@
 //! The published snapshot of a session (`docs/stores.md` §Incremental snapshots): the
 //! redacted state after a commit, its patch, and what readers derive from it once.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -9,18 +9,33 @@ use serde_json::Value;
 use crate::algo::affordances::Listed;
 use crate::algo::diff::PatchOp;
 use crate::algo::route_gates::GateValues;
+use crate::algo::tree::Node;
+
+/// The biggest serialized state a snapshot keeps once made (see [`Published::json`]).
+pub(super) const KEPT_JSON_BYTES: usize = 256 * 1024;
+
+/// A snapshot's serialized state.
+#[derive(Debug, Default)]
+pub(super) enum JsonCache {
+    #[default]
+    Empty,
+    /// Kept for the snapshot's life.
+    Kept(Arc<RawValue>),
+    /// Kept while a reader holds it.
+    Lent(Weak<RawValue>),
+}
 
 /// The published, redacted state of a session: one snapshot per commit.
 #[derive(Debug, Clone)]
 pub struct Published {
     /// Number of commits so far.
     pub seq: u64,
-    /// The redacted JSON state.
-    pub state: Arc<Value>,
+    /// The redacted JSON state, as a compact tree (`docs/stores.md` §Memory).
+    pub(crate) state: Arc<Node>,
     /// The ops from the previous snapshot's state to this one.
     pub(super) patch: Arc<[PatchOp]>,
-    /// The state serialized, made by the first reader of this snapshot.
-    pub(super) json: Arc<OnceLock<Arc<RawValue>>>,
+    /// The state serialized, made by the first reader of this snapshot (see [`Self::json`]).
+    pub(super) json: Arc<Mutex<JsonCache>>,
     /// `list_actions` on this snapshot (compact), made by its first reader.
     pub(super) actions: Arc<OnceLock<Box<[Listed]>>>,
     /// The route gate results on this state (see [`crate::algo::route_gates`]).
@@ -30,7 +45,7 @@ pub struct Published {
 impl Published {
     pub(super) fn new(
         seq: u64,
-        state: Arc<Value>,
+        state: Arc<Node>,
         patch: Arc<[PatchOp]>,
         gates: GateValues,
     ) -> Self {
@@ -38,7 +53,7 @@ impl Published {
             seq,
             state,
             patch,
-            json: Arc::new(OnceLock::new()),
+            json: Arc::default(),
             actions: Arc::new(OnceLock::new()),
             gates,
         }
@@ -58,18 +73,39 @@ impl Published {
         &self.patch
     }
 
-    /// The state as JSON text, serialized at most once per snapshot, by the first reader.
+    /// The state as JSON text, serialized by the first reader of this snapshot. A text of
+    /// up to [`KEPT_JSON_BYTES`] is kept for the snapshot's life; a bigger one only while a
+    /// reader holds it (readers at the same time share it), so a big state is not held twice
+    /// between reads (`docs/stores.md` §Memory).
     pub fn json(&self) -> Arc<RawValue> {
-        self.json
-            .get_or_init(|| {
-                // A `Value` always serializes: its keys are strings.
-                let text = serde_json::to_string(&*self.state).unwrap_or_else(|_| "null".into());
-                // SAFETY: serde_json wrote the text from a `Value`: it is one well-formed JSON
-                // value (`from_string` would only parse it all again to check that).
-                let raw = unsafe { RawValue::from_string_unchecked(text) };
-                Arc::from(raw)
-            })
-            .clone()
+        let mut cache = self.json.lock().unwrap_or_else(|e| e.into_inner());
+        match &*cache {
+            JsonCache::Kept(text) => return text.clone(),
+            JsonCache::Lent(weak) => {
+                if let Some(text) = weak.upgrade() {
+                    return text;
+                }
+            }
+            JsonCache::Empty => {}
+        }
+        // A `Node` always serializes: its keys are strings.
+        let text = serde_json::to_string(&*self.state).unwrap_or_else(|_| "null".into());
+        let kept = text.len() <= KEPT_JSON_BYTES;
+        // SAFETY: serde_json wrote the text from a `Node`: it is one well-formed JSON value
+        // (`from_string` would only parse it all again to check that).
+        let raw: Arc<RawValue> = Arc::from(unsafe { RawValue::from_string_unchecked(text) });
+        *cache = if kept {
+            JsonCache::Kept(raw.clone())
+        } else {
+            JsonCache::Lent(Arc::downgrade(&raw))
+        };
+        raw
+    }
+
+    /// The redacted JSON state (built from the snapshot's tree at each call: prefer
+    /// [`Self::json`] for its text).
+    pub fn state(&self) -> Value {
+        self.state.to_value()
     }
 
     /// The ops from `earlier` (a snapshot of the same session) to this one: this snapshot's
@@ -80,7 +116,7 @@ impl Published {
         } else if self.seq == earlier.seq + 1 {
             self.patch.to_vec()
         } else {
-            crate::algo::diff::diff(&earlier.state, &self.state)
+            crate::algo::tree::diff_nodes(&earlier.state, &self.state)
         }
     }
 }

@@ -10,11 +10,13 @@ use agent_schema::protocol::{
 };
 use agent_schema::AgentContext;
 use serde_json::Value;
+use std::sync::Arc;
 
 use super::patches::Since;
 use super::{lock, Session, SessionError};
 use crate::algo::affordances::Listed;
 use crate::algo::state_path::{get_state_response, query_state, query_state_response};
+use crate::algo::tree::Node;
 use crate::app::App;
 
 impl<A: App> Session<A> {
@@ -65,13 +67,14 @@ impl<A: App> Session<A> {
     /// `get_state {path?}` → `{"state": V, "seq": N}` or `{"seq": N}`.
     pub fn get_state(&self, path: Option<&str>) -> StateResponse {
         let published = self.published();
-        let mut body = match crate::algo::state_path::get_state(&published.state, path) {
+        let mut body = if crate::algo::state_path::is_whole(path) {
             // The whole state: the snapshot's text, serialized once per commit.
-            Some(v) if std::ptr::eq(v, &*published.state) => StateResponse {
+            StateResponse {
                 state: Some(published.json()),
                 ..StateResponse::default()
-            },
-            _ => get_state_response(&published.state, path),
+            }
+        } else {
+            get_state_response(&published.state, path)
         };
         body.seq = Some(published.seq);
         body
@@ -100,7 +103,7 @@ impl<A: App> Session<A> {
 
     /// `query_state {path}` → `{"found":true,"value"}` or `{"found":false,"detail"}`.
     pub fn query_state(&self, path: &str) -> QueryStateResponse {
-        query_state_response(&self.state(), path)
+        query_state_response(&self.published().state, path)
     }
 
     /// The app's context hook output, or `None` without a hook.
@@ -196,16 +199,17 @@ impl<A: App> Session<A> {
                 if touched != Some(false) {
                     return Ok(WaitResponse {
                         status: WaitStatus::Changed,
-                        state_after: (*published.state).clone(),
+                        state_after: published.state(),
                         seq: Some(published.seq),
                     });
                 }
             }
         }
-        let resolve = |state: &Value| -> Option<Value> {
+        // Without a path, the whole trees are compared (packed elements by their text).
+        let resolve = |state: &Arc<Node>| -> Result<Arc<Node>, Option<Value>> {
             match path {
-                None => Some(state.clone()),
-                Some(p) => query_state(state, p).ok().cloned(),
+                None => Ok(state.clone()),
+                Some(p) => Err(query_state(state, p).ok()),
             }
         };
         let mut rx = self.core.published.subscribe();
@@ -226,7 +230,7 @@ impl<A: App> Session<A> {
                     if resolve(&state) != baseline {
                         return Ok(WaitResponse {
                             status: WaitStatus::Changed,
-                            state_after: (*state).clone(),
+                            state_after: state.to_value(),
                             seq: Some(seq),
                         });
                     }

@@ -55,7 +55,8 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         // `update` changed before panicking stays (the commit still counts).
         let outcome = catch_unwind(AssertUnwindSafe(|| core.app.update(&mut state, env.msg)));
         let next = lock(&core.snapshots).next(&*core.app, &state, &prev.state, &prev.gates);
-        let snapshot = persist::snapshot(core, prev.seq + 1, &state);
+        let published = next.as_ref().ok().map(|(n, _)| n.state.clone());
+        let snapshot = persist::snapshot(core, prev.seq + 1, &state, published);
         (outcome, next, snapshot)
     };
     // A state that does not serialize is reported like a panicking `update` (drain errors
@@ -93,7 +94,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
             snapshots.forget_spare();
             snapshots.unknown_gates()
         };
-        let patch = crate::algo::diff::diff(&prev.state, &redo.redacted);
+        let patch = crate::algo::tree::diff_nodes(&prev.state, &redo.redacted);
         published = Published::new(redo.seq, redo.redacted, patch.into(), gates);
         outcome = Ok(redo.effects);
     }
@@ -135,7 +136,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         entry.confirm_id = Some(confirm_id.clone());
         lock(&core.confirms).mark_committed(
             &confirm_id,
-            (*redacted).clone(),
+            redacted.to_value(),
             edited.then_some(applied),
             published.seq,
         );

@@ -2,11 +2,10 @@
 //! state from its snapshot and the patches after it, and telling whether the patches a store
 //! read reach from one commit to another without a gap.
 
-use serde_json::Value;
-
 use super::StoreError;
 use crate::algo::diff::PatchOp;
 use crate::algo::snapshot::apply_patch;
+use crate::algo::tree::Node;
 
 /// Whether `patches` (by sequence number, ascending) are exactly the commits
 /// `after + 1 ..= to`.
@@ -23,7 +22,7 @@ pub(crate) fn replay<'p>(
     state: &str,
     patches: impl IntoIterator<Item = &'p str>,
 ) -> Result<String, StoreError> {
-    let mut tree: Value = serde_json::from_str(state)
+    let mut tree: Node = serde_json::from_str(state)
         .map_err(|e| StoreError::Database(format!("the stored snapshot is not JSON: {e}")))?;
     for patch in patches {
         apply_text(&mut tree, patch)?;
@@ -33,7 +32,7 @@ pub(crate) fn replay<'p>(
 }
 
 /// Applies the JSON text of one patch to `tree`.
-pub(crate) fn apply_text(tree: &mut Value, patch: &str) -> Result<(), StoreError> {
+pub(crate) fn apply_text(tree: &mut Node, patch: &str) -> Result<(), StoreError> {
     let ops: Vec<PatchOp> = serde_json::from_str(patch)
         .map_err(|e| StoreError::Database(format!("a logged patch does not parse: {e}")))?;
     apply_patch(tree, &ops)

@@ -22,14 +22,17 @@
 //! since (see [`crate::algo::tracked::handshake`]), and the others are left as they stand,
 //! unvisited.
 
+use std::sync::Arc;
+
 use agent_schema::redact::{PlanNode, Step};
 use serde::ser::{self, Serialize};
 use serde_json::value::Serializer as ValueSer;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::marks::{Mark, Marks};
 use crate::algo::diff::{diff_into, push_key, PatchOp};
 use crate::algo::tracked::handshake::{self, Reply};
+use crate::algo::tree::{find, Node, NodeMap};
 
 mod object;
 mod seq;
@@ -55,9 +58,26 @@ pub(crate) struct Ctx {
     pub marks: Marks,
     /// The vectors walked in place: the marks to record once the walk is done.
     pub fresh: Vec<(String, Mark)>,
+    /// A tree whose list elements this walk's new elements share when their text is the
+    /// same (the stored tree shares the published one's).
+    pub share: Option<Arc<Node>>,
 }
 
 impl Ctx {
+    /// The node of `value` as the element at the current path: packed when it is a
+    /// container, sharing [`Self::share`]'s text there when it is the same.
+    fn element(&self, value: &Value) -> Node {
+        match (Node::element(value), &self.share) {
+            (Node::Packed(raw), Some(share)) => match find(share, &self.path) {
+                Some(Node::Packed(theirs)) if theirs.get() == raw.get() => {
+                    Node::Packed(theirs.clone())
+                }
+                _ => Node::Packed(raw),
+            },
+            (node, _) => node,
+        }
+    }
+
     fn replace(&mut self, value: Value) {
         self.ops.push(PatchOp::Replace {
             path: self.path.clone(),
@@ -95,10 +115,15 @@ impl Ctx {
         (sparse, Some(mark))
     }
 
-    /// Records the ops from `target` to `new` and puts `new` in place.
-    fn settle(&mut self, target: &mut Value, new: Value) {
-        diff_into(target, &new, &mut self.path, &mut self.ops);
-        *target = new;
+    /// Records the ops from `target` to `new` and puts `new` in place (packed when it is a
+    /// container standing in an array).
+    fn settle(&mut self, target: &mut Node, new: Value, in_array: bool) {
+        diff_into(&target.to_value(), &new, &mut self.path, &mut self.ops);
+        *target = if in_array {
+            self.element(&new)
+        } else {
+            Node::from_value(new)
+        };
     }
 }
 
@@ -107,7 +132,7 @@ impl Ctx {
 /// error the tree is left half-updated: throw it away.
 pub(crate) fn walk<T: Serialize + ?Sized>(
     state: &T,
-    tree: &mut Value,
+    tree: &mut Node,
     plan: Option<PlanNode<'_>>,
     ctx: &mut Ctx,
 ) -> Result<(), Error> {
@@ -115,6 +140,7 @@ pub(crate) fn walk<T: Serialize + ?Sized>(
         target: tree,
         plan,
         ctx,
+        in_array: false,
     })?;
     apply(tree, done);
     Ok(())
@@ -146,17 +172,17 @@ enum Done {
     Inner(Box<Done>),
 }
 
-fn apply(target: &mut Value, done: Done) {
+fn apply(target: &mut Node, done: Done) {
     match (done, target) {
         (Done::Same, _) => {}
-        (Done::Splice { keep, rest }, Value::Object(map)) => {
-            let old = std::mem::take(map);
-            let mut new = Map::with_capacity(keep + rest.len());
+        (Done::Splice { keep, rest }, Node::Object(map)) => {
+            let old = std::mem::take(&mut **map);
+            let mut new = NodeMap::with_capacity(keep + rest.len());
             new.extend(old.into_iter().take(keep));
-            new.extend(rest);
-            *map = new;
+            new.extend(rest.into_iter().map(|(k, v)| (k, Node::from_value(v))));
+            **map = new;
         }
-        (Done::Inner(inner), Value::Object(map)) => {
+        (Done::Inner(inner), Node::Object(map)) => {
             if let Some(v) = map.values_mut().next() {
                 apply(v, *inner);
             }
@@ -182,16 +208,18 @@ fn field_step<'p>(plan: Option<PlanNode<'p>>, key: &str) -> Step<'p> {
 
 /// Walks one value against `target`.
 struct Walker<'a, 'c, 'p> {
-    target: &'a mut Value,
+    target: &'a mut Node,
     plan: Option<PlanNode<'p>>,
     ctx: &'c mut Ctx,
+    /// The target is an array's element (a container there is packed).
+    in_array: bool,
 }
 
 impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
     fn scalar(self, new: Value) -> Result<Done, Error> {
-        if *self.target != new {
+        if !self.target.same_as(&new) {
             self.ctx.replace(new.clone());
-            *self.target = new;
+            *self.target = Node::from_value(new);
         }
         Ok(Done::Same)
     }
@@ -203,10 +231,15 @@ impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
         len: Option<usize>,
         offer: Option<handshake::Offer>,
     ) -> Result<SeqWalk<'a, 'c, 'p>, Error> {
-        let Walker { target, plan, ctx } = self;
+        let Walker {
+            target,
+            plan,
+            ctx,
+            in_array,
+        } = self;
         let item = plan.map_or(Step::Plain, |p| p.item());
         Ok(match target {
-            Value::Array(vec) => {
+            Node::Array(vec) => {
                 let (sparse, mark) = ctx.answer(offer, vec.len());
                 SeqWalk::InPlace {
                     prev_len: vec.len(),
@@ -217,6 +250,7 @@ impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
                     base_path: None,
                     sparse,
                     mark,
+                    added: Vec::new(),
                 }
             }
             target => SeqWalk::Build {
@@ -224,6 +258,7 @@ impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
                 target,
                 plan,
                 ctx,
+                in_array,
             },
         })
     }
@@ -235,9 +270,14 @@ impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
         len: Option<usize>,
         offer: Option<handshake::Offer>,
     ) -> Result<ObjWalk<'a, 'c, 'p>, Error> {
-        let Walker { target, plan, ctx } = self;
+        let Walker {
+            target,
+            plan,
+            ctx,
+            in_array,
+        } = self;
         match target {
-            Value::Object(map) => {
+            Node::Object(map) => {
                 let (sparse, mark) = ctx.answer(offer, map.len());
                 Ok(ObjWalk::tracked(map, plan, ctx, sparse, mark))
             }
@@ -246,6 +286,7 @@ impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
                 target,
                 plan,
                 ctx,
+                in_array,
             }),
         }
     }
@@ -256,15 +297,15 @@ impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
         if let Some(p) = self.plan {
             p.strip(&mut v);
         }
-        self.ctx.settle(self.target, v);
+        self.ctx.settle(self.target, v, self.in_array);
         Ok(Done::Same)
     }
 }
 
 /// The one value of `target` when it is `{variant: value}`.
-fn variant_slot<'a>(target: &'a mut Value, variant: &str) -> Option<&'a mut Value> {
+fn variant_slot<'a>(target: &'a mut Node, variant: &str) -> Option<&'a mut Node> {
     match target {
-        Value::Object(map) if map.len() == 1 => {
+        Node::Object(map) if map.len() == 1 => {
             let (k, v) = map.iter_mut().next()?;
             (k == variant).then_some(v)
         }
@@ -326,7 +367,7 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
         self.scalar(ValueSer.serialize_char(v)?)
     }
     fn serialize_str(self, v: &str) -> Result<Done, Error> {
-        if let Value::String(s) = &*self.target {
+        if let Node::String(s) = &*self.target {
             if s == v {
                 return Ok(Done::Same);
             }
@@ -373,7 +414,12 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
     ) -> Result<Done, Error> {
         let step = field_step(self.plan, variant);
         if step != Step::Redact {
-            let Walker { target, plan, ctx } = self;
+            let Walker {
+                target,
+                plan,
+                ctx,
+                in_array,
+            } = self;
             if let Some(slot) = variant_slot(target, variant) {
                 let base = ctx.path.len();
                 push_key(&mut ctx.path, variant);
@@ -381,13 +427,20 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
                     target: slot,
                     plan: plan_of(step),
                     ctx,
+                    in_array: false,
                 })?;
                 apply(slot, done);
                 ctx.path.truncate(base);
                 return Ok(Done::Same);
             }
             let built = ValueSer.serialize_newtype_variant(name, index, variant, value);
-            return Walker { target, plan, ctx }.rebuilt(built);
+            return Walker {
+                target,
+                plan,
+                ctx,
+                in_array,
+            }
+            .rebuilt(built);
         }
         let built = ValueSer.serialize_newtype_variant(name, index, variant, value);
         self.rebuilt(built)
@@ -415,9 +468,14 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
         len: usize,
     ) -> Result<TupleVariantWalk<'a, 'c, 'p>, Error> {
         let step = field_step(self.plan, variant);
-        let Walker { target, plan, ctx } = self;
-        if step != Step::Redact && matches!(variant_slot(target, variant), Some(Value::Array(_))) {
-            let Some(Value::Array(vec)) = variant_slot(target, variant) else {
+        let Walker {
+            target,
+            plan,
+            ctx,
+            in_array,
+        } = self;
+        if step != Step::Redact && matches!(variant_slot(target, variant), Some(Node::Array(_))) {
+            let Some(Node::Array(vec)) = variant_slot(target, variant) else {
                 unreachable!("checked just above")
             };
             let base = ctx.path.len();
@@ -432,6 +490,7 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
                 base_path: Some(base),
                 sparse: None,
                 mark: None,
+                added: Vec::new(),
             }));
         }
         Ok(TupleVariantWalk::Build {
@@ -439,6 +498,7 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
             target,
             plan,
             ctx,
+            in_array,
         })
     }
     fn serialize_map(self, len: Option<usize>) -> Result<ObjWalk<'a, 'c, 'p>, Error> {
@@ -461,9 +521,14 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
         len: usize,
     ) -> Result<StructVariantWalk<'a, 'c, 'p>, Error> {
         let step = field_step(self.plan, variant);
-        let Walker { target, plan, ctx } = self;
-        if step != Step::Redact && matches!(variant_slot(target, variant), Some(Value::Object(_))) {
-            let Some(Value::Object(map)) = variant_slot(target, variant) else {
+        let Walker {
+            target,
+            plan,
+            ctx,
+            in_array,
+        } = self;
+        if step != Step::Redact && matches!(variant_slot(target, variant), Some(Node::Object(_))) {
+            let Some(Node::Object(map)) = variant_slot(target, variant) else {
                 unreachable!("checked just above")
             };
             let base = ctx.path.len();
@@ -478,6 +543,7 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
             target,
             plan,
             ctx,
+            in_array,
         })
     }
 }

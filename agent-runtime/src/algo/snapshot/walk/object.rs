@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use agent_schema::redact::{PlanNode, Step};
 use serde::ser::{self, Serialize, SerializeMap as _, Serializer as _};
 use serde_json::value::Serializer as ValueSer;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{
     apply, build, field_step, plan_of, Ctx, Done, Error, ValueMap, ValueStructVariant, Walker,
@@ -13,6 +13,7 @@ use super::{
 use crate::algo::diff::{diff_into, push_key, PatchOp};
 use crate::algo::snapshot::marks::Mark;
 use crate::algo::tracked::handshake;
+use crate::algo::tree::{Node, NodeMap};
 
 /// The object key serde_json gives `key` (strings as they are, numbers and the like as
 /// their text; anything else is serde_json's error).
@@ -29,7 +30,7 @@ fn key_string<T: Serialize + ?Sized>(key: &T) -> Result<String, Error> {
 /// The fields not walked in place: the old entries left from the first key that did not
 /// match, and the new fields from there on, built.
 pub(super) struct Rest<'a> {
-    prev: Vec<(&'a String, &'a mut Value)>,
+    prev: Vec<(&'a String, &'a mut Node)>,
     next: Vec<(String, Value)>,
 }
 
@@ -44,8 +45,8 @@ pub(super) enum ObjWalk<'a, 'c, 'p> {
         /// Entries walked in place so far.
         kept: usize,
         /// The old entry at the current position.
-        ahead: Option<(&'a String, &'a mut Value)>,
-        iter: serde_json::map::IterMut<'a>,
+        ahead: Option<(&'a String, &'a mut Node)>,
+        iter: indexmap::map::IterMut<'a, String, Node>,
         rest: Option<Rest<'a>>,
         /// A map key waiting for its value.
         key: Option<String>,
@@ -56,15 +57,16 @@ pub(super) enum ObjWalk<'a, 'c, 'p> {
     },
     Build {
         inner: ValueMap,
-        target: &'a mut Value,
+        target: &'a mut Node,
         plan: Option<PlanNode<'p>>,
         ctx: &'c mut Ctx,
+        in_array: bool,
     },
 }
 
 impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
     pub(super) fn in_place(
-        map: &'a mut Map<String, Value>,
+        map: &'a mut NodeMap,
         plan: Option<PlanNode<'p>>,
         ctx: &'c mut Ctx,
     ) -> Self {
@@ -74,7 +76,7 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
     /// [`Self::in_place`] for a tracked map: `sparse` is its length when it sends only its
     /// changed entries, `mark` what to record when done.
     pub(super) fn tracked(
-        map: &'a mut Map<String, Value>,
+        map: &'a mut NodeMap,
         plan: Option<PlanNode<'p>>,
         ctx: &'c mut Ctx,
         sparse: Option<usize>,
@@ -125,6 +127,7 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
                     target: slot,
                     plan: child,
                     ctx,
+                    in_array: false,
                 })?;
                 apply(slot, done);
                 ctx.path.truncate(base);
@@ -132,7 +135,7 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
                 *ahead = iter.next();
             }
             other => {
-                let mut prev: Vec<(&'a String, &'a mut Value)> = other.into_iter().collect();
+                let mut prev: Vec<(&'a String, &'a mut Node)> = other.into_iter().collect();
                 prev.extend(iter);
                 *rest = Some(Rest {
                     prev,
@@ -158,7 +161,14 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
                 target,
                 plan,
                 ctx,
-            } => Walker { target, plan, ctx }.rebuilt(ser::SerializeMap::end(inner)),
+                in_array,
+            } => Walker {
+                target,
+                plan,
+                ctx,
+                in_array,
+            }
+            .rebuilt(ser::SerializeMap::end(inner)),
             ObjWalk::InPlace {
                 ctx,
                 ops_start,
@@ -242,7 +252,10 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
                 for (k, n) in &rest.next {
                     push_key(&mut ctx.path, k);
                     match prev_at.get(k.as_str()) {
-                        Some(&i) => diff_into(rest.prev[i].1, n, &mut ctx.path, &mut ctx.ops),
+                        Some(&i) => {
+                            let old = rest.prev[i].1.to_value();
+                            diff_into(&old, n, &mut ctx.path, &mut ctx.ops);
+                        }
                         None => ctx.ops.push(PatchOp::Add {
                             path: ctx.path.clone(),
                             value: n.clone(),
@@ -336,9 +349,10 @@ pub(super) enum StructVariantWalk<'a, 'c, 'p> {
     },
     Build {
         inner: ValueStructVariant,
-        target: &'a mut Value,
+        target: &'a mut Node,
         plan: Option<PlanNode<'p>>,
         ctx: &'c mut Ctx,
+        in_array: bool,
     },
 }
 
@@ -372,7 +386,14 @@ impl ser::SerializeStructVariant for StructVariantWalk<'_, '_, '_> {
                 target,
                 plan,
                 ctx,
-            } => Walker { target, plan, ctx }.rebuilt(ser::SerializeStructVariant::end(inner)),
+                in_array,
+            } => Walker {
+                target,
+                plan,
+                ctx,
+                in_array,
+            }
+            .rebuilt(ser::SerializeStructVariant::end(inner)),
         }
     }
 }

@@ -5,14 +5,15 @@ use serde::ser::{self, Serialize};
 use serde_json::Value;
 
 use super::{apply, build, Ctx, Done, Error, ValueSeq, ValueTupleVariant, Walker};
-use crate::algo::diff::{push_index, PatchOp};
+use crate::algo::diff::{diff_into, push_index, PatchOp};
 use crate::algo::snapshot::marks::Mark;
 use crate::algo::tracked::handshake;
+use crate::algo::tree::{unpack, Node};
 
 /// An array walked in place, or built when the tree holds something else there.
 pub(super) enum SeqWalk<'a, 'c, 'p> {
     InPlace {
-        vec: &'a mut Vec<Value>,
+        vec: &'a mut Vec<Node>,
         prev_len: usize,
         index: usize,
         item: Option<PlanNode<'p>>,
@@ -23,12 +24,15 @@ pub(super) enum SeqWalk<'a, 'c, 'p> {
         sparse: Option<usize>,
         /// A tracked vector: the mark to record when done.
         mark: Option<Mark>,
+        /// The elements past the old length, built (the ops of `finish` take them).
+        added: Vec<Value>,
     },
     Build {
         inner: ValueSeq,
-        target: &'a mut Value,
+        target: &'a mut Node,
         plan: Option<PlanNode<'p>>,
         ctx: &'c mut Ctx,
+        in_array: bool,
     },
 }
 
@@ -42,6 +46,7 @@ impl SeqWalk<'_, '_, '_> {
                 item,
                 ctx,
                 sparse,
+                added,
                 ..
             } => {
                 if sparse.is_some() {
@@ -53,15 +58,20 @@ impl SeqWalk<'_, '_, '_> {
                     let base = ctx.path.len();
                     push_index(&mut ctx.path, *index);
                     let slot = &mut vec[*index];
-                    let done = value.serialize(Walker {
-                        target: slot,
-                        plan: *item,
-                        ctx,
-                    })?;
-                    apply(slot, done);
+                    if matches!(slot, Node::Packed(_)) {
+                        packed(value, slot, *item, ctx)?;
+                    } else {
+                        let done = value.serialize(Walker {
+                            target: slot,
+                            plan: *item,
+                            ctx,
+                            in_array: true,
+                        })?;
+                        apply(slot, done);
+                    }
                     ctx.path.truncate(base);
                 } else {
-                    vec.push(build(value, *item)?);
+                    added.push(build(value, *item)?);
                 }
                 *index += 1;
                 Ok(())
@@ -80,6 +90,7 @@ impl SeqWalk<'_, '_, '_> {
                 base_path,
                 sparse,
                 mark,
+                added,
                 ..
             } => {
                 if let Some(len) = sparse {
@@ -94,11 +105,12 @@ impl SeqWalk<'_, '_, '_> {
                     ctx.path.truncate(base);
                 }
                 vec.truncate(index);
-                for (i, v) in vec.iter().enumerate().skip(prev_len) {
-                    push_index(&mut ctx.path, i);
+                for value in added {
+                    push_index(&mut ctx.path, vec.len());
+                    vec.push(ctx.element(&value));
                     ctx.ops.push(PatchOp::Add {
                         path: ctx.path.clone(),
-                        value: v.clone(),
+                        value,
                     });
                     ctx.path.truncate(base);
                 }
@@ -115,7 +127,14 @@ impl SeqWalk<'_, '_, '_> {
                 target,
                 plan,
                 ctx,
-            } => Walker { target, plan, ctx }.rebuilt(ser::SerializeSeq::end(inner)),
+                in_array,
+            } => Walker {
+                target,
+                plan,
+                ctx,
+                in_array,
+            }
+            .rebuilt(ser::SerializeSeq::end(inner)),
         }
     }
 }
@@ -158,9 +177,10 @@ pub(super) enum TupleVariantWalk<'a, 'c, 'p> {
     InPlace(SeqWalk<'a, 'c, 'p>),
     Build {
         inner: ValueTupleVariant,
-        target: &'a mut Value,
+        target: &'a mut Node,
         plan: Option<PlanNode<'p>>,
         ctx: &'c mut Ctx,
+        in_array: bool,
     },
 }
 
@@ -183,7 +203,89 @@ impl ser::SerializeTupleVariant for TupleVariantWalk<'_, '_, '_> {
                 target,
                 plan,
                 ctx,
-            } => Walker { target, plan, ctx }.rebuilt(ser::SerializeTupleVariant::end(inner)),
+                in_array,
+            } => Walker {
+                target,
+                plan,
+                ctx,
+                in_array,
+            }
+            .rebuilt(ser::SerializeTupleVariant::end(inner)),
         }
+    }
+}
+
+/// Walks `value` against a packed element `slot` at the current path: serialized against the
+/// old text first, which allocates nothing while they agree; when they differ, the old and
+/// new values are diffed (the ops of the element alone) and the new text packed.
+///
+/// An element holding a tracked collection is unpacked instead and walked in place, so the
+/// collection is walked sparsely from then on (its chunks, not the whole element).
+fn packed<T: Serialize + ?Sized>(
+    value: &T,
+    slot: &mut Node,
+    plan: Option<PlanNode<'_>>,
+    ctx: &mut Ctx,
+) -> Result<(), Error> {
+    let Node::Packed(raw) = &*slot else {
+        unreachable!("called on packed elements only")
+    };
+    let offers = handshake::offers_made();
+    let same = serializes_to(value, raw.get().as_bytes())?;
+    if handshake::offers_made() != offers {
+        *slot = Node::from_value(unpack(raw));
+        let done = value.serialize(Walker {
+            target: slot,
+            plan,
+            ctx,
+            in_array: true,
+        })?;
+        apply(slot, done);
+        return Ok(());
+    }
+    if plan.is_none() && same {
+        return Ok(());
+    }
+    let new = build(value, plan)?;
+    let old = unpack(raw);
+    if old == new {
+        return Ok(());
+    }
+    diff_into(&old, &new, &mut ctx.path, &mut ctx.ops);
+    *slot = ctx.element(&new);
+    Ok(())
+}
+
+/// Whether `value`'s compact JSON is exactly `text`.
+fn serializes_to<T: Serialize + ?Sized>(value: &T, text: &[u8]) -> Result<bool, Error> {
+    let mut compare = Compare {
+        text,
+        at: 0,
+        differs: false,
+    };
+    serde_json::to_writer(&mut compare, value)?;
+    Ok(!compare.differs && compare.at == text.len())
+}
+
+/// A writer comparing what it is given with a text, byte for byte.
+struct Compare<'t> {
+    text: &'t [u8],
+    at: usize,
+    differs: bool,
+}
+
+impl std::io::Write for Compare<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.differs {
+            if self.text[self.at..].starts_with(buf) {
+                self.at += buf.len();
+            } else {
+                self.differs = true;
+            }
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
