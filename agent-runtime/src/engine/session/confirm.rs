@@ -3,7 +3,10 @@
 //! Agents propose; only the human decides. Outcomes are level-triggered: a waiter first looks
 //! at the stored outcome, so an approval made before the wait is never lost.
 
+use std::sync::Arc;
+
 use agent_schema::protocol::{ConfirmEntry, ConfirmOutcome, ConfirmStatus};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::config::{json_len, OverBudget};
@@ -16,7 +19,26 @@ struct Slot {
     entry: ConfirmEntry,
     decided_at: Option<u64>,
     /// Set once an approved message has committed.
-    committed: Option<ConfirmOutcome>,
+    committed: Option<CommittedSlot>,
+}
+
+/// What an approved message's commit left for its waiters. The state is kept as the
+/// snapshot's JSON text (its size, not eight times it as a `Value`), parsed for each reader.
+#[derive(Debug, Clone)]
+struct CommittedSlot {
+    state_after: Arc<RawValue>,
+    msg: Option<Value>,
+    seq: Option<u64>,
+}
+
+impl CommittedSlot {
+    fn outcome(&self) -> ConfirmOutcome {
+        ConfirmOutcome::Confirmed {
+            state_after: serde_json::from_str(self.state_after.get()).unwrap_or(Value::Null),
+            msg: self.msg.clone(),
+            seq: self.seq,
+        }
+    }
 }
 
 /// A slot as a durable store keeps it (JSON).
@@ -26,7 +48,7 @@ struct StoredSlot {
     entry: ConfirmEntry,
     decided_at: Option<u64>,
     /// `(stateAfter, msg)` once an approved message committed.
-    committed: Option<(Value, Option<Value>)>,
+    committed: Option<(Arc<RawValue>, Option<Value>)>,
     /// The seq of that commit (absent from entries stored before versions existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     committed_seq: Option<u64>,
@@ -37,13 +59,11 @@ impl From<StoredSlot> for Slot {
         Slot {
             entry: s.entry,
             decided_at: s.decided_at,
-            committed: s
-                .committed
-                .map(|(state_after, msg)| ConfirmOutcome::Confirmed {
-                    state_after,
-                    msg,
-                    seq: s.committed_seq,
-                }),
+            committed: s.committed.map(|(state_after, msg)| CommittedSlot {
+                state_after,
+                msg,
+                seq: s.committed_seq,
+            }),
         }
     }
 }
@@ -170,12 +190,8 @@ impl ConfirmStore {
             .iter()
             .map(|s| {
                 let (committed, committed_seq) = match &s.committed {
-                    Some(ConfirmOutcome::Confirmed {
-                        state_after,
-                        msg,
-                        seq,
-                    }) => (Some((state_after.clone(), msg.clone())), *seq),
-                    _ => (None, None),
+                    Some(c) => (Some((c.state_after.clone(), c.msg.clone())), c.seq),
+                    None => (None, None),
                 };
                 StoredSlot {
                     entry: s.entry.clone(),
@@ -316,16 +332,17 @@ impl ConfirmStore {
             .collect()
     }
 
-    /// Records that an approved entry's message committed as version `seq`.
+    /// Records that an approved entry's message committed as version `seq`, leaving the
+    /// state `state_after` (JSON text).
     pub(crate) fn mark_committed(
         &mut self,
         id: &str,
-        state_after: Value,
+        state_after: Arc<RawValue>,
         msg: Option<Value>,
         seq: u64,
     ) {
         if let Some(slot) = self.slot_mut(id) {
-            slot.committed = Some(ConfirmOutcome::Confirmed {
+            slot.committed = Some(CommittedSlot {
                 state_after,
                 msg,
                 seq: Some(seq),
@@ -339,7 +356,10 @@ impl ConfirmStore {
         let slot = self.slots.iter().find(|s| s.entry.id == id)?;
         Some(match slot.entry.status {
             ConfirmStatus::Pending => ConfirmOutcome::Pending,
-            ConfirmStatus::Approved => slot.committed.clone().unwrap_or(ConfirmOutcome::Pending),
+            ConfirmStatus::Approved => slot
+                .committed
+                .as_ref()
+                .map_or(ConfirmOutcome::Pending, CommittedSlot::outcome),
             ConfirmStatus::Rejected => ConfirmOutcome::UserCancelled,
             ConfirmStatus::Expired => ConfirmOutcome::Expired,
             ConfirmStatus::Withdrawn => ConfirmOutcome::Withdrawn,
@@ -355,6 +375,10 @@ impl ConfirmStore {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn text(v: Value) -> Arc<RawValue> {
+        Arc::from(serde_json::value::to_raw_value(&v).unwrap())
+    }
 
     fn entry(id: &str, at: u64) -> ConfirmEntry {
         ConfirmEntry {
@@ -394,7 +418,7 @@ mod tests {
         assert_eq!(store.outcome("b"), Some(ConfirmOutcome::UserCancelled));
         // Approved but not yet committed reads as pending.
         assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Pending));
-        store.mark_committed("a", json!({"n":1}), None, 1);
+        store.mark_committed("a", text(json!({"n":1})), None, 1);
         assert!(matches!(
             store.outcome("a"),
             Some(ConfirmOutcome::Confirmed { .. })
@@ -497,7 +521,7 @@ mod tests {
         let mut there = ConfirmStore::new(600_000);
         assert!(there.restore_json(&stored));
         there.approve("a", None, 2).unwrap();
-        there.mark_committed("a", serde_json::json!({"n": 1}), None, 1);
+        there.mark_committed("a", text(serde_json::json!({"n": 1})), None, 1);
         let foreign = there.to_json();
 
         assert!(here.merge_foreign(&foreign, &stored));

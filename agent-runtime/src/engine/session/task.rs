@@ -98,7 +98,6 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         published = Published::new(redo.seq, redo.redacted, patch.into(), gates);
         outcome = Ok(redo.effects);
     }
-    let redacted = published.state.clone();
     core.publish(published.clone());
     let effects = match outcome {
         Ok(effects) => effects,
@@ -136,7 +135,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         entry.confirm_id = Some(confirm_id.clone());
         lock(&core.confirms).mark_committed(
             &confirm_id,
-            redacted.to_value(),
+            published.json(),
             edited.then_some(applied),
             published.seq,
         );
