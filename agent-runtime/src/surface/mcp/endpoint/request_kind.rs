@@ -48,7 +48,8 @@ impl Peek<'_> {
 pub(super) enum Kind {
     Initialize,
     Discover,
-    /// A `tools/call` request: the admission layer may answer it itself (`fast_call`).
+    /// A `tools/call` request that does not read as a plain one (`fast_call::PlainCall`,
+    /// which the admission layer reads first): it goes to rmcp as any other request.
     ToolCall,
     Other,
 }
