@@ -330,3 +330,57 @@ async fn what_is_wrong_in_a_stateless_call_is_still_rmcps_answer() {
     let refused = stranger.call("get_state", json!({}), &[]).await;
     assert_eq!(refused.status, 401);
 }
+
+/// A replayed idempotent answer (not written in this process: parsed, then written) and the
+/// failure of an action tool whose token was revoked are rmcp's answers, byte for byte, on
+/// both generations.
+#[tokio::test]
+async fn replays_and_revoked_action_tools_answer_as_rmcp_does() {
+    let t = server().await;
+    for generation in ["legacy", "stateless"] {
+        let m = t.mint("alice", None).await;
+        let client = match generation {
+            "legacy" => Client::legacy(&t, Some(&m.token)).await,
+            _ => Client::stateless(&t, &m.token),
+        };
+        let keyed = json!({"msg": {"type": "inc"}, "idempotencyKey": "k1"});
+        let first = client.call("send_message", keyed.clone(), &[]).await;
+        assert_eq!(first.content_type, JSON);
+        assert_eq!(
+            first.result()["structuredContent"]["status"],
+            "dispatched",
+            "{generation}"
+        );
+        let fast = client.call("send_message", keyed.clone(), &[]).await;
+        let rmcp = client.call("send_message", keyed, &[TO_RMCP]).await;
+        assert_eq!(fast.content_type, JSON);
+        assert_eq!(fast.message, rmcp.message, "{generation}");
+        let fast = client
+            .call("do_inc", json!({"_idempotencyKey": "k2"}), &[])
+            .await;
+        let again = client
+            .call("do_inc", json!({"_idempotencyKey": "k2"}), &[])
+            .await;
+        let rmcp = client
+            .call("do_inc", json!({"_idempotencyKey": "k2"}), &[TO_RMCP])
+            .await;
+        assert_eq!(again.message, rmcp.message, "{generation}");
+        same_dispatch(&fast.result(), &again.result());
+
+        if generation == "legacy" {
+            let revoke = t
+                .post_json("/agent/revoke", Some("alice"), None, &json!({"tid": m.tid}))
+                .await;
+            assert_eq!(revoke.status, 200);
+            let fast = client.call("do_inc", json!({}), &[]).await;
+            let rmcp = client.call("do_inc", json!({}), &[TO_RMCP]).await;
+            assert_eq!(fast.content_type, JSON);
+            assert_eq!(fast.message, rmcp.message);
+            let text = fast.result()["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert!(text.starts_with("do_inc (/message) failed"), "{text}");
+        }
+    }
+}

@@ -138,6 +138,7 @@ impl<R: Serialize> Answer<R> {
             body,
             read: self.read,
             audit: self.audit,
+            canonical: false,
         })
     }
 }
@@ -151,6 +152,17 @@ pub(crate) struct Handled {
     pub(crate) read: Option<String>,
     /// The audit entry.
     pub(crate) audit: (AuditEvent, Value),
+    /// The body is serde_json's compact text of values made in this process ([`Reply::is_canonical`]).
+    pub(crate) canonical: bool,
+}
+
+impl Handled {
+    /// The same, its body known to be serde_json's compact text of values made in this
+    /// process: a hosted handler's answer (a paired session's relays the app's own text).
+    pub(crate) fn canonical(mut self) -> Self {
+        self.canonical = true;
+        self
+    }
 }
 
 /// A log entry of `kind` for the caller `tid`.

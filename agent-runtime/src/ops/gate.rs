@@ -47,6 +47,17 @@ pub(crate) async fn admit_credential<A: App>(
     server: &ServerState<A>,
     credential: Credential<'_>,
 ) -> Result<Caller<A>, ApiError> {
+    let caller = find_caller(server, credential).await?;
+    take_rate_limit(server, &caller).await?;
+    Ok(caller)
+}
+
+/// Steps 2–4 of the gate: the credential verified to its record (401/403) and the record's
+/// session found (503 paused), without the rate limit (taken by [`take_rate_limit`]).
+pub(crate) async fn find_caller<A: App>(
+    server: &ServerState<A>,
+    credential: Credential<'_>,
+) -> Result<Caller<A>, ApiError> {
     let (tokens, now, ttl) = (
         &**server.tokens(),
         server.now(),
@@ -57,9 +68,30 @@ pub(crate) async fn admit_credential<A: App>(
         #[cfg(feature = "mcp")]
         Credential::Tid(tid) => crate::security::verify_tid(tid, tokens, now, ttl).await,
     }?;
+    caller_of(server, record).await
+}
+
+/// Step 4 of the gate for a token record verified just before in the same request (an MCP
+/// 2026-07-28 request whose bearer the admission layer verified): the record's session (503
+/// paused), without the rate limit.
+pub(crate) async fn caller_of<A: App>(
+    server: &ServerState<A>,
+    record: TokenRecord,
+) -> Result<Caller<A>, ApiError> {
     let backend = backend_of(server, &record).await?;
-    server.limiter().check(&record.tid, Bucket::Token).await?;
     Ok(Caller { record, backend })
+}
+
+/// Step 5 of the gate: the token's rate limit (429).
+pub(crate) async fn take_rate_limit<A: App>(
+    server: &ServerState<A>,
+    caller: &Caller<A>,
+) -> Result<(), ApiError> {
+    server
+        .limiter()
+        .check(&caller.record.tid, Bucket::Token)
+        .await?;
+    Ok(())
 }
 
 /// The backend of `record`'s session: 503 `paused` when the host closed it (or its stored
@@ -180,5 +212,5 @@ async fn success_tail<A: App>(call: &Resolved<'_, A>, handled: Handled) -> Reply
         .with_tid(record.tid.clone())
         .with_uid(record.uid.clone());
     server.audit(entry).await;
-    Reply::ok(handled.body)
+    Reply::ok(handled.body, handled.canonical)
 }

@@ -38,7 +38,7 @@ pub(crate) use call::Caller;
 pub use error::ApiError;
 pub(crate) use gate::admit;
 #[cfg(feature = "mcp")]
-pub(crate) use gate::{admit_credential, Credential};
+pub(crate) use gate::{caller_of, find_caller, take_rate_limit, Credential};
 pub(crate) use handlers::dispatch_options;
 pub(crate) use idempotency::IdempotencyStore;
 pub use idempotency::IDEMPOTENCY_WINDOW_MS;

@@ -17,15 +17,21 @@ pub(crate) struct Reply {
     status: StatusCode,
     body: String,
     headers: Vec<(String, String)>,
+    /// The body is serde_json's compact text of values made in this process (a hosted
+    /// handler's answer): parsed into a `Value` and written again it gives the same bytes.
+    /// `false` whenever that is not known (a relayed paired answer, a stored answer).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))] // read by the MCP fast path
+    canonical: bool,
 }
 
 impl Reply {
-    /// A 200 with `body` (JSON text).
-    pub(crate) fn ok(body: String) -> Reply {
+    /// A 200 with `body` (JSON text), `canonical` as [`Reply::is_canonical`] says.
+    pub(crate) fn ok(body: String, canonical: bool) -> Reply {
         Reply {
             status: StatusCode::OK,
             body,
             headers: Vec::new(),
+            canonical,
         }
     }
 
@@ -40,6 +46,7 @@ impl Reply {
             status: e.status(),
             body: e.body().to_string(),
             headers,
+            canonical: false,
         }
     }
 
@@ -52,6 +59,14 @@ impl Reply {
     #[cfg(feature = "mcp")]
     pub(crate) fn body(&self) -> &str {
         &self.body
+    }
+
+    /// Whether the body is serde_json's compact text of values made in this process, so
+    /// that parsing it and writing it again changes nothing (a surface may then pass it on as
+    /// it is where it would otherwise write the parsed value).
+    #[cfg(feature = "mcp")]
+    pub(crate) fn is_canonical(&self) -> bool {
+        self.canonical
     }
 
     /// The JSON body, owned.
@@ -82,6 +97,8 @@ impl Reply {
             status: s.status,
             body: s.body,
             headers: s.headers,
+            // A store may give the text back reformatted.
+            canonical: false,
         }
     }
 }

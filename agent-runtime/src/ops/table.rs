@@ -14,7 +14,7 @@ use agent_schema::protocol::{
 use schemars::SchemaGenerator;
 use serde_json::Value;
 
-use super::call::{Backend, Caller};
+use super::call::{Backend, Caller, Handled};
 use super::error::ApiError;
 use super::gate::serve;
 use super::handlers;
@@ -104,7 +104,8 @@ macro_rules! operations {
                                 match call.hosted() {
                                     Some(hosted) => $handler(&hosted, request)
                                         .await?
-                                        .serialize(stringify!($op)),
+                                        .serialize(stringify!($op))
+                                        .map(Handled::canonical),
                                     #[cfg(feature = "pairing")]
                                     None => $relay(call, request).await?.serialize(stringify!($op)),
                                     #[cfg(not(feature = "pairing"))]

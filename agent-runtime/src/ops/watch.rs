@@ -13,9 +13,9 @@ use agent_schema::protocol::Action;
 use agent_schema::protocol::{ActionsResponse, EmptyRequest};
 use serde_json::Value;
 
-use super::call::Backend;
 #[cfg(feature = "pairing")]
 use super::call::Resolved;
+use super::call::{Backend, Caller};
 use super::error::ApiError;
 use super::state::ServerState;
 #[cfg(feature = "pairing")]
@@ -58,6 +58,25 @@ impl<A: App> Watched<A> {
             record,
             backend,
         })
+    }
+
+    /// The session of a caller the gate found ([`super::find_caller`]): watched without
+    /// finding it again.
+    pub(crate) fn of(server: &ServerState<A>, caller: Caller<A>) -> Self {
+        Watched {
+            server: server.clone(),
+            record: caller.record,
+            backend: caller.backend,
+        }
+    }
+
+    /// The caller again, to call the gate's operations with ([`super::take_rate_limit`]
+    /// first: watching took none).
+    pub(crate) fn into_caller(self) -> Caller<A> {
+        Caller {
+            record: self.record,
+            backend: self.backend,
+        }
     }
 
     /// Whether the session is a paired one (its app runs elsewhere).

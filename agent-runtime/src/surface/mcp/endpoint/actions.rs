@@ -13,7 +13,7 @@ use crate::ops::ApiError;
 use crate::surface::mcp::action_tools::ActionCatalog;
 
 /// The catalog of `watched`'s app: `hosted` for a hosted session.
-async fn catalog<A: App>(
+pub(super) async fn catalog<A: App>(
     watched: &Watched<A>,
     hosted: &Arc<ActionCatalog>,
 ) -> Result<Arc<ActionCatalog>, ApiError> {
@@ -62,20 +62,6 @@ pub(crate) async fn session_tools<A: App>(
     }
     let watched = Watched::open(server, tid).await?;
     available_tools(server, &watched, hosted).await
-}
-
-/// The catalog a `do_` call of the token `tid` is resolved in: every variant of its
-/// session's app, whether available or not (empty when action tools are off).
-pub(crate) async fn session_catalog<A: App>(
-    server: &McpState<A>,
-    tid: &str,
-    hosted: &Arc<ActionCatalog>,
-) -> Result<Arc<ActionCatalog>, ApiError> {
-    if !server.options().mcp.action_tools {
-        return Ok(Arc::new(ActionCatalog::default()));
-    }
-    let watched = Watched::open(server, tid).await?;
-    catalog(&watched, hosted).await
 }
 
 /// The names of `tools`, to tell when the list changed.

@@ -30,7 +30,7 @@ use serde_json::json;
 use tower::{Layer, Service, ServiceExt as _};
 
 use super::disk_bounds;
-use super::fast_call::{self, Route};
+use super::fast_call::{self, PlainCall, Route};
 use super::registry::Binding;
 use super::request_kind::{
     accepts_json_and_sse, declared_length, header_names_stateless_revision, is_json,
@@ -44,7 +44,7 @@ use crate::config::MAX_BODY_BYTES;
 use crate::ops::error::ApiError;
 use crate::security::{
     request_client_address, verify_bearer, verify_tid, AllowedHosts, AuditEntry, AuditEvent,
-    AuthError, Bucket, WireError,
+    AuthError, Bucket, TokenRecord, WireError,
 };
 use crate::surface::mcp::MCP_PATH;
 use agent_schema::protocol::ErrorCode;
@@ -178,6 +178,8 @@ where
         let mut kind = Kind::Other;
         let mut stateless = header_names_stateless_revision(&parts.headers);
         let mut bytes = Bytes::new();
+        // A plain `tools/call`, read once for admission and the fast path.
+        let mut call = None;
         if parts.method == Method::POST {
             if !accepts_json_and_sse(&parts.headers) {
                 return plain(
@@ -198,12 +200,19 @@ where
                 }
                 Err(_) => return plain(StatusCode::BAD_REQUEST, "Bad Request: unreadable body"),
             };
-            match serde_json::from_slice::<Peek<'_>>(&bytes) {
-                // rmcp answers unparsable JSON or JSON-RPC with 400; nothing is allocated.
-                Err(_) => return self.pass(parts, bytes).await,
-                Ok(peek) => {
-                    stateless |= peek.version().is_some_and(is_stateless_revision);
-                    kind = peek.kind();
+            if let Some(plain) = PlainCall::read(&bytes) {
+                // What the peek below reads of it.
+                stateless |= plain.version().is_some_and(is_stateless_revision);
+                kind = Kind::ToolCall;
+                call = Some(plain);
+            } else {
+                match serde_json::from_slice::<Peek<'_>>(&bytes) {
+                    // rmcp answers unparsable JSON or JSON-RPC with 400; nothing is allocated.
+                    Err(_) => return self.pass(parts, bytes).await,
+                    Ok(peek) => {
+                        stateless |= peek.version().is_some_and(is_stateless_revision);
+                        kind = peek.kind();
+                    }
                 }
             }
         }
@@ -216,17 +225,23 @@ where
             .get(SESSION_HEADER)
             .map(|v| v.to_str().unwrap_or_default().to_string());
         match session {
-            Some(id) => self.with_session(parts, bytes, id, kind).await,
+            Some(id) => self.with_session(parts, bytes, id, call).await,
             None => match (&parts.method, kind) {
                 (&Method::POST, Kind::Discover) => self.pass(parts, bytes).await,
                 (&Method::POST, Kind::Initialize) => self.initialize(parts, bytes).await,
-                (_, kind) if stateless => self.stateless(parts, bytes, kind).await,
+                _ if stateless => self.stateless(parts, bytes, call).await,
                 _ => bare_error(StatusCode::BAD_REQUEST, "mcp-session-id required"),
             },
         }
     }
 
-    async fn with_session(&self, parts: Parts, bytes: Bytes, id: String, kind: Kind) -> Response {
+    async fn with_session(
+        &self,
+        parts: Parts,
+        bytes: Bytes,
+        id: String,
+        call: Option<PlainCall>,
+    ) -> Response {
         let sessions = self.server.mcp_sessions();
         // Registered ids only: never issued, expired, evicted, deleted or ended → 404; with
         // a durable store, an id issued before a restart is rebuilt.
@@ -248,9 +263,9 @@ where
             sessions.close(vec![id.clone()]).await;
             return StatusCode::OK.into_response();
         }
-        if matches!(kind, Kind::ToolCall) {
+        if let Some(call) = call {
             let route = Route::Session(&id);
-            if let Some(answer) = self.fast_call(&parts, &bytes, route).await {
+            if let Some(answer) = self.fast_call(&parts, call, route).await {
                 return answer;
             }
         }
@@ -258,9 +273,14 @@ where
     }
 
     /// A plain `tools/call` answered here, or `None` for rmcp (`fast_call`).
-    async fn fast_call(&self, parts: &Parts, bytes: &Bytes, route: Route<'_>) -> Option<Response> {
+    async fn fast_call(
+        &self,
+        parts: &Parts,
+        call: PlainCall,
+        route: Route<'_>,
+    ) -> Option<Response> {
         let sessions = self.server.mcp_sessions();
-        fast_call::answer(&self.runner, sessions, &parts.headers, bytes, route).await
+        fast_call::answer(&self.runner, sessions, &parts.headers, call, route).await
     }
 
     fn durable(&self) -> Option<&std::sync::Arc<dyn crate::engine::store::McpBindings>> {
@@ -374,13 +394,13 @@ where
     /// bearer, when sent, is verified and travels with the request to the handler as its
     /// binding; without one, the client address is rate limited. rmcp then checks the
     /// revision's headers and `_meta` and serves it statelessly.
-    async fn stateless(&self, mut parts: Parts, bytes: Bytes, kind: Kind) -> Response {
+    async fn stateless(&self, mut parts: Parts, bytes: Bytes, call: Option<PlainCall>) -> Response {
         if parts.headers.contains_key(header::AUTHORIZATION) {
             match self.bearer_binding(&parts).await {
-                Ok(binding) => {
-                    if parts.method == Method::POST && matches!(kind, Kind::ToolCall) {
-                        let route = Route::Stateless(&binding);
-                        if let Some(answer) = self.fast_call(&parts, &bytes, route).await {
+                Ok((binding, record)) => {
+                    if let Some(call) = call {
+                        let route = Route::Stateless(&binding, record);
+                        if let Some(answer) = self.fast_call(&parts, call, route).await {
                             return answer;
                         }
                     }
@@ -413,9 +433,9 @@ where
         Ok(())
     }
 
-    /// The binding of the request's `Authorization` bearer: 401 `auth-failed` / 403 `revoked`
-    /// (audited) when it does not verify.
-    async fn bearer_binding(&self, parts: &Parts) -> Result<Binding, Box<Response>> {
+    /// The binding of the request's `Authorization` bearer and the token record it verified
+    /// to: 401 `auth-failed` / 403 `revoked` (audited) when it does not verify.
+    async fn bearer_binding(&self, parts: &Parts) -> Result<(Binding, TokenRecord), Box<Response>> {
         let server = &self.server;
         let now = server.now();
         let authorization = parts
@@ -430,12 +450,15 @@ where
         )
         .await;
         match verified {
-            Ok(record) => Ok(Binding {
-                tid: record.tid,
-                token: authorization
-                    .and_then(|a| a.strip_prefix("Bearer "))
-                    .map(str::to_owned),
-            }),
+            Ok(record) => {
+                let binding = Binding {
+                    tid: record.tid.clone(),
+                    token: authorization
+                        .and_then(|a| a.strip_prefix("Bearer "))
+                        .map(str::to_owned),
+                };
+                Ok((binding, record))
+            }
             Err(e) => {
                 let detail = json!({"endpoint": MCP_PATH, "code": e.code().as_str()});
                 server
@@ -455,7 +478,7 @@ where
         let mut binding = None;
         if parts.headers.contains_key(header::AUTHORIZATION) {
             match self.bearer_binding(&parts).await {
-                Ok(b) => binding = Some(b),
+                Ok((b, _)) => binding = Some(b),
                 Err(response) => return *response,
             }
         }

@@ -26,16 +26,20 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CallToolRequestMethod, CallToolRequestParams, CallToolResponse, JsonRpcVersion2_0,
-    ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolRequestMethod, CallToolRequestParams, CallToolResponse, ClientCapabilities,
+    InputResponses, JsonObject, JsonRpcVersion2_0, ProtocolVersion, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
-use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 
 use super::registry::{Binding, McpSessions};
 use super::run::{Answer, BoundCall, Generation, ToolCall, ToolRunner};
 use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::ops::Operation;
+use crate::security::TokenRecord;
 use crate::surface::mcp::forward::DescriptionCache;
 
 const PROTOCOL_VERSION: &str = "mcp-protocol-version";
@@ -44,13 +48,17 @@ const NAME: &str = "mcp-name";
 const PARAM_PREFIX: &str = "mcp-param-";
 /// A header value in this form is Base64 (SEP-2243); rmcp decodes it, so it goes to rmcp.
 const BASE64_PREFIX: &str = "=?base64?";
+/// The `_meta` keys of the protocol version and the client capabilities (2026-07-28).
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// Where a `tools/call` came in.
 pub(super) enum Route<'a> {
     /// On the legacy session with this id.
     Session(&'a str),
-    /// On 2026-07-28, with the binding of its verified bearer.
-    Stateless(&'a Binding),
+    /// On 2026-07-28, with the binding of its bearer and the token record the admission layer
+    /// verified it to in this request (the gate takes it instead of verifying it again).
+    Stateless(&'a Binding, TokenRecord),
 }
 
 /// The answer to a `tools/call`, or `None` when rmcp must take it (nothing ran).
@@ -58,27 +66,22 @@ pub(super) async fn answer<A: App>(
     runner: &ToolRunner<A>,
     sessions: &McpSessions,
     headers: &HeaderMap,
-    body: &[u8],
+    mut request: PlainCall,
     route: Route<'_>,
 ) -> Option<Response> {
     let generation = match route {
         Route::Session(_) => Generation::Session,
-        Route::Stateless(_) => Generation::Stateless,
+        Route::Stateless(..) => Generation::Stateless,
     };
     if !plain_headers(headers, generation) {
         return None;
     }
-    let Ok(mut request) = serde_json::from_slice::<PlainCall>(body) else {
-        return None;
-    };
     let meta = request.params.meta.take().unwrap_or_default();
     let meta_fits = match generation {
-        Generation::Session => meta.protocol_version().is_none(),
+        Generation::Session => meta.version.is_none(),
         Generation::Stateless => {
-            meta.protocol_version() == Some(ProtocolVersion::V_2026_07_28)
-                && meta
-                    .missing_required_keys(&ProtocolVersion::V_2026_07_28)
-                    .is_empty()
+            meta.version.as_deref() == Some(ProtocolVersion::V_2026_07_28.as_str())
+                && meta.capabilities
         }
     };
     if !meta_fits {
@@ -87,21 +90,24 @@ pub(super) async fn answer<A: App>(
     if generation == Generation::Stateless && !names_tool(headers, &request.params.name) {
         return None;
     }
-    let ToolCall::Bound(call) = runner.resolve(request.params).ok()? else {
+    let ToolCall::Bound(call) = runner.resolve(request.params.into_rmcp()).ok()? else {
         return None;
     };
-    let binding = match route {
+    let (binding, verified) = match route {
         Route::Session(id) => {
             if let BoundCall::Run(Operation::Describe | Operation::Observe, _) = call {
                 return None;
             }
-            sessions.binding(id)
+            (sessions.binding(id), None)
         }
-        Route::Stateless(binding) => Some(binding.clone()),
+        Route::Stateless(binding, record) => (Some(binding.clone()), Some(record)),
     };
     // A legacy session's cache is never read (above); a 2026-07-28 request starts with none.
     let cache = DescriptionCache::default();
-    let answer = runner.run(call, binding, generation, &cache).await.ok()?;
+    let answer = runner
+        .run(call, binding, verified, generation, &cache)
+        .await
+        .ok()?;
     Some(json_response(request.id, answer, generation))
 }
 
@@ -110,13 +116,133 @@ pub(super) async fn answer<A: App>(
 /// whole message first). Anything more in the envelope goes to rmcp.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PlainCall {
+pub(super) struct PlainCall {
     #[allow(dead_code)] // read to require "2.0", as rmcp does
     jsonrpc: JsonRpcVersion2_0,
     id: RequestId,
     #[allow(dead_code)] // read to require "tools/call"
     method: CallToolRequestMethod,
-    params: CallToolRequestParams,
+    params: PlainParams,
+}
+
+impl PlainCall {
+    /// A POST body read as a plain `tools/call`, once, for both the admission layer and the
+    /// fast path; `None` for anything else (the admission layer then peeks at it, and a body
+    /// this does not read because of its `_meta` protocol version, not text or given twice,
+    /// is one the peek cannot read either).
+    pub(super) fn read(body: &[u8]) -> Option<Self> {
+        serde_json::from_slice(body).ok()
+    }
+
+    /// The protocol version in `_meta`, as the admission layer's peek reads it.
+    pub(super) fn version(&self) -> Option<&str> {
+        self.params.meta.as_ref()?.version.as_deref()
+    }
+}
+
+/// rmcp's `CallToolRequestParams` (rmcp 3.11), read field for field as rmcp reads it, but for
+/// `_meta`: only what the fast path checks of it is kept ([`MetaView`]), and the fast path
+/// runs nothing that reads the rest.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PlainParams {
+    #[serde(rename = "_meta", default)]
+    meta: Option<MetaView>,
+    name: String,
+    arguments: Option<JsonObject>,
+    input_responses: Option<InputResponses>,
+    request_state: Option<String>,
+}
+
+impl PlainParams {
+    /// The parameters as rmcp's type, without `_meta`.
+    fn into_rmcp(self) -> CallToolRequestParams {
+        let mut params = CallToolRequestParams::new(self.name);
+        params.arguments = self.arguments;
+        params.input_responses = self.input_responses;
+        params.request_state = self.request_state;
+        params
+    }
+}
+
+/// What the fast path reads of a request's `_meta` (an object, as rmcp requires), the way
+/// rmcp's `RequestMetaObject` answers it: the protocol version (`protocol_version()`: a text,
+/// else none) and whether the client capabilities read as rmcp's `ClientCapabilities`
+/// (`client_capabilities()`, the last of repeated keys). The version given twice, or as
+/// anything but text or null, fails the read, as the admission layer's peek fails on it.
+#[derive(Default)]
+struct MetaView {
+    version: Option<String>,
+    capabilities: bool,
+}
+
+impl<'de> Deserialize<'de> for MetaView {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(MetaVisitor)
+    }
+}
+
+struct MetaVisitor;
+
+impl<'de> Visitor<'de> for MetaVisitor {
+    type Value = MetaView;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the _meta object")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<MetaView, M::Error> {
+        let mut view = MetaView::default();
+        let mut versioned = false;
+        while let Some(key) = map.next_key::<MetaKey>()? {
+            match key {
+                MetaKey::Version if versioned => {
+                    return Err(de::Error::duplicate_field(META_VERSION));
+                }
+                MetaKey::Version => {
+                    versioned = true;
+                    view.version = map.next_value()?;
+                }
+                MetaKey::Capabilities => {
+                    let value: Value = map.next_value()?;
+                    view.capabilities = ClientCapabilities::deserialize(&value).is_ok();
+                }
+                MetaKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(view)
+    }
+}
+
+/// A key of `_meta`, read without copying it.
+enum MetaKey {
+    Version,
+    Capabilities,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for MetaKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Key;
+        impl Visitor<'_> for Key {
+            type Value = MetaKey;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a _meta key")
+            }
+
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<MetaKey, E> {
+                Ok(match key {
+                    META_VERSION => MetaKey::Version,
+                    META_CAPABILITIES => MetaKey::Capabilities,
+                    _ => MetaKey::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(Key)
+    }
 }
 
 /// The headers rmcp accepts as they are for a tool call of `generation` (the body's side is
@@ -170,12 +296,16 @@ fn sole<'a>(headers: &'a HeaderMap, name: &str) -> Sole<'a> {
 /// The JSON-RPC response as rmcp writes it for a request of `generation` answered with plain
 /// JSON.
 fn json_response(id: RequestId, answer: Answer, generation: Generation) -> Response {
-    let body = match answer {
-        Answer::Passed(text) => match passed(&id, &text, generation) {
-            Some(body) => Ok(body.into_bytes()),
-            None => written(id, Answer::Passed(text).into_response(), generation),
-        },
-        Answer::Result(result) => written(id, *result, generation),
+    let fast = match &answer {
+        Answer::Passed {
+            text,
+            canonical: true,
+        } => passed(&id, text, generation),
+        _ => None,
+    };
+    let body = match fast {
+        Some(body) => Ok(body),
+        None => written(id, answer.into_response(), generation),
     };
     match body {
         Ok(body) => {
@@ -211,30 +341,57 @@ fn written(
     serde_json::to_vec(&ServerJsonRpcMessage::response(result, id))
 }
 
-/// The response of a success that passes the operation's JSON text on: written around the
+/// The response of a success that passes the operation's JSON text on, `text` being
+/// serde_json's compact text of a value ([`Answer::Passed`] `canonical`): written around the
 /// text instead of parsing it into a value and writing that again (the same bytes as
-/// [`written`] for an object serde_json wrote). `None` for text that is not a JSON object:
-/// it is written by [`written`], parsed.
-fn passed(id: &RequestId, text: &str, generation: Generation) -> Option<String> {
+/// [`written`]). `None` for text that is not a JSON object: it is written by [`written`],
+/// parsed.
+fn passed(id: &RequestId, text: &str, generation: Generation) -> Option<Vec<u8>> {
     if !text.starts_with('{') {
         return None;
     }
-    serde_json::from_str::<&serde_json::value::RawValue>(text).ok()?;
-    let id = serde_json::to_string(id).ok()?;
-    let escaped = serde_json::to_string(text).ok()?;
-    let mut out = String::with_capacity(text.len() + escaped.len() + 128);
-    out.push_str(r#"{"jsonrpc":"2.0","id":"#);
-    out.push_str(&id);
-    out.push_str(match generation {
-        Generation::Stateless => r#","result":{"resultType":"complete","content":["#,
-        Generation::Session => r#","result":{"content":["#,
+    // The text twice, once escaped (a quote takes two bytes), and the envelope.
+    let mut out = Vec::with_capacity(3 * text.len() + 128);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut out, id).ok()?;
+    out.extend_from_slice(match generation {
+        Generation::Stateless => br#","result":{"resultType":"complete","content":["#,
+        Generation::Session => br#","result":{"content":["#,
     });
-    out.push_str(r#"{"type":"text","text":"#);
-    out.push_str(&escaped);
-    out.push_str(r#"}],"structuredContent":"#);
-    out.push_str(text);
-    out.push_str("}}");
+    out.extend_from_slice(br#"{"type":"text","text":"#);
+    write_str(&mut out, text);
+    out.extend_from_slice(br#"}],"structuredContent":"#);
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(b"}}");
     Some(out)
+}
+
+/// `text` as a JSON string, the bytes serde_json writes for it. A text without control
+/// characters (any JSON text serde_json wrote compactly) has only its quotes and backslashes
+/// escaped, copied in one pass into room made for the worst case; one with control
+/// characters is written by serde_json.
+fn write_str(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    if bytes.iter().any(|&b| b < 0x20) {
+        // Writing into a `Vec` does not fail.
+        let _ = serde_json::to_writer(&mut *out, text);
+        return;
+    }
+    let start = out.len();
+    out.resize(start + 2 * bytes.len() + 2, 0);
+    let room = &mut out[start..];
+    room[0] = b'"';
+    let mut at = 1;
+    for &b in bytes {
+        if b == b'"' || b == b'\\' {
+            room[at] = b'\\';
+            at += 1;
+        }
+        room[at] = b;
+        at += 1;
+    }
+    room[at] = b'"';
+    out.truncate(start + at + 1);
 }
 
 #[cfg(test)]
@@ -264,9 +421,12 @@ mod tests {
             for id in [RequestId::Number(7), RequestId::String("a\"1".into())] {
                 for text in texts {
                     let fast = passed(&id, text, generation).expect("a JSON object");
-                    let result = Answer::Passed(text.to_owned()).into_response();
+                    let result = Answer::passed(text.to_owned()).into_response();
                     let rmcp = written(id.clone(), result, generation).unwrap();
-                    assert_eq!(fast, String::from_utf8(rmcp).unwrap());
+                    assert_eq!(
+                        String::from_utf8(fast).unwrap(),
+                        String::from_utf8(rmcp).unwrap()
+                    );
                 }
             }
         }
@@ -275,7 +435,7 @@ mod tests {
         let id = RequestId::Number(1);
         assert_eq!(passed(&id, "not json", Generation::Session), None);
         assert_eq!(passed(&id, "[1]", Generation::Session), None);
-        let result = Answer::Passed("[1]".into()).into_response();
+        let result = Answer::passed("[1]".into()).into_response();
         let legacy: serde_json::Value =
             serde_json::from_slice(&written(id, result, Generation::Session).unwrap()).unwrap();
         assert!(legacy["result"].get("structuredContent").is_none());
@@ -284,26 +444,94 @@ mod tests {
 
     #[test]
     fn only_a_plain_call_is_read() {
-        let call = |body: &str| serde_json::from_str::<PlainCall>(body).ok();
+        let call = |body: &str| PlainCall::read(body.as_bytes());
         let read = call(
             r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"do_inc","arguments":{"a":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
         )
         .expect("a plain call");
         assert_eq!(read.id, RequestId::String("x".into()));
         assert_eq!(read.params.name, "do_inc");
+        assert_eq!(read.version(), Some("2026-07-28"));
         let meta = read.params.meta.expect("_meta");
-        assert_eq!(meta.protocol_version(), Some(ProtocolVersion::V_2026_07_28));
-        assert!(meta
-            .missing_required_keys(&ProtocolVersion::V_2026_07_28)
-            .is_empty());
+        assert_eq!(meta.version.as_deref(), Some("2026-07-28"));
+        assert!(meta.capabilities);
+        let unversioned = call(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":null}}}"#,
+        )
+        .expect("a null version reads as none");
+        assert_eq!(unversioned.version(), None);
         for other in [
             r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
             r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"x"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"},"result":{}}"#,
+            // A version that is not text, or given twice: the admission layer's peek cannot
+            // read it either.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":7}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":[]}}"#,
         ] {
             assert!(call(other).is_none(), "{other}");
+        }
+    }
+
+    /// The parameters and what is read of `_meta` are what rmcp's own types read.
+    #[test]
+    fn params_read_as_rmcp_reads_them() {
+        let bodies = [
+            r#"{"name":"send_message","arguments":{"msg":{"type":"inc"},"waitFor":"idle"}}"#,
+            r#"{"name":"do_inc","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}"#,
+            r#"{"name":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/protocolVersion":"2025-11-25","progressToken":3}}"#,
+            r#"{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":7}}}"#,
+            r#"{"name":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":3,"io.modelcontextprotocol/clientCapabilities":{}}}"#,
+            r#"{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":null}}"#,
+            r#"{"name":"x","_meta":null,"requestState":"s","inputResponses":{"a":{"b":1}},"other":[1]}"#,
+            r#"{"name":"a\u0041","arguments":{"k":[1,2.5,"\n"]}}"#,
+        ];
+        for body in bodies {
+            let ours: PlainParams = serde_json::from_str(body).expect(body);
+            let mut theirs: CallToolRequestParams = serde_json::from_str(body).expect(body);
+            let meta = theirs.meta.take();
+            let view = ours.meta.as_ref();
+            let version = meta.as_ref().and_then(|m| m.protocol_version());
+            assert_eq!(
+                view.and_then(|v| v.version.as_deref()),
+                version.as_ref().map(ProtocolVersion::as_str),
+                "{body}"
+            );
+            assert_eq!(
+                view.is_some_and(|v| v.capabilities),
+                meta.is_some_and(|m| m.client_capabilities().is_some()),
+                "{body}"
+            );
+            assert_eq!(ours.into_rmcp(), theirs, "{body}");
+        }
+        for refused in [
+            r#"{"arguments":{}}"#,
+            r#"{"name":"x","arguments":[]}"#,
+            r#"{"name":"x","name":"y"}"#,
+        ] {
+            assert!(serde_json::from_str::<PlainParams>(refused).is_err());
+            assert!(serde_json::from_str::<CallToolRequestParams>(refused).is_err());
+        }
+    }
+
+    /// The text block is the JSON string serde_json writes.
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        let mut texts: Vec<String> = vec![
+            String::new(),
+            r#"{"a":"b\"c","d":"\\","e":"é✓😀"}"#.into(),
+            "\"\"\\\\".into(),
+            "tab\tnew\nline\u{1}\u{1f}\u{7f}".into(),
+        ];
+        texts.push((0u8..=127).map(char::from).collect());
+        for text in texts {
+            let mut ours = b"x".to_vec();
+            write_str(&mut ours, &text);
+            let theirs = format!("x{}", serde_json::to_string(&text).unwrap());
+            assert_eq!(String::from_utf8(ours).unwrap(), theirs);
         }
     }
 

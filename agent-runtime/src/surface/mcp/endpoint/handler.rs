@@ -228,7 +228,9 @@ impl<A: App> ServerHandler for McpHandler<A> {
                     None => Generation::Stateless,
                 };
                 let binding = self.binding(parts(&context));
-                let answer = self.runner.run(call, binding, generation, &self.cache);
+                let answer = self
+                    .runner
+                    .run(call, binding, None, generation, &self.cache);
                 return Ok(answer.await?.into_response());
             }
             ToolCall::Session(action, args) => (action, args),

@@ -48,7 +48,8 @@ impl Peek<'_> {
 pub(super) enum Kind {
     Initialize,
     Discover,
-    /// A `tools/call` request: the admission layer may answer it itself (`fast_call`).
+    /// A `tools/call` request that does not read as a plain one (`fast_call::PlainCall`,
+    /// which the admission layer reads first): it goes to rmcp as any other request.
     ToolCall,
     Other,
 }
@@ -76,33 +77,29 @@ pub(super) fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-fn media_types(headers: &HeaderMap, name: header::HeaderName) -> Vec<String> {
+/// The media types a header lists (parameters dropped, trimmed), as sent.
+fn media_types(headers: &HeaderMap, name: header::HeaderName) -> impl Iterator<Item = &str> {
     headers
         .get_all(name)
-        .iter()
+        .into_iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .map(|entry| {
-            entry
-                .split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase()
-        })
-        .collect()
+        .map(|entry| entry.split(';').next().unwrap_or_default().trim())
 }
 
 pub(super) fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
-    let accepted = media_types(headers, header::ACCEPT);
-    accepted.iter().any(|m| m == "application/json")
-        && accepted.iter().any(|m| m == "text/event-stream")
+    let (mut json, mut sse) = (false, false);
+    for media in media_types(headers, header::ACCEPT) {
+        json |= media.eq_ignore_ascii_case("application/json");
+        sse |= media.eq_ignore_ascii_case("text/event-stream");
+    }
+    json && sse
 }
 
 pub(super) fn is_json(headers: &HeaderMap) -> bool {
     media_types(headers, header::CONTENT_TYPE)
-        .first()
-        .is_some_and(|m| m == "application/json")
+        .next()
+        .is_some_and(|m| m.eq_ignore_ascii_case("application/json"))
 }
 
 #[cfg(test)]

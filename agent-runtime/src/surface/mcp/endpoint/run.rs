@@ -6,17 +6,19 @@
 //! credential ([`InProcess`]); a `do_<action>` tool sends its message as `send_message` would.
 //! `connect_session` and `disconnect_session` change the MCP session and stay the handler's.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::ErrorData;
 use serde_json::{Map, Value};
 
-use super::actions::session_catalog;
+use super::actions::catalog;
 use super::registry::Binding;
 use super::McpState;
 use crate::app::App;
-use crate::ops::{self, Operation};
+use crate::ops::watch::Watched;
+use crate::ops::{self, ApiError, Operation};
+use crate::security::TokenRecord;
 use crate::surface::mcp::action_tools::ActionCatalog;
 use crate::surface::mcp::calls::{ResolvedCall, ToolCatalog};
 use crate::surface::mcp::format::{
@@ -67,16 +69,25 @@ pub(super) enum Answer {
     Result(Box<CallToolResponse>),
     /// A success that passes the operation's answer on unchanged: its JSON text is the
     /// result's `structuredContent` and its one text block. Not parsed here, so the fast path
-    /// writes it as it is.
-    Passed(String),
+    /// writes it as it is when it is `canonical` ([`ops::Reply::is_canonical`]).
+    Passed { text: String, canonical: bool },
 }
 
 impl Answer {
+    /// A passed answer not known to be canonical.
+    #[cfg(test)]
+    pub(super) fn passed(text: String) -> Self {
+        Answer::Passed {
+            text,
+            canonical: false,
+        }
+    }
+
     /// The result as rmcp takes it (the text parsed for `structuredContent`).
     pub(super) fn into_response(self) -> CallToolResponse {
         match self {
             Answer::Result(result) => *result,
-            Answer::Passed(text) => {
+            Answer::Passed { text, .. } => {
                 let body = serde_json::from_str(&text).unwrap_or(Value::Null);
                 success_with_text(body, text).into()
             }
@@ -132,18 +143,21 @@ impl<A: App> ToolRunner<A> {
     }
 
     /// Runs `call` for `binding` (`None`: unbound, told how to bind on `generation`), with the
-    /// description cache of the session (a fresh one on 2026-07-28). An `Err` is the JSON-RPC
-    /// error of an unknown tool, answered before anything ran.
+    /// description cache of the session (a fresh one on 2026-07-28). `verified` is the
+    /// binding's token record when the admission layer verified its bearer in this request
+    /// (2026-07-28): the gate then takes it instead of verifying the bearer again. An `Err` is
+    /// the JSON-RPC error of an unknown tool, answered before anything ran.
     pub(super) async fn run(
         &self,
         call: BoundCall,
         binding: Option<Binding>,
+        verified: Option<TokenRecord>,
         generation: Generation,
         cache: &DescriptionCache,
     ) -> Result<Answer, ErrorData> {
         match call {
             BoundCall::Refused(refusal) => Ok(Answer::Result(Box::new(refusal.into()))),
-            BoundCall::Action(request) => self.call_action(request, binding).await,
+            BoundCall::Action(request) => self.call_action(request, binding, verified).await,
             BoundCall::Run(op, args) => Ok(match binding {
                 None => Answer::Result(Box::new(
                     failure(match generation {
@@ -152,54 +166,75 @@ impl<A: App> ToolRunner<A> {
                     })
                     .into(),
                 )),
-                Some(binding) => self.forward(&binding, op, args, cache).await,
+                Some(binding) => {
+                    let forwarder = self.in_process(&binding, verified);
+                    self.forward(&forwarder, op, args, cache).await
+                }
             }),
         }
     }
 
-    /// Runs `op` with `binding`'s token: [`forward_tool`], but an answer it would pass on
+    /// Runs `op` through `forwarder`: [`forward_tool`], but an answer it would pass on
     /// unchanged is not parsed.
     async fn forward(
         &self,
-        binding: &Binding,
+        forwarder: &InProcess<A>,
         op: Operation,
         args: Map<String, Value>,
         cache: &DescriptionCache,
     ) -> Answer {
-        let forwarder = self.forwarder(binding);
         if !passes_on(op) {
             return Answer::Result(Box::new(
-                forward_tool(&forwarder, cache, op, args).await.into(),
+                forward_tool(forwarder, cache, op, args).await.into(),
             ));
         }
-        let reply = forwarder.reply(op, Value::Object(args)).await;
-        if reply.status().is_success() {
-            return Answer::Passed(reply.into_body());
-        }
-        Answer::Result(Box::new(failed(op, &lap_answer(reply)).into()))
+        passed_on(op, forwarder.reply(op, Value::Object(args)).await)
     }
 
     /// Runs operations with `binding`'s token as the credential.
     pub(super) fn forwarder(&self, binding: &Binding) -> InProcess<A> {
+        self.in_process(binding, None)
+    }
+
+    /// [`Self::forwarder`], whose first operation takes the token record `verified` (the
+    /// admission layer verified the binding's bearer to it in this request).
+    fn in_process(&self, binding: &Binding, verified: Option<TokenRecord>) -> InProcess<A> {
         InProcess {
             server: self.server.clone(),
             authorization: binding.token.as_ref().map(|t| format!("Bearer {t}")),
             tid: binding.tid.clone(),
+            verified: Mutex::new(verified),
         }
     }
 
-    /// `do_<action>`: sends the action's message as `send_message` would.
+    /// `do_<action>`: sends the action's message as `send_message` would. The token's
+    /// session is found once, for the catalog the name is resolved in and for the call
+    /// (whose rate limit is taken once the name resolved).
     async fn call_action(
         &self,
         request: CallToolRequestParams,
         binding: Option<Binding>,
+        verified: Option<TokenRecord>,
     ) -> Result<Answer, ErrorData> {
         let unknown = || ErrorData::invalid_params(format!("unknown tool: {}", request.name), None);
         let Some(binding) = binding else {
             return Err(unknown());
         };
-        let catalog = match session_catalog(&self.server, &binding.tid, &self.hosted).await {
-            Ok(catalog) => catalog,
+        if !self.server.options().mcp.action_tools {
+            return Err(unknown());
+        }
+        let forwarder = self.in_process(&binding, verified);
+        let found = match forwarder.caller().await {
+            Ok(caller) => {
+                let watched = Watched::of(&self.server, caller);
+                catalog(&watched, &self.hosted)
+                    .await
+                    .map(|catalog| (watched, catalog))
+            }
+            Err(e) => Err(e),
+        };
+        let (watched, catalog) = match found {
+            Ok(found) => found,
             // As `send_message` would have failed (paused, revoked …).
             Err(e) => {
                 let answer = LapAnswer::new(e.status().as_u16(), e.body());
@@ -212,15 +247,26 @@ impl<A: App> ToolRunner<A> {
             return Err(unknown());
         };
         let body = entry.message_request(request.arguments.unwrap_or_default());
-        let Value::Object(args) = body else {
+        if !body.is_object() {
             return Err(unknown());
-        };
-        // `send_message` never reads the description cache.
-        let cache = DescriptionCache::default();
-        Ok(self
-            .forward(&binding, Operation::Message, args, &cache)
-            .await)
+        }
+        let op = Operation::Message;
+        let reply = forwarder.call(watched.into_caller(), op, body).await;
+        Ok(passed_on(op, reply))
     }
+}
+
+/// The answer of `op` (one [`passes_on`]) of `reply`: passed on unchanged on success, else
+/// its tool error.
+fn passed_on(op: Operation, reply: ops::Reply) -> Answer {
+    if reply.status().is_success() {
+        let canonical = reply.is_canonical();
+        return Answer::Passed {
+            text: reply.into_body(),
+            canonical,
+        };
+    }
+    Answer::Result(Box::new(failed(op, &lap_answer(reply)).into()))
 }
 
 /// Runs operations through the gate in-process, with the bound token as the credential.
@@ -230,17 +276,42 @@ pub(super) struct InProcess<A: App> {
     authorization: Option<String>,
     /// The bound token's id: the trusted credential when the raw token is not known.
     tid: String,
+    /// The token's record as the admission layer verified the bearer in this request: taken
+    /// by the first operation instead of verifying the bearer again.
+    verified: Mutex<Option<TokenRecord>>,
 }
 
 impl<A: App> InProcess<A> {
-    /// The operation's reply, as the gate answers it.
-    async fn reply(&self, op: Operation, body: Value) -> ops::Reply {
+    /// The caller of the gate: the credential verified (or the record verified in this
+    /// request) and its session found, without the rate limit.
+    async fn caller(&self) -> Result<ops::Caller<A>, ApiError> {
+        let verified = self
+            .verified
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(record) = verified {
+            return ops::caller_of(&self.server, record).await;
+        }
         let credential = match &self.authorization {
             Some(authorization) => ops::Credential::Bearer(Some(authorization)),
             None => ops::Credential::Tid(&self.tid),
         };
-        match ops::admit_credential(&self.server, credential).await {
-            Ok(caller) => ops::call(&self.server, caller, op, body).await,
+        ops::find_caller(&self.server, credential).await
+    }
+
+    /// The operation's reply, as the gate answers it.
+    async fn reply(&self, op: Operation, body: Value) -> ops::Reply {
+        match self.caller().await {
+            Ok(caller) => self.call(caller, op, body).await,
+            Err(e) => ops::Reply::from_error(&e),
+        }
+    }
+
+    /// `op` for `caller`, from the rate limit on.
+    async fn call(&self, caller: ops::Caller<A>, op: Operation, body: Value) -> ops::Reply {
+        match ops::take_rate_limit(&self.server, &caller).await {
+            Ok(()) => ops::call(&self.server, caller, op, body).await,
             Err(e) => ops::Reply::from_error(&e),
         }
     }
