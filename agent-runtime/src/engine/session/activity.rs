@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use agent_schema::protocol::{LogEntry, LogKind};
+use agent_schema::protocol::{LogEntry, LogKind, PatchOp};
 use serde_json::Value;
 
 use crate::config::{json_len, Budgets};
@@ -136,6 +136,26 @@ pub(crate) fn clip(s: &str, max: usize) -> String {
     }
 }
 
+/// Gives `entry` a copy of `diff` when its JSON (`bytes`) fits in `limit`; otherwise says in
+/// its `detail` that it was left out, as [`bound_entry`] does (a big commit's ops are not
+/// copied only to be dropped).
+pub(crate) fn attach_diff(entry: &mut LogEntry, diff: &[PatchOp], limit: usize) {
+    let bytes = json_len(diff);
+    if bytes <= limit {
+        entry.state_diff = Some(diff.to_vec());
+    } else {
+        omit_diff(entry, bytes, limit);
+    }
+}
+
+fn omit_diff(entry: &mut LogEntry, bytes: usize, limit: usize) {
+    let note = format!("stateDiff omitted: {bytes} bytes; the limit is {limit}");
+    entry.detail = Some(match entry.detail.take() {
+        Some(t) => format!("{t} ({note})"),
+        None => note,
+    });
+}
+
 /// Brings `entry` within `limit` bytes and returns its size: a `stateDiff` that does not fit
 /// is dropped (and `detail` says so); then over-long texts are clipped, as a last resort (the
 /// callers bound narration texts and labels before).
@@ -145,14 +165,7 @@ pub(crate) fn bound_entry(entry: &mut LogEntry, limit: usize) -> usize {
         return size;
     }
     if let Some(d) = entry.state_diff.take() {
-        let note = format!(
-            "stateDiff omitted: {} bytes; the limit is {limit}",
-            json_len(&d)
-        );
-        entry.detail = Some(match entry.detail.take() {
-            Some(t) => format!("{t} ({note})"),
-            None => note,
-        });
+        omit_diff(entry, json_len(&d), limit);
         size = json_len(entry);
     }
     for field in 0..3 {

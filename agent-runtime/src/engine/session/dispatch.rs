@@ -279,7 +279,8 @@ impl<A: App> Session<A> {
         } = &result
         {
             let mut entry = self.message_log_entry(LogKind::Dispatched, msg, tid);
-            entry.state_diff = Some(state_diff.clone());
+            let limit = self.core.config.budgets.log_entry_bytes;
+            super::activity::attach_diff(&mut entry, state_diff, limit);
             self.append_log(entry);
             let outcome = if drain.errors.is_empty() && drain.warnings.is_empty() {
                 LastOutcome::Clean
