@@ -9,6 +9,7 @@ use agent_schema::protocol::{
     ValidationIssue, WaitFor, WouldDispatchResult,
 };
 use agent_schema::DispatchMode;
+use serde::Deserialize as _;
 use serde_json::{json, Map, Value};
 
 use super::confirm::DecisionError;
@@ -125,7 +126,10 @@ impl<A: App> Session<A> {
         if !outcome.is_ok() {
             return Err((outcome.detail(), outcome.errors));
         }
-        match serde_json::from_value::<A::Msg>(msg.clone()) {
+        // Read from the borrowed value, not a clone of it: the message's strings are then
+        // allocated together, not scattered among a copy of the tree that is freed at once
+        // (which left a big message's pages resident: `docs/stores.md` §Memory).
+        match A::Msg::deserialize(msg) {
             Ok(m) => Ok((m, outcome.warnings)),
             Err(e) => Err((format!("msg does not deserialize: {e}"), Vec::new())),
         }
