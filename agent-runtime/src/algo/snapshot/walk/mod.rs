@@ -231,35 +231,30 @@ impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
         len: Option<usize>,
         offer: Option<handshake::Offer>,
     ) -> Result<SeqWalk<'a, 'c, 'p>, Error> {
-        let Walker {
-            target,
-            plan,
-            ctx,
-            in_array,
-        } = self;
-        let item = plan.map_or(Step::Plain, |p| p.item());
-        Ok(match target {
-            Node::Array(vec) => {
-                let (sparse, mark) = ctx.answer(offer, vec.len());
-                SeqWalk::InPlace {
-                    prev_len: vec.len(),
-                    vec,
-                    index: 0,
-                    item: plan_of(item),
-                    ctx,
-                    base_path: None,
-                    sparse,
-                    mark,
-                    added: Vec::new(),
-                }
-            }
-            target => SeqWalk::Build {
+        if !matches!(self.target, Node::Array(_)) {
+            return Ok(SeqWalk::Build {
                 inner: ser::Serializer::serialize_seq(ValueSer, len)?,
-                target,
-                plan,
-                ctx,
-                in_array,
-            },
+                walker: self,
+            });
+        }
+        let Walker {
+            target, plan, ctx, ..
+        } = self;
+        let Node::Array(vec) = target else {
+            unreachable!("checked just above")
+        };
+        let item = plan.map_or(Step::Plain, |p| p.item());
+        let (sparse, mark) = ctx.answer(offer, vec.len());
+        Ok(SeqWalk::InPlace {
+            prev_len: vec.len(),
+            vec,
+            index: 0,
+            item: plan_of(item),
+            ctx,
+            base_path: None,
+            sparse,
+            mark,
+            added: Vec::new(),
         })
     }
 
@@ -270,25 +265,20 @@ impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
         len: Option<usize>,
         offer: Option<handshake::Offer>,
     ) -> Result<ObjWalk<'a, 'c, 'p>, Error> {
-        let Walker {
-            target,
-            plan,
-            ctx,
-            in_array,
-        } = self;
-        match target {
-            Node::Object(map) => {
-                let (sparse, mark) = ctx.answer(offer, map.len());
-                Ok(ObjWalk::tracked(map, plan, ctx, sparse, mark))
-            }
-            target => Ok(ObjWalk::Build {
+        if !matches!(self.target, Node::Object(_)) {
+            return Ok(ObjWalk::Build {
                 inner: ser::Serializer::serialize_map(ValueSer, len)?,
-                target,
-                plan,
-                ctx,
-                in_array,
-            }),
+                walker: self,
+            });
         }
+        let Walker {
+            target, plan, ctx, ..
+        } = self;
+        let Node::Object(map) = target else {
+            unreachable!("checked just above")
+        };
+        let (sparse, mark) = ctx.answer(offer, map.len());
+        Ok(ObjWalk::tracked(map, plan, ctx, sparse, mark))
     }
 
     /// Settles a value built from scratch (redacted by this node's plan).
@@ -413,37 +403,25 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
         value: &T,
     ) -> Result<Done, Error> {
         let step = field_step(self.plan, variant);
-        if step != Step::Redact {
-            let Walker {
-                target,
-                plan,
-                ctx,
-                in_array,
-            } = self;
-            if let Some(slot) = variant_slot(target, variant) {
-                let base = ctx.path.len();
-                push_key(&mut ctx.path, variant);
-                let done = value.serialize(Walker {
-                    target: slot,
-                    plan: plan_of(step),
-                    ctx,
-                    in_array: false,
-                })?;
-                apply(slot, done);
-                ctx.path.truncate(base);
-                return Ok(Done::Same);
-            }
+        if step == Step::Redact || variant_slot(&mut *self.target, variant).is_none() {
             let built = ValueSer.serialize_newtype_variant(name, index, variant, value);
-            return Walker {
-                target,
-                plan,
-                ctx,
-                in_array,
-            }
-            .rebuilt(built);
+            return self.rebuilt(built);
         }
-        let built = ValueSer.serialize_newtype_variant(name, index, variant, value);
-        self.rebuilt(built)
+        let Walker { target, ctx, .. } = self;
+        let Some(slot) = variant_slot(target, variant) else {
+            unreachable!("checked just above")
+        };
+        let base = ctx.path.len();
+        push_key(&mut ctx.path, variant);
+        let done = value.serialize(Walker {
+            target: slot,
+            plan: plan_of(step),
+            ctx,
+            in_array: false,
+        })?;
+        apply(slot, done);
+        ctx.path.truncate(base);
+        Ok(Done::Same)
     }
     fn serialize_seq(self, len: Option<usize>) -> Result<SeqWalk<'a, 'c, 'p>, Error> {
         // First thing: a tracked vector's offer is only valid on entry.
@@ -468,38 +446,35 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
         len: usize,
     ) -> Result<TupleVariantWalk<'a, 'c, 'p>, Error> {
         let step = field_step(self.plan, variant);
-        let Walker {
-            target,
-            plan,
-            ctx,
-            in_array,
-        } = self;
-        if step != Step::Redact && matches!(variant_slot(target, variant), Some(Node::Array(_))) {
-            let Some(Node::Array(vec)) = variant_slot(target, variant) else {
-                unreachable!("checked just above")
-            };
-            let base = ctx.path.len();
-            push_key(&mut ctx.path, variant);
-            let item = plan_of(step).map_or(Step::Plain, |p| p.item());
-            return Ok(TupleVariantWalk::InPlace(SeqWalk::InPlace {
-                prev_len: vec.len(),
-                vec,
-                index: 0,
-                item: plan_of(item),
-                ctx,
-                base_path: Some(base),
-                sparse: None,
-                mark: None,
-                added: Vec::new(),
-            }));
+        if step == Step::Redact
+            || !matches!(
+                variant_slot(&mut *self.target, variant),
+                Some(Node::Array(_))
+            )
+        {
+            return Ok(TupleVariantWalk::Build {
+                inner: ValueSer.serialize_tuple_variant(name, index, variant, len)?,
+                walker: self,
+            });
         }
-        Ok(TupleVariantWalk::Build {
-            inner: ValueSer.serialize_tuple_variant(name, index, variant, len)?,
-            target,
-            plan,
+        let Walker { target, ctx, .. } = self;
+        let Some(Node::Array(vec)) = variant_slot(target, variant) else {
+            unreachable!("checked just above")
+        };
+        let base = ctx.path.len();
+        push_key(&mut ctx.path, variant);
+        let item = plan_of(step).map_or(Step::Plain, |p| p.item());
+        Ok(TupleVariantWalk::InPlace(SeqWalk::InPlace {
+            prev_len: vec.len(),
+            vec,
+            index: 0,
+            item: plan_of(item),
             ctx,
-            in_array,
-        })
+            base_path: Some(base),
+            sparse: None,
+            mark: None,
+            added: Vec::new(),
+        }))
     }
     fn serialize_map(self, len: Option<usize>) -> Result<ObjWalk<'a, 'c, 'p>, Error> {
         // First thing: a tracked map's offer is only valid on entry.
@@ -521,29 +496,26 @@ impl<'a, 'c, 'p> ser::Serializer for Walker<'a, 'c, 'p> {
         len: usize,
     ) -> Result<StructVariantWalk<'a, 'c, 'p>, Error> {
         let step = field_step(self.plan, variant);
-        let Walker {
-            target,
-            plan,
-            ctx,
-            in_array,
-        } = self;
-        if step != Step::Redact && matches!(variant_slot(target, variant), Some(Node::Object(_))) {
-            let Some(Node::Object(map)) = variant_slot(target, variant) else {
-                unreachable!("checked just above")
-            };
-            let base = ctx.path.len();
-            push_key(&mut ctx.path, variant);
-            return Ok(StructVariantWalk::InPlace {
-                inner: ObjWalk::in_place(map, plan_of(step), ctx),
-                base,
+        if step == Step::Redact
+            || !matches!(
+                variant_slot(&mut *self.target, variant),
+                Some(Node::Object(_))
+            )
+        {
+            return Ok(StructVariantWalk::Build {
+                inner: ValueSer.serialize_struct_variant(name, index, variant, len)?,
+                walker: self,
             });
         }
-        Ok(StructVariantWalk::Build {
-            inner: ValueSer.serialize_struct_variant(name, index, variant, len)?,
-            target,
-            plan,
-            ctx,
-            in_array,
+        let Walker { target, ctx, .. } = self;
+        let Some(Node::Object(map)) = variant_slot(target, variant) else {
+            unreachable!("checked just above")
+        };
+        let base = ctx.path.len();
+        push_key(&mut ctx.path, variant);
+        Ok(StructVariantWalk::InPlace {
+            inner: ObjWalk::in_place(map, plan_of(step), ctx),
+            base,
         })
     }
 }

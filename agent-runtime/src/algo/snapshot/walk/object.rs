@@ -57,10 +57,8 @@ pub(super) enum ObjWalk<'a, 'c, 'p> {
     },
     Build {
         inner: ValueMap,
-        target: &'a mut Node,
-        plan: Option<PlanNode<'p>>,
-        ctx: &'c mut Ctx,
-        in_array: bool,
+        /// The walker to settle the built value with.
+        walker: Walker<'a, 'c, 'p>,
     },
 }
 
@@ -156,19 +154,7 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
             ctx.fresh.push((ctx.path.clone(), *mark));
         }
         match self {
-            ObjWalk::Build {
-                inner,
-                target,
-                plan,
-                ctx,
-                in_array,
-            } => Walker {
-                target,
-                plan,
-                ctx,
-                in_array,
-            }
-            .rebuilt(ser::SerializeMap::end(inner)),
+            ObjWalk::Build { inner, walker } => walker.rebuilt(ser::SerializeMap::end(inner)),
             ObjWalk::InPlace {
                 ctx,
                 ops_start,
@@ -349,10 +335,8 @@ pub(super) enum StructVariantWalk<'a, 'c, 'p> {
     },
     Build {
         inner: ValueStructVariant,
-        target: &'a mut Node,
-        plan: Option<PlanNode<'p>>,
-        ctx: &'c mut Ctx,
-        in_array: bool,
+        /// The walker to settle the built value with.
+        walker: Walker<'a, 'c, 'p>,
     },
 }
 
@@ -381,19 +365,9 @@ impl ser::SerializeStructVariant for StructVariantWalk<'_, '_, '_> {
                     other => Done::Inner(Box::new(other)),
                 })
             }
-            StructVariantWalk::Build {
-                inner,
-                target,
-                plan,
-                ctx,
-                in_array,
-            } => Walker {
-                target,
-                plan,
-                ctx,
-                in_array,
+            StructVariantWalk::Build { inner, walker } => {
+                walker.rebuilt(ser::SerializeStructVariant::end(inner))
             }
-            .rebuilt(ser::SerializeStructVariant::end(inner)),
         }
     }
 }

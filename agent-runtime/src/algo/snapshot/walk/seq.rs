@@ -29,10 +29,8 @@ pub(super) enum SeqWalk<'a, 'c, 'p> {
     },
     Build {
         inner: ValueSeq,
-        target: &'a mut Node,
-        plan: Option<PlanNode<'p>>,
-        ctx: &'c mut Ctx,
-        in_array: bool,
+        /// The walker to settle the built value with.
+        walker: Walker<'a, 'c, 'p>,
     },
 }
 
@@ -122,19 +120,7 @@ impl SeqWalk<'_, '_, '_> {
                 }
                 Ok(Done::Same)
             }
-            SeqWalk::Build {
-                inner,
-                target,
-                plan,
-                ctx,
-                in_array,
-            } => Walker {
-                target,
-                plan,
-                ctx,
-                in_array,
-            }
-            .rebuilt(ser::SerializeSeq::end(inner)),
+            SeqWalk::Build { inner, walker } => walker.rebuilt(ser::SerializeSeq::end(inner)),
         }
     }
 }
@@ -177,10 +163,8 @@ pub(super) enum TupleVariantWalk<'a, 'c, 'p> {
     InPlace(SeqWalk<'a, 'c, 'p>),
     Build {
         inner: ValueTupleVariant,
-        target: &'a mut Node,
-        plan: Option<PlanNode<'p>>,
-        ctx: &'c mut Ctx,
-        in_array: bool,
+        /// The walker to settle the built value with.
+        walker: Walker<'a, 'c, 'p>,
     },
 }
 
@@ -198,19 +182,9 @@ impl ser::SerializeTupleVariant for TupleVariantWalk<'_, '_, '_> {
     fn end(self) -> Result<Done, Error> {
         match self {
             TupleVariantWalk::InPlace(seq) => seq.finish(),
-            TupleVariantWalk::Build {
-                inner,
-                target,
-                plan,
-                ctx,
-                in_array,
-            } => Walker {
-                target,
-                plan,
-                ctx,
-                in_array,
+            TupleVariantWalk::Build { inner, walker } => {
+                walker.rebuilt(ser::SerializeTupleVariant::end(inner))
             }
-            .rebuilt(ser::SerializeTupleVariant::end(inner)),
         }
     }
 }
