@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::algo::diff::PatchOp;
-use crate::algo::tree::{pack, unpack, Node};
+use crate::algo::tree::{find_segments, pack, unpack, Node, NodeMap};
 
 /// A patch that does not fit the tree it is applied to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,60 +86,25 @@ fn settle_last(
     target: Option<&Node>,
     segments: &[&str],
 ) -> Result<(), Misfit> {
-    match parent {
-        Node::Object(map) => {
-            let key = unescape(segment);
-            match op {
-                PatchOp::Replace { value, .. } => {
-                    *map.get_mut(key.as_str()).ok_or(Misfit)? = Node::from_value(value.clone());
-                }
-                PatchOp::Add { value, .. } => {
-                    map.insert(key, Node::from_value(value.clone()));
-                }
-                PatchOp::Remove { .. } => {
-                    map.shift_remove(key.as_str()).ok_or(Misfit)?;
-                }
-            }
-        }
-        Node::Array(items) => {
-            let i = index(segment)?;
-            let element = |value: &Value| match Node::element(value) {
-                Node::Packed(raw) => Node::Packed(shared(raw, target, segments)),
-                scalar => scalar,
-            };
-            match op {
-                PatchOp::Replace { value, .. } => {
-                    *items.get_mut(i).ok_or(Misfit)? = element(value);
-                }
-                PatchOp::Add { value, .. } => {
-                    if i > items.len() {
-                        return Err(Misfit);
-                    }
-                    items.insert(i, element(value));
-                }
-                PatchOp::Remove { .. } => {
-                    if i >= items.len() {
-                        return Err(Misfit);
-                    }
-                    items.remove(i);
-                }
-            }
-        }
+    let parent = match parent {
+        Node::Object(map) => Parent::Fields(&mut **map),
+        Node::Array(items) => Parent::Items(items),
         _ => return Err(Misfit),
-    }
-    Ok(())
+    };
+    apply_last(parent, op, segment, |value, in_array| {
+        if !in_array {
+            return Node::from_value(value.clone());
+        }
+        match Node::element(value) {
+            Node::Packed(raw) => Node::Packed(shared(raw, target, segments)),
+            scalar => scalar,
+        }
+    })
 }
 
 /// `raw`, or the same text as `target` holds it at `segments` (one copy for both trees).
 fn shared(raw: Arc<RawValue>, target: Option<&Node>, segments: &[&str]) -> Arc<RawValue> {
-    let found = target.and_then(|t| {
-        segments.iter().try_fold(t, |node, segment| match node {
-            Node::Object(map) => map.get(unescape(segment).as_str()),
-            Node::Array(items) => items.get(index(segment).ok()?),
-            _ => None,
-        })
-    });
-    match found {
+    match target.and_then(|t| find_segments(t, segments.iter().copied())) {
         Some(Node::Packed(theirs)) if theirs.get() == raw.get() => theirs.clone(),
         _ => raw,
     }
@@ -154,32 +119,84 @@ fn apply_inner(value: &mut Value, op: &PatchOp, rest: &[&str]) -> Result<(), Mis
         Value::Array(items) => items.get_mut(index(segment)?).ok_or(Misfit),
         _ => Err(Misfit),
     })?;
+    let parent = match parent {
+        Value::Object(map) => Parent::Fields(map),
+        Value::Array(items) => Parent::Items(items),
+        _ => return Err(Misfit),
+    };
+    apply_last(parent, op, last, |value, _| value.clone())
+}
+
+/// The container an op's last segment names a place in: an object's fields (of a tree or of
+/// a value) or an array's items.
+enum Parent<'a, T> {
+    Fields(&'a mut dyn Fields<T>),
+    Items(&'a mut Vec<T>),
+}
+
+/// An object's fields, as ops change them.
+trait Fields<T> {
+    fn slot(&mut self, key: &str) -> Option<&mut T>;
+    fn put(&mut self, key: String, value: T);
+    fn take(&mut self, key: &str) -> Option<T>;
+}
+
+impl Fields<Value> for serde_json::Map<String, Value> {
+    fn slot(&mut self, key: &str) -> Option<&mut Value> {
+        self.get_mut(key)
+    }
+    fn put(&mut self, key: String, value: Value) {
+        self.insert(key, value);
+    }
+    fn take(&mut self, key: &str) -> Option<Value> {
+        self.shift_remove(key)
+    }
+}
+
+impl Fields<Node> for NodeMap {
+    fn slot(&mut self, key: &str) -> Option<&mut Node> {
+        self.get_mut(key)
+    }
+    fn put(&mut self, key: String, value: Node) {
+        self.insert(key, value);
+    }
+    fn take(&mut self, key: &str) -> Option<Node> {
+        self.shift_remove(key)
+    }
+}
+
+/// Applies `op` at `segment` (its path's last) in `parent`; `make` turns the op's value into
+/// what the container holds (`true`: as an array's item).
+fn apply_last<T>(
+    parent: Parent<'_, T>,
+    op: &PatchOp,
+    segment: &str,
+    make: impl FnOnce(&Value, bool) -> T,
+) -> Result<(), Misfit> {
     match parent {
-        Value::Object(map) => {
-            let key = unescape(last);
+        Parent::Fields(fields) => {
+            let key = unescape(segment);
             match op {
                 PatchOp::Replace { value, .. } => {
-                    *map.get_mut(key.as_str()).ok_or(Misfit)? = value.clone();
+                    *fields.slot(&key).ok_or(Misfit)? = make(value, false);
                 }
-                PatchOp::Add { value, .. } => {
-                    map.insert(key, value.clone());
-                }
+                PatchOp::Add { value, .. } => fields.put(key, make(value, false)),
                 PatchOp::Remove { .. } => {
-                    map.shift_remove(key.as_str()).ok_or(Misfit)?;
+                    fields.take(&key).ok_or(Misfit)?;
                 }
             }
         }
-        Value::Array(items) => {
-            let i = index(last)?;
+        Parent::Items(items) => {
+            let i = index(segment)?;
             match op {
                 PatchOp::Replace { value, .. } => {
-                    *items.get_mut(i).ok_or(Misfit)? = value.clone();
+                    *items.get_mut(i).ok_or(Misfit)? = make(value, true);
                 }
                 PatchOp::Add { value, .. } => {
                     if i > items.len() {
                         return Err(Misfit);
                     }
-                    items.insert(i, value.clone());
+                    items.insert(i, make(value, true));
                 }
                 PatchOp::Remove { .. } => {
                     if i >= items.len() {
@@ -189,7 +206,6 @@ fn apply_inner(value: &mut Value, op: &PatchOp, rest: &[&str]) -> Result<(), Mis
                 }
             }
         }
-        _ => return Err(Misfit),
     }
     Ok(())
 }

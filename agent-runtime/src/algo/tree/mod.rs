@@ -142,9 +142,16 @@ pub(crate) fn find<'t>(tree: &'t Node, pointer: &str) -> Option<&'t Node> {
     if pointer.is_empty() {
         return Some(tree);
     }
-    pointer
-        .strip_prefix('/')?
-        .split('/')
+    find_segments(tree, pointer.strip_prefix('/')?.split('/'))
+}
+
+/// The node the escaped `segments` lead to in `tree`, without going into packed elements.
+pub(crate) fn find_segments<'t, 's>(
+    tree: &'t Node,
+    segments: impl IntoIterator<Item = &'s str>,
+) -> Option<&'t Node> {
+    segments
+        .into_iter()
         .try_fold(tree, |node, segment| match node {
             Node::Object(map) => {
                 if segment.contains('~') {
