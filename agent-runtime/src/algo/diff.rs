@@ -33,6 +33,11 @@ pub use agent_schema::protocol::PatchOp;
 /// assert_eq!(ops, vec![PatchOp::Replace { path: "/count".into(), value: json!(5) }]);
 /// ```
 pub fn diff(prev: &Value, next: &Value) -> Vec<PatchOp> {
+    diff_trees(prev, next)
+}
+
+/// [`diff`] for any [`Tree`]: the ops that take `prev`'s value to `next`'s.
+pub(crate) fn diff_trees<T: Tree>(prev: &T, next: &T) -> Vec<PatchOp> {
     let mut differ = Differ {
         path: String::with_capacity(64),
         ops: Vec::new(),
@@ -54,6 +59,87 @@ pub(crate) fn diff_into(prev: &Value, next: &Value, path: &mut String, ops: &mut
     *ops = differ.ops;
 }
 
+/// A JSON tree the diff walks: a `serde_json::Value`, or a snapshot's compact tree
+/// ([`crate::algo::tree`]). Arrays and objects are walked here; everything else is the
+/// tree's own [`Tree::leaves`].
+pub(crate) trait Tree: Sized {
+    /// An object's fields.
+    type Fields: Fields<Self>;
+    /// The node as an array or an object, when it is one the walk goes into.
+    fn shape(&self) -> Shape<'_, Self>;
+    /// True when both are the same scalar, so the walk can skip the pair without touching
+    /// the path buffer (containers answer false: the walk compares them).
+    fn scalar_equal(prev: &Self, next: &Self) -> bool;
+    /// The node's value, for an op.
+    fn to_value(&self) -> Value;
+    /// Appends the ops from `prev` to `next` at `path`, for a pair that is not two arrays or
+    /// two objects.
+    fn leaves(prev: &Self, next: &Self, path: &mut String, ops: &mut Vec<PatchOp>);
+}
+
+/// What the walk sees of a node.
+pub(crate) enum Shape<'a, T: Tree> {
+    Array(&'a [T]),
+    Object(&'a T::Fields),
+    Other,
+}
+
+/// An object's fields as the walk reads them.
+pub(crate) trait Fields<T> {
+    fn len(&self) -> usize;
+    fn get(&self, key: &str) -> Option<&T>;
+    fn entries<'a>(&'a self) -> impl Iterator<Item = (&'a String, &'a T)>
+    where
+        T: 'a;
+}
+
+impl Tree for Value {
+    type Fields = Map<String, Value>;
+    fn shape(&self) -> Shape<'_, Self> {
+        match self {
+            Value::Array(items) => Shape::Array(items),
+            Value::Object(map) => Shape::Object(map),
+            _ => Shape::Other,
+        }
+    }
+    #[inline]
+    fn scalar_equal(prev: &Value, next: &Value) -> bool {
+        match (prev, next) {
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Number(a), Value::Number(b)) => a == b,
+            (Value::String(a), Value::String(b)) => a == b,
+            _ => false,
+        }
+    }
+    fn to_value(&self) -> Value {
+        self.clone()
+    }
+    fn leaves(prev: &Value, next: &Value, path: &mut String, ops: &mut Vec<PatchOp>) {
+        if prev != next {
+            ops.push(PatchOp::Replace {
+                path: path.clone(),
+                value: next.clone(),
+            });
+        }
+    }
+}
+
+impl Fields<Value> for Map<String, Value> {
+    fn len(&self) -> usize {
+        Map::len(self)
+    }
+    fn get(&self, key: &str) -> Option<&Value> {
+        Map::get(self, key)
+    }
+    fn entries<'a>(&'a self) -> impl Iterator<Item = (&'a String, &'a Value)>
+    where
+        Value: 'a,
+    {
+        self.iter()
+    }
+}
+
 /// The walk's state: the path of the current node and the ops emitted so far.
 struct Differ {
     path: String,
@@ -65,23 +151,19 @@ impl Differ {
     ///
     /// No upfront equality test on containers: walking two equal containers emits nothing, so
     /// the walk itself is the comparison and every node is visited once.
-    fn walk(&mut self, prev: &Value, next: &Value) {
-        match (prev, next) {
-            (Value::Array(p), Value::Array(n)) => self.walk_arrays(p, n),
-            (Value::Object(p), Value::Object(n)) => self.walk_objects(p, n),
-            _ => {
-                if prev != next {
-                    self.replace(next);
-                }
-            }
+    fn walk<T: Tree>(&mut self, prev: &T, next: &T) {
+        match (prev.shape(), next.shape()) {
+            (Shape::Array(p), Shape::Array(n)) => self.walk_arrays(p, n),
+            (Shape::Object(p), Shape::Object(n)) => self.walk_objects::<T>(p, n),
+            _ => T::leaves(prev, next, &mut self.path, &mut self.ops),
         }
     }
 
-    fn walk_arrays(&mut self, prev: &[Value], next: &[Value]) {
+    fn walk_arrays<T: Tree>(&mut self, prev: &[T], next: &[T]) {
         let base = self.path.len();
         let common = prev.len().min(next.len());
         for (i, (p, n)) in prev.iter().zip(next).enumerate() {
-            if scalar_equal(p, n) {
+            if T::scalar_equal(p, n) {
                 continue;
             }
             push_index(&mut self.path, i);
@@ -100,13 +182,13 @@ impl Differ {
         }
     }
 
-    fn walk_objects(&mut self, prev: &Map<String, Value>, next: &Map<String, Value>) {
+    fn walk_objects<T: Tree>(&mut self, prev: &T::Fields, next: &T::Fields) {
         let base = self.path.len();
         if same_key_order(prev, next) {
             // Same keys at the same positions: no key is removed or added, and each value's
             // counterpart is the one at the same position, so no lookup is needed.
-            for ((key, p), n) in prev.iter().zip(next.values()) {
-                if scalar_equal(p, n) {
+            for ((key, p), (_, n)) in prev.entries().zip(next.entries()) {
+                if T::scalar_equal(p, n) {
                     continue;
                 }
                 push_key(&mut self.path, key);
@@ -115,16 +197,16 @@ impl Differ {
             }
             return;
         }
-        for key in prev.keys() {
-            if !next.contains_key(key) {
+        for (key, _) in prev.entries() {
+            if next.get(key).is_none() {
                 push_key(&mut self.path, key);
                 self.remove();
                 self.path.truncate(base);
             }
         }
-        for (key, n) in next {
+        for (key, n) in next.entries() {
             match prev.get(key) {
-                Some(p) if scalar_equal(p, n) => {}
+                Some(p) if T::scalar_equal(p, n) => {}
                 Some(p) => {
                     push_key(&mut self.path, key);
                     self.walk(p, n);
@@ -139,17 +221,10 @@ impl Differ {
         }
     }
 
-    fn replace(&mut self, value: &Value) {
-        self.ops.push(PatchOp::Replace {
-            path: self.path.clone(),
-            value: value.clone(),
-        });
-    }
-
-    fn add(&mut self, value: &Value) {
+    fn add<T: Tree>(&mut self, node: &T) {
         self.ops.push(PatchOp::Add {
             path: self.path.clone(),
-            value: value.clone(),
+            value: node.to_value(),
         });
     }
 
@@ -160,22 +235,13 @@ impl Differ {
     }
 }
 
-/// A cheap pre-check: true when both values are the same scalar, so the walk can skip the pair
-/// without touching the path buffer. Containers always answer false (the walk compares them).
-#[inline]
-fn scalar_equal(prev: &Value, next: &Value) -> bool {
-    match (prev, next) {
-        (Value::Null, Value::Null) => true,
-        (Value::Bool(a), Value::Bool(b)) => a == b,
-        (Value::Number(a), Value::Number(b)) => a == b,
-        (Value::String(a), Value::String(b)) => a == b,
-        _ => false,
-    }
-}
-
 /// True when both objects have exactly the same keys in the same order.
-fn same_key_order(prev: &Map<String, Value>, next: &Map<String, Value>) -> bool {
-    prev.len() == next.len() && prev.keys().zip(next.keys()).all(|(a, b)| a == b)
+fn same_key_order<T, F: Fields<T>>(prev: &F, next: &F) -> bool {
+    prev.len() == next.len()
+        && prev
+            .entries()
+            .zip(next.entries())
+            .all(|((a, _), (b, _))| a == b)
 }
 
 /// Appends `/` and the RFC 6901 escape of `key` (`~` → `~0`, `/` → `~1`) to `path`.

@@ -1,107 +1,76 @@
 //! The diff of two trees: exactly [`crate::algo::diff::diff`] of their values (semantics §1),
-//! without building those values. Packed elements of the same text are skipped; two that
-//! differ are parsed and diffed alone.
+//! without building those values: the same walk ([`Tree`]), where packed elements of the same
+//! text are skipped and two that differ are parsed and diffed alone.
 
-use crate::algo::diff::{diff_into, push_index, push_key, PatchOp};
+use serde_json::Value;
+
+use crate::algo::diff::{diff_into, diff_trees, Fields, PatchOp, Shape, Tree};
 
 use super::{unpack, Node, NodeMap};
 
 /// The ops that take `prev`'s value to `next`'s.
 pub(crate) fn diff_nodes(prev: &Node, next: &Node) -> Vec<PatchOp> {
-    let mut differ = Differ {
-        path: String::with_capacity(64),
-        ops: Vec::new(),
-    };
-    differ.walk(prev, next);
-    differ.ops
+    diff_trees(prev, next)
 }
 
-struct Differ {
-    path: String,
-    ops: Vec<PatchOp>,
-}
-
-impl Differ {
-    fn walk(&mut self, prev: &Node, next: &Node) {
+impl Tree for Node {
+    type Fields = NodeMap;
+    fn shape(&self) -> Shape<'_, Self> {
+        match self {
+            Node::Array(items) => Shape::Array(items),
+            Node::Object(map) => Shape::Object(&**map),
+            _ => Shape::Other,
+        }
+    }
+    fn scalar_equal(prev: &Node, next: &Node) -> bool {
         match (prev, next) {
-            (Node::Array(p), Node::Array(n)) => self.arrays(p, n),
-            (Node::Object(p), Node::Object(n)) => self.objects(p, n),
+            (Node::Null, Node::Null) => true,
+            (Node::Bool(a), Node::Bool(b)) => a == b,
+            (Node::Number(a), Node::Number(b)) => a == b,
+            (Node::String(a), Node::String(b)) => a == b,
+            (Node::Packed(a), Node::Packed(b)) => a.get() == b.get(),
+            _ => false,
+        }
+    }
+    fn to_value(&self) -> Value {
+        Node::to_value(self)
+    }
+    fn leaves(prev: &Node, next: &Node, path: &mut String, ops: &mut Vec<PatchOp>) {
+        match (prev, next) {
             (Node::Packed(p), Node::Packed(n)) => {
                 if p.get() != n.get() {
-                    diff_into(&unpack(p), &unpack(n), &mut self.path, &mut self.ops);
+                    diff_into(&unpack(p), &unpack(n), path, ops);
                 }
             }
             // An element unpacked on one side only (it holds a tracked collection).
             (Node::Packed(_), Node::Array(_) | Node::Object(_))
             | (Node::Array(_) | Node::Object(_), Node::Packed(_)) => {
-                diff_into(
-                    &prev.to_value(),
-                    &next.to_value(),
-                    &mut self.path,
-                    &mut self.ops,
-                );
+                diff_into(&prev.to_value(), &next.to_value(), path, ops);
             }
             _ => {
                 if prev != next {
-                    self.ops.push(PatchOp::Replace {
-                        path: self.path.clone(),
+                    ops.push(PatchOp::Replace {
+                        path: path.clone(),
                         value: next.to_value(),
                     });
                 }
             }
         }
     }
+}
 
-    fn arrays(&mut self, prev: &[Node], next: &[Node]) {
-        let base = self.path.len();
-        let common = prev.len().min(next.len());
-        for (i, (p, n)) in prev.iter().zip(next).enumerate() {
-            push_index(&mut self.path, i);
-            self.walk(p, n);
-            self.path.truncate(base);
-        }
-        for i in (next.len()..prev.len()).rev() {
-            push_index(&mut self.path, i);
-            self.remove();
-            self.path.truncate(base);
-        }
-        for (i, n) in next.iter().enumerate().skip(common) {
-            push_index(&mut self.path, i);
-            self.add(n);
-            self.path.truncate(base);
-        }
+impl Fields<Node> for NodeMap {
+    fn len(&self) -> usize {
+        NodeMap::len(self)
     }
-
-    fn objects(&mut self, prev: &NodeMap, next: &NodeMap) {
-        let base = self.path.len();
-        for key in prev.keys() {
-            if !next.contains_key(key) {
-                push_key(&mut self.path, key);
-                self.remove();
-                self.path.truncate(base);
-            }
-        }
-        for (key, n) in next {
-            push_key(&mut self.path, key);
-            match prev.get(key) {
-                Some(p) => self.walk(p, n),
-                None => self.add(n),
-            }
-            self.path.truncate(base);
-        }
+    fn get(&self, key: &str) -> Option<&Node> {
+        NodeMap::get(self, key)
     }
-
-    fn add(&mut self, node: &Node) {
-        self.ops.push(PatchOp::Add {
-            path: self.path.clone(),
-            value: node.to_value(),
-        });
-    }
-
-    fn remove(&mut self) {
-        self.ops.push(PatchOp::Remove {
-            path: self.path.clone(),
-        });
+    fn entries<'a>(&'a self) -> impl Iterator<Item = (&'a String, &'a Node)>
+    where
+        Node: 'a,
+    {
+        self.iter()
     }
 }
 
