@@ -46,6 +46,14 @@ impl Answer {
         message["result"].clone()
     }
 
+    /// The text block of a tool result.
+    fn text(&self) -> String {
+        self.result()["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no text block: {self:?}"))
+            .to_owned()
+    }
+
     fn error_code(&self) -> i64 {
         self.json()["error"]["code"]
             .as_i64()
@@ -143,6 +151,16 @@ impl Client {
         }
         answer(self.send(&body, &headers).await).await
     }
+
+    /// The same call through the fast path and through rmcp: the fast one must be JSON and
+    /// the two messages the same, byte for byte. Answers the fast one.
+    async fn on_both_paths(&self, tool: &str, arguments: Value) -> Answer {
+        let fast = self.call(tool, arguments.clone(), &[]).await;
+        let rmcp = self.call(tool, arguments.clone(), &[TO_RMCP]).await;
+        assert_eq!(fast.content_type, JSON, "{tool} {arguments}");
+        assert_eq!(fast.message, rmcp.message, "{tool} {arguments}");
+        fast
+    }
 }
 
 async fn answer(resp: reqwest::Response) -> Answer {
@@ -221,12 +239,7 @@ async fn a_legacy_sessions_calls_answer_as_rmcp_does() {
     assert_eq!(state["state"]["count"], 4, "each call dispatched once");
 
     // A refusal of the arguments is the same tool error.
-    let fast = client.call("get_state", json!({"path": 5}), &[]).await;
-    let rmcp = client
-        .call("get_state", json!({"path": 5}), &[TO_RMCP])
-        .await;
-    assert_eq!(fast.content_type, JSON);
-    assert_eq!(fast.message, rmcp.message);
+    let fast = client.on_both_paths("get_state", json!({"path": 5})).await;
     assert_eq!(fast.result()["isError"], true);
 
     // What the fast path leaves to rmcp is answered by rmcp (an event stream).
@@ -253,14 +266,7 @@ async fn a_legacy_sessions_calls_answer_as_rmcp_does() {
 async fn an_unbound_legacy_session_is_told_to_connect_on_both_paths() {
     let t = server().await;
     let client = Client::legacy(&t, None).await;
-    let fast = client.call("get_state", json!({}), &[]).await;
-    let rmcp = client.call("get_state", json!({}), &[TO_RMCP]).await;
-    assert_eq!(fast.content_type, JSON);
-    assert_eq!(fast.message, rmcp.message);
-    let text = fast.result()["content"][0]["text"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let text = client.on_both_paths("get_state", json!({})).await.text();
     assert!(text.starts_with("Not connected"), "{text}");
 }
 
@@ -277,9 +283,7 @@ async fn a_stateless_call_answers_as_rmcp_does() {
     assert_eq!(fast.message, rmcp.message);
 
     // Every tool of a 2026-07-28 request runs on the fast path, `observe` included.
-    let fast = client.call("observe", json!({}), &[]).await;
-    let rmcp = client.call("observe", json!({}), &[TO_RMCP]).await;
-    assert_eq!(fast.message, rmcp.message);
+    client.on_both_paths("observe", json!({})).await;
 
     let fast = client
         .call("send_message", json!({"msg": {"type": "inc"}}), &[])
@@ -295,11 +299,9 @@ async fn a_stateless_call_answers_as_rmcp_does() {
     assert_eq!(state["state"]["count"], 4, "each call dispatched once");
 
     // A `@validates` failure is the app's answer on both.
-    let fast = client.call("do_setCount", json!({"value": -1}), &[]).await;
-    let rmcp = client
-        .call("do_setCount", json!({"value": -1}), &[TO_RMCP])
+    client
+        .on_both_paths("do_setCount", json!({"value": -1}))
         .await;
-    assert_eq!(fast.message, rmcp.message);
 }
 
 #[tokio::test]
@@ -351,10 +353,7 @@ async fn replays_and_revoked_action_tools_answer_as_rmcp_does() {
             "dispatched",
             "{generation}"
         );
-        let fast = client.call("send_message", keyed.clone(), &[]).await;
-        let rmcp = client.call("send_message", keyed, &[TO_RMCP]).await;
-        assert_eq!(fast.content_type, JSON);
-        assert_eq!(fast.message, rmcp.message, "{generation}");
+        client.on_both_paths("send_message", keyed).await;
         let fast = client
             .call("do_inc", json!({"_idempotencyKey": "k2"}), &[])
             .await;
@@ -372,14 +371,7 @@ async fn replays_and_revoked_action_tools_answer_as_rmcp_does() {
                 .post_json("/agent/revoke", Some("alice"), None, &json!({"tid": m.tid}))
                 .await;
             assert_eq!(revoke.status, 200);
-            let fast = client.call("do_inc", json!({}), &[]).await;
-            let rmcp = client.call("do_inc", json!({}), &[TO_RMCP]).await;
-            assert_eq!(fast.content_type, JSON);
-            assert_eq!(fast.message, rmcp.message);
-            let text = fast.result()["content"][0]["text"]
-                .as_str()
-                .unwrap()
-                .to_owned();
+            let text = client.on_both_paths("do_inc", json!({})).await.text();
             assert!(text.starts_with("do_inc (/message) failed"), "{text}");
         }
     }
