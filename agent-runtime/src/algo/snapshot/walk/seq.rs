@@ -205,7 +205,18 @@ fn packed<T: Serialize + ?Sized>(
         unreachable!("called on packed elements only")
     };
     let offers = handshake::offers_made();
-    let same = serializes_to(value, raw.get().as_bytes())?;
+    // An element with redacted fields is built (the plan applies to a value); another is
+    // serialized against its text first.
+    let built = match plan {
+        Some(_) => Some(build(value, plan)?),
+        None => {
+            let same = serializes_to(value, raw.get().as_bytes())?;
+            if same && handshake::offers_made() == offers {
+                return Ok(());
+            }
+            None
+        }
+    };
     if handshake::offers_made() != offers {
         *slot = Node::from_value(unpack(raw));
         let done = value.serialize(Walker {
@@ -217,10 +228,10 @@ fn packed<T: Serialize + ?Sized>(
         apply(slot, done);
         return Ok(());
     }
-    if plan.is_none() && same {
-        return Ok(());
-    }
-    let new = build(value, plan)?;
+    let new = match built {
+        Some(new) => new,
+        None => build(value, plan)?,
+    };
     let old = unpack(raw);
     if old == new {
         return Ok(());
