@@ -14,6 +14,7 @@ pub mod resident;
 pub mod store_conformance;
 pub mod tab;
 pub mod temp;
+pub mod token_faults;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -75,6 +75,7 @@ pub async fn status_of(t: &TestServer<Counter>, tid: &str) -> String {
         .tokens()
         .find_by_tid(tid)
         .await
+        .expect("token store")
         .map(|r| r.status.as_str().to_string())
         .unwrap_or_default()
 }

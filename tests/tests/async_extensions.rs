@@ -11,7 +11,7 @@ use std::time::Duration;
 use agent_examples::counter::Counter;
 use agent_runtime::security::{
     AuditEntry, AuditEvent, AuditSink, Bucket, IdentityResolver, InMemoryTokenStore, RateLimited,
-    RateLimiter, TokenRecord, TokenStatus, TokenStore,
+    RateLimiter, StoreResult, TokenChange, TokenRecord, TokenStatus, TokenStore,
 };
 use agent_runtime::AgentServer;
 use agent_runtime::{Host, HostConfig};
@@ -55,63 +55,76 @@ impl AwaitingTokenStore {
 }
 
 impl TokenStore for AwaitingTokenStore {
-    fn create(&self, record: TokenRecord) -> BoxFuture<'_, ()> {
+    fn create(&self, record: TokenRecord) -> BoxFuture<'_, StoreResult<()>> {
         Box::pin(async move {
             let store = self.store("create").await;
             TokenStore::create(&*store, record).await
         })
     }
 
-    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, Option<TokenRecord>> {
+    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<Option<TokenRecord>>> {
         Box::pin(async move {
             let store = self.store("find_by_tid").await;
             TokenStore::find_by_tid(&*store, tid).await
         })
     }
 
-    fn find_by_token_hash<'a>(&'a self, token_hash: &'a str) -> BoxFuture<'a, Option<TokenRecord>> {
+    fn find_by_token_hash<'a>(
+        &'a self,
+        token_hash: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<TokenRecord>>> {
         Box::pin(async move {
             let store = self.store("find_by_token_hash").await;
             TokenStore::find_by_token_hash(&*store, token_hash).await
         })
     }
 
-    fn list_by_identity<'a>(&'a self, uid: &'a str) -> BoxFuture<'a, Vec<TokenRecord>> {
+    fn list_by_identity<'a>(
+        &'a self,
+        uid: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TokenRecord>>> {
         Box::pin(async move {
             let store = self.store("list_by_identity").await;
             TokenStore::list_by_identity(&*store, uid).await
         })
     }
 
-    fn list_by_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Vec<TokenRecord>> {
+    fn list_by_session<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TokenRecord>>> {
         Box::pin(async move {
             let store = self.store("list_by_session").await;
             TokenStore::list_by_session(&*store, session_id).await
         })
     }
 
-    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, ()> {
+    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
             let store = self.store("touch").await;
             TokenStore::touch(&*store, tid, now).await
         })
     }
 
-    fn mark_active<'a>(&'a self, tid: &'a str, label: &'a str, now: u64) -> BoxFuture<'a, ()> {
+    fn change<'a>(
+        &'a self,
+        tid: &'a str,
+        change: &'a TokenChange,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            let store = self.store("mark_active").await;
-            TokenStore::mark_active(&*store, tid, label, now).await
+            let store = self.store("change").await;
+            TokenStore::change(&*store, tid, change).await
         })
     }
 
-    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, ()> {
+    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
             let store = self.store("revoke").await;
             TokenStore::revoke(&*store, tid).await
         })
     }
 
-    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, usize> {
+    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, StoreResult<usize>> {
         Box::pin(async move {
             let store = self.store("sweep_expired").await;
             TokenStore::sweep_expired(&*store, now, retention_ms).await
@@ -274,6 +287,7 @@ impl World {
             .tokens()
             .find_by_tid(tid)
             .await
+            .expect("token store")
             .expect("token record")
     }
 

@@ -27,7 +27,7 @@ async fn mint_gives_a_token_bound_to_a_live_session() {
         .ends_with("/agent/lap/v1"));
     assert!(a.body["wsUrl"].as_str().unwrap().starts_with("ws://"));
     let tid = a.body["tid"].as_str().unwrap();
-    let record = t.server.tokens().find_by_tid(tid).await.unwrap();
+    let record = t.server.tokens().find_by_tid(tid).await.unwrap().unwrap();
     assert_eq!(record.status, TokenStatus::AwaitingClaude);
     assert_eq!(record.uid.as_deref(), Some("alice"));
     // The app is live at once.
@@ -38,7 +38,7 @@ async fn mint_gives_a_token_bound_to_a_live_session() {
     assert_eq!(d.body["schemaHash"].as_str().unwrap().len(), 32);
     assert_eq!(d.body["conventions"]["dispatchModel"], "TEA");
     // First successful call activates the token.
-    let record = t.server.tokens().find_by_tid(tid).await.unwrap();
+    let record = t.server.tokens().find_by_tid(tid).await.unwrap().unwrap();
     assert_eq!(record.status, TokenStatus::Active);
     assert_eq!(record.label.as_deref(), Some("agent"));
 }
@@ -106,6 +106,7 @@ async fn anonymous_mode_issues_an_identity_cookie() {
         .find_by_tid(tid)
         .await
         .unwrap()
+        .unwrap()
         .uid
         .unwrap();
     assert!(uid.starts_with("anon-"));
@@ -122,6 +123,7 @@ async fn anonymous_mode_issues_an_identity_cookie() {
             .tokens()
             .find_by_tid(tid2)
             .await
+            .unwrap()
             .unwrap()
             .uid
             .unwrap(),
@@ -317,6 +319,7 @@ async fn bad_bodies_are_400_and_unknown_tails_fall_through() {
             .tokens()
             .find_by_tid(&fresh.tid)
             .await
+            .unwrap()
             .unwrap()
             .status,
         TokenStatus::AwaitingClaude

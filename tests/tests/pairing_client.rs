@@ -184,7 +184,7 @@ async fn a_client_without_a_valid_token_claims_its_session_again() {
     assert_eq!(status, PairingStatus::Paired);
     // The claim rotated the bearer: the old one is gone.
     assert_eq!(lap(&t, &token, "/state", json!({})).await.status, 401);
-    let record = t.server.tokens().find_by_tid(&tid).await.unwrap();
+    let record = t.server.tokens().find_by_tid(&tid).await.unwrap().unwrap();
     assert_eq!(record.status.as_str(), "awaiting-claude");
     client.stop().await;
 

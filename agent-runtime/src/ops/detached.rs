@@ -53,7 +53,9 @@ pub(crate) async fn run_keyed<A: App>(
                 })
                 .await;
                 if replay.status() == StatusCode::OK {
-                    activate(server, record).await;
+                    if let Err(e) = activate(server, record).await {
+                        return Reply::from_error(&e);
+                    }
                 }
                 return replay.replayed();
             }

@@ -165,7 +165,9 @@ async fn replay<A: App>(
 ) -> Reply {
     let reply = Reply::from_stored(answer);
     if reply.status() == StatusCode::OK {
-        activate(server, record).await;
+        if let Err(e) = activate(server, record).await {
+            return Reply::from_error(&e);
+        }
     }
     reply.replayed()
 }

@@ -192,6 +192,14 @@ impl<E: WireError> From<E> for ApiError {
     }
 }
 
+/// A store failure under a call: 500 `internal` with a fixed detail (the database's text is
+/// logged for the operator, never answered).
+impl From<crate::security::StoreError> for ApiError {
+    fn from(e: crate::security::StoreError) -> Self {
+        crate::security::LifecycleError::Store(e).into()
+    }
+}
+
 impl From<OverBudget> for ApiError {
     fn from(e: OverBudget) -> Self {
         if e.full {

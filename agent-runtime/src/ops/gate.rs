@@ -132,10 +132,14 @@ pub(crate) async fn serve<A: App, R: Send + 'static>(
 ) -> Reply {
     let conduct = spec.conduct;
     if conduct.touch_on_arrival {
-        server
-            .tokens()
-            .touch(&caller.record.tid, server.now())
-            .await;
+        let touched =
+            crate::security::lifecycle::touch(&**server.tokens(), &caller.record.tid, server.now())
+                .await;
+        if let Err(e) = touched {
+            let refused = crate::security::LifecycleError::Store(e);
+            super::tail::store_failed(server, &caller.record, "touch").await;
+            return Reply::from_error(&refused.into());
+        }
     }
     let tid = caller.record.tid.clone();
     if !conduct.detached {
@@ -198,11 +202,16 @@ async fn run<A: App, R: Send + 'static>(
 async fn success_tail<A: App>(call: &Resolved<'_, A>, handled: Handled) -> Reply {
     let server = call.server;
     let record = call.record;
+    let activated = match activate(server, record).await {
+        Ok(activated) => activated,
+        Err(e) => return Reply::from_error(&e),
+    };
     #[cfg(feature = "pairing")]
-    if matches!(call.backend, Backend::Paired) {
+    if activated && matches!(call.backend, Backend::Paired) {
         super::paired::activated(server, record);
     }
-    activate(server, record).await;
+    #[cfg(not(feature = "pairing"))]
+    let _ = activated;
     if let (Some(intent), Backend::Hosted(session)) = (handled.read, call.backend) {
         let entry = log_entry(LogKind::Read, intent, &record.tid, server.now());
         session.append_log(entry);

@@ -2,21 +2,44 @@
 //! token (`awaiting-claude` → `active`, else a touch) and the race against its revocation
 //! (→ 403 `revoked`).
 
+use serde_json::json;
+
 use super::error::ApiError;
 use super::reply::Reply;
 use super::state::ServerState;
 use crate::app::App;
-use crate::security::{TokenRecord, TokenStatus, DEFAULT_ACTIVE_LABEL};
+use crate::security::{lifecycle, AuditEntry, AuditEvent, LifecycleError, TokenRecord};
 
-/// Activation (`awaiting-claude` → `active`) or touch of a successful call.
-pub(crate) async fn activate<A: App>(server: &ServerState<A>, record: &TokenRecord) {
-    let now = server.now();
-    if record.status == TokenStatus::AwaitingClaude {
-        let label = record.label.as_deref().unwrap_or(DEFAULT_ACTIVE_LABEL);
-        server.tokens().mark_active(&record.tid, label, now).await;
-    } else {
-        server.tokens().touch(&record.tid, now).await;
+/// Activation (`awaiting-claude` → `active`) or touch of a successful call (the life cycle's
+/// conditional write: a token revoked meanwhile stays revoked and the call answers 403).
+/// Answers whether this call activated the token. A store failure is audited
+/// (`store-failed`) and answered as an error, never as success.
+pub(crate) async fn activate<A: App>(
+    server: &ServerState<A>,
+    record: &TokenRecord,
+) -> Result<bool, ApiError> {
+    match lifecycle::activate(&**server.tokens(), record, server.now()).await {
+        Ok(activated) => Ok(activated),
+        Err(e) => {
+            if let LifecycleError::Store(_) = e {
+                store_failed(server, record, "activate").await;
+            }
+            Err(e.into())
+        }
     }
+}
+
+/// Audits a store write that failed under a caller of `record` (the caller is answered an
+/// error).
+pub(crate) async fn store_failed<A: App>(
+    server: &ServerState<A>,
+    record: &TokenRecord,
+    op: &'static str,
+) {
+    let entry = AuditEntry::new(server.now(), AuditEvent::StoreFailed, json!({ "op": op }))
+        .with_tid(record.tid.clone())
+        .with_uid(record.uid.clone());
+    server.audit(entry).await;
 }
 
 /// Races `work` against the revocation of `tid` (→ 403 `revoked`).

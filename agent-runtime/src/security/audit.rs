@@ -61,6 +61,9 @@ pub enum AuditEvent {
     SessionExpired,
     /// The owner closed a session from the human routes; detail `{sessionId, kind}`.
     OwnerClose,
+    /// A store write the caller was waiting for failed, and the caller was answered an error
+    /// (nothing was granted); detail `{op, path?}` (the database's text goes to the log only).
+    StoreFailed,
 }
 
 impl AuditEvent {
@@ -85,6 +88,7 @@ impl AuditEvent {
             AuditEvent::SocketClose => "socket-close",
             AuditEvent::SessionExpired => "session-expired",
             AuditEvent::OwnerClose => "owner-close",
+            AuditEvent::StoreFailed => "store-failed",
         }
     }
 }

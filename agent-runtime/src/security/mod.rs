@@ -13,6 +13,8 @@ mod host_header;
 mod identity;
 mod origin;
 mod rate_limit;
+mod store_error;
+mod token_lifecycle;
 mod token_record;
 mod token_store;
 mod tokens;
@@ -29,8 +31,9 @@ pub use identity::{IdentityKey, IdentityResolver};
 pub use rate_limit::{
     Bucket, GovernorRateLimiter, RateLimitSpec, RateLimited, RateLimiter, RateUnit,
 };
+pub use store_error::{StoreError, StoreResult};
 pub use token_record::{TokenRecord, TokenStatus, UnknownTokenStatus};
-pub use token_store::{InMemoryTokenStore, TokenStore};
+pub use token_store::{InMemoryTokenStore, TokenChange, TokenStore};
 
 // The rest is the server's own.
 pub(crate) use client_addr::request_client_address;
@@ -40,7 +43,14 @@ pub(crate) use host_header::{AllowedHosts, HOST_REFUSED_DETAIL};
 pub(crate) use identity::is_anonymous;
 pub(crate) use identity::{Identity, IdentityCookie, DEFAULT_IDENTITY_COOKIE_NAME};
 pub(crate) use origin::{OriginPolicy, RequestOrigin};
-pub(crate) use token_record::{AgentSession, DEFAULT_ACTIVE_LABEL, SWEEP_RETENTION_MS};
+pub(crate) use token_lifecycle::LifecycleError;
+pub(crate) mod lifecycle {
+    //! The token life cycle's steps (`token_lifecycle`), called as `lifecycle::activate` etc.
+    pub(crate) use super::token_lifecycle::{
+        activate, claim, revoke, socket_closed, socket_opened, store_minted, sweep_expired, touch,
+    };
+}
+pub(crate) use token_record::{AgentSession, SWEEP_RETENTION_MS};
 #[cfg(any(feature = "mcp", feature = "pairing"))]
 pub(crate) use tokens::AuthError;
 pub(crate) use tokens::{mint_token, verify_bearer};

@@ -5,70 +5,160 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use futures::future::{self, BoxFuture, FutureExt as _};
 
+use super::store_error::{StoreError, StoreResult};
 use super::token_record::{TokenRecord, TokenStatus};
 
-/// Where token records live. Reads return copies; a mutation on an unknown `tid` is a silent
-/// no-op. List methods answer records in creation order.
+/// A conditional change of one token record: applied only when the record's status is one of
+/// [`from`](Self::from), and never to a revoked record, whatever `from` says. This is how a
+/// revoke always wins (`docs/security.md` §Agent tokens): activation, pairing status changes
+/// and claims are compare-and-set writes (`UPDATE … WHERE status IN (…)` in SQL), and a revoke
+/// is the one unconditional write, so a change that lost the race to it changes nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenChange {
+    /// The statuses the record may have for the change to apply (`revoked` never applies).
+    pub from: Vec<TokenStatus>,
+    /// The status the record takes.
+    pub status: TokenStatus,
+    /// `pendingResumeUntil` after the change (set whatever its value, `None` clears it).
+    pub pending_resume_until: Option<u64>,
+    /// `lastSeenAt` after the change, when `Some`.
+    pub last_seen_at: Option<u64>,
+    /// The label after the change, when `Some`.
+    pub label: Option<String>,
+    /// The token hash after the change (a claim's rotation), when `Some`.
+    pub token_hash: Option<String>,
+}
+
+impl TokenChange {
+    /// A change to `status` from any of `from`, touching nothing else but clearing
+    /// `pendingResumeUntil`.
+    pub fn new(from: &[TokenStatus], status: TokenStatus) -> Self {
+        TokenChange {
+            from: from.to_vec(),
+            status,
+            pending_resume_until: None,
+            last_seen_at: None,
+            label: None,
+            token_hash: None,
+        }
+    }
+
+    /// Whether the change applies to a record whose status is `current`.
+    pub fn applies_to(&self, current: TokenStatus) -> bool {
+        current != TokenStatus::Revoked && self.from.contains(&current)
+    }
+
+    /// Applies the change to `record` when [`applies_to`](Self::applies_to) its status;
+    /// answers whether it did.
+    pub fn apply(&self, record: &mut TokenRecord) -> bool {
+        if !self.applies_to(record.status) {
+            return false;
+        }
+        record.status = self.status;
+        record.pending_resume_until = self.pending_resume_until;
+        if let Some(at) = self.last_seen_at {
+            record.last_seen_at = at;
+        }
+        if let Some(label) = &self.label {
+            record.label = Some(label.clone());
+        }
+        if let Some(hash) = &self.token_hash {
+            record.token_hash = hash.clone();
+        }
+        true
+    }
+}
+
+/// Where token records live. Reads return copies; list methods answer records in creation
+/// order. Every call answers a [`StoreResult`]: a store that cannot read or write says so, and
+/// the server answers an error (never "no record", never success).
 ///
 /// Every method returns a `Send` future, so an implementation can await its database (write
 /// `Box::pin(async move { … })`); the trait stays dyn-compatible and is used as
 /// `Arc<dyn TokenStore>`. The futures are awaited on the request path: keep them short.
 pub trait TokenStore: Send + Sync {
-    /// Stores a new record (replacing one with the same `tid`, whose hash entry then goes).
-    fn create(&self, record: TokenRecord) -> BoxFuture<'_, ()>;
+    /// Stores a new record; [`StoreError::Conflict`] when its `tid` exists.
+    fn create(&self, record: TokenRecord) -> BoxFuture<'_, StoreResult<()>>;
 
     /// The record with this `tid`.
-    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, Option<TokenRecord>>;
+    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<Option<TokenRecord>>>;
 
     /// The record whose token hashes to `token_hash` (revoked records included).
-    fn find_by_token_hash<'a>(&'a self, token_hash: &'a str) -> BoxFuture<'a, Option<TokenRecord>>;
+    fn find_by_token_hash<'a>(
+        &'a self,
+        token_hash: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<TokenRecord>>>;
 
     /// The records owned by exactly `uid`; records without an owner are never returned.
-    fn list_by_identity<'a>(&'a self, uid: &'a str) -> BoxFuture<'a, Vec<TokenRecord>>;
+    fn list_by_identity<'a>(&'a self, uid: &'a str)
+        -> BoxFuture<'a, StoreResult<Vec<TokenRecord>>>;
 
     /// The records that drive session `session_id`.
-    fn list_by_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Vec<TokenRecord>>;
+    fn list_by_session<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TokenRecord>>>;
 
-    /// Sets `lastSeenAt` (nothing else).
-    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, ()>;
+    /// Sets `lastSeenAt` (nothing else; a store may coalesce these writes).
+    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, StoreResult<()>>;
 
-    /// Sets status `active`, the label and `lastSeenAt`.
-    fn mark_active<'a>(&'a self, tid: &'a str, label: &'a str, now: u64) -> BoxFuture<'a, ()>;
+    /// Applies `change` to the record of `tid` in one conditional write; answers whether it
+    /// applied (`false`: no such record, or its status is not one the change starts from —
+    /// revoked, say).
+    fn change<'a>(
+        &'a self,
+        tid: &'a str,
+        change: &'a TokenChange,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
 
-    /// Sets status `revoked`, keeping the record and its hash entry (so the token answers 403).
-    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, ()>;
+    /// Sets status `revoked` unconditionally, keeping the record and its hash entry (so the
+    /// token answers 403); answers whether a record exists.
+    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
 
     /// Deletes the records with `expiresAt + retention <= now` and their hash entries; answers
     /// how many went.
-    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, usize>;
+    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, StoreResult<usize>>;
 }
 
 impl<T: TokenStore + ?Sized> TokenStore for std::sync::Arc<T> {
-    fn create(&self, record: TokenRecord) -> BoxFuture<'_, ()> {
+    fn create(&self, record: TokenRecord) -> BoxFuture<'_, StoreResult<()>> {
         (**self).create(record)
     }
-    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, Option<TokenRecord>> {
+    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<Option<TokenRecord>>> {
         (**self).find_by_tid(tid)
     }
-    fn find_by_token_hash<'a>(&'a self, token_hash: &'a str) -> BoxFuture<'a, Option<TokenRecord>> {
+    fn find_by_token_hash<'a>(
+        &'a self,
+        token_hash: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<TokenRecord>>> {
         (**self).find_by_token_hash(token_hash)
     }
-    fn list_by_identity<'a>(&'a self, uid: &'a str) -> BoxFuture<'a, Vec<TokenRecord>> {
+    fn list_by_identity<'a>(
+        &'a self,
+        uid: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TokenRecord>>> {
         (**self).list_by_identity(uid)
     }
-    fn list_by_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Vec<TokenRecord>> {
+    fn list_by_session<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TokenRecord>>> {
         (**self).list_by_session(session_id)
     }
-    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, ()> {
+    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, StoreResult<()>> {
         (**self).touch(tid, now)
     }
-    fn mark_active<'a>(&'a self, tid: &'a str, label: &'a str, now: u64) -> BoxFuture<'a, ()> {
-        (**self).mark_active(tid, label, now)
+    fn change<'a>(
+        &'a self,
+        tid: &'a str,
+        change: &'a TokenChange,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        (**self).change(tid, change)
     }
-    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, ()> {
+    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         (**self).revoke(tid)
     }
-    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, usize> {
+    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, StoreResult<usize>> {
         (**self).sweep_expired(now, retention_ms)
     }
 }
@@ -90,9 +180,10 @@ impl Maps {
         found.into_iter().map(|(_, r)| r.clone()).collect()
     }
 
-    fn update(&mut self, tid: &str, change: impl FnOnce(&mut TokenRecord)) {
-        if let Some((_, record)) = self.records.get_mut(tid) {
-            change(record);
+    fn update(&mut self, tid: &str, change: impl FnOnce(&mut TokenRecord) -> bool) -> bool {
+        match self.records.get_mut(tid) {
+            Some((_, record)) => change(record),
+            None => false,
         }
     }
 }
@@ -135,18 +226,17 @@ impl InMemoryTokenStore {
 /// concrete type can skip the futures of [`TokenStore`].
 impl InMemoryTokenStore {
     /// Stores a new record, synchronously (see [`TokenStore::create`]).
-    pub fn create(&self, record: TokenRecord) {
+    pub fn create(&self, record: TokenRecord) -> StoreResult<()> {
         let mut maps = self.write();
-        if let Some((_, old)) = maps.records.remove(&record.tid) {
-            if maps.by_hash.get(&old.token_hash) == Some(&old.tid) {
-                maps.by_hash.remove(&old.token_hash);
-            }
+        if maps.records.contains_key(&record.tid) {
+            return Err(StoreError::Conflict(format!("token {} exists", record.tid)));
         }
         let seq = maps.next_seq;
         maps.next_seq += 1;
         maps.by_hash
             .insert(record.token_hash.clone(), record.tid.clone());
         maps.records.insert(record.tid.clone(), (seq, record));
+        Ok(())
     }
 
     /// The record with this `tid`, synchronously (see [`TokenStore::find_by_tid`]).
@@ -174,22 +264,37 @@ impl InMemoryTokenStore {
 
     /// Sets `lastSeenAt`, synchronously (see [`TokenStore::touch`]).
     pub fn touch(&self, tid: &str, now: u64) {
-        self.write().update(tid, |r| r.last_seen_at = now);
-    }
-
-    /// Activates the record, synchronously (see [`TokenStore::mark_active`]).
-    pub fn mark_active(&self, tid: &str, label: &str, now: u64) {
         self.write().update(tid, |r| {
-            r.status = TokenStatus::Active;
-            r.label = Some(label.to_owned());
             r.last_seen_at = now;
+            true
         });
     }
 
+    /// Applies a conditional change, synchronously (see [`TokenStore::change`]).
+    pub fn change(&self, tid: &str, change: &TokenChange) -> bool {
+        let mut maps = self.write();
+        let Some((_, record)) = maps.records.get(tid) else {
+            return false;
+        };
+        let old_hash = record.token_hash.clone();
+        if !maps.update(tid, |r| change.apply(r)) {
+            return false;
+        }
+        if let Some(hash) = &change.token_hash {
+            if maps.by_hash.get(&old_hash).map(String::as_str) == Some(tid) {
+                maps.by_hash.remove(&old_hash);
+            }
+            maps.by_hash.insert(hash.clone(), tid.to_owned());
+        }
+        true
+    }
+
     /// Revokes the record, synchronously (see [`TokenStore::revoke`]).
-    pub fn revoke(&self, tid: &str) {
-        self.write()
-            .update(tid, |r| r.status = TokenStatus::Revoked);
+    pub fn revoke(&self, tid: &str) -> bool {
+        self.write().update(tid, |r| {
+            r.status = TokenStatus::Revoked;
+            true
+        })
     }
 
     /// Deletes the long-expired records, synchronously (see [`TokenStore::sweep_expired`]).
@@ -212,44 +317,59 @@ impl InMemoryTokenStore {
 }
 
 impl TokenStore for InMemoryTokenStore {
-    fn create(&self, record: TokenRecord) -> BoxFuture<'_, ()> {
-        InMemoryTokenStore::create(self, record);
-        future::ready(()).boxed()
+    fn create(&self, record: TokenRecord) -> BoxFuture<'_, StoreResult<()>> {
+        future::ready(InMemoryTokenStore::create(self, record)).boxed()
     }
 
-    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, Option<TokenRecord>> {
-        future::ready(InMemoryTokenStore::find_by_tid(self, tid)).boxed()
+    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<Option<TokenRecord>>> {
+        future::ready(Ok(InMemoryTokenStore::find_by_tid(self, tid))).boxed()
     }
 
-    fn find_by_token_hash<'a>(&'a self, token_hash: &'a str) -> BoxFuture<'a, Option<TokenRecord>> {
-        future::ready(InMemoryTokenStore::find_by_token_hash(self, token_hash)).boxed()
+    fn find_by_token_hash<'a>(
+        &'a self,
+        token_hash: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<TokenRecord>>> {
+        future::ready(Ok(InMemoryTokenStore::find_by_token_hash(self, token_hash))).boxed()
     }
 
-    fn list_by_identity<'a>(&'a self, uid: &'a str) -> BoxFuture<'a, Vec<TokenRecord>> {
-        future::ready(InMemoryTokenStore::list_by_identity(self, uid)).boxed()
+    fn list_by_identity<'a>(
+        &'a self,
+        uid: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TokenRecord>>> {
+        future::ready(Ok(InMemoryTokenStore::list_by_identity(self, uid))).boxed()
     }
 
-    fn list_by_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Vec<TokenRecord>> {
-        future::ready(InMemoryTokenStore::list_by_session(self, session_id)).boxed()
+    fn list_by_session<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TokenRecord>>> {
+        future::ready(Ok(InMemoryTokenStore::list_by_session(self, session_id))).boxed()
     }
 
-    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, ()> {
+    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, StoreResult<()>> {
         InMemoryTokenStore::touch(self, tid, now);
-        future::ready(()).boxed()
+        future::ready(Ok(())).boxed()
     }
 
-    fn mark_active<'a>(&'a self, tid: &'a str, label: &'a str, now: u64) -> BoxFuture<'a, ()> {
-        InMemoryTokenStore::mark_active(self, tid, label, now);
-        future::ready(()).boxed()
+    fn change<'a>(
+        &'a self,
+        tid: &'a str,
+        change: &'a TokenChange,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        future::ready(Ok(InMemoryTokenStore::change(self, tid, change))).boxed()
     }
 
-    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, ()> {
-        InMemoryTokenStore::revoke(self, tid);
-        future::ready(()).boxed()
+    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        future::ready(Ok(InMemoryTokenStore::revoke(self, tid))).boxed()
     }
 
-    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, usize> {
-        future::ready(InMemoryTokenStore::sweep_expired(self, now, retention_ms)).boxed()
+    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, StoreResult<usize>> {
+        future::ready(Ok(InMemoryTokenStore::sweep_expired(
+            self,
+            now,
+            retention_ms,
+        )))
+        .boxed()
     }
 }
 
@@ -278,7 +398,7 @@ mod tests {
     fn create_and_find_round_trip() {
         let store = InMemoryTokenStore::new();
         let r = record("t1", Some("u1"), "s1", 100);
-        store.create(r.clone());
+        store.create(r.clone()).unwrap();
         assert_eq!(store.find_by_tid("t1"), Some(r.clone()));
         assert_eq!(store.find_by_token_hash("hash-t1"), Some(r));
         assert_eq!(store.find_by_tid("nope"), None);
@@ -288,7 +408,7 @@ mod tests {
     #[test]
     fn reads_are_copies() {
         let store = InMemoryTokenStore::new();
-        store.create(record("t1", Some("u1"), "s1", 100));
+        store.create(record("t1", Some("u1"), "s1", 100)).unwrap();
         let mut copy = store.find_by_tid("t1").unwrap();
         copy.status = TokenStatus::Revoked;
         assert_eq!(
@@ -300,11 +420,11 @@ mod tests {
     #[test]
     fn list_by_identity_is_exact_and_skips_ownerless() {
         let store = InMemoryTokenStore::new();
-        store.create(record("a", Some("u1"), "s1", 100));
-        store.create(record("b", None, "s1", 100));
-        store.create(record("c", Some("u2"), "s2", 100));
-        store.create(record("d", Some("u1"), "s3", 100));
-        store.create(record("e", Some("u1x"), "s3", 100));
+        store.create(record("a", Some("u1"), "s1", 100)).unwrap();
+        store.create(record("b", None, "s1", 100)).unwrap();
+        store.create(record("c", Some("u2"), "s2", 100)).unwrap();
+        store.create(record("d", Some("u1"), "s3", 100)).unwrap();
+        store.create(record("e", Some("u1x"), "s3", 100)).unwrap();
         let tids: Vec<String> = store
             .list_by_identity("u1")
             .into_iter()
@@ -324,7 +444,7 @@ mod tests {
     fn touch_changes_only_last_seen() {
         let store = InMemoryTokenStore::new();
         let before = record("t", Some("u"), "s", 100);
-        store.create(before.clone());
+        store.create(before.clone()).unwrap();
         store.touch("t", 77);
         let after = store.find_by_tid("t").unwrap();
         assert_eq!(after.last_seen_at, 77);
@@ -338,11 +458,14 @@ mod tests {
     }
 
     #[test]
-    fn mark_active_sets_status_label_and_last_seen() {
+    fn a_change_sets_status_label_and_last_seen() {
         let store = InMemoryTokenStore::new();
         let before = record("t", Some("u"), "s", 100);
-        store.create(before.clone());
-        store.mark_active("t", "agent", 55);
+        store.create(before.clone()).unwrap();
+        let mut activate = TokenChange::new(&[TokenStatus::AwaitingClaude], TokenStatus::Active);
+        activate.label = Some("agent".into());
+        activate.last_seen_at = Some(55);
+        assert!(store.change("t", &activate));
         let after = store.find_by_tid("t").unwrap();
         assert_eq!(after.status, TokenStatus::Active);
         assert_eq!(after.label.as_deref(), Some("agent"));
@@ -357,8 +480,8 @@ mod tests {
         let (token, hash) = mint_token();
         let r = TokenRecord::minted(hash.clone(), Some("u".into()), "s".into(), "o".into(), 0);
         let tid = r.tid.clone();
-        store.create(r);
-        store.revoke(&tid);
+        store.create(r).unwrap();
+        assert!(store.revoke(&tid));
         let kept = store.find_by_token_hash(&hash).unwrap();
         assert_eq!(kept.tid, tid);
         assert_eq!(kept.status, TokenStatus::Revoked);
@@ -368,7 +491,7 @@ mod tests {
             Err(AuthError::Revoked)
         );
         // Idempotent.
-        store.revoke(&tid);
+        assert!(store.revoke(&tid));
         assert_eq!(
             store.find_by_tid(&tid).unwrap().status,
             TokenStatus::Revoked
@@ -378,11 +501,14 @@ mod tests {
     #[test]
     fn mutations_on_missing_tid_are_noops() {
         let store = InMemoryTokenStore::new();
-        store.create(record("t", Some("u"), "s", 100));
+        store.create(record("t", Some("u"), "s", 100)).unwrap();
         let before = store.find_by_tid("t");
         store.touch("x", 1);
-        store.mark_active("x", "l", 1);
-        store.revoke("x");
+        assert!(!store.change(
+            "x",
+            &TokenChange::new(&TokenStatus::ALL, TokenStatus::Active)
+        ));
+        assert!(!store.revoke("x"));
         assert_eq!(store.len(), 1);
         assert_eq!(store.find_by_tid("x"), None);
         assert_eq!(store.find_by_tid("t"), before);
@@ -391,9 +517,9 @@ mod tests {
     #[test]
     fn sweep_expired_deletes_records_and_hash_entries() {
         let store = InMemoryTokenStore::new();
-        store.create(record("old", Some("u"), "s", 1_000));
-        store.create(record("mid", Some("u"), "s", 4_500));
-        store.create(record("new", Some("u"), "s", 10_000));
+        store.create(record("old", Some("u"), "s", 1_000)).unwrap();
+        store.create(record("mid", Some("u"), "s", 4_500)).unwrap();
+        store.create(record("new", Some("u"), "s", 10_000)).unwrap();
         assert_eq!(store.sweep_expired(5_000, 1_000), 1);
         assert_eq!(store.find_by_tid("old"), None);
         assert_eq!(store.find_by_token_hash("hash-old"), None);
@@ -407,14 +533,18 @@ mod tests {
     }
 
     #[test]
-    fn create_replacing_a_tid_drops_the_old_hash() {
+    fn create_refuses_an_existing_tid_and_a_change_moves_the_hash() {
         let store = InMemoryTokenStore::new();
-        store.create(record("t", Some("u"), "s", 100));
-        let mut replacement = record("t", Some("u"), "s", 100);
-        replacement.token_hash = "hash-new".into();
-        store.create(replacement.clone());
+        store.create(record("t", Some("u"), "s", 100)).unwrap();
+        assert!(matches!(
+            store.create(record("t", None, "s2", 1)),
+            Err(StoreError::Conflict(_))
+        ));
+        let mut rotate = TokenChange::new(&[TokenStatus::AwaitingClaude], TokenStatus::Active);
+        rotate.token_hash = Some("hash-new".into());
+        assert!(store.change("t", &rotate));
         assert_eq!(store.find_by_token_hash("hash-t"), None);
-        assert_eq!(store.find_by_token_hash("hash-new"), Some(replacement));
+        assert_eq!(store.find_by_token_hash("hash-new").unwrap().tid, "t");
         assert_eq!(store.len(), 1);
     }
 }

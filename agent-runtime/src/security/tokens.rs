@@ -81,6 +81,10 @@ pub(crate) enum AuthError {
     /// The token was revoked: 403 `revoked`.
     #[error("revoked")]
     Revoked,
+    /// The token store failed while looking the token up: 500 `internal` (neither a grant
+    /// nor a claim that the token is unknown).
+    #[error("the token store failed")]
+    StoreFailed,
 }
 
 impl WireError for AuthError {
@@ -88,6 +92,7 @@ impl WireError for AuthError {
         match self {
             AuthError::AuthFailed => StatusCode::UNAUTHORIZED,
             AuthError::Revoked => StatusCode::FORBIDDEN,
+            AuthError::StoreFailed => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -95,6 +100,7 @@ impl WireError for AuthError {
         match self {
             AuthError::AuthFailed => ErrorCode::AuthFailed,
             AuthError::Revoked => ErrorCode::Revoked,
+            AuthError::StoreFailed => ErrorCode::Internal,
         }
     }
 }
@@ -123,7 +129,10 @@ pub(crate) async fn verify_bearer(
         .and_then(|value| value.strip_prefix("Bearer "))
         .ok_or(AuthError::AuthFailed)?;
     let hash = token_hash_of(token).ok_or(AuthError::AuthFailed)?;
-    let record = store.find_by_token_hash(&hash).await;
+    let record = store
+        .find_by_token_hash(&hash)
+        .await
+        .map_err(lookup_failed)?;
     check_record(record, now, sliding_ttl_ms)
 }
 
@@ -138,7 +147,14 @@ pub(crate) async fn verify_tid(
     now: u64,
     sliding_ttl_ms: Option<u64>,
 ) -> Result<TokenRecord, AuthError> {
-    check_record(store.find_by_tid(tid).await, now, sliding_ttl_ms)
+    let record = store.find_by_tid(tid).await.map_err(lookup_failed)?;
+    check_record(record, now, sliding_ttl_ms)
+}
+
+/// A failed lookup: logged for the operator, answered as [`AuthError::StoreFailed`].
+fn lookup_failed(e: super::StoreError) -> AuthError {
+    tracing::error!(target: "agent_runtime::store", "token lookup failed: {e}");
+    AuthError::StoreFailed
 }
 
 fn check_record(
@@ -305,7 +321,7 @@ mod tests {
         let record =
             TokenRecord::minted(hash, Some("u".into()), "s".into(), "http://h".into(), now);
         let tid = record.tid.clone();
-        store.create(record);
+        store.create(record).unwrap();
         (store, token, tid)
     }
 
@@ -391,7 +407,7 @@ mod tests {
     #[test]
     fn verify_revoked_is_403_but_expiry_wins() {
         let (store, token, tid) = store_with(0);
-        store.revoke(&tid);
+        assert!(store.revoke(&tid));
         let header = bearer(&token);
         assert_eq!(
             verify(Some(&header), &store, 10, None),
@@ -422,7 +438,7 @@ mod tests {
             Err(AuthError::AuthFailed)
         );
         assert_eq!(by_tid(&tid, 2_001, Some(1_000)), Err(AuthError::AuthFailed));
-        store.revoke(&tid);
+        assert!(store.revoke(&tid));
         assert_eq!(by_tid(&tid, 1_001, None), Err(AuthError::Revoked));
     }
 

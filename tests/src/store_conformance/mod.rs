@@ -5,7 +5,7 @@ mod commit_log;
 
 pub use commit_log::{commit_keys, commit_log};
 
-use agent_runtime::security::{TokenRecord, TokenStatus};
+use agent_runtime::security::{TokenChange, TokenRecord, TokenStatus};
 use agent_runtime::store::{IdempotencyEntry, McpBinding, SessionRecord, StoreError, Stores};
 
 fn token(tid: &str, uid: Option<&str>, session: &str, expires_at: u64) -> TokenRecord {
@@ -28,63 +28,114 @@ fn tids(records: Vec<TokenRecord>) -> Vec<String> {
     records.into_iter().map(|r| r.tid).collect()
 }
 
-/// Token records: create, find by tid and hash, lists in creation order, touch, activation,
-/// revocation, replacement and the expiry sweep.
+/// Token records: create (a duplicate tid is a conflict), find by tid and hash, lists in
+/// creation order, touch, conditional changes (activation, pairing steps, a claim's hash
+/// rotation), revocation that no change undoes, and the expiry sweep.
 pub async fn tokens(stores: &Stores) {
     let t = &stores.tokens;
     let a = token("a", Some("u1"), "s1", 1_000);
-    t.create(a.clone()).await;
-    t.create(token("b", None, "s1", 4_500)).await;
-    t.create(token("c", Some("u2"), "s2", 10_000)).await;
-    t.create(token("d", Some("u1"), "s3", 10_000)).await;
-    assert_eq!(t.find_by_tid("a").await, Some(a.clone()));
-    assert_eq!(t.find_by_token_hash("hash-a").await, Some(a.clone()));
-    assert_eq!(t.find_by_tid("zz").await, None);
-    assert_eq!(t.find_by_token_hash("hash-zz").await, None);
-    assert_eq!(tids(t.list_by_identity("u1").await), ["a", "d"]);
-    assert!(t.list_by_identity("u").await.is_empty());
-    assert_eq!(tids(t.list_by_session("s1").await), ["a", "b"]);
+    t.create(a.clone()).await.expect("create");
+    t.create(token("b", None, "s1", 4_500))
+        .await
+        .expect("create");
+    t.create(token("c", Some("u2"), "s2", 10_000))
+        .await
+        .expect("create");
+    t.create(token("d", Some("u1"), "s3", 10_000))
+        .await
+        .expect("create");
+    assert!(matches!(
+        t.create(token("a", None, "s9", 1)).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let find = |tid: &'static str| async move { t.find_by_tid(tid).await.expect("find") };
+    assert_eq!(find("a").await, Some(a.clone()));
+    assert_eq!(
+        t.find_by_token_hash("hash-a").await.expect("find"),
+        Some(a.clone())
+    );
+    assert_eq!(find("zz").await, None);
+    assert_eq!(t.find_by_token_hash("hash-zz").await.expect("find"), None);
+    assert_eq!(
+        tids(t.list_by_identity("u1").await.expect("list")),
+        ["a", "d"]
+    );
+    assert!(t.list_by_identity("u").await.expect("list").is_empty());
+    assert_eq!(
+        tids(t.list_by_session("s1").await.expect("list")),
+        ["a", "b"]
+    );
 
-    t.touch("a", 77).await;
-    let touched = t.find_by_tid("a").await.expect("a");
+    t.touch("a", 77).await.expect("touch");
+    let touched = find("a").await.expect("a");
     assert_eq!(touched.last_seen_at, 77);
     assert_eq!(touched.status, TokenStatus::AwaitingClaude);
 
-    t.mark_active("a", "claude", 88).await;
-    let active = t.find_by_tid("a").await.expect("a");
+    // Activation applies only from awaiting-claude.
+    let mut activate = TokenChange::new(&[TokenStatus::AwaitingClaude], TokenStatus::Active);
+    activate.label = Some("claude".into());
+    activate.last_seen_at = Some(88);
+    assert!(t.change("a", &activate).await.expect("change"));
+    let active = find("a").await.expect("a");
     assert_eq!(active.status, TokenStatus::Active);
     assert_eq!(active.label.as_deref(), Some("claude"));
     assert_eq!(active.last_seen_at, 88);
     assert_eq!(active.created_at, a.created_at);
+    assert!(!t.change("a", &activate).await.expect("change"));
+    assert!(!t.change("zz", &activate).await.expect("change"));
 
-    t.revoke("a").await;
+    // A pairing step and a claim: pending-resume with its deadline, then the hash rotated.
+    let mut away = TokenChange::new(
+        &[TokenStatus::AwaitingClaude, TokenStatus::Active],
+        TokenStatus::PendingResume,
+    );
+    away.pending_resume_until = Some(99);
+    assert!(t.change("b", &away).await.expect("change"));
+    assert_eq!(find("b").await.expect("b").pending_resume_until, Some(99));
+    let mut claim = TokenChange::new(&[TokenStatus::PendingResume], TokenStatus::Active);
+    claim.token_hash = Some("hash-b2".into());
+    assert!(t.change("b", &claim).await.expect("change"));
+    assert_eq!(t.find_by_token_hash("hash-b").await.expect("find"), None);
+    let claimed = t
+        .find_by_token_hash("hash-b2")
+        .await
+        .expect("find")
+        .expect("b");
+    assert_eq!(claimed.tid, "b");
+    assert_eq!(claimed.status, TokenStatus::Active);
+    assert_eq!(claimed.pending_resume_until, None);
+    assert_eq!(
+        tids(t.list_by_session("s1").await.expect("list")),
+        ["a", "b"]
+    );
+
+    // A revoke always wins: kept with its hash, and no change applies afterwards, whatever
+    // statuses it starts from.
+    assert!(t.revoke("a").await.expect("revoke"));
     let revoked = t
         .find_by_token_hash("hash-a")
         .await
+        .expect("find")
         .expect("kept after revoke");
     assert_eq!(revoked.status, TokenStatus::Revoked);
+    let mut any = TokenChange::new(&TokenStatus::ALL, TokenStatus::Active);
+    any.token_hash = Some("hash-a2".into());
+    assert!(!t.change("a", &any).await.expect("change"));
+    assert_eq!(find("a").await.expect("a").status, TokenStatus::Revoked);
+    assert_eq!(t.find_by_token_hash("hash-a2").await.expect("find"), None);
 
     // Mutations of a missing tid change nothing.
-    t.touch("zz", 1).await;
-    t.revoke("zz").await;
-    assert_eq!(t.find_by_tid("zz").await, None);
-
-    // Replacing a tid drops its old hash and moves it to the end of the creation order.
-    let mut replaced = token("b", None, "s1", 4_500);
-    replaced.token_hash = "hash-b2".into();
-    replaced.pending_resume_until = Some(99);
-    t.create(replaced.clone()).await;
-    assert_eq!(t.find_by_token_hash("hash-b").await, None);
-    assert_eq!(t.find_by_token_hash("hash-b2").await, Some(replaced));
-    assert_eq!(tids(t.list_by_session("s1").await), ["a", "b"]);
+    t.touch("zz", 1).await.expect("touch");
+    assert!(!t.revoke("zz").await.expect("revoke"));
+    assert_eq!(find("zz").await, None);
 
     // expiresAt + retention <= now is swept, boundary included.
-    assert_eq!(t.sweep_expired(5_000, 1_000).await, 1);
-    assert_eq!(t.find_by_tid("a").await, None);
-    assert!(t.find_by_tid("b").await.is_some());
-    assert_eq!(t.sweep_expired(5_500, 1_000).await, 1);
-    assert_eq!(t.sweep_expired(5_500, 1_000).await, 0);
-    assert_eq!(tids(t.list_by_identity("u1").await), ["d"]);
+    assert_eq!(t.sweep_expired(5_000, 1_000).await.expect("sweep"), 1);
+    assert_eq!(find("a").await, None);
+    assert!(find("b").await.is_some());
+    assert_eq!(t.sweep_expired(5_500, 1_000).await.expect("sweep"), 1);
+    assert_eq!(t.sweep_expired(5_500, 1_000).await.expect("sweep"), 0);
+    assert_eq!(tids(t.list_by_identity("u1").await.expect("list")), ["d"]);
 }
 
 /// Sessions: insert (a duplicate id is a conflict), load, compare-and-set commits, the
@@ -379,7 +430,12 @@ pub async fn all(stores: &Stores) {
 /// the first: the durable backends keep everything.
 pub async fn reopened(stores: &Stores) {
     assert_eq!(
-        stores.tokens.find_by_tid("d").await.map(|r| r.session_id),
+        stores
+            .tokens
+            .find_by_tid("d")
+            .await
+            .expect("find")
+            .map(|r| r.session_id),
         Some("s3".to_string())
     );
     let s0 = stores.sessions.load_session("s0").await.expect("load");

@@ -23,6 +23,8 @@ pub(crate) mod close_code {
     pub(crate) const POLICY: u16 = 1008;
     /// A message over the frame cap.
     pub(crate) const TOO_BIG: u16 = 1009;
+    /// The server could not do its part (the token store failed on accept).
+    pub(crate) const INTERNAL: u16 = 1011;
 }
 
 /// What the writer of a socket sends.

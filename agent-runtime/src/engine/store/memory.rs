@@ -9,8 +9,9 @@ use super::log::{reaches, replay};
 use super::records::{
     CommitWrite, Committed, IdempotencyEntry, LogState, McpBinding, SessionChanges, SessionRecord,
 };
-use super::traits::{IdempotencyRecords, McpBindings, SessionStore, SigningKeys, StoreResult};
+use super::traits::{IdempotencyRecords, McpBindings, SessionStore, SigningKeys};
 use super::StoreError;
+use super::StoreResult;
 
 /// A session as the memory store keeps it: like the databases, the newest snapshot (in
 /// `record.state`) and the patches logged since the previous one.

@@ -43,6 +43,7 @@ mod sqlite_writer;
 use std::sync::Arc;
 
 pub use crate::security::{InMemoryTokenStore, TokenStore};
+pub use crate::security::{StoreError, StoreResult};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresStore, CHANGES_CHANNEL};
@@ -52,7 +53,7 @@ pub use records::{
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
-pub use traits::{IdempotencyRecords, McpBindings, SessionStore, SigningKeys, StoreResult};
+pub use traits::{IdempotencyRecords, McpBindings, SessionStore, SigningKeys};
 
 use crate::security::IdentityKey;
 
@@ -71,20 +72,6 @@ pub(crate) fn snapshot_due(log: LogState, seq: u64, patch_bytes: u64) -> bool {
 
 /// The name under which the identity cookie's signing key is stored.
 pub(crate) const IDENTITY_KEY_NAME: &str = "identity-cookie";
-
-/// Why a store call failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
-    /// The record exists already (a duplicate id).
-    #[error("store conflict: {0}")]
-    Conflict(String),
-    /// The database failed or could not be reached.
-    #[error("store failed: {0}")]
-    Database(String),
-    /// The store spec names a backend this build does not include, or does not parse.
-    #[error("{0}")]
-    Unsupported(String),
-}
 
 /// Which implementation a [`Stores`] bundle holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

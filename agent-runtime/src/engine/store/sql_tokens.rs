@@ -35,59 +35,51 @@ macro_rules! impl_sql_tokens {
         impl $store {
             async fn tokens_where(
                 &self,
-                op: &str,
                 condition: &str,
                 value: &str,
-            ) -> Vec<$crate::security::TokenRecord> {
+            ) -> $crate::security::StoreResult<Vec<$crate::security::TokenRecord>> {
                 let sql = format!(
                     "SELECT {TOKEN_COLUMNS} FROM agent_tokens WHERE {condition} ORDER BY ord, tid"
                 );
-                let rows = sqlx::query(&sql).bind(value).fetch_all(&self.pool).await;
-                let records: Result<Vec<$crate::security::TokenRecord>, sqlx::Error> =
-                    rows.and_then(|rows| rows.iter().map(token_from_row).collect());
-                match records {
-                    Ok(mut records) => {
-                        for r in &mut records {
-                            if let Some(at) = self.touches.get(&r.tid) {
-                                r.last_seen_at = r.last_seen_at.max(at);
-                            }
-                        }
-                        records
-                    }
-                    Err(e) => {
-                        $crate::engine::store::sql_values::token_failure(op, &e);
-                        Vec::new()
+                let rows = sqlx::query(&sql).bind(value).fetch_all(&self.pool).await?;
+                let mut records = rows
+                    .iter()
+                    .map(token_from_row)
+                    .collect::<Result<Vec<_>, sqlx::Error>>()?;
+                for r in &mut records {
+                    if let Some(at) = self.touches.get(&r.tid) {
+                        r.last_seen_at = r.last_seen_at.max(at);
                     }
                 }
+                Ok(records)
             }
 
             /// The token whose `tid` (`by_tid`) or `token_hash` is `value`: from the cache
             /// when this process is the database's only writer, else from the database.
             async fn token_where(
                 &self,
-                op: &str,
                 by_tid: bool,
                 value: &str,
-            ) -> Option<$crate::security::TokenRecord> {
+            ) -> $crate::security::StoreResult<Option<$crate::security::TokenRecord>> {
                 use $crate::engine::store::token_cache::Lookup;
                 let generation = match &self.token_cache {
                     None => None,
                     Some(cache) => {
                         let found = if by_tid { cache.by_tid(value) } else { cache.by_hash(value) };
                         match found {
-                            Lookup::Hit(record) => return Some(record),
+                            Lookup::Hit(record) => return Ok(Some(record)),
                             Lookup::Miss(generation) => Some(generation),
                         }
                     }
                 };
                 let condition = if by_tid { "tid = $1" } else { "token_hash = $1" };
-                let record = self.tokens_where(op, condition, value).await.pop();
+                let record = self.tokens_where(condition, value).await?.pop();
                 if let (Some(cache), Some(generation), Some(record)) =
                     (&self.token_cache, generation, &record)
                 {
                     cache.put(generation, record.clone());
                 }
-                record
+                Ok(record)
             }
 
             /// Drops the cached copy of `tid` after a write to its record.
@@ -108,7 +100,6 @@ macro_rules! impl_sql_tokens {
                      (SELECT COALESCE(MAX(ord), 0) + 1 FROM agent_tokens))"
                 );
                 let status = r.status.as_str();
-                let replaced: &[$crate::engine::store::sql_values::Param<'_>] = &[(&r.tid).into()];
                 let inserted: &[$crate::engine::store::sql_values::Param<'_>] = &[
                     (&r.tid).into(),
                     (&r.token_hash).into(),
@@ -122,13 +113,7 @@ macro_rules! impl_sql_tokens {
                     (&r.origin).into(),
                     (&r.label).into(),
                 ];
-                self.writer
-                    .write_all(&[
-                        ("DELETE FROM agent_tokens WHERE tid = $1", replaced),
-                        (&insert, inserted),
-                    ])
-                    .await
-                    .map(|_| ())
+                self.writer.write(&insert, inserted).await.map(|_| ())
             }
 
             /// Starts the task writing pending touches every [`TOUCH_FLUSH`] (it ends with the
@@ -164,24 +149,43 @@ macro_rules! impl_sql_tokens {
                 });
             }
 
-            async fn update_token(
+            /// The conditional write of a [`TokenChange`]: `UPDATE … WHERE tid = $1 AND status
+            /// IN (…)`, the affected rows counted. The statuses are the code's own spellings,
+            /// never caller text.
+            async fn change_token(
                 &self,
-                op: &str,
-                sql: &str,
                 tid: &str,
-                now: Option<u64>,
-                label: Option<&str>,
-            ) {
-                let mut params: Vec<$crate::engine::store::sql_values::Param<'_>> = vec![tid.into()];
-                if let Some(now) = now {
-                    params.push($crate::engine::store::sql_values::to_db(now).into());
+                change: &$crate::security::TokenChange,
+            ) -> $crate::security::StoreResult<bool> {
+                use $crate::engine::store::sql_values::{to_db, Param};
+                let from: Vec<String> = change
+                    .from
+                    .iter()
+                    .filter(|s| **s != $crate::security::TokenStatus::Revoked)
+                    .map(|s| format!("'{}'", s.as_str()))
+                    .collect();
+                if from.is_empty() {
+                    return Ok(false);
                 }
-                if let Some(label) = label {
-                    params.push(label.into());
-                }
-                if let Err(e) = self.writer.write(sql, &params).await {
-                    $crate::engine::store::sql_values::token_failure(op, &e);
-                }
+                let sql = format!(
+                    "UPDATE agent_tokens SET status = $2, pending_resume_until = $3, \
+                     last_seen_at = COALESCE($4, last_seen_at), label = COALESCE($5, label), \
+                     token_hash = COALESCE($6, token_hash) \
+                     WHERE tid = $1 AND status IN ({})",
+                    from.join(", ")
+                );
+                let params: [Param<'_>; 6] = [
+                    tid.into(),
+                    change.status.as_str().into(),
+                    change.pending_resume_until.map(to_db).into(),
+                    change.last_seen_at.map(to_db).into(),
+                    change.label.as_deref().into(),
+                    change.token_hash.as_deref().into(),
+                ];
+                self.written(tid);
+                let changed = self.writer.write(&sql, &params).await;
+                self.written(tid);
+                Ok(changed? > 0)
             }
         }
 
@@ -189,86 +193,94 @@ macro_rules! impl_sql_tokens {
             fn create(
                 &self,
                 record: $crate::security::TokenRecord,
-            ) -> futures::future::BoxFuture<'_, ()> {
+            ) -> futures::future::BoxFuture<'_, $crate::security::StoreResult<()>> {
                 Box::pin(async move {
                     let tid = record.tid.clone();
-                    if let Err(e) = self.create_token(record).await {
-                        $crate::engine::store::sql_values::token_failure("create", &e);
-                    }
+                    let created = self.create_token(record).await;
                     self.written(&tid);
+                    created
                 })
             }
 
             fn find_by_tid<'a>(
                 &'a self,
                 tid: &'a str,
-            ) -> futures::future::BoxFuture<'a, Option<$crate::security::TokenRecord>> {
-                Box::pin(self.token_where("find_by_tid", true, tid))
+            ) -> futures::future::BoxFuture<
+                'a,
+                $crate::security::StoreResult<Option<$crate::security::TokenRecord>>,
+            > {
+                Box::pin(self.token_where(true, tid))
             }
 
             fn find_by_token_hash<'a>(
                 &'a self,
                 token_hash: &'a str,
-            ) -> futures::future::BoxFuture<'a, Option<$crate::security::TokenRecord>> {
-                Box::pin(self.token_where("find_by_token_hash", false, token_hash))
+            ) -> futures::future::BoxFuture<
+                'a,
+                $crate::security::StoreResult<Option<$crate::security::TokenRecord>>,
+            > {
+                Box::pin(self.token_where(false, token_hash))
             }
 
             fn list_by_identity<'a>(
                 &'a self,
                 uid: &'a str,
-            ) -> futures::future::BoxFuture<'a, Vec<$crate::security::TokenRecord>> {
-                Box::pin(self.tokens_where("list_by_identity", "uid = $1", uid))
+            ) -> futures::future::BoxFuture<
+                'a,
+                $crate::security::StoreResult<Vec<$crate::security::TokenRecord>>,
+            > {
+                Box::pin(self.tokens_where("uid = $1", uid))
             }
 
             fn list_by_session<'a>(
                 &'a self,
                 session_id: &'a str,
-            ) -> futures::future::BoxFuture<'a, Vec<$crate::security::TokenRecord>> {
-                Box::pin(self.tokens_where("list_by_session", "session_id = $1", session_id))
+            ) -> futures::future::BoxFuture<
+                'a,
+                $crate::security::StoreResult<Vec<$crate::security::TokenRecord>>,
+            > {
+                Box::pin(self.tokens_where("session_id = $1", session_id))
             }
 
-            fn touch<'a>(&'a self, tid: &'a str, now: u64) -> futures::future::BoxFuture<'a, ()> {
+            fn touch<'a>(
+                &'a self,
+                tid: &'a str,
+                now: u64,
+            ) -> futures::future::BoxFuture<'a, $crate::security::StoreResult<()>> {
                 if let Some(cache) = &self.token_cache {
                     cache.touch(tid, now);
                 }
                 if self.touches.add(tid, now) {
                     self.start_touch_flusher();
                 }
-                Box::pin(futures::future::ready(()))
+                Box::pin(futures::future::ready(Ok(())))
             }
 
-            fn mark_active<'a>(
+            fn change<'a>(
                 &'a self,
                 tid: &'a str,
-                label: &'a str,
-                now: u64,
-            ) -> futures::future::BoxFuture<'a, ()> {
-                self.touches.forget(tid);
-                Box::pin(async move {
-                    self.update_token(
-                        "mark_active",
-                        "UPDATE agent_tokens SET status = 'active', last_seen_at = $2, \
-                         label = $3 WHERE tid = $1",
-                        tid,
-                        Some(now),
-                        Some(label),
-                    )
-                    .await;
-                    self.written(tid);
-                })
+                change: &'a $crate::security::TokenChange,
+            ) -> futures::future::BoxFuture<'a, $crate::security::StoreResult<bool>> {
+                Box::pin(self.change_token(tid, change))
             }
 
-            fn revoke<'a>(&'a self, tid: &'a str) -> futures::future::BoxFuture<'a, ()> {
+            fn revoke<'a>(
+                &'a self,
+                tid: &'a str,
+            ) -> futures::future::BoxFuture<'a, $crate::security::StoreResult<bool>> {
                 Box::pin(async move {
-                    self.update_token(
-                        "revoke",
-                        "UPDATE agent_tokens SET status = 'revoked' WHERE tid = $1",
-                        tid,
-                        None,
-                        None,
-                    )
-                    .await;
+                    // Dropped from the cache before and after the write: a read between the
+                    // two cannot keep the unrevoked copy.
                     self.written(tid);
+                    let revoked = self
+                        .writer
+                        .write(
+                            "UPDATE agent_tokens SET status = 'revoked' WHERE tid = $1",
+                            &[tid.into()],
+                        )
+                        .await;
+                    self.written(tid);
+                    Ok(revoked? > 0)
                 })
             }
 
@@ -276,7 +288,7 @@ macro_rules! impl_sql_tokens {
                 &self,
                 now: u64,
                 retention_ms: u64,
-            ) -> futures::future::BoxFuture<'_, usize> {
+            ) -> futures::future::BoxFuture<'_, $crate::security::StoreResult<usize>> {
                 use $crate::engine::store::sql_values::to_db;
                 Box::pin(async move {
                     let done = self
@@ -289,13 +301,7 @@ macro_rules! impl_sql_tokens {
                     if let Some(cache) = &self.token_cache {
                         cache.clear();
                     }
-                    match done {
-                        Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
-                        Err(e) => {
-                            $crate::engine::store::sql_values::token_failure("sweep_expired", &e);
-                            0
-                        }
-                    }
+                    Ok(usize::try_from(done?).unwrap_or(usize::MAX))
                 })
             }
         }

@@ -30,9 +30,8 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-/// Logs a failed token-store call: the [`crate::security::TokenStore`] trait has no error
-/// channel, so a database failure reads as "no such record" (the caller answers 401, never
-/// a wrong grant).
+/// Logs a failed background write of the token store (the coalesced touches, which no caller
+/// waits for; every other call answers its failure).
 pub(crate) fn token_failure(op: &str, e: &dyn std::fmt::Display) {
     tracing::error!(target: "agent_runtime::store", "token store {op} failed: {e}");
 }
@@ -63,6 +62,12 @@ impl<'a> From<&'a String> for Param<'a> {
 impl<'a> From<&'a Option<String>> for Param<'a> {
     fn from(v: &'a Option<String>) -> Self {
         Param::MaybeText(v.as_deref())
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Param<'a> {
+    fn from(v: Option<&'a str>) -> Self {
+        Param::MaybeText(v)
     }
 }
 

@@ -47,9 +47,4 @@ impl Touches {
             pending.remove(tid);
         }
     }
-
-    /// Forgets the pending touch of `tid` (a write set `lastSeenAt` itself).
-    pub(crate) fn forget(&self, tid: &str) {
-        self.lock().remove(tid);
-    }
 }

@@ -9,10 +9,7 @@ use futures::future::BoxFuture;
 use super::records::{
     CommitWrite, Committed, IdempotencyEntry, McpBinding, SessionChanges, SessionRecord,
 };
-use super::StoreError;
-
-/// A store answer: the value, or why the database failed.
-pub type StoreResult<T> = Result<T, StoreError>;
+use super::StoreResult;
 
 /// Where sessions live.
 pub trait SessionStore: Send + Sync {

@@ -61,15 +61,18 @@ fn internal(e: SessionError) -> ApiError {
     }
 }
 
-async fn agents_of<A: App>(server: &ServerState<A>, session_id: &str) -> Vec<AgentSession> {
-    server
+async fn agents_of<A: App>(
+    server: &ServerState<A>,
+    session_id: &str,
+) -> Result<Vec<AgentSession>, ApiError> {
+    Ok(server
         .tokens()
         .list_by_session(session_id)
-        .await
+        .await?
         .iter()
         .filter(|r| matches!(r.status, TokenStatus::AwaitingClaude | TokenStatus::Active))
         .map(TokenRecord::to_agent_session)
-        .collect()
+        .collect())
 }
 
 async fn human_sessions<A: App>(server: ServerState<A>, req: Request) -> Response {
@@ -81,7 +84,10 @@ async fn human_sessions<A: App>(server: ServerState<A>, req: Request) -> Respons
     let owned = server.host().load_sessions_of(&uid).await;
     let mut sessions = Vec::with_capacity(owned.len());
     for s in &owned {
-        let agents = agents_of(&server, s.id()).await;
+        let agents = match agents_of(&server, s.id()).await {
+            Ok(agents) => agents,
+            Err(e) => return e.into_response(),
+        };
         sessions.push(json!({
             "sessionId": s.id(),
             "createdAt": s.created_at(),
@@ -92,7 +98,10 @@ async fn human_sessions<A: App>(server: ServerState<A>, req: Request) -> Respons
     }
     #[cfg(feature = "pairing")]
     {
-        let mut paired = super::human_paired::list_entries(&server, &uid).await;
+        let mut paired = match super::human_paired::list_entries(&server, &uid).await {
+            Ok(paired) => paired,
+            Err(e) => return e.into_response(),
+        };
         sessions.append(&mut paired);
     }
     json_ok(&json!({ "sessions": sessions }))
@@ -112,7 +121,10 @@ async fn human_session<A: App>(server: ServerState<A>, id: String, req: Request)
         Err(e) => return e.into_response(),
     };
     // Read before the session's view, so no lock of the session is held across the await.
-    let agents = agents_of(&server, session.id()).await;
+    let agents = match agents_of(&server, session.id()).await {
+        Ok(agents) => agents,
+        Err(e) => return e.into_response(),
+    };
     let actions = match session.list_actions() {
         Ok(a) => a,
         Err(e) => return internal(e).into_response(),

@@ -57,12 +57,15 @@ pub(super) async fn owner_route<A: App>(
 }
 
 /// The live paired tokens of `uid` (a revoked token, or one past its resume grace, is gone).
-async fn live_records<A: App>(server: &ServerState<A>, uid: &str) -> Vec<TokenRecord> {
+async fn live_records<A: App>(
+    server: &ServerState<A>,
+    uid: &str,
+) -> Result<Vec<TokenRecord>, ApiError> {
     let now = server.now();
-    server
+    Ok(server
         .tokens()
         .list_by_identity(uid)
-        .await
+        .await?
         .into_iter()
         .filter(is_paired)
         .filter(|r| match r.status {
@@ -70,7 +73,7 @@ async fn live_records<A: App>(server: &ServerState<A>, uid: &str) -> Vec<TokenRe
             TokenStatus::PendingResume => within_grace(r, now),
             _ => true,
         })
-        .collect()
+        .collect())
 }
 
 /// The token of paired session `id` if `uid` owns it (403 otherwise).
@@ -80,7 +83,7 @@ async fn owned<A: App>(
     id: &str,
 ) -> Result<TokenRecord, ApiError> {
     live_records(server, uid)
-        .await
+        .await?
         .into_iter()
         .find(|r| r.session_id == id)
         .ok_or_else(|| ApiError::forbidden(NOT_YOURS))
@@ -88,10 +91,13 @@ async fn owned<A: App>(
 
 /// The entries of `uid`'s paired sessions in `GET /agent/human/sessions`: `kind: "paired"`,
 /// `connected` (an app socket is paired now), and no `pendingConfirms` (the app holds them).
-pub(super) async fn list_entries<A: App>(server: &ServerState<A>, uid: &str) -> Vec<Value> {
+pub(super) async fn list_entries<A: App>(
+    server: &ServerState<A>,
+    uid: &str,
+) -> Result<Vec<Value>, ApiError> {
     let hub = &server.pairing().hub;
-    live_records(server, uid)
-        .await
+    Ok(live_records(server, uid)
+        .await?
         .iter()
         .map(|r| {
             json!({
@@ -102,7 +108,7 @@ pub(super) async fn list_entries<A: App>(server: &ServerState<A>, uid: &str) -> 
                 "agents": [r.to_agent_session()],
             })
         })
-        .collect()
+        .collect())
 }
 
 /// `GET /agent/human/sessions/{id}` of a paired session: the app's state and actions (`null`
@@ -141,7 +147,7 @@ async fn view<A: App>(server: &ServerState<A>, uid: &str, id: &str) -> Result<Va
 /// app's socket gets `revoked` and closes; agents get 403).
 async fn close<A: App>(server: &ServerState<A>, uid: &str, id: &str) -> Result<Value, ApiError> {
     let record = owned(server, uid, id).await?;
-    super::management::revoke_record(server, &record, uid).await;
+    super::management::revoke_record(server, &record, uid).await?;
     let entry = AuditEntry::new(
         server.now(),
         AuditEvent::OwnerClose,

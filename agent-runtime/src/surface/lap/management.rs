@@ -13,8 +13,8 @@ use crate::engine::host::CreateSessionError;
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
 use crate::security::{
-    mint_token, request_client_address, AgentSession, AuditEntry, Bucket, TokenRecord, TokenStatus,
-    SWEEP_RETENTION_MS,
+    lifecycle, mint_token, request_client_address, AgentSession, AuditEntry, AuditEvent, Bucket,
+    LifecycleError, TokenRecord, TokenStatus, SWEEP_RETENTION_MS,
 };
 use agent_schema::protocol::ErrorCode;
 use agent_schema::protocol::Fields;
@@ -118,6 +118,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
     if paired {
         return mint_paired(server, uid, label, &origin, set_cookie, now).await;
     }
+    let for_existing_session = requested_session.is_some();
     let session = match requested_session {
         Some(id) => server
             .host()
@@ -140,9 +141,12 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
                 other => ApiError::internal(other.to_string()),
             })?,
     };
+    if for_existing_session {
+        session_token_cap(server, session.id(), now).await?;
+    }
     // A new session is in the store before its token is (another replica can load it).
     session.stored().await;
-    server.tokens().sweep_expired(now, SWEEP_RETENTION_MS).await;
+    sweep(server, now).await;
     if let Some(store) = server.durable_idempotency() {
         let before = now.saturating_sub(crate::IDEMPOTENCY_WINDOW_MS);
         if let Err(e) = store.sweep_idempotent(before).await {
@@ -158,7 +162,42 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
         now,
     );
     record.label = label;
-    Ok(issue(server, token.expose(), record, &origin, set_cookie, now).await)
+    issue(server, token.expose(), record, &origin, set_cookie, now).await
+}
+
+/// The most live (unexpired, unrevoked) tokens one hosted session can have: a mint of one
+/// more for it (`{"session": id}`) answers 503 `session-capacity` until one is revoked.
+pub(crate) const MAX_TOKENS_PER_SESSION: usize = 16;
+
+/// The per-session token cap of a mint for an existing session.
+async fn session_token_cap<A: App>(
+    server: &ServerState<A>,
+    session_id: &str,
+    now: u64,
+) -> Result<(), ApiError> {
+    let live = server
+        .tokens()
+        .list_by_session(session_id)
+        .await?
+        .iter()
+        .filter(|r| r.status != TokenStatus::Revoked && r.expires_at > now)
+        .count();
+    if live >= MAX_TOKENS_PER_SESSION {
+        return Err(
+            ApiError::new(ErrorCode::SessionCapacity).with_detail(format!(
+                "this session has {live} live tokens, the most it may have: revoke one first"
+            )),
+        );
+    }
+    Ok(())
+}
+
+/// A mint's housekeeping: long-expired token records go. A failure is logged and does not
+/// refuse the mint (nothing is granted by a record that was not swept).
+async fn sweep<A: App>(server: &ServerState<A>, now: u64) {
+    if let Err(e) = lifecycle::sweep_expired(&**server.tokens(), now, SWEEP_RETENTION_MS).await {
+        tracing::error!(target: "agent_runtime::store", "token sweep failed: {e}");
+    }
 }
 
 /// The longest mint `label`, in characters.
@@ -185,7 +224,8 @@ fn mint_label(value: Option<&Value>) -> Result<Option<String>, ApiError> {
 }
 
 /// Stores a minted `record`, audits the mint and answers it with the bearer `token` (and the
-/// identity cookie when this request was given one).
+/// identity cookie when this request was given one). A record the store did not keep is an
+/// error (audited `store-failed`): the token is never handed out.
 async fn issue<A: App>(
     server: &ServerState<A>,
     token: &str,
@@ -193,7 +233,7 @@ async fn issue<A: App>(
     origin: &crate::security::RequestOrigin,
     set_cookie: Option<String>,
     now: u64,
-) -> Response {
+) -> Result<Response, ApiError> {
     let body = json!({
         "token": token,
         "tid": record.tid,
@@ -210,7 +250,14 @@ async fn issue<A: App>(
         &record.origin,
         &record.session_id,
     );
-    server.tokens().create(record).await;
+    let (tid, uid) = (record.tid.clone(), record.uid.clone());
+    if let Err(e) = lifecycle::store_minted(&**server.tokens(), record).await {
+        let failed = AuditEntry::new(now, AuditEvent::StoreFailed, json!({"op": "mint"}))
+            .with_tid(tid)
+            .with_uid(uid);
+        server.audit(failed).await;
+        return Err(e.into());
+    }
     server.audit(entry).await;
     let mut response = json_ok(&body);
     if let Some(c) = set_cookie {
@@ -218,7 +265,7 @@ async fn issue<A: App>(
             response.headers_mut().insert(header::SET_COOKIE, v);
         }
     }
-    response
+    Ok(response)
 }
 
 /// The refusal of a hosted mint on a server that relays paired sessions only.
@@ -253,7 +300,7 @@ async fn mint_paired<A: App>(
     }
     #[cfg(feature = "pairing")]
     {
-        server.tokens().sweep_expired(now, SWEEP_RETENTION_MS).await;
+        sweep(server, now).await;
         paired_caps(server, &uid, now).await?;
         let (token, hash) = mint_token();
         let session_id = crate::engine::paired::records::new_paired_session_id();
@@ -266,7 +313,7 @@ async fn mint_paired<A: App>(
         );
         record.status = TokenStatus::AwaitingWs;
         record.label = label;
-        Ok(issue(server, token.expose(), record, origin, set_cookie, now).await)
+        issue(server, token.expose(), record, origin, set_cookie, now).await
     }
 }
 
@@ -279,7 +326,7 @@ async fn paired_caps<A: App>(server: &ServerState<A>, uid: &str, now: u64) -> Re
     let live = server
         .tokens()
         .list_by_identity(uid)
-        .await
+        .await?
         .iter()
         .filter(|r| is_paired(r) && r.expires_at > now)
         .filter(|r| match r.status {
@@ -335,29 +382,45 @@ async fn revoke_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<R
     let record = server
         .tokens()
         .find_by_tid(&tid)
-        .await
+        .await?
         .filter(|r| r.uid.as_deref() == Some(uid.as_str()))
         .ok_or_else(ApiError::revoked)?;
-    revoke_record(server, &record, &uid).await;
+    revoke_record(server, &record, &uid).await?;
     Ok(json_ok(&json!({"status": "revoked"})))
 }
 
-/// Revokes `record` for its owner `uid`: stored as revoked, its idempotency records dropped,
-/// its calls in flight and a paired app's socket told, and audited.
+/// Revokes `record` for its owner `uid`: stored as revoked (the one unconditional status
+/// write: it wins over any step of the life cycle racing it), its idempotency records
+/// dropped, its calls in flight, MCP sessions and a paired app's socket ended, and audited.
+/// What this process holds for the token ends even when the store write failed (closing
+/// never fails open); the failure is then audited `store-failed` and answered as an error,
+/// so the owner knows the token may still work elsewhere.
 pub(super) async fn revoke_record<A: App>(
     server: &ServerState<A>,
     record: &TokenRecord,
     uid: &str,
-) {
-    server.tokens().revoke(&record.tid).await;
+) -> Result<(), ApiError> {
+    let stored = lifecycle::revoke(&**server.tokens(), &record.tid).await;
     server.idempotency().forget_token(&record.tid);
     // A paired app's socket is closed and what the hub kept for it freed at once.
     #[cfg(feature = "pairing")]
     server.pairing().hub.revoke(&record.tid);
     let _ = server.revocations().send(record.tid.clone());
+    if let Err(e) = stored {
+        let failed = AuditEntry::new(
+            server.now(),
+            AuditEvent::StoreFailed,
+            json!({"op": "revoke"}),
+        )
+        .with_tid(record.tid.clone())
+        .with_uid(Some(uid.to_owned()));
+        server.audit(failed).await;
+        return Err(LifecycleError::Store(e).into());
+    }
     server
         .audit(AuditEntry::revoke(server.now(), &record.tid, Some(uid)))
         .await;
+    Ok(())
 }
 
 async fn sessions<A: App>(server: ServerState<A>, req: Request) -> Response {
@@ -367,14 +430,14 @@ async fn sessions<A: App>(server: ServerState<A>, req: Request) -> Response {
     }
     let sessions: Vec<AgentSession> = match server.identity().resolve(&parts).await {
         None => Vec::new(),
-        Some(uid) => server
-            .tokens()
-            .list_by_identity(&uid)
-            .await
-            .iter()
-            .filter(|r| matches!(r.status, TokenStatus::Active | TokenStatus::PendingResume))
-            .map(TokenRecord::to_agent_session)
-            .collect(),
+        Some(uid) => match server.tokens().list_by_identity(&uid).await {
+            Ok(records) => records,
+            Err(e) => return ApiError::from(e).into_response(),
+        }
+        .iter()
+        .filter(|r| matches!(r.status, TokenStatus::Active | TokenStatus::PendingResume))
+        .map(TokenRecord::to_agent_session)
+        .collect(),
     };
     json_ok(&json!({ "sessions": sessions }))
 }

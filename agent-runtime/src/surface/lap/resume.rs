@@ -11,10 +11,10 @@ use serde_json::{json, Value};
 
 use super::body::{check_content_length, read_json};
 use crate::app::App;
-use crate::engine::paired::records::{update, within_grace};
+use crate::engine::paired::records::within_grace;
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
-use crate::security::{mint_token, AuditEntry, AuditEvent, TokenRecord, TokenStatus};
+use crate::security::{lifecycle, mint_token, AuditEntry, AuditEvent, LifecycleError, TokenRecord};
 
 /// The most tids one `/agent/resume/list` looks up.
 const MAX_LISTED: usize = 64;
@@ -60,13 +60,18 @@ async fn admit<A: App>(
     Ok((uid, body, parts))
 }
 
-/// A paired record of `uid` still inside its grace window.
-async fn resumable<A: App>(server: &ServerState<A>, uid: &str, tid: &str) -> Option<TokenRecord> {
-    server.tokens().find_by_tid(tid).await.filter(|r| {
+/// A paired record of `uid` still inside its grace window (a store failure is an error).
+async fn resumable<A: App>(
+    server: &ServerState<A>,
+    uid: &str,
+    tid: &str,
+) -> Result<Option<TokenRecord>, ApiError> {
+    let found = server.tokens().find_by_tid(tid).await?;
+    Ok(found.filter(|r| {
         crate::engine::paired::is_paired(r)
             && r.uid.as_deref() == Some(uid)
             && within_grace(r, server.now())
-    })
+    }))
 }
 
 async fn list<A: App>(server: ServerState<A>, req: Request) -> Result<Value, ApiError> {
@@ -77,7 +82,7 @@ async fn list<A: App>(server: ServerState<A>, req: Request) -> Result<Value, Api
         .ok_or_else(|| ApiError::invalid("tids must be an array of strings"))?;
     let mut sessions = Vec::new();
     for tid in tids.iter().filter_map(Value::as_str).take(MAX_LISTED) {
-        if let Some(r) = resumable(&server, &uid, tid).await {
+        if let Some(r) = resumable(&server, &uid, tid).await? {
             let session = r.to_agent_session();
             sessions.push(json!({
                 "tid": session.tid,
@@ -99,19 +104,24 @@ async fn claim<A: App>(server: ServerState<A>, req: Request) -> Result<Value, Ap
         .ok_or_else(|| ApiError::invalid("tid must be a string"))?;
     let origin = server.origin().request_origin(&parts);
     let record = resumable(&server, &uid, tid)
-        .await
+        .await?
         .filter(|r| r.origin == origin.url(""))
         .ok_or_else(ApiError::revoked)?;
     let (token, hash) = mint_token();
     let now = server.now();
-    let record = update(&**server.tokens(), &record.tid, |r| {
-        r.token_hash = hash;
-        r.status = TokenStatus::Active;
-        r.pending_resume_until = None;
-        r.last_seen_at = now;
-    })
-    .await
-    .ok_or_else(ApiError::revoked)?;
+    // The rotation is one conditional write: a revoke (or the app's return) that landed
+    // first wins, and a failed write hands out no token (the old one stays the bearer).
+    match lifecycle::claim(&**server.tokens(), &record.tid, hash, now).await {
+        Ok(()) => {}
+        Err(LifecycleError::Store(e)) => {
+            let failed = AuditEntry::new(now, AuditEvent::StoreFailed, json!({"op": "claim"}))
+                .with_tid(record.tid.clone())
+                .with_uid(Some(uid));
+            server.audit(failed).await;
+            return Err(LifecycleError::Store(e).into());
+        }
+        Err(_) => return Err(ApiError::revoked()),
+    }
     server.idempotency().forget_token(&record.tid);
     server
         .audit(

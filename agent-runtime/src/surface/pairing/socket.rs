@@ -24,9 +24,12 @@ use crate::engine::paired::frames::{
     ClientFrame, ServerFrame, LAP_VERSION, MAX_FRAME_BYTES, MIN_CLIENT_VERSION,
 };
 use crate::engine::paired::outbound::close_code;
-use crate::engine::paired::records::{set_status, within_grace};
+use crate::engine::paired::records::within_grace;
 use crate::ops::ServerState;
-use crate::security::{verify_bearer, AuditEntry, AuditEvent, AuthError, TokenRecord, TokenStatus};
+use crate::security::{
+    lifecycle, verify_bearer, AuditEntry, AuditEvent, AuthError, LifecycleError, TokenRecord,
+    TokenStatus,
+};
 use serde_json::json;
 
 use super::writer::{escaped, write, WarnLimit, CLOSE_LINGER};
@@ -64,6 +67,9 @@ async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
     };
     let now = server.now();
     let bearer = format!("Bearer {token}");
+    // Subscribed before the token is verified: a revoke from then on reaches the socket task,
+    // however early it lands.
+    let revocations = server.revocations().subscribe();
     let record = match verify_bearer(
         Some(&bearer),
         &**server.tokens(),
@@ -75,6 +81,7 @@ async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
         Ok(r) => r,
         Err(AuthError::Revoked) => return StatusCode::FORBIDDEN.into_response(),
         Err(AuthError::AuthFailed) => return StatusCode::UNAUTHORIZED.into_response(),
+        Err(AuthError::StoreFailed) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     };
     if !crate::engine::paired::is_paired(&record) {
         // The token drives a session hosted in this process.
@@ -89,31 +96,71 @@ async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
     };
     ws.max_message_size(MAX_FRAME_BYTES)
         .max_frame_size(MAX_FRAME_BYTES)
-        .on_upgrade(move |socket| run(server, record, socket))
+        .on_upgrade(move |socket| run(server, record, socket, revocations))
 }
 
-async fn run<A: App>(server: ServerState<A>, record: TokenRecord, socket: WebSocket) {
+/// Closes a socket the life cycle refused before it was registered: `revoked` then 1000 for a
+/// revoked (or vanished) token, 1011 when the store failed.
+async fn refuse(mut socket: WebSocket, tid: &str, refused: &LifecycleError) {
+    use axum::extract::ws::CloseFrame;
+    let code = match refused {
+        LifecycleError::Store(e) => {
+            tracing::error!(tid = %tid, "pairing: the token store failed on accept: {e}");
+            close_code::INTERNAL
+        }
+        _ => {
+            if let Ok(text) = serde_json::to_string(&ServerFrame::Revoked {}) {
+                let _ = socket.send(Message::Text(text.into())).await;
+            }
+            close_code::NORMAL
+        }
+    };
+    let close = CloseFrame {
+        code,
+        reason: "".into(),
+    };
+    let _ = tokio::time::timeout(CLOSE_LINGER, socket.send(Message::Close(Some(close)))).await;
+}
+
+async fn run<A: App>(
+    server: ServerState<A>,
+    record: TokenRecord,
+    socket: WebSocket,
+    mut revocations: tokio::sync::broadcast::Receiver<String>,
+) {
     let pairing = &server.pairing();
     let hub = &pairing.hub;
     let options = &pairing.options;
     let tid = record.tid.clone();
-    let mut revocations = server.revocations().subscribe();
     let lifecycle = hub.lifecycle.lock().await;
-    // The record as it is now (a close handled meanwhile may have changed it).
-    let record = server.tokens().find_by_tid(&tid).await.unwrap_or(record);
     let now = server.now();
     hub.sweep(now);
+    // The record as it is now (a close handled meanwhile may have changed it); a socket is
+    // registered only once the life cycle accepted it, so a revoked token never pairs.
+    let current = match server.tokens().find_by_tid(&tid).await {
+        Ok(Some(current)) => current,
+        Ok(None) => record.clone(),
+        Err(e) => {
+            drop(lifecycle);
+            return refuse(socket, &tid, &LifecycleError::Store(e)).await;
+        }
+    };
+    let resumed = within_grace(&current, now);
+    let record = match lifecycle::socket_opened(&**server.tokens(), &tid, resumed).await {
+        Ok(record) => record,
+        Err(refused) => {
+            drop(lifecycle);
+            tracing::info!(tid = %tid, "pairing: socket refused: {refused}");
+            return refuse(socket, &tid, &refused).await;
+        }
+    };
     let registered = hub.register(&tid);
     let conn = registered.id;
     if registered.superseded {
         tracing::info!(tid = %tid, "pairing: a newer socket supersedes the older one");
     }
-    let resumed = within_grace(&record, now);
     if resumed {
-        set_status(&**server.tokens(), &tid, TokenStatus::Active, None).await;
         let _ = hub.push(&tid, ServerFrame::Active {});
-    } else {
-        set_status(&**server.tokens(), &tid, TokenStatus::AwaitingClaude, None).await;
     }
     drop(lifecycle);
     // `resume` when the app came back within its grace window, else `socket-accept`.
@@ -191,11 +238,13 @@ async fn run<A: App>(server: ServerState<A>, record: TokenRecord, socket: WebSoc
             _ = ticker.tick() => {
                 // A token that expired or was revoked (by another replica) closes its socket.
                 let now = server.now();
-                let gone = server
-                    .tokens()
-                    .find_by_tid(&tid)
-                    .await
-                    .is_none_or(|r| r.status == TokenStatus::Revoked || r.expires_at <= now);
+                // A store that cannot answer keeps the socket until it can (the revocation
+                // channel still ends it at once on this replica).
+                let gone = match server.tokens().find_by_tid(&tid).await {
+                    Ok(found) => found
+                        .is_none_or(|r| r.status == TokenStatus::Revoked || r.expires_at <= now),
+                    Err(_) => false,
+                };
                 let silent = last_heard.elapsed();
                 if gone {
                     tracing::info!(tid = %tid, "pairing: the token expired or was revoked; closing");
@@ -238,13 +287,10 @@ async fn run<A: App>(server: ServerState<A>, record: TokenRecord, socket: WebSoc
     let current = hub.unregister(&tid, conn, now);
     if current {
         let until = now.saturating_add(pairing.options.grace_ms);
-        set_status(
-            &**server.tokens(),
-            &tid,
-            TokenStatus::PendingResume,
-            Some(until),
-        )
-        .await;
+        match lifecycle::socket_closed(&**server.tokens(), &tid, until).await {
+            Ok(()) | Err(LifecycleError::Revoked | LifecycleError::Unknown) => {}
+            Err(e) => tracing::error!(tid = %tid, "pairing: pending-resume not stored: {e}"),
+        }
     }
     drop(lifecycle);
     // `current`: this socket was the session's (not one a newer socket superseded).
