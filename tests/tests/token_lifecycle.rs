@@ -264,3 +264,92 @@ async fn a_session_takes_a_bounded_number_of_tokens() {
     t.mint("alice", Some(&first.session_id)).await;
     task.abort();
 }
+
+/// Finding 2: closing a hosted session revokes its tokens, so no agent call reloads it from
+/// the store afterwards (before, the next call loaded it again and answered 200).
+async fn closing_a_session_ends_its_agents(spec: &str) {
+    let stores = Stores::open(spec).await.expect("store");
+    let audit = MemoryAuditSink::new();
+    let (t, task) = server_on(&stores, None, &audit).await;
+    let minted = t.mint("alice", None).await;
+    let second = t.mint("alice", Some(&minted.session_id)).await;
+    assert_eq!(
+        t.lap(&minted.token, "/observe", &json!({})).await.status,
+        200
+    );
+    let closed = t
+        .post_json(
+            &format!("/agent/human/sessions/{}/close", minted.session_id),
+            Some("alice"),
+            None,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(closed.status, 200, "{:?}", closed.body);
+    for token in [&minted.token, &second.token] {
+        let observed = t.lap(token, "/observe", &json!({})).await;
+        assert_eq!(observed.status, 403, "{:?}", observed.body);
+        assert_eq!(observed.body["error"]["code"], "revoked");
+    }
+    assert_eq!(
+        audit
+            .events()
+            .iter()
+            .filter(|e| **e == AuditEvent::Revoke)
+            .count(),
+        2
+    );
+    task.abort();
+}
+
+#[tokio::test]
+async fn closing_a_session_ends_its_agents_in_memory() {
+    closing_a_session_ends_its_agents("memory").await;
+}
+
+#[tokio::test]
+async fn closing_a_session_ends_its_agents_on_sqlite() {
+    let dir = TempDir::new("lifecycle");
+    closing_a_session_ends_its_agents(&dir.file("counter.db")).await;
+}
+
+#[tokio::test]
+async fn closing_a_session_ends_its_agents_on_postgres() {
+    let pg = PgServer::start();
+    closing_a_session_ends_its_agents(&pg.url()).await;
+}
+
+/// Finding 1 on a paired session: the agent's first call waits on the app's confirmation;
+/// the owner revokes; the relay's wait ends at once, and its success tail must not make the
+/// token `active` again.
+#[tokio::test]
+async fn revoke_during_the_first_paired_call_stays_revoked() {
+    use agent_tests::paired::{self, AppProcess};
+    let t = paired::server().await;
+    let (token, _app) = AppProcess::paired(&t, env!("CARGO_BIN_EXE_paired-counter")).await;
+    let tid = t
+        .server
+        .tokens()
+        .list_by_identity("alice")
+        .await
+        .expect("list")
+        .pop()
+        .expect("the paired token")
+        .tid;
+    let first = t.spawn_lap(
+        &token,
+        "/message",
+        json!({"msg": {"type": "delete", "id": "42"}, "timeoutMs": 1500}),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let revoked = t
+        .post_json("/agent/revoke", Some("alice"), None, &json!({ "tid": tid }))
+        .await;
+    assert_eq!(revoked.status, 200, "{:?}", revoked.body);
+    let answered = first.await.expect("first call");
+    assert_ne!(answered.status, 200, "{:?}", answered.body);
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    assert_eq!(paired::status_of(&t, &tid).await, "revoked");
+    let observed = t.lap(&token, "/observe", &json!({})).await;
+    assert_eq!(observed.status, 403, "{:?}", observed.body);
+}
