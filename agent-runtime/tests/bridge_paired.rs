@@ -21,6 +21,7 @@ async fn the_bridge_drives_a_paired_app() {
     let options = ServerOptions {
         rate_limit: "100000/minute".parse().unwrap(),
         pairing: PairingOptions {
+            native_apps: true,
             mint_paired: true,
             ..PairingOptions::default()
         },

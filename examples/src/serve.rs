@@ -109,6 +109,11 @@ fn server_options(opts: &ExampleOptions) -> ServerOptions {
         cors_origins: opts.cors_origins.clone(),
         ..ServerOptions::default()
     };
+    // The examples pair native apps (`tui-todo`, the Rust pairing client) besides pages.
+    #[cfg(feature = "full")]
+    {
+        options.pairing.native_apps = true;
+    }
     #[cfg(feature = "full")]
     if opts.paired_only {
         // A bare mint (LLui's client) starts a paired session; nothing is hosted here.

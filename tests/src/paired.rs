@@ -23,6 +23,7 @@ pub async fn server() -> TestServer<Counter> {
     let options = ServerOptions {
         rate_limit: "10000/minute".parse().unwrap(),
         pairing: PairingOptions {
+            native_apps: true,
             mint_paired: true,
             grace_ms: GRACE_MS,
             forward_timeout_ms: FORWARD_MS,

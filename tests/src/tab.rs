@@ -22,8 +22,26 @@ pub fn ws_url(base: &str, token: &str) -> String {
 }
 
 impl Tab {
-    /// Opens `url` with optional extra headers; `Err(status)` when the upgrade is refused.
+    /// Opens `url` with optional extra headers, as a page on the server's own origin does
+    /// (with its `Origin`, unless `headers` give one); `Err(status)` when the upgrade is
+    /// refused.
     pub async fn open(url: &str, headers: &[(&str, &str)]) -> Result<Tab, u16> {
+        if headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("origin"))
+        {
+            return Tab::open_native(url, headers).await;
+        }
+        let page = url.replacen("ws", "http", 1);
+        let page = page.split("/agent/").next().unwrap_or_default();
+        let mut with_origin = headers.to_vec();
+        with_origin.push(("origin", page));
+        Tab::open_native(url, &with_origin).await
+    }
+
+    /// Opens `url` with exactly `headers` (no `Origin` unless given: a native app or a plain
+    /// HTTP client); `Err(status)` when the upgrade is refused.
+    pub async fn open_native(url: &str, headers: &[(&str, &str)]) -> Result<Tab, u16> {
         let mut request = url.into_client_request().expect("request");
         for (k, v) in headers {
             request.headers_mut().insert(

@@ -299,6 +299,7 @@ async fn a_rust_paired_app_answers_with_its_own_seq() {
 
     let options = ServerOptions {
         pairing: PairingOptions {
+            native_apps: true,
             mint_paired: true,
             ..PairingOptions::default()
         },

@@ -365,6 +365,7 @@ async fn a_requires_confirm_tool_waits_for_the_human() {
 async fn a_paired_apps_actions_are_tools_too() {
     let options = ServerOptions {
         pairing: PairingOptions {
+            native_apps: true,
             mint_paired: true,
             ..PairingOptions::default()
         },

@@ -43,6 +43,7 @@ fn assert_bounded(label: &str, before: u64, ceiling: u64) -> u64 {
 /// pairing options.
 async fn server(change: impl FnOnce(&mut PairingOptions)) -> TestServer<Counter> {
     let mut pairing = PairingOptions {
+        native_apps: true,
         mint_paired: true,
         grace_ms: 600,
         forward_timeout_ms: 400,

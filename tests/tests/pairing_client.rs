@@ -21,6 +21,7 @@ async fn a_paired_app_process_is_driven_killed_and_resumed() {
     let options = ServerOptions {
         rate_limit: "10000/minute".parse().unwrap(),
         pairing: PairingOptions {
+            native_apps: true,
             mint_paired: true,
             grace_ms: 20_000,
             ..PairingOptions::default()
@@ -155,6 +156,7 @@ async fn a_client_without_a_valid_token_claims_its_session_again() {
 
     let options = ServerOptions {
         pairing: PairingOptions {
+            native_apps: true,
             mint_paired: true,
             ..PairingOptions::default()
         },

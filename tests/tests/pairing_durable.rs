@@ -15,6 +15,7 @@ use serde_json::json;
 async fn server_on(stores: &Stores) -> TestServer<Counter> {
     let options = ServerOptions {
         pairing: PairingOptions {
+            native_apps: true,
             mint_paired: true,
             ..PairingOptions::default()
         },

@@ -27,6 +27,7 @@ async fn an_expired_token_closes_its_socket() {
     .unwrap();
     let options = ServerOptions {
         pairing: PairingOptions {
+            native_apps: true,
             mint_paired: true,
             ping_interval_ms: 100,
             close_grace_ms: 200,

@@ -353,3 +353,41 @@ async fn revoke_during_the_first_paired_call_stays_revoked() {
     let observed = t.lap(&token, "/observe", &json!({})).await;
     assert_eq!(observed.status, 403, "{:?}", observed.body);
 }
+
+/// Finding 9: the app's socket needs an `Origin` (a page always sends one) unless the server
+/// pairs native apps, so a plain client holding the session's token (an agent) cannot open it
+/// and supersede the app.
+#[tokio::test]
+async fn an_app_socket_needs_an_origin_unless_the_server_pairs_native_apps() {
+    use agent_runtime::pairing::PairingOptions;
+    use agent_tests::tab::{ws_url, Tab};
+    for native_apps in [false, true] {
+        let options = ServerOptions {
+            pairing: PairingOptions {
+                mint_paired: true,
+                native_apps,
+                ..PairingOptions::default()
+            },
+            ..ServerOptions::default()
+        };
+        let t =
+            agent_tests::start(AgentServer::builder(Host::new(Counter).unwrap()).options(options))
+                .await;
+        let minted = t
+            .post_json("/agent/mint", Some("alice"), None, &json!({}))
+            .await;
+        let token = minted.body["token"].as_str().expect("token");
+        let url = ws_url(&t.base, token);
+        let plain = Tab::open_native(&url, &[]).await;
+        if native_apps {
+            assert!(
+                plain.is_ok(),
+                "a native app pairs when the server allows it"
+            );
+        } else {
+            assert_eq!(plain.err(), Some(403), "no Origin, no socket");
+            let page = Tab::open(&url, &[]).await;
+            assert!(page.is_ok(), "a page of the server's own origin pairs");
+        }
+    }
+}

@@ -189,6 +189,12 @@ pub struct PairingOptions {
     /// Paired mints by anonymous identities, all together, per minute (default 32); more is
     /// 429.
     pub anonymous_mints_per_minute: usize,
+    /// Native apps (no browser, so no `Origin` header: the Rust pairing client, a terminal
+    /// app) may open `/agent/ws`. Off by default: an upgrade must carry an `Origin` that is
+    /// the request's own or an allowed one, so an agent holding the session's token cannot
+    /// open the app's socket from a plain HTTP client (`docs/pairing.md` §Who holds the
+    /// socket). Turn it on only for servers that pair native apps (the examples do).
+    pub native_apps: bool,
 }
 
 #[cfg(feature = "pairing")]
@@ -197,6 +203,7 @@ impl Default for PairingOptions {
         PairingOptions {
             mint_paired: false,
             hosted_mints: true,
+            native_apps: false,
             grace_ms: 60_000,
             forward_timeout_ms: 15_000,
             outcome_ms: 5 * 60_000,

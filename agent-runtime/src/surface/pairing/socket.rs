@@ -62,6 +62,15 @@ async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
     if server.origin().check(&parts).is_err() {
         return StatusCode::FORBIDDEN.into_response();
     }
+    // An app's socket comes from a page (which always sends `Origin`) unless the server pairs
+    // native apps: a plain client holding the token (an agent) cannot take the app's place.
+    if !parts.headers.contains_key(header::ORIGIN) && !server.pairing().options.native_apps {
+        return (
+            StatusCode::FORBIDDEN,
+            "an app socket needs an Origin header (this server pairs no native apps)",
+        )
+            .into_response();
+    }
     let Some(token) = token_of(&parts) else {
         return StatusCode::UNAUTHORIZED.into_response();
     };
