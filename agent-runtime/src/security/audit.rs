@@ -61,6 +61,9 @@ pub enum AuditEvent {
     SessionExpired,
     /// The owner closed a session from the human routes; detail `{sessionId, kind}`.
     OwnerClose,
+    /// A full store made room by deleting an idle stored session without a live agent
+    /// (`docs/stores.md` §Bounds on disk); detail `{sessionId, lastUsedAt, reason}`.
+    SessionEvicted,
 }
 
 impl AuditEvent {
@@ -85,6 +88,7 @@ impl AuditEvent {
             AuditEvent::SocketClose => "socket-close",
             AuditEvent::SessionExpired => "session-expired",
             AuditEvent::OwnerClose => "owner-close",
+            AuditEvent::SessionEvicted => "session-evicted",
         }
     }
 }
@@ -396,6 +400,7 @@ mod tests {
             AuditEvent::ConfirmRejected,
             AuditEvent::AuthFailed,
             AuditEvent::SessionNotMigrated,
+            AuditEvent::SessionEvicted,
         ] {
             assert_eq!(serde_json::to_value(event).unwrap(), event.as_str());
         }
