@@ -124,7 +124,14 @@ pub struct Budgets {
     /// Bytes those patches hold in all (default 1 MiB); the oldest go first, and a patch over
     /// it on its own is not kept (a `sinceSeq` before it gets the whole state).
     pub patch_history_bytes: usize,
+    /// Bytes the rings of all the host's sessions (event histories, activity logs, recent
+    /// commit patches) retain in all (default [`DEFAULT_RETAINED_BYTES`], 256 MiB): past it,
+    /// the oldest entries across every session go first (`docs/stores.md` §Memory).
+    pub retained_bytes: usize,
 }
+
+/// Default of [`Budgets::retained_bytes`]: 256 MiB.
+pub const DEFAULT_RETAINED_BYTES: usize = 256 * 1024 * 1024;
 
 impl Default for Budgets {
     fn default() -> Self {
@@ -141,6 +148,7 @@ impl Default for Budgets {
             idempotency_sweep_ms: 30_000,
             patch_history: 256,
             patch_history_bytes: 1024 * 1024,
+            retained_bytes: DEFAULT_RETAINED_BYTES,
         }
     }
 }

@@ -141,6 +141,7 @@ impl<A: App> AgentServerBuilder<A> {
                 .unwrap_or_else(|| Arc::new(InMemoryTokenStore::new())),
             identity,
             limiter,
+            anonymous_mints: GovernorRateLimiter::new(self.options.anonymous_mint_rate),
             origin,
             idempotency: IdempotencyStore::new(self.host.config()),
             durable_idempotency: self.idempotency,

@@ -4,11 +4,22 @@
 //! the state's JSON size once the big commits' freed memory is given back (`malloc_trim`).
 //! A debug build lands at 5.2–5.6 times (7.8–10 while a message was read from a clone of its
 //! JSON tree, about 37 before the compact snapshot trees, 51–62 before the release).
+//!
+//! What many sessions retain together is bounded too: 1,000 counter sessions taking 100
+//! messages each keep their rings (event histories, activity logs, recent commit patches)
+//! within the host's `Budgets::retained_bytes`, the oldest entries across sessions going
+//! first.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use agent_examples::counter::Counter;
+use agent_runtime::config::Budgets;
+use agent_runtime::security::TracingAuditSink;
+use agent_runtime::session::DispatchOptions;
+use agent_runtime::{Host, HostConfig};
 use agent_tests::process::{lap, mint, ServerProcess};
-use agent_tests::resident::resident_bytes;
+use agent_tests::resident::{resident_bytes, MIB};
 use agent_tests::temp::TempDir;
 use serde_json::{json, Value};
 
@@ -78,4 +89,81 @@ async fn sixty_thousand_todos_stay_under_the_ceiling() {
         ratio <= CEILING,
         "RSS grew {ratio:.1}× the state's JSON size (ceiling {CEILING}×)"
     );
+}
+
+/// 1,000 sessions taking 100 messages each through the agents' API retain no more than the
+/// host's budget in all (8 MiB here, `RETAINED_BUDGET_MIB` to try another); without it the
+/// rings of each session stay within their own budgets only. Prints the resident growth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_sessions_retain_no_more_than_the_host_budget() {
+    const SESSIONS: usize = 1_000;
+    const MESSAGES: usize = 100;
+    let budget = std::env::var("RETAINED_BUDGET_MIB")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(8)
+        * MIB as usize;
+    let config = HostConfig {
+        max_sessions: SESSIONS,
+        max_sessions_per_owner: SESSIONS,
+        budgets: Budgets {
+            retained_bytes: budget,
+            ..Budgets::default()
+        },
+        ..HostConfig::default()
+    };
+    let host = Host::with_config(Counter, config, Arc::new(TracingAuditSink)).expect("host");
+    let before = resident_bytes(None);
+    let sessions: Vec<_> = (0..SESSIONS)
+        .map(|i| host.create_session(Some(format!("u{i}"))).expect("session"))
+        .collect();
+    let idle = resident_bytes(None);
+    let inc = serde_json::json!({"type": "inc"});
+    let mut most = 0;
+    for round in 0..MESSAGES {
+        let sends = sessions.iter().map(|s| {
+            let inc = &inc;
+            async move {
+                let sent = s
+                    .send_message(inc, None, DispatchOptions::default(), Some("tid"))
+                    .await
+                    .expect("send");
+                assert!(
+                    matches!(
+                        sent,
+                        agent_runtime::agent_schema::protocol::SendResult::Dispatched { .. }
+                    ),
+                    "{sent:?}"
+                );
+            }
+        });
+        futures::future::join_all(sends).await;
+        most = most.max(host.retained_bytes());
+        if round % 25 == 24 {
+            eprintln!(
+                "after {} messages each: the rings retain {:.1} MiB (budget {} MiB), resident +{} MiB",
+                round + 1,
+                host.retained_bytes() as f64 / MIB as f64,
+                budget / MIB as usize,
+                resident_bytes(None).saturating_sub(before) / MIB
+            );
+        }
+    }
+    for s in &sessions {
+        assert_eq!(s.published().seq, MESSAGES as u64);
+    }
+    eprintln!(
+        "{SESSIONS} sessions: resident +{} MiB idle, +{} MiB after {MESSAGES} messages each",
+        idle.saturating_sub(before) / MIB,
+        resident_bytes(None).saturating_sub(before) / MIB
+    );
+    // The rings were full enough for the budget to bind, and it held throughout.
+    assert!(most > budget / 2, "the rings held only {most} bytes");
+    assert!(
+        most <= budget,
+        "the sessions' rings retained {most} bytes; the host's budget is {budget}"
+    );
+    // The newest entries are the ones kept: every session still reads its last messages.
+    let recent = sessions[SESSIONS - 1].recent_log(5, None);
+    assert!(!recent.is_empty());
 }

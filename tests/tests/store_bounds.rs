@@ -104,7 +104,8 @@ async fn the_session_caps_count_stored_sessions() {
     };
     let a1 = mint("ana").await;
     assert_eq!(a1.status, 200, "{}", a1.body);
-    assert_eq!(mint("ana").await.status, 200);
+    let a2 = mint("ana").await;
+    assert_eq!(a2.status, 200);
     // Both leave memory when idle; they are still stored, and still count.
     clock.advance(2_000);
     t.server.host().expire_idle_sessions();
@@ -119,9 +120,20 @@ async fn the_session_caps_count_stored_sessions() {
         "{}",
         refused.body
     );
-    // The whole store: three at most, whoever mints.
+    // The whole store: three at most, whoever mints. Ana's agent works on her first session;
+    // her second, idle with no live agent, makes room for carl (`store_capacity.rs`).
+    let token = a1.body["token"].as_str().expect("token");
+    assert_eq!(t.lap(token, "/state", &json!({})).await.status, 200);
     assert_eq!(mint("bob").await.status, 200);
-    let full = mint("carl").await;
+    assert_eq!(mint("carl").await.status, 200);
+    let evicted = a2.body["sessionId"].as_str().expect("session id");
+    assert!(stores
+        .sessions
+        .load_session(evicted)
+        .await
+        .expect("load")
+        .is_none());
+    let full = mint("dave").await;
     assert_eq!(full.status, 503, "{}", full.body);
     assert!(
         full.body["error"]["detail"]
@@ -151,10 +163,10 @@ async fn the_session_caps_count_stored_sessions() {
     }
     assert_eq!(again.status, 200, "{}", again.body);
     // Expired stored sessions make room too.
-    assert_eq!(mint("carl").await.status, 503);
+    assert_eq!(mint("dave").await.status, 503);
     clock.advance(TTL + 1);
     t.server.host().expire_idle_sessions();
-    let after = mint("carl").await;
+    let after = mint("dave").await;
     assert_eq!(after.status, 200, "{}", after.body);
     assert_eq!(stores.sessions.session_count().await.expect("count"), 1);
     task.abort();

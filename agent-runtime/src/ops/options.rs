@@ -9,6 +9,9 @@ use crate::security::{
 /// Default per-token LAP limit.
 pub const DEFAULT_RATE_LIMIT: &str = "30/minute";
 
+/// Default of [`ServerOptions::anonymous_mint_rate`]: anonymous mints per client address.
+pub(crate) const DEFAULT_ANONYMOUS_MINT_RATE: &str = "60/hour";
+
 /// Options of the HTTP surface (`docs/lap.md` §1).
 #[derive(Clone)]
 pub struct ServerOptions {
@@ -38,6 +41,11 @@ pub struct ServerOptions {
     pub identity_key: Option<IdentityKey>,
     /// Per-token LAP rate limit (also used for mint, keyed by identity).
     pub rate_limit: RateLimitSpec,
+    /// Mints by anonymous callers (a new `anon-…` identity, or one carried in its cookie) per
+    /// client address (default `60/hour`), on top of
+    /// `rate_limit`: anonymous identities are free, so the per-owner session cap does not
+    /// bound a visitor (`docs/security.md` §Rate limits). Past it, mint answers 429.
+    pub anonymous_mint_rate: RateLimitSpec,
     /// `Host` values accepted on every route but `/agent/mcp` (which has its own
     /// `mcp.allowed_hosts`, same default): a name matches any port, `name:port` only that
     /// port. Default [`loopback_hosts`] (`localhost`, `127.0.0.1`, `::1`); a deployment lists
@@ -67,6 +75,9 @@ impl Default for ServerOptions {
             rate_limit: DEFAULT_RATE_LIMIT
                 .parse()
                 .expect("the default rate limit parses"),
+            anonymous_mint_rate: DEFAULT_ANONYMOUS_MINT_RATE
+                .parse()
+                .expect("the default anonymous mint rate parses"),
             allowed_hosts: loopback_hosts(),
             #[cfg(feature = "mcp")]
             mcp: McpOptions::default(),

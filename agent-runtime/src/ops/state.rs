@@ -12,8 +12,11 @@ use super::options::ServerOptions;
 use crate::app::App;
 use crate::clock::SharedClock;
 use crate::engine::host::Host;
+use crate::engine::host::LiveAgents;
 use crate::engine::store::IdempotencyRecords;
-use crate::security::{AuditEntry, AuditSink, Identity, OriginPolicy, RateLimiter, TokenStore};
+use crate::security::{
+    AuditEntry, AuditSink, GovernorRateLimiter, Identity, OriginPolicy, RateLimiter, TokenStore,
+};
 
 /// The fields of a [`ServerState`].
 pub(crate) struct Shared<A: App> {
@@ -21,6 +24,8 @@ pub(crate) struct Shared<A: App> {
     pub(crate) tokens: Arc<dyn TokenStore>,
     pub(crate) identity: Identity,
     pub(crate) limiter: Arc<dyn RateLimiter>,
+    /// Anonymous mints per client address (`ServerOptions::anonymous_mint_rate`).
+    pub(crate) anonymous_mints: GovernorRateLimiter,
     pub(crate) origin: OriginPolicy,
     pub(crate) options: ServerOptions,
     pub(crate) idempotency: IdempotencyStore,
@@ -82,6 +87,25 @@ impl<A: App> ServerState<A> {
     /// The rate limiter.
     pub(crate) fn limiter(&self) -> &Arc<dyn RateLimiter> {
         &self.inner.limiter
+    }
+
+    /// The bucket of anonymous mints per client address.
+    pub(crate) fn anonymous_mints(&self) -> &GovernorRateLimiter {
+        &self.inner.anonymous_mints
+    }
+
+    /// Where the host finds whether a stored session has a live agent (a full store evicts
+    /// only sessions without one).
+    pub(crate) fn live_agents(&self) -> LiveAgents<'_> {
+        LiveAgents {
+            tokens: &*self.inner.tokens,
+            #[cfg(feature = "mcp")]
+            mcp: self
+                .mcp_bindings()
+                .map(|m| &**m as &dyn crate::engine::store::McpBindings),
+            #[cfg(not(feature = "mcp"))]
+            mcp: None,
+        }
     }
 
     /// The cross-origin policy.

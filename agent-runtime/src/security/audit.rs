@@ -64,6 +64,9 @@ pub enum AuditEvent {
     /// A store write the caller was waiting for failed, and the caller was answered an error
     /// (nothing was granted); detail `{op, path?}` (the database's text goes to the log only).
     StoreFailed,
+    /// A full store made room by deleting an idle stored session without a live agent
+    /// (`docs/stores.md` §Bounds on disk); detail `{sessionId, lastUsedAt, reason}`.
+    SessionEvicted,
 }
 
 impl AuditEvent {
@@ -89,6 +92,7 @@ impl AuditEvent {
             AuditEvent::SessionExpired => "session-expired",
             AuditEvent::OwnerClose => "owner-close",
             AuditEvent::StoreFailed => "store-failed",
+            AuditEvent::SessionEvicted => "session-evicted",
         }
     }
 }
@@ -400,6 +404,7 @@ mod tests {
             AuditEvent::ConfirmRejected,
             AuditEvent::AuthFailed,
             AuditEvent::SessionNotMigrated,
+            AuditEvent::SessionEvicted,
         ] {
             assert_eq!(serde_json::to_value(event).unwrap(), event.as_str());
         }

@@ -1,7 +1,10 @@
 //! The host: one app, its checked schema (`Catalog`), and the sessions running it.
 
+mod eviction;
 mod stored;
 mod table;
+
+pub(crate) use eviction::LiveAgents;
 
 #[cfg(test)]
 mod startup_tests;
@@ -15,8 +18,8 @@ use crate::algo::catalog::{Catalog, CatalogError};
 use crate::app::App;
 use crate::config::HostConfig;
 use crate::engine::session::persist::Persistence;
-use crate::engine::session::Release;
 use crate::engine::session::{Parts, Session, SessionError};
+use crate::engine::session::{Release, Retained};
 use crate::engine::store::SessionStore;
 use crate::security::{AuditEntry, AuditEvent, AuditSink, TracingAuditSink};
 use table::SessionTable;
@@ -42,6 +45,8 @@ struct HostInner<A: App> {
     refused: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Gives the memory of its sessions' big commits back, one release per burst.
     release: Release,
+    /// What its sessions' rings retain in all, within `Budgets::retained_bytes`.
+    retained: Retained,
 }
 
 /// A stored session that cannot be loaded (`docs/stores.md` §Upgrades).
@@ -88,6 +93,10 @@ pub enum CreateSessionError {
     /// The session could not start.
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// The store could not count the sessions the caps are checked against: refused rather
+    /// than let the caps pass (the failure is logged for the operator).
+    #[error("{0}")]
+    Store(String),
 }
 
 impl<A: App> Host<A> {
@@ -128,6 +137,7 @@ impl<A: App> Host<A> {
         store: Option<Arc<dyn SessionStore>>,
     ) -> Result<Self, CatalogError> {
         let catalog = Catalog::build::<A>(&app)?;
+        let config_budget = config.budgets.retained_bytes;
         Ok(Host {
             inner: Arc::new(HostInner {
                 app: Arc::new(app),
@@ -142,6 +152,7 @@ impl<A: App> Host<A> {
                 listener: Once::new(),
                 refused: Default::default(),
                 release: Release::default(),
+                retained: Retained::new(config_budget),
             }),
         })
     }
@@ -158,6 +169,7 @@ impl<A: App> Host<A> {
             config: self.inner.config.clone(),
             audit: self.inner.audit.clone(),
             release: self.inner.release.clone(),
+            retained: self.inner.retained.clone(),
         }
     }
 
@@ -307,6 +319,7 @@ impl<A: App> Host<A> {
             return Ok(None);
         };
         let owner = record.owner.clone();
+        let seq = record.seq;
         let session = match Session::restore(record, self.parts(), persistence) {
             Ok(session) => session,
             Err(SessionError::NotMigrated(reason)) => {
@@ -322,9 +335,24 @@ impl<A: App> Host<A> {
         self.start_listener();
         let config = &self.inner.config;
         let now = config.clock.now_ms();
-        // A load is a use: the stored session's expiry starts again (`stored.rs`).
+        // A load is a use: the stored session's expiry starts again (`stored.rs`). Expiry and
+        // eviction here wait for this load (they take the reload lock); on another replica
+        // they delete only a session still unused, so once marked used it stays; one deleted
+        // between the read and the mark is gone, and is not served from memory.
         if let Err(e) = store.touch_session(id, now).await {
             tracing::error!(target: "agent_runtime::store", "touching session {id} failed: {e}");
+        }
+        match store.load_since(id, seq).await {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                session.close();
+                return Ok(None);
+            }
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "reading session {id} failed: {e}");
+                session.close();
+                return Ok(None);
+            }
         }
         self.sessions_making_room(now).insert(session.clone(), now);
         Ok(Some(session))
@@ -505,6 +533,14 @@ impl<A: App> Host<A> {
             }
             None => false,
         }
+    }
+
+    /// Bytes the sessions' rings (event histories, activity logs, recent commit patches)
+    /// retain in all, as the JSON size of their entries: at most
+    /// [`Budgets::retained_bytes`](crate::config::Budgets::retained_bytes), beyond the entries
+    /// being added at that instant (`docs/stores.md` §Memory).
+    pub fn retained_bytes(&self) -> usize {
+        self.inner.retained.total()
     }
 
     /// Number of open sessions.

@@ -54,6 +54,14 @@ impl<A: App> SessionTable<A> {
         self.by_id.get(id)
     }
 
+    /// Whether session `id` is open here and in use at `now`: held, or used within
+    /// `idle_ms` (a request, a commit, a log entry).
+    pub(super) fn in_use(&self, id: &str, now: u64, idle_ms: u64) -> bool {
+        self.by_id
+            .get(id)
+            .is_some_and(|e| !e.session.is_closed() && !e.idle(now, idle_ms))
+    }
+
     /// Entries, closed ones not yet pruned included.
     pub(super) fn len(&self) -> usize {
         self.by_id.len()

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use agent_schema::protocol::{LogEntry, LogKind, PatchOp};
 use serde_json::Value;
 
+use super::retained::{self, Retained, RetainedRing, RingCharge};
 use crate::config::{json_len, Budgets};
 
 /// How many entries a session keeps.
@@ -14,44 +15,68 @@ pub(crate) const LOG_CAPACITY: usize = 100;
 /// Characters a message's variant or intent keeps in a log entry.
 pub(crate) const LABEL_CHARS: usize = 128;
 
-/// A ring of the newest [`LOG_CAPACITY`] entries holding at most `total_bytes`.
+/// A ring of the newest [`LOG_CAPACITY`] entries holding at most `total_bytes`, and giving
+/// way to the host's budget of what sessions retain (`retained.rs`).
 #[derive(Debug)]
 pub(crate) struct ActivityLog {
-    /// Entries oldest first, each with its encoded size.
-    entries: VecDeque<(LogEntry, usize)>,
+    /// Entries oldest first, each with its encoded size and its stamp.
+    entries: VecDeque<(LogEntry, usize, u64)>,
     bytes: usize,
     total_bytes: usize,
+    charge: RingCharge,
 }
 
 impl Default for ActivityLog {
     fn default() -> Self {
-        ActivityLog::new(Budgets::default().log_total_bytes)
+        ActivityLog::new(
+            Budgets::default().log_total_bytes,
+            Retained::unbounded().charge(),
+        )
+    }
+}
+
+impl RetainedRing for ActivityLog {
+    fn oldest_stamp(&self) -> Option<u64> {
+        self.entries.front().map(|e| e.2)
+    }
+
+    fn drop_oldest(&mut self) {
+        if let Some((_, size, _)) = self.entries.pop_front() {
+            self.bytes -= size;
+            self.charge.sub(size);
+        }
+    }
+
+    fn charge(&mut self) -> &mut RingCharge {
+        &mut self.charge
     }
 }
 
 impl ActivityLog {
-    /// An empty log keeping at most `total_bytes` of entries.
-    pub(crate) fn new(total_bytes: usize) -> Self {
+    /// An empty log keeping at most `total_bytes` of entries, counted in `charge`.
+    pub(crate) fn new(total_bytes: usize, charge: RingCharge) -> Self {
         ActivityLog {
             entries: VecDeque::new(),
             bytes: 0,
             total_bytes,
+            charge,
         }
     }
 
     /// Appends an entry (already bounded, see [`bound_entry`]), dropping the oldest while the
-    /// log is over its count or bytes.
+    /// log is over its count or bytes, then the oldest across the host's sessions while they
+    /// retain more than the host's budget.
     pub(crate) fn push(&mut self, entry: LogEntry) {
         let size = json_len(&entry);
         self.bytes += size;
-        self.entries.push_back((entry, size));
+        let stamp = self.charge.add(size);
+        self.entries.push_back((entry, size, stamp));
         while self.entries.len() > LOG_CAPACITY
             || (self.bytes > self.total_bytes && self.entries.len() > 1)
         {
-            if let Some((_, s)) = self.entries.pop_front() {
-                self.bytes -= s;
-            }
+            self.drop_oldest();
         }
+        retained::settle(self);
     }
 
     /// Entries newest first, optionally filtered by kind, at most `n`.
@@ -59,7 +84,7 @@ impl ActivityLog {
         self.entries
             .iter()
             .rev()
-            .map(|(e, _)| e)
+            .map(|(e, _, _)| e)
             .filter(|e| kind.is_none_or(|k| e.kind.as_str() == k))
             .take(n)
             .cloned()
@@ -278,7 +303,7 @@ mod tests {
 
     #[test]
     fn the_log_keeps_its_byte_total() {
-        let mut log = ActivityLog::new(50_000);
+        let mut log = ActivityLog::new(50_000, Retained::unbounded().charge());
         for i in 0..100 {
             let mut e = entry(LogKind::Narrate, i);
             e.detail = Some("n".repeat(10_000));

@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::lock;
+use super::retained::{self, RetainedRing, RingCharge};
 use super::Published as Snapshot;
 use crate::algo::diff::PatchOp;
 use crate::config::json_len;
@@ -94,8 +95,9 @@ fn state_text(state: &str, diff: Option<&[PatchOp]>, snapshot: bool) -> String {
 #[derive(Debug)]
 pub(crate) struct EventHub {
     newest: u64,
-    /// Events oldest first, each with its encoded size.
-    history: VecDeque<(Published, usize)>,
+    /// Events oldest first, each with its encoded size and its stamp in the host's order of
+    /// what sessions retain (`retained.rs`).
+    history: VecDeque<(Published, usize, u64)>,
     history_bytes: usize,
     history_cap: usize,
     event_bytes: usize,
@@ -105,6 +107,24 @@ pub(crate) struct EventHub {
     /// session without a console holds no channel buffer.
     live: Option<broadcast::Sender<Published>>,
     closed: bool,
+    charge: RingCharge,
+}
+
+impl RetainedRing for EventHub {
+    fn oldest_stamp(&self) -> Option<u64> {
+        self.history.front().map(|e| e.2)
+    }
+
+    fn drop_oldest(&mut self) {
+        if let Some((_, size, _)) = self.history.pop_front() {
+            self.history_bytes -= size;
+            self.charge.sub(size);
+        }
+    }
+
+    fn charge(&mut self) -> &mut RingCharge {
+        &mut self.charge
+    }
 }
 
 /// An event hub shared by its session and its subscriptions.
@@ -121,16 +141,18 @@ impl EventHub {
             b.event_bytes,
             b.event_history_bytes,
             initial_state,
+            super::retained::Retained::unbounded().charge(),
         )
     }
 
-    /// A hub keeping at most `history_cap` events and `history_total_bytes`, an event over
-    /// `event_bytes` being sent live but not kept.
+    /// A hub keeping at most `history_cap` events and `history_total_bytes` (counted in
+    /// `charge`), an event over `event_bytes` being sent live but not kept.
     pub(crate) fn with_budgets(
         history_cap: usize,
         event_bytes: usize,
         history_total_bytes: usize,
         initial_state: Snapshot,
+        charge: RingCharge,
     ) -> Self {
         EventHub {
             newest: 0,
@@ -142,6 +164,7 @@ impl EventHub {
             latest_state: initial_state,
             live: None,
             closed: false,
+            charge,
         }
     }
 
@@ -196,6 +219,7 @@ impl EventHub {
         if size > self.event_bytes {
             // Not kept: a replay across it would miss it, so none reaches back before it.
             self.history.clear();
+            self.charge.sub(self.history_bytes);
             self.history_bytes = 0;
         } else {
             // History keeps `state` events without their data: a replay sends the state
@@ -208,22 +232,23 @@ impl EventHub {
                 })),
                 other => other.clone(),
             };
+            let stamp = self.charge.add(size);
             self.history.push_back((
                 Published {
                     id: self.newest,
                     body: kept,
                 },
                 size,
+                stamp,
             ));
             self.history_bytes += size;
-            while self.history.len() > self.history_cap
-                || self.history_bytes > self.history_total_bytes
+            while !self.history.is_empty()
+                && (self.history.len() > self.history_cap
+                    || self.history_bytes > self.history_total_bytes)
             {
-                match self.history.pop_front() {
-                    Some((_, s)) => self.history_bytes -= s,
-                    None => break,
-                }
+                self.drop_oldest();
             }
+            retained::settle(self);
         }
         if let Some(live) = &self.live {
             if live.receiver_count() == 0 {
@@ -241,7 +266,7 @@ impl EventHub {
         let index = (id + 1).checked_sub(front)?;
         self.history
             .get(usize::try_from(index).ok()?)
-            .map(|(p, _)| p.clone())
+            .map(|(p, _, _)| p.clone())
     }
 
     /// Bytes the history holds.
@@ -276,7 +301,7 @@ pub(crate) fn subscribe(
         .filter(|&l| l <= h.newest)
         .filter(|&l| {
             // Every event in l+1 ..= newest must still be kept.
-            l == h.newest || h.history.front().is_some_and(|(f, _)| f.id <= l + 1)
+            l == h.newest || h.history.front().is_some_and(|(f, _, _)| f.id <= l + 1)
         });
     let mut sub = Subscription {
         hub: hub.clone(),
@@ -294,9 +319,9 @@ pub(crate) fn subscribe(
                 .history
                 .iter()
                 .rev()
-                .take_while(|(p, _)| p.id > l)
-                .find(|(p, _)| matches!(p.body, Kept::State(_)))
-                .map(|(p, _)| p.id);
+                .take_while(|(p, _, _)| p.id > l)
+                .find(|(p, _, _)| matches!(p.body, Kept::State(_)))
+                .map(|(p, _, _)| p.id);
             sub.replay = Some(Replay {
                 cursor: l,
                 end: h.newest,
@@ -492,7 +517,13 @@ mod tests {
 
     #[tokio::test]
     async fn the_history_keeps_its_byte_budget_and_skips_oversized_events() {
-        let hub = shared(EventHub::with_budgets(256, 20_000, 100_000, snap(0, 0)));
+        let hub = shared(EventHub::with_budgets(
+            256,
+            20_000,
+            100_000,
+            snap(0, 0),
+            crate::engine::session::retained::Retained::unbounded().charge(),
+        ));
         for i in 0..50 {
             lock(&hub).publish(big_narration(i, 10_000));
         }

@@ -23,6 +23,7 @@ mod published;
 mod queue;
 mod reads;
 mod release;
+mod retained;
 mod task;
 
 use std::collections::HashMap;
@@ -47,6 +48,7 @@ pub use outcome::LastOutcome;
 pub(crate) use proposals::Withdrawal;
 pub use published::Published;
 pub(crate) use release::Release;
+pub(crate) use retained::Retained;
 
 use activity::ActivityLog;
 use confirm::ConfirmStore;
@@ -85,9 +87,9 @@ pub(crate) struct SessionCore<A: App> {
     notes: Arc<notes::Notes>,
     confirms: Mutex<ConfirmStore>,
     confirm_changed: watch::Sender<u64>,
-    log: Mutex<ActivityLog>,
+    log: Arc<Mutex<ActivityLog>>,
     /// Recent commit patches (`docs/semantics.md` §8.7).
-    patches: Mutex<patches::PatchRing>,
+    patches: Arc<Mutex<patches::PatchRing>>,
     /// Gives the memory of big commits back (`docs/stores.md` §Memory).
     release: Release,
     events: events::SharedHub,
@@ -149,6 +151,8 @@ pub(crate) struct Parts<A: App> {
     pub audit: Arc<dyn AuditSink>,
     /// The host's release of big commits' memory, shared by its sessions.
     pub release: Release,
+    /// The host's budget of what its sessions' rings retain in all.
+    pub retained: Retained,
 }
 
 /// One running app instance. Cheap to clone (shared).
@@ -244,6 +248,7 @@ impl<A: App> Session<A> {
             config,
             audit,
             release,
+            retained,
         } = parts;
         let snapshots = Snapshots::new(
             catalog.redact_plan().clone(),
@@ -277,13 +282,18 @@ impl<A: App> Session<A> {
                 config.budgets.event_bytes,
                 config.budgets.event_history_bytes,
                 first,
+                retained.charge(),
             ))),
-            log: Mutex::new(ActivityLog::new(config.budgets.log_total_bytes)),
+            log: Arc::new(Mutex::new(ActivityLog::new(
+                config.budgets.log_total_bytes,
+                retained.charge(),
+            ))),
             release,
-            patches: Mutex::new(patches::PatchRing::new(
+            patches: Arc::new(Mutex::new(patches::PatchRing::new(
                 config.budgets.patch_history,
                 config.budgets.patch_history_bytes,
-            )),
+                retained.charge(),
+            ))),
             app,
             catalog,
             config,
@@ -303,6 +313,9 @@ impl<A: App> Session<A> {
             stored: watch::channel(in_memory).0,
             log_dirty: tokio::sync::Notify::new(),
         });
+        retained::attach(&core.events);
+        retained::attach(&core.log);
+        retained::attach(&core.patches);
         Ok((core, rx))
     }
 

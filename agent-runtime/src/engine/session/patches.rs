@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use super::retained::{self, RetainedRing, RingCharge};
 use crate::algo::diff::PatchOp;
 use crate::config::json_len;
 
@@ -19,6 +20,8 @@ struct Entry {
     to: u64,
     ops: Arc<[PatchOp]>,
     bytes: usize,
+    /// Its stamp in the host's order of what sessions retain (`retained.rs`).
+    stamp: u64,
 }
 
 /// What the ring knows about the commits since a version.
@@ -30,23 +33,50 @@ pub(crate) enum Since {
     Unknown,
 }
 
-/// A bounded ring of recent commit patches.
+/// A bounded ring of recent commit patches, giving way to the host's budget of what sessions
+/// retain (`retained.rs`).
 pub(crate) struct PatchRing {
     entries: VecDeque<Entry>,
     bytes: usize,
     max_entries: usize,
     max_bytes: usize,
+    charge: RingCharge,
+}
+
+impl RetainedRing for PatchRing {
+    fn oldest_stamp(&self) -> Option<u64> {
+        self.entries.front().map(|e| e.stamp)
+    }
+
+    fn drop_oldest(&mut self) {
+        if let Some(old) = self.entries.pop_front() {
+            self.bytes -= old.bytes;
+            self.charge.sub(old.bytes);
+        }
+    }
+
+    fn charge(&mut self) -> &mut RingCharge {
+        &mut self.charge
+    }
 }
 
 impl PatchRing {
-    /// An empty ring keeping at most `max_entries` patches of `max_bytes` in all.
-    pub(crate) fn new(max_entries: usize, max_bytes: usize) -> Self {
+    /// An empty ring keeping at most `max_entries` patches of `max_bytes` in all, counted in
+    /// `charge`.
+    pub(crate) fn new(max_entries: usize, max_bytes: usize, charge: RingCharge) -> Self {
         PatchRing {
             entries: VecDeque::new(),
             bytes: 0,
             max_entries,
             max_bytes,
+            charge,
         }
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.charge.sub(self.bytes);
+        self.bytes = 0;
     }
 
     /// Records the ops that took the state from version `from` to `to`; answers their size
@@ -55,8 +85,7 @@ impl PatchRing {
         let contiguous = self.entries.back().is_none_or(|e| e.to == from);
         let bytes = json_len(&*ops);
         if !contiguous || bytes > self.max_bytes || self.max_entries == 0 || to <= from {
-            self.entries.clear();
-            self.bytes = 0;
+            self.clear();
             if bytes > self.max_bytes || self.max_entries == 0 || to <= from {
                 return bytes;
             }
@@ -64,17 +93,18 @@ impl PatchRing {
         while !self.entries.is_empty()
             && (self.entries.len() >= self.max_entries || self.bytes + bytes > self.max_bytes)
         {
-            if let Some(old) = self.entries.pop_front() {
-                self.bytes -= old.bytes;
-            }
+            self.drop_oldest();
         }
         self.bytes += bytes;
+        let stamp = self.charge.add(bytes);
         self.entries.push_back(Entry {
             from,
             to,
             ops,
             bytes,
+            stamp,
         });
+        retained::settle(self);
         bytes
     }
 
@@ -139,6 +169,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn charge() -> RingCharge {
+        super::retained::Retained::unbounded().charge()
+    }
+
     fn replace(path: &str, v: i64) -> Arc<[PatchOp]> {
         Arc::from(vec![PatchOp::Replace {
             path: path.into(),
@@ -148,7 +182,7 @@ mod tests {
 
     #[test]
     fn patches_chain_from_a_version_to_the_newest() {
-        let mut ring = PatchRing::new(10, 10_000);
+        let mut ring = PatchRing::new(10, 10_000, charge());
         ring.push(0, 1, replace("/a", 1));
         ring.push(1, 2, replace("/b", 2));
         ring.push(2, 5, replace("/a", 3));
@@ -170,7 +204,7 @@ mod tests {
 
     #[test]
     fn the_ring_is_bounded_in_entries_and_bytes() {
-        let mut ring = PatchRing::new(2, 10_000);
+        let mut ring = PatchRing::new(2, 10_000, charge());
         for i in 0..5 {
             ring.push(i, i + 1, replace("/a", 1));
         }
@@ -179,7 +213,7 @@ mod tests {
         assert_eq!(ring.since(2, 5), Since::Unknown);
 
         let one = json_len(&*replace("/a", 1));
-        let mut ring = PatchRing::new(100, one * 3);
+        let mut ring = PatchRing::new(100, one * 3, charge());
         for i in 0..10 {
             ring.push(i, i + 1, replace("/a", 1));
         }

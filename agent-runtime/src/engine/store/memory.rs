@@ -230,6 +230,19 @@ impl SessionStore for MemoryStore {
         ready(self.lock().sessions.remove(id).is_some())
     }
 
+    fn delete_session_unused<'a>(
+        &'a self,
+        id: &'a str,
+        before: u64,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let mut maps = self.lock();
+        let unused = maps
+            .sessions
+            .get(id)
+            .is_some_and(|s| s.record.updated_at < before);
+        ready(unused && maps.sessions.remove(id).is_some())
+    }
+
     fn sessions_of<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, StoreResult<Vec<String>>> {
         let maps = self.lock();
         let mut owned: Vec<&SessionRecord> = maps

@@ -396,6 +396,38 @@ macro_rules! impl_sql_sessions {
                 })
             }
 
+            fn delete_session_unused<'a>(
+                &'a self,
+                id: &'a str,
+                before: u64,
+            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<bool>> {
+                use $crate::engine::store::sql_values::to_db;
+                Box::pin(async move {
+                    let row: &[$crate::engine::store::sql_values::Param<'_>] =
+                        &[id.into(), to_db(before).into()];
+                    let params: &[$crate::engine::store::sql_values::Param<'_>] = &[id.into()];
+                    // The row first, only if still unused; its log and snapshot only once the
+                    // row is gone (one transaction).
+                    let done = self
+                        .writer
+                        .write_all(&[
+                            ("DELETE FROM agent_sessions WHERE id = $1 AND updated_at < $2", row),
+                            (
+                                "DELETE FROM agent_session_log WHERE session_id = $1 \
+                                 AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE id = $1)",
+                                params,
+                            ),
+                            (
+                                "DELETE FROM agent_session_snapshots WHERE session_id = $1 \
+                                 AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE id = $1)",
+                                params,
+                            ),
+                        ])
+                        .await?;
+                    Ok(done.first().copied().unwrap_or(0) > 0)
+                })
+            }
+
             fn sessions_of<'a>(
                 &'a self,
                 owner: &'a str,

@@ -82,6 +82,16 @@ pub trait SessionStore: Send + Sync {
     /// Deletes the session; answers whether it existed.
     fn delete_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
 
+    /// Deletes session `id` only if it was last used (`updated_at`) before `before`, in one
+    /// conditional write: a session loaded or committed since it was found unused stays.
+    /// Answers whether it was deleted. What expiry and eviction delete with
+    /// (`docs/stores.md` §Bounds on disk).
+    fn delete_session_unused<'a>(
+        &'a self,
+        id: &'a str,
+        before: u64,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
+
     /// The ids of the sessions owned by exactly `owner`, oldest first.
     fn sessions_of<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, StoreResult<Vec<String>>>;
 

@@ -104,6 +104,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
             .await;
         return Err(limited.into());
     }
+    super::anonymous_mints::check(server, &parts, identity.as_deref(), now).await?;
     let origin = server.origin().request_origin(&parts);
     let (uid, set_cookie) = match identity {
         Some(uid) => (uid, None),
@@ -132,7 +133,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
             .ok_or_else(|| ApiError::forbidden("unknown session or not yours"))?,
         None => server
             .host()
-            .create_session_within_caps(Some(uid.clone()))
+            .create_session_within_caps(Some(uid.clone()), server.live_agents())
             .await
             .map_err(|e| match e {
                 CreateSessionError::Capacity(detail) => {

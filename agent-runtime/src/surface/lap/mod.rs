@@ -3,6 +3,7 @@
 //! [`AgentServer::router`](crate::AgentServer::router) composes them with the console,
 //! `/agent/ws` and `/agent/mcp` into one `Router` that the host app merges into its own.
 
+mod anonymous_mints;
 mod body;
 mod human;
 mod human_access;

@@ -1,0 +1,308 @@
+//! What a host's sessions retain in all (`docs/stores.md` §Memory). Each session's rings (the
+//! event history, the activity log, the recent commit patches) are bounded in bytes on their
+//! own; [`Retained`], one per host and handed to each session, bounds their sum
+//! (`Budgets::retained_bytes`): when a push takes the total over it, the oldest entries across
+//! every ring of every session give way first.
+//!
+//! Every ring holds a [`RingCharge`]: the bytes it holds (counted in the host's total) and its
+//! place in the host's order of oldest entries, a map keyed by `(stamp of its oldest entry,
+//! ring)`. A ring's key may be older than its oldest entry (it dropped entries on its own
+//! since); a stale key is brought up to date when it reaches the front. A ring whose lock is
+//! taken at that moment (it is being pushed to elsewhere) ends the round: its own push
+//! settles the total right after, so the total exceeds the budget by at most the entries
+//! being added at that instant.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
+
+/// A ring of entries, oldest first, whose oldest can be dropped for the host's budget.
+pub(crate) trait RetainedRing: Send + 'static {
+    /// The stamp of the oldest entry, if any.
+    fn oldest_stamp(&self) -> Option<u64>;
+    /// Drops the oldest entry (refunding its bytes to the charge).
+    fn drop_oldest(&mut self);
+    /// The ring's charge.
+    fn charge(&mut self) -> &mut RingCharge;
+}
+
+/// A ring as the host's order reaches it (through its lock).
+trait Trim: Send + Sync {
+    /// [`trim_ring`] on the ring, or `Busy` when its lock is taken.
+    fn trim(&self, key: u64) -> Trimmed;
+}
+
+impl<R: RetainedRing> Trim for Mutex<R> {
+    fn trim(&self, key: u64) -> Trimmed {
+        let mut ring = match self.try_lock() {
+            Ok(ring) => ring,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Trimmed::Busy,
+        };
+        trim_ring(&mut *ring, key)
+    }
+}
+
+/// What trimming a ring at its key did.
+enum Trimmed {
+    /// Its lock was taken: the key goes back and the round ends.
+    Busy,
+    /// The ring is empty or gone: its key goes.
+    Empty,
+    /// Its oldest entry went or was newer than the key: its key is now this stamp.
+    Next(u64),
+}
+
+/// Drops the oldest entry of `ring` when its stamp is `key` (else only brings the key up to
+/// date); keeps the ring's own record of its key.
+fn trim_ring(ring: &mut dyn RetainedRing, key: u64) -> Trimmed {
+    if ring.oldest_stamp() == Some(key) {
+        ring.drop_oldest();
+    }
+    let next = ring.oldest_stamp();
+    ring.charge().key = next;
+    next.map_or(Trimmed::Empty, Trimmed::Next)
+}
+
+type Order = BTreeMap<(u64, u64), Weak<dyn Trim>>;
+
+struct Shared {
+    budget: usize,
+    total: AtomicUsize,
+    next_stamp: AtomicU64,
+    next_ring: AtomicU64,
+    order: Mutex<Order>,
+}
+
+impl Shared {
+    fn order(&self) -> MutexGuard<'_, Order> {
+        self.order.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The bytes a host's sessions retain in their rings, within one budget. Cheap to clone
+/// (shared).
+#[derive(Clone)]
+pub(crate) struct Retained {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Retained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retained")
+            .field("budget", &self.shared.budget)
+            .field("total", &self.total())
+            .finish()
+    }
+}
+
+impl Retained {
+    /// Rings holding at most `budget` bytes in all.
+    pub(crate) fn new(budget: usize) -> Self {
+        Retained {
+            shared: Arc::new(Shared {
+                budget,
+                total: AtomicUsize::new(0),
+                next_stamp: AtomicU64::new(0),
+                next_ring: AtomicU64::new(0),
+                order: Mutex::new(BTreeMap::new()),
+            }),
+        }
+    }
+
+    /// No budget in all (unit tests of one ring).
+    pub(crate) fn unbounded() -> Self {
+        Self::new(usize::MAX)
+    }
+
+    /// Bytes the rings hold now.
+    pub(crate) fn total(&self) -> usize {
+        self.shared.total.load(Ordering::Relaxed)
+    }
+
+    /// The charge of a new ring.
+    pub(crate) fn charge(&self) -> RingCharge {
+        RingCharge {
+            shared: self.shared.clone(),
+            id: self.shared.next_ring.fetch_add(1, Ordering::Relaxed),
+            bytes: 0,
+            key: None,
+            ring: None,
+        }
+    }
+}
+
+/// A ring's part of the host's total: its bytes and its place in the order of oldest entries.
+/// Dropping it (with its ring) refunds its bytes.
+pub(crate) struct RingCharge {
+    shared: Arc<Shared>,
+    id: u64,
+    bytes: usize,
+    /// The ring's key in the order (the stamp of its oldest entry or older), while it has one.
+    key: Option<u64>,
+    /// The ring itself, once [`attach`]ed.
+    ring: Option<Weak<dyn Trim>>,
+}
+
+impl std::fmt::Debug for RingCharge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingCharge")
+            .field("id", &self.id)
+            .field("bytes", &self.bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RingCharge {
+    /// Counts a new entry of `bytes`; answers its stamp (entries are stamped in the order
+    /// they are added, across all rings).
+    pub(crate) fn add(&mut self, bytes: usize) -> u64 {
+        let stamp = self.shared.next_stamp.fetch_add(1, Ordering::Relaxed);
+        self.bytes += bytes;
+        self.shared.total.fetch_add(bytes, Ordering::Relaxed);
+        if self.key.is_none() {
+            if let Some(ring) = &self.ring {
+                self.shared.order().insert((stamp, self.id), ring.clone());
+                self.key = Some(stamp);
+            }
+        }
+        stamp
+    }
+
+    /// Refunds a dropped entry of `bytes`.
+    pub(crate) fn sub(&mut self, bytes: usize) {
+        let bytes = bytes.min(self.bytes);
+        self.bytes -= bytes;
+        self.shared.total.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
+impl Drop for RingCharge {
+    fn drop(&mut self) {
+        self.shared.total.fetch_sub(self.bytes, Ordering::Relaxed);
+        if let Some(key) = self.key {
+            self.shared.order().remove(&(key, self.id));
+        }
+    }
+}
+
+/// Puts the ring behind `ring` in its host's order: its entries can then be dropped for the
+/// budget by other rings' pushes.
+pub(crate) fn attach<R: RetainedRing>(ring: &Arc<Mutex<R>>) {
+    let weak: Weak<dyn Trim> = Arc::downgrade(ring) as Weak<Mutex<R>>;
+    let mut guard = ring.lock().unwrap_or_else(|e| e.into_inner());
+    let oldest = guard.oldest_stamp();
+    let charge = guard.charge();
+    if let Some(stamp) = oldest.filter(|_| charge.key.is_none()) {
+        charge
+            .shared
+            .order()
+            .insert((stamp, charge.id), weak.clone());
+        charge.key = Some(stamp);
+    }
+    charge.ring = Some(weak);
+}
+
+/// After a push to `ring` (locked by the caller): while the host's total is over its budget,
+/// drops the oldest entries across all rings, `ring`'s own included.
+pub(crate) fn settle(ring: &mut dyn RetainedRing) {
+    let shared = ring.charge().shared.clone();
+    let own = ring.charge().id;
+    while shared.total.load(Ordering::Relaxed) > shared.budget {
+        let Some(((key, id), weak)) = shared.order().pop_first() else {
+            return;
+        };
+        let trimmed = if id == own {
+            trim_ring(ring, key)
+        } else {
+            match weak.upgrade() {
+                Some(other) => other.trim(key),
+                None => Trimmed::Empty,
+            }
+        };
+        match trimmed {
+            Trimmed::Busy => {
+                shared.order().insert((key, id), weak);
+                return;
+            }
+            Trimmed::Empty => {}
+            Trimmed::Next(next) => {
+                shared.order().insert((next, id), weak);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    struct Ring {
+        entries: VecDeque<(u64, usize)>,
+        charge: RingCharge,
+    }
+
+    impl RetainedRing for Ring {
+        fn oldest_stamp(&self) -> Option<u64> {
+            self.entries.front().map(|e| e.0)
+        }
+        fn drop_oldest(&mut self) {
+            if let Some((_, bytes)) = self.entries.pop_front() {
+                self.charge.sub(bytes);
+            }
+        }
+        fn charge(&mut self) -> &mut RingCharge {
+            &mut self.charge
+        }
+    }
+
+    fn ring(retained: &Retained) -> Arc<Mutex<Ring>> {
+        let ring = Arc::new(Mutex::new(Ring {
+            entries: VecDeque::new(),
+            charge: retained.charge(),
+        }));
+        attach(&ring);
+        ring
+    }
+
+    fn push(ring: &Arc<Mutex<Ring>>, bytes: usize) {
+        let mut r = ring.lock().unwrap();
+        let stamp = r.charge.add(bytes);
+        r.entries.push_back((stamp, bytes));
+        settle(&mut *r);
+    }
+
+    fn held(ring: &Arc<Mutex<Ring>>) -> Vec<usize> {
+        ring.lock().unwrap().entries.iter().map(|e| e.1).collect()
+    }
+
+    #[test]
+    fn the_oldest_entries_across_rings_go_first() {
+        let retained = Retained::new(100);
+        let (a, b) = (ring(&retained), ring(&retained));
+        push(&a, 30); // a1
+        push(&b, 30); // b1
+        push(&a, 30); // a2
+        assert_eq!(retained.total(), 90);
+        push(&b, 30); // b2: over by 20, a1 goes
+        assert_eq!((held(&a), held(&b)), (vec![30], vec![30, 30]));
+        push(&b, 50); // b3: b1 then a2 go
+        assert_eq!((held(&a), held(&b)), (vec![], vec![30, 50]));
+        assert_eq!(retained.total(), 80);
+        // A ring that dropped entries on its own keeps a stale key, brought up to date.
+        {
+            let mut r = b.lock().unwrap();
+            r.drop_oldest();
+        }
+        push(&a, 60); // total 110: b3 (the oldest now) goes
+        assert_eq!((held(&a), held(&b)), (vec![60], vec![]));
+        // A dropped ring refunds its bytes and leaves the order.
+        drop(a);
+        assert_eq!(retained.total(), 0);
+        assert!(retained.shared.order().len() <= 1);
+        push(&b, 200); // over the budget on its own: dropped too
+        assert_eq!(held(&b), Vec::<usize>::new());
+        assert_eq!(retained.total(), 0);
+    }
+}
