@@ -30,7 +30,13 @@ impl LiveAgents<'_> {
     /// used or minted within `recent_ms`, or bound to an MCP session. A lookup that fails
     /// counts as live (the session stays).
     async fn any(&self, id: &str, now: u64, recent_ms: u64) -> bool {
-        let tokens = self.tokens.list_by_session(id).await;
+        let tokens = match self.tokens.list_by_session(id).await {
+            Ok(tokens) => tokens,
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "listing tokens failed: {e}");
+                return true;
+            }
+        };
         for t in tokens
             .iter()
             .filter(|t| t.status != TokenStatus::Revoked && t.expires_at > now)
