@@ -39,8 +39,11 @@ async fn human_close<A: App>(server: ServerState<A>, id: String, req: Request) -
         Ok(_) => return ApiError::forbidden(NOT_YOURS).into_response(),
         Err(e) => return e.into_response(),
     };
-    server.host().close_session(session.id());
     session.close();
+    if let Err(e) = server.host().close_session(session.id()).await {
+        return ApiError::internal(format!("the session was not deleted from the store: {e}"))
+            .into_response();
+    }
     let entry = AuditEntry::new(
         server.now(),
         AuditEvent::OwnerClose,
