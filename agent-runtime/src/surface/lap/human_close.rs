@@ -3,7 +3,8 @@
 //! `content-type: application/json`, no agent bearer); the body is ignored. The session stops,
 //! its event streams end, its waits answer "session closed", its agent tokens answer 503
 //! `paused`, and its slot is free at once. Closing a paired session revokes its token.
-//! Answer: 200 `{"closed":true,"sessionId":id}`.
+//! Answer: 200 `{"closed":true,"sessionId":id}`, once the session is deleted from the store
+//! (other replicas drop it too); 500 `internal` when that delete failed.
 
 use axum::extract::{Path, Request};
 use axum::http::Method;
