@@ -164,12 +164,12 @@ fn bench_toggle(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("actions", n), &n, |b, _| {
             b.iter(|| s.list_actions().expect("actions"))
         });
-        fast.close_session(s.id());
+        rt.block_on(fast.close_session(s.id())).expect("closed");
         let s = session_with(&rt, &full, n);
         group.bench_with_input(BenchmarkId::new("full", n), &n, |b, _| {
             b.iter(|| rt.block_on(toggle(&s)))
         });
-        full.close_session(s.id());
+        rt.block_on(full.close_session(s.id())).expect("closed");
     }
     group.finish();
 }
@@ -248,7 +248,7 @@ fn bench_observe(c: &mut Criterion) {
                 })
             })
         });
-        host.close_session(s.id());
+        rt.block_on(host.close_session(s.id())).expect("closed");
     }
     group.finish();
 }
@@ -286,7 +286,7 @@ fn idle_memory(_: &mut Criterion) {
         state_json
     );
     for s in sessions {
-        host.close_session(s.id());
+        rt.block_on(host.close_session(s.id())).expect("closed");
     }
 }
 

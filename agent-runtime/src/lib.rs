@@ -139,7 +139,7 @@ pub mod store {
     #[cfg(feature = "sqlite")]
     pub use crate::engine::store::SqliteStore;
     pub use crate::engine::store::{
-        CommitKey, CommitWrite, Committed, IdempotencyEntry, IdempotencyRecords,
+        CommitKey, CommitWrite, Committed, ConfirmsSwap, IdempotencyEntry, IdempotencyRecords,
         InMemoryTokenStore, LogState, McpBinding, McpBindings, MemoryStore, SessionChanges,
         SessionRecord, SessionStore, SigningKeys, StoreError, StoreKind, StoreResult, Stores,
         TokenStore,

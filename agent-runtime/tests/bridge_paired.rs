@@ -79,7 +79,7 @@ async fn the_bridge_drives_a_paired_app() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    app.approve(&entry.id, None).unwrap();
+    app.approve(&entry.id, None).await.unwrap();
     let confirmed = ok(&waiting.await.unwrap());
     assert_eq!(confirmed["status"], "confirmed", "{confirmed}");
     assert_eq!(confirmed["stateAfter"]["lastDelete"], "7");

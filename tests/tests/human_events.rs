@@ -122,7 +122,11 @@ async fn stream_opens_with_a_snapshot_and_follows_the_agent() {
         kinds.push(s.next().await.unwrap().event);
     }
     // Closing the session ends the stream.
-    t.server.host().close_session(&m.session_id);
+    t.server
+        .host()
+        .close_session(&m.session_id)
+        .await
+        .expect("closed");
     loop {
         if s.next().await.is_none() {
             break;

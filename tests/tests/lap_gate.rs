@@ -249,7 +249,12 @@ async fn rate_limited_is_429_with_retry_after() {
 async fn a_closed_session_is_503_paused() {
     let t = start_app(Counter).await;
     let m = t.mint("alice", None).await;
-    assert!(t.server.host().close_session(&m.session_id));
+    assert!(t
+        .server
+        .host()
+        .close_session(&m.session_id)
+        .await
+        .expect("closed"));
     let a = t.lap(&m.token, "/state", &json!({})).await;
     assert_eq!(a.status, 503);
     assert_eq!(a.headers["x-llui-reconnect"], "expired");
@@ -410,7 +415,12 @@ async fn minting_new_sessions_is_bounded_per_owner_and_per_host() {
         "the host holds its maximum of 3 open sessions"
     );
     // Closing a session frees its slot.
-    assert!(t.server.host().close_session(&first.session_id));
+    assert!(t
+        .server
+        .host()
+        .close_session(&first.session_id)
+        .await
+        .expect("closed"));
     t.mint("carol", None).await;
     assert_eq!(t.server.host().session_count(), 3);
     // A session closed through its own handle (not the host) frees its slot too.

@@ -65,7 +65,7 @@ async fn idle_sessions_leave_memory_and_come_back_from_the_store() {
     assert_eq!(stored.seq, 3);
     assert_eq!(host.load_sessions_of("u1").await.len(), 1);
     // Closing a session deletes it from the store.
-    assert!(host.close_session(&id));
+    assert!(host.close_session(&id).await.expect("deleted"));
     for _ in 0..100 {
         if stores
             .sessions

@@ -342,6 +342,7 @@ pub(super) async fn withdraw<A: App>(
     let withdrawn = call
         .session
         .withdraw(&id, call.tid())
+        .await
         .map_err(|e| match e {
             Withdrawal::Closed(e) => closed_or_internal(e),
             Withdrawal::Refused(WithdrawError::NotFound) => {
@@ -352,6 +353,9 @@ pub(super) async fn withdraw<A: App>(
             )),
             Withdrawal::Refused(WithdrawError::AlreadyDecided(status)) => {
                 ApiError::already_decided(&id, status.as_str())
+            }
+            Withdrawal::NotStored(e) => {
+                ApiError::internal(format!("the withdrawal of {id} was not stored: {e}"))
             }
         })?;
     Ok(Answer::withdrawn(

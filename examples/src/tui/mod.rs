@@ -124,7 +124,7 @@ impl Controller {
                     .await;
                 }
             }
-            Command::Approve | Command::Reject => self.decide(command == Command::Approve),
+            Command::Approve | Command::Reject => self.decide(command == Command::Approve).await,
         }
         self.refresh();
         Flow::Continue
@@ -149,15 +149,15 @@ impl Controller {
     }
 
     /// Approves or rejects the oldest pending proposal.
-    fn decide(&mut self, approve: bool) {
+    async fn decide(&mut self, approve: bool) {
         let Some(oldest) = self.session.pending().into_iter().next() else {
             self.screen.status = "no proposal is waiting".into();
             return;
         };
         let decided = if approve {
-            self.session.approve(&oldest.id, None)
+            self.session.approve(&oldest.id, None).await
         } else {
-            self.session.reject(&oldest.id)
+            self.session.reject(&oldest.id).await
         };
         self.screen.status = match (decided, approve) {
             (Ok(()), true) => format!("approved: {}", oldest.intent),

@@ -51,9 +51,9 @@ async fn main() {
                     continue;
                 };
                 let r = if decision == "approve" {
-                    session.approve(&p.id, None)
+                    session.approve(&p.id, None).await
                 } else {
-                    session.reject(&p.id)
+                    session.reject(&p.id).await
                 };
                 println!("{decision} {} {}", p.variant, r.is_ok());
             }

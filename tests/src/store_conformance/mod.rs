@@ -6,7 +6,9 @@ mod commit_log;
 pub use commit_log::{commit_keys, commit_log};
 
 use agent_runtime::security::{TokenChange, TokenRecord, TokenStatus};
-use agent_runtime::store::{IdempotencyEntry, McpBinding, SessionRecord, StoreError, Stores};
+use agent_runtime::store::{
+    ConfirmsSwap, IdempotencyEntry, McpBinding, SessionRecord, StoreError, Stores,
+};
 
 fn token(tid: &str, uid: Option<&str>, session: &str, expires_at: u64) -> TokenRecord {
     TokenRecord {
@@ -187,9 +189,23 @@ pub async fn sessions(stores: &Stores) {
     assert_eq!(loaded.created_at, 100);
     assert_eq!(loaded.owner.as_deref(), Some("u1"));
 
-    s.save_confirms("s1", r#"[{"id":"c1"}]"#)
-        .await
-        .expect("confirms");
+    // The confirmations are a compare-and-set: written only over the text expected; else
+    // the text stored now is answered (the loser of two decisions learns the winner).
+    let c1 = r#"[{"id":"c1"}]"#;
+    assert_eq!(
+        s.swap_confirms("s1", "[]", c1).await.expect("confirms"),
+        ConfirmsSwap::Stored
+    );
+    assert_eq!(
+        s.swap_confirms("s1", "[]", r#"[{"id":"c2"}]"#)
+            .await
+            .expect("confirms"),
+        ConfirmsSwap::Changed(c1.into())
+    );
+    assert_eq!(
+        s.swap_confirms("gone", "[]", c1).await.expect("confirms"),
+        ConfirmsSwap::Gone
+    );
     s.save_log_tail("s1", r#"[{"kind":"dispatched"}]"#)
         .await
         .expect("log");

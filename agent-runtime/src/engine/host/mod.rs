@@ -20,7 +20,7 @@ use crate::config::HostConfig;
 use crate::engine::session::persist::Persistence;
 use crate::engine::session::{Parts, Session, SessionError};
 use crate::engine::session::{Release, Retained};
-use crate::engine::store::SessionStore;
+use crate::engine::store::{SessionStore, StoreResult};
 use crate::security::{AuditEntry, AuditEvent, AuditSink, TracingAuditSink};
 use table::SessionTable;
 
@@ -47,6 +47,10 @@ struct HostInner<A: App> {
     release: Release,
     /// What its sessions' rings retain in all, within `Budgets::retained_bytes`.
     retained: Retained,
+    /// Sessions deleted from the store (closed here, or announced by another process): a
+    /// load that read the record before the delete never brings one back. At most
+    /// [`MAX_DELETED_REMEMBERED`], emptied when full (a load in flight lasts milliseconds).
+    deleted: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// A stored session that cannot be loaded (`docs/stores.md` §Upgrades).
@@ -60,6 +64,9 @@ pub(crate) struct Refused {
 
 /// Refused sessions remembered so each is audited once (a bound, not a guarantee).
 const MAX_REFUSED_AUDITED: usize = 1024;
+
+/// Deleted sessions remembered against loads in flight.
+const MAX_DELETED_REMEMBERED: usize = 4096;
 
 /// Hosts the sessions of one app. Cheap to clone (shared).
 pub struct Host<A: App> {
@@ -153,6 +160,7 @@ impl<A: App> Host<A> {
                 refused: Default::default(),
                 release: Release::default(),
                 retained: Retained::new(config_budget),
+                deleted: Default::default(),
             }),
         })
     }
@@ -354,7 +362,13 @@ impl<A: App> Host<A> {
                 return Ok(None);
             }
         }
-        self.sessions_making_room(now).insert(session.clone(), now);
+        let mut sessions = self.sessions_making_room(now);
+        // Deleted since its record was read: it stays deleted.
+        if self.is_deleted(id) {
+            session.close();
+            return Ok(None);
+        }
+        sessions.insert(session.clone(), now);
         Ok(Some(session))
     }
 
@@ -438,9 +452,14 @@ impl<A: App> Host<A> {
                     };
                     let mut fields = change.split(' ');
                     let id = fields.next().unwrap_or_default();
-                    let seq = fields.next().and_then(|s| s.parse::<u64>().ok());
+                    let second = fields.next();
+                    let seq = second.and_then(|s| s.parse::<u64>().ok());
                     let confirms = fields.next() != Some("0");
                     let Some(inner) = weak.upgrade() else { return };
+                    if second == Some("deleted") {
+                        (Host { inner }).forget_deleted(id);
+                        continue;
+                    }
                     if let Some(session) = (Host { inner }).session(id) {
                         // This process's own commits come back too: nothing to reload.
                         let newer = seq.is_none_or(|seq| seq > session.published().seq);
@@ -508,24 +527,39 @@ impl<A: App> Host<A> {
         list
     }
 
-    /// Closes and forgets session `id` (and deletes it from the store). Returns whether it
-    /// was open.
-    pub fn close_session(&self, id: &str) -> bool {
-        let runtime = tokio::runtime::Handle::try_current().ok();
-        if let (Some(store), Some(runtime)) = (self.inner.store.clone(), runtime) {
-            let id = id.to_owned();
-            runtime.spawn(async move {
-                if let Err(e) = store.delete_session(&id).await {
-                    tracing::error!(target: "agent_runtime::store", "deleting session {id} failed: {e}");
-                }
-            });
+    /// Closes and forgets session `id` and, with a store, deletes it there (the delete is
+    /// awaited; a shared store announces it, and the other replicas drop the session too).
+    /// Answers whether it was open here. `Err` when the store failed to delete it: the
+    /// session is closed here but still stored, so it is not closed for good (and may be
+    /// loaded again); the caller must report the failure.
+    pub async fn close_session(&self, id: &str) -> StoreResult<bool> {
+        let was_open = self.forget_deleted(id);
+        if let Some(store) = &self.inner.store {
+            if let Err(e) = store.delete_session(id).await {
+                tracing::error!(target: "agent_runtime::store", "deleting session {id} failed: {e}");
+                self.lock_deleted().remove(id);
+                return Err(e);
+            }
         }
-        let removed = self
-            .inner
-            .sessions
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+        Ok(was_open)
+    }
+
+    /// Closes and forgets session `id`, deleted from the store: remembered, so a load that
+    /// read its record before the delete does not bring it back. Answers whether it was open.
+    fn forget_deleted(&self, id: &str) -> bool {
+        let removed = {
+            let mut sessions = self
+                .inner
+                .sessions
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            let mut deleted = self.lock_deleted();
+            if deleted.len() >= MAX_DELETED_REMEMBERED {
+                deleted.clear();
+            }
+            deleted.insert(id.to_owned());
+            sessions.remove(id)
+        };
         match removed {
             Some(s) => {
                 s.close();
@@ -541,6 +575,14 @@ impl<A: App> Host<A> {
     /// being added at that instant (`docs/stores.md` §Memory).
     pub fn retained_bytes(&self) -> usize {
         self.inner.retained.total()
+    }
+
+    fn lock_deleted(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.inner.deleted.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_deleted(&self, id: &str) -> bool {
+        self.lock_deleted().contains(id)
     }
 
     /// Number of open sessions.

@@ -20,7 +20,12 @@ pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
     let held = core.published.borrow().seq;
     let changes = match p.store.load_since(&core.id, held).await {
         Ok(Some(changes)) => changes,
-        Ok(None) => return,
+        // Deleted from the store (closed through another process): it stops here too.
+        Ok(None) => {
+            drop(_io);
+            core.close();
+            return;
+        }
         Err(e) => {
             tracing::error!(target: "agent_runtime::store", "reloading session {} failed: {e}", core.id);
             return;
@@ -100,26 +105,16 @@ fn publish<A: App>(core: &SessionCore<A>, seq: u64, state: A::State) {
     lock(&core.events).publish(super::events::EventBody::State(published));
 }
 
-/// Confirmations another process wrote replace these; proposals made here and not yet
-/// written (the saver runs after them) stay: the store's copy must not undo them.
+/// Confirmations another process wrote are merged into these (`decisions::take_stored`: a
+/// decision wins over pending, the stored decision over another; proposals made here and not
+/// yet written stay).
 fn merge_confirms<A: App>(
     core: &SessionCore<A>,
     p: &super::persist::Persistence,
     confirms: String,
 ) {
-    let stored = {
-        let mut known = lock(&p.stored_confirms);
-        if *known == confirms {
-            return;
-        }
-        std::mem::replace(&mut *known, confirms.clone())
-    };
-    let changed = {
-        let mut entries = lock(&core.confirms);
-        // Also when the merge kept unwritten entries: the saver writes the merged list.
-        entries.merge_foreign(&confirms, &stored) || entries.to_json() != confirms
-    };
-    if changed {
-        core.confirm_changed.send_modify(|v| *v += 1);
+    let known = lock(&p.stored_confirms).clone();
+    if known != confirms {
+        super::decisions::take_stored(core, p, confirms, &known);
     }
 }

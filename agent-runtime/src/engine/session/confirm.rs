@@ -14,7 +14,7 @@ use crate::config::{json_len, OverBudget};
 /// How long decided entries are kept after their decision.
 pub(crate) const DECIDED_RETENTION_MS: u64 = 5 * 60 * 1000;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Slot {
     entry: ConfirmEntry,
     decided_at: Option<u64>,
@@ -86,6 +86,28 @@ pub(crate) enum WithdrawError {
     NotYours,
     /// The entry was decided already (its status).
     AlreadyDecided(ConfirmStatus),
+}
+
+/// A decision on a pending proposal: the human's, its agent's, or its age's.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Decision {
+    /// The human approved it, with an edited payload or not.
+    Approve { edited_payload: Option<Value> },
+    /// The human rejected it.
+    Reject,
+    /// The token that proposed it took it back.
+    Withdraw { tid: String },
+    /// It waited longer than the maximum age.
+    Expire,
+}
+
+impl From<WithdrawError> for DecisionError {
+    fn from(e: WithdrawError) -> Self {
+        match e {
+            WithdrawError::NotFound | WithdrawError::NotYours => DecisionError::NotFound,
+            WithdrawError::AlreadyDecided(s) => DecisionError::AlreadyDecided(s),
+        }
+    }
 }
 
 impl std::fmt::Display for DecisionError {
@@ -163,24 +185,43 @@ impl ConfirmStore {
         Ok(())
     }
 
-    /// Expires pending entries older than the maximum age and forgets entries decided more
-    /// than five minutes ago. Returns the entries that just expired.
-    pub(crate) fn sweep(&mut self, now: u64) -> Vec<ConfirmEntry> {
+    /// Forgets entries decided more than five minutes ago and, with `expire`, expires
+    /// pending entries older than the maximum age. Returns the entries that just expired. A
+    /// durable session does not expire here: its expiries are decisions written to the
+    /// store first (`decisions::spawn_confirm_saver`).
+    pub(crate) fn sweep(&mut self, now: u64, expire: bool) -> Vec<ConfirmEntry> {
         let mut expired = Vec::new();
-        for slot in &mut self.slots {
-            if slot.entry.status == ConfirmStatus::Pending
-                && now.saturating_sub(slot.entry.proposed_at) > self.max_age_ms
-            {
-                slot.entry.status = ConfirmStatus::Expired;
-                slot.decided_at = Some(now);
-                expired.push(slot.entry.clone());
+        if expire {
+            for id in self.due(now) {
+                if let Ok(entry) = self.decide(&id, &Decision::Expire, now) {
+                    expired.push(entry);
+                }
             }
         }
-        self.slots.retain(|s| {
-            s.decided_at
-                .is_none_or(|d| now.saturating_sub(d) < DECIDED_RETENTION_MS)
-        });
+        self.slots.retain(|s| !forgotten(s, now));
         expired
+    }
+
+    /// The ids of the pending entries older than the maximum age at `now`.
+    pub(crate) fn due(&self, now: u64) -> Vec<String> {
+        self.slots
+            .iter()
+            .filter(|s| s.entry.status == ConfirmStatus::Pending && self.past_due(s, now))
+            .map(|s| s.entry.id.clone())
+            .collect()
+    }
+
+    /// When the oldest pending entry becomes due (ms since the epoch).
+    pub(crate) fn next_due(&self) -> Option<u64> {
+        self.slots
+            .iter()
+            .filter(|s| s.entry.status == ConfirmStatus::Pending)
+            .map(|s| s.entry.proposed_at.saturating_add(self.max_age_ms + 1))
+            .min()
+    }
+
+    fn past_due(&self, slot: &Slot, now: u64) -> bool {
+        now.saturating_sub(slot.entry.proposed_at) > self.max_age_ms
     }
 
     /// The entries as JSON text, for a durable store.
@@ -214,31 +255,45 @@ impl ConfirmStore {
         true
     }
 
-    /// Takes another process's entries (`foreign`, written by [`Self::to_json`]) while
-    /// keeping the entries proposed here since `stored` was written (not in `stored`, not
-    /// in `foreign`): two replicas proposing at once both keep their proposal. Answers
-    /// whether anything changed; a `foreign` text that does not parse changes nothing.
-    pub(crate) fn merge_foreign(&mut self, foreign: &str, stored: &str) -> bool {
+    /// Takes another process's entries (`foreign`, written by [`Self::to_json`], what the
+    /// store holds now) while keeping the entries proposed here since `stored` (what this
+    /// process knew the store held) was written: two replicas proposing at once both keep
+    /// their proposal. A decision wins over pending, whichever side holds it, and of two
+    /// different decisions the stored one wins: a merge never turns a decided entry back to
+    /// pending nor replaces a stored decision. Answers whether anything changed; a `foreign`
+    /// text that does not parse changes nothing.
+    pub(crate) fn merge_foreign(&mut self, foreign: &str, stored: &str, now: u64) -> bool {
         let Ok(slots) = serde_json::from_str::<Vec<StoredSlot>>(foreign) else {
             return false;
         };
-        let ids = |json: &str| -> std::collections::HashSet<String> {
-            serde_json::from_str::<Vec<StoredSlot>>(json)
+        let known: std::collections::HashSet<String> =
+            serde_json::from_str::<Vec<StoredSlot>>(stored)
                 .map(|v| v.into_iter().map(|s| s.entry.id).collect())
-                .unwrap_or_default()
-        };
-        let known: std::collections::HashSet<String> = ids(stored)
-            .into_iter()
-            .chain(slots.iter().map(|s| s.entry.id.clone()))
-            .collect();
+                .unwrap_or_default();
         let before = self.to_json();
-        let local: Vec<Slot> = std::mem::take(&mut self.slots)
-            .into_iter()
-            .filter(|s| !known.contains(&s.entry.id))
-            .collect();
-        self.slots = slots.into_iter().map(Slot::from).collect();
-        self.slots.extend(local);
+        let local = std::mem::take(&mut self.slots);
+        self.slots = merged(slots.into_iter().map(Slot::from), local, &known, now);
         self.to_json() != before
+    }
+
+    /// What the store should hold next when it holds `stored` (JSON text, as this process
+    /// last read or wrote it): its entries merged with these as [`Self::merge_foreign`]
+    /// does, the entries proposed here and not yet written added. Text that does not parse
+    /// counts as no entry.
+    pub(crate) fn merged_with(&self, stored: &str, now: u64) -> ConfirmStore {
+        let slots = serde_json::from_str::<Vec<StoredSlot>>(stored).unwrap_or_default();
+        let known = slots.iter().map(|s| s.entry.id.clone()).collect();
+        ConfirmStore {
+            slots: merged(
+                slots.into_iter().map(Slot::from),
+                self.slots.clone(),
+                &known,
+                now,
+            ),
+            max_age_ms: self.max_age_ms,
+            max_pending: self.max_pending,
+            pending_bytes: self.pending_bytes,
+        }
     }
 
     /// True when the store holds no entry, pending or decided.
@@ -278,45 +333,68 @@ impl ConfirmStore {
     }
 
     /// Marks a pending entry approved (with the edited payload, if any).
+    #[cfg(test)]
     pub(crate) fn approve(
         &mut self,
         id: &str,
         edited_payload: Option<Value>,
         now: u64,
     ) -> Result<ConfirmEntry, DecisionError> {
-        self.check_pending(id)?;
-        let slot = self.slot_mut(id).ok_or(DecisionError::NotFound)?;
-        slot.entry.status = ConfirmStatus::Approved;
-        slot.entry.edited_payload = edited_payload;
-        slot.decided_at = Some(now);
-        Ok(slot.entry.clone())
+        self.decide(id, &Decision::Approve { edited_payload }, now)
+            .map_err(DecisionError::from)
     }
 
     /// Marks a pending entry rejected.
+    #[cfg(test)]
     pub(crate) fn reject(&mut self, id: &str, now: u64) -> Result<ConfirmEntry, DecisionError> {
-        self.check_pending(id)?;
-        let slot = self.slot_mut(id).ok_or(DecisionError::NotFound)?;
-        slot.entry.status = ConfirmStatus::Rejected;
-        slot.decided_at = Some(now);
-        Ok(slot.entry.clone())
+        self.decide(id, &Decision::Reject, now)
+            .map_err(DecisionError::from)
     }
 
     /// Marks a pending entry proposed by `tid` withdrawn. Another token's entry is refused
     /// before its status is looked at.
+    #[cfg(test)]
     pub(crate) fn withdraw(
         &mut self,
         id: &str,
         tid: &str,
         now: u64,
     ) -> Result<ConfirmEntry, WithdrawError> {
+        let withdraw = Decision::Withdraw { tid: tid.into() };
+        self.decide(id, &withdraw, now)
+    }
+
+    /// Applies `decision` to pending entry `id` at `now`; answers the entry as decided. A
+    /// withdrawal of another token's entry is refused before its status is looked at; a
+    /// human's decision on an entry past its maximum age is refused as expired (its expiry
+    /// is due).
+    pub(crate) fn decide(
+        &mut self,
+        id: &str,
+        decision: &Decision,
+        now: u64,
+    ) -> Result<ConfirmEntry, WithdrawError> {
+        let max_age_ms = self.max_age_ms;
         let slot = self.slot_mut(id).ok_or(WithdrawError::NotFound)?;
-        if slot.entry.tid.as_deref() != Some(tid) {
-            return Err(WithdrawError::NotYours);
+        if let Decision::Withdraw { tid } = decision {
+            if slot.entry.tid.as_deref() != Some(tid.as_str()) {
+                return Err(WithdrawError::NotYours);
+            }
         }
         if slot.entry.status != ConfirmStatus::Pending {
             return Err(WithdrawError::AlreadyDecided(slot.entry.status));
         }
-        slot.entry.status = ConfirmStatus::Withdrawn;
+        let due = now.saturating_sub(slot.entry.proposed_at) > max_age_ms;
+        slot.entry.status = match decision {
+            Decision::Expire => ConfirmStatus::Expired,
+            _ if due => return Err(WithdrawError::AlreadyDecided(ConfirmStatus::Expired)),
+            Decision::Approve { edited_payload } => {
+                slot.entry.edited_payload = edited_payload.clone();
+                ConfirmStatus::Approved
+            }
+            Decision::Reject => ConfirmStatus::Rejected,
+            Decision::Withdraw { .. } => ConfirmStatus::Withdrawn,
+        };
         slot.decided_at = Some(now);
         Ok(slot.entry.clone())
     }
@@ -371,172 +449,39 @@ impl ConfirmStore {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
+/// Whether a decided entry's retention is over at `now`.
+fn forgotten(slot: &Slot, now: u64) -> bool {
+    slot.decided_at
+        .is_some_and(|d| now.saturating_sub(d) >= DECIDED_RETENTION_MS)
+}
 
-    fn text(v: Value) -> Arc<RawValue> {
-        Arc::from(serde_json::value::to_raw_value(&v).unwrap())
-    }
-
-    fn entry(id: &str, at: u64) -> ConfirmEntry {
-        ConfirmEntry {
-            id: id.into(),
-            variant: "deleteAccount".into(),
-            payload: json!({"userId":"u1"}),
-            intent: "delete account".into(),
-            reason: None,
-            proposed_at: at,
-            status: ConfirmStatus::Pending,
-            tid: None,
-            edited_payload: None,
+/// The entries of `stored` (in its order) merged with those held here (`local`), then the
+/// local entries the store never had (not in `known`: proposed here, not yet written); a
+/// local entry the store had and no longer has was forgotten there, and goes. Per entry: a
+/// decision wins over pending, the stored decision over a different local one, and an
+/// approval keeps its commit from whichever side recorded it. Entries past their retention
+/// go.
+fn merged(
+    stored: impl Iterator<Item = Slot>,
+    mut local: Vec<Slot>,
+    known: &std::collections::HashSet<String>,
+    now: u64,
+) -> Vec<Slot> {
+    let mut out: Vec<Slot> = Vec::new();
+    for mut slot in stored {
+        if let Some(at) = local.iter().position(|l| l.entry.id == slot.entry.id) {
+            let mine = local.remove(at);
+            if slot.entry.status == ConfirmStatus::Pending
+                && mine.entry.status != ConfirmStatus::Pending
+            {
+                slot = mine;
+            } else if slot.committed.is_none() && mine.entry.status == slot.entry.status {
+                slot.committed = mine.committed;
+            }
         }
+        out.push(slot);
     }
-
-    #[test]
-    fn proposals_stay_in_order_and_decisions_are_final() {
-        let mut store = ConfirmStore::new(600_000);
-        store.propose(entry("a", 0), 0).unwrap();
-        store.propose(entry("b", 0), 0).unwrap();
-        assert_eq!(store.pending().len(), 2);
-        store.approve("a", None, 1).unwrap();
-        assert_eq!(
-            store.approve("a", None, 2),
-            Err(DecisionError::AlreadyDecided(ConfirmStatus::Approved))
-        );
-        assert_eq!(
-            store.reject("a", 2),
-            Err(DecisionError::AlreadyDecided(ConfirmStatus::Approved))
-        );
-        store.reject("b", 3).unwrap();
-        assert_eq!(
-            store.approve("b", None, 4).unwrap_err().to_string(),
-            "already rejected"
-        );
-        assert_eq!(store.reject("zz", 4), Err(DecisionError::NotFound));
-        assert_eq!(store.outcome("b"), Some(ConfirmOutcome::UserCancelled));
-        // Approved but not yet committed reads as pending.
-        assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Pending));
-        store.mark_committed("a", text(json!({"n":1})), None, 1);
-        assert!(matches!(
-            store.outcome("a"),
-            Some(ConfirmOutcome::Confirmed { .. })
-        ));
-    }
-
-    #[test]
-    fn only_the_proposing_token_withdraws_a_pending_entry() {
-        let mut store = ConfirmStore::new(600_000);
-        let mut mine = entry("a", 0);
-        mine.tid = Some("t1".into());
-        store.propose(mine.clone(), 0).unwrap();
-        mine.id = "b".into();
-        store.propose(mine, 0).unwrap();
-        assert_eq!(store.pending_of("t1").len(), 2);
-        assert!(store.pending_of("t2").is_empty());
-        assert_eq!(store.withdraw("zz", "t1", 1), Err(WithdrawError::NotFound));
-        assert_eq!(store.withdraw("a", "t2", 1), Err(WithdrawError::NotYours));
-        let withdrawn = store.withdraw("a", "t1", 1).unwrap();
-        assert_eq!(withdrawn.status, ConfirmStatus::Withdrawn);
-        assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Withdrawn));
-        assert_eq!(
-            store.withdraw("a", "t1", 2),
-            Err(WithdrawError::AlreadyDecided(ConfirmStatus::Withdrawn))
-        );
-        assert_eq!(
-            store.approve("a", None, 2),
-            Err(DecisionError::AlreadyDecided(ConfirmStatus::Withdrawn))
-        );
-        store.reject("b", 3).unwrap();
-        assert_eq!(
-            store.withdraw("b", "t1", 4),
-            Err(WithdrawError::AlreadyDecided(ConfirmStatus::Rejected))
-        );
-        assert!(store.pending().is_empty());
-        // Stored and read back, the withdrawal stays.
-        let mut copy = ConfirmStore::new(600_000);
-        assert!(copy.restore_json(&store.to_json()));
-        assert_eq!(copy.outcome("a"), Some(ConfirmOutcome::Withdrawn));
-    }
-
-    #[test]
-    fn expiry_is_strictly_after_max_age() {
-        let mut store = ConfirmStore::new(6000);
-        store.propose(entry("a", 1000), 1000).unwrap();
-        store.propose(entry("b", 1000), 1000).unwrap();
-        store.approve("b", None, 1500).unwrap();
-        assert!(store.sweep(7000).is_empty());
-        assert_eq!(store.pending().len(), 1);
-        let expired = store.sweep(7001);
-        assert_eq!(expired.len(), 1);
-        assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Expired));
-        assert_eq!(store.get("b").unwrap().status, ConfirmStatus::Approved);
-    }
-
-    #[test]
-    fn decided_entries_are_forgotten_after_five_minutes() {
-        let mut store = ConfirmStore::new(600_000);
-        store.propose(entry("a", 0), 0).unwrap();
-        store.reject("a", 10).unwrap();
-        store.sweep(10 + DECIDED_RETENTION_MS - 1);
-        assert!(store.get("a").is_some());
-        store.sweep(10 + DECIDED_RETENTION_MS);
-        assert!(store.get("a").is_none());
-    }
-
-    #[test]
-    fn pending_entries_are_bounded_in_count_and_bytes() {
-        let mut store = ConfirmStore::with_budgets(600_000, 3, 1_000_000);
-        for i in 0..3 {
-            store.propose(entry(&format!("e{i}"), 0), 0).unwrap();
-        }
-        let err = store.propose(entry("e3", 0), 100).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "the number of pending confirmations is 4; the limit is 3"
-        );
-        assert_eq!(err.retry_after_ms, Some(600_000 + 1 - 100));
-        // A decision frees a place.
-        store.reject("e0", 200).unwrap();
-        store.propose(entry("e3", 0), 200).unwrap();
-
-        let mut store = ConfirmStore::with_budgets(600_000, 100, 1_000);
-        let mut big = entry("big", 0);
-        big.payload = serde_json::json!({"id": "x".repeat(900)});
-        let err = store.propose(big, 0).unwrap_err();
-        assert!(err.full);
-        assert!(err.to_string().ends_with("; the limit is 1000"), "{err}");
-        assert!(store.pending().is_empty());
-    }
-
-    #[test]
-    fn a_foreign_copy_replaces_what_was_stored_and_keeps_unwritten_proposals() {
-        // Both replicas stored [a]; here "b" was proposed and not yet written; the other
-        // replica approved "a" and committed it.
-        let mut here = ConfirmStore::new(600_000);
-        here.propose(entry("a", 0), 0).unwrap();
-        let stored = here.to_json();
-        here.propose(entry("b", 0), 1).unwrap();
-        let mut there = ConfirmStore::new(600_000);
-        assert!(there.restore_json(&stored));
-        there.approve("a", None, 2).unwrap();
-        there.mark_committed("a", text(serde_json::json!({"n": 1})), None, 1);
-        let foreign = there.to_json();
-
-        assert!(here.merge_foreign(&foreign, &stored));
-        assert!(matches!(
-            here.outcome("a"),
-            Some(ConfirmOutcome::Confirmed { .. })
-        ));
-        assert_eq!(here.outcome("b"), Some(ConfirmOutcome::Pending));
-        // An entry the other replica forgot (it was in `stored`) goes.
-        let none = ConfirmStore::new(600_000).to_json();
-        assert!(here.merge_foreign(&none, &foreign));
-        assert!(here.get("a").is_none());
-        assert!(here.get("b").is_some());
-        // Nothing new: nothing changes; unparsable text changes nothing.
-        assert!(!here.merge_foreign(&here.to_json(), &here.to_json()));
-        assert!(!here.merge_foreign("not json", &none));
-    }
+    out.extend(local.into_iter().filter(|l| !known.contains(&l.entry.id)));
+    out.retain(|s| !forgotten(s, now));
+    out
 }

@@ -12,7 +12,8 @@ use agent_schema::DispatchMode;
 use serde::Deserialize as _;
 use serde_json::{json, Map, Value};
 
-use super::confirm::DecisionError;
+use super::confirm::{Decision, DecisionError, WithdrawError};
+use super::decisions::DecideError;
 use super::drain::Timing;
 use super::events::EventBody;
 use super::queue::{Approval, Origin};
@@ -65,6 +66,9 @@ pub enum EditedApprovalError {
     /// The session is closed.
     #[error("session closed")]
     Closed,
+    /// The store failed to record the decision: nothing was decided.
+    #[error("the decision was not stored: {0}")]
+    NotStored(String),
 }
 
 impl From<DecisionError> for EditedApprovalError {
@@ -72,6 +76,19 @@ impl From<DecisionError> for EditedApprovalError {
         match e {
             DecisionError::NotFound => EditedApprovalError::NotFound,
             DecisionError::AlreadyDecided(s) => EditedApprovalError::AlreadyDecided(s),
+        }
+    }
+}
+
+impl From<DecideError> for EditedApprovalError {
+    fn from(e: DecideError) -> Self {
+        match e {
+            DecideError::Refused(WithdrawError::AlreadyDecided(s)) => {
+                EditedApprovalError::AlreadyDecided(s)
+            }
+            DecideError::Refused(_) => EditedApprovalError::NotFound,
+            DecideError::Gone => EditedApprovalError::Closed,
+            DecideError::Store(e) => EditedApprovalError::NotStored(e),
         }
     }
 }
@@ -423,8 +440,14 @@ impl<A: App> Session<A> {
     }
 
     /// Approves a proposal, optionally with an edited message of the same variant, and
-    /// enqueues the message (`docs/semantics.md` §7). Human only.
-    pub fn approve(&self, id: &str, edited: Option<&Value>) -> Result<(), EditedApprovalError> {
+    /// enqueues the message (`docs/semantics.md` §7). Human only. With a store, the approval
+    /// is stored first (a compare-and-set): when another decision on the proposal was stored
+    /// first, through another replica, it is refused with that decision and nothing runs.
+    pub async fn approve(
+        &self,
+        id: &str,
+        edited: Option<&Value>,
+    ) -> Result<(), EditedApprovalError> {
         if self.is_closed() {
             return Err(EditedApprovalError::Closed);
         }
@@ -462,13 +485,11 @@ impl<A: App> Session<A> {
             Ok((typed, _)) => typed,
             Err((detail, _)) => return Err(EditedApprovalError::Invalid(detail)),
         };
-        let now = self.core.now();
-        let decided = {
-            let mut store = lock(&self.core.confirms);
-            let decided = store.approve(id, edited.map(payload_of), now)?;
-            lock(&self.core.events).publish(EventBody::Confirm(decided.clone()));
-            decided
+        let approval = Decision::Approve {
+            edited_payload: edited.map(payload_of),
         };
+        let decided = self.core.decide(id, &approval).await?;
+        lock(&self.core.events).publish(EventBody::Confirm(decided.clone()));
         let mut detail =
             json!({"variant": decided.variant, "confirmId": decided.id, "by": "human"});
         if edited.is_some() {
@@ -491,16 +512,12 @@ impl<A: App> Session<A> {
         Ok(())
     }
 
-    /// Rejects a pending proposal. Human only.
-    pub fn reject(&self, id: &str) -> Result<(), EditedApprovalError> {
+    /// Rejects a pending proposal. Human only. With a store, the rejection is stored first,
+    /// like an approval.
+    pub async fn reject(&self, id: &str) -> Result<(), EditedApprovalError> {
         self.core.sweep_confirms();
-        let now = self.core.now();
-        let decided = {
-            let mut store = lock(&self.core.confirms);
-            let decided = store.reject(id, now)?;
-            lock(&self.core.events).publish(EventBody::Confirm(decided.clone()));
-            decided
-        };
+        let decided = self.core.decide(id, &Decision::Reject).await?;
+        lock(&self.core.events).publish(EventBody::Confirm(decided.clone()));
         self.core.log_decision(&decided, "user-cancelled");
         self.core.audit(
             AuditEvent::ConfirmRejected,
@@ -535,16 +552,21 @@ impl<A: App> SessionCore<A> {
     /// Expires old proposals (logging, publishing and auditing each) and forgets old decisions.
     pub(crate) fn sweep_confirms(&self) {
         let now = self.now();
-        let expired = {
-            let mut store = lock(&self.confirms);
-            let expired = store.sweep(now);
+        // A durable session's expiries are decisions written to the store first
+        // (`decisions::spawn_confirm_saver`).
+        let expired = lock(&self.confirms).sweep(now, self.persist.is_none());
+        self.announce_expired(&expired);
+    }
+
+    /// Tells the session's event streams, log, audit and waiters that `expired` expired.
+    pub(crate) fn announce_expired(&self, expired: &[ConfirmEntry]) {
+        {
             let mut events = lock(&self.events);
-            for e in &expired {
+            for e in expired {
                 events.publish(EventBody::Confirm(e.clone()));
             }
-            expired
-        };
-        for e in &expired {
+        }
+        for e in expired {
             self.log_decision(e, "expired");
             self.audit(
                 AuditEvent::ConfirmRejected,

@@ -8,6 +8,9 @@ pub(crate) mod activity;
 mod catch_up;
 mod commit_log;
 pub(crate) mod confirm;
+#[cfg(test)]
+mod confirm_tests;
+mod decisions;
 mod dispatch;
 mod drain;
 mod effects;
@@ -327,7 +330,7 @@ impl<A: App> Session<A> {
         effects: Vec<A::Effect>,
     ) {
         let core = self.core.clone();
-        persist::spawn_confirm_saver(&core);
+        decisions::spawn_confirm_saver(&core);
         persist::spawn_log_saver(&core);
         tokio::spawn(async move {
             if let Some(first) = first {
@@ -369,10 +372,7 @@ impl<A: App> Session<A> {
     /// Closes the session: its task stops, waits answer "session closed", event streams end,
     /// the confirmation store is dropped.
     pub fn close(&self) {
-        self.core.closed.send_replace(true);
-        lock(&self.core.events).close();
-        lock(&self.core.confirms).clear();
-        self.core.confirm_changed.send_modify(|v| *v += 1);
+        self.core.close();
     }
 
     /// Resolves when the session is closed.
@@ -462,6 +462,15 @@ impl<A: App> Session<A> {
 }
 
 impl<A: App> SessionCore<A> {
+    /// Closes the session: its task stops, waits answer "session closed", event streams end,
+    /// the confirmation store is dropped.
+    pub(crate) fn close(&self) {
+        self.closed.send_replace(true);
+        lock(&self.events).close();
+        lock(&self.confirms).clear();
+        self.confirm_changed.send_modify(|v| *v += 1);
+    }
+
     fn append_log(&self, mut entry: LogEntry) {
         activity::bound_entry(&mut entry, self.config.budgets.log_entry_bytes);
         let mut log = lock(&self.log);

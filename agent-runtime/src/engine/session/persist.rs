@@ -131,22 +131,43 @@ pub(crate) struct Redo<A: App> {
 /// How many times a commit is applied again before it is given up as not stored.
 const MAX_REAPPLY: usize = 64;
 
+/// The session is gone from its store (closed through another process, or expired there):
+/// a commit that finds it so is not applied at all (no effect runs, nothing is published)
+/// and the session closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SessionGone;
+
+/// Why a commit was not stored.
+enum NotStored {
+    /// The session is gone from the store.
+    Gone,
+    /// Anything else (reported; the commit stays in memory).
+    Failed(String),
+}
+
+impl From<String> for NotStored {
+    fn from(message: String) -> Self {
+        NotStored::Failed(message)
+    }
+}
+
 /// Writes `change` as commit `seq` (compare-and-set), recording `key` with it. When another
 /// writer committed `seq` first, reloads the stored state, applies `retry` to it again, and
 /// tries the next sequence number; answers the commit that was stored in the end. When the
 /// key was recorded by another commit already, the message was applied there: this
 /// application is dropped and the stored state put back (answered as a commit with no
 /// effects). A failure (the database, or too many lost races) is reported like a failed
-/// update: a drain error and an `error` log entry; the commit stays in memory.
+/// update: a drain error and an `error` log entry; the commit stays in memory. A session gone
+/// from the store answers [`SessionGone`].
 pub(crate) async fn commit<A: App>(
     core: &SessionCore<A>,
     seq: u64,
     change: Option<Result<Change, String>>,
     retry: Option<A::Msg>,
     key: Option<Arc<KeyedCommit>>,
-) -> Option<Redo<A>> {
+) -> Result<Option<Redo<A>>, SessionGone> {
     let (Some(p), Some(Ok(mut change))) = (&core.persist, change) else {
-        return None;
+        return Ok(None);
     };
     let message = loop {
         let write = CommitWrite {
@@ -164,7 +185,7 @@ pub(crate) async fn commit<A: App>(
                 if let Some(k) = &key {
                     k.set_outcome(KeyOutcome::Recorded);
                 }
-                return None;
+                return Ok(None);
             }
             Ok(Committed::SnapshotDue(log)) if change.snapshot.is_none() => {
                 match lock(&p.log).snapshot_for(log) {
@@ -176,13 +197,15 @@ pub(crate) async fn commit<A: App>(
                 break format!("commit {seq} not stored: the store refused its snapshot")
             }
             Ok(Committed::KeyUsed) => match revert(core, p, key.as_deref()).await {
-                Ok(redo) => return Some(redo),
-                Err(message) => break message,
+                Ok(redo) => return Ok(Some(redo)),
+                Err(NotStored::Gone) => return Err(SessionGone),
+                Err(NotStored::Failed(message)) => break message,
             },
             Ok(Committed::Raced) => match retry {
                 Some(msg) => match reapply(core, p, msg, key.as_deref()).await {
-                    Ok(redo) => return Some(redo),
-                    Err(message) => break message,
+                    Ok(redo) => return Ok(Some(redo)),
+                    Err(NotStored::Gone) => return Err(SessionGone),
+                    Err(NotStored::Failed(message)) => break message,
                 },
                 None => {
                     break format!("commit {seq} not stored: another writer committed it first")
@@ -198,20 +221,20 @@ pub(crate) async fn commit<A: App>(
         message: message.clone(),
     }));
     log_error(core, "Commit not stored", message);
-    None
+    Ok(None)
 }
 
 /// The stored record, its state read back.
 async fn stored_state<A: App>(
     core: &SessionCore<A>,
     p: &Persistence,
-) -> Result<(SessionRecord, A::State), String> {
+) -> Result<(SessionRecord, A::State), NotStored> {
     let record = p
         .store
         .load_session(&core.id)
         .await
         .map_err(|e| format!("commit not stored: {e}"))?
-        .ok_or_else(|| "commit not stored: the session is gone from the store".to_string())?;
+        .ok_or(NotStored::Gone)?;
     let state = read_state(&*core.app, &record.state, &record.schema_hash)
         .map_err(|e| format!("commit not stored: {e}"))?
         .into_state();
@@ -224,7 +247,7 @@ async fn revert<A: App>(
     core: &SessionCore<A>,
     p: &Persistence,
     key: Option<&KeyedCommit>,
-) -> Result<Redo<A>, String> {
+) -> Result<Redo<A>, NotStored> {
     if let Some(k) = key {
         k.set_outcome(KeyOutcome::UsedElsewhere);
     }
@@ -253,7 +276,7 @@ async fn reapply<A: App>(
     p: &Persistence,
     msg: A::Msg,
     key: Option<&KeyedCommit>,
-) -> Result<Redo<A>, String> {
+) -> Result<Redo<A>, NotStored> {
     for _ in 0..MAX_REAPPLY {
         let (record, mut state) = stored_state(core, p).await?;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -306,51 +329,17 @@ async fn reapply<A: App>(
             Committed::Raced | Committed::SnapshotDue(_) => {}
         }
     }
-    Err(format!(
+    Err(NotStored::Failed(format!(
         "commit not stored: lost the race to other writers {MAX_REAPPLY} times"
-    ))
+    )))
 }
 
-fn log_error<A: App>(core: &SessionCore<A>, intent: &str, detail: String) {
+pub(super) fn log_error<A: App>(core: &SessionCore<A>, intent: &str, detail: String) {
     tracing::error!(target: "agent_runtime::store", session = %core.id, "{intent}: {detail}");
     let mut entry = activity::entry(LogKind::Error, core.now());
     entry.intent = Some(intent.into());
     entry.detail = Some(detail);
     core.append_log(entry);
-}
-
-/// For a durable session: writes the confirmations to the store after every change, until
-/// the session closes (closing, or dropping an idle session from memory, never erases them).
-pub(crate) fn spawn_confirm_saver<A: App>(core: &Arc<SessionCore<A>>) {
-    let Some(p) = core.persist.clone() else {
-        return;
-    };
-    let core = core.clone();
-    let mut changed = core.confirm_changed.subscribe();
-    let mut closed = core.closed.subscribe();
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                biased;
-                _ = closed.wait_for(|c| *c) => return,
-                r = changed.changed() => if r.is_err() { return },
-            }
-            let _io = p.confirms_io.lock().await;
-            let json = lock(&core.confirms).to_json();
-            // `close` sets the flag before clearing the entries: an empty list read after
-            // the clear is never written.
-            if *core.closed.borrow() {
-                return;
-            }
-            if *lock(&p.stored_confirms) == json {
-                continue;
-            }
-            match p.store.save_confirms(&core.id, &json).await {
-                Ok(()) => *lock(&p.stored_confirms) = json,
-                Err(e) => log_error(&core, "Confirmations not stored", e.to_string()),
-            }
-        }
-    });
 }
 
 /// Entries of the activity log a durable store keeps (the newest ones).

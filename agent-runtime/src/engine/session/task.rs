@@ -87,7 +87,23 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     let (mut outcome, mut published) = (outcome, published);
     // Durable before anyone sees it, and before its effects start. Another replica may have
     // committed first: the message is then applied again on the state it stored.
-    if let Some(redo) = persist::commit(core, published.seq, snapshot, retry, env.key).await {
+    let redo = match persist::commit(core, published.seq, snapshot, retry, env.key).await {
+        Ok(redo) => redo,
+        Err(persist::SessionGone) => {
+            // Deleted from the store (closed through another replica): nothing of this
+            // message takes effect, and the session closes.
+            core.notes.send(CommitNote::Error(DrainError {
+                kind: DrainErrorKind::Error,
+                message: format!(
+                    "commit {} not stored: the session was closed",
+                    published.seq
+                ),
+            }));
+            core.close();
+            return;
+        }
+    };
+    if let Some(redo) = redo {
         // The walk's trees hold the state this process computed, not the one stored.
         let gates = {
             let mut snapshots = lock(&core.snapshots);

@@ -7,7 +7,8 @@ use futures::future::{self, BoxFuture, FutureExt as _};
 
 use super::log::{reaches, replay};
 use super::records::{
-    CommitWrite, Committed, IdempotencyEntry, LogState, McpBinding, SessionChanges, SessionRecord,
+    CommitWrite, Committed, ConfirmsSwap, IdempotencyEntry, LogState, McpBinding, SessionChanges,
+    SessionRecord,
 };
 use super::traits::{IdempotencyRecords, McpBindings, SessionStore, SigningKeys};
 use super::StoreError;
@@ -204,15 +205,23 @@ impl SessionStore for MemoryStore {
         }))
     }
 
-    fn save_confirms<'a>(
+    fn swap_confirms<'a>(
         &'a self,
         id: &'a str,
+        expected: &'a str,
         confirms: &'a str,
-    ) -> BoxFuture<'a, StoreResult<()>> {
-        if let Some(s) = self.lock().sessions.get_mut(id) {
-            s.record.confirms = confirms.to_owned();
-        }
-        ready(())
+    ) -> BoxFuture<'a, StoreResult<ConfirmsSwap>> {
+        let swapped = match self.lock().sessions.get_mut(id) {
+            None => ConfirmsSwap::Gone,
+            Some(s) if s.record.confirms != expected => {
+                ConfirmsSwap::Changed(s.record.confirms.clone())
+            }
+            Some(s) => {
+                s.record.confirms = confirms.to_owned();
+                ConfirmsSwap::Stored
+            }
+        };
+        ready(swapped)
     }
 
     fn save_log_tail<'a>(

@@ -48,8 +48,8 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresStore, CHANGES_CHANNEL};
 pub use records::{
-    CommitKey, CommitWrite, Committed, IdempotencyEntry, LogState, McpBinding, SessionChanges,
-    SessionRecord,
+    CommitKey, CommitWrite, Committed, ConfirmsSwap, IdempotencyEntry, LogState, McpBinding,
+    SessionChanges, SessionRecord,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

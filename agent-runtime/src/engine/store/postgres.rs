@@ -12,7 +12,8 @@ use super::tables::{is_current, migrate, tables};
 use super::StoreError;
 
 /// The `LISTEN/NOTIFY` channel on which a write names the session it changed:
-/// `<session id> <sequence number> <1 if the confirmations changed, else 0>`.
+/// `<session id> <sequence number> <1 if the confirmations changed, else 0>`, or
+/// `<session id> deleted` when the session was deleted (closed, or expired).
 pub const CHANGES_CHANNEL: &str = "agent_session_changes";
 
 /// The tables, created when missing (under an advisory lock, so replicas starting together
@@ -22,13 +23,17 @@ const SCHEMA: &str = concat!(
     "
 CREATE OR REPLACE FUNCTION agent_sessions_notify() RETURNS trigger AS $$
 BEGIN
-    PERFORM pg_notify('agent_session_changes', NEW.id || ' ' || NEW.seq || ' ' ||
-        CASE WHEN OLD.confirms IS DISTINCT FROM NEW.confirms THEN '1' ELSE '0' END);
+    IF TG_OP = 'DELETE' THEN
+        PERFORM pg_notify('agent_session_changes', OLD.id || ' deleted');
+    ELSE
+        PERFORM pg_notify('agent_session_changes', NEW.id || ' ' || NEW.seq || ' ' ||
+            CASE WHEN OLD.confirms IS DISTINCT FROM NEW.confirms THEN '1' ELSE '0' END);
+    END IF;
     RETURN NULL;
 END
 $$ LANGUAGE plpgsql;
 DROP TRIGGER IF EXISTS agent_sessions_changed ON agent_sessions;
-CREATE TRIGGER agent_sessions_changed AFTER UPDATE ON agent_sessions
+CREATE TRIGGER agent_sessions_changed AFTER UPDATE OR DELETE ON agent_sessions
     FOR EACH ROW EXECUTE FUNCTION agent_sessions_notify();
 "
 );

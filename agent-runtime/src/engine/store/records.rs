@@ -101,6 +101,18 @@ pub enum Committed {
     KeyUsed,
 }
 
+/// What became of a compare-and-set of a session's confirmations
+/// ([`SessionStore::swap_confirms`](super::SessionStore::swap_confirms)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfirmsSwap {
+    /// Written: the stored text was the one expected.
+    Stored,
+    /// Not written: another writer changed them; carries the text stored now.
+    Changed(String),
+    /// Not written: the session is gone from the store.
+    Gone,
+}
+
 /// Where a session's commit log stands.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LogState {

@@ -346,19 +346,37 @@ macro_rules! impl_sql_sessions {
                 })
             }
 
-            fn save_confirms<'a>(
+            fn swap_confirms<'a>(
                 &'a self,
                 id: &'a str,
+                expected: &'a str,
                 confirms: &'a str,
-            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<()>> {
+            ) -> futures::future::BoxFuture<
+                'a,
+                $crate::engine::store::StoreResult<$crate::engine::store::ConfirmsSwap>,
+            > {
+                use $crate::engine::store::ConfirmsSwap;
                 Box::pin(async move {
-                    self.writer
+                    let changed = self
+                        .writer
                         .write(
-                            "UPDATE agent_sessions SET confirms = $2 WHERE id = $1",
-                            &[id.into(), confirms.into()],
+                            "UPDATE agent_sessions SET confirms = $3 \
+                             WHERE id = $1 AND confirms = $2",
+                            &[id.into(), expected.into(), confirms.into()],
                         )
                         .await?;
-                    Ok(())
+                    if changed > 0 {
+                        return Ok(ConfirmsSwap::Stored);
+                    }
+                    let now: Option<(String,)> =
+                        sqlx::query_as("SELECT confirms FROM agent_sessions WHERE id = $1")
+                            .bind(id)
+                            .fetch_optional(&self.pool)
+                            .await?;
+                    Ok(match now {
+                        Some((now,)) => ConfirmsSwap::Changed(now),
+                        None => ConfirmsSwap::Gone,
+                    })
                 })
             }
 

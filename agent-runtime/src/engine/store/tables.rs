@@ -41,18 +41,19 @@ pub(super) use tables;
 
 /// The schema version this build reads and writes (`agent_meta`, name `schema`). A database
 /// without the row is at version 1: the tables above as version 1 created them.
-pub(super) const SCHEMA_VERSION: i64 = 2;
+pub(super) const SCHEMA_VERSION: i64 = 3;
 
 /// The migrations, each with the version it reaches, in order; each runs once, in the
 /// transaction that opens the store (`docs/stores.md` §Schema versions).
-pub(super) const MIGRATIONS: &[(i64, &str)] = &[(
-    2,
-    // The commit log (issue 23): the stored state becomes the newest snapshot, moved to
-    // `agent_session_snapshots` (an existing row's state is the state at its `seq`, so its
-    // snapshot is at `seq`; `agent_sessions.state` is left empty), the patches after it go
-    // to `agent_session_log`; the idempotency records get the commit that applied
-    // their message and the claim of a call in flight (issue 22).
-    "
+pub(super) const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        2,
+        // The commit log (issue 23): the stored state becomes the newest snapshot, moved to
+        // `agent_session_snapshots` (an existing row's state is the state at its `seq`, so its
+        // snapshot is at `seq`; `agent_sessions.state` is left empty), the patches after it go
+        // to `agent_session_log`; the idempotency records get the commit that applied
+        // their message and the claim of a call in flight (issue 22).
+        "
 ALTER TABLE agent_sessions ADD COLUMN snapshot_seq BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE agent_sessions ADD COLUMN log_bytes BIGINT NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS agent_session_snapshots (
@@ -66,7 +67,15 @@ ALTER TABLE agent_idempotency ADD COLUMN session_id TEXT;
 ALTER TABLE agent_idempotency ADD COLUMN seq BIGINT;
 ALTER TABLE agent_idempotency ADD COLUMN claimed_at BIGINT NOT NULL DEFAULT 0;
 ",
-)];
+    ),
+    (
+        3,
+        // PostgreSQL's change trigger also announces deletes (`<id> deleted`): opening a
+        // database below this version runs the schema again, which replaces the trigger.
+        // The tables themselves do not change.
+        "SELECT 1;",
+    ),
+];
 
 /// Whether the database behind `$pool` is at [`SCHEMA_VERSION`] already (then opening it
 /// takes no lock and runs no DDL: a replica starting under load does not queue behind the

@@ -7,7 +7,8 @@
 use futures::future::BoxFuture;
 
 use super::records::{
-    CommitWrite, Committed, IdempotencyEntry, McpBinding, SessionChanges, SessionRecord,
+    CommitWrite, Committed, ConfirmsSwap, IdempotencyEntry, McpBinding, SessionChanges,
+    SessionRecord,
 };
 use super::StoreResult;
 
@@ -65,12 +66,17 @@ pub trait SessionStore: Send + Sync {
         Box::pin(async move { Ok(self.load_session(id).await?.map(SessionChanges::Whole)) })
     }
 
-    /// Replaces the JSON text of the pending confirmations.
-    fn save_confirms<'a>(
+    /// Replaces the JSON text of the confirmations with `confirms`, only if the stored text
+    /// is still exactly `expected` (compare-and-set; `docs/stores.md` §Confirmations): a
+    /// human's decision is written this way before it takes effect, so of two decisions on
+    /// one proposal made through two replicas exactly one is stored. Answers the text stored
+    /// now when another writer changed it, or that the session is gone.
+    fn swap_confirms<'a>(
         &'a self,
         id: &'a str,
+        expected: &'a str,
         confirms: &'a str,
-    ) -> BoxFuture<'a, StoreResult<()>>;
+    ) -> BoxFuture<'a, StoreResult<ConfirmsSwap>>;
 
     /// Replaces the JSON text of the activity-log tail.
     fn save_log_tail<'a>(
@@ -79,7 +85,9 @@ pub trait SessionStore: Send + Sync {
         log_tail: &'a str,
     ) -> BoxFuture<'a, StoreResult<()>>;
 
-    /// Deletes the session; answers whether it existed.
+    /// Deletes the session (with its log); answers whether it existed. A shared store
+    /// announces the delete to the other processes ([`changes`](Self::changes)), which drop
+    /// the session from memory.
     fn delete_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
 
     /// Deletes session `id` only if it was last used (`updated_at`) before `before`, in one
@@ -106,8 +114,8 @@ pub trait SessionStore: Send + Sync {
     fn stale_sessions(&self, before: u64, limit: u64) -> BoxFuture<'_, StoreResult<Vec<String>>>;
 
     /// The sessions other processes change, as they are changed: `<id> <seq> <1 if the
-    /// confirmations changed, else 0>` (a bare id means "reload it"); `None` when the store
-    /// is not shared (must be called inside a tokio runtime).
+    /// confirmations changed, else 0>`, or `<id> deleted` (a bare id means "reload it");
+    /// `None` when the store is not shared (must be called inside a tokio runtime).
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
         None
     }

@@ -197,8 +197,8 @@ async fn human_decide<A: App>(
         let mut fields = Fields::from_body(read_json(body).await?);
         let decision = fields.string_or_none("decision");
         let outcome = match decision.as_deref() {
-            Some("approve") => session.approve(&confirm_id, fields.get("msg")),
-            Some("reject") => session.reject(&confirm_id),
+            Some("approve") => session.approve(&confirm_id, fields.get("msg")).await,
+            Some("reject") => session.reject(&confirm_id).await,
             _ => {
                 return Err(ApiError::invalid(
                     r#"decision must be "approve" or "reject""#,
@@ -214,6 +214,9 @@ async fn human_decide<A: App>(
                 )),
             EditedApprovalError::Invalid(d) => ApiError::invalid(d),
             EditedApprovalError::Closed => ApiError::forbidden(NOT_YOURS),
+            EditedApprovalError::NotStored(d) => ApiError::internal(format!(
+                "the decision on confirmation {confirm_id} was not stored: {d}"
+            )),
         })?;
         Ok(match decision.as_deref() {
             Some("approve") => json!({"status": "approved"}),

@@ -6,7 +6,8 @@
 //! then the session stops, its event streams end, its waits answer "session closed", and its
 //! slot is free at once. Closing a paired session revokes its token. A token store that fails
 //! is an error answer, and the session is then left open.
-//! Answer: 200 `{"closed":true,"sessionId":id}`.
+//! Answer: 200 `{"closed":true,"sessionId":id}`, once the session is deleted from the store
+//! (other replicas drop it too); 500 `internal` when that delete failed.
 
 use axum::extract::{Path, Request};
 use axum::http::Method;
@@ -52,8 +53,10 @@ async fn human_close<A: App>(server: ServerState<A>, id: String, req: Request) -
             return e.into_response();
         }
     }
-    server.host().close_session(session.id());
     session.close();
+    if let Err(e) = server.host().close_session(session.id()).await {
+        return ApiError::from(e).into_response();
+    }
     let entry = AuditEntry::new(
         server.now(),
         AuditEvent::OwnerClose,

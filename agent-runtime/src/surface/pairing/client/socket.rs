@@ -216,7 +216,7 @@ async fn serve<A: App>(
                         }
                         "confirm-expire" => {
                             if let Some(id) = frame.get("confirmId").and_then(Value::as_str) {
-                                let _ = session.reject(id);
+                                let _ = session.reject(id).await;
                             }
                         }
                         "watch" => {
