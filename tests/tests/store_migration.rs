@@ -118,7 +118,7 @@ async fn a_version_1_sqlite_file_is_migrated() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     pool.close().await;
 }
 

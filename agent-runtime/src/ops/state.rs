@@ -13,7 +13,10 @@ use crate::app::App;
 use crate::clock::SharedClock;
 use crate::engine::host::Host;
 use crate::engine::store::IdempotencyRecords;
-use crate::security::{AuditEntry, AuditSink, Identity, OriginPolicy, RateLimiter, TokenStore};
+use crate::security::{
+    AuditEntry, AuditEvent, AuditSink, AuthThrottle, Failure, Identity, OriginPolicy, RateLimited,
+    RateLimiter, TokenStore,
+};
 
 /// The fields of a [`ServerState`].
 pub(crate) struct Shared<A: App> {
@@ -21,6 +24,8 @@ pub(crate) struct Shared<A: App> {
     pub(crate) tokens: Arc<dyn TokenStore>,
     pub(crate) identity: Identity,
     pub(crate) limiter: Arc<dyn RateLimiter>,
+    /// The client addresses blocked for failing to authenticate too often.
+    pub(crate) auth_throttle: AuthThrottle,
     pub(crate) origin: OriginPolicy,
     pub(crate) options: ServerOptions,
     pub(crate) idempotency: IdempotencyStore,
@@ -82,6 +87,50 @@ impl<A: App> ServerState<A> {
     /// The rate limiter.
     pub(crate) fn limiter(&self) -> &Arc<dyn RateLimiter> {
         &self.inner.limiter
+    }
+
+    /// Before a credential from client `address` is looked up: 429 `rate-limited` while the
+    /// address is blocked for failing too often (`docs/security.md` §Rate limits).
+    pub(crate) fn auth_blocked(&self, address: &str) -> Result<(), RateLimited> {
+        self.inner.auth_throttle.check(address, self.now())
+    }
+
+    /// A credential from client `address` failed at `endpoint`: counted in the address's
+    /// `auth-failure` bucket. While the bucket lasts, `audit` (the failure's own entry, if
+    /// any) is written; the failure that empties it blocks the address and writes one
+    /// `rate-limited {endpoint, reason: "auth-failures", retryAfterMs, refused}` entry instead.
+    pub(crate) async fn auth_failed(
+        &self,
+        address: &str,
+        endpoint: &str,
+        audit: Option<AuditEntry>,
+    ) {
+        let now = self.now();
+        let failure = self
+            .inner
+            .auth_throttle
+            .failed(&**self.limiter(), address, now)
+            .await;
+        match failure {
+            Failure::Counted => {
+                if let Some(entry) = audit {
+                    self.audit(entry).await;
+                }
+            }
+            Failure::Blocked {
+                retry_after_ms,
+                refused,
+            } => {
+                let detail = serde_json::json!({
+                    "endpoint": endpoint,
+                    "reason": "auth-failures",
+                    "retryAfterMs": retry_after_ms,
+                    "refused": refused,
+                });
+                self.audit(AuditEntry::new(now, AuditEvent::RateLimited, detail))
+                    .await;
+            }
+        }
     }
 
     /// The cross-origin policy.

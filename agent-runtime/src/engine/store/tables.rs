@@ -41,11 +41,12 @@ pub(super) use tables;
 
 /// The schema version this build reads and writes (`agent_meta`, name `schema`). A database
 /// without the row is at version 1: the tables above as version 1 created them.
-pub(super) const SCHEMA_VERSION: i64 = 2;
+pub(super) const SCHEMA_VERSION: i64 = 3;
 
 /// The migrations, each with the version it reaches, in order; each runs once, in the
 /// transaction that opens the store (`docs/stores.md` §Schema versions).
-pub(super) const MIGRATIONS: &[(i64, &str)] = &[(
+pub(super) const MIGRATIONS: &[(i64, &str)] = &[
+    (
     2,
     // The commit log (issue 23): the stored state becomes the newest snapshot, moved to
     // `agent_session_snapshots` (an existing row's state is the state at its `seq`, so its
@@ -66,7 +67,15 @@ ALTER TABLE agent_idempotency ADD COLUMN session_id TEXT;
 ALTER TABLE agent_idempotency ADD COLUMN seq BIGINT;
 ALTER TABLE agent_idempotency ADD COLUMN claimed_at BIGINT NOT NULL DEFAULT 0;
 ",
-)];
+    ),
+    (
+        3,
+        // An MCP session's binding keeps the hash of the token it was bound with (issue 31):
+        // a session is rebuilt bound only while the token's record still has that hash. Rows
+        // written before have none, so they are rebuilt only with the token itself as bearer.
+        "ALTER TABLE agent_mcp_sessions ADD COLUMN token_hash TEXT NOT NULL DEFAULT '';",
+    ),
+];
 
 /// Whether the database behind `$pool` is at [`SCHEMA_VERSION`] already (then opening it
 /// takes no lock and runs no DDL: a replica starting under load does not queue behind the

@@ -26,7 +26,10 @@ use crate::engine::paired::frames::{
 use crate::engine::paired::outbound::close_code;
 use crate::engine::paired::records::{set_status, within_grace};
 use crate::ops::ServerState;
-use crate::security::{verify_bearer, AuditEntry, AuditEvent, AuthError, TokenRecord, TokenStatus};
+use crate::security::{
+    request_client_address, verify_bearer, AuditEntry, AuditEvent, AuthError, TokenRecord,
+    TokenStatus,
+};
 use serde_json::json;
 
 use super::writer::{escaped, write, WarnLimit, CLOSE_LINGER};
@@ -63,15 +66,23 @@ async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
         return StatusCode::UNAUTHORIZED.into_response();
     };
     let now = server.now();
+    // An address that failed too often is refused before its token is looked up.
+    let address = request_client_address(&parts, server.options().trust_proxy);
+    if let Err(limited) = server.auth_blocked(&address) {
+        return limited.into_response();
+    }
     let bearer = format!("Bearer {token}");
-    let record = match verify_bearer(
+    let verified = verify_bearer(
         Some(&bearer),
         &**server.tokens(),
         now,
         server.options().sliding_ttl_ms,
     )
-    .await
-    {
+    .await;
+    if verified.is_err() {
+        server.auth_failed(&address, WS_PATH, None).await;
+    }
+    let record = match verified {
         Ok(r) => r,
         Err(AuthError::Revoked) => return StatusCode::FORBIDDEN.into_response(),
         Err(AuthError::AuthFailed) => return StatusCode::UNAUTHORIZED.into_response(),
