@@ -133,7 +133,8 @@ impl<A: App> AgentServerBuilder<A> {
         #[cfg(feature = "mcp")]
         let mcp = Arc::new(
             crate::surface::mcp::McpSessions::new(&self.options.mcp)
-                .with_bindings(self.mcp_bindings.clone()),
+                .with_bindings(self.mcp_bindings.clone())
+                .with_revocations(revocations.subscribe()),
         );
         let state = ServerState::new(Shared {
             tokens: self
@@ -142,6 +143,7 @@ impl<A: App> AgentServerBuilder<A> {
             identity,
             limiter,
             anonymous_mints: GovernorRateLimiter::new(self.options.anonymous_mint_rate),
+            auth_throttle: Default::default(),
             origin,
             idempotency: IdempotencyStore::new(self.host.config()),
             durable_idempotency: self.idempotency,

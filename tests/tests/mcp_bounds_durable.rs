@@ -266,3 +266,56 @@ async fn twelve_bearer_initializations_keep_eight_bindings_on_postgres() {
     assert_eq!(stores.mcp.mcp_count().await.expect("count"), 8);
     stop(task).await;
 }
+
+/// Issue 31 (finding 1): a session restored after a restart was admitted by token id alone, so
+/// a claim, which rotates the token, did not end it. Now the stored binding keeps the token's
+/// hash: a session restored before the claim ends on its next request, one not yet restored is
+/// never rebuilt, and the new token opens sessions as usual. On a SQLite file; a restart is a
+/// new server on it.
+#[tokio::test]
+async fn a_session_restored_after_a_claim_is_refused_on_sqlite() {
+    let dir = TempDir::new("mcp-claim");
+    let spec = dir.file("mcp.db");
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let (t, task, _stores) = server(&spec, McpOptions::default(), clock.clone()).await;
+    let minted = t
+        .post_json("/agent/mint", Some("alice"), None, &json!({"paired": true}))
+        .await;
+    assert_eq!(minted.status, 200, "{:?}", minted.body);
+    let token = minted.body["token"].as_str().expect("token").to_owned();
+    let tid = minted.body["tid"].as_str().expect("tid").to_owned();
+    let tab = agent_tests::tab::Tab::pair(&t.base, &token).await;
+    let restored_first = initialize(&t.base, &token).await;
+    let restored_after = initialize(&t.base, &token).await;
+    // The app's socket drops: the paired token may be claimed within the grace window.
+    tab.close().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let first_host = t.base.trim_start_matches("http://").to_owned();
+    stop(task).await;
+    drop(t);
+
+    let (t, task, _stores) = server(&spec, McpOptions::default(), clock).await;
+    // Rebuilt by token id (no bearer): the token is what it was.
+    assert_eq!(ping(&t.base, &restored_first).await, 200);
+    let claimed = t
+        .http
+        .post(format!("{}/agent/resume/claim", t.base))
+        .header("host", &first_host)
+        .header(agent_tests::USER_HEADER, "alice")
+        .header("content-type", "application/json")
+        .body(json!({"tid": tid}).to_string())
+        .send()
+        .await
+        .expect("claim");
+    assert_eq!(claimed.status().as_u16(), 200);
+    let claimed: Value = claimed.json().await.expect("JSON");
+    let rotated = claimed["token"].as_str().expect("the rotated token").to_owned();
+    assert_ne!(rotated, token);
+    // The old binding no longer holds, live or stored.
+    assert_eq!(ping(&t.base, &restored_first).await, 404);
+    assert_eq!(ping(&t.base, &restored_after).await, 404);
+    // The rotated token opens sessions as any token does.
+    let fresh = initialize(&t.base, &rotated).await;
+    assert_eq!(ping(&t.base, &fresh).await, 200);
+    stop(task).await;
+}

@@ -126,6 +126,9 @@ pub struct McpOptions {
     /// List the app's available actions as `do_<name>` tools next to the 16 (default on;
     /// `docs/mcp.md` §Action tools).
     pub action_tools: bool,
+    /// 2026-07-28 `subscriptions/listen` streams one token holds open at once (default 8; at
+    /// least 1): each watches the token's session; one more is refused until one closes.
+    pub max_listens_per_token: usize,
 }
 
 #[cfg(feature = "mcp")]
@@ -142,6 +145,7 @@ impl Default for McpOptions {
             server_version: "1".into(),
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             action_tools: true,
+            max_listens_per_token: 8,
         }
     }
 }

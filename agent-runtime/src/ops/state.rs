@@ -15,7 +15,8 @@ use crate::engine::host::Host;
 use crate::engine::host::LiveAgents;
 use crate::engine::store::IdempotencyRecords;
 use crate::security::{
-    AuditEntry, AuditSink, GovernorRateLimiter, Identity, OriginPolicy, RateLimiter, TokenStore,
+    AuditEntry, AuditEvent, AuditSink, AuthThrottle, Failure, GovernorRateLimiter, Identity,
+    OriginPolicy, RateLimited, RateLimiter, TokenStore,
 };
 
 /// The fields of a [`ServerState`].
@@ -26,6 +27,8 @@ pub(crate) struct Shared<A: App> {
     pub(crate) limiter: Arc<dyn RateLimiter>,
     /// Anonymous mints per client address (`ServerOptions::anonymous_mint_rate`).
     pub(crate) anonymous_mints: GovernorRateLimiter,
+    /// The client addresses blocked for failing to authenticate too often.
+    pub(crate) auth_throttle: AuthThrottle,
     pub(crate) origin: OriginPolicy,
     pub(crate) options: ServerOptions,
     pub(crate) idempotency: IdempotencyStore,
@@ -105,6 +108,50 @@ impl<A: App> ServerState<A> {
                 .map(|m| &**m as &dyn crate::engine::store::McpBindings),
             #[cfg(not(feature = "mcp"))]
             mcp: None,
+        }
+    }
+
+    /// Before a credential from client `address` is looked up: 429 `rate-limited` while the
+    /// address is blocked for failing too often (`docs/security.md` §Rate limits).
+    pub(crate) fn auth_blocked(&self, address: &str) -> Result<(), RateLimited> {
+        self.inner.auth_throttle.check(address, self.now())
+    }
+
+    /// A credential from client `address` failed at `endpoint`: counted in the address's
+    /// `auth-failure` bucket. While the bucket lasts, `audit` (the failure's own entry, if
+    /// any) is written; the failure that empties it blocks the address and writes one
+    /// `rate-limited {endpoint, reason: "auth-failures", retryAfterMs, refused}` entry instead.
+    pub(crate) async fn auth_failed(
+        &self,
+        address: &str,
+        endpoint: &str,
+        audit: Option<AuditEntry>,
+    ) {
+        let now = self.now();
+        let failure = self
+            .inner
+            .auth_throttle
+            .failed(&**self.limiter(), address, now)
+            .await;
+        match failure {
+            Failure::Counted => {
+                if let Some(entry) = audit {
+                    self.audit(entry).await;
+                }
+            }
+            Failure::Blocked {
+                retry_after_ms,
+                refused,
+            } => {
+                let detail = serde_json::json!({
+                    "endpoint": endpoint,
+                    "reason": "auth-failures",
+                    "retryAfterMs": retry_after_ms,
+                    "refused": refused,
+                });
+                self.audit(AuditEntry::new(now, AuditEvent::RateLimited, detail))
+                    .await;
+            }
         }
     }
 

@@ -7,6 +7,7 @@
 //! are [`ConfigError`]s.
 
 mod audit;
+mod auth_throttle;
 mod client_addr;
 mod error;
 mod host_header;
@@ -36,6 +37,7 @@ pub use token_record::{TokenRecord, TokenStatus, UnknownTokenStatus};
 pub use token_store::{InMemoryTokenStore, TokenChange, TokenStore};
 
 // The rest is the server's own.
+pub(crate) use auth_throttle::{AuthThrottle, Failure};
 pub(crate) use client_addr::request_client_address;
 pub(crate) use error::retry_after_secs;
 pub(crate) use host_header::{AllowedHosts, HOST_REFUSED_DETAIL};

@@ -160,15 +160,20 @@ pub enum Bucket {
     /// own namespace, so cookieless mints and MCP `initialize` from one address do not share
     /// a bucket.
     Mint,
+    /// Per client address: failed authentications (a bearer or an MCP session id that does
+    /// not verify). Taken only by failures; an empty bucket blocks the address's credentials
+    /// before any lookup until it refills.
+    AuthFailure,
 }
 
 impl Bucket {
-    /// `token`, `identity` or `mint`.
+    /// `token`, `identity`, `mint` or `auth-failure`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Bucket::Token => "token",
             Bucket::Identity => "identity",
             Bucket::Mint => "mint",
+            Bucket::AuthFailure => "auth-failure",
         }
     }
 }

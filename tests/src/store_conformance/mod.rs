@@ -319,6 +319,7 @@ pub async fn mcp_bindings(stores: &Stores) {
     let issued = McpBinding {
         id: "m1".into(),
         tid: String::new(),
+        token_hash: String::new(),
         init: r#"{"protocolVersion":"2025-06-18"}"#.into(),
         created_at: 5,
         deleted: false,
@@ -328,9 +329,10 @@ pub async fn mcp_bindings(stores: &Stores) {
         m.mcp_binding("m1").await.expect("get"),
         Some(issued.clone())
     );
-    // The token becomes known later; the init params stay.
+    // The token (its id and hash) becomes known later; the init params stay.
     m.bind_mcp(McpBinding {
         tid: "t1".into(),
+        token_hash: "h1".into(),
         init: String::new(),
         created_at: 9,
         ..issued.clone()
@@ -339,6 +341,7 @@ pub async fn mcp_bindings(stores: &Stores) {
     .expect("bind tid");
     let bound = McpBinding {
         tid: "t1".into(),
+        token_hash: "h1".into(),
         ..issued.clone()
     };
     assert_eq!(m.mcp_binding("m1").await.expect("get"), Some(bound.clone()));
@@ -352,7 +355,8 @@ pub async fn mcp_bindings(stores: &Stores) {
     .await
     .expect("complete unknown");
     assert_eq!(m.mcp_binding("m2").await.expect("get"), None);
-    // `disconnect_session` clears the token; a later `connect_session` names one again.
+    // `disconnect_session` clears the token and its hash; a later `connect_session` names one
+    // again.
     m.unbind_mcp("m1").await.expect("unbind");
     assert_eq!(
         m.mcp_binding("m1").await.expect("get"),

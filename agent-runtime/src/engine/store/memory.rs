@@ -366,6 +366,7 @@ impl McpBindings for MemoryStore {
             Some(stored) => {
                 if !binding.tid.is_empty() {
                     stored.tid = binding.tid;
+                    stored.token_hash = binding.token_hash;
                 }
                 if !binding.init.is_empty() {
                     stored.init = binding.init;
@@ -392,6 +393,7 @@ impl McpBindings for MemoryStore {
     fn unbind_mcp<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
         if let Some(b) = self.lock().mcp.get_mut(id) {
             b.tid.clear();
+            b.token_hash.clear();
         }
         ready(())
     }

@@ -176,6 +176,10 @@ pub struct McpBinding {
     pub id: String,
     /// The token id (`tid`) the MCP session is bound to (empty: not known yet).
     pub tid: String,
+    /// The stored hash of the token the session was bound with (never the token; empty: not
+    /// known). A session is rebuilt bound only while the token's record still has this hash:
+    /// a claim that rotated the token ends it.
+    pub token_hash: String,
     /// JSON text of the `initialize` request's params (empty: not known yet).
     pub init: String,
     /// When it was issued (ms since the epoch).

@@ -154,8 +154,9 @@ macro_rules! impl_sql_store {
                         if !b.tid.is_empty() {
                             self.writer
                                 .write(
-                                    "UPDATE agent_mcp_sessions SET tid = $2 WHERE id = $1",
-                                    &[(&b.id).into(), (&b.tid).into()],
+                                    "UPDATE agent_mcp_sessions SET tid = $2, token_hash = $3 \
+                                     WHERE id = $1",
+                                    &[(&b.id).into(), (&b.tid).into(), (&b.token_hash).into()],
                                 )
                                 .await?;
                         }
@@ -163,8 +164,11 @@ macro_rules! impl_sql_store {
                     }
                     self.writer
                         .write(
-                            "INSERT INTO agent_mcp_sessions (id, tid, init, created_at, deleted) \
-                             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET \
+                            "INSERT INTO agent_mcp_sessions \
+                             (id, tid, init, created_at, deleted, token_hash) \
+                             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET \
+                             token_hash = CASE WHEN excluded.tid = '' \
+                             THEN agent_mcp_sessions.token_hash ELSE excluded.token_hash END, \
                              tid = CASE WHEN excluded.tid = '' THEN agent_mcp_sessions.tid \
                              ELSE excluded.tid END, init = excluded.init",
                             &[
@@ -173,6 +177,7 @@ macro_rules! impl_sql_store {
                                 (&b.init).into(),
                                 $crate::engine::store::sql_values::to_db(b.created_at).into(),
                                 b.deleted.into(),
+                                (&b.token_hash).into(),
                             ],
                         )
                         .await?;
@@ -188,16 +193,17 @@ macro_rules! impl_sql_store {
                 $crate::engine::store::StoreResult<Option<$crate::engine::store::McpBinding>>,
             > {
                 Box::pin(async move {
-                    let row: Option<(String, String, i64, bool)> = sqlx::query_as(
-                        "SELECT tid, init, created_at, deleted FROM agent_mcp_sessions \
-                         WHERE id = $1",
+                    let row: Option<(String, String, i64, bool, String)> = sqlx::query_as(
+                        "SELECT tid, init, created_at, deleted, token_hash \
+                         FROM agent_mcp_sessions WHERE id = $1",
                     )
                     .bind(id)
                     .fetch_optional(&self.pool)
                     .await?;
-                    Ok(row.map(|(tid, init, created_at, deleted)| $crate::engine::store::McpBinding {
+                    Ok(row.map(|(tid, init, created_at, deleted, token_hash)| $crate::engine::store::McpBinding {
                         id: id.to_owned(),
                         tid,
+                        token_hash,
                         init,
                         created_at: $crate::engine::store::sql_values::from_db(created_at),
                         deleted,
@@ -227,7 +233,7 @@ macro_rules! impl_sql_store {
                 Box::pin(async move {
                     self.writer
                         .write(
-                            "UPDATE agent_mcp_sessions SET tid = '' WHERE id = $1",
+                            "UPDATE agent_mcp_sessions SET tid = '', token_hash = '' WHERE id = $1",
                             &[id.into()],
                         )
                         .await?;

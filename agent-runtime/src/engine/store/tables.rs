@@ -70,10 +70,12 @@ ALTER TABLE agent_idempotency ADD COLUMN claimed_at BIGINT NOT NULL DEFAULT 0;
     ),
     (
         3,
+        // An MCP session's binding keeps the hash of the token it was bound with (issue 31):
+        // a session is rebuilt bound only while the token's record still has that hash. Rows
+        // written before have none, so they are rebuilt only with the token itself as bearer.
         // PostgreSQL's change trigger also announces deletes (`<id> deleted`): opening a
         // database below this version runs the schema again, which replaces the trigger.
-        // The tables themselves do not change.
-        "SELECT 1;",
+        "ALTER TABLE agent_mcp_sessions ADD COLUMN token_hash TEXT NOT NULL DEFAULT '';",
     ),
 ];
 

@@ -156,8 +156,8 @@ pub trait IdempotencyRecords: Send + Sync {
 /// Where the MCP session ids `/agent/mcp` issued are kept, with the token each is bound to.
 /// `/agent/mcp` keeps them within its session caps (`docs/mcp.md` §Bounds on disk).
 pub trait McpBindings: Send + Sync {
-    /// Records MCP session `binding.id`; for an id already recorded, a non-empty `tid` or
-    /// `init` replaces the stored one and the rest stays. A binding with an empty `init` only
+    /// Records MCP session `binding.id`; for an id already recorded, a non-empty `tid` (with
+    /// its `token_hash`) or `init` replaces the stored one and the rest stays. A binding with an empty `init` only
     /// completes an id already recorded: it never creates one (so a deleted id stays deleted).
     fn bind_mcp(&self, binding: McpBinding) -> BoxFuture<'_, StoreResult<()>>;
 
@@ -167,7 +167,7 @@ pub trait McpBindings: Send + Sync {
     /// Deletes MCP session `id`: it is never rebuilt (nothing records it again).
     fn delete_mcp<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
 
-    /// Clears the token MCP session `id` is bound to (`disconnect_session`): it is not
+    /// Clears the token MCP session `id` is bound to, its hash too (`disconnect_session`): it is not
     /// rebuilt bound after a restart, until a later [`bind_mcp`](Self::bind_mcp) names a
     /// token again. The default deletes the id instead (never rebuilt at all), the safe
     /// answer for a store that cannot clear a binding.

@@ -19,6 +19,8 @@ use crate::config::MAX_BODY_BYTES;
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
 use crate::ops::{self, Caller};
+use crate::security::request_client_address;
+use agent_schema::protocol::ErrorCode;
 
 /// The LAP routes: one per operation under the base path; anything else falls through.
 pub(crate) fn lap_routes<A: App>(server: &ServerState<A>) -> Router {
@@ -69,7 +71,9 @@ async fn openapi_json<A: App>(State(server): State<ServerState<A>>) -> Response 
 }
 
 /// A caller through steps 1–5 of the gate: `Content-Length` over the cap → 413, then the
-/// bearer of the `Authorization` header, its session and the rate limit.
+/// bearer of the `Authorization` header, its session and the rate limit. A client address
+/// that failed to authenticate too often is refused (429) before its bearer is looked up, and
+/// a bearer that does not verify counts towards that (`docs/security.md` §Rate limits).
 pub(crate) struct Admitted<A: App>(pub(crate) Caller<A>);
 
 impl<A: App> FromRequestParts<ServerState<A>> for Admitted<A> {
@@ -84,7 +88,18 @@ impl<A: App> FromRequestParts<ServerState<A>> for Admitted<A> {
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        ops::admit(server, authorization).await.map(Admitted)
+        let address = request_client_address(parts, server.options().trust_proxy);
+        server.auth_blocked(&address)?;
+        match ops::admit(server, authorization).await {
+            Ok(caller) => Ok(Admitted(caller)),
+            Err(e) => {
+                let refused = matches!(e.code(), ErrorCode::AuthFailed | ErrorCode::Revoked);
+                if refused && authorization.is_some() {
+                    server.auth_failed(&address, parts.uri.path(), None).await;
+                }
+                Err(e)
+            }
+        }
     }
 }
 

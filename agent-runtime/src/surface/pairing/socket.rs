@@ -27,7 +27,8 @@ use crate::engine::paired::outbound::close_code;
 use crate::engine::paired::records::within_grace;
 use crate::ops::ServerState;
 use crate::security::{
-    lifecycle, verify_bearer, AuditEntry, AuditEvent, AuthError, LifecycleError, TokenRecord,
+    lifecycle, request_client_address, verify_bearer, AuditEntry, AuditEvent, AuthError,
+    LifecycleError, TokenRecord,
     TokenStatus,
 };
 use serde_json::json;
@@ -75,18 +76,27 @@ async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
         return StatusCode::UNAUTHORIZED.into_response();
     };
     let now = server.now();
+    // An address that failed too often is refused before its token is looked up.
+    let address = request_client_address(&parts, server.options().trust_proxy);
+    if let Err(limited) = server.auth_blocked(&address) {
+        return limited.into_response();
+    }
     let bearer = format!("Bearer {token}");
     // Subscribed before the token is verified: a revoke from then on reaches the socket task,
     // however early it lands.
     let revocations = server.revocations().subscribe();
-    let record = match verify_bearer(
+    let verified = verify_bearer(
         Some(&bearer),
         &**server.tokens(),
         now,
         server.options().sliding_ttl_ms,
     )
-    .await
-    {
+    .await;
+    // A store that failed is not the caller's failure.
+    if matches!(verified, Err(AuthError::AuthFailed | AuthError::Revoked)) {
+        server.auth_failed(&address, WS_PATH, None).await;
+    }
+    let record = match verified {
         Ok(r) => r,
         Err(AuthError::Revoked) => return StatusCode::FORBIDDEN.into_response(),
         Err(AuthError::AuthFailed) => return StatusCode::UNAUTHORIZED.into_response(),

@@ -25,6 +25,7 @@ use axum::http::{header, request::Parts, HeaderValue, Method, Request, StatusCod
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::future::BoxFuture;
+use futures::StreamExt as _;
 use http_body_util::{BodyExt, Limited};
 use serde_json::json;
 use tower::{Layer, Service, ServiceExt as _};
@@ -37,14 +38,15 @@ use super::request_kind::{
     is_stateless_revision, Kind, Peek,
 };
 use super::restore;
+use super::revoked;
 use super::run::ToolRunner;
 use super::McpState;
 use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
 use crate::ops::error::ApiError;
 use crate::security::{
-    request_client_address, verify_bearer, verify_tid, AllowedHosts, AuditEntry, AuditEvent,
-    AuthError, Bucket, TokenRecord, WireError,
+    request_client_address, verify_bearer, AllowedHosts, AuditEntry, AuditEvent, Bucket,
+    TokenRecord, WireError,
 };
 use crate::surface::mcp::MCP_PATH;
 use agent_schema::protocol::ErrorCode;
@@ -220,6 +222,7 @@ where
         let expired = sessions.sweep(self.server.now());
         sessions.close(expired).await;
         sessions.forget_ended().await;
+        revoked::end_revoked(&self.server).await;
         let session = parts
             .headers
             .get(SESSION_HEADER)
@@ -229,7 +232,7 @@ where
             None => match (&parts.method, kind) {
                 (&Method::POST, Kind::Discover) => self.pass(parts, bytes).await,
                 (&Method::POST, Kind::Initialize) => self.initialize(parts, bytes).await,
-                _ if stateless => self.stateless(parts, bytes, call).await,
+                _ if stateless => self.stateless(parts, bytes, call, kind).await,
                 _ => bare_error(StatusCode::BAD_REQUEST, "mcp-session-id required"),
             },
         }
@@ -246,16 +249,34 @@ where
         // Registered ids only: never issued, expired, evicted, deleted or ended → 404; with
         // a durable store, an id issued before a restart is rebuilt.
         if !sessions.touch(&id, self.server.now()) {
-            let rebuilding = self.restoring.clone().lock_owned().await;
-            // Another request may have rebuilt it while this one waited.
-            if !sessions.touch(&id, self.server.now()) {
-                return self.restore(parts, bytes, id, rebuilding).await;
-            }
-        } else if sessions.is_rebuilding(&id) {
+            return self.restore(parts, bytes, id, call).await;
+        }
+        if sessions.is_rebuilding(&id) {
             // rmcp takes a session as present once its worker exists, before the stored
             // `initialize` is replayed to it; a request passed in between kills the worker.
             // The rebuilding request holds the lock until rmcp has restored the session.
             drop(self.restoring.clone().lock_owned().await);
+        }
+        self.live_session(parts, bytes, id, call).await
+    }
+
+    /// A request for live session `id`.
+    async fn live_session(
+        &self,
+        parts: Parts,
+        bytes: Bytes,
+        id: String,
+        call: Option<PlainCall>,
+    ) -> Response {
+        let sessions = self.server.mcp_sessions();
+        // A session rebuilt without its raw token ends once its token's record changed hash
+        // (a claim rotated it) or stopped verifying.
+        if let Some(binding) = sessions.binding(&id) {
+            if !restore::still_bound(&self.server, &binding).await {
+                sessions.remove(&id);
+                sessions.close(vec![id]).await;
+                return bare_error(StatusCode::NOT_FOUND, "session not found");
+            }
         }
         if parts.method == Method::DELETE {
             sessions.remove(&id);
@@ -290,67 +311,38 @@ where
     /// An id this server does not hold: with a durable store, one it issued (not deleted) and
     /// bound to a token is rebuilt under the same id (rmcp replays the stored `initialize`),
     /// bound to that token again: the session id is the client's credential, as it was before
-    /// the restart. The token itself is never stored: a request with a bearer must carry that
-    /// token (it is then used as before); without one, the binding is kept by token id and
-    /// its calls are admitted by `tid`. Either way the token's record must still be valid
-    /// (not revoked, not expired). Anything else → 404.
+    /// the restart. The checks (`restore::admit_stored`: the client address's failures, the
+    /// stored binding, the token's record and hash) hold no lock; only a request that passed
+    /// them takes the rebuild lock. Anything else → 404.
     async fn restore(
         &self,
         parts: Parts,
         bytes: Bytes,
         id: String,
-        rebuilding: tokio::sync::OwnedMutexGuard<()>,
+        call: Option<PlainCall>,
     ) -> Response {
         let not_found = || bare_error(StatusCode::NOT_FOUND, "session not found");
         let Some(store) = self.durable() else {
             return not_found();
         };
-        let stored = match restore::binding(store, &id).await {
-            Ok(Some(b)) if !b.deleted && !b.tid.is_empty() && !b.init.is_empty() => b,
-            Ok(None) => return not_found(),
-            // Never rebuilt: the row goes.
-            Ok(Some(_)) => {
-                restore::delete(store, &id).await;
-                return not_found();
-            }
-            Err(e) => {
-                tracing::error!(target: "agent_runtime::store", "loading MCP session {id} failed: {e}");
-                return not_found();
-            }
+        let binding = match restore::admit_stored(&self.server, store, &parts, &id).await {
+            Ok(binding) => binding,
+            Err(restore::Refused::NotFound) => return not_found(),
+            Err(restore::Refused::Limited(limited)) => return ApiError::from(limited).into_response(),
         };
+        let rebuilding = self.restoring.clone().lock_owned().await;
         let server = &self.server;
-        let now = server.now();
-        let ttl = server.options().sliding_ttl_ms;
-        let authorization = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .map(|a| a.to_str().unwrap_or_default());
-        let verified = match authorization {
-            Some(authorization) => {
-                verify_bearer(Some(authorization), &**server.tokens(), now, ttl).await
-            }
-            None => verify_tid(&stored.tid, &**server.tokens(), now, ttl).await,
-        };
-        let record = match verified {
-            Ok(record) if record.tid == stored.tid => record,
-            // The bound token is revoked: never rebuilt, the row goes. (A bearer for another
-            // token proves nothing about this one; an unknown or expired one cannot be told
-            // from a database that failed, so its row waits for the caps to trim it.)
-            Err(AuthError::Revoked) if authorization.is_none() => {
-                restore::delete(store, &id).await;
-                return not_found();
-            }
-            _ => return not_found(),
-        };
+        let sessions = server.mcp_sessions().clone();
+        // Another request may have rebuilt it while this one waited.
+        if sessions.touch(&id, server.now()) {
+            drop(rebuilding);
+            return self.live_session(parts, bytes, id, call).await;
+        }
         if parts.method == Method::DELETE {
             restore::delete(store, &id).await;
             return StatusCode::OK.into_response();
         }
-        let token = authorization
-            .and_then(|a| a.strip_prefix("Bearer "))
-            .map(str::to_owned);
-        let sessions = server.mcp_sessions().clone();
-        let evicted = sessions.make_room_for_token(&record.tid);
+        let evicted = sessions.make_room_for_token(&binding.tid);
         sessions.close(evicted).await;
         let reservation = match sessions.reserve(false) {
             Ok((reservation, evicted)) => {
@@ -364,15 +356,8 @@ where
                 return response;
             }
         };
-        let tid = record.tid.clone();
-        reservation.commit_rebuilding(
-            id.clone(),
-            now,
-            Binding {
-                tid: record.tid,
-                token,
-            },
-        );
+        let tid = binding.tid.clone();
+        reservation.commit_rebuilding(id.clone(), server.now(), binding);
         disk_bounds::trim(store, &sessions, Some(&tid)).await;
         // Held until rmcp has restored the session (its answer's head comes after that), so
         // the client's other requests for this id wait for the restore (see `with_session`).
@@ -394,7 +379,14 @@ where
     /// bearer, when sent, is verified and travels with the request to the handler as its
     /// binding; without one, the client address is rate limited. rmcp then checks the
     /// revision's headers and `_meta` and serves it statelessly.
-    async fn stateless(&self, mut parts: Parts, bytes: Bytes, call: Option<PlainCall>) -> Response {
+    async fn stateless(
+        &self,
+        mut parts: Parts,
+        bytes: Bytes,
+        call: Option<PlainCall>,
+        kind: Kind,
+    ) -> Response {
+        let mut listen_slot = None;
         if parts.headers.contains_key(header::AUTHORIZATION) {
             match self.bearer_binding(&parts).await {
                 Ok((binding, record)) => {
@@ -404,6 +396,12 @@ where
                             return answer;
                         }
                     }
+                    if matches!(kind, Kind::Listen) {
+                        match self.server.listens.take(&binding.tid) {
+                            Ok(slot) => listen_slot = Some(slot),
+                            Err(max) => return too_many_listens(max),
+                        }
+                    }
                     parts.extensions.insert(binding);
                 }
                 Err(response) => return *response,
@@ -411,7 +409,17 @@ where
         } else if let Err(response) = self.limit_address(&parts).await {
             return *response;
         }
-        self.pass(parts, bytes).await
+        let response = self.pass(parts, bytes).await;
+        match listen_slot {
+            // Held as long as the stream's body is.
+            Some(slot) => response.map(|body| {
+                Body::from_stream(body.into_data_stream().map(move |chunk| {
+                    let _held = &slot;
+                    chunk
+                }))
+            }),
+            None => response,
+        }
     }
 
     /// The client address's rate limit (bucket `identity`): 429 with `retry-after`, audited.
@@ -434,10 +442,16 @@ where
     }
 
     /// The binding of the request's `Authorization` bearer and the token record it verified
-    /// to: 401 `auth-failed` / 403 `revoked` (audited) when it does not verify.
+    /// to: 401 `auth-failed` / 403 `revoked` (audited, and counted against the client
+    /// address) when it does not verify; 429 before any lookup while the address is blocked
+    /// for failing too often.
     async fn bearer_binding(&self, parts: &Parts) -> Result<(Binding, TokenRecord), Box<Response>> {
         let server = &self.server;
         let now = server.now();
+        let address = request_client_address(parts, server.options().trust_proxy);
+        if let Err(limited) = server.auth_blocked(&address) {
+            return Err(Box::new(ApiError::from(limited).into_response()));
+        }
         let authorization = parts
             .headers
             .get(header::AUTHORIZATION)
@@ -453,6 +467,7 @@ where
             Ok(record) => {
                 let binding = Binding {
                     tid: record.tid.clone(),
+                    token_hash: record.token_hash.clone(),
                     token: authorization
                         .and_then(|a| a.strip_prefix("Bearer "))
                         .map(str::to_owned),
@@ -461,9 +476,8 @@ where
             }
             Err(e) => {
                 let detail = json!({"endpoint": MCP_PATH, "code": e.code().as_str()});
-                server
-                    .audit(AuditEntry::new(now, AuditEvent::AuthFailed, detail))
-                    .await;
+                let entry = AuditEntry::new(now, AuditEvent::AuthFailed, detail);
+                server.auth_failed(&address, MCP_PATH, Some(entry)).await;
                 Err(Box::new(ApiError::from(e).into_response()))
             }
         }
@@ -516,7 +530,7 @@ where
             match id {
                 Some(id) if response.status() == StatusCode::OK => {
                     if let (Some(store), Some(b)) = (this.durable(), &binding) {
-                        restore::remember(store, &id, &b.tid, this.server.now()).await;
+                        restore::remember(store, &id, b, this.server.now()).await;
                     }
                     let tid = binding.as_ref().map(|b| b.tid.clone());
                     reservation.commit(id, this.server.now(), binding);
@@ -536,6 +550,16 @@ where
             }
         }
     }
+}
+
+/// A `subscriptions/listen` over the token's streams: 429 `rate-limited`, saying why.
+fn too_many_listens(max: usize) -> Response {
+    ApiError::new(ErrorCode::RateLimited)
+        .with_detail(format!(
+            "this token already holds {max} open subscriptions/listen streams, the most one \
+             token may hold: close one before opening another"
+        ))
+        .into_response()
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response {

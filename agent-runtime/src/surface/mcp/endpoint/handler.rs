@@ -27,13 +27,14 @@ use super::run::{Generation, ToolCall, ToolRunner, STATELESS_NEEDS_BEARER};
 use super::McpState;
 use crate::app::App;
 use crate::ops::Operation;
-use crate::security::{verify_bearer, AuthError};
+use crate::security::{request_client_address, verify_bearer, AuthError};
 use crate::surface::mcp::calls;
 use crate::surface::mcp::format::{
     failure, forwarded_failure, success, NOT_CONNECTED_SERVER, TOKEN_INVALID,
 };
 use crate::surface::mcp::forward::{connect_flow, DescriptionCache, Forwarder};
 use crate::surface::mcp::resources;
+use crate::surface::mcp::MCP_PATH;
 use crate::surface::mcp::tools::ToolAction;
 
 const INSTRUCTIONS: &str = "This server drives a running app. Start with connect_session and \
@@ -97,7 +98,7 @@ impl<A: App> McpHandler<A> {
         &self,
         session: Option<&str>,
         args: &Map<String, Value>,
-        peer: rmcp::service::Peer<RoleServer>,
+        context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let Some(session) = session else {
             return failure("connect_session needs an MCP session (mcp-session-id)").into();
@@ -107,6 +108,18 @@ impl<A: App> McpHandler<A> {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let sessions = self.server.mcp_sessions();
+        // A token that does not verify counts against the client address, which is refused
+        // before the lookup once it failed too often.
+        let address = parts(context)
+            .map(|p| request_client_address(p, self.server.options().trust_proxy))
+            .unwrap_or_default();
+        if let Err(limited) = self.server.auth_blocked(&address) {
+            let wait = limited.retry_after_secs();
+            return failure(format!(
+                "Too many failed authentications from this address: retry in {wait} s."
+            ))
+            .into();
+        }
         let verified = verify_bearer(
             Some(&format!("Bearer {token}")),
             &**self.server.tokens(),
@@ -114,17 +127,22 @@ impl<A: App> McpHandler<A> {
             self.server.options().sliding_ttl_ms,
         )
         .await;
-        let tid = match verified {
-            Ok(record) => record.tid,
+        if verified.is_err() {
+            self.server.auth_failed(&address, MCP_PATH, None).await;
+        }
+        let record = match verified {
+            Ok(record) => record,
             Err(AuthError::AuthFailed) => return failure(TOKEN_INVALID).into(),
             Err(e) => return failure(format!("Auth failed: {e}")).into(),
         };
         let binding = Binding {
-            tid,
+            tid: record.tid,
+            token_hash: record.token_hash,
             token: Some(token.to_string()),
         };
         let forwarder = self.runner.forwarder(&binding);
         let tid = binding.tid.clone();
+        let binding_kept = binding.clone();
         let Some(evicted) = sessions.bind(session, binding) else {
             return failure("connect_session failed: this MCP session is no longer live").into();
         };
@@ -134,15 +152,15 @@ impl<A: App> McpHandler<A> {
             Ok(result) => {
                 // Kept by token id, so the binding survives a restart (never the token).
                 if let Some(store) = self.server.mcp_bindings() {
-                    restore::remember(store, session, &tid, self.server.now()).await;
+                    restore::remember(store, session, &binding_kept, self.server.now()).await;
                     disk_bounds::trim(store, sessions, Some(&tid)).await;
                 }
                 // The client learns about the session's actions at once.
-                self.start_watch(peer, tid, true);
+                self.start_watch(context.peer.clone(), tid, true);
                 result.into()
             }
             Err(text) => {
-                sessions.unbind(session);
+                sessions.unbind(session, self.server.now());
                 self.cache.clear();
                 self.watch.clear();
                 failure(text).into()
@@ -239,14 +257,11 @@ impl<A: App> ServerHandler for McpHandler<A> {
             return Ok(self.stateless_session_tool(action, &context).await);
         };
         Ok(match action {
-            ToolAction::Connect => {
-                self.connect(Some(&session), &args, context.peer.clone())
-                    .await
-            }
+            ToolAction::Connect => self.connect(Some(&session), &args, &context).await,
             // `ToolAction::Run` never comes here (it is a bound call).
             _ => {
                 let sessions = self.server.mcp_sessions();
-                sessions.unbind(&session);
+                sessions.unbind(&session, self.server.now());
                 if let Some(store) = self.server.mcp_bindings() {
                     restore::forget(store, &session).await;
                 }

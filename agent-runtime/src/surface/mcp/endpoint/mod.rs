@@ -12,10 +12,12 @@ mod admission;
 mod disk_bounds;
 mod fast_call;
 mod handler;
+mod listens;
 mod notify;
 mod registry;
 mod request_kind;
 mod restore;
+mod revoked;
 mod run;
 
 use std::sync::Arc;
@@ -39,6 +41,8 @@ use crate::ops::ServerState;
 pub(crate) struct McpState<A: App> {
     server: ServerState<A>,
     sessions: Arc<McpSessions>,
+    /// The `subscriptions/listen` streams open per token.
+    listens: Arc<listens::ListenSlots>,
 }
 
 impl<A: App> Clone for McpState<A> {
@@ -46,6 +50,7 @@ impl<A: App> Clone for McpState<A> {
         McpState {
             server: self.server.clone(),
             sessions: self.sessions.clone(),
+            listens: self.listens.clone(),
         }
     }
 }
@@ -78,6 +83,7 @@ pub(crate) fn mcp_routes<A: App>(server: &ServerState<A>, sessions: Arc<McpSessi
     let server = McpState {
         server: server.clone(),
         sessions,
+        listens: Arc::new(listens::ListenSlots::new(options.max_listens_per_token)),
     };
     let runner = Arc::new(run::ToolRunner::new(server.clone(), tools, hosted));
     let handler_server = server.clone();

@@ -1,6 +1,7 @@
-//! The live MCP sessions of `/agent/mcp` and their bounds (`docs/lap.md` §7.3): who is
-//! authenticated, which token a session is bound to, when each expires, which one is least
-//! recently used, and the slots reserved by `initialize` requests still being built.
+//! The live MCP sessions of `/agent/mcp` and their bounds (`docs/lap.md` §7.3): which token a
+//! session is bound to (a bound session is authenticated; an unbound one is provisional), which
+//! token's share it counts towards, when each expires, which one is least recently used, and the
+//! slots reserved by `initialize` requests still being built.
 //!
 //! Everything here is synchronous bookkeeping under one lock; the ids it drops are handed back
 //! so the caller closes them in rmcp's session manager ([`McpSessions::close`]).
@@ -10,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::SessionManager;
+use tokio::sync::broadcast;
 
 use super::McpOptions;
 use crate::engine::store::McpBindings;
@@ -19,6 +21,9 @@ use crate::engine::store::McpBindings;
 pub struct Binding {
     /// The token's id.
     pub tid: String,
+    /// The stored hash of the token the session was bound with (never the token): a record
+    /// whose hash changed since (a claim rotated the token) no longer admits the binding.
+    pub token_hash: String,
     /// The token itself (sent as the bearer of forwarded calls; never logged). `None` for a
     /// session bound with `connect_session` and rebuilt after a restart: the raw token is
     /// never stored, so its calls are admitted by `tid` (expiry and revocation still apply).
@@ -35,11 +40,18 @@ impl std::fmt::Debug for Binding {
 
 #[derive(Debug, Clone)]
 struct Entry {
-    created_at: u64,
+    /// When the session last became provisional (created unbound, or unbound since): a
+    /// provisional session's lifetime runs from here.
+    provisional_since: u64,
     last_seen_at: u64,
     /// Order of last use (the clock may not move between requests).
     last_use: u64,
-    authenticated: bool,
+    /// The token that last authenticated the session (a bearer `initialize`, `connect_session`,
+    /// a rebuild). Kept when the session is unbound: it counts towards that token's share
+    /// (`maxSessionsPerToken`) until it ends, and a revocation of that token ends it.
+    owner: Option<String>,
+    /// The token the session is bound to now: a bound session is authenticated; an unbound
+    /// one is provisional (evictable, on the provisional lifetime).
     binding: Option<Binding>,
     /// Registered before rmcp holds the session: a session being rebuilt after a restart,
     /// until the request that rebuilds it has its answer ([`McpSessions::rebuilt`]).
@@ -63,6 +75,16 @@ struct Registry {
     uses: u64,
 }
 
+impl Entry {
+    fn authenticated(&self) -> bool {
+        self.binding.is_some()
+    }
+
+    fn owned_by(&self, tid: &str) -> bool {
+        self.owner.as_deref() == Some(tid)
+    }
+}
+
 impl Registry {
     fn next_use(&mut self) -> u64 {
         self.uses += 1;
@@ -70,7 +92,7 @@ impl Registry {
     }
 
     fn provisional(&self) -> usize {
-        self.sessions.values().filter(|e| !e.authenticated).count()
+        self.sessions.values().filter(|e| !e.authenticated()).count()
     }
 
     /// Removes the least recently used session matching `pick`.
@@ -85,13 +107,12 @@ impl Registry {
         Some(id)
     }
 
-    /// Evicts `tid`'s least recently used sessions (never `except`) until it holds at most
-    /// `keep` of them (`except` included).
+    /// Evicts the least recently used sessions `tid` owns, bound or not (never `except`),
+    /// until it owns at most `keep` of them (`except` included).
     fn evict_token(&mut self, tid: &str, keep: usize, except: Option<&str>) -> Vec<String> {
-        let bound = |e: &Entry| e.binding.as_ref().is_some_and(|b| b.tid == tid);
         let mut evicted = Vec::new();
-        while self.sessions.values().filter(|e| bound(e)).count() > keep {
-            match self.evict_lru(|id, e| bound(e) && Some(id) != except) {
+        while self.sessions.values().filter(|e| e.owned_by(tid)).count() > keep {
+            match self.evict_lru(|id, e| e.owned_by(tid) && Some(id) != except) {
                 Some(id) => evicted.push(id),
                 None => break,
             }
@@ -108,6 +129,17 @@ pub struct McpSessions {
     /// With a durable store: where a dropped session's binding is deleted, so its id answers
     /// 404 after a restart too (`docs/mcp.md` §Bounds on disk).
     bindings: Option<Arc<dyn McpBindings>>,
+    /// The server's revoked tids, read on each request: a revoked token's sessions end.
+    revocations: Mutex<Option<broadcast::Receiver<String>>>,
+}
+
+/// What [`McpSessions::revoked_since`] saw.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Revoked {
+    /// The tids revoked since the last look.
+    Tids(Vec<String>),
+    /// Some revocations were missed (the channel overflowed): every owner must be looked up.
+    Missed,
 }
 
 impl std::fmt::Debug for McpSessions {
@@ -141,6 +173,30 @@ impl McpSessions {
                 provisional_lifetime_ms: options.unauthenticated_max_lifetime_ms,
             },
             bindings: None,
+            revocations: Mutex::new(None),
+        }
+    }
+
+    /// The same, ending the sessions of every token announced on `revocations`
+    /// ([`McpSessions::revoked_since`]).
+    pub(crate) fn with_revocations(self, revocations: broadcast::Receiver<String>) -> Self {
+        *self.revocations.lock().unwrap_or_else(|p| p.into_inner()) = Some(revocations);
+        self
+    }
+
+    /// The tokens revoked since the last call.
+    pub(crate) fn revoked_since(&self) -> Revoked {
+        let mut guard = self.revocations.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tids = Vec::new();
+        let Some(receiver) = guard.as_mut() else {
+            return Revoked::Tids(tids);
+        };
+        loop {
+            match receiver.try_recv() {
+                Ok(tid) => tids.push(tid),
+                Err(broadcast::error::TryRecvError::Lagged(_)) => return Revoked::Missed,
+                Err(_) => return Revoked::Tids(tids),
+            }
         }
     }
 
@@ -205,12 +261,42 @@ impl McpSessions {
         self.lock().sessions.contains_key(id)
     }
 
-    /// Whether `id` is live and authenticated.
+    /// Whether `id` is live and authenticated (bound to a token; an unbound session is
+    /// provisional again).
     pub fn is_authenticated(&self, id: &str) -> bool {
         self.lock()
             .sessions
             .get(id)
-            .is_some_and(|e| e.authenticated)
+            .is_some_and(Entry::authenticated)
+    }
+
+    /// The distinct tokens that own live sessions.
+    pub(crate) fn owners(&self) -> Vec<String> {
+        let registry = self.lock();
+        let mut owners: Vec<String> = registry
+            .sessions
+            .values()
+            .filter_map(|e| e.owner.clone())
+            .collect();
+        owners.sort_unstable();
+        owners.dedup();
+        owners
+    }
+
+    /// Drops every live session token `tid` owns (it was revoked); answers their ids, for
+    /// [`McpSessions::close`].
+    pub(crate) fn remove_owned_by(&self, tid: &str) -> Vec<String> {
+        let mut registry = self.lock();
+        let ids: Vec<String> = registry
+            .sessions
+            .iter()
+            .filter(|(_, e)| e.owned_by(tid))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ids {
+            registry.sessions.remove(id);
+        }
+        ids
     }
 
     /// The token `id` is bound to.
@@ -218,8 +304,9 @@ impl McpSessions {
         self.lock().sessions.get(id).and_then(|e| e.binding.clone())
     }
 
-    /// Drops the expired sessions: authenticated ones at `lastSeenAt + idleTtl`, provisional
-    /// ones at `createdAt + lifetime`. Answers their ids.
+    /// Drops the expired sessions: authenticated (bound) ones at `lastSeenAt + idleTtl`,
+    /// provisional ones (never bound, or unbound since) at `provisionalSince + lifetime`.
+    /// Answers their ids.
     pub(crate) fn sweep(&self, now: u64) -> Vec<String> {
         let limits = self.limits;
         let mut registry = self.lock();
@@ -227,10 +314,11 @@ impl McpSessions {
             .sessions
             .iter()
             .filter(|(_, e)| {
-                let deadline = if e.authenticated {
+                let deadline = if e.authenticated() {
                     e.last_seen_at.saturating_add(limits.idle_ttl_ms)
                 } else {
-                    e.created_at.saturating_add(limits.provisional_lifetime_ms)
+                    e.provisional_since
+                        .saturating_add(limits.provisional_lifetime_ms)
                 };
                 now >= deadline
             })
@@ -307,14 +395,15 @@ impl McpSessions {
     }
 
     /// Before admitting a bearer `initialize`: evicts the token's least recently used sessions
-    /// until it holds at most `maxSessionsPerToken − 1`.
+    /// (bound or since unbound) until it owns at most `maxSessionsPerToken − 1`.
     pub(crate) fn make_room_for_token(&self, tid: &str) -> Vec<String> {
         let keep = self.limits.per_token - 1;
         self.lock().evict_token(tid, keep, None)
     }
 
     /// Reserves a slot for a session being built, evicting least recently used provisional
-    /// sessions while over quota (never an authenticated one). Over quota: live + reserved ≥
+    /// sessions (never bound, or unbound since) while over quota (never a bound one). Over
+    /// quota: live + reserved ≥
     /// `maxSessions`, or, for a provisional request, provisional live + provisional reserved ≥
     /// `maxUnauthenticatedSessions`. Answers the reservation and the evicted ids.
     pub(crate) fn reserve(
@@ -338,7 +427,7 @@ impl McpSessions {
         }
         let mut evicted = Vec::with_capacity(to_evict);
         for _ in 0..to_evict {
-            if let Some(id) = registry.evict_lru(|_, e| !e.authenticated) {
+            if let Some(id) = registry.evict_lru(|_, e| !e.authenticated()) {
                 evicted.push(id);
             }
         }
@@ -364,24 +453,28 @@ impl McpSessions {
         }
     }
 
-    /// Binds a live session to a token (`connect_session`): it becomes authenticated, and the
-    /// token's least recently used OTHER sessions are evicted until it holds at most
-    /// `maxSessionsPerToken`. `None` when `id` is not live; else the evicted ids.
+    /// Binds a live session to a token (`connect_session`): it becomes authenticated and
+    /// owned by the token, and the token's least recently used OTHER sessions are evicted
+    /// until it owns at most `maxSessionsPerToken`. `None` when `id` is not live; else the
+    /// evicted ids.
     pub(crate) fn bind(&self, id: &str, binding: Binding) -> Option<Vec<String>> {
         let per_token = self.limits.per_token;
         let mut registry = self.lock();
         let tid = binding.tid.clone();
         let entry = registry.sessions.get_mut(id)?;
-        entry.authenticated = true;
+        entry.owner = Some(tid.clone());
         entry.binding = Some(binding);
         Some(registry.evict_token(&tid, per_token, Some(id)))
     }
 
-    /// Drops the binding of `id` (`disconnect_session`, a failed connect flow). The session
-    /// stays authenticated.
-    pub(crate) fn unbind(&self, id: &str) {
+    /// Drops the binding of `id` at `now` (`disconnect_session`, a failed connect flow): the
+    /// session is provisional again (evictable, its provisional lifetime starting now), and
+    /// still counts towards the share of the token that authenticated it.
+    pub(crate) fn unbind(&self, id: &str, now: u64) {
         if let Some(e) = self.lock().sessions.get_mut(id) {
-            e.binding = None;
+            if e.binding.take().is_some() {
+                e.provisional_since = now;
+            }
         }
     }
 
@@ -407,7 +500,7 @@ pub(crate) struct Reservation {
 }
 
 impl Reservation {
-    /// Turns the reservation into the live session `id` (`createdAt = lastSeenAt = now`),
+    /// Turns the reservation into the live session `id` (created and last seen `now`),
     /// authenticated and bound when `binding` is given.
     pub(crate) fn commit(self, id: String, now: u64, binding: Option<Binding>) {
         self.register(id, now, binding, false);
@@ -428,10 +521,10 @@ impl Reservation {
         registry.sessions.insert(
             id,
             Entry {
-                created_at: now,
+                provisional_since: now,
                 last_seen_at: now,
                 last_use,
-                authenticated: binding.is_some(),
+                owner: binding.as_ref().map(|b| b.tid.clone()),
                 binding,
                 rebuilding,
             },
@@ -450,133 +543,5 @@ impl Drop for Reservation {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sessions(max: usize, provisional: usize, per_token: usize) -> Arc<McpSessions> {
-        Arc::new(McpSessions::new(&McpOptions {
-            max_sessions: max,
-            max_unauthenticated_sessions: provisional,
-            max_sessions_per_token: per_token,
-            idle_ttl_ms: 1000,
-            unauthenticated_max_lifetime_ms: 500,
-            ..McpOptions::default()
-        }))
-    }
-
-    fn bound(tid: &str) -> Option<Binding> {
-        Some(Binding {
-            tid: tid.into(),
-            token: Some(format!("agt_{tid}")),
-        })
-    }
-
-    fn open(s: &Arc<McpSessions>, id: &str, now: u64, binding: Option<Binding>) -> Vec<String> {
-        let (r, evicted) = s.reserve(binding.is_none()).expect("a slot");
-        r.commit(id.into(), now, binding);
-        evicted
-    }
-
-    #[test]
-    fn provisional_pressure_evicts_the_least_recently_used_provisional_session() {
-        let s = sessions(8, 2, 8);
-        open(&s, "a", 0, None);
-        open(&s, "b", 0, None);
-        assert!(s.touch("a", 0));
-        assert_eq!(open(&s, "c", 0, None), vec!["b".to_string()]);
-        assert!(s.is_live("a") && s.is_live("c") && !s.is_live("b"));
-        assert_eq!(s.live_provisional(), 2);
-    }
-
-    #[tokio::test]
-    async fn a_session_being_rebuilt_is_not_taken_for_an_ended_one() {
-        // rmcp's manager holds none of these sessions: "a" ended, "r" is being rebuilt.
-        let s = sessions(8, 8, 8);
-        open(&s, "a", 0, bound("t1"));
-        let (r, _) = s.reserve(false).unwrap();
-        r.commit_rebuilding("r".into(), 0, bound("t2").unwrap());
-        s.forget_ended().await;
-        assert!(!s.is_live("a"));
-        assert!(s.is_live("r"));
-        assert_eq!(s.binding("r").map(|b| b.tid), Some("t2".to_string()));
-        // Once the rebuilding request has its answer, rmcp holds it or it is gone.
-        s.rebuilt("r");
-        s.forget_ended().await;
-        assert!(!s.is_live("r"));
-    }
-
-    #[test]
-    fn authenticated_sessions_are_never_evicted() {
-        let s = sessions(2, 2, 8);
-        open(&s, "a", 0, bound("t1"));
-        open(&s, "b", 0, bound("t2"));
-        assert_eq!(s.reserve(true).err(), Some(AtCapacity));
-        assert_eq!(s.reserve(false).err(), Some(AtCapacity));
-        assert_eq!(s.live(), 2);
-        assert_eq!(s.reserved(), 0);
-    }
-
-    #[test]
-    fn reservations_count_and_are_released_exactly_once() {
-        let s = sessions(2, 2, 8);
-        let (r1, _) = s.reserve(true).unwrap();
-        let (r2, _) = s.reserve(true).unwrap();
-        assert_eq!(s.reserved(), 2);
-        // In-flight reservations are not evictable.
-        assert!(s.reserve(true).is_err());
-        drop(r1);
-        assert_eq!(s.reserved(), 1);
-        r2.commit("x".into(), 0, None);
-        assert_eq!((s.reserved(), s.live()), (0, 1));
-    }
-
-    #[test]
-    fn sweep_expires_by_lifetime_and_idle_ttl() {
-        let s = sessions(8, 8, 8);
-        open(&s, "p", 0, None);
-        open(&s, "a", 0, bound("t"));
-        // Traffic does not extend a provisional session.
-        assert!(s.touch("p", 400));
-        assert!(s.touch("a", 400));
-        assert_eq!(s.sweep(499), Vec::<String>::new());
-        assert_eq!(s.sweep(500), vec!["p".to_string()]);
-        assert_eq!(s.sweep(1399), Vec::<String>::new());
-        assert_eq!(s.sweep(1400), vec!["a".to_string()]);
-        assert_eq!(s.live(), 0);
-    }
-
-    #[tokio::test]
-    async fn sessions_whose_rmcp_side_ended_are_forgotten() {
-        let s = sessions(8, 8, 8);
-        let (id, _transport) = s.manager.create_session().await.expect("created");
-        open(&s, &id, 0, None);
-        open(&s, "never-created-in-rmcp", 0, None);
-        s.forget_ended().await;
-        assert_eq!(s.live_ids(), vec![id.to_string()]);
-        assert_eq!(s.transport_sessions().await, 1);
-        // The worker ends on its own: rmcp closes its side, the slot is freed on the next sweep.
-        s.manager.close_session(&id).await.expect("closed");
-        s.forget_ended().await;
-        assert_eq!((s.live(), s.transport_sessions().await), (0, 0));
-    }
-
-    #[test]
-    fn per_token_cap() {
-        let s = sessions(8, 8, 2);
-        open(&s, "a", 0, bound("t"));
-        open(&s, "b", 0, bound("t"));
-        assert_eq!(s.make_room_for_token("t"), vec!["a".to_string()]);
-        open(&s, "c", 0, bound("t"));
-        // connect_session binds a provisional session and evicts the token's LRU other one.
-        open(&s, "d", 0, None);
-        assert_eq!(
-            s.bind("d", bound("t").unwrap()),
-            Some(vec!["b".to_string()])
-        );
-        assert!(s.is_authenticated("d"));
-        assert_eq!(s.binding("d").unwrap().tid, "t");
-        assert_eq!(s.bind("gone", bound("t").unwrap()), None);
-        s.unbind("d");
-        assert!(s.binding("d").is_none() && s.is_authenticated("d"));
-    }
-}
+#[path = "registry_tests.rs"]
+mod tests;

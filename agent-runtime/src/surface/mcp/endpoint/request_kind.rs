@@ -39,18 +39,22 @@ impl Peek<'_> {
             (true, Some("initialize")) => Kind::Initialize,
             (true, Some("server/discover")) => Kind::Discover,
             (true, Some("tools/call")) => Kind::ToolCall,
+            (true, Some("subscriptions/listen")) => Kind::Listen,
             _ => Kind::Other,
         }
     }
 }
 
 /// What the JSON-RPC body of a POST is, as far as admission cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     Initialize,
     Discover,
     /// A `tools/call` request that does not read as a plain one (`fast_call::PlainCall`,
     /// which the admission layer reads first): it goes to rmcp as any other request.
     ToolCall,
+    /// A 2026-07-28 `subscriptions/listen` request: a stream held open, counted per token.
+    Listen,
     Other,
 }
 

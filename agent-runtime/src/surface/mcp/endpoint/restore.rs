@@ -4,9 +4,10 @@
 //! rebuilds the session under the same id by replaying that handshake, so the client goes
 //! on without initializing again.
 //!
-//! The binding to a token is kept by token id (`tid`), never the token: a session bound with
-//! `connect_session` comes back bound to the same token, its calls admitted by `tid`
-//! (the record's expiry and revocation still apply). Since a session id is then a credential
+//! The binding to a token is kept by token id (`tid`) and the token's stored hash, never the
+//! token: a session bound with `connect_session` comes back bound to the same token, its calls
+//! admitted by `tid` while the record still has that hash (a claim that rotated the token ends
+//! it; the record's expiry and revocation still apply). Since a session id is then a credential
 //! of its own, the store keys bindings by the SHA-256 of the id ([`stored_id`]), never the id:
 //! like a token, it cannot be read back from the database.
 //!
@@ -20,9 +21,17 @@ use rmcp::transport::streamable_http_server::session::{
     SessionState, SessionStore, SessionStoreError,
 };
 
+use axum::http::{header, request::Parts};
+
+use super::registry::Binding;
+use super::McpState;
+use crate::app::App;
 use crate::clock::SharedClock;
 use crate::engine::store::{McpBinding, McpBindings, StoreResult};
-use crate::security::sha256_hex;
+use crate::security::{
+    request_client_address, sha256_hex, verify_bearer, verify_tid, AuthError, RateLimited,
+};
+use crate::surface::mcp::MCP_PATH;
 
 /// The key of MCP session `id` in the store: lowercase hex SHA-256 of the id.
 pub(crate) fn stored_id(id: &str) -> String {
@@ -74,6 +83,7 @@ impl SessionStore for StoredMcpSessions {
         let binding = McpBinding {
             id: stored_id(session_id),
             tid: String::new(),
+            token_hash: String::new(),
             init: serde_json::to_string(&state.initialize_params)?,
             created_at: self.clock.now_ms(),
             deleted: false,
@@ -86,12 +96,13 @@ impl SessionStore for StoredMcpSessions {
     }
 }
 
-/// Records the token MCP session `id` is bound to (at `initialize` with a bearer, or by
-/// `connect_session`); rmcp stored its `initialize` already.
-pub(crate) async fn remember(store: &Arc<dyn McpBindings>, id: &str, tid: &str, now: u64) {
+/// Records the token MCP session `id` is bound to, by id and hash (at `initialize` with a
+/// bearer, or by `connect_session`); rmcp stored its `initialize` already.
+pub(crate) async fn remember(store: &Arc<dyn McpBindings>, id: &str, bound: &Binding, now: u64) {
     let binding = McpBinding {
         id: stored_id(id),
-        tid: tid.to_owned(),
+        tid: bound.tid.clone(),
+        token_hash: bound.token_hash.clone(),
         init: String::new(),
         created_at: now,
         deleted: false,
@@ -106,5 +117,128 @@ pub(crate) async fn remember(store: &Arc<dyn McpBindings>, id: &str, tid: &str, 
 pub(crate) async fn forget(store: &Arc<dyn McpBindings>, id: &str) {
     if let Err(e) = store.unbind_mcp(&stored_id(id)).await {
         tracing::error!(target: "agent_runtime::store", "unbinding MCP session {id} failed: {e}");
+    }
+}
+
+/// Why a request naming an id this process does not hold is not rebuilt.
+pub(crate) enum Refused {
+    /// 404 `session not found`.
+    NotFound,
+    /// The client address failed too often: 429 before any store read.
+    Limited(RateLimited),
+}
+
+/// What a stored session is rebuilt with.
+enum Verdict {
+    Rebuild(Binding),
+    /// Not rebuildable: counts as a failed credential of the client address.
+    Refused,
+    /// The store could not be read: 404, not counted against the client.
+    Unavailable,
+}
+
+/// Checks a request naming MCP session `id`, which this process does not hold, against the
+/// stored binding, holding no lock: the client address is refused (429) while it is blocked
+/// for failed credentials, and an id that is not rebuilt counts as one
+/// (`docs/mcp.md` §Restore after a restart). Answers the binding to rebuild the session with.
+pub(crate) async fn admit_stored<A: App>(
+    server: &McpState<A>,
+    store: &Arc<dyn McpBindings>,
+    parts: &Parts,
+    id: &str,
+) -> Result<Binding, Refused> {
+    let address = request_client_address(parts, server.options().trust_proxy);
+    server.auth_blocked(&address).map_err(Refused::Limited)?;
+    match verdict(server, store, parts, id).await {
+        Verdict::Rebuild(binding) => Ok(binding),
+        Verdict::Refused => {
+            server.auth_failed(&address, MCP_PATH, None).await;
+            Err(Refused::NotFound)
+        }
+        Verdict::Unavailable => Err(Refused::NotFound),
+    }
+}
+
+/// The stored binding of `id` and the token record it names: rebuilt when the binding is
+/// complete and the record still valid; a request with a bearer must carry the bound token
+/// itself; without one, the record must still have the hash the session was bound with.
+async fn verdict<A: App>(
+    server: &McpState<A>,
+    store: &Arc<dyn McpBindings>,
+    parts: &Parts,
+    id: &str,
+) -> Verdict {
+    let stored = match binding(store, id).await {
+        Ok(Some(b)) if !b.deleted && !b.tid.is_empty() && !b.init.is_empty() => b,
+        Ok(None) => return Verdict::Refused,
+        // Never rebuilt: the row goes.
+        Ok(Some(_)) => {
+            delete(store, id).await;
+            return Verdict::Refused;
+        }
+        Err(e) => {
+            tracing::error!(target: "agent_runtime::store", "loading MCP session {id} failed: {e}");
+            return Verdict::Unavailable;
+        }
+    };
+    let (now, ttl) = (server.now(), server.options().sliding_ttl_ms);
+    let authorization = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .map(|a| a.to_str().unwrap_or_default());
+    let verified = match authorization {
+        Some(authorization) => {
+            verify_bearer(Some(authorization), &**server.tokens(), now, ttl).await
+        }
+        None => verify_tid(&stored.tid, &**server.tokens(), now, ttl).await,
+    };
+    match verified {
+        // The bound token itself, as the bearer: used as before.
+        Ok(record) if authorization.is_some() && record.tid == stored.tid => {
+            Verdict::Rebuild(Binding {
+                tid: record.tid,
+                token_hash: record.token_hash,
+                token: authorization
+                    .and_then(|a| a.strip_prefix("Bearer "))
+                    .map(str::to_owned),
+            })
+        }
+        // By token id, while the record keeps the hash the session was bound with.
+        Ok(record) if authorization.is_none() && !stored.token_hash.is_empty() => {
+            if record.token_hash == stored.token_hash {
+                Verdict::Rebuild(Binding {
+                    tid: record.tid,
+                    token_hash: record.token_hash,
+                    token: None,
+                })
+            } else {
+                // The token was rotated (a claim) since: never rebuilt, the row goes.
+                delete(store, id).await;
+                Verdict::Refused
+            }
+        }
+        // The bound token is revoked: never rebuilt, the row goes. (A bearer for another
+        // token proves nothing about this one; an unknown or expired one cannot be told from
+        // a database that failed, and a row without a hash may still be rebuilt with the
+        // token as bearer, so those rows wait for the caps to trim them.)
+        Err(AuthError::Revoked) if authorization.is_none() => {
+            delete(store, id).await;
+            Verdict::Refused
+        }
+        _ => Verdict::Refused,
+    }
+}
+
+/// Whether a binding rebuilt without its raw token still holds: its token's record is valid
+/// and still has the hash the session was bound with (a claim rotates it). A binding with the
+/// raw token is checked by each call's bearer.
+pub(crate) async fn still_bound<A: App>(server: &McpState<A>, binding: &Binding) -> bool {
+    if binding.token.is_some() {
+        return true;
+    }
+    let (now, ttl) = (server.now(), server.options().sliding_ttl_ms);
+    match verify_tid(&binding.tid, &**server.tokens(), now, ttl).await {
+        Ok(record) => !binding.token_hash.is_empty() && record.token_hash == binding.token_hash,
+        Err(_) => false,
     }
 }
