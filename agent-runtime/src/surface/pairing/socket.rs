@@ -28,8 +28,7 @@ use crate::engine::paired::records::within_grace;
 use crate::ops::ServerState;
 use crate::security::{
     lifecycle, request_client_address, verify_bearer, AuditEntry, AuditEvent, AuthError,
-    LifecycleError, TokenRecord,
-    TokenStatus,
+    LifecycleError, TokenRecord, TokenStatus,
 };
 use serde_json::json;
 

@@ -45,7 +45,7 @@ use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
 use crate::ops::error::ApiError;
 use crate::security::{
-    request_client_address, verify_bearer, AllowedHosts, AuditEntry, AuditEvent, Bucket,
+    request_client_address, verify_bearer, AllowedHosts, AuditEntry, AuditEvent, AuthError, Bucket,
     TokenRecord, WireError,
 };
 use crate::surface::mcp::MCP_PATH;
@@ -328,7 +328,9 @@ where
         let binding = match restore::admit_stored(&self.server, store, &parts, &id).await {
             Ok(binding) => binding,
             Err(restore::Refused::NotFound) => return not_found(),
-            Err(restore::Refused::Limited(limited)) => return ApiError::from(limited).into_response(),
+            Err(restore::Refused::Limited(limited)) => {
+                return ApiError::from(limited).into_response()
+            }
         };
         let rebuilding = self.restoring.clone().lock_owned().await;
         let server = &self.server;
@@ -474,6 +476,9 @@ where
                 };
                 Ok((binding, record))
             }
+            Err(AuthError::StoreFailed) => Err(Box::new(
+                ApiError::from(AuthError::StoreFailed).into_response(),
+            )),
             Err(e) => {
                 let detail = json!({"endpoint": MCP_PATH, "code": e.code().as_str()});
                 let entry = AuditEntry::new(now, AuditEvent::AuthFailed, detail);

@@ -34,8 +34,8 @@ use crate::surface::mcp::format::{
 };
 use crate::surface::mcp::forward::{connect_flow, DescriptionCache, Forwarder};
 use crate::surface::mcp::resources;
-use crate::surface::mcp::MCP_PATH;
 use crate::surface::mcp::tools::ToolAction;
+use crate::surface::mcp::MCP_PATH;
 
 const INSTRUCTIONS: &str = "This server drives a running app. Start with connect_session and \
     the agent token the user copies from the app (agt_…). Then observe to read the state and \
@@ -127,7 +127,8 @@ impl<A: App> McpHandler<A> {
             self.server.options().sliding_ttl_ms,
         )
         .await;
-        if verified.is_err() {
+        // A store that failed is not the caller's failure.
+        if matches!(verified, Err(AuthError::AuthFailed | AuthError::Revoked)) {
             self.server.auth_failed(&address, MCP_PATH, None).await;
         }
         let record = match verified {

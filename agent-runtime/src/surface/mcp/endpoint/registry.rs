@@ -92,7 +92,10 @@ impl Registry {
     }
 
     fn provisional(&self) -> usize {
-        self.sessions.values().filter(|e| !e.authenticated()).count()
+        self.sessions
+            .values()
+            .filter(|e| !e.authenticated())
+            .count()
     }
 
     /// Removes the least recently used session matching `pick`.

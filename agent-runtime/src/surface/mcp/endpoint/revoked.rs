@@ -19,7 +19,7 @@ pub(crate) async fn end_revoked<A: App>(server: &McpState<A>) {
                 // A record that cannot be read is taken as gone: a session never outlives
                 // a token it cannot show is still valid.
                 match server.tokens().find_by_tid(&tid).await {
-                    Some(record) if record.status != TokenStatus::Revoked => {}
+                    Ok(Some(record)) if record.status != TokenStatus::Revoked => {}
                     _ => gone.push(tid),
                 }
             }
