@@ -2,6 +2,7 @@
 //! `update`, effects as data) plus optional hooks that shape what agents see.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use agent_schema::{AgentContext, AgentDocs, AgentMsg};
@@ -26,7 +27,8 @@ pub trait App: Send + Sync + Sized + 'static {
     type State: Serialize + serde::de::DeserializeOwned + JsonSchema + Clone + Send + Sync + 'static;
     /// The message enum, annotated with agent tags.
     type Msg: AgentMsg + Clone + Sync;
-    /// Effects as data: `would_dispatch` lists them (as JSON) without running them.
+    /// Effects as data. `would_dispatch` predicts them without running them, and shows
+    /// agents what they carry only when [`App::effect_preview`] says so.
     type Effect: Serialize + Send + 'static;
 
     /// The app's name (the describe document's `name`).
@@ -47,6 +49,15 @@ pub trait App: Send + Sync + Sized + 'static {
         effect: Self::Effect,
         ctx: EffectContext<Self::Msg>,
     ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static;
+
+    /// Whether `would_dispatch` shows agents the effects it predicts. The default,
+    /// [`EffectPreview::hidden`], shows only how many there are: an effect can carry what
+    /// agents must not see (a `@redact` key passed to a call), and the state's `@redact` tags
+    /// do not follow a value into an effect. [`EffectPreview::redacted`] shows them without
+    /// the fields the effect type tags `/// @redact`.
+    fn effect_preview(&self) -> EffectPreview<Self::Effect> {
+        EffectPreview::hidden()
+    }
 
     /// Static documentation for agents (`docs` in the describe document).
     fn docs(&self) -> Option<AgentDocs> {
@@ -164,6 +175,53 @@ fn fill(stored: &mut Value, initial: &Value, deep: bool) {
             }
             Some(_) => {}
         }
+    }
+}
+
+/// How `would_dispatch` shows agents the effects it predicts (see [`App::effect_preview`]).
+pub struct EffectPreview<E> {
+    /// The effect type's JSON Schema, whose `@redact` fields are left out; `None`: hidden.
+    schema: Option<Value>,
+    effect: PhantomData<fn() -> E>,
+}
+
+impl<E> EffectPreview<E> {
+    /// Effects are left out of predictions: `would_dispatch` answers `"effects": []` and
+    /// how many there are (`effectsHidden`).
+    pub fn hidden() -> Self {
+        EffectPreview {
+            schema: None,
+            effect: PhantomData,
+        }
+    }
+
+    /// The effect type's schema when effects are shown.
+    pub(crate) fn into_schema(self) -> Option<Value> {
+        self.schema
+    }
+}
+
+impl<E: JsonSchema> EffectPreview<E> {
+    /// Effects are shown, serialized without the fields tagged `/// @redact` in `E` and the
+    /// types inside it (the same tag, read the same way, as on the state). A field that
+    /// carries a secret is tagged here even when the state field it came from is: the tags
+    /// belong to types, not to values. A tag that does not parse fails host construction.
+    pub fn redacted() -> Self {
+        EffectPreview {
+            schema: Some(agent_schema::describe::state_schema::<E>()),
+            effect: PhantomData,
+        }
+    }
+}
+
+impl<E> std::fmt::Debug for EffectPreview<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = if self.schema.is_some() {
+            "redacted"
+        } else {
+            "hidden"
+        };
+        f.write_str(shown)
     }
 }
 

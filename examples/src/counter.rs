@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use agent_runtime::app::{App, EffectError, OutlineNode, Region, VisibleContent};
+use agent_runtime::app::{App, EffectError, EffectPreview, OutlineNode, Region, VisibleContent};
 use agent_runtime::session::EffectContext;
 use agent_runtime::{AgentContext, AgentDocs, AgentMsg};
 use schemars::JsonSchema;
@@ -68,8 +68,8 @@ pub enum Msg {
     },
 }
 
-/// The counter's effects.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The counter's effects (`would_dispatch` shows them: they carry nothing secret).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type")]
 pub enum Effect {
     /// Writes an audit record (commits nothing, sends no message).
@@ -95,6 +95,10 @@ impl App for Counter {
 
     fn version(&self) -> &str {
         env!("CARGO_PKG_VERSION")
+    }
+
+    fn effect_preview(&self) -> EffectPreview<Effect> {
+        EffectPreview::redacted()
     }
 
     fn init(&self) -> (State, Vec<Effect>) {

@@ -2,15 +2,17 @@
 //! in any byte an agent can read — state, observe, describe's `stateSchema`, diffs,
 //! `stateAfter`, predictions, waits, the log, confirmation results, MCP results — however
 //! deep the field sits (a struct in a list, in a map, in an enum variant), and a route gate
-//! cannot read one.
+//! cannot read one. An effect that carries a redacted value is not shown by `would_dispatch`
+//! (issue 31): effects are left out of predictions unless the app shows them through its
+//! effect type's own `@redact` tags.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use agent_runtime::app::{App, EffectError};
+use agent_runtime::app::{App, EffectError, EffectPreview};
 use agent_runtime::session::EffectContext;
-use agent_runtime::{AgentMsg, AgentServer, Host, ServerOptions};
+use agent_runtime::{AgentContext, AgentMsg, AgentServer, Host, ServerOptions};
 use agent_tests::mcp::McpAgent;
 use agent_tests::start;
 use schemars::JsonSchema;
@@ -19,6 +21,9 @@ use serde_json::{json, Value};
 
 /// Every redacted value holds it; nothing agents may see does.
 const SECRET: &str = "S3CRET";
+
+/// Where the vault's effects send its key.
+const BACKEND: &str = "https://backend.example/keys";
 
 #[derive(Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -50,6 +55,19 @@ enum Mode {
     },
 }
 
+/// What the vault asks of its backend.
+#[derive(Serialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum Call {
+    /// Sends the rotated key to the backend: the effect carries the state's `@redact` key.
+    Push {
+        url: String,
+        /// Tagged for `ShownVault`, which shows its effects; `VaultApp` shows none.
+        /// @redact
+        api_key: String,
+    },
+}
+
 #[derive(Clone, Serialize, Deserialize, JsonSchema, AgentMsg)]
 #[serde(tag = "type", rename_all = "camelCase")]
 enum VaultMsg {
@@ -73,7 +91,7 @@ struct VaultApp;
 impl App for VaultApp {
     type State = Vault;
     type Msg = VaultMsg;
-    type Effect = ();
+    type Effect = Call;
 
     fn name(&self) -> &str {
         "vault"
@@ -81,7 +99,7 @@ impl App for VaultApp {
     fn version(&self) -> &str {
         "1"
     }
-    fn init(&self) -> (Vault, Vec<()>) {
+    fn init(&self) -> (Vault, Vec<Call>) {
         let vault = Vault {
             count: 0,
             api_key: format!("{SECRET}-key-0"),
@@ -91,9 +109,10 @@ impl App for VaultApp {
         };
         (vault, Vec::new())
     }
-    fn update(&self, state: &mut Vault, msg: VaultMsg) -> Vec<()> {
+    fn update(&self, state: &mut Vault, msg: VaultMsg) -> Vec<Call> {
         state.count += 1;
         let n = state.count;
+        let mut calls = Vec::new();
         match msg {
             VaultMsg::Inc => {}
             VaultMsg::Add { label } => {
@@ -112,6 +131,10 @@ impl App for VaultApp {
                 if let Mode::Locked { pin, .. } = &mut state.mode {
                     *pin = format!("{SECRET}-pin-{n}");
                 }
+                calls.push(Call::Push {
+                    url: BACKEND.into(),
+                    api_key: state.api_key.clone(),
+                });
             }
             VaultMsg::Lock => {
                 state.mode = Mode::Locked {
@@ -125,14 +148,27 @@ impl App for VaultApp {
                 state.by_label.clear();
             }
         }
-        Vec::new()
+        calls
     }
     fn run_effect(
         &self,
-        _: (),
+        _: Call,
         _: EffectContext<VaultMsg>,
     ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static {
         std::future::ready(Ok(()))
+    }
+    /// Follows the rule for hooks: it reads the `@redact` key (hooks get the whole typed
+    /// state) and says what it implies, never the key itself.
+    fn context(&self, state: &Vault) -> Option<AgentContext> {
+        Some(AgentContext {
+            summary: if state.api_key.is_empty() {
+                "no API key".into()
+            } else {
+                "an API key is set".into()
+            },
+            hints: vec![format!("the key has {} characters", state.api_key.len())],
+            cautions: Vec::new(),
+        })
     }
 }
 
@@ -237,6 +273,7 @@ async fn no_redacted_field_reaches_an_agent() {
             json!({"msg": {"type": "rotate"}, "waitFor": "idle"}),
         ),
         ("would_dispatch", json!({"msg": {"type": "lock"}})),
+        ("would_dispatch", json!({"msg": {"type": "rotate"}})),
         ("describe_recent_actions", json!({"n": 10})),
         ("query_state", json!({"path": "/byLabel"})),
     ] {
@@ -247,6 +284,118 @@ async fn no_redacted_field_reaches_an_agent() {
 
     for (what, body) in seen.borrow().iter() {
         assert_clean(what, body);
+    }
+}
+
+#[tokio::test]
+async fn a_predicted_effect_never_shows_a_redacted_value() {
+    let host = Host::new(VaultApp).expect("host");
+    let t = start(AgentServer::builder(host)).await;
+    let m = t.mint("alice", None).await;
+    let a = t
+        .lap(
+            &m.token,
+            "/would-dispatch",
+            &json!({"msg": {"type": "rotate"}}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_clean("/would-dispatch", &a.body);
+    assert_eq!(a.body["status"], "predicted", "{}", a.body);
+    assert_eq!(
+        a.body["stateDiff"],
+        json!([{"op": "replace", "path": "/count", "value": 1}])
+    );
+    assert_eq!(a.body["effects"], json!([]), "{}", a.body);
+    assert_eq!(a.body["effectsHidden"], 1, "{}", a.body);
+    let agent = McpAgent::connect(&t.base, &m.token).await;
+    let out = agent
+        .call("would_dispatch", json!({"msg": {"type": "rotate"}}))
+        .await;
+    assert_clean("mcp would_dispatch", &out);
+    agent.close().await;
+
+    // An app that shows its effects: without the fields its effect type tags `@redact`.
+    let host = Host::new(ShownVault).expect("host");
+    let t = start(AgentServer::builder(host)).await;
+    let m = t.mint("alice", None).await;
+    let a = t
+        .lap(
+            &m.token,
+            "/would-dispatch",
+            &json!({"msg": {"type": "rotate"}}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_clean("/would-dispatch", &a.body);
+    assert_eq!(
+        a.body["effects"],
+        json!([{"type": "push", "url": BACKEND}]),
+        "{}",
+        a.body
+    );
+    assert_eq!(a.body.get("effectsHidden"), None, "{}", a.body);
+}
+
+/// [`VaultApp`], showing its effects to agents.
+struct ShownVault;
+
+impl App for ShownVault {
+    type State = Vault;
+    type Msg = VaultMsg;
+    type Effect = Call;
+
+    fn name(&self) -> &str {
+        VaultApp.name()
+    }
+    fn version(&self) -> &str {
+        VaultApp.version()
+    }
+    fn effect_preview(&self) -> EffectPreview<Call> {
+        EffectPreview::redacted()
+    }
+    fn init(&self) -> (Vault, Vec<Call>) {
+        VaultApp.init()
+    }
+    fn update(&self, state: &mut Vault, msg: VaultMsg) -> Vec<Call> {
+        VaultApp.update(state, msg)
+    }
+    fn run_effect(
+        &self,
+        _: Call,
+        _: EffectContext<VaultMsg>,
+    ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static {
+        std::future::ready(Ok(()))
+    }
+}
+
+/// The rule for hooks (`docs/security.md` §What agents see): `context`, `affordances`,
+/// `outline` and `regions` get the whole typed state, `@redact` fields included, and what they
+/// return reaches agents unfiltered, so keeping a redacted value out of it is the app's job.
+/// `VaultApp::context` reads the key and says only what it implies.
+#[tokio::test]
+async fn hooks_see_redacted_fields_and_are_not_filtered() {
+    let host = Host::new(VaultApp).expect("host");
+    let t = start(AgentServer::builder(host)).await;
+    let m = t.mint("alice", None).await;
+    let key_len = VaultApp.init().0.api_key.len();
+    for tail in ["/context", "/observe"] {
+        let a = t.lap(&m.token, tail, &json!({})).await;
+        assert_eq!(a.status, 200, "{tail}: {}", a.body);
+        assert_clean(tail, &a.body);
+        let context = &a.body["context"];
+        assert_eq!(
+            context["summary"], "an API key is set",
+            "{tail}: {}",
+            a.body
+        );
+        // Derived from the redacted field, and shown as the hook wrote it.
+        assert_eq!(
+            context["hints"],
+            json!([format!("the key has {key_len} characters")]),
+            "{tail}: {}",
+            a.body
+        );
     }
 }
 
@@ -272,7 +421,7 @@ impl App for GatedApp {
         "1"
     }
     fn init(&self) -> (Vault, Vec<()>) {
-        VaultApp.init()
+        (VaultApp.init().0, Vec::new())
     }
     fn update(&self, _: &mut Vault, _: GatedMsg) -> Vec<()> {
         Vec::new()

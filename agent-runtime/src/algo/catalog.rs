@@ -32,6 +32,9 @@ pub enum CatalogError {
     /// A `@redact` tag on a state field is malformed (a near miss such as `@redacted`).
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Redact(Vec<agent_schema::redact::RedactError>),
+    /// A `@redact` tag in the effect type [`App::effect_preview`] shows is malformed.
+    #[error("effect type: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    EffectRedact(Vec<agent_schema::redact::RedactError>),
 }
 
 /// The checked schema of one app.
@@ -42,6 +45,8 @@ pub struct Catalog {
     affordances: Affordances,
     describe: Value,
     redact_plan: Arc<RedactPlan>,
+    /// The `@redact` fields of the effect type, when the app shows its effects.
+    effect_plan: Option<RedactPlan>,
     /// The same document serialized once: `/describe` embeds it as is.
     describe_json: Arc<RawValue>,
     /// The lean document `/observe` embeds (no `annotations`), serialized once.
@@ -71,6 +76,12 @@ impl Catalog {
         // Agents never see `@redact` fields, nor gates reading them (they read the redacted
         // state): the schema they are checked against and shown is the stripped one.
         strip_schema(&mut state);
+        let effect_plan = match app.effect_preview().into_schema() {
+            Some(schema) => {
+                Some(RedactPlan::from_schema(&schema).map_err(CatalogError::EffectRedact)?)
+            }
+            None => None,
+        };
         model.check_startup::<A::Msg>(&state)?;
         let predicates = Arc::new(PredicateCache::new());
         let validator = Validator::new(&model, predicates.clone())?;
@@ -100,6 +111,7 @@ impl Catalog {
             observe_json,
             describe,
             redact_plan,
+            effect_plan,
             model,
         })
     }
@@ -153,6 +165,12 @@ impl Catalog {
     /// The `@redact` fields of the state.
     pub fn redact_plan(&self) -> &Arc<RedactPlan> {
         &self.redact_plan
+    }
+
+    /// The `@redact` fields of the effect type, `None` when the app does not show its
+    /// effects to agents ([`App::effect_preview`]).
+    pub(crate) fn effect_plan(&self) -> Option<&RedactPlan> {
+        self.effect_plan.as_ref()
     }
 
     /// The describe document (`docs/lap.md` §5.4).

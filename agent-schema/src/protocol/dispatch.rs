@@ -201,6 +201,10 @@ pub enum ConfirmOutcome {
     Pending,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// The answer of `would_dispatch`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "status", rename_all = "kebab-case")]
@@ -210,8 +214,13 @@ pub enum WouldDispatchResult {
     Predicted {
         /// Diff of the redacted state before and after.
         state_diff: Vec<PatchOp>,
-        /// The effects `update` returned, as JSON.
+        /// The effects `update` returned, as JSON without their `@redact` fields, when the
+        /// app shows its effects; empty otherwise.
         effects: Vec<Value>,
+        /// How many effects `update` returned that the app does not show agents (absent
+        /// when none): an effect may carry a value agents must not see.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        effects_hidden: usize,
     },
     /// Lenient validation failed.
     SchemaMismatch {

@@ -71,6 +71,14 @@ pub(crate) fn serialize_full<A: App>(
     full(plan, state, &|v| app.redact(v))
 }
 
+/// Serializes any value without the fields `plan` redacts (an effect shown to agents).
+pub(crate) fn serialize_redacted<T: Serialize + ?Sized>(
+    plan: &RedactPlan,
+    value: &T,
+) -> Result<Value, String> {
+    full(plan, value, &|_| {})
+}
+
 fn full<S: Serialize + ?Sized>(
     plan: &RedactPlan,
     state: &S,

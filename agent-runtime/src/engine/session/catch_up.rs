@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::migrate::{read_state, Read};
+use super::migrate::read_state;
 use super::{lock, SessionCore};
 use crate::app::App;
 use crate::engine::store::SessionChanges;
@@ -75,9 +75,13 @@ pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
 /// becomes that record's.
 fn whole<A: App>(core: &SessionCore<A>, text: &str, hash: &str, seq: u64) -> Option<A::State> {
     let p = core.persist.as_ref()?;
-    let state = read_state(&*core.app, text, hash)
-        .map(Read::into_state)
-        .ok()?;
+    let state = match read_state(&*core.app, text, hash) {
+        Ok(read) => read.into_state(),
+        Err(why) => {
+            why.log(&core.id, "catching up failed");
+            return None;
+        }
+    };
     match serde_json::from_str(text) {
         Ok(tree) => lock(&p.log).replace(seq, tree),
         Err(_) => lock(&p.log).forget(),

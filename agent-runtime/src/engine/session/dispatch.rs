@@ -19,6 +19,7 @@ use super::events::EventBody;
 use super::queue::{Approval, Origin};
 use super::{activity, lock, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
 use crate::algo::diff::diff;
+use crate::algo::snapshot::serialize_redacted;
 use crate::app::App;
 use crate::config::{json_len, DispatchPolicy, OverBudget};
 use crate::security::AuditEvent;
@@ -412,18 +413,35 @@ impl<A: App> Session<A> {
         };
         match catch_unwind(AssertUnwindSafe(|| app.update(&mut clone, typed))) {
             Ok(effects) => match redact(app, plan, &clone) {
-                Ok(after) => Ok(WouldDispatchResult::Predicted {
-                    state_diff: diff(&before, &after),
-                    effects: effects
-                        .iter()
-                        .map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
-                        .collect(),
-                }),
+                Ok(after) => {
+                    let (effects, effects_hidden) = self.shown_effects(&effects);
+                    Ok(WouldDispatchResult::Predicted {
+                        state_diff: diff(&before, &after),
+                        effects,
+                        effects_hidden,
+                    })
+                }
                 Err(message) => threw(message),
             },
             Err(p) => Ok(WouldDispatchResult::ReducerThrew {
                 message: format!("update panicked: {}", panic_text(&*p)),
             }),
+        }
+    }
+
+    /// What a prediction shows of `effects` (`docs/semantics.md` §6): each without its
+    /// `@redact` fields when the app shows its effects (one that does not serialize is
+    /// `null`), and how many are hidden otherwise.
+    fn shown_effects(&self, effects: &[A::Effect]) -> (Vec<Value>, usize) {
+        match self.core.catalog.effect_plan() {
+            Some(plan) => {
+                let shown = effects
+                    .iter()
+                    .map(|e| serialize_redacted(plan, e).unwrap_or(Value::Null))
+                    .collect();
+                (shown, 0)
+            }
+            None => (Vec::new(), effects.len()),
         }
     }
 

@@ -236,7 +236,10 @@ async fn stored_state<A: App>(
         .map_err(|e| format!("commit not stored: {e}"))?
         .ok_or(NotStored::Gone)?;
     let state = read_state(&*core.app, &record.state, &record.schema_hash)
-        .map_err(|e| format!("commit not stored: {e}"))?
+        .map_err(|why| {
+            why.log(&core.id, "commit not stored");
+            format!("commit not stored: {}", why.shown)
+        })?
         .into_state();
     Ok((record, state))
 }
@@ -407,11 +410,12 @@ pub(crate) fn restore<A: App>(
             schema_changed_note(&record.schema_hash, &current_hash),
         ));
     }
-    let read = read_state(&*parts.app, &record.state, &record.schema_hash).map_err(|e| {
+    let read = read_state(&*parts.app, &record.state, &record.schema_hash).map_err(|why| {
+        why.log(&record.id, "session cannot be loaded");
         SessionError::NotMigrated(format!(
-            "session {} cannot be loaded: {e}. Its stored state (commit {}, schema {}) is kept \
+            "session {} cannot be loaded: {}. Its stored state (commit {}, schema {}) is kept \
              unchanged; a version of the app that reads it (App::migrate) brings it back",
-            record.id, record.seq, record.schema_hash
+            record.id, why.shown, record.seq, record.schema_hash
         ))
     })?;
     let (state, seq, first) = match read {
@@ -423,6 +427,13 @@ pub(crate) fn restore<A: App>(
             (state, record.seq, None)
         }
         Read::Migrated { state, why } => {
+            tracing::warn!(
+                target: "agent_runtime::store",
+                session = %record.id,
+                "session migrated from commit {}: {}",
+                record.seq,
+                why.full
+            );
             let seq = record.seq + 1;
             let text = lock(&persist.log)
                 .reset(seq, &state)
@@ -431,10 +442,10 @@ pub(crate) fn restore<A: App>(
                 LogKind::Error,
                 "Session migrated",
                 format!(
-                    "the stored state (commit {}, schema {}) no longer deserialized ({why}); \
+                    "the stored state (commit {}, schema {}) no longer deserialized ({}); \
                      App::migrate carried it over to this version's state, committed as \
                      commit {seq}",
-                    record.seq, record.schema_hash
+                    record.seq, record.schema_hash, why.shown
                 ),
             ));
             (state, seq, Some(FirstWrite::Migrated { seq, state: text }))
