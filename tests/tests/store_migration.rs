@@ -142,3 +142,41 @@ async fn a_version_1_postgres_database_is_migrated() {
     let err = Stores::open(&pg.url()).await.expect_err("too new");
     assert!(err.to_string().contains("schema version 99"), "{err}");
 }
+
+/// A version-2 PostgreSQL database (its change trigger fired on `UPDATE` only) gets the
+/// trigger that also announces deletes when a version-3 build opens it (`docs/stores.md`
+/// §PostgreSQL: replicas).
+#[tokio::test]
+async fn a_version_2_postgres_database_gets_the_delete_trigger() {
+    let pg = PgServer::start();
+    drop(Stores::open(&pg.url()).await.expect("open"));
+    let pool = sqlx::PgPool::connect(&pg.url()).await.expect("connect");
+    sqlx::raw_sql(
+        "DROP TRIGGER agent_sessions_changed ON agent_sessions;
+         CREATE TRIGGER agent_sessions_changed AFTER UPDATE ON agent_sessions
+             FOR EACH ROW EXECUTE FUNCTION agent_sessions_notify();
+         UPDATE agent_meta SET value = 2 WHERE name = 'schema';",
+    )
+    .execute(&pool)
+    .await
+    .expect("version 2");
+    let trigger = || async {
+        let (def,): (String,) = sqlx::query_as(
+            "SELECT pg_get_triggerdef(oid) FROM pg_trigger \
+             WHERE tgname = 'agent_sessions_changed'",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("trigger");
+        def
+    };
+    assert!(!trigger().await.contains("DELETE"));
+    drop(Stores::open(&pg.url()).await.expect("migrate"));
+    assert!(trigger().await.contains("DELETE"), "{}", trigger().await);
+    let (version,): (i64,) = sqlx::query_as("SELECT value FROM agent_meta WHERE name = 'schema'")
+        .fetch_one(&pool)
+        .await
+        .expect("version row");
+    assert_eq!(version, 3);
+    pool.close().await;
+}
