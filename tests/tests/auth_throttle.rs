@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use agent_examples::counter::Counter;
 use agent_runtime::security::TrustProxy;
-use agent_runtime::security::{InMemoryTokenStore, MemoryAuditSink, TokenRecord, TokenStore};
+use agent_runtime::security::{
+    InMemoryTokenStore, MemoryAuditSink, StoreResult, TokenChange, TokenRecord, TokenStore,
+};
 use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, Host, HostConfig, ServerOptions};
 use agent_tests::tab::{ws_url, Tab};
@@ -29,32 +31,42 @@ struct CountedTokens {
 }
 
 impl TokenStore for CountedTokens {
-    fn create(&self, record: TokenRecord) -> BoxFuture<'_, ()> {
+    fn create(&self, record: TokenRecord) -> BoxFuture<'_, StoreResult<()>> {
         TokenStore::create(&self.inner, record)
     }
-    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, Option<TokenRecord>> {
+    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<Option<TokenRecord>>> {
         TokenStore::find_by_tid(&self.inner, tid)
     }
-    fn find_by_token_hash<'a>(&'a self, hash: &'a str) -> BoxFuture<'a, Option<TokenRecord>> {
+    fn find_by_token_hash<'a>(
+        &'a self,
+        hash: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<TokenRecord>>> {
         self.lookups.fetch_add(1, Ordering::SeqCst);
         TokenStore::find_by_token_hash(&self.inner, hash)
     }
-    fn list_by_identity<'a>(&'a self, uid: &'a str) -> BoxFuture<'a, Vec<TokenRecord>> {
+    fn list_by_identity<'a>(
+        &'a self,
+        uid: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TokenRecord>>> {
         TokenStore::list_by_identity(&self.inner, uid)
     }
-    fn list_by_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Vec<TokenRecord>> {
+    fn list_by_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Vec<TokenRecord>>> {
         TokenStore::list_by_session(&self.inner, id)
     }
-    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, ()> {
+    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, StoreResult<()>> {
         TokenStore::touch(&self.inner, tid, now)
     }
-    fn mark_active<'a>(&'a self, tid: &'a str, label: &'a str, now: u64) -> BoxFuture<'a, ()> {
-        TokenStore::mark_active(&self.inner, tid, label, now)
+    fn change<'a>(
+        &'a self,
+        tid: &'a str,
+        change: &'a TokenChange,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        TokenStore::change(&self.inner, tid, change)
     }
-    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, ()> {
+    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         TokenStore::revoke(&self.inner, tid)
     }
-    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, usize> {
+    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, StoreResult<usize>> {
         TokenStore::sweep_expired(&self.inner, now, retention_ms)
     }
 }

@@ -14,8 +14,8 @@ use agent_runtime::clock::ManualClock;
 use agent_runtime::security::{AuditEvent, MemoryAuditSink, TrustProxy};
 use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::{
-    CommitWrite, Committed, SessionChanges, SessionRecord, SessionStore, StoreError, StoreResult,
-    Stores,
+    CommitWrite, Committed, ConfirmsSwap, SessionChanges, SessionRecord, SessionStore, StoreError,
+    StoreResult, Stores,
 };
 use agent_runtime::{AgentServer, Host, HostConfig, ServerOptions};
 use agent_tests::postgres::PgServer;
@@ -252,12 +252,13 @@ impl SessionStore for Faulty {
     ) -> BoxFuture<'a, StoreResult<Option<SessionChanges>>> {
         self.inner.load_since(id, after)
     }
-    fn save_confirms<'a>(
+    fn swap_confirms<'a>(
         &'a self,
         id: &'a str,
+        expected: &'a str,
         confirms: &'a str,
-    ) -> BoxFuture<'a, StoreResult<()>> {
-        self.inner.save_confirms(id, confirms)
+    ) -> BoxFuture<'a, StoreResult<ConfirmsSwap>> {
+        self.inner.swap_confirms(id, expected, confirms)
     }
     fn save_log_tail<'a>(
         &'a self,
