@@ -61,6 +61,20 @@ pub(crate) struct Refused {
 /// Refused sessions remembered so each is audited once (a bound, not a guarantee).
 const MAX_REFUSED_AUDITED: usize = 1024;
 
+/// Stored sessions looked at per query of the stored-session expiry and of eviction.
+const STALE_BATCH: u64 = 256;
+
+/// Queries of one expiry or eviction run at most (a bound on its time).
+const STALE_ROUNDS: usize = 16;
+
+/// The refusal of a creation whose caps could not be counted (logged for the operator).
+fn counting_failed(e: &dyn std::fmt::Display) -> CreateSessionError {
+    tracing::error!(target: "agent_runtime::store", "counting sessions failed: {e}");
+    CreateSessionError::Store(
+        "the session store could not count its sessions; try again later".into(),
+    )
+}
+
 /// Hosts the sessions of one app. Cheap to clone (shared).
 pub struct Host<A: App> {
     inner: Arc<HostInner<A>>,
