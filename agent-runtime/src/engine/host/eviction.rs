@@ -9,8 +9,7 @@
 
 use agent_schema::protocol::ConfirmStatus;
 
-use super::stored::{counting_failed, STALE_BATCH, STALE_ROUNDS};
-use super::{CreateSessionError, Host};
+use super::{counting_failed, CreateSessionError, Host, STALE_BATCH, STALE_ROUNDS};
 use crate::app::App;
 use crate::engine::store::{McpBindings, SessionStore};
 use crate::security::{AuditEntry, AuditEvent, TokenStatus, TokenStore};

@@ -68,6 +68,20 @@ const MAX_REFUSED_AUDITED: usize = 1024;
 /// Deleted sessions remembered against loads in flight.
 const MAX_DELETED_REMEMBERED: usize = 4096;
 
+/// Stored sessions looked at per query of the stored-session expiry and of eviction.
+const STALE_BATCH: u64 = 256;
+
+/// Queries of one expiry or eviction run at most (a bound on its time).
+const STALE_ROUNDS: usize = 16;
+
+/// The refusal of a creation whose caps could not be counted (logged for the operator).
+fn counting_failed(e: &dyn std::fmt::Display) -> CreateSessionError {
+    tracing::error!(target: "agent_runtime::store", "counting sessions failed: {e}");
+    CreateSessionError::Store(
+        "the session store could not count its sessions; try again later".into(),
+    )
+}
+
 /// Hosts the sessions of one app. Cheap to clone (shared).
 pub struct Host<A: App> {
     inner: Arc<HostInner<A>>,

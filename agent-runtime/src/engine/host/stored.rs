@@ -4,16 +4,10 @@
 //! `stored_session_ttl_ms` is deleted, and a full store makes room (`eviction.rs`).
 
 use super::eviction::LiveAgents;
-use super::{CreateSessionError, Host};
+use super::{counting_failed, CreateSessionError, Host, STALE_BATCH, STALE_ROUNDS};
 use crate::app::App;
 use crate::engine::session::Session;
 use crate::engine::store::SessionStore;
-
-/// Stale sessions looked at per query of [`Host::expire_stored_sessions`].
-pub(super) const STALE_BATCH: u64 = 256;
-
-/// Queries of one [`Host::expire_stored_sessions`] run at most (a bound on its time).
-pub(super) const STALE_ROUNDS: usize = 16;
 
 /// How often the sweeper expires stored sessions.
 pub(super) const STORED_SWEEP_MS: u64 = 60_000;
@@ -143,12 +137,4 @@ async fn stored_count(store: &dyn SessionStore) -> Result<usize, CreateSessionEr
         Ok(n) => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
         Err(e) => Err(counting_failed(&e)),
     }
-}
-
-/// The refusal of a creation whose caps could not be counted (logged for the operator).
-pub(super) fn counting_failed(e: &dyn std::fmt::Display) -> CreateSessionError {
-    tracing::error!(target: "agent_runtime::store", "counting sessions failed: {e}");
-    CreateSessionError::Store(
-        "the session store could not count its sessions; try again later".into(),
-    )
 }
