@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::security::{InMemoryTokenStore, MemoryAuditSink, TokenRecord, TokenStore};
 use agent_runtime::security::TrustProxy;
+use agent_runtime::security::{InMemoryTokenStore, MemoryAuditSink, TokenRecord, TokenStore};
 use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, Host, HostConfig, ServerOptions};
 use agent_tests::tab::{ws_url, Tab};
@@ -68,7 +68,11 @@ fn options() -> ServerOptions {
     }
 }
 
-async fn server() -> (TestServer<Counter>, Arc<CountedTokens>, Arc<MemoryAuditSink>) {
+async fn server() -> (
+    TestServer<Counter>,
+    Arc<CountedTokens>,
+    Arc<MemoryAuditSink>,
+) {
     let audit = Arc::new(MemoryAuditSink::new());
     let host = Host::with_config(Counter, HostConfig::default(), audit.clone()).expect("host");
     let tokens = Arc::new(CountedTokens::default());
@@ -213,7 +217,12 @@ async fn unknown_mcp_session_ids_are_refused_before_the_store_after_the_allowanc
     let dir = TempDir::new("auth-throttle");
     let stores = Stores::open(&dir.file("mcp.db")).await.expect("store");
     let host = host_on(Counter, &stores, HostConfig::default());
-    let t = start(AgentServer::builder(host).options(options()).stores(&stores)).await;
+    let t = start(
+        AgentServer::builder(host)
+            .options(options())
+            .stores(&stores),
+    )
+    .await;
     let ping = json!({"jsonrpc":"2.0","id":2,"method":"ping"});
     let seen = statuses(20, || async {
         let id = format!("{:032x}", rand_id());

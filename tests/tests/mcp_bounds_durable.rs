@@ -309,7 +309,10 @@ async fn a_session_restored_after_a_claim_is_refused_on_sqlite() {
         .expect("claim");
     assert_eq!(claimed.status().as_u16(), 200);
     let claimed: Value = claimed.json().await.expect("JSON");
-    let rotated = claimed["token"].as_str().expect("the rotated token").to_owned();
+    let rotated = claimed["token"]
+        .as_str()
+        .expect("the rotated token")
+        .to_owned();
     assert_ne!(rotated, token);
     // The old binding no longer holds, live or stored.
     assert_eq!(ping(&t.base, &restored_first).await, 404);

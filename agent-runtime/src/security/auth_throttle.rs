@@ -75,10 +75,7 @@ impl AuthThrottle {
             return Failure::Counted;
         };
         let mut blocked = self.lock();
-        let refused = blocked
-            .get(address)
-            .map(|b| b.refused)
-            .unwrap_or_default();
+        let refused = blocked.get(address).map(|b| b.refused).unwrap_or_default();
         if blocked.len() >= MAX_BLOCKED && !blocked.contains_key(address) {
             blocked.retain(|_, b| b.until > now);
             if blocked.len() >= MAX_BLOCKED {

@@ -47,13 +47,13 @@ pub(super) const SCHEMA_VERSION: i64 = 3;
 /// transaction that opens the store (`docs/stores.md` §Schema versions).
 pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     (
-    2,
-    // The commit log (issue 23): the stored state becomes the newest snapshot, moved to
-    // `agent_session_snapshots` (an existing row's state is the state at its `seq`, so its
-    // snapshot is at `seq`; `agent_sessions.state` is left empty), the patches after it go
-    // to `agent_session_log`; the idempotency records get the commit that applied
-    // their message and the claim of a call in flight (issue 22).
-    "
+        2,
+        // The commit log (issue 23): the stored state becomes the newest snapshot, moved to
+        // `agent_session_snapshots` (an existing row's state is the state at its `seq`, so its
+        // snapshot is at `seq`; `agent_sessions.state` is left empty), the patches after it go
+        // to `agent_session_log`; the idempotency records get the commit that applied
+        // their message and the claim of a call in flight (issue 22).
+        "
 ALTER TABLE agent_sessions ADD COLUMN snapshot_seq BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE agent_sessions ADD COLUMN log_bytes BIGINT NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS agent_session_snapshots (

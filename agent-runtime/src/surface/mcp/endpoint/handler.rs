@@ -19,9 +19,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 
 use super::actions::session_tools;
+use super::binding::Binding;
 use super::disk_bounds;
 use super::notify::{self, Interest, Outlet, WatchSlot};
-use super::registry::Binding;
 use super::restore;
 use super::run::{Generation, ToolCall, ToolRunner, STATELESS_NEEDS_BEARER};
 use super::McpState;
@@ -34,8 +34,8 @@ use crate::surface::mcp::format::{
 };
 use crate::surface::mcp::forward::{connect_flow, DescriptionCache, Forwarder};
 use crate::surface::mcp::resources;
-use crate::surface::mcp::MCP_PATH;
 use crate::surface::mcp::tools::ToolAction;
+use crate::surface::mcp::MCP_PATH;
 
 const INSTRUCTIONS: &str = "This server drives a running app. Start with connect_session and \
     the agent token the user copies from the app (agt_…). Then observe to read the state and \
