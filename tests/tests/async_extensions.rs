@@ -151,7 +151,7 @@ impl RateLimiter for AwaitingLimiter {
             yield_now().await;
             let budget = match bucket {
                 Bucket::Token => self.per_token,
-                Bucket::Identity | Bucket::Mint => self.per_identity,
+                Bucket::Identity | Bucket::Mint | Bucket::AuthFailure => self.per_identity,
             };
             let count = used
                 .entry(format!("{}:{key}", bucket.as_str()))
