@@ -30,9 +30,9 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::json;
 use tower::{Layer, Service, ServiceExt as _};
 
+use super::binding::Binding;
 use super::disk_bounds;
 use super::fast_call::{self, PlainCall, Route};
-use super::registry::Binding;
 use super::request_kind::{
     accepts_json_and_sse, declared_length, header_names_stateless_revision, is_json,
     is_stateless_revision, Kind, Peek,

@@ -34,7 +34,8 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::registry::{Binding, McpSessions};
+use super::binding::Binding;
+use super::registry::McpSessions;
 use super::run::{Answer, BoundCall, Generation, ToolCall, ToolRunner};
 use crate::app::App;
 use crate::ops::error::ApiError;

@@ -19,9 +19,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 
 use super::actions::session_tools;
+use super::binding::Binding;
 use super::disk_bounds;
 use super::notify::{self, Interest, Outlet, WatchSlot};
-use super::registry::Binding;
 use super::restore;
 use super::run::{Generation, ToolCall, ToolRunner, STATELESS_NEEDS_BEARER};
 use super::McpState;

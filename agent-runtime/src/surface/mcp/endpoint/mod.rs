@@ -9,6 +9,7 @@
 
 mod actions;
 mod admission;
+mod binding;
 mod disk_bounds;
 mod fast_call;
 mod handler;

@@ -1,6 +1,7 @@
 //! The registry's bookkeeping, without rmcp's transport.
 
 use super::*;
+use crate::surface::mcp::endpoint::binding::Binding;
 
 fn sessions(max: usize, provisional: usize, per_token: usize) -> Arc<McpSessions> {
     Arc::new(McpSessions::new(&McpOptions {

@@ -23,7 +23,7 @@ use rmcp::transport::streamable_http_server::session::{
 
 use axum::http::{header, request::Parts};
 
-use super::registry::Binding;
+use super::binding::Binding;
 use super::McpState;
 use crate::app::App;
 use crate::clock::SharedClock;

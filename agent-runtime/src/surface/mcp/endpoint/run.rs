@@ -13,7 +13,7 @@ use rmcp::ErrorData;
 use serde_json::{Map, Value};
 
 use super::actions::catalog;
-use super::registry::Binding;
+use super::binding::Binding;
 use super::McpState;
 use crate::app::App;
 use crate::ops::watch::Watched;
