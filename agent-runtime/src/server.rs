@@ -106,11 +106,6 @@ impl<A: App> AgentServerBuilder<A> {
             Some(k) => k.clone(),
             None => IdentityKey::random(),
         };
-        let cookie = IdentityCookie::new(self.options.identity_cookie_name.clone(), key)?;
-        let mut identity = Identity::new(cookie).with_allow_anonymous(self.options.allow_anonymous);
-        if let Some(r) = self.resolver {
-            identity = identity.with_resolver(r);
-        }
         let limiter = self
             .limiter
             .unwrap_or_else(|| Arc::new(GovernorRateLimiter::new(self.options.rate_limit)));
@@ -129,6 +124,12 @@ impl<A: App> AgentServerBuilder<A> {
             tls: self.options.tls,
             allowed_origins,
         };
+        let cookie = IdentityCookie::new(self.options.identity_cookie_name.clone(), key)?;
+        let mut identity = Identity::new(cookie, self.host.config().clock.clone(), origin.clone())
+            .with_allow_anonymous(self.options.allow_anonymous);
+        if let Some(r) = self.resolver {
+            identity = identity.with_resolver(r);
+        }
         let (revocations, _) = broadcast::channel(256);
         #[cfg(feature = "mcp")]
         let mcp = Arc::new(

@@ -214,6 +214,47 @@ async fn an_agent_lists_and_withdraws_only_its_own_proposals() {
 }
 
 #[tokio::test]
+async fn confirm_result_of_another_tokens_proposal_answers_as_unknown() {
+    let t = start_app(Counter).await;
+    let a = t.mint("alice", None).await;
+    let b = t.mint("alice", Some(&a.session_id)).await;
+    let mine = propose(&t, &a, "42", None).await;
+    let poll = |id: &str| json!({"confirmId": id, "timeoutMs": 10});
+
+    // The proposer reads its outcome; another token of the same session gets exactly the
+    // answer of an id never proposed, so ids cannot be probed.
+    let own = t.lap(&a.token, "/confirm-result", &poll(&mine)).await;
+    assert_eq!(
+        (own.status, &own.body),
+        (200, &json!({"status":"still-pending"}))
+    );
+    let theirs = t.lap(&b.token, "/confirm-result", &poll(&mine)).await;
+    let unknown = t.lap(&b.token, "/confirm-result", &poll("nope")).await;
+    assert_eq!(
+        error(&theirs),
+        (
+            400,
+            json!("invalid"),
+            json!(format!("unknown confirmId: {mine}"))
+        )
+    );
+    assert_eq!(
+        error(&unknown),
+        (400, json!("invalid"), json!("unknown confirmId: nope"))
+    );
+
+    // Decided, it stays hidden from the other token.
+    let (status, _) = t
+        .decide("alice", &a, &mine, json!({"decision":"reject"}))
+        .await;
+    assert_eq!(status, 200);
+    let own = t.lap(&a.token, "/confirm-result", &poll(&mine)).await;
+    assert_eq!(own.body["status"], "rejected", "{}", own.body);
+    let theirs = t.lap(&b.token, "/confirm-result", &poll(&mine)).await;
+    assert_eq!(error(&theirs).0, 400, "{}", theirs.body);
+}
+
+#[tokio::test]
 async fn a_message_waiting_on_its_proposal_answers_withdrawn() {
     let t = start_app(Counter).await;
     let a = t.mint("alice", None).await;

@@ -255,7 +255,7 @@ pub(super) async fn confirm_result<A: App>(
     let timeout = call.wait_ms(req.timeout_ms);
     let outcome = call
         .session
-        .wait_confirm(&id, timeout)
+        .wait_own_confirm(&id, call.tid(), timeout)
         .await
         .ok_or_else(|| ApiError::invalid(format!("unknown confirmId: {id}")))?;
     let (body, name) = match outcome {

@@ -432,6 +432,25 @@ pub async fn signing_key(stores: &Stores) {
     let a = stores.identity_key().await.expect("identity key");
     let b = stores.identity_key().await.expect("identity key");
     assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    identity_key_rotation(stores).await;
+}
+
+/// A rotation: cookies of the replaced key still verify, new ones are signed with a new key; a
+/// second rotation drops the first key.
+pub async fn identity_key_rotation(stores: &Stores) {
+    let now = 1_795_651_200_000;
+    let first = stores.identity_key().await.expect("identity key");
+    let before = first.sign("user-42", now);
+    stores.rotate_identity_key().await.expect("rotate");
+    let second = stores.identity_key().await.expect("identity key");
+    assert_eq!(second.verify(&before, now).as_deref(), Some("user-42"));
+    let after = second.sign("user-42", now);
+    assert_ne!(after, before);
+    assert_eq!(first.verify(&after, now), None);
+    stores.rotate_identity_key().await.expect("rotate");
+    let third = stores.identity_key().await.expect("identity key");
+    assert_eq!(third.verify(&before, now), None);
+    assert_eq!(third.verify(&after, now).as_deref(), Some("user-42"));
 }
 
 /// Every body above, in order, on one store.

@@ -428,24 +428,42 @@ impl ConfirmStore {
         }
     }
 
-    /// The current outcome of `id`, or `None` for an unknown id. An approved entry whose
-    /// message has not committed yet still reads as pending.
+    /// The current outcome of `id`, or `None` for an unknown id.
     pub(crate) fn outcome(&self, id: &str) -> Option<ConfirmOutcome> {
-        let slot = self.slots.iter().find(|s| s.entry.id == id)?;
-        Some(match slot.entry.status {
+        self.slots
+            .iter()
+            .find(|s| s.entry.id == id)
+            .map(Slot::outcome)
+    }
+
+    /// The current outcome of `id` when token `tid` proposed it; `None` for an unknown id and
+    /// for another proposer's alike, so a token cannot tell the two apart.
+    pub(crate) fn own_outcome(&self, id: &str, tid: &str) -> Option<ConfirmOutcome> {
+        self.slots
+            .iter()
+            .find(|s| s.entry.id == id && s.entry.tid.as_deref() == Some(tid))
+            .map(Slot::outcome)
+    }
+
+    fn slot_mut(&mut self, id: &str) -> Option<&mut Slot> {
+        self.slots.iter_mut().find(|s| s.entry.id == id)
+    }
+}
+
+impl Slot {
+    /// The entry's outcome. An approved entry whose message has not committed yet still reads
+    /// as pending.
+    fn outcome(&self) -> ConfirmOutcome {
+        match self.entry.status {
             ConfirmStatus::Pending => ConfirmOutcome::Pending,
-            ConfirmStatus::Approved => slot
+            ConfirmStatus::Approved => self
                 .committed
                 .as_ref()
                 .map_or(ConfirmOutcome::Pending, CommittedSlot::outcome),
             ConfirmStatus::Rejected => ConfirmOutcome::UserCancelled,
             ConfirmStatus::Expired => ConfirmOutcome::Expired,
             ConfirmStatus::Withdrawn => ConfirmOutcome::Withdrawn,
-        })
-    }
-
-    fn slot_mut(&mut self, id: &str) -> Option<&mut Slot> {
-        self.slots.iter_mut().find(|s| s.entry.id == id)
+        }
     }
 }
 

@@ -2,7 +2,6 @@
 //! confirmation flow (`docs/semantics.md` §5–§7).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Duration;
 
 use agent_schema::protocol::{
     ConfirmEntry, ConfirmOutcome, ConfirmStatus, LogKind, RejectReason, SendResult,
@@ -549,20 +548,7 @@ impl<A: App> Session<A> {
     /// Waits (level-triggered) up to `timeout_ms` for the outcome of proposal `id`.
     /// `None` for an unknown id.
     pub async fn wait_confirm(&self, id: &str, timeout_ms: u64) -> Option<ConfirmOutcome> {
-        let mut changed = self.core.confirm_changed.subscribe();
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
-        loop {
-            changed.borrow_and_update();
-            self.core.sweep_confirms();
-            let outcome = lock(&self.core.confirms).outcome(id)?;
-            let now = tokio::time::Instant::now();
-            if outcome != ConfirmOutcome::Pending || self.is_closed() || now >= deadline {
-                return Some(outcome);
-            }
-            // Expiry is checked on reads: look again at least once a second.
-            let until = deadline.min(now + Duration::from_secs(1));
-            let _ = tokio::time::timeout_at(until, changed.changed()).await;
-        }
+        self.wait_outcome(id, None, timeout_ms).await
     }
 }
 

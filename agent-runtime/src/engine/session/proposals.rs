@@ -1,7 +1,9 @@
-//! An agent's own proposals: listing the undecided ones and withdrawing one before the human
-//! decides (`docs/semantics.md` §7, `docs/lap.md` §5.8).
+//! An agent's own proposals: listing the undecided ones, waiting on the outcome of one, and
+//! withdrawing one before the human decides (`docs/semantics.md` §7, `docs/lap.md` §5.6, §5.8).
 
-use agent_schema::protocol::{ConfirmEntry, PendingProposal};
+use std::time::Duration;
+
+use agent_schema::protocol::{ConfirmEntry, ConfirmOutcome, PendingProposal};
 use serde_json::{Map, Value};
 
 use super::confirm::{Decision, WithdrawError};
@@ -58,6 +60,48 @@ impl<A: App> Session<A> {
                 proposed_at: e.proposed_at,
             })
             .collect()
+    }
+
+    /// Waits (level-triggered) up to `timeout_ms` for the outcome of proposal `id` of token
+    /// `tid`. `None` for an unknown id and for another token's proposal alike (`/confirm-result`
+    /// answers both as unknown, so ids cannot be probed).
+    pub(crate) async fn wait_own_confirm(
+        &self,
+        id: &str,
+        tid: &str,
+        timeout_ms: u64,
+    ) -> Option<ConfirmOutcome> {
+        self.wait_outcome(id, Some(tid), timeout_ms).await
+    }
+
+    /// Waits up to `timeout_ms` for the outcome of proposal `id`, whoever proposed it (`None`)
+    /// or only when token `tid` did (`Some`). `None` when there is no such proposal.
+    pub(super) async fn wait_outcome(
+        &self,
+        id: &str,
+        proposer: Option<&str>,
+        timeout_ms: u64,
+    ) -> Option<ConfirmOutcome> {
+        let mut changed = self.core.confirm_changed.subscribe();
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
+        loop {
+            changed.borrow_and_update();
+            self.core.sweep_confirms();
+            let outcome = {
+                let confirms = lock(&self.core.confirms);
+                match proposer {
+                    None => confirms.outcome(id),
+                    Some(tid) => confirms.own_outcome(id, tid),
+                }
+            }?;
+            let now = tokio::time::Instant::now();
+            if outcome != ConfirmOutcome::Pending || self.is_closed() || now >= deadline {
+                return Some(outcome);
+            }
+            // Expiry is checked on reads: look again at least once a second.
+            let until = deadline.min(now + Duration::from_secs(1));
+            let _ = tokio::time::timeout_at(until, changed.changed()).await;
+        }
     }
 
     /// Withdraws proposal `id` for the token `tid` that proposed it: the entry becomes

@@ -432,4 +432,13 @@ impl SigningKeys for MemoryStore {
             .clone();
         ready(key)
     }
+
+    fn set_signing_key<'a>(
+        &'a self,
+        name: &'a str,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        self.lock().keys.insert(name.to_owned(), bytes);
+        ready(())
+    }
 }

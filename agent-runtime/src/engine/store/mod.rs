@@ -73,6 +73,16 @@ pub(crate) fn snapshot_due(log: LogState, seq: u64, patch_bytes: u64) -> bool {
 /// The name under which the identity cookie's signing key is stored.
 pub(crate) const IDENTITY_KEY_NAME: &str = "identity-cookie";
 
+/// The name under which the identity cookie's previous signing key is stored (the current one
+/// until the first rotation).
+pub(crate) const PREVIOUS_IDENTITY_KEY_NAME: &str = "identity-cookie-previous";
+
+/// A signing key read from the store, or why it cannot sign.
+fn stored_key(bytes: Vec<u8>) -> Result<IdentityKey, StoreError> {
+    IdentityKey::new(bytes)
+        .map_err(|e| StoreError::Database(format!("the stored signing key is unusable: {e}")))
+}
+
 /// Which implementation a [`Stores`] bundle holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
@@ -183,11 +193,30 @@ impl Stores {
     }
 
     /// The identity cookie's signing key: the one stored, or a new random one stored now
-    /// (every replica on the same database gets the same key).
+    /// (every replica on the same database gets the same key), still accepting the cookies of
+    /// the key it replaced at the last [`Stores::rotate_identity_key`].
     pub async fn identity_key(&self) -> Result<IdentityKey, StoreError> {
         let candidate = IdentityKey::random().as_bytes().to_vec();
-        let bytes = self.keys.signing_key(IDENTITY_KEY_NAME, candidate).await?;
-        IdentityKey::new(bytes)
-            .map_err(|e| StoreError::Database(format!("the stored signing key is unusable: {e}")))
+        let current = self.keys.signing_key(IDENTITY_KEY_NAME, candidate).await?;
+        let previous = self
+            .keys
+            .signing_key(PREVIOUS_IDENTITY_KEY_NAME, current.clone())
+            .await?;
+        Ok(stored_key(current)?.with_previous([stored_key(previous)?]))
+    }
+
+    /// Rotates the identity cookie's signing key: the stored key becomes the previous one (its
+    /// cookies are still accepted until they expire, 30 days) and a new random key signs from
+    /// now on. Servers take it when built again from [`Stores::identity_key`]; until then they
+    /// sign with the old key, which the rebuilt ones still accept. Only one previous key is
+    /// kept: a second rotation refuses the cookies of the key before, so rotate again only
+    /// after every replica was rebuilt (and 30 days later, if those cookies must keep working).
+    pub async fn rotate_identity_key(&self) -> Result<(), StoreError> {
+        let current = self.identity_key().await?.as_bytes().to_vec();
+        self.keys
+            .set_signing_key(PREVIOUS_IDENTITY_KEY_NAME, current)
+            .await?;
+        let fresh = IdentityKey::random().as_bytes().to_vec();
+        self.keys.set_signing_key(IDENTITY_KEY_NAME, fresh).await
     }
 }

@@ -307,6 +307,24 @@ macro_rules! impl_sql_store {
                     Ok(bytes)
                 })
             }
+
+            fn set_signing_key<'a>(
+                &'a self,
+                name: &'a str,
+                bytes: Vec<u8>,
+            ) -> futures::future::BoxFuture<'a, $crate::engine::store::StoreResult<()>> {
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT INTO agent_keys (name, bytes) VALUES ($1, $2) \
+                         ON CONFLICT (name) DO UPDATE SET bytes = excluded.bytes",
+                    )
+                    .bind(name)
+                    .bind(&bytes)
+                    .execute(&self.pool)
+                    .await?;
+                    Ok(())
+                })
+            }
         }
     };
 }

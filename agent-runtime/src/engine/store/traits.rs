@@ -194,4 +194,11 @@ pub trait SigningKeys: Send + Sync {
         name: &'a str,
         candidate: Vec<u8>,
     ) -> BoxFuture<'a, StoreResult<Vec<u8>>>;
+
+    /// Stores `bytes` under `name`, replacing any key stored there (a rotation).
+    fn set_signing_key<'a>(
+        &'a self,
+        name: &'a str,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, StoreResult<()>>;
 }
