@@ -368,7 +368,7 @@ async fn observe_and_message_through_awaiting_extensions() {
     let record = w.record(&m.tid).await;
     assert_eq!(record.status, TokenStatus::Active);
     assert_eq!(record.label.as_deref(), Some("agent"));
-    assert_eq!(w.tokens.calls.get("mark_active"), 1);
+    assert_eq!(w.tokens.calls.get("change"), 1);
     assert!(w.tokens.calls.get("touch") >= 1);
     // The caller's agent sessions list it (list_by_identity).
     let a = t.get("/agent/sessions", Some("alice")).await;
