@@ -408,7 +408,8 @@ async fn the_owner_closes_a_session() {
         .send()
         .await
         .expect("lap");
-    assert_eq!(lap.status(), 503);
+    // Closing revoked the session's tokens.
+    assert_eq!(lap.status(), 403);
     let list: Value = owner
         .get(format!("{}/agent/human/sessions", r.base))
         .send()

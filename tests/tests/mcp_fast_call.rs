@@ -371,8 +371,10 @@ async fn replays_and_revoked_action_tools_answer_as_rmcp_does() {
                 .post_json("/agent/revoke", Some("alice"), None, &json!({"tid": m.tid}))
                 .await;
             assert_eq!(revoke.status, 200);
-            let text = client.on_both_paths("do_inc", json!({})).await.text();
-            assert!(text.starts_with("do_inc (/message) failed"), "{text}");
+            // The revoke ended the MCP session: both paths answer 404 before any tool runs.
+            let fast = client.call("do_inc", json!({}), &[]).await;
+            let rmcp = client.call("do_inc", json!({}), &[TO_RMCP]).await;
+            assert_eq!((fast.status, rmcp.status), (404, 404), "{fast:?} {rmcp:?}");
         }
     }
 }

@@ -8,6 +8,8 @@
 //! that won, and the approved message commits at most once, only when the approval won.
 
 use agent_examples::counter::Counter;
+use agent_runtime::agent_schema::protocol::SendResult;
+use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, HostConfig, ServerOptions};
 use agent_tests::postgres::PgServer;
@@ -294,10 +296,10 @@ async fn a_session_closed_on_one_replica_stops_on_the_other_on_postgres() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     assert!(dropped, "the other replica still holds the closed session");
-    // B serves it no more, and does not bring it back.
+    // B serves it no more (closing revoked its token), and does not bring it back.
     for _ in 0..3 {
         let state = b.lap(&m.token, "/state", &json!({})).await;
-        assert_eq!(state.status, 503, "{}", state.body);
+        assert_eq!(state.status, 403, "{}", state.body);
         let sent = b.lap(&m.token, "/message", &inc).await;
         assert_ne!(sent.status, 200, "{}", sent.body);
     }
@@ -331,18 +333,18 @@ async fn a_commit_on_a_deleted_session_closes_it_on_sqlite() {
     assert_eq!(close.status, 200, "{}", close.body);
     let held = b.server.host().session(&m.session_id).expect("B holds it");
     let seq = held.published().seq;
-    let sent = b.lap(&m.token, "/message", &inc).await;
-    let dispatched = json!("dispatched");
-    assert_ne!(
-        (sent.status, &sent.body["status"]),
-        (200, &dispatched),
-        "a message on a deleted session is not answered as applied: {}",
-        sent.body
+    // The agent's token was revoked by the close: the app's own UI dispatches on B.
+    let sent = held
+        .dispatch_as_human(&json!({"type": "inc"}), DispatchOptions::default())
+        .await;
+    assert!(
+        !matches!(sent, Ok(SendResult::Dispatched { .. })),
+        "a message on a deleted session is not answered as applied: {sent:?}"
     );
     assert_eq!(held.published().seq, seq, "nothing was published");
     assert!(held.is_closed());
     assert!(b.server.host().session(&m.session_id).is_none());
-    assert_eq!(b.lap(&m.token, "/state", &json!({})).await.status, 503);
+    assert_eq!(b.lap(&m.token, "/state", &json!({})).await.status, 403);
     assert!(stores
         .sessions
         .load_session(&m.session_id)

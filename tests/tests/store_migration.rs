@@ -155,6 +155,7 @@ async fn a_version_2_postgres_database_gets_the_delete_trigger() {
         "DROP TRIGGER agent_sessions_changed ON agent_sessions;
          CREATE TRIGGER agent_sessions_changed AFTER UPDATE ON agent_sessions
              FOR EACH ROW EXECUTE FUNCTION agent_sessions_notify();
+         ALTER TABLE agent_mcp_sessions DROP COLUMN token_hash;
          UPDATE agent_meta SET value = 2 WHERE name = 'schema';",
     )
     .execute(&pool)

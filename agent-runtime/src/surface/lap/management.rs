@@ -168,7 +168,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
 
 /// The most live (unexpired, unrevoked) tokens one hosted session can have: a mint of one
 /// more for it (`{"session": id}`) answers 503 `session-capacity` until one is revoked.
-pub(crate) const MAX_TOKENS_PER_SESSION: usize = 16;
+pub(crate) const MAX_TOKENS_PER_SESSION: usize = 64;
 
 /// The per-session token cap of a mint for an existing session.
 async fn session_token_cap<A: App>(
