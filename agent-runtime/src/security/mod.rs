@@ -41,16 +41,15 @@ pub(crate) use auth_throttle::{AuthThrottle, Failure};
 pub(crate) use client_addr::request_client_address;
 pub(crate) use error::retry_after_secs;
 pub(crate) use host_header::{AllowedHosts, HOST_REFUSED_DETAIL};
-#[cfg(feature = "pairing")]
 pub(crate) use identity::is_anonymous;
 pub(crate) use identity::{Identity, IdentityCookie, DEFAULT_IDENTITY_COOKIE_NAME};
 pub(crate) use origin::{OriginPolicy, RequestOrigin};
 pub(crate) use token_lifecycle::LifecycleError;
 pub(crate) mod lifecycle {
     //! The token life cycle's steps (`token_lifecycle`), called as `lifecycle::activate` etc.
-    pub(crate) use super::token_lifecycle::{
-        activate, claim, revoke, socket_closed, socket_opened, store_minted, sweep_expired, touch,
-    };
+    pub(crate) use super::token_lifecycle::{activate, revoke, store_minted, sweep_expired, touch};
+    #[cfg(feature = "pairing")]
+    pub(crate) use super::token_lifecycle::{claim, socket_closed, socket_opened};
 }
 pub(crate) use token_record::{AgentSession, SWEEP_RETENTION_MS};
 #[cfg(any(feature = "mcp", feature = "pairing"))]

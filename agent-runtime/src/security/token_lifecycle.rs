@@ -73,6 +73,7 @@ impl WireError for LifecycleError {
 }
 
 /// The statuses a live (unrevoked) record can have.
+#[cfg_attr(not(feature = "pairing"), allow(dead_code))]
 const LIVE: [TokenStatus; 4] = [
     TokenStatus::AwaitingWs,
     TokenStatus::AwaitingClaude,
@@ -138,6 +139,7 @@ pub(crate) async fn touch(tokens: &dyn TokenStore, tid: &str, now: u64) -> Resul
 /// A paired app's socket was accepted for `tid`: back to `active` when it came back within
 /// its grace window (`resumed`), else `awaiting-claude` until the agent's first success.
 /// Answers the record as it is after the change.
+#[cfg_attr(not(feature = "pairing"), allow(dead_code))]
 pub(crate) async fn socket_opened(
     tokens: &dyn TokenStore,
     tid: &str,
@@ -156,6 +158,7 @@ pub(crate) async fn socket_opened(
 }
 
 /// The current socket of `tid` closed: `pending-resume` until `until` (the grace window).
+#[cfg_attr(not(feature = "pairing"), allow(dead_code))]
 pub(crate) async fn socket_closed(
     tokens: &dyn TokenStore,
     tid: &str,
@@ -169,6 +172,7 @@ pub(crate) async fn socket_closed(
 /// The owner claimed a `pending-resume` record: its bearer is rotated to `new_hash` (the old
 /// token then answers 401) and it is `active` again. A record that left `pending-resume`
 /// meanwhile (revoked, or its app came back) is not claimed.
+#[cfg_attr(not(feature = "pairing"), allow(dead_code))]
 pub(crate) async fn claim(
     tokens: &dyn TokenStore,
     tid: &str,

@@ -27,7 +27,6 @@ pub(crate) const DEFAULT_IDENTITY_COOKIE_NAME: &str = "agent_identity";
 pub(super) const ANONYMOUS_PREFIX: &str = "anon-";
 
 /// Whether `uid` is an anonymous identity issued by this server.
-#[cfg(feature = "pairing")]
 pub(crate) fn is_anonymous(uid: &str) -> bool {
     uid.starts_with(ANONYMOUS_PREFIX)
 }
