@@ -2,13 +2,11 @@
 //! token (`awaiting-claude` → `active`, else a touch) and the race against its revocation
 //! (→ 403 `revoked`).
 
-use serde_json::json;
-
 use super::error::ApiError;
 use super::reply::Reply;
 use super::state::ServerState;
 use crate::app::App;
-use crate::security::{lifecycle, AuditEntry, AuditEvent, LifecycleError, TokenRecord};
+use crate::security::{lifecycle, AuditEntry, LifecycleError, TokenRecord};
 
 /// Activation (`awaiting-claude` → `active`) or touch of a successful call (the life cycle's
 /// conditional write: a token revoked meanwhile stays revoked and the call answers 403).
@@ -36,9 +34,7 @@ pub(crate) async fn store_failed<A: App>(
     record: &TokenRecord,
     op: &'static str,
 ) {
-    let entry = AuditEntry::new(server.now(), AuditEvent::StoreFailed, json!({ "op": op }))
-        .with_tid(record.tid.clone())
-        .with_uid(record.uid.clone());
+    let entry = AuditEntry::store_failed(server.now(), op, &record.tid, record.uid.as_deref());
     server.audit(entry).await;
 }
 

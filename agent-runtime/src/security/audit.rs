@@ -165,6 +165,13 @@ impl AuditEntry {
             .with_uid(uid)
     }
 
+    /// A `store-failed {op}` entry: a store write a caller of token `tid` waited for failed.
+    pub(crate) fn store_failed(at: u64, op: &str, tid: &str, uid: Option<&str>) -> Self {
+        AuditEntry::new(at, AuditEvent::StoreFailed, json!({ "op": op }))
+            .with_tid(tid)
+            .with_uid(uid)
+    }
+
     /// The entry as one line of JSON.
     pub fn to_json(&self) -> String {
         // Serializing plain data into a string cannot fail; keep a total fallback anyway.

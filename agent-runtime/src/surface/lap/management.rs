@@ -13,7 +13,7 @@ use crate::engine::host::CreateSessionError;
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
 use crate::security::{
-    lifecycle, mint_token, request_client_address, AgentSession, AuditEntry, AuditEvent, Bucket,
+    lifecycle, mint_token, request_client_address, AgentSession, AuditEntry, Bucket,
     LifecycleError, TokenRecord, TokenStatus, SWEEP_RETENTION_MS,
 };
 use agent_schema::protocol::ErrorCode;
@@ -253,9 +253,7 @@ async fn issue<A: App>(
     );
     let (tid, uid) = (record.tid.clone(), record.uid.clone());
     if let Err(e) = lifecycle::store_minted(&**server.tokens(), record).await {
-        let failed = AuditEntry::new(now, AuditEvent::StoreFailed, json!({"op": "mint"}))
-            .with_tid(tid)
-            .with_uid(uid);
+        let failed = AuditEntry::store_failed(now, "mint", &tid, uid.as_deref());
         server.audit(failed).await;
         return Err(e.into());
     }
@@ -408,13 +406,7 @@ pub(super) async fn revoke_record<A: App>(
     server.pairing().hub.revoke(&record.tid);
     let _ = server.revocations().send(record.tid.clone());
     if let Err(e) = stored {
-        let failed = AuditEntry::new(
-            server.now(),
-            AuditEvent::StoreFailed,
-            json!({"op": "revoke"}),
-        )
-        .with_tid(record.tid.clone())
-        .with_uid(Some(uid.to_owned()));
+        let failed = AuditEntry::store_failed(server.now(), "revoke", &record.tid, Some(uid));
         server.audit(failed).await;
         return Err(LifecycleError::Store(e).into());
     }

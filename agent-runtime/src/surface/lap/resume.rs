@@ -114,9 +114,7 @@ async fn claim<A: App>(server: ServerState<A>, req: Request) -> Result<Value, Ap
     match lifecycle::claim(&**server.tokens(), &record.tid, hash, now).await {
         Ok(()) => {}
         Err(LifecycleError::Store(e)) => {
-            let failed = AuditEntry::new(now, AuditEvent::StoreFailed, json!({"op": "claim"}))
-                .with_tid(record.tid.clone())
-                .with_uid(Some(uid));
+            let failed = AuditEntry::store_failed(now, "claim", &record.tid, Some(&uid));
             server.audit(failed).await;
             return Err(LifecycleError::Store(e).into());
         }
