@@ -4,6 +4,7 @@
 //! was, goes on committing through the log, and an old idempotency answer still replays.
 
 use agent_examples::counter::{Counter, Msg};
+use agent_runtime::security::SessionKind;
 use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::Stores;
 use agent_runtime::{Host, HostConfig};
@@ -35,10 +36,15 @@ CREATE TABLE agent_mcp_sessions (
 CREATE TABLE agent_keys (name TEXT PRIMARY KEY, bytes {bytes} NOT NULL);
 INSERT INTO agent_sessions VALUES ('old', 'u1', {now}, {now}, 41,
     '{{\"count\":41,\"lastDelete\":null,\"view\":\"home\"}}', 'HASH', '[]', '[]');
+INSERT INTO agent_tokens VALUES ('t1', 'hash-t1', 'u1', 'old', 'active', {now}, {later}, {now},
+    NULL, 'http://localhost', 'claude', 1);
+INSERT INTO agent_tokens VALUES ('t2', 'hash-t2', 'u1', 'paired-6e1c', 'awaiting-ws', {now},
+    {later}, {now}, NULL, 'http://localhost', NULL, 2);
 INSERT INTO agent_idempotency VALUES ('t1', 'k1', {now}, '{{\"type\":\"inc\"}}', 200,
     '{{\"status\":\"dispatched\"}}', '[]');
 ",
-        now = now_ms()
+        now = now_ms(),
+        later = now_ms() + 3_600_000
     )
 }
 
@@ -68,6 +74,12 @@ async fn goes_on_after_migration(spec: &str) {
         .expect("get")
         .expect("the old answer");
     assert_eq!((entry.status, entry.commit), (200, None));
+    // Version 4 made the session kind a field: records stored before take it from the
+    // session id a paired mint gave them.
+    for (tid, kind) in [("t1", SessionKind::Hosted), ("t2", SessionKind::Paired)] {
+        let record = stores.tokens.find_by_tid(tid).await.expect("find");
+        assert_eq!(record.map(|r| r.kind), Some(kind), "{tid}");
+    }
     let host = host_on(Counter, &stores, HostConfig::default());
     let session = host
         .load_session("old")
@@ -118,7 +130,7 @@ async fn a_version_1_sqlite_file_is_migrated() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     pool.close().await;
 }
 
@@ -144,7 +156,7 @@ async fn a_version_1_postgres_database_is_migrated() {
 }
 
 /// A version-2 PostgreSQL database (its change trigger fired on `UPDATE` only) gets the
-/// trigger that also announces deletes when a version-3 build opens it (`docs/stores.md`
+/// trigger that also announces deletes when a later build opens it (`docs/stores.md`
 /// §PostgreSQL: replicas).
 #[tokio::test]
 async fn a_version_2_postgres_database_gets_the_delete_trigger() {
@@ -156,6 +168,7 @@ async fn a_version_2_postgres_database_gets_the_delete_trigger() {
          CREATE TRIGGER agent_sessions_changed AFTER UPDATE ON agent_sessions
              FOR EACH ROW EXECUTE FUNCTION agent_sessions_notify();
          ALTER TABLE agent_mcp_sessions DROP COLUMN token_hash;
+         ALTER TABLE agent_tokens DROP COLUMN kind;
          UPDATE agent_meta SET value = 2 WHERE name = 'schema';",
     )
     .execute(&pool)
@@ -178,6 +191,6 @@ async fn a_version_2_postgres_database_gets_the_delete_trigger() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     pool.close().await;
 }

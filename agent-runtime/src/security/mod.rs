@@ -33,7 +33,9 @@ pub use rate_limit::{
     Bucket, GovernorRateLimiter, RateLimitSpec, RateLimited, RateLimiter, RateUnit,
 };
 pub use store_error::{StoreError, StoreResult};
-pub use token_record::{TokenRecord, TokenStatus, UnknownTokenStatus};
+pub use token_record::{
+    SessionKind, TokenRecord, TokenStatus, UnknownSessionKind, UnknownTokenStatus,
+};
 pub use token_store::{InMemoryTokenStore, TokenChange, TokenStore};
 
 // The rest is the server's own.

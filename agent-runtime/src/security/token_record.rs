@@ -95,6 +95,59 @@ impl fmt::Display for TokenStatus {
     }
 }
 
+/// What kind of session a token drives (`docs/lap.md` §2.2): one hosted in this process, or a
+/// paired one, whose session lives in an app connected over `/agent/ws` (`docs/pairing.md`).
+/// Set at mint and never changed; every decision that differs between the two reads it here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
+pub enum SessionKind {
+    /// A session hosted by this server (`POST /agent/mint`, `mint {"session": id}`).
+    #[default]
+    Hosted,
+    /// A paired session (`POST /agent/mint {"pair": true}`): the app holds the session.
+    Paired,
+}
+
+impl SessionKind {
+    /// The stored spelling: `hosted` or `paired`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionKind::Hosted => "hosted",
+            SessionKind::Paired => "paired",
+        }
+    }
+}
+
+/// A session kind spelled otherwise than [`SessionKind::as_str`] does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown session kind {0:?}")]
+pub struct UnknownSessionKind(pub String);
+
+impl std::str::FromStr for SessionKind {
+    type Err = UnknownSessionKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [SessionKind::Hosted, SessionKind::Paired]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownSessionKind(s.to_owned()))
+    }
+}
+
+impl From<SessionKind> for &'static str {
+    fn from(kind: SessionKind) -> Self {
+        kind.as_str()
+    }
+}
+
+impl TryFrom<String> for SessionKind {
+    type Error = UnknownSessionKind;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
 /// A stored token record (docs/lap.md §2.2). Holds the token's hash, never the token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -107,6 +160,10 @@ pub struct TokenRecord {
     pub uid: Option<String>,
     /// The session the token drives.
     pub session_id: String,
+    /// Whether that session is hosted here or paired (set at mint; records stored before the
+    /// field existed read as hosted unless their session id is a paired one).
+    #[serde(default)]
+    pub kind: SessionKind,
     /// The life-cycle status.
     pub status: TokenStatus,
     /// Mint time (ms since the epoch).
@@ -124,8 +181,9 @@ pub struct TokenRecord {
 }
 
 impl TokenRecord {
-    /// The record a mint creates at `now`: a fresh UUID v4 `tid`, status `awaiting-claude`,
-    /// `createdAt = lastSeenAt = now`, `expiresAt = now + 24 h`, no label.
+    /// The record a mint of a hosted session creates at `now`: a fresh UUID v4 `tid`, status
+    /// `awaiting-claude`, `createdAt = lastSeenAt = now`, `expiresAt = now + 24 h`, no label.
+    /// A paired mint sets [`kind`](TokenRecord::kind) and its status after.
     pub fn minted(
         token_hash: String,
         uid: Option<String>,
@@ -138,6 +196,7 @@ impl TokenRecord {
             token_hash,
             uid,
             session_id,
+            kind: SessionKind::Hosted,
             status: TokenStatus::AwaitingClaude,
             created_at: now,
             expires_at: now.saturating_add(TOKEN_TTL_MS),

@@ -384,6 +384,7 @@ mod tests {
             token_hash: format!("hash-{tid}"),
             uid: uid.map(Into::into),
             session_id: session.into(),
+            kind: crate::security::SessionKind::Hosted,
             status: TokenStatus::AwaitingClaude,
             created_at: 10,
             expires_at,

@@ -5,7 +5,7 @@ mod commit_log;
 
 pub use commit_log::{commit_keys, commit_log};
 
-use agent_runtime::security::{TokenChange, TokenRecord, TokenStatus};
+use agent_runtime::security::{SessionKind, TokenChange, TokenRecord, TokenStatus};
 use agent_runtime::store::{
     ConfirmsSwap, IdempotencyEntry, McpBinding, SessionRecord, StoreError, Stores,
 };
@@ -16,6 +16,7 @@ fn token(tid: &str, uid: Option<&str>, session: &str, expires_at: u64) -> TokenR
         token_hash: format!("hash-{tid}"),
         uid: uid.map(Into::into),
         session_id: session.into(),
+        kind: SessionKind::Hosted,
         status: TokenStatus::AwaitingClaude,
         created_at: 10,
         expires_at,
@@ -43,9 +44,13 @@ pub async fn tokens(stores: &Stores) {
     t.create(token("c", Some("u2"), "s2", 10_000))
         .await
         .expect("create");
-    t.create(token("d", Some("u1"), "s3", 10_000))
-        .await
-        .expect("create");
+    // A paired record keeps its kind whatever its session id reads like.
+    let d = TokenRecord {
+        kind: SessionKind::Paired,
+        status: TokenStatus::AwaitingWs,
+        ..token("d", Some("u1"), "s3", 10_000)
+    };
+    t.create(d.clone()).await.expect("create");
     assert!(matches!(
         t.create(token("a", None, "s9", 1)).await,
         Err(StoreError::Conflict(_))
@@ -56,6 +61,7 @@ pub async fn tokens(stores: &Stores) {
         t.find_by_token_hash("hash-a").await.expect("find"),
         Some(a.clone())
     );
+    assert_eq!(find("d").await, Some(d.clone()));
     assert_eq!(find("zz").await, None);
     assert_eq!(t.find_by_token_hash("hash-zz").await.expect("find"), None);
     assert_eq!(
@@ -474,8 +480,8 @@ pub async fn reopened(stores: &Stores) {
             .find_by_tid("d")
             .await
             .expect("find")
-            .map(|r| r.session_id),
-        Some("s3".to_string())
+            .map(|r| (r.session_id, r.kind)),
+        Some(("s3".to_string(), SessionKind::Paired))
     );
     let s0 = stores.sessions.load_session("s0").await.expect("load");
     assert_eq!(s0.map(|r| r.created_at), Some(50));

@@ -19,7 +19,7 @@ pub(crate) mod outbound;
 pub(crate) mod records;
 
 #[cfg(feature = "pairing")]
-pub(crate) use records::{is_paired, PAIRED_SESSION_PREFIX};
+pub(crate) use records::is_paired;
 
 /// The path of the pairing socket.
 pub(crate) const SOCKET_PATH: &str = "/agent/ws";

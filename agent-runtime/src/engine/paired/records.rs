@@ -4,15 +4,15 @@
 //!
 //! Everything lives in the [`TokenStore`](crate::security::TokenStore), so a durable token
 //! store keeps the whole life cycle across restarts with no store of its own: a paired token is
-//! one whose session id is a paired session id ([`PAIRED_SESSION_PREFIX`], given at mint), and
-//! its status changes are the steps of `security::lifecycle` (conditional writes: a revoke
-//! always wins).
+//! one whose record is of kind [`SessionKind::Paired`] (set at mint), and its status changes are
+//! the steps of `security::token_lifecycle` (conditional writes: a revoke always wins).
 
-use crate::security::{TokenRecord, TokenStatus};
+use crate::security::{SessionKind, TokenRecord, TokenStatus};
 
-/// The prefix of the session id minted for a paired session (the session lives in the app,
-/// so no hosted session ever has it).
-pub(crate) const PAIRED_SESSION_PREFIX: &str = "paired-";
+/// The prefix of the session id minted for a paired session. Only a readable name (and what a
+/// version-4 migration recognises in records stored before the kind was a field): whether a
+/// token is paired is its record's [`kind`](TokenRecord::kind).
+const PAIRED_SESSION_PREFIX: &str = "paired-";
 
 /// A new paired session id.
 pub(crate) fn new_paired_session_id() -> String {
@@ -21,7 +21,7 @@ pub(crate) fn new_paired_session_id() -> String {
 
 /// Whether `record` drives a paired session (as opposed to one hosted in this process).
 pub(crate) fn is_paired(record: &TokenRecord) -> bool {
-    record.session_id.starts_with(PAIRED_SESSION_PREFIX)
+    record.kind == SessionKind::Paired
 }
 
 /// Whether a `pending-resume` record is still inside its grace window at `now`.
@@ -46,16 +46,17 @@ mod tests {
     }
 
     #[test]
-    fn paired_records_are_known_by_their_session_id() {
-        let paired = TokenRecord::minted(
+    fn paired_records_are_known_by_their_kind_not_their_session_id() {
+        let mut paired = TokenRecord::minted("h".into(), None, "s".into(), "http://x".into(), 0);
+        paired.kind = SessionKind::Paired;
+        assert!(is_paired(&paired));
+        let hosted = TokenRecord::minted(
             "h".into(),
             None,
             new_paired_session_id(),
             "http://x".into(),
             0,
         );
-        assert!(is_paired(&paired));
-        let hosted = TokenRecord::minted("h".into(), None, "s".into(), "http://x".into(), 0);
         assert!(!is_paired(&hosted));
     }
 }

@@ -7,19 +7,20 @@
 
 macro_rules! impl_sql_tokens {
     ($store:ty, $db:ty) => {
-        const TOKEN_COLUMNS: &str = "tid, token_hash, uid, session_id, status, created_at, \
-             expires_at, last_seen_at, pending_resume_until, origin, label";
+        const TOKEN_COLUMNS: &str = "tid, token_hash, uid, session_id, kind, status, \
+             created_at, expires_at, last_seen_at, pending_resume_until, origin, label";
 
         fn token_from_row(
             row: &<$db as sqlx::Database>::Row,
         ) -> Result<$crate::security::TokenRecord, sqlx::Error> {
             use sqlx::Row as _;
-            use $crate::engine::store::sql_values::{from_db, status_from};
+            use $crate::engine::store::sql_values::{from_db, kind_from, status_from};
             Ok($crate::security::TokenRecord {
                 tid: row.try_get("tid")?,
                 token_hash: row.try_get("token_hash")?,
                 uid: row.try_get("uid")?,
                 session_id: row.try_get("session_id")?,
+                kind: kind_from(&row.try_get::<String, _>("kind")?)?,
                 status: status_from(&row.try_get::<String, _>("status")?),
                 created_at: from_db(row.try_get("created_at")?),
                 expires_at: from_db(row.try_get("expires_at")?),
@@ -96,7 +97,7 @@ macro_rules! impl_sql_tokens {
                 use $crate::engine::store::sql_values::to_db;
                 let insert = format!(
                     "INSERT INTO agent_tokens ({TOKEN_COLUMNS}, ord) VALUES ($1, $2, $3, $4, $5, \
-                     $6, $7, $8, $9, $10, $11, \
+                     $6, $7, $8, $9, $10, $11, $12, \
                      (SELECT COALESCE(MAX(ord), 0) + 1 FROM agent_tokens))"
                 );
                 let status = r.status.as_str();
@@ -105,6 +106,7 @@ macro_rules! impl_sql_tokens {
                     (&r.token_hash).into(),
                     (&r.uid).into(),
                     (&r.session_id).into(),
+                    r.kind.as_str().into(),
                     status.into(),
                     to_db(r.created_at).into(),
                     to_db(r.expires_at).into(),

@@ -2,7 +2,7 @@
 //! counters (`u64` ↔ `BIGINT`), token statuses, and how a failed token-store call is logged.
 //! Used by the store macros of `sql` and `sql_tokens`, which expand in `sqlite` and `postgres`.
 
-use crate::security::TokenStatus;
+use crate::security::{SessionKind, TokenStatus};
 
 use super::StoreError;
 
@@ -10,6 +10,13 @@ use super::StoreError;
 /// cannot understand must not authenticate anyone).
 pub(crate) fn status_from(text: &str) -> TokenStatus {
     text.parse().unwrap_or(TokenStatus::Revoked)
+}
+
+/// A stored session kind; a spelling this build does not know is a decode error (a record of
+/// unknown kind is neither trusted as hosted nor as paired).
+pub(crate) fn kind_from(text: &str) -> Result<SessionKind, sqlx::Error> {
+    text.parse()
+        .map_err(|e: crate::security::UnknownSessionKind| sqlx::Error::Decode(Box::new(e)))
 }
 
 /// Milliseconds and counters are `u64` in Rust and `BIGINT` in the database.

@@ -41,7 +41,7 @@ pub(super) use tables;
 
 /// The schema version this build reads and writes (`agent_meta`, name `schema`). A database
 /// without the row is at version 1: the tables above as version 1 created them.
-pub(super) const SCHEMA_VERSION: i64 = 3;
+pub(super) const SCHEMA_VERSION: i64 = 4;
 
 /// The migrations, each with the version it reaches, in order; each runs once, in the
 /// transaction that opens the store (`docs/stores.md` §Schema versions).
@@ -76,6 +76,15 @@ ALTER TABLE agent_idempotency ADD COLUMN claimed_at BIGINT NOT NULL DEFAULT 0;
         // PostgreSQL's change trigger also announces deletes (`<id> deleted`): opening a
         // database below this version runs the schema again, which replaces the trigger.
         "ALTER TABLE agent_mcp_sessions ADD COLUMN token_hash TEXT NOT NULL DEFAULT '';",
+    ),
+    (
+        4,
+        // A token's session kind is a field of its record (issue 31), no longer read from a
+        // `paired-` prefix of its session id; records written before get it from that prefix.
+        "
+ALTER TABLE agent_tokens ADD COLUMN kind TEXT NOT NULL DEFAULT 'hosted';
+UPDATE agent_tokens SET kind = 'paired' WHERE session_id LIKE 'paired-%';
+",
     ),
 ];
 

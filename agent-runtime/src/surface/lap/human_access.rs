@@ -6,8 +6,6 @@ use axum::http::{header, request::Parts, Method};
 
 use super::body::check_content_length;
 use crate::app::App;
-#[cfg(feature = "pairing")]
-use crate::engine::paired::PAIRED_SESSION_PREFIX;
 use crate::engine::session::Session;
 use crate::ops::error::ApiError;
 use crate::ops::ServerState;
@@ -16,10 +14,19 @@ use agent_schema::protocol::ErrorCode;
 /// The refusal of a session that is unknown or another identity's.
 pub(super) const NOT_YOURS: &str = "unknown session or not yours";
 
-/// Whether `id` names a paired session.
+/// Whether `id` names a paired session: a token record of the session is of kind paired (a
+/// paired session lives only through its records; a hosted one's are of kind hosted).
 #[cfg(feature = "pairing")]
-pub(super) fn is_paired_id(id: &str) -> bool {
-    id.starts_with(PAIRED_SESSION_PREFIX)
+pub(super) async fn is_paired_session<A: App>(
+    server: &ServerState<A>,
+    id: &str,
+) -> Result<bool, ApiError> {
+    Ok(server
+        .tokens()
+        .list_by_session(id)
+        .await?
+        .iter()
+        .any(crate::engine::paired::is_paired))
 }
 
 /// 409 for the human routes that act inside the app.
@@ -68,8 +75,10 @@ pub(super) async fn access<A: App>(
         .await
         .ok_or_else(ApiError::auth_required)?;
     #[cfg(feature = "pairing")]
-    if session_id.is_some_and(is_paired_id) {
-        return Err(acts_in_the_app());
+    if let Some(id) = session_id {
+        if is_paired_session(server, id).await? {
+            return Err(acts_in_the_app());
+        }
     }
     let session = match session_id {
         None => None,

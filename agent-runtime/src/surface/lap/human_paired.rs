@@ -11,7 +11,7 @@ use axum::http::{request::Parts, Method};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use super::human_access::{access, is_paired_id, NOT_YOURS};
+use super::human_access::{access, is_paired_session, NOT_YOURS};
 use crate::app::App;
 use crate::engine::paired::is_paired;
 use crate::engine::paired::records::within_grace;
@@ -39,8 +39,10 @@ pub(super) async fn owner_route<A: App>(
     id: &str,
     route: OwnerRoute,
 ) -> Option<Response> {
-    if !is_paired_id(id) {
-        return None;
+    match is_paired_session(server, id).await {
+        Ok(true) => {}
+        Ok(false) => return None,
+        Err(e) => return Some(e.into_response()),
     }
     let method = match route {
         OwnerRoute::View => Method::GET,

@@ -310,6 +310,7 @@ async fn mint_paired<A: App>(
             origin.url(""),
             now,
         );
+        record.kind = crate::security::SessionKind::Paired;
         record.status = TokenStatus::AwaitingWs;
         record.label = label;
         issue(server, token.expose(), record, origin, set_cookie, now).await
