@@ -270,6 +270,7 @@ mod tests {
                 "tokenHash",
                 "uid",
                 "sessionId",
+                "kind",
                 "status",
                 "createdAt",
                 "expiresAt",
@@ -279,6 +280,7 @@ mod tests {
                 "label"
             ]
         );
+        assert_eq!(json["kind"], "hosted");
         assert_eq!(json["status"], "awaiting-claude");
         assert_eq!(json["pendingResumeUntil"], serde_json::Value::Null);
         let back: TokenRecord = serde_json::from_value(json).unwrap();
