@@ -56,10 +56,16 @@ async fn sixty_thousand_todos_stay_under_the_ceiling() {
         let todos: Vec<Value> = (0..20_000)
             .map(|i| json!({"title": format!("todo number {i} of round {round}")}))
             .collect();
-        let bulk = json!({"msg": {"type": "bulkAdd", "todos": todos}, "waitFor": "idle"});
+        // A 20,000-todo commit can take longer than the default 5 s wait on a loaded machine.
+        let bulk = json!({
+            "msg": {"type": "bulkAdd", "todos": todos},
+            "waitFor": "idle",
+            "timeoutMs": 60_000
+        });
         let (status, answer) = lap(&server.base, token, "/message", bulk).await;
         assert_eq!(status, 200, "{answer}");
         assert_eq!(answer["status"], "dispatched", "{answer}");
+        assert_eq!(answer["drain"]["timedOut"], false, "{answer}");
     }
     let (status, state) = lap(&server.base, token, "/state", json!({})).await;
     assert_eq!(status, 200, "{state}");
