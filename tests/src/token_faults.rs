@@ -1,7 +1,8 @@
 //! A token store around a real one that can fail chosen operations or hold its conditional
 //! writes open: the races and failures of `docs/security.md` §Promises, made deterministic.
+//! It also counts the calls of each operation (what a request cost the store).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -29,9 +30,11 @@ pub enum TokenOp {
 
 /// Wraps a real token store (memory, SQLite or PostgreSQL). Failing operations answer
 /// [`StoreError::Database`] without reaching the store; held `change` calls wait, before
-/// reaching the store, until [`FaultyTokens::release`].
+/// reaching the store, until [`FaultyTokens::release`]. Every call is counted by operation
+/// ([`FaultyTokens::calls`]).
 pub struct FaultyTokens {
     inner: Arc<dyn TokenStore>,
+    calls: Mutex<HashMap<TokenOp, usize>>,
     failing: Mutex<HashSet<TokenOp>>,
     holding: AtomicBool,
     held: AtomicUsize,
@@ -43,11 +46,17 @@ impl FaultyTokens {
     pub fn new(inner: Arc<dyn TokenStore>) -> Arc<Self> {
         Arc::new(FaultyTokens {
             inner,
+            calls: Mutex::new(HashMap::new()),
             failing: Mutex::new(HashSet::new()),
             holding: AtomicBool::new(false),
             held: AtomicUsize::new(0),
             released: Notify::new(),
         })
+    }
+
+    /// How many calls of `op` were made so far (failed ones included).
+    pub fn calls(&self, op: TokenOp) -> usize {
+        self.calls.lock().unwrap().get(&op).copied().unwrap_or(0)
     }
 
     /// From now on `op` fails.
@@ -77,6 +86,7 @@ impl FaultyTokens {
     }
 
     fn check(&self, op: TokenOp) -> StoreResult<()> {
+        *self.calls.lock().unwrap().entry(op).or_default() += 1;
         if self.failing.lock().unwrap().contains(&op) {
             return Err(StoreError::Database(format!("injected failure of {op:?}")));
         }

@@ -4,72 +4,21 @@
 //! store is read once the address failed `rate_limit` times, its audit lines stay bounded, and
 //! another address is not affected.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
 use agent_runtime::security::TrustProxy;
-use agent_runtime::security::{
-    InMemoryTokenStore, MemoryAuditSink, StoreResult, TokenChange, TokenRecord, TokenStore,
-};
+use agent_runtime::security::{InMemoryTokenStore, MemoryAuditSink};
 use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, Host, HostConfig, ServerOptions};
 use agent_tests::tab::{ws_url, Tab};
 use agent_tests::temp::TempDir;
+use agent_tests::token_faults::{FaultyTokens, TokenOp};
 use agent_tests::{host_on, start, TestServer};
-use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 /// Failures an address may have per minute in these tests.
 const ALLOWED: usize = 5;
-
-/// The in-memory token store, counting the lookups by hash (what a bad bearer costs).
-#[derive(Default)]
-struct CountedTokens {
-    inner: InMemoryTokenStore,
-    lookups: AtomicUsize,
-}
-
-impl TokenStore for CountedTokens {
-    fn create(&self, record: TokenRecord) -> BoxFuture<'_, StoreResult<()>> {
-        TokenStore::create(&self.inner, record)
-    }
-    fn find_by_tid<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<Option<TokenRecord>>> {
-        TokenStore::find_by_tid(&self.inner, tid)
-    }
-    fn find_by_token_hash<'a>(
-        &'a self,
-        hash: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Option<TokenRecord>>> {
-        self.lookups.fetch_add(1, Ordering::SeqCst);
-        TokenStore::find_by_token_hash(&self.inner, hash)
-    }
-    fn list_by_identity<'a>(
-        &'a self,
-        uid: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Vec<TokenRecord>>> {
-        TokenStore::list_by_identity(&self.inner, uid)
-    }
-    fn list_by_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Vec<TokenRecord>>> {
-        TokenStore::list_by_session(&self.inner, id)
-    }
-    fn touch<'a>(&'a self, tid: &'a str, now: u64) -> BoxFuture<'a, StoreResult<()>> {
-        TokenStore::touch(&self.inner, tid, now)
-    }
-    fn change<'a>(
-        &'a self,
-        tid: &'a str,
-        change: &'a TokenChange,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        TokenStore::change(&self.inner, tid, change)
-    }
-    fn revoke<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        TokenStore::revoke(&self.inner, tid)
-    }
-    fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, StoreResult<usize>> {
-        TokenStore::sweep_expired(&self.inner, now, retention_ms)
-    }
-}
 
 fn options() -> ServerOptions {
     ServerOptions {
@@ -80,14 +29,11 @@ fn options() -> ServerOptions {
     }
 }
 
-async fn server() -> (
-    TestServer<Counter>,
-    Arc<CountedTokens>,
-    Arc<MemoryAuditSink>,
-) {
+async fn server() -> (TestServer<Counter>, Arc<FaultyTokens>, Arc<MemoryAuditSink>) {
     let audit = Arc::new(MemoryAuditSink::new());
     let host = Host::with_config(Counter, HostConfig::default(), audit.clone()).expect("host");
-    let tokens = Arc::new(CountedTokens::default());
+    // The in-memory token store, its lookups counted (what a bad bearer costs).
+    let tokens = FaultyTokens::new(Arc::new(InMemoryTokenStore::new()));
     let builder = AgentServer::builder(host)
         .options(options())
         .token_store(tokens.clone());
@@ -161,11 +107,11 @@ fn expected(refused_with: u16, n: usize) -> Vec<u16> {
 async fn a_bad_bearer_flood_on_lap_is_refused_before_the_store_after_its_allowance() {
     let (t, tokens, _) = server().await;
     let good = t.mint("alice", None).await;
-    let before = tokens.lookups.load(Ordering::SeqCst);
+    let before = tokens.calls(TokenOp::Find);
     let seen = statuses(20, || async { lap(&t, "203.0.113.1", BAD).await.0 }).await;
     assert_eq!(seen, expected(401, 20));
     assert_eq!(
-        tokens.lookups.load(Ordering::SeqCst) - before,
+        tokens.calls(TokenOp::Find) - before,
         ALLOWED + 1,
         "every refusal after the allowance is answered without a lookup"
     );
@@ -179,7 +125,7 @@ async fn a_bad_bearer_flood_on_lap_is_refused_before_the_store_after_its_allowan
 #[tokio::test]
 async fn a_bad_bearer_flood_on_agent_ws_is_refused_before_the_store() {
     let (t, tokens, _) = server().await;
-    let before = tokens.lookups.load(Ordering::SeqCst);
+    let before = tokens.calls(TokenOp::Find);
     let seen = statuses(20, || async {
         let headers = [("x-forwarded-for", "203.0.113.3")];
         match Tab::open(&ws_url(&t.base, BAD), &headers).await {
@@ -189,14 +135,14 @@ async fn a_bad_bearer_flood_on_agent_ws_is_refused_before_the_store() {
     })
     .await;
     assert_eq!(seen, expected(401, 20));
-    assert_eq!(tokens.lookups.load(Ordering::SeqCst) - before, ALLOWED + 1);
+    assert_eq!(tokens.calls(TokenOp::Find) - before, ALLOWED + 1);
 }
 
 #[tokio::test]
 async fn a_bad_bearer_flood_on_mcp_2026_07_28_is_refused_and_its_audit_lines_bounded() {
     let (t, tokens, audit) = server().await;
     let good = t.mint("alice", None).await;
-    let before = tokens.lookups.load(Ordering::SeqCst);
+    let before = tokens.calls(TokenOp::Find);
     let mut seen = Vec::new();
     for _ in 0..40 {
         let (status, body) = mcp_stateless(&t, "203.0.113.4", BAD).await;
@@ -207,7 +153,7 @@ async fn a_bad_bearer_flood_on_mcp_2026_07_28_is_refused_and_its_audit_lines_bou
         seen.push(status);
     }
     assert_eq!(seen, expected(401, 40));
-    assert_eq!(tokens.lookups.load(Ordering::SeqCst) - before, ALLOWED + 1);
+    assert_eq!(tokens.calls(TokenOp::Find) - before, ALLOWED + 1);
     // One audit line per counted failure and one for the block: not one per request.
     let lines: Vec<(String, Value)> = audit
         .entries()
@@ -255,6 +201,7 @@ async fn unknown_mcp_session_ids_are_refused_before_the_store_after_the_allowanc
 }
 
 fn rand_id() -> u128 {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{SystemTime, UNIX_EPOCH};
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let now = SystemTime::now()
