@@ -1,6 +1,7 @@
 //! The host: one app, its checked schema (`Catalog`), and the sessions running it.
 
 mod eviction;
+mod remembered;
 mod stored;
 mod table;
 
@@ -22,6 +23,7 @@ use crate::engine::session::{Parts, Session, SessionError};
 use crate::engine::session::{Release, Retained};
 use crate::engine::store::{SessionStore, StoreResult};
 use crate::security::{AuditEntry, AuditEvent, AuditSink, TracingAuditSink};
+use remembered::RememberedIds;
 use table::SessionTable;
 
 struct HostInner<A: App> {
@@ -42,7 +44,7 @@ struct HostInner<A: App> {
     listener: Once,
     /// Stored sessions refused as not migrated, already audited by this process (at most
     /// [`MAX_REFUSED_AUDITED`], emptied when full).
-    refused: std::sync::Mutex<std::collections::HashSet<String>>,
+    refused: RememberedIds,
     /// Gives the memory of its sessions' big commits back, one release per burst.
     release: Release,
     /// What its sessions' rings retain in all, within `Budgets::retained_bytes`.
@@ -50,7 +52,7 @@ struct HostInner<A: App> {
     /// Sessions deleted from the store (closed here, or announced by another process): a
     /// load that read the record before the delete never brings one back. At most
     /// [`MAX_DELETED_REMEMBERED`], emptied when full (a load in flight lasts milliseconds).
-    deleted: std::sync::Mutex<std::collections::HashSet<String>>,
+    deleted: RememberedIds,
 }
 
 /// A stored session that cannot be loaded (`docs/stores.md` §Upgrades).
@@ -171,10 +173,10 @@ impl<A: App> Host<A> {
                 creating: tokio::sync::Mutex::new(()),
                 sweeper: Once::new(),
                 listener: Once::new(),
-                refused: Default::default(),
+                refused: RememberedIds::new(MAX_REFUSED_AUDITED),
                 release: Release::default(),
                 retained: Retained::new(config_budget),
-                deleted: Default::default(),
+                deleted: RememberedIds::new(MAX_DELETED_REMEMBERED),
             }),
         })
     }
@@ -378,7 +380,7 @@ impl<A: App> Host<A> {
         }
         let mut sessions = self.sessions_making_room(now);
         // Deleted since its record was read: it stays deleted.
-        if self.is_deleted(id) {
+        if self.inner.deleted.contains(id) {
             session.close();
             return Ok(None);
         }
@@ -389,14 +391,7 @@ impl<A: App> Host<A> {
     /// Logs a stored session refused as not migrated, and audits it the first time.
     async fn refused(&self, id: &str, owner: Option<String>, reason: &str) {
         tracing::error!(target: "agent_runtime::store", session = %id, "{reason}");
-        let first = {
-            let mut refused = self.inner.refused.lock().unwrap_or_else(|e| e.into_inner());
-            if refused.len() >= MAX_REFUSED_AUDITED {
-                refused.clear();
-            }
-            refused.insert(id.to_owned())
-        };
-        if first {
+        if self.inner.refused.insert(id) {
             let entry = AuditEntry::new(
                 self.inner.config.clock.now_ms(),
                 AuditEvent::SessionNotMigrated,
@@ -551,7 +546,7 @@ impl<A: App> Host<A> {
         if let Some(store) = &self.inner.store {
             if let Err(e) = store.delete_session(id).await {
                 tracing::error!(target: "agent_runtime::store", "deleting session {id} failed: {e}");
-                self.lock_deleted().remove(id);
+                self.inner.deleted.remove(id);
                 return Err(e);
             }
         }
@@ -567,11 +562,7 @@ impl<A: App> Host<A> {
                 .sessions
                 .write()
                 .unwrap_or_else(|e| e.into_inner());
-            let mut deleted = self.lock_deleted();
-            if deleted.len() >= MAX_DELETED_REMEMBERED {
-                deleted.clear();
-            }
-            deleted.insert(id.to_owned());
+            self.inner.deleted.insert(id);
             sessions.remove(id)
         };
         match removed {
@@ -589,14 +580,6 @@ impl<A: App> Host<A> {
     /// being added at that instant (`docs/stores.md` §Memory).
     pub fn retained_bytes(&self) -> usize {
         self.inner.retained.total()
-    }
-
-    fn lock_deleted(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
-        self.inner.deleted.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn is_deleted(&self, id: &str) -> bool {
-        self.lock_deleted().contains(id)
     }
 
     /// Number of open sessions.
