@@ -1,0 +1,148 @@
+//! Tests of the numbered session events (`events.rs`).
+
+use super::*;
+use crate::engine::session::activity::entry;
+use agent_schema::protocol::LogKind;
+
+use serde_json::json;
+
+/// The snapshot of commit `seq` of a counter at `n`, reached by setting the count.
+fn snap(seq: u64, n: i64) -> Snapshot {
+    let patch = vec![PatchOp::Replace {
+        path: "/count".into(),
+        value: json!(n),
+    }];
+    Snapshot::new(
+        seq,
+        Arc::new(json!({ "count": n }).into()),
+        patch.into(),
+        crate::algo::route_gates::GateValues::unknown(&Default::default()),
+    )
+}
+
+fn state(seq: u64, n: i64) -> EventBody {
+    EventBody::State(snap(seq, n))
+}
+
+fn narrate(hub: &SharedHub, at: u64) -> u64 {
+    lock(hub).publish(EventBody::Log(entry(LogKind::Narrate, at)))
+}
+
+fn shared(hub: EventHub) -> SharedHub {
+    Arc::new(Mutex::new(hub))
+}
+
+fn big_narration(at: u64, bytes: usize) -> EventBody {
+    let mut e = entry(LogKind::Narrate, at);
+    e.detail = Some("x".repeat(bytes));
+    EventBody::Log(e)
+}
+
+#[tokio::test]
+async fn the_history_keeps_its_byte_budget_and_skips_oversized_events() {
+    let hub = shared(EventHub::with_budgets(
+        256,
+        20_000,
+        100_000,
+        snap(0, 0),
+        crate::engine::session::retained::Retained::unbounded().charge(),
+    ));
+    for i in 0..50 {
+        lock(&hub).publish(big_narration(i, 10_000));
+    }
+    assert!(lock(&hub).history_bytes() <= 100_000);
+    // Too old now: a snapshot.
+    let mut sub = subscribe(&hub, Some("1"), vec![], SessionHold::unheld());
+    assert_eq!(sub.next().await.unwrap().data()["snapshot"], json!(true));
+    // Within the kept history: a replay.
+    let mut sub = subscribe(&hub, Some("45"), vec![], SessionHold::unheld());
+    assert_eq!(sub.next().await.unwrap().id, 46);
+    // An event over the per-event budget is not kept: nothing replays across it.
+    lock(&hub).publish(big_narration(99, 30_000));
+    assert_eq!(lock(&hub).history_bytes(), 0);
+    let mut sub = subscribe(&hub, Some("45"), vec![], SessionHold::unheld());
+    assert_eq!(sub.next().await.unwrap().data()["snapshot"], json!(true));
+}
+
+#[tokio::test]
+async fn a_replay_is_read_lazily_and_ends_when_the_history_moves_past_it() {
+    let hub = shared(EventHub::new(4, snap(0, 0)));
+    for i in 0..4 {
+        narrate(&hub, i);
+    }
+    let mut sub = subscribe(&hub, Some("0"), vec![], SessionHold::unheld());
+    assert_eq!(sub.next().await.unwrap().id, 1);
+    // Four more events push 2..4 out before the subscriber reads them.
+    for i in 0..4 {
+        narrate(&hub, i);
+    }
+    assert_eq!(sub.next().await, None);
+}
+
+#[tokio::test]
+async fn a_subscriber_that_does_not_read_is_dropped() {
+    let hub = shared(EventHub::new(4, snap(0, 0)));
+    let mut sub = subscribe(&hub, Some("0"), vec![], SessionHold::unheld());
+    for i in 0..(LIVE_CAPACITY as u64 + 10) {
+        narrate(&hub, i);
+    }
+    assert_eq!(sub.next().await, None);
+}
+
+#[tokio::test]
+async fn replay_sends_missed_logs_and_one_current_state() {
+    let hub = shared(EventHub::new(256, snap(0, 0)));
+    lock(&hub).publish(state(1, 1));
+    let n = narrate(&hub, 1);
+    narrate(&hub, 2);
+    narrate(&hub, 3);
+    narrate(&hub, 4);
+    lock(&hub).publish(state(2, 2));
+    lock(&hub).publish(state(3, 3));
+    let mut sub = subscribe(&hub, Some(&n.to_string()), vec![], SessionHold::unheld());
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        got.push(sub.next().await.unwrap());
+    }
+    let names: Vec<_> = got.iter().map(|e| e.name).collect();
+    assert_eq!(names, vec!["log", "log", "log", "state"]);
+    let ids: Vec<_> = got.iter().map(|e| e.id).collect();
+    assert_eq!(ids, vec![n + 1, n + 2, n + 3, n + 5]);
+    assert_eq!(got[3].data(), json!({"state":{"count":3}}));
+}
+
+#[tokio::test]
+async fn equal_id_sends_nothing_until_the_next_event() {
+    let hub = shared(EventHub::new(256, snap(0, 0)));
+    let h = lock(&hub).publish(state(1, 1));
+    let mut sub = subscribe(&hub, Some(&h.to_string()), vec![], SessionHold::unheld());
+    lock(&hub).publish(state(2, 2));
+    let e = sub.next().await.unwrap();
+    assert_eq!(e.id, h + 1);
+    // First state on this connection: no diff.
+    assert_eq!(e.data(), json!({"state":{"count":2}}));
+    lock(&hub).publish(state(3, 5));
+    let e = sub.next().await.unwrap();
+    assert_eq!(
+        e.data(),
+        json!({"state":{"count":5},"stateDiff":[{"op":"replace","path":"/count","value":5}]})
+    );
+}
+
+#[tokio::test]
+async fn too_old_bad_or_future_ids_get_a_snapshot() {
+    let hub = shared(EventHub::new(4, snap(0, 0)));
+    for i in 0..10 {
+        narrate(&hub, i);
+    }
+    for last in [Some("1"), Some("abc"), Some("99"), None] {
+        let mut sub = subscribe(&hub, last, vec![], SessionHold::unheld());
+        let e = sub.next().await.unwrap();
+        assert_eq!(e.name, "state");
+        assert_eq!(e.id, 10);
+        assert_eq!(e.data()["snapshot"], json!(true));
+    }
+    // Still within the kept history: replay.
+    let mut sub = subscribe(&hub, Some("7"), vec![], SessionHold::unheld());
+    assert_eq!(sub.next().await.unwrap().id, 8);
+}
