@@ -1,12 +1,13 @@
 //! What a call is once the gate admitted it: the caller ([`Caller`]: token record and
 //! [`Backend`]), what a handler receives ([`Resolved`], and [`Call`] for a hosted session) and
-//! what it answers ([`Answer`], serialized to [`Handled`]).
+//! what it answers ([`Answer`], made a typed [`Success`] in [`Handled`]).
 
 use agent_schema::protocol::{LogEntry, WithdrawResponse, WithdrawnStatus};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::error::ApiError;
+use super::reply::Success;
 use super::spec::OperationSpec;
 use super::state::ServerState;
 use crate::app::App;
@@ -130,39 +131,32 @@ impl<R: Serialize> Answer<R> {
         }
     }
 
-    /// Serializes the body to JSON text once.
-    pub(crate) fn serialize(self, what: &str) -> Result<Handled, ApiError> {
-        let body = serde_json::to_string(&self.body)
+    /// The typed answer, its body serialized to JSON text once; `canonical` when the body was
+    /// made in this process (a hosted handler's: [`Success::is_canonical`]; a paired session
+    /// relays the app's own text).
+    pub(crate) fn serialize(self, what: &str, canonical: bool) -> Result<Handled, ApiError>
+    where
+        R: Send + Sync + 'static,
+    {
+        let body = Success::of(self.body, canonical)
             .map_err(|e| ApiError::internal(format!("{what}: {e}")))?;
         Ok(Handled {
             body,
             read: self.read,
             audit: self.audit,
-            canonical: false,
         })
     }
 }
 
-/// A serialized answer plus what the success tail writes.
+/// A typed answer plus what the success tail writes.
 #[derive(Debug)]
 pub(crate) struct Handled {
-    /// The 200 body.
-    pub(crate) body: String,
+    /// The 200 answer.
+    pub(crate) body: Success,
     /// The intent of the `read` log entry, if any.
     pub(crate) read: Option<String>,
     /// The audit entry.
     pub(crate) audit: (AuditEvent, Value),
-    /// The body is serde_json's compact text of values made in this process ([`Reply::is_canonical`]).
-    pub(crate) canonical: bool,
-}
-
-impl Handled {
-    /// The same, its body known to be serde_json's compact text of values made in this
-    /// process: a hosted handler's answer (a paired session's relays the app's own text).
-    pub(crate) fn canonical(mut self) -> Self {
-        self.canonical = true;
-        self
-    }
 }
 
 /// A log entry of `kind` for the caller `tid`.

@@ -37,16 +37,16 @@ pub(crate) async fn run_keyed<A: App>(
     let first = match &keyed {
         None => None,
         Some((key, msg)) => match server.idempotency().claim(&tid, key, msg, server.now()) {
-            Err(over) => return Reply::from_error(&over.into()),
+            Err(over) => return Reply::error(over.into()),
             Ok(Claim::First(tx)) => Some(tx),
             Ok(Claim::Repeat(first)) => {
                 if !first.same_message(msg) {
-                    return Reply::from_error(&different_message(key));
+                    return Reply::error(different_message(key));
                 }
                 let replay = with_revocation(server, &tid, async {
                     match first.answer().await {
                         Some(a) => Reply::from_stored(a),
-                        None => Reply::from_error(&ApiError::internal(
+                        None => Reply::error(ApiError::internal(
                             "the first call with this idempotencyKey failed without an answer",
                         )),
                     }
@@ -54,7 +54,7 @@ pub(crate) async fn run_keyed<A: App>(
                 .await;
                 if replay.status() == StatusCode::OK {
                     if let Err(e) = activate(server, record).await {
-                        return Reply::from_error(&e);
+                        return Reply::error(e);
                     }
                 }
                 return replay.replayed();
@@ -126,7 +126,7 @@ pub(crate) async fn run_keyed<A: App>(
     });
     with_revocation(server, &tid, async {
         task.await.unwrap_or_else(|e| {
-            Reply::from_error(&ApiError::internal(format!("message task failed: {e}")))
+            Reply::error(ApiError::internal(format!("message task failed: {e}")))
         })
     })
     .await

@@ -72,7 +72,7 @@ pub(super) async fn answered<A: App>(
         return None;
     }
     if serde_json::from_str::<Value>(&entry.msg).ok().as_ref() != Some(msg) {
-        return Some(Reply::from_error(&different_message(key)));
+        return Some(Reply::error(different_message(key)));
     }
     Some(replay(server, record, stored(entry)).await)
 }
@@ -93,12 +93,12 @@ pub(super) async fn claim_or_replay<A: App>(
     loop {
         let now = server.now();
         if now.saturating_sub(started) > WAIT_CAP_MS {
-            return Durable::Replay(Reply::from_error(
-                &ApiError::new(ErrorCode::Timeout).with_detail(format!(
+            return Durable::Replay(Reply::error(ApiError::new(ErrorCode::Timeout).with_detail(
+                format!(
                     "the first call with idempotencyKey {key} is still in flight elsewhere; \
                      retry later with the same key"
-                )),
-            ));
+                ),
+            )));
         }
         let entry = match store.get_idempotent(tid, key).await {
             Ok(entry) => entry,
@@ -109,7 +109,7 @@ pub(super) async fn claim_or_replay<A: App>(
         };
         if let Some(e) = entry.filter(|e| e.created_at + IDEMPOTENCY_WINDOW_MS > now) {
             if serde_json::from_str::<Value>(&e.msg).ok().as_ref() != Some(msg) {
-                return Durable::Replay(Reply::from_error(&different_message(key)));
+                return Durable::Replay(Reply::error(different_message(key)));
             }
             if e.status != 0 {
                 return Durable::Replay(replay(server, record, stored(e)).await);
@@ -166,7 +166,7 @@ async fn replay<A: App>(
     let reply = Reply::from_stored(answer);
     if reply.status() == StatusCode::OK {
         if let Err(e) = activate(server, record).await {
-            return Reply::from_error(&e);
+            return Reply::error(e);
         }
     }
     reply.replayed()

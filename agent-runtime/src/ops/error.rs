@@ -9,19 +9,25 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use crate::config::OverBudget;
-use crate::security::{retry_after_secs, WireError};
+use crate::security::{
+    retry_after_secs, AuthError, CrossOriginRefused, LifecycleError, RateLimited, StoreError,
+};
 
 /// An error answer `{"error":{"code","reconnect"?,"detail"?,"retryAfterMs"?}}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     code: ErrorCode,
-    /// The code a paired app answered with (`rpc-error`), sent instead of `code`'s.
+    /// The code as it was answered elsewhere, sent instead of `code`'s: a paired app's
+    /// (`rpc-error`), or a LAP server's the bridge read (its status when it named none).
     relayed_code: Option<String>,
     detail: Option<String>,
     retry_after_ms: Option<u64>,
     reconnect: Option<&'static str>,
     /// `Retry-After` (seconds) without `retryAfterMs` in the body (a paired session's 503).
     retry_after_s: Option<u64>,
+    /// The status an HTTP answer came with, when it was read back (the bridge's edge, a
+    /// stored answer replayed), instead of the code's.
+    answered_status: Option<u16>,
 }
 
 impl ApiError {
@@ -34,6 +40,41 @@ impl ApiError {
             retry_after_ms: None,
             reconnect: None,
             retry_after_s: None,
+            answered_status: None,
+        }
+    }
+
+    /// The error an HTTP answer with `status` and the JSON `body` carries (the bridge's
+    /// edge, a stored answer replayed): its code is `error.code`, a bare `code`, else the
+    /// status number; its detail `error.detail`, a bare-string `error` or a bare `detail`.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn answered(status: u16, body: &Value) -> Self {
+        fn text_of(v: &Value) -> String {
+            match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }
+        }
+        let error = body.get("error").filter(|e| e.is_object());
+        let code = error
+            .and_then(|e| e.get("code"))
+            .or_else(|| body.get("code"))
+            .filter(|c| !c.is_null())
+            .map_or_else(|| status.to_string(), text_of);
+        let detail = match body.get("error") {
+            Some(Value::Object(e)) => e.get("detail"),
+            Some(s @ Value::String(_)) => Some(s),
+            _ => body.get("detail"),
+        };
+        let known = serde_json::from_value::<ErrorCode>(Value::String(code.clone())).ok();
+        ApiError {
+            relayed_code: known.is_none().then_some(code),
+            detail: detail.filter(|d| !d.is_null()).map(text_of),
+            retry_after_ms: error
+                .and_then(|e| e.get("retryAfterMs"))
+                .and_then(Value::as_u64),
+            answered_status: Some(status),
+            ..Self::new(known.unwrap_or(ErrorCode::Internal))
         }
     }
 
@@ -137,6 +178,19 @@ impl ApiError {
         self.code
     }
 
+    /// The code as the body names it (a relayed code, or the code's wire string).
+    #[cfg(feature = "mcp")]
+    pub(crate) fn code_text(&self) -> &str {
+        self.relayed_code.as_deref().unwrap_or(self.code.as_str())
+    }
+
+    /// The status number as answered: an HTTP answer's own when it was read back, else the
+    /// code's (`0` for `network`, a request that got no answer).
+    #[cfg(feature = "mcp")]
+    pub(crate) fn answered_status(&self) -> u16 {
+        self.answered_status.unwrap_or(self.code.status())
+    }
+
     /// The detail, if any.
     pub fn detail(&self) -> Option<&str> {
         self.detail.as_deref()
@@ -182,21 +236,62 @@ impl ApiError {
     }
 }
 
-impl<E: WireError> From<E> for ApiError {
-    fn from(e: E) -> Self {
+/// A refused bearer: 401 `auth-failed`, 403 `revoked`, 500 `internal` when the store failed.
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        ApiError::new(e.code())
+    }
+}
+
+/// A life-cycle step that did not happen: 403 `revoked`, 401 `auth-failed`, 409 `conflict`, or
+/// 500 `internal` with a fixed detail when the store failed.
+impl From<LifecycleError> for ApiError {
+    fn from(e: LifecycleError) -> Self {
         ApiError {
             detail: e.detail(),
-            retry_after_ms: e.retry_after_ms(),
             ..ApiError::new(e.code())
         }
     }
 }
 
+/// A denied call: 429 `rate-limited` with `retryAfterMs` (and `Retry-After`).
+impl From<RateLimited> for ApiError {
+    fn from(e: RateLimited) -> Self {
+        ApiError::new(ErrorCode::RateLimited).with_retry_after_ms(Some(e.retry_after_ms))
+    }
+}
+
+/// A refused cross-origin POST: 403 `forbidden`.
+impl From<CrossOriginRefused> for ApiError {
+    fn from(e: CrossOriginRefused) -> Self {
+        ApiError::new(e.code()).with_detail(e.detail())
+    }
+}
+
 /// A store failure under a call: 500 `internal` with a fixed detail (the database's text is
 /// logged for the operator, never answered).
-impl From<crate::security::StoreError> for ApiError {
-    fn from(e: crate::security::StoreError) -> Self {
-        crate::security::LifecycleError::Store(e).into()
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        LifecycleError::Store(e).into()
+    }
+}
+
+// The refusals of the security layer answered as they are, through `ApiError`.
+impl IntoResponse for AuthError {
+    fn into_response(self) -> Response {
+        ApiError::from(self).into_response()
+    }
+}
+
+impl IntoResponse for RateLimited {
+    fn into_response(self) -> Response {
+        ApiError::from(self).into_response()
+    }
+}
+
+impl IntoResponse for CrossOriginRefused {
+    fn into_response(self) -> Response {
+        ApiError::from(self).into_response()
     }
 }
 
@@ -261,6 +356,59 @@ mod tests {
         let e: ApiError = OverBudget::full("x", 5, 4, Some(7)).into();
         assert_eq!(e.status().as_u16(), 429);
         assert_eq!(e.retry_after_ms(), Some(7));
+    }
+
+    /// The refusals of the security layer, answered through `ApiError` (moved from
+    /// `security/{error,tokens,rate_limit,origin}.rs` with `WireError`).
+    #[test]
+    fn security_refusals_answer_their_codes() {
+        let e = ApiError::new(ErrorCode::RateLimited)
+            .with_detail("d")
+            .with_retry_after_ms(Some(7));
+        assert_eq!(
+            e.body().to_string(),
+            r#"{"error":{"code":"rate-limited","detail":"d","retryAfterMs":7}}"#
+        );
+        let response = e.into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            response.headers().get(header::CONTENT_TYPE).unwrap(),
+            "application/json"
+        );
+        assert_eq!(response.headers().get(header::RETRY_AFTER).unwrap(), "1");
+
+        let auth_failed = ApiError::from(AuthError::AuthFailed);
+        assert_eq!(auth_failed.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            auth_failed.body().to_string(),
+            r#"{"error":{"code":"auth-failed"}}"#
+        );
+        let revoked = ApiError::from(AuthError::Revoked);
+        assert_eq!(revoked.status(), StatusCode::FORBIDDEN);
+        assert_eq!(
+            revoked.body().to_string(),
+            r#"{"error":{"code":"revoked"}}"#
+        );
+        assert_eq!(
+            ApiError::from(AuthError::StoreFailed).status(),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+
+        let denied = ApiError::from(RateLimited {
+            retry_after_ms: 1234,
+        });
+        assert_eq!(denied.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            denied.body().to_string(),
+            r#"{"error":{"code":"rate-limited","retryAfterMs":1234}}"#
+        );
+
+        let refused = ApiError::from(CrossOriginRefused);
+        assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+        assert_eq!(
+            refused.body().to_string(),
+            r#"{"error":{"code":"forbidden","detail":"cross-origin request refused"}}"#
+        );
     }
 
     #[test]

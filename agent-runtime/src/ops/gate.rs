@@ -138,7 +138,7 @@ pub(crate) async fn serve<A: App, R: Send + 'static>(
         if let Err(e) = touched {
             let refused = crate::security::LifecycleError::Store(e);
             super::tail::store_failed(server, &caller.record, "touch").await;
-            return Reply::from_error(&refused.into());
+            return Reply::error(refused.into());
         }
     }
     let tid = caller.record.tid.clone();
@@ -194,7 +194,7 @@ async fn run<A: App, R: Send + 'static>(
                 }
                 _ => {}
             }
-            Reply::from_error(&e)
+            Reply::error(e)
         }
     }
 }
@@ -204,7 +204,7 @@ async fn success_tail<A: App>(call: &Resolved<'_, A>, handled: Handled) -> Reply
     let record = call.record;
     let activated = match activate(server, record).await {
         Ok(activated) => activated,
-        Err(e) => return Reply::from_error(&e),
+        Err(e) => return Reply::error(e),
     };
     #[cfg(feature = "pairing")]
     if activated && matches!(call.backend, Backend::Paired) {
@@ -221,5 +221,5 @@ async fn success_tail<A: App>(call: &Resolved<'_, A>, handled: Handled) -> Reply
         .with_tid(record.tid.clone())
         .with_uid(record.uid.clone());
     server.audit(entry).await;
-    Reply::ok(handled.body, handled.canonical)
+    Reply::ok(handled.body)
 }

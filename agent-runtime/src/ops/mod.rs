@@ -47,8 +47,10 @@ pub use options::McpOptions;
 #[cfg(feature = "pairing")]
 pub use options::PairingOptions;
 pub use options::{ServerOptions, DEFAULT_RATE_LIMIT};
-#[cfg(any(feature = "mcp", feature = "pairing"))]
-pub(crate) use reply::Reply;
+#[cfg(feature = "bridge")]
+pub(crate) use reply::from_http;
+#[cfg(feature = "mcp")]
+pub(crate) use reply::{Outcome, Reply, Success};
 pub(crate) use spec::OperationSpec;
 #[cfg(feature = "pairing")]
 pub(crate) use state::Pairing;

@@ -14,7 +14,7 @@ use agent_schema::protocol::{
 use schemars::SchemaGenerator;
 use serde_json::Value;
 
-use super::call::{Backend, Caller, Handled};
+use super::call::{Backend, Caller};
 use super::error::ApiError;
 use super::gate::serve;
 use super::handlers;
@@ -104,10 +104,9 @@ macro_rules! operations {
                                 match call.hosted() {
                                     Some(hosted) => $handler(&hosted, request)
                                         .await?
-                                        .serialize(stringify!($op))
-                                        .map(Handled::canonical),
+                                        .serialize(stringify!($op), true),
                                     #[cfg(feature = "pairing")]
-                                    None => $relay(call, request).await?.serialize(stringify!($op)),
+                                    None => $relay(call, request).await?.serialize(stringify!($op), false),
                                     #[cfg(not(feature = "pairing"))]
                                     None => Err(ApiError::internal("no paired sessions in this build")),
                                 }
@@ -115,7 +114,7 @@ macro_rules! operations {
                         })
                         .await
                     }
-                    Err(e) => Reply::from_error(&ApiError::invalid(e.to_string())),
+                    Err(e) => Reply::error(ApiError::invalid(e.to_string())),
                 },
             )*}
         }

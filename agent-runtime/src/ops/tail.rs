@@ -58,6 +58,6 @@ pub(crate) async fn with_revocation<A: App>(
     };
     tokio::select! {
         reply = work => reply,
-        _ = wait_revoked => Reply::from_error(&ApiError::revoked()),
+        _ = wait_revoked => Reply::error(ApiError::revoked()),
     }
 }

@@ -2,9 +2,9 @@
 //! store, caller identity, the client address, rate limiting, the audit trail and the
 //! cross-origin and `Host` checks.
 //!
-//! Request-time refusals ([`AuthError`], [`RateLimited`], [`CrossOriginRefused`]) implement
-//! [`WireError`] (HTTP status, error code, body) and axum's `IntoResponse`; start-up problems
-//! are [`ConfigError`]s.
+//! Request-time refusals ([`AuthError`], [`RateLimited`], [`CrossOriginRefused`],
+//! [`LifecycleError`]) are answered as the operation core's one error type, `ApiError`, which
+//! converts each of them (its `From` impls); start-up problems are [`ConfigError`]s.
 
 mod audit;
 mod auth_throttle;
@@ -26,7 +26,7 @@ pub use audit::{
     AuditEntry, AuditEvent, AuditSink, JsonLinesAuditSink, MemoryAuditSink, TracingAuditSink,
 };
 pub use client_addr::TrustProxy;
-pub use error::{ConfigError, WireError};
+pub use error::ConfigError;
 pub use host_header::loopback_hosts;
 pub use identity::{IdentityKey, IdentityResolver};
 pub use rate_limit::{
@@ -45,7 +45,7 @@ pub(crate) use error::retry_after_secs;
 pub(crate) use host_header::{AllowedHosts, HOST_REFUSED_DETAIL};
 pub(crate) use identity::is_anonymous;
 pub(crate) use identity::{Identity, IdentityCookie, DEFAULT_IDENTITY_COOKIE_NAME};
-pub(crate) use origin::{OriginPolicy, RequestOrigin};
+pub(crate) use origin::{CrossOriginRefused, OriginPolicy, RequestOrigin};
 pub(crate) use token_lifecycle::LifecycleError;
 pub(crate) mod lifecycle {
     //! The token life cycle's steps (`token_lifecycle`), called as `lifecycle::activate` etc.
@@ -54,7 +54,6 @@ pub(crate) mod lifecycle {
     pub(crate) use super::token_lifecycle::{claim, socket_closed, socket_opened};
 }
 pub(crate) use token_record::{AgentSession, SWEEP_RETENTION_MS};
-#[cfg(any(feature = "mcp", feature = "pairing"))]
 pub(crate) use tokens::AuthError;
 pub(crate) use tokens::{mint_token, verify_bearer};
 #[cfg(feature = "mcp")]

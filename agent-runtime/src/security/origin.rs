@@ -11,10 +11,9 @@ use std::fmt;
 
 use axum::http::header::{HOST, ORIGIN};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 
 use super::client_addr::TrustProxy;
-use super::error::WireError;
 
 /// The `detail` of a refused cross-origin request.
 pub(super) const CROSS_ORIGIN_DETAIL: &str = "cross-origin request refused";
@@ -114,23 +113,15 @@ pub(super) fn request_origin(
 #[error("cross-origin request refused")]
 pub(crate) struct CrossOriginRefused;
 
-impl WireError for CrossOriginRefused {
-    fn status(&self) -> StatusCode {
-        StatusCode::FORBIDDEN
-    }
-
-    fn code(&self) -> ErrorCode {
+impl CrossOriginRefused {
+    /// Its error code (answered as an `ApiError`, whose `From` reads it).
+    pub(crate) fn code(&self) -> ErrorCode {
         ErrorCode::Forbidden
     }
 
-    fn detail(&self) -> Option<String> {
-        Some(CROSS_ORIGIN_DETAIL.to_owned())
-    }
-}
-
-impl axum::response::IntoResponse for CrossOriginRefused {
-    fn into_response(self) -> axum::response::Response {
-        super::error::wire_error_response(&self)
+    /// Its detail.
+    pub(crate) fn detail(&self) -> &'static str {
+        CROSS_ORIGIN_DETAIL
     }
 }
 
@@ -387,14 +378,5 @@ mod tests {
             ],
         );
         assert_eq!(policy(0, false, &[]).check(&p), Err(CrossOriginRefused));
-    }
-
-    #[test]
-    fn refusal_wire_mapping() {
-        assert_eq!(CrossOriginRefused.status(), StatusCode::FORBIDDEN);
-        assert_eq!(
-            CrossOriginRefused.body().to_string(),
-            r#"{"error":{"code":"forbidden","detail":"cross-origin request refused"}}"#
-        );
     }
 }

@@ -5,14 +5,12 @@
 //! window, a new key starts full, a call consumes one token. Denied calls get
 //! `retryAfterMs = ceil((1 - tokens) / (count / windowMs))`.
 
-use agent_schema::protocol::ErrorCode;
 use std::fmt;
 use std::num::NonZeroU32;
 use std::str::FromStr;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use axum::http::StatusCode;
 use futures::future::{self, BoxFuture, FutureExt as _};
 use governor::clock::{Clock as GovernorClock, DefaultClock, Reference as _};
 use governor::middleware::NoOpMiddleware;
@@ -20,7 +18,7 @@ use governor::state::keyed::DashMapStateStore;
 use governor::Quota;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::error::{ConfigError, WireError};
+use super::error::ConfigError;
 #[cfg(test)]
 use crate::clock::SharedClock;
 
@@ -190,26 +188,6 @@ impl RateLimited {
     /// The MCP endpoint's `retry-after` header value in seconds: `max(1, ceil(N / 1000))`.
     pub fn retry_after_secs(&self) -> u64 {
         super::error::retry_after_secs(self.retry_after_ms)
-    }
-}
-
-impl WireError for RateLimited {
-    fn status(&self) -> StatusCode {
-        StatusCode::TOO_MANY_REQUESTS
-    }
-
-    fn code(&self) -> ErrorCode {
-        ErrorCode::RateLimited
-    }
-
-    fn retry_after_ms(&self) -> Option<u64> {
-        Some(self.retry_after_ms)
-    }
-}
-
-impl axum::response::IntoResponse for RateLimited {
-    fn into_response(self) -> axum::response::Response {
-        super::error::wire_error_response(&self)
     }
 }
 
@@ -560,15 +538,11 @@ mod tests {
     }
 
     #[test]
-    fn rate_limited_wire_mapping() {
+    fn rate_limited_retry_after_secs() {
+        // Its answer as an `ApiError`: `ops::error`'s tests.
         let denied = RateLimited {
             retry_after_ms: 1234,
         };
-        assert_eq!(denied.status(), StatusCode::TOO_MANY_REQUESTS);
-        assert_eq!(
-            denied.body().to_string(),
-            r#"{"error":{"code":"rate-limited","retryAfterMs":1234}}"#
-        );
         assert_eq!(denied.retry_after_secs(), 2);
         assert_eq!(RateLimited { retry_after_ms: 1 }.retry_after_secs(), 1);
         assert_eq!(

@@ -17,9 +17,7 @@
 //! [`LifecycleError::Store`], which the caller answers as an error, never as success.
 
 use agent_schema::protocol::ErrorCode;
-use axum::http::StatusCode;
 
-use super::error::WireError;
 use super::store_error::StoreError;
 use super::token_record::{TokenRecord, TokenStatus};
 use super::token_store::{TokenChange, TokenStore};
@@ -46,12 +44,9 @@ pub(crate) enum LifecycleError {
 pub(crate) const STORE_FAILED_DETAIL: &str =
     "the token store failed; nothing was changed (try again)";
 
-impl WireError for LifecycleError {
-    fn status(&self) -> StatusCode {
-        StatusCode::from_u16(self.code().status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-    }
-
-    fn code(&self) -> ErrorCode {
+impl LifecycleError {
+    /// The error code a caller answers it with (`ApiError`'s `From` reads it).
+    pub(crate) fn code(&self) -> ErrorCode {
         match self {
             LifecycleError::Revoked => ErrorCode::Revoked,
             LifecycleError::Unknown => ErrorCode::AuthFailed,
@@ -60,7 +55,9 @@ impl WireError for LifecycleError {
         }
     }
 
-    fn detail(&self) -> Option<String> {
+    /// The detail a caller answers it with; a store failure's own text is logged here and
+    /// never answered.
+    pub(crate) fn detail(&self) -> Option<String> {
         match self {
             LifecycleError::Moved(status) => Some(format!("the token is {status}")),
             LifecycleError::Store(e) => {

@@ -8,13 +8,11 @@
 use agent_schema::protocol::ErrorCode;
 use std::fmt;
 
-use axum::http::StatusCode;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use rand::RngCore as _;
 use sha2::{Digest, Sha256};
 
-use super::error::WireError;
 use super::token_record::{TokenRecord, TokenStatus};
 use super::token_store::TokenStore;
 
@@ -87,27 +85,15 @@ pub(crate) enum AuthError {
     StoreFailed,
 }
 
-impl WireError for AuthError {
-    fn status(&self) -> StatusCode {
-        match self {
-            AuthError::AuthFailed => StatusCode::UNAUTHORIZED,
-            AuthError::Revoked => StatusCode::FORBIDDEN,
-            AuthError::StoreFailed => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
-    fn code(&self) -> ErrorCode {
+impl AuthError {
+    /// Its error code, which gives its status (answered as an `ApiError`, whose `From` reads
+    /// it).
+    pub(crate) fn code(&self) -> ErrorCode {
         match self {
             AuthError::AuthFailed => ErrorCode::AuthFailed,
             AuthError::Revoked => ErrorCode::Revoked,
             AuthError::StoreFailed => ErrorCode::Internal,
         }
-    }
-}
-
-impl axum::response::IntoResponse for AuthError {
-    fn into_response(self) -> axum::response::Response {
-        super::error::wire_error_response(&self)
     }
 }
 
@@ -442,19 +428,5 @@ mod tests {
         assert_eq!(by_tid(&tid, 2_001, Some(1_000)), Err(AuthError::AuthFailed));
         assert!(store.revoke(&tid));
         assert_eq!(by_tid(&tid, 1_001, None), Err(AuthError::Revoked));
-    }
-
-    #[test]
-    fn auth_error_wire_mapping() {
-        assert_eq!(AuthError::AuthFailed.status(), StatusCode::UNAUTHORIZED);
-        assert_eq!(
-            AuthError::AuthFailed.body().to_string(),
-            r#"{"error":{"code":"auth-failed"}}"#
-        );
-        assert_eq!(AuthError::Revoked.status(), StatusCode::FORBIDDEN);
-        assert_eq!(
-            AuthError::Revoked.body().to_string(),
-            r#"{"error":{"code":"revoked"}}"#
-        );
     }
 }

@@ -2,7 +2,6 @@
 //! forwarded call, the schema-change note, and the texts shown when nothing is connected.
 
 use crate::ops::ApiError;
-use agent_schema::protocol::ErrorCode;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
@@ -17,95 +16,29 @@ pub(crate) const NOT_CONNECTED_BRIDGE: &str = "Not connected — ask the user fo
 pub(crate) const TOKEN_INVALID: &str =
     "Token is invalid or expired. Ask the user to copy a fresh token from the app.";
 
-/// The answer of one LAP request as a forwarder saw it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct LapAnswer {
-    /// HTTP status; 0 when the request itself failed (code `network`).
-    pub status: u16,
-    /// The parsed JSON body (`null` when the body was not JSON).
-    pub body: Value,
-    /// Whether the call counts as failed.
-    pub failed: bool,
-    /// The body as the operation serialized it, when it came as JSON text: a result that
-    /// passes the body on unchanged uses it as its text instead of serializing `body` again.
-    pub text: Option<String>,
-}
-
-impl LapAnswer {
-    /// An HTTP answer: failed unless the status is 2xx.
-    pub(crate) fn new(status: u16, body: Value) -> Self {
-        LapAnswer {
-            status,
-            body,
-            failed: !(200..300).contains(&status),
-            text: None,
-        }
+/// `status=<status> code=<code>` plus ` — <detail>` when there is one: the status as
+/// answered (`0` for `network`, a request that got no answer), the code as the body names it.
+pub(crate) fn summary(error: &ApiError) -> String {
+    let mut s = format!(
+        "status={} code={}",
+        error.answered_status(),
+        error.code_text()
+    );
+    if let Some(d) = error.detail() {
+        s.push_str(" — ");
+        s.push_str(d);
     }
-
-    /// A request that never got an answer: status 0, code `network`.
-    #[cfg_attr(not(feature = "bridge"), allow(dead_code))] // the bridge's, declared beside the server's
-    pub(crate) fn network(detail: impl Into<String>) -> Self {
-        LapAnswer {
-            status: 0,
-            body: ApiError::new(ErrorCode::Network).with_detail(detail).body(),
-            failed: true,
-            text: None,
-        }
-    }
-
-    /// The error code: `error.code`, or a bare `code`, else the status number.
-    pub(crate) fn code(&self) -> String {
-        let error = self.body.get("error").filter(|e| e.is_object());
-        let code = error
-            .and_then(|e| e.get("code"))
-            .or_else(|| self.body.get("code"))
-            .filter(|c| !c.is_null());
-        match code {
-            Some(c) => text_of(c),
-            None => self.status.to_string(),
-        }
-    }
-
-    /// The error detail: `error.detail`, or a bare `detail`, or a bare-string `error`.
-    pub(crate) fn detail(&self) -> Option<String> {
-        let error = self.body.get("error");
-        let detail = match error {
-            Some(Value::Object(e)) => e.get("detail"),
-            Some(s @ Value::String(_)) => Some(s),
-            _ => self.body.get("detail"),
-        };
-        detail.filter(|d| !d.is_null()).map(text_of)
-    }
-
-    /// `status=<status> code=<code>` plus ` — <detail>` when there is one.
-    pub(crate) fn summary(&self) -> String {
-        let mut s = format!("status={} code={}", self.status, self.code());
-        if let Some(d) = self.detail() {
-            s.push_str(" — ");
-            s.push_str(&d);
-        }
-        s
-    }
-}
-
-fn text_of(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+    s
 }
 
 /// `<tool> (<lapPath>) failed: status=<s> code=<c>[ — <detail>]`.
-pub(crate) fn forwarded_failure(tool: &str, lap_path: &str, answer: &LapAnswer) -> String {
-    format!("{tool} ({lap_path}) failed: {}", answer.summary())
+pub(crate) fn forwarded_failure(tool: &str, lap_path: &str, error: &ApiError) -> String {
+    format!("{tool} ({lap_path}) failed: {}", summary(error))
 }
 
 /// `connect_session failed: observe failed: status=<s> code=<c>[ — <detail>]`.
-pub(crate) fn connect_failure(answer: &LapAnswer) -> String {
-    format!(
-        "connect_session failed: observe failed: {}",
-        answer.summary()
-    )
+pub(crate) fn connect_failure(error: &ApiError) -> String {
+    format!("connect_session failed: observe failed: {}", summary(error))
 }
 
 /// The note added to an `observe` result when the schema hash changed.
@@ -144,35 +77,40 @@ mod tests {
 
     #[test]
     fn failure_text_reads_code_and_detail() {
-        let a = LapAnswer::new(403, json!({"error":{"code":"revoked"}}));
-        assert!(a.failed);
+        let a = ApiError::answered(403, &json!({"error":{"code":"revoked"}}));
+        #[cfg(feature = "bridge")]
+        assert!(crate::ops::from_http(403, br#"{"error":{"code":"revoked"}}"#).is_err());
         assert_eq!(
             forwarded_failure("get_state", "/state", &a),
             "get_state (/state) failed: status=403 code=revoked"
         );
-        let a = LapAnswer::new(
+        let a = ApiError::answered(
             400,
-            json!({"code":"invalid","detail":"path must be a string"}),
+            &json!({"code":"invalid","detail":"path must be a string"}),
         );
         assert_eq!(
-            a.summary(),
+            summary(&a),
             "status=400 code=invalid — path must be a string"
         );
-        let a = LapAnswer::new(502, Value::Null);
-        assert_eq!(a.summary(), "status=502 code=502");
-        let a = LapAnswer::network("request to /message timed out after 7000ms");
+        let a = ApiError::answered(502, &Value::Null);
+        assert_eq!(summary(&a), "status=502 code=502");
+        let a = ApiError::new(agent_schema::protocol::ErrorCode::Network)
+            .with_detail("request to /message timed out after 7000ms");
         assert_eq!(
-            a.summary(),
+            summary(&a),
             "status=0 code=network — request to /message timed out after 7000ms"
         );
         assert_eq!(
-            connect_failure(&LapAnswer::new(
+            connect_failure(&ApiError::answered(
                 503,
-                json!({"error":{"code":"paused","detail":"closed"}})
+                &json!({"error":{"code":"paused","detail":"closed"}})
             )),
             "connect_session failed: observe failed: status=503 code=paused — closed"
         );
-        assert!(!LapAnswer::new(204, Value::Null).failed);
+        #[cfg(feature = "bridge")]
+        assert!(crate::ops::from_http(204, b"").is_ok());
+        // An error made in this process: its code's status, a relayed code as it came.
+        assert_eq!(summary(&ApiError::revoked()), "status=403 code=revoked");
     }
 
     #[test]

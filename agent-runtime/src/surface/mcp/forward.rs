@@ -1,6 +1,7 @@
-//! Forwarding (`docs/lap.md` §7.2): what a forwarded tool does with a LAP answer, the description
-//! cache (`describe_app`, the `observe` schema-change note) and the connect flow. The transport
-//! is a [`Forwarder`]: the operation gate called directly on the app server, HTTP in the bridge.
+//! Forwarding (`docs/lap.md` §7.2): what a forwarded tool does with an operation's outcome, the
+//! description cache (`describe_app`, the `observe` schema-change note) and the connect flow.
+//! The transport is a [`Forwarder`]: the operation gate called directly on the app server, HTTP
+//! in the bridge (which converts the HTTP answer into the same typed outcome at its edge).
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -10,15 +11,14 @@ use serde_json::{json, Map, Value};
 
 use super::format::{
     connect_failure, failure, forwarded_failure, schema_changed_note, success, success_with_text,
-    LapAnswer,
 };
-use crate::ops::Operation;
+use crate::ops::{ApiError, Operation, Outcome};
 
-/// Runs one operation with the bound token and `body` as its request. Never fails: a request
-/// that got no answer is a [`LapAnswer::network`].
+/// Runs one operation with the bound token and `body` as its request, to its typed outcome.
+/// Never fails otherwise: a request that got no answer is an error with code `network`.
 pub(crate) trait Forwarder: Send + Sync {
     /// Sends the request and reads the answer.
-    fn post(&self, op: Operation, body: Value) -> impl Future<Output = LapAnswer> + Send;
+    fn post(&self, op: Operation, body: Value) -> impl Future<Output = Outcome> + Send;
 }
 
 /// What a binding knows of the app's description: the `schemaHash` last seen (from
@@ -95,23 +95,24 @@ pub(crate) async fn forward_tool<F: Forwarder>(
             return success(cached);
         }
     }
-    let answer = forwarder.post(op, Value::Object(args)).await;
-    if answer.failed {
-        return failed(op, &answer);
-    }
+    let (body, text) = match forwarder.post(op, Value::Object(args)).await {
+        Ok(success) => success.into_parts(),
+        Err(e) => return failed(op, &e),
+    };
     match op {
         Operation::Describe => {
-            cache.set(answer.body.clone());
-            pass_on(answer)
+            cache.set(body.clone());
+            success_with_text(body, text)
         }
         Operation::Observe => {
-            let (body, changed) = note_schema_change(cache, answer.body);
-            match (changed, answer.text) {
-                (false, Some(text)) => success_with_text(body, text),
-                _ => success(body),
+            let (body, changed) = note_schema_change(cache, body);
+            if changed {
+                success(body)
+            } else {
+                success_with_text(body, text)
             }
         }
-        _ => pass_on(answer),
+        _ => success_with_text(body, text),
     }
 }
 
@@ -122,16 +123,8 @@ pub(crate) fn passes_on(op: Operation) -> bool {
 }
 
 /// The tool error of a failed answer of `op`.
-pub(crate) fn failed(op: Operation, answer: &LapAnswer) -> CallToolResult {
-    failure(forwarded_failure(op.tool(), op.lap_path(), answer))
-}
-
-/// A success result of an answer passed on unchanged (its text reused when it has one).
-fn pass_on(answer: LapAnswer) -> CallToolResult {
-    match answer.text {
-        Some(text) => success_with_text(answer.body, text),
-        None => success(answer.body),
-    }
+pub(crate) fn failed(op: Operation, error: &ApiError) -> CallToolResult {
+    failure(forwarded_failure(op.tool(), op.lap_path(), error))
 }
 
 /// Adds `schemaChanged` and `schemaChangedNote` to an `observe` body when a hash was seen
@@ -182,11 +175,10 @@ pub(crate) async fn connect_flow<F: Forwarder>(
     forwarder: &F,
     cache: &DescriptionCache,
 ) -> Result<CallToolResult, String> {
-    let answer = forwarder.post(Operation::Observe, json!({})).await;
-    if answer.failed {
-        return Err(connect_failure(&answer));
-    }
-    let body = answer.body;
+    let body = match forwarder.post(Operation::Observe, json!({})).await {
+        Ok(success) => success.into_parts().0,
+        Err(e) => return Err(connect_failure(&e)),
+    };
     let field = |k: &str| body.get(k).cloned().unwrap_or(Value::Null);
     let description = field("description");
     let described = |k: &str| description.get(k).cloned().unwrap_or(Value::Null);
@@ -207,16 +199,22 @@ pub(crate) async fn connect_flow<F: Forwarder>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Success;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Answers from a fixed table and counts requests.
     struct Table {
         calls: AtomicUsize,
-        answer: fn(Operation) -> LapAnswer,
+        answer: fn(Operation) -> Outcome,
+    }
+
+    /// A success with `body`.
+    fn ok(body: Value) -> Outcome {
+        Ok(Success::of(body, true).unwrap())
     }
 
     impl Forwarder for Table {
-        async fn post(&self, op: Operation, _body: Value) -> LapAnswer {
+        async fn post(&self, op: Operation, _body: Value) -> Outcome {
             self.calls.fetch_add(1, Ordering::SeqCst);
             (self.answer)(op)
         }
@@ -260,7 +258,7 @@ mod tests {
     async fn describe_is_served_from_the_cache_when_warm() {
         let f = Table {
             calls: AtomicUsize::new(0),
-            answer: |_| LapAnswer::new(200, json!({"name":"app","schemaHash":"h"})),
+            answer: |_| ok(json!({"name":"app","schemaHash":"h"})),
         };
         let cache = DescriptionCache::default();
         let first = forward_tool(&f, &cache, Operation::Describe, Map::new()).await;
@@ -274,7 +272,7 @@ mod tests {
     async fn connect_flow_answers_connected_or_fails() {
         let ok = Table {
             calls: AtomicUsize::new(0),
-            answer: |_| LapAnswer::new(200, observe_with("h")),
+            answer: |_| ok(observe_with("h")),
         };
         let cache = DescriptionCache::default();
         let r = connect_flow(&ok, &cache).await.unwrap();
@@ -286,7 +284,12 @@ mod tests {
         assert_eq!(cache.get_hash(), Some(json!("h")));
         let bad = Table {
             calls: AtomicUsize::new(0),
-            answer: |_| LapAnswer::new(401, json!({"error":{"code":"auth-failed"}})),
+            answer: |_| {
+                Err(ApiError::answered(
+                    401,
+                    &json!({"error":{"code":"auth-failed"}}),
+                ))
+            },
         };
         assert_eq!(
             connect_flow(&bad, &DescriptionCache::default())
@@ -300,7 +303,7 @@ mod tests {
     async fn failed_answers_become_tool_errors() {
         let f = Table {
             calls: AtomicUsize::new(0),
-            answer: |_| LapAnswer::new(403, json!({"error":{"code":"revoked"}})),
+            answer: |_| Err(ApiError::revoked()),
         };
         let r = forward_tool(
             &f,

@@ -8,8 +8,9 @@ use serde_json::Value;
 
 use agent_schema::protocol::Fields;
 
-use crate::ops::Operation;
-use crate::surface::mcp::format::LapAnswer;
+use agent_schema::protocol::ErrorCode;
+
+use crate::ops::{from_http, ApiError, Operation, Outcome};
 use crate::surface::mcp::forward::Forwarder;
 
 /// Time budgets of the forwarder, in milliseconds.
@@ -98,22 +99,25 @@ impl HttpForwarder {
 }
 
 impl Forwarder for HttpForwarder {
-    async fn post(&self, op: Operation, body: Value) -> LapAnswer {
+    /// The HTTP answer converted to the operation's outcome here, at the edge: once.
+    async fn post(&self, op: Operation, body: Value) -> Outcome {
         let budget = self.budgets.budget_ms(op, &body);
         let url = lap_url(&self.base, op);
         let sent = tokio::time::timeout(Duration::from_millis(budget), self.send(&url, &body));
         match sent.await {
-            Ok(Ok((status, bytes))) => LapAnswer::new(
-                status,
-                serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-            ),
-            Ok(Err(e)) => LapAnswer::network(error_text(&e)),
-            Err(_) => LapAnswer::network(format!(
+            Ok(Ok((status, bytes))) => from_http(status, &bytes),
+            Ok(Err(e)) => Err(network(error_text(&e))),
+            Err(_) => Err(network(format!(
                 "request to {} timed out after {budget}ms",
                 op.lap_path()
-            )),
+            ))),
         }
     }
+}
+
+/// A request that never got an answer: status 0, code `network`.
+fn network(detail: String) -> ApiError {
+    ApiError::new(ErrorCode::Network).with_detail(detail)
 }
 
 /// The error with its causes, `a: b: c`.

@@ -46,7 +46,7 @@ use crate::config::MAX_BODY_BYTES;
 use crate::ops::error::ApiError;
 use crate::security::{
     request_client_address, verify_bearer, AllowedHosts, AuditEntry, AuditEvent, AuthError, Bucket,
-    TokenRecord, WireError,
+    TokenRecord,
 };
 use crate::surface::mcp::MCP_PATH;
 use agent_schema::protocol::ErrorCode;

@@ -298,10 +298,9 @@ fn sole<'a>(headers: &'a HeaderMap, name: &str) -> Sole<'a> {
 /// JSON.
 fn json_response(id: RequestId, answer: Answer, generation: Generation) -> Response {
     let fast = match &answer {
-        Answer::Passed {
-            text,
-            canonical: true,
-        } => passed(&id, text, generation),
+        Answer::Passed(success) if success.is_canonical() => {
+            passed(&id, success.text(), generation)
+        }
         _ => None,
     };
     let body = match fast {
@@ -343,7 +342,7 @@ fn written(
 }
 
 /// The response of a success that passes the operation's JSON text on, `text` being
-/// serde_json's compact text of a value ([`Answer::Passed`] `canonical`): written around the
+/// serde_json's compact text of a value (a canonical [`Answer::Passed`]): written around the
 /// text instead of parsing it into a value and writing that again (the same bytes as
 /// [`written`]). `None` for text that is not a JSON object: it is written by [`written`],
 /// parsed.

@@ -303,13 +303,13 @@ impl<A: App> ServerHandler for McpHandler<A> {
             }
             return Err(ErrorData::invalid_request(NOT_CONNECTED_SERVER, None));
         };
-        let answer = self.runner.forwarder(&binding).post(op, json!({})).await;
-        if answer.failed {
-            let text = forwarded_failure(op.tool(), op.lap_path(), &answer);
-            return Err(ErrorData::internal_error(text, None));
+        match self.runner.forwarder(&binding).post(op, json!({})).await {
+            Ok(success) => Ok(resources::contents(&request.uri, success.into_text()).into()),
+            Err(e) => {
+                let text = forwarded_failure(op.tool(), op.lap_path(), &e);
+                Err(ErrorData::internal_error(text, None))
+            }
         }
-        let text = answer.text.unwrap_or_else(|| answer.body.to_string());
-        Ok(resources::contents(&request.uri, text).into())
     }
 
     #[allow(deprecated)] // the legacy revisions' subscription, beside `listen`

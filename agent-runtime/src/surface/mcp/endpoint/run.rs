@@ -22,7 +22,7 @@ use crate::security::TokenRecord;
 use crate::surface::mcp::action_tools::ActionCatalog;
 use crate::surface::mcp::calls::{ResolvedCall, ToolCatalog};
 use crate::surface::mcp::format::{
-    failure, forwarded_failure, success_with_text, LapAnswer, NOT_CONNECTED_SERVER,
+    failure, forwarded_failure, success_with_text, NOT_CONNECTED_SERVER,
 };
 use crate::surface::mcp::forward::{failed, forward_tool, passes_on, DescriptionCache, Forwarder};
 use crate::surface::mcp::tools::ToolAction;
@@ -67,28 +67,26 @@ pub(super) enum BoundCall {
 pub(super) enum Answer {
     /// A tool result (boxed: it is far larger than a text).
     Result(Box<CallToolResponse>),
-    /// A success that passes the operation's answer on unchanged: its JSON text is the
-    /// result's `structuredContent` and its one text block. Not parsed here, so the fast path
-    /// writes it as it is when it is `canonical` ([`ops::Reply::is_canonical`]).
-    Passed { text: String, canonical: bool },
+    /// A success that passes the operation's answer on unchanged: its response is the
+    /// result's `structuredContent` and its JSON text the one text block. Kept typed, so the
+    /// fast path writes the text as it is when it is canonical ([`ops::Success::is_canonical`]).
+    Passed(ops::Success),
 }
 
 impl Answer {
-    /// A passed answer not known to be canonical.
+    /// A passed answer known by its text, not known to be canonical.
     #[cfg(test)]
     pub(super) fn passed(text: String) -> Self {
-        Answer::Passed {
-            text,
-            canonical: false,
-        }
+        Answer::Passed(ops::Success::from_text(text))
     }
 
-    /// The result as rmcp takes it (the text parsed for `structuredContent`).
+    /// The result as rmcp takes it (the response as `structuredContent`, its text as the
+    /// text block).
     pub(super) fn into_response(self) -> CallToolResponse {
         match self {
             Answer::Result(result) => *result,
-            Answer::Passed { text, .. } => {
-                let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+            Answer::Passed(success) => {
+                let (body, text) = success.into_parts();
                 success_with_text(body, text).into()
             }
         }
@@ -237,9 +235,8 @@ impl<A: App> ToolRunner<A> {
             Ok(found) => found,
             // As `send_message` would have failed (paused, revoked …).
             Err(e) => {
-                let answer = LapAnswer::new(e.status().as_u16(), e.body());
                 let op = Operation::Message;
-                let text = forwarded_failure(&request.name, op.lap_path(), &answer);
+                let text = forwarded_failure(&request.name, op.lap_path(), &e);
                 return Ok(Answer::Result(Box::new(failure(text).into())));
             }
         };
@@ -259,14 +256,10 @@ impl<A: App> ToolRunner<A> {
 /// The answer of `op` (one [`passes_on`]) of `reply`: passed on unchanged on success, else
 /// its tool error.
 fn passed_on(op: Operation, reply: ops::Reply) -> Answer {
-    if reply.status().is_success() {
-        let canonical = reply.is_canonical();
-        return Answer::Passed {
-            text: reply.into_body(),
-            canonical,
-        };
+    match reply.into_outcome() {
+        Ok(success) => Answer::Passed(success),
+        Err(e) => Answer::Result(Box::new(failed(op, &e).into())),
     }
-    Answer::Result(Box::new(failed(op, &lap_answer(reply)).into()))
 }
 
 /// Runs operations through the gate in-process, with the bound token as the credential.
@@ -304,7 +297,7 @@ impl<A: App> InProcess<A> {
     async fn reply(&self, op: Operation, body: Value) -> ops::Reply {
         match self.caller().await {
             Ok(caller) => self.call(caller, op, body).await,
-            Err(e) => ops::Reply::from_error(&e),
+            Err(e) => ops::Reply::error(e),
         }
     }
 
@@ -312,21 +305,13 @@ impl<A: App> InProcess<A> {
     async fn call(&self, caller: ops::Caller<A>, op: Operation, body: Value) -> ops::Reply {
         match ops::take_rate_limit(&self.server, &caller).await {
             Ok(()) => ops::call(&self.server, caller, op, body).await,
-            Err(e) => ops::Reply::from_error(&e),
+            Err(e) => ops::Reply::error(e),
         }
     }
 }
 
 impl<A: App> Forwarder for InProcess<A> {
-    async fn post(&self, op: Operation, body: Value) -> LapAnswer {
-        lap_answer(self.reply(op, body).await)
+    async fn post(&self, op: Operation, body: Value) -> ops::Outcome {
+        self.reply(op, body).await.into_outcome()
     }
-}
-
-/// A reply as a forwarder's answer: its body parsed, and its text kept.
-fn lap_answer(reply: ops::Reply) -> LapAnswer {
-    let body = serde_json::from_str(reply.body()).unwrap_or(Value::Null);
-    let mut answer = LapAnswer::new(reply.status().as_u16(), body);
-    answer.text = Some(reply.into_body());
-    answer
 }
