@@ -77,3 +77,7 @@ impl Fields<Node> for NodeMap {
 #[cfg(test)]
 #[path = "diff_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "diff_props.rs"]
+mod props;
