@@ -75,30 +75,9 @@ impl Fields<Node> for NodeMap {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::algo::diff::diff;
-    use serde_json::{json, Value};
+#[path = "diff_tests.rs"]
+mod tests;
 
-    fn both(prev: Value, next: Value) {
-        let want = diff(&prev, &next);
-        let got = diff_nodes(&Node::from_value(prev), &Node::from_value(next));
-        assert_eq!(got, want);
-    }
-
-    #[test]
-    fn the_same_ops_as_the_value_diff() {
-        both(json!({"a": 1}), json!({"a": 1}));
-        both(
-            json!({"todos": [{"id": 1, "done": false}, {"id": 2}, 7], "x": {"y": [1, [2]]}}),
-            json!({"todos": [{"id": 1, "done": true}, 3], "x": {"y": [1, [3], {"z": 1}]}}),
-        );
-        both(
-            json!({"a": 1, "b": 2, "c": 3}),
-            json!({"c": 3, "d": 4, "a": 0}),
-        );
-        both(json!([1, {"a": 1}]), json!({"a": 1}));
-        both(json!({"a": [{"b": 1}]}), json!({"a": [[{"b": 1}]]}));
-        both(json!(null), json!([{"k": "v"}]));
-    }
-}
+#[cfg(test)]
+#[path = "diff_props.rs"]
+mod props;

@@ -151,41 +151,5 @@ impl CommitLog {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::algo::tree::Node;
-    use serde_json::json;
-
-    #[test]
-    fn a_snapshot_comes_when_the_log_is_at_its_bounds() {
-        let mut log = CommitLog::at(0, Some(json!({"n": 0}).into()));
-        let mut snapshots = 0;
-        for seq in 1..=(crate::engine::store::SNAPSHOT_EVERY * 3) {
-            let change = log.change(seq, &json!({"n": seq}), None).unwrap();
-            assert!(change.patch.is_some());
-            if change.snapshot.is_some() {
-                snapshots += 1;
-            }
-            log.stored(seq, &change);
-        }
-        assert_eq!(snapshots, 2);
-        // Not known: a snapshot, no patch.
-        let mut unknown = CommitLog::default();
-        let change = unknown.change(1, &json!({"n": 1}), None).unwrap();
-        assert!(change.patch.is_none());
-        assert_eq!(change.snapshot.as_deref(), Some(r#"{"n":1}"#));
-    }
-
-    #[test]
-    fn catching_up_applies_patches_or_forgets_the_tree() {
-        let mut log = CommitLog::at(3, Some(json!({"n": 3}).into()));
-        let patch = r#"[{"op":"replace","path":"/n","value":4}]"#.to_string();
-        assert_eq!(
-            log.catch_up(&[patch]).map(Node::to_value),
-            Some(json!({"n": 4}))
-        );
-        let misfit = r#"[{"op":"remove","path":"/x"}]"#.to_string();
-        assert_eq!(log.catch_up(&[misfit]), None);
-        assert_eq!(log.catch_up(&[]), None);
-    }
-}
+#[path = "commit_log_tests.rs"]
+mod tests;
