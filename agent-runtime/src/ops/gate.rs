@@ -19,6 +19,7 @@ use super::spec::OperationSpec;
 use super::state::ServerState;
 use super::tail::{activate, with_revocation};
 use crate::app::App;
+use crate::engine::session::keyed::KeyedDispatch;
 use crate::security::{verify_bearer, AuditEntry, Bucket, TokenRecord};
 
 /// What a caller presents to the gate.
@@ -114,9 +115,14 @@ pub(super) async fn backend_of<A: App>(
 }
 
 /// An operation's handler, with its answer serialized: the caller's backend decides which of
-/// the operation's two implementations runs (`super::table`).
-pub(crate) type Handler<A, R> =
-    for<'a> fn(&'a Resolved<'a, A>, R) -> BoxFuture<'a, Result<Handled, ApiError>>;
+/// the operation's two implementations runs (`super::table`). The third argument is the
+/// `idempotencyKey` a keyed operation's hosted handler hands to its dispatch, for the commit
+/// to record (`super::keyed`); `None` for every other call.
+pub(crate) type Handler<A, R> = for<'a> fn(
+    &'a Resolved<'a, A>,
+    R,
+    Option<KeyedDispatch>,
+) -> BoxFuture<'a, Result<Handled, ApiError>>;
 
 /// Runs the operation of `spec` for an admitted caller with its typed `request` (steps 7–9, plus idempotency for
 /// a keyed `/message`). Never fails: an error is an error reply. `keyed` is the request's
@@ -143,22 +149,26 @@ pub(crate) async fn serve<A: App, R: Send + 'static>(
     }
     let tid = caller.record.tid.clone();
     if !conduct.detached {
-        let run = run(server.clone(), spec, caller, request, args, handler);
+        let run = run(server.clone(), spec, caller, request, args, None, handler);
         return with_revocation(server, &tid, run).await;
     }
     let record = caller.record.clone();
-    let work = run(server.clone(), spec, caller, request, args, handler);
-    super::detached::run_keyed(server, &record, keyed, work).await
+    let task_server = server.clone();
+    super::keyed::run_keyed(server, &record, keyed, move |key| {
+        run(task_server, spec, caller, request, args, key, handler)
+    })
+    .await
 }
 
-/// Runs the handler (a panic is a 500) and the success tail; a failure inside the server logs
-/// an `error` entry in a hosted session's log.
+/// Runs the handler with `key` (a panic is a 500) and the success tail; a failure inside the
+/// server logs an `error` entry in a hosted session's log.
 async fn run<A: App, R: Send + 'static>(
     server: ServerState<A>,
     spec: &'static OperationSpec,
     caller: Caller<A>,
     request: R,
     args: Value,
+    key: Option<KeyedDispatch>,
     handler: Handler<A, R>,
 ) -> Reply {
     let resolved = Resolved {
@@ -168,7 +178,7 @@ async fn run<A: App, R: Send + 'static>(
         spec,
         args,
     };
-    let handled = AssertUnwindSafe(handler(&resolved, request))
+    let handled = AssertUnwindSafe(handler(&resolved, request, key))
         .catch_unwind()
         .await
         .unwrap_or_else(|p| {

@@ -18,6 +18,7 @@ use super::spec::OperationSpec;
 use crate::app::App;
 use crate::config::OverBudget;
 use crate::engine::session::confirm::WithdrawError;
+use crate::engine::session::keyed::KeyedDispatch;
 use crate::engine::session::{DispatchOptions, SendError, SessionError, Withdrawal};
 use crate::security::AuditEvent;
 
@@ -190,16 +191,19 @@ fn message_answer(outcome: ConfirmOutcome, confirm_id: String) -> SendResult {
     }
 }
 
+/// `/message`; `key` is the `idempotencyKey` claimed in a durable store, handed to the dispatch
+/// for the message's commit to record (`super::keyed`).
 pub(super) async fn message<A: App>(
     call: &Call<'_, A>,
     req: MessageRequest,
+    key: Option<KeyedDispatch>,
 ) -> Handled<SendResult> {
     let session = call.session;
     let opts = dispatch_options(&req.dispatch, call.spec, call.server.options().max_wait_ms);
     let DispatchRequest { msg, reason, .. } = req.dispatch;
     let variant = msg.variant().to_string();
     let result = match session
-        .send_message_within_budgets(&msg.0, reason, opts, Some(call.tid()))
+        .send_message_within_budgets(&msg.0, reason, opts, Some(call.tid()), key)
         .await
     {
         Ok(r) => r,

@@ -7,6 +7,8 @@
 //! - `gate`: what runs around every call, whatever the surface and the kind of session:
 //!   credential → token → backend → rate limit → typed request → handler → activation, log,
 //!   audit, idempotency.
+//! - `keyed`: a keyed `/message` claimed and answered once, its key passed to the commit that
+//!   records it.
 //! - `handlers` (a hosted session) and `paired` (the relay to a paired app): one async function
 //!   per operation each, taking the call context and the typed request.
 //! - `state`: the shared state they read; `options`: the server's options; `error`: `ApiError`.
@@ -15,12 +17,10 @@
 //! surface calls another.
 
 mod call;
-mod detached;
-mod durable_key;
 pub(crate) mod error;
 mod gate;
 mod handlers;
-mod idempotency;
+mod keyed;
 mod options;
 #[cfg(feature = "pairing")]
 pub(crate) mod paired;
@@ -40,8 +40,8 @@ pub(crate) use gate::admit;
 #[cfg(feature = "mcp")]
 pub(crate) use gate::{caller_of, find_caller, take_rate_limit, Credential};
 pub(crate) use handlers::dispatch_options;
-pub(crate) use idempotency::IdempotencyStore;
-pub use idempotency::IDEMPOTENCY_WINDOW_MS;
+pub(crate) use keyed::IdempotencyStore;
+pub use keyed::IDEMPOTENCY_WINDOW_MS;
 #[cfg(feature = "mcp")]
 pub use options::McpOptions;
 #[cfg(feature = "pairing")]

@@ -14,11 +14,34 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::idempotency::StoredAnswer;
 use crate::ops::error::ApiError;
 
 /// The header that marks a replayed idempotent answer.
 const REPLAYED: &str = "idempotent-replayed";
+
+/// The final answer of a keyed call's first call, as its idempotency record keeps it
+/// (`super::keyed`): replayed byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredAnswer {
+    /// Its status.
+    pub status: StatusCode,
+    /// Its body bytes.
+    pub body: String,
+    /// Extra headers of the answer (for example `x-llui-reconnect`).
+    pub headers: Vec<(String, String)>,
+}
+
+impl StoredAnswer {
+    /// The bytes it holds: body and headers.
+    pub(crate) fn bytes(&self) -> usize {
+        self.body.len()
+            + self
+                .headers
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
+    }
+}
 
 /// What an operation answered, as a surface consumes it: its success or its error.
 #[cfg_attr(not(feature = "mcp"), allow(dead_code))]

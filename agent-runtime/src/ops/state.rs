@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use super::idempotency::IdempotencyStore;
+use super::keyed::IdempotencyStore;
 use super::options::ServerOptions;
 use crate::app::App;
 use crate::clock::SharedClock;
@@ -34,7 +34,7 @@ pub(crate) struct Shared<A: App> {
     pub(crate) idempotency: IdempotencyStore,
     /// Where first answers of keyed calls are also kept, with a durable store.
     pub(crate) durable_idempotency: Option<Arc<dyn IdempotencyRecords>>,
-    /// When the stored answers past the window were last deleted (ms; `ops/detached.rs`).
+    /// When the stored answers past the window were last deleted (ms; `ops/keyed/durable.rs`).
     pub(crate) durable_idempotency_swept: std::sync::atomic::AtomicU64,
     /// Revoked tids, so in-flight long polls of that token end with 403.
     pub(crate) revocations: broadcast::Sender<String>,

@@ -26,6 +26,7 @@ use super::reply::Reply;
 use super::spec::{Conduct, OperationSpec, PLAIN};
 use super::state::ServerState;
 use crate::app::App;
+use crate::engine::session::keyed::KeyedDispatch;
 
 /// A request that is not keyed.
 fn not_keyed<R>(_: &R) -> Option<(String, Value)> {
@@ -38,6 +39,18 @@ fn message_key(request: &MessageRequest) -> Option<(String, Value)> {
     Some((key.to_owned(), request.dispatch.msg.0.clone()))
 }
 
+/// The call of an operation's hosted handler: a keyed operation's handler takes the key its
+/// dispatch hands to the commit (`super::keyed`), the others take none.
+macro_rules! hosted {
+    (not_keyed, $handler:path, $call:expr, $request:expr, $key:expr) => {{
+        let _: Option<KeyedDispatch> = $key;
+        $handler($call, $request)
+    }};
+    ($keyed:ident, $handler:path, $call:expr, $request:expr, $key:expr) => {
+        $handler($call, $request, $key)
+    };
+}
+
 /// Declares the operations: the enum, the table and the typed dispatch, from one list.
 macro_rules! operations {
     ($(
@@ -48,7 +61,7 @@ macro_rules! operations {
             label: $label:literal,
             conduct: $conduct:expr,
             request: $req:ty,
-            keyed: $keyed:path,
+            keyed: $keyed:ident,
             response: $resp:ty,
             hosted: $handler:path,
             paired: $relay:path,
@@ -99,12 +112,14 @@ macro_rules! operations {
                 Operation::$op => match serde_json::from_value::<$req>(body) {
                     Ok(request) => {
                         let keyed = $keyed(&request);
-                        serve(server, caller, op.spec(), request, args, keyed, |call, request| {
+                        serve(server, caller, op.spec(), request, args, keyed, |call, request, key| {
                             Box::pin(async move {
                                 match call.hosted() {
-                                    Some(hosted) => $handler(&hosted, request)
+                                    Some(hosted) => hosted!($keyed, $handler, &hosted, request, key)
                                         .await?
                                         .serialize(stringify!($op), true),
+                                    // A paired app commits on its side: no commit here
+                                    // records a key (`docs/lap.md` §5.7).
                                     #[cfg(feature = "pairing")]
                                     None => $relay(call, request).await?.serialize(stringify!($op), false),
                                     #[cfg(not(feature = "pairing"))]

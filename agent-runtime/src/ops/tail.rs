@@ -1,11 +1,19 @@
 //! The two steps every successful or long call shares, whatever its path: activation of the
 //! token (`awaiting-claude` → `active`, else a touch) and the race against its revocation
-//! (→ 403 `revoked`).
+//! (→ 403 `revoked`); with them, what keyed calls ask of the server ([`KeyedServer`]).
+
+use std::future::Future;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use agent_schema::protocol::Action;
 
 use super::error::ApiError;
+use super::keyed::{IdempotencyStore, KeyedServer};
 use super::reply::Reply;
 use super::state::ServerState;
 use crate::app::App;
+use crate::engine::store::IdempotencyRecords;
 use crate::security::{lifecycle, AuditEntry, LifecycleError, TokenRecord};
 
 /// Activation (`awaiting-claude` → `active`) or touch of a successful call (the life cycle's
@@ -59,5 +67,48 @@ pub(crate) async fn with_revocation<A: App>(
     tokio::select! {
         reply = work => reply,
         _ = wait_revoked => Reply::error(ApiError::revoked()),
+    }
+}
+
+impl<A: App> KeyedServer for ServerState<A> {
+    fn now(&self) -> u64 {
+        ServerState::now(self)
+    }
+
+    fn idempotency(&self) -> &IdempotencyStore {
+        ServerState::idempotency(self)
+    }
+
+    fn durable_idempotency(&self) -> Option<&Arc<dyn IdempotencyRecords>> {
+        ServerState::durable_idempotency(self)
+    }
+
+    fn durable_idempotency_swept(&self) -> &AtomicU64 {
+        ServerState::durable_idempotency_swept(self)
+    }
+
+    fn idempotency_sweep_ms(&self) -> u64 {
+        self.host().config().budgets.idempotency_sweep_ms
+    }
+
+    fn activate(
+        &self,
+        record: &TokenRecord,
+    ) -> impl Future<Output = Result<bool, ApiError>> + Send {
+        activate(self, record)
+    }
+
+    fn with_revocation<F>(&self, tid: &str, work: F) -> impl Future<Output = Reply> + Send
+    where
+        F: Future<Output = Reply> + Send,
+    {
+        with_revocation(self, tid, work)
+    }
+
+    async fn actions_now(&self, id: &str) -> Vec<Action> {
+        match self.host().load_session(id).await {
+            Some(s) => s.list_actions().unwrap_or_default(),
+            None => Vec::new(),
+        }
     }
 }

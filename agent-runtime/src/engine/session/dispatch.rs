@@ -15,6 +15,7 @@ use super::confirm::{Decision, DecisionError, WithdrawError};
 use super::decisions::DecideError;
 use super::drain::Timing;
 use super::events::EventBody;
+use super::keyed::KeyedDispatch;
 use super::queue::{Approval, Origin};
 use super::{activity, lock, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
 use crate::algo::diff::diff;
@@ -207,7 +208,7 @@ impl<A: App> Session<A> {
         tid: Option<&str>,
     ) -> Result<SendResult, SessionError> {
         match self
-            .send_message_within_budgets(msg, reason, opts, tid)
+            .send_message_within_budgets(msg, reason, opts, tid, None)
             .await
         {
             Ok(r) => Ok(r),
@@ -220,13 +221,17 @@ impl<A: App> Session<A> {
 
     /// [`Self::send_message`], with a proposal over the confirmation budgets (its message and
     /// reason over [`crate::config::Budgets::confirm_bytes`], or the pending entries full)
-    /// refused as [`SendError::OverBudget`], nothing proposed or logged.
+    /// refused as [`SendError::OverBudget`], nothing proposed or logged. `key` is the
+    /// `idempotencyKey` of a keyed `/message`: the commit of the message, when it is
+    /// dispatched, records it and reports back through it (`docs/stores.md` §Exactly once); a
+    /// message refused or proposed drops it unrecorded.
     pub(crate) async fn send_message_within_budgets(
         &self,
         msg: &Value,
         reason: Option<String>,
         opts: DispatchOptions,
         tid: Option<&str>,
+        key: Option<KeyedDispatch>,
     ) -> Result<SendResult, SendError> {
         let Some(variant) = variant_of(msg) else {
             return Ok(rejected(RejectReason::Invalid, None));
@@ -292,7 +297,7 @@ impl<A: App> Session<A> {
             return Ok(SendResult::PendingConfirmation { confirm_id: id });
         }
         let result = self
-            .dispatch_checked(typed, warnings, opts)
+            .dispatch_checked(typed, warnings, opts, Origin::agent(key))
             .await
             .map_err(SendError::Session)?;
         if let SendResult::Dispatched {
@@ -331,7 +336,10 @@ impl<A: App> Session<A> {
             ));
         }
         match self.check_message(msg, self.core.config.policy) {
-            Ok((typed, warnings)) => self.dispatch_checked(typed, warnings, opts).await,
+            Ok((typed, warnings)) => {
+                self.dispatch_checked(typed, warnings, opts, Origin::Plain)
+                    .await
+            }
             Err((detail, _)) => Ok(rejected(RejectReason::Invalid, Some(detail))),
         }
     }
@@ -342,21 +350,25 @@ impl<A: App> Session<A> {
         msg: A::Msg,
         opts: DispatchOptions,
     ) -> Result<SendResult, SessionError> {
-        self.dispatch_checked(msg, Vec::new(), opts).await
+        self.dispatch_checked(msg, Vec::new(), opts, Origin::Plain)
+            .await
     }
 
+    /// Enqueues a checked message from `origin` (a keyed agent message carries its key to its
+    /// commit) and answers as `opts` says.
     async fn dispatch_checked(
         &self,
         msg: A::Msg,
         warnings: Vec<ValidationIssue>,
         opts: DispatchOptions,
+        origin: Origin,
     ) -> Result<SendResult, SessionError> {
         let timing = Timing {
             wait_for: opts.wait_for,
             quiet_ms: opts.drain_quiet_ms,
             cap_ms: opts.timeout_ms,
         };
-        let drained = self.enqueue_and_drain(msg, Origin::Plain, timing).await?;
+        let drained = self.enqueue_and_drain(msg, origin, timing).await?;
         let mut report = drained.report;
         report.warnings = warnings;
         let state_diff = if opts.wait_for == WaitFor::None {

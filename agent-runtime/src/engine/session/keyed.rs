@@ -1,50 +1,61 @@
-//! The `idempotencyKey` of a keyed `/message`, carried from the call to the commit its message
-//! produces, so the key is recorded in that commit's transaction (`docs/stores.md` §Exactly
-//! once). The call runs its work inside [`with_key`]; the message it enqueues takes the key
-//! ([`take`], once: one message, one commit); the commit reports back through
-//! [`KeyedCommit::outcome`] whether it recorded the key or found it recorded by another
-//! commit (the message was applied elsewhere, and this application was dropped).
+//! The `idempotencyKey` of a keyed `/message`, passed with its message to the commit that
+//! records it (`docs/stores.md` §Exactly once). The call builds a [`KeyedDispatch`] and hands
+//! it to the dispatch as an argument; the message's envelope carries it to the session's
+//! writer ([`Origin::Keyed`](super::queue::Origin::Keyed)), whose commit writes the key in the
+//! same transaction and reports what became of it, a [`KeyOutcome`], through a oneshot
+//! channel the call reads back with its [`KeyReceipt`].
 
-use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::Arc;
+use tokio::sync::oneshot;
 
 use crate::engine::store::CommitKey;
 
-/// What became of a keyed message's commit.
+/// What became of a keyed message's commit, as the call reads it when its work answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum KeyOutcome {
-    /// No commit recorded the key here (none ran, it failed, or the store keeps no keys).
+    /// No commit recorded the key by the time the call answered: none ran (a proposal, a
+    /// refused message), it failed, the store keeps no keys, or the call answered before its
+    /// commit (`waitFor: "none"`).
     NotRecorded,
-    /// This message's commit recorded the key.
+    /// This message's commit recorded the key: the message applied here.
     Recorded,
-    /// Another commit had recorded the key: this application was not stored.
+    /// Another commit had recorded the key: the message applied there, and this application
+    /// was dropped (not stored, no effects).
     UsedElsewhere,
 }
 
-/// A keyed call's key, as its message's commit records it.
+/// A keyed message's key, as its commit records it, and where the commit reports back.
+/// Moved, never shared: one call, one message, one commit.
 #[derive(Debug)]
-pub(crate) struct KeyedCommit {
+pub(crate) struct KeyedDispatch {
     tid: String,
     key: String,
     msg: String,
     created_at: u64,
-    taken: AtomicBool,
-    outcome: AtomicU8,
+    outcome: oneshot::Sender<KeyOutcome>,
 }
 
-impl KeyedCommit {
+/// The call's end of a [`KeyedDispatch`]: what its commit reported.
+#[derive(Debug)]
+pub(crate) struct KeyReceipt(oneshot::Receiver<KeyOutcome>);
+
+impl KeyedDispatch {
     /// The key `key` of token `tid` for the message `msg` (JSON text), first seen at
-    /// `created_at`.
-    pub(crate) fn new(tid: String, key: String, msg: String, created_at: u64) -> Arc<Self> {
-        Arc::new(KeyedCommit {
+    /// `created_at`; the receipt reads what its commit reports.
+    pub(crate) fn new(
+        tid: String,
+        key: String,
+        msg: String,
+        created_at: u64,
+    ) -> (KeyedDispatch, KeyReceipt) {
+        let (outcome, receipt) = oneshot::channel();
+        let dispatch = KeyedDispatch {
             tid,
             key,
             msg,
             created_at,
-            taken: AtomicBool::new(false),
-            outcome: AtomicU8::new(0),
-        })
+            outcome,
+        };
+        (dispatch, KeyReceipt(receipt))
     }
 
     /// The key as a commit writes it.
@@ -57,59 +68,52 @@ impl KeyedCommit {
         }
     }
 
-    /// What became of the commit.
-    pub(crate) fn outcome(&self) -> KeyOutcome {
-        match self.outcome.load(Ordering::Acquire) {
-            1 => KeyOutcome::Recorded,
-            2 => KeyOutcome::UsedElsewhere,
-            _ => KeyOutcome::NotRecorded,
-        }
-    }
-
-    pub(crate) fn set_outcome(&self, outcome: KeyOutcome) {
-        let v = match outcome {
-            KeyOutcome::NotRecorded => 0,
-            KeyOutcome::Recorded => 1,
-            KeyOutcome::UsedElsewhere => 2,
-        };
-        self.outcome.store(v, Ordering::Release);
+    /// The commit's report: it recorded the key, or found it recorded by another commit.
+    /// Dropping the dispatch unreported means no commit recorded it.
+    pub(crate) fn report(self, outcome: KeyOutcome) {
+        // The call may have answered and gone already (`waitFor: "none"`): nobody to tell.
+        let _ = self.outcome.send(outcome);
     }
 }
 
-tokio::task_local! {
-    static KEYED: Arc<KeyedCommit>;
-}
-
-/// Runs `work` with `key` as the key of the message it sends.
-pub(crate) async fn with_key<F: Future>(key: Arc<KeyedCommit>, work: F) -> F::Output {
-    KEYED.scope(key, work).await
-}
-
-/// The key of the message the calling task enqueues: only the first time (a keyed call sends
-/// one message); `None` outside [`with_key`].
-pub(crate) fn take() -> Option<Arc<KeyedCommit>> {
-    KEYED
-        .try_with(|k| (!k.taken.swap(true, Ordering::AcqRel)).then(|| k.clone()))
-        .ok()
-        .flatten()
+impl KeyReceipt {
+    /// What the commit reported, once the call's work answered:
+    /// [`KeyOutcome::NotRecorded`] when it reported nothing (yet).
+    pub(crate) fn outcome(mut self) -> KeyOutcome {
+        self.0.try_recv().unwrap_or(KeyOutcome::NotRecorded)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn the_key_is_taken_once_and_only_inside_its_scope() {
-        assert!(take().is_none());
-        let k = KeyedCommit::new("t".into(), "k".into(), "{}".into(), 1);
-        let (first, second) = with_key(k.clone(), async { (take(), take()) }).await;
-        assert!(first.is_some());
-        assert!(second.is_none());
-        // Tasks spawned inside (effects) do not inherit it.
-        let k2 = KeyedCommit::new("t".into(), "k2".into(), "{}".into(), 1);
-        let spawned = with_key(k2, async { tokio::spawn(async { take() }).await.unwrap() }).await;
-        assert!(spawned.is_none());
-        k.set_outcome(KeyOutcome::UsedElsewhere);
-        assert_eq!(k.outcome(), KeyOutcome::UsedElsewhere);
+    fn keyed(key: &str) -> (KeyedDispatch, KeyReceipt) {
+        KeyedDispatch::new("t".into(), key.into(), "{}".into(), 1)
+    }
+
+    #[test]
+    fn the_commit_reports_through_the_receipt() {
+        let (k, receipt) = keyed("k");
+        let written = k.as_commit_key();
+        assert_eq!((written.tid, written.key, written.msg), ("t", "k", "{}"));
+        assert_eq!(written.created_at, 1);
+        k.report(KeyOutcome::UsedElsewhere);
+        assert_eq!(receipt.outcome(), KeyOutcome::UsedElsewhere);
+        let (k, receipt) = keyed("k2");
+        k.report(KeyOutcome::Recorded);
+        assert_eq!(receipt.outcome(), KeyOutcome::Recorded);
+    }
+
+    #[test]
+    fn no_report_is_not_recorded() {
+        // Dropped without a commit (a proposal, a failure).
+        let (k, receipt) = keyed("k");
+        drop(k);
+        assert_eq!(receipt.outcome(), KeyOutcome::NotRecorded);
+        // Still queued when the call answered (`waitFor: "none"`); its late report is lost.
+        let (k, receipt) = keyed("k2");
+        assert_eq!(receipt.outcome(), KeyOutcome::NotRecorded);
+        k.report(KeyOutcome::Recorded);
     }
 }

@@ -16,6 +16,8 @@ mod drain;
 mod effects;
 pub(crate) mod events;
 pub(crate) mod keyed;
+#[cfg(test)]
+mod keyed_tests;
 pub(crate) mod migrate;
 mod notes;
 mod outcome;
@@ -535,7 +537,6 @@ impl<A: App> SessionCore<A> {
                 ticket,
                 origin,
                 committed,
-                key: keyed::take(),
             })
             .map_err(|_| SessionClosed)?;
         *next += 1;

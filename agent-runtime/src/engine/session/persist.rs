@@ -11,7 +11,7 @@ use std::sync::Arc;
 use agent_schema::protocol::{DrainError, DrainErrorKind, LogEntry, LogKind};
 
 use super::commit_log::{Change, CommitLog};
-use super::keyed::{KeyOutcome, KeyedCommit};
+use super::keyed::{KeyOutcome, KeyedDispatch};
 use super::migrate::{read_state, Read};
 use super::queue::CommitNote;
 use super::{activity, lock, Parts, Session, SessionCore, SessionError};
@@ -151,7 +151,8 @@ impl From<String> for NotStored {
     }
 }
 
-/// Writes `change` as commit `seq` (compare-and-set), recording `key` with it. When another
+/// Writes `change` as commit `seq` (compare-and-set), recording `key` with it and reporting
+/// to the key's call whether it did ([`KeyedDispatch::report`]). When another
 /// writer committed `seq` first, reloads the stored state, applies `retry` to it again, and
 /// tries the next sequence number; answers the commit that was stored in the end. When the
 /// key was recorded by another commit already, the message was applied there: this
@@ -164,7 +165,7 @@ pub(crate) async fn commit<A: App>(
     seq: u64,
     change: Option<Result<Change, String>>,
     retry: Option<A::Msg>,
-    key: Option<Arc<KeyedCommit>>,
+    key: Option<KeyedDispatch>,
 ) -> Result<Option<Redo<A>>, SessionGone> {
     let (Some(p), Some(Ok(mut change))) = (&core.persist, change) else {
         return Ok(None);
@@ -177,13 +178,13 @@ pub(crate) async fn commit<A: App>(
             snapshot: change.snapshot.as_deref(),
             schema_hash: &p.schema_hash,
             now: core.now(),
-            key: key.as_ref().map(|k| k.as_commit_key()),
+            key: key.as_ref().map(KeyedDispatch::as_commit_key),
         };
         match p.store.commit(write).await {
             Ok(Committed::Stored) => {
                 lock(&p.log).stored(seq, &change);
-                if let Some(k) = &key {
-                    k.set_outcome(KeyOutcome::Recorded);
+                if let Some(k) = key {
+                    k.report(KeyOutcome::Recorded);
                 }
                 return Ok(None);
             }
@@ -196,13 +197,13 @@ pub(crate) async fn commit<A: App>(
             Ok(Committed::SnapshotDue(_)) => {
                 break format!("commit {seq} not stored: the store refused its snapshot")
             }
-            Ok(Committed::KeyUsed) => match revert(core, p, key.as_deref()).await {
+            Ok(Committed::KeyUsed) => match revert(core, p, key).await {
                 Ok(redo) => return Ok(Some(redo)),
                 Err(NotStored::Gone) => return Err(SessionGone),
                 Err(NotStored::Failed(message)) => break message,
             },
             Ok(Committed::Raced) => match retry {
-                Some(msg) => match reapply(core, p, msg, key.as_deref()).await {
+                Some(msg) => match reapply(core, p, msg, key).await {
                     Ok(redo) => return Ok(Some(redo)),
                     Err(NotStored::Gone) => return Err(SessionGone),
                     Err(NotStored::Failed(message)) => break message,
@@ -249,10 +250,10 @@ async fn stored_state<A: App>(
 async fn revert<A: App>(
     core: &SessionCore<A>,
     p: &Persistence,
-    key: Option<&KeyedCommit>,
+    key: Option<KeyedDispatch>,
 ) -> Result<Redo<A>, NotStored> {
     if let Some(k) = key {
-        k.set_outcome(KeyOutcome::UsedElsewhere);
+        k.report(KeyOutcome::UsedElsewhere);
     }
     let (record, state) = stored_state(core, p).await?;
     let redacted = Arc::new(crate::algo::tree::Node::from_value(super::redact(
@@ -278,7 +279,7 @@ async fn reapply<A: App>(
     core: &SessionCore<A>,
     p: &Persistence,
     msg: A::Msg,
-    key: Option<&KeyedCommit>,
+    key: Option<KeyedDispatch>,
 ) -> Result<Redo<A>, NotStored> {
     for _ in 0..MAX_REAPPLY {
         let (record, mut state) = stored_state(core, p).await?;
@@ -309,7 +310,7 @@ async fn reapply<A: App>(
             snapshot: Some(&text),
             schema_hash: &p.schema_hash,
             now: core.now(),
-            key: key.map(KeyedCommit::as_commit_key),
+            key: key.as_ref().map(KeyedDispatch::as_commit_key),
         };
         let stored = p
             .store
@@ -319,7 +320,7 @@ async fn reapply<A: App>(
         match stored {
             Committed::Stored => {
                 if let Some(k) = key {
-                    k.set_outcome(KeyOutcome::Recorded);
+                    k.report(KeyOutcome::Recorded);
                 }
                 *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
                 return Ok(Redo {

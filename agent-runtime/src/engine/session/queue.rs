@@ -1,11 +1,13 @@
 //! What travels between a session's callers and its task: the queued message
-//! ([`Envelope`]: the message, its ticket, its [`Origin`]) and the notes the task sends drain
+//! ([`Envelope`]: the message, its ticket, its [`Origin`], with a keyed message's key) and the notes the task sends drain
 //! waiters after each commit ([`CommitNote`]). Plain types; the task, the effects, the drain
 //! and the persistence all use them.
 
 use agent_schema::protocol::DrainError;
 use serde_json::Value;
 use tokio::sync::oneshot;
+
+use super::keyed::KeyedDispatch;
 
 /// A message waiting in a session's inbox.
 pub(crate) struct Envelope<M> {
@@ -14,17 +16,29 @@ pub(crate) struct Envelope<M> {
     pub origin: Origin,
     /// Fired after the commit, for the one caller waiting on this message.
     pub committed: Option<oneshot::Sender<()>>,
-    /// The `idempotencyKey` its commit records (a keyed `/message`).
-    pub key: Option<std::sync::Arc<super::keyed::KeyedCommit>>,
 }
 
-/// Where a queued message comes from; approved confirmations need work after their commit.
+/// Where a queued message comes from; a keyed message's commit records its key, an approved
+/// confirmation needs work after its commit.
 pub(crate) enum Origin {
     /// An agent, the human, or an effect.
     Plain,
+    /// An agent's `/message` with an `idempotencyKey`: its commit records the key (boxed, like
+    /// an approval).
+    Keyed(Box<KeyedDispatch>),
     /// A human approval of a proposal (boxed: it is rare, and it would make every queued
     /// message several times larger).
     Approved(Box<Approval>),
+}
+
+impl Origin {
+    /// A message from an agent, with the key its commit records when it has one.
+    pub(crate) fn agent(key: Option<KeyedDispatch>) -> Origin {
+        match key {
+            Some(key) => Origin::Keyed(Box::new(key)),
+            None => Origin::Plain,
+        }
+    }
 }
 
 /// What the commit of an approved proposal must record.

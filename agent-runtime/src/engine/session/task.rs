@@ -85,9 +85,14 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         }
     };
     let (mut outcome, mut published) = (outcome, published);
+    let (key, approval) = match env.origin {
+        Origin::Plain => (None, None),
+        Origin::Keyed(key) => (Some(*key), None),
+        Origin::Approved(approval) => (None, Some(approval)),
+    };
     // Durable before anyone sees it, and before its effects start. Another replica may have
     // committed first: the message is then applied again on the state it stored.
-    let redo = match persist::commit(core, published.seq, snapshot, retry, env.key).await {
+    let redo = match persist::commit(core, published.seq, snapshot, retry, key).await {
         Ok(redo) => redo,
         Err(persist::SessionGone) => {
             // Deleted from the store (closed through another replica): nothing of this
@@ -133,7 +138,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         let _ = committed.send(());
     }
     lock(&core.events).publish(EventBody::State(published.clone()));
-    if let Origin::Approved(approval) = env.origin {
+    if let Some(approval) = approval {
         let Approval {
             confirm_id,
             applied,

@@ -9,39 +9,17 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use axum::http::StatusCode;
 use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::clock::SharedClock;
 use crate::config::{json_len, HostConfig, OverBudget};
+use crate::ops::reply::StoredAnswer;
 
 /// How long a key stays bound to its first answer.
 pub const IDEMPOTENCY_WINDOW_MS: u64 = 10 * 60 * 1000;
 /// Records kept per token; one more drops the oldest.
-pub(super) const MAX_RECORDS_PER_TOKEN: usize = 1024;
-
-/// The final HTTP answer of a first call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StoredAnswer {
-    /// Its status.
-    pub status: StatusCode,
-    /// Its body bytes.
-    pub body: String,
-    /// Extra headers of the answer (for example `x-llui-reconnect`).
-    pub headers: Vec<(String, String)>,
-}
-
-impl StoredAnswer {
-    fn bytes(&self) -> usize {
-        self.body.len()
-            + self
-                .headers
-                .iter()
-                .map(|(k, v)| k.len() + v.len())
-                .sum::<usize>()
-    }
-}
+const MAX_RECORDS_PER_TOKEN: usize = 1024;
 
 /// One key's record.
 #[derive(Debug)]
@@ -234,6 +212,7 @@ impl IdempotencyStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::StatusCode;
     use serde_json::json;
 
     fn store() -> IdempotencyStore {

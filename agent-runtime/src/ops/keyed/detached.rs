@@ -9,25 +9,29 @@ use std::future::Future;
 use axum::http::StatusCode;
 use serde_json::Value;
 
-use super::durable_key::{answered, claim_or_replay, different_message, store_answer, Durable};
-use super::error::ApiError;
+use super::durable::{answered, claim_or_replay, different_message, store_answer, Durable};
 use super::idempotency::Claim;
-use super::reply::Reply;
-use super::state::ServerState;
-use super::tail::{activate, with_revocation};
-use crate::app::App;
-use crate::engine::session::keyed::{self, KeyOutcome, KeyedCommit};
+use super::KeyedServer;
+use crate::engine::session::keyed::{KeyOutcome, KeyReceipt, KeyedDispatch};
+use crate::ops::error::ApiError;
+use crate::ops::reply::Reply;
 use crate::security::TokenRecord;
 
 /// Runs `work` on its own task for the caller `record`, under `keyed` = `(idempotencyKey,
-/// msg)` when the call carries a key. With a durable store the key is claimed there too and
-/// recorded by the commit the message produces (`docs/stores.md` §Exactly once).
-pub(crate) async fn run_keyed<A: App>(
-    server: &ServerState<A>,
+/// msg)` when the call carries a key. With a durable store the key is claimed there too, and
+/// `work` is given the [`KeyedDispatch`] to hand to the dispatch of its message, whose commit
+/// records the key (`docs/stores.md` §Exactly once); otherwise it is given `None`.
+pub(crate) async fn run_keyed<S, W, F>(
+    server: &S,
     record: &TokenRecord,
     keyed: Option<(String, Value)>,
-    work: impl Future<Output = Reply> + Send + 'static,
-) -> Reply {
+    work: W,
+) -> Reply
+where
+    S: KeyedServer,
+    W: FnOnce(Option<KeyedDispatch>) -> F,
+    F: Future<Output = Reply> + Send + 'static,
+{
     let tid = record.tid.clone();
     if let Some((key, msg)) = &keyed {
         if let Some(replay) = answered(server, record, key, msg).await {
@@ -43,17 +47,18 @@ pub(crate) async fn run_keyed<A: App>(
                 if !first.same_message(msg) {
                     return Reply::error(different_message(key));
                 }
-                let replay = with_revocation(server, &tid, async {
-                    match first.answer().await {
-                        Some(a) => Reply::from_stored(a),
-                        None => Reply::error(ApiError::internal(
-                            "the first call with this idempotencyKey failed without an answer",
-                        )),
-                    }
-                })
-                .await;
+                let replay = server
+                    .with_revocation(&tid, async {
+                        match first.answer().await {
+                            Some(a) => Reply::from_stored(a),
+                            None => Reply::error(ApiError::internal(
+                                "the first call with this idempotencyKey failed without an answer",
+                            )),
+                        }
+                    })
+                    .await;
                 if replay.status() == StatusCode::OK {
-                    if let Err(e) = activate(server, record).await {
+                    if let Err(e) = server.activate(record).await {
                         return Reply::error(e);
                     }
                 }
@@ -73,31 +78,29 @@ pub(crate) async fn run_keyed<A: App>(
             }
         }
     }
-    let commit_key = match (&keyed, durable) {
-        (Some((key, msg)), true) => Some(KeyedCommit::new(
-            tid.clone(),
-            key.clone(),
-            msg.to_string(),
-            server.now(),
-        )),
-        _ => None,
+    // Claimed in the store: the commit of the message records the key, and says so.
+    let (dispatch, receipt): (Option<KeyedDispatch>, Option<KeyReceipt>) = match (&keyed, durable) {
+        (Some((key, msg)), true) => {
+            let (dispatch, receipt) =
+                KeyedDispatch::new(tid.clone(), key.clone(), msg.to_string(), server.now());
+            (Some(dispatch), Some(receipt))
+        }
+        _ => (None, None),
     };
+    let work = work(dispatch);
     let task_server = server.clone();
     let task_record = record.clone();
     let task = tokio::spawn(async move {
-        let reply = match &commit_key {
-            Some(k) => keyed::with_key(k.clone(), work).await,
-            None => work.await,
-        };
+        let reply = work.await;
         let Some(tx) = first else {
             return reply;
         };
         let mut reply = reply;
         let mut ours = true;
-        if let (Some(k), Some((key, msg))) = (&commit_key, &keyed) {
+        if let (Some(receipt), Some((key, msg))) = (receipt, &keyed) {
             // Another commit recorded the key: that one is the first call; its answer
             // (or one rebuilt from its commit) is this call's too.
-            if k.outcome() == KeyOutcome::UsedElsewhere {
+            if receipt.outcome() == KeyOutcome::UsedElsewhere {
                 if let Durable::Replay(first) =
                     claim_or_replay(&task_server, &task_record, key, msg).await
                 {
@@ -124,10 +127,11 @@ pub(crate) async fn run_keyed<A: App>(
         tx.send_replace(Some(stored));
         reply
     });
-    with_revocation(server, &tid, async {
-        task.await.unwrap_or_else(|e| {
-            Reply::error(ApiError::internal(format!("message task failed: {e}")))
+    server
+        .with_revocation(&tid, async {
+            task.await.unwrap_or_else(|e| {
+                Reply::error(ApiError::internal(format!("message task failed: {e}")))
+            })
         })
-    })
-    .await
+        .await
 }

@@ -14,13 +14,11 @@ use agent_schema::protocol::{DrainReport, ErrorCode, SendResult};
 use axum::http::StatusCode;
 use serde_json::Value;
 
-use super::error::ApiError;
-use super::idempotency::{StoredAnswer, IDEMPOTENCY_WINDOW_MS};
-use super::reply::Reply;
-use super::state::ServerState;
-use super::tail::activate;
-use crate::app::App;
+use super::idempotency::IDEMPOTENCY_WINDOW_MS;
+use super::KeyedServer;
 use crate::engine::store::IdempotencyEntry;
+use crate::ops::error::ApiError;
+use crate::ops::reply::{Reply, StoredAnswer};
 use crate::security::TokenRecord;
 
 /// How long a claim keeps the key's retries waiting: past it, a claim without a recorded
@@ -54,8 +52,8 @@ pub(super) fn different_message(key: &str) -> ApiError {
 
 /// The first call's stored answer under `(record.tid, key)`, replayed (409 for another
 /// message under the key); `None` when there is none yet, or no durable store.
-pub(super) async fn answered<A: App>(
-    server: &ServerState<A>,
+pub(super) async fn answered<S: KeyedServer>(
+    server: &S,
     record: &TokenRecord,
     key: &str,
     msg: &Value,
@@ -79,8 +77,8 @@ pub(super) async fn answered<A: App>(
 
 /// Looks up `(record.tid, key)` in the durable store and either claims it for this call or
 /// answers what the first call answered (waiting while another process's claim is live).
-pub(super) async fn claim_or_replay<A: App>(
-    server: &ServerState<A>,
+pub(super) async fn claim_or_replay<S: KeyedServer>(
+    server: &S,
     record: &TokenRecord,
     key: &str,
     msg: &Value,
@@ -158,14 +156,10 @@ fn stored(e: IdempotencyEntry) -> StoredAnswer {
 }
 
 /// A replay of `answer`, activating the token on a success as the first answer did.
-async fn replay<A: App>(
-    server: &ServerState<A>,
-    record: &TokenRecord,
-    answer: StoredAnswer,
-) -> Reply {
+async fn replay<S: KeyedServer>(server: &S, record: &TokenRecord, answer: StoredAnswer) -> Reply {
     let reply = Reply::from_stored(answer);
     if reply.status() == StatusCode::OK {
-        if let Err(e) = activate(server, record).await {
+        if let Err(e) = server.activate(record).await {
             return Reply::error(e);
         }
     }
@@ -176,11 +170,8 @@ async fn replay<A: App>(
 /// call's answer was lost (its process stopped after the commit): `dispatched`, with the
 /// session's actions now, an empty `stateDiff` (what the commit changed is not kept) and the
 /// header `idempotent-commit: <seq>`.
-async fn rebuilt<A: App>(server: &ServerState<A>, session: &str, seq: u64) -> StoredAnswer {
-    let actions = match server.host().load_session(session).await {
-        Some(s) => s.list_actions().unwrap_or_default(),
-        None => Vec::new(),
-    };
+async fn rebuilt<S: KeyedServer>(server: &S, session: &str, seq: u64) -> StoredAnswer {
+    let actions = server.actions_now(session).await;
     let result = SendResult::Dispatched {
         state_diff: Vec::new(),
         actions,
@@ -204,8 +195,8 @@ async fn rebuilt<A: App>(server: &ServerState<A>, session: &str, seq: u64) -> St
 
 /// With a durable store: keeps the first answer of a keyed call, before it is sent, and
 /// sweeps the records past the window every sweep period.
-pub(super) async fn store_answer<A: App>(
-    server: &ServerState<A>,
+pub(super) async fn store_answer<S: KeyedServer>(
+    server: &S,
     tid: &str,
     key: String,
     msg: String,
@@ -232,8 +223,8 @@ pub(super) async fn store_answer<A: App>(
     // The stored answers past the window go at least every sweep period while keyed calls
     // come, not only at mints (`docs/stores.md` §Bounds on disk).
     let now = server.now();
-    let period = server.host().config().budgets.idempotency_sweep_ms;
-    let swept = &server.durable_idempotency_swept();
+    let period = server.idempotency_sweep_ms();
+    let swept = server.durable_idempotency_swept();
     let last = swept.load(std::sync::atomic::Ordering::Relaxed);
     if now.saturating_sub(last) >= period
         && swept
