@@ -2,7 +2,7 @@
 //! store, caller identity, the client address, rate limiting, the audit trail and the
 //! cross-origin and `Host` checks.
 //!
-//! Request-time refusals ([`AuthError`], [`RateLimited`], [`CrossOriginRefused`]) implement
+//! Request-time refusals (`AuthError`, [`RateLimited`], `CrossOriginRefused`) implement
 //! [`WireError`] (HTTP status, error code, body) and axum's `IntoResponse`; start-up problems
 //! are [`ConfigError`]s.
 
