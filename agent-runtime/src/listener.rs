@@ -56,7 +56,9 @@ pub(crate) const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default of [`Serve::idle_timeout`].
 pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Serves `router` on `listener` with read and idle timeouts; see the [module docs](self).
+/// Serves `router` on `listener` with a header-read, a body-read and an idle timeout,
+/// `TCP_NODELAY` on every connection, and the peer address in each request as axum's
+/// `ConnectInfo<SocketAddr>` (the rate limits' key).
 ///
 /// The returned [`Serve`] is a future (through `IntoFuture`) that runs until the listener
 /// fails; configure it first with its methods.
@@ -92,21 +94,20 @@ impl std::fmt::Debug for Serve {
 
 impl Serve {
     /// Time allowed for a whole request head (HTTP/1; also the keep-alive wait for the next
-    /// request). Default [`DEFAULT_HEADER_READ_TIMEOUT`].
+    /// request). Default 30 s.
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
         self
     }
 
-    /// Longest wait for the next piece of a request body. Default
-    /// [`DEFAULT_BODY_READ_TIMEOUT`].
+    /// Longest wait for the next piece of a request body. Default 30 s.
     pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
         self.body_read_timeout = timeout;
         self
     }
 
     /// A connection on which nothing is read or written for this long is closed. Default
-    /// [`DEFAULT_IDLE_TIMEOUT`].
+    /// 5 minutes.
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
         self

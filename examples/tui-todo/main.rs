@@ -1,4 +1,4 @@
-//! `cargo run --example tui-todo -- --server http://127.0.0.1:8788 [--token agt_…]`
+//! `cargo run --example tui-todo --features tui -- --server http://127.0.0.1:8788 [--token agt_…]`
 //!
 //! The todo app in the terminal, paired with a server (start `cargo run --example todo` first):
 //! use it with the keyboard while an agent drives it through the server.

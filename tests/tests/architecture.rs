@@ -1,6 +1,7 @@
 //! Architecture checks on agent-runtime's sources, read with `syn` (see
-//! `agent_tests::architecture`): no import cycles between its modules, and its public API as
-//! a snapshot under a ceiling. The fixture test proves the checker can fail.
+//! `agent_tests::architecture`): no import cycles between its modules, no surface importing
+//! another, and its public API as a snapshot under a ceiling. The fixture test proves the
+//! checker can fail.
 
 use std::path::Path;
 
@@ -33,6 +34,26 @@ fn module_graph_has_no_cycles() {
         "{} module cycle(s):\n{}",
         cycles.len(),
         describe(&cycles)
+    );
+}
+
+/// No surface imports another (`surface/<x>` naming anything under `surface/<y>`): `server`
+/// mounts them side by side, and what two of them need lives in a lower layer
+/// (`docs/architecture.md`, import rules).
+#[test]
+fn surfaces_do_not_import_each_other() {
+    let crossings = runtime().graph().between_children("surface");
+    assert!(
+        crossings.is_empty(),
+        "{} surface(s) import another surface:\n{}",
+        crossings.len(),
+        crossings
+            .iter()
+            .map(|e| format!(
+                "    {} -> {}  ({}×, e.g. {})\n",
+                e.from, e.to, e.count, e.example
+            ))
+            .collect::<String>()
     );
 }
 
@@ -139,6 +160,32 @@ fn checker_on_fixtures() {
     assert_eq!(cycles.len(), 1, "{}", describe(&cycles));
     assert_eq!(cycles[0].parent, "s");
     assert_eq!(cycles[0].nodes, ["s::x", "s::y"]);
+
+    // One child of a folder naming another, with no cycle: what the surface rule finds. The
+    // children's uses of their parent's items (`surface/mod.rs`) are not crossings.
+    let crossing = fixture(&[
+        ("lib.rs", "mod surface;\n"),
+        (
+            "surface/mod.rs",
+            "mod a;\nmod b;\npub struct Shared;\nfn f() {\n    a::g();\n}\n",
+        ),
+        (
+            "surface/a.rs",
+            "use super::Shared;\npub fn g() {\n    let _ = crate::surface::b::PATH;\n}\n",
+        ),
+        (
+            "surface/b.rs",
+            "pub const PATH: &str = \"/\";\nfn h(_: super::Shared) {}\n",
+        ),
+    ]);
+    let graph = crossing.graph();
+    assert_eq!(graph.cycles(), []);
+    let edges: Vec<_> = graph
+        .between_children("surface")
+        .iter()
+        .map(|e| format!("{} -> {} {}", e.from, e.to, e.example))
+        .collect();
+    assert_eq!(edges, ["surface::a -> surface::b surface/a.rs:3"]);
 
     // The public API: `pub use` resolved (renames, groups, globs, other crates'), `pub(crate)`,
     // `#[doc(hidden)]` and test code left out; fields and methods at the shortest path.

@@ -2,9 +2,9 @@
 //! store, caller identity, the client address, rate limiting, the audit trail and the
 //! cross-origin and `Host` checks.
 //!
-//! Request-time refusals ([`AuthError`], [`RateLimited`], [`CrossOriginRefused`],
-//! [`LifecycleError`]) are answered as the operation core's one error type, `ApiError`, which
-//! converts each of them (its `From` impls); start-up problems are [`ConfigError`]s.
+//! Request-time refusals (`AuthError`, [`RateLimited`], `CrossOriginRefused`, `LifecycleError`)
+//! are answered as the operation core's one error type, `ApiError`, which converts each of them
+//! (its `From` impls); start-up problems are [`ConfigError`]s.
 
 mod audit;
 mod auth_throttle;

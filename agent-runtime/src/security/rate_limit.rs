@@ -226,7 +226,7 @@ type KeyedGovernor<C> = governor::RateLimiter<
 /// window from `check`.
 ///
 /// The clock is governor's: its monotonic default in production, `FakeRelativeClock` in unit
-/// tests, or the runtime's injectable clock through [`RuntimeGovernorClock`].
+/// tests, or the runtime's injectable clock through `RuntimeGovernorClock`.
 pub struct GovernorRateLimiter<C: GovernorClock = DefaultClock> {
     spec: RateLimitSpec,
     limiter: KeyedGovernor<C>,

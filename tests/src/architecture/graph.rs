@@ -250,6 +250,16 @@ impl Graph {
         edges
     }
 
+    /// The edges between `parent`'s children, each module collapsed to the child it is in (or
+    /// under), the parent's own items left out: for `surface`, one surface importing another
+    /// (`docs/architecture.md`, import rules).
+    pub fn between_children(&self, parent: &str) -> Vec<Edge> {
+        self.level(parent)
+            .into_iter()
+            .filter(|e| e.from != parent && e.to != parent)
+            .collect()
+    }
+
     fn level_of(&self, parent: usize) -> BTreeMap<(usize, usize), (usize, String)> {
         let mut level: BTreeMap<(usize, usize), (usize, String)> = BTreeMap::new();
         for (&(from, to), (count, example)) in &self.edges {

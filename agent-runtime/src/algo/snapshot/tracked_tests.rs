@@ -142,7 +142,7 @@ fn edit(s: &mut Board, what: u8, a: usize, b: usize) {
         10 => {
             s.slot = match std::mem::replace(&mut s.slot, Slot::Empty) {
                 Slot::A { v } => Slot::B { v },
-                Slot::B { .. } if a % 3 == 0 => Slot::Empty,
+                Slot::B { .. } if a.is_multiple_of(3) => Slot::Empty,
                 Slot::B { v } => Slot::A { v },
                 Slot::Empty => Slot::A {
                     v: (0..b as u8 % 20).collect(),
@@ -161,7 +161,7 @@ fn edit(s: &mut Board, what: u8, a: usize, b: usize) {
             }
         }
         12 => {
-            if a % 2 == 0 || s.loose.is_empty() {
+            if a.is_multiple_of(2) || s.loose.is_empty() {
                 s.loose.insert(0, (0..b as u8 % 40).collect());
             } else {
                 s.loose.remove(0);

@@ -513,7 +513,7 @@ impl<A: App> Host<A> {
                     if expired > 0 {
                         tracing::debug!("closed {expired} idle sessions");
                     }
-                    if stored_ttl > 0 && ticks % stored_every == 0 {
+                    if stored_ttl > 0 && ticks.is_multiple_of(stored_every) {
                         host.expire_stored_sessions().await;
                     }
                     ticks = ticks.wrapping_add(1);

@@ -74,7 +74,7 @@ impl Published {
     }
 
     /// The state as JSON text, serialized by the first reader of this snapshot. A text of
-    /// up to [`KEPT_JSON_BYTES`] is kept for the snapshot's life; a bigger one only while a
+    /// up to 256 KiB (`KEPT_JSON_BYTES`) is kept for the snapshot's life; a bigger one only while a
     /// reader holds it (readers at the same time share it), so a big state is not held twice
     /// between reads (`docs/stores.md` §Memory).
     pub fn json(&self) -> Arc<RawValue> {

@@ -14,7 +14,7 @@ use super::StoreResult;
 
 /// Where sessions live.
 pub trait SessionStore: Send + Sync {
-    /// Stores a new session; fails with [`StoreError::Conflict`] when the id exists.
+    /// Stores a new session; fails with [`StoreError::Conflict`](super::StoreError::Conflict) when the id exists.
     fn insert_session(&self, record: SessionRecord) -> BoxFuture<'_, StoreResult<()>>;
 
     /// The session `id`.

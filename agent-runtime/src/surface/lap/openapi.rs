@@ -92,9 +92,9 @@ pub(crate) struct DocumentedLimits {
 
 /// `bytes` for people: `1 MiB`, `64 KiB`, or bytes.
 fn size_text(bytes: usize) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
-    } else if bytes >= 1 << 10 && bytes % (1 << 10) == 0 {
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
         format!("{} KiB", bytes >> 10)
     } else {
         format!("{bytes} bytes")
@@ -103,9 +103,9 @@ fn size_text(bytes: usize) -> String {
 
 /// `ms` for people: whole minutes or seconds when they are, else milliseconds.
 fn duration_text(ms: u64) -> String {
-    if ms >= 60_000 && ms % 60_000 == 0 {
+    if ms >= 60_000 && ms.is_multiple_of(60_000) {
         format!("{} minutes", ms / 60_000)
-    } else if ms % 1000 == 0 {
+    } else if ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
     } else {
         format!("{ms} ms")

@@ -135,7 +135,7 @@ async fn claim<A: App>(server: ServerState<A>, req: Request) -> Result<Value, Ap
     Ok(json!({
         "token": token.expose(),
         "tid": record.tid,
-        "wsUrl": origin.websocket_url(crate::surface::pairing::socket::WS_PATH),
+        "wsUrl": origin.websocket_url(crate::engine::paired::SOCKET_PATH),
         "lapUrl": origin.url(&server.options().lap_base_path),
         "expiresAt": record.expires_at,
     }))
