@@ -168,6 +168,8 @@ lenient_request!(RecentActionsRequest, |fields| {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct WouldDispatchRequest {
     /// The message: {"type": <variant>, ...payload fields}. Copy the shape from an action's payloadHint or from the app's examples.
+    // The text is the schema's description, which the model reads: `<variant>` is meant, not HTML.
+    #[allow(rustdoc::invalid_html_tags)]
     pub msg: MsgValue,
 }
 
@@ -182,6 +184,8 @@ lenient_request!(WouldDispatchRequest, |fields| {
 #[serde(rename_all = "camelCase")]
 pub struct DispatchRequest {
     /// The message: {"type": <variant>, ...payload fields}. Copy the shape from an action's payloadHint or from the app's examples.
+    // The text is the schema's description, which the model reads: `<variant>` is meant, not HTML.
+    #[allow(rustdoc::invalid_html_tags)]
     pub msg: MsgValue,
     /// Why you send it; shown to the user, especially when approval is needed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
