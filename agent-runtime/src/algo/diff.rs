@@ -279,7 +279,7 @@ pub(crate) fn push_index(path: &mut String, mut index: usize) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
     use proptest::test_runner::TestCaseError;
@@ -504,14 +504,14 @@ mod tests {
     }
 
     /// Keys chosen so that random objects share keys often and hit every escaping case.
-    fn key() -> impl Strategy<Value = String> {
+    pub(crate) fn key() -> impl Strategy<Value = String> {
         prop::sample::select(vec![
             "a", "b", "c", "", "/", "~", "a/b", "c~d", "~1", "~0/", "0", "1",
         ])
         .prop_map(str::to_string)
     }
 
-    fn json() -> impl Strategy<Value = Value> {
+    pub(crate) fn json() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),
@@ -529,7 +529,7 @@ mod tests {
     }
 
     /// Rewrites `value` at a few pseudo-random places, so the pair shares most of its shape.
-    fn mutate(value: &mut Value, choices: &[(u8, Value)]) {
+    pub(crate) fn mutate(value: &mut Value, choices: &[(u8, Value)]) {
         let Some(((choice, replacement), rest)) = choices.split_first() else {
             return;
         };

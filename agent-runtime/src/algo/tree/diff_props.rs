@@ -11,32 +11,8 @@ use serde_json::{json, Value};
 use super::tests::{add, remove, replace};
 use super::*;
 use crate::algo::diff::diff;
-
-/// Keys that share often and hit every escape.
-fn key() -> impl Strategy<Value = String> {
-    prop::sample::select(vec!["a", "b", "id", "", "/", "~", "a/b", "c~d", "0"])
-        .prop_map(str::to_string)
-}
-
-fn scalar() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        (-3i64..4).prop_map(Value::from),
-        prop::sample::select(vec![0.5f64, 1.0, -2.25]).prop_map(Value::from),
-        prop::sample::select(vec!["", "x", "y/z"]).prop_map(Value::from),
-    ]
-}
-
-fn json() -> impl Strategy<Value = Value> {
-    scalar().prop_recursive(4, 48, 5, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-            prop::collection::vec((key(), inner), 0..5)
-                .prop_map(|entries| Value::Object(entries.into_iter().collect())),
-        ]
-    })
-}
+// The random values and edits of the `Value` diff's own proptests.
+use crate::algo::diff::tests::{json, key, mutate};
 
 /// A state: an object whose lists hold records (objects and arrays, so packed).
 fn state() -> impl Strategy<Value = Value> {
@@ -162,43 +138,6 @@ fn unpack_some(node: &Node, bits: &mut impl Iterator<Item = bool>) -> Node {
             unpack_some(&Node::from_value(unpack(raw)), bits)
         }
         other => other.clone(),
-    }
-}
-
-/// Rewrites `value` at a few pseudo-random places, so the pair shares most of its shape.
-fn mutate(value: &mut Value, choices: &[(u8, Value)]) {
-    let Some(((choice, replacement), rest)) = choices.split_first() else {
-        return;
-    };
-    match value {
-        Value::Array(items) if !items.is_empty() && choice % 4 != 0 => {
-            let i = usize::from(*choice) % items.len();
-            match choice % 5 {
-                1 => {
-                    items.remove(i);
-                }
-                2 => items.push(replacement.clone()),
-                _ => mutate(&mut items[i], rest),
-            }
-        }
-        Value::Object(map) if !map.is_empty() && choice % 4 != 0 => {
-            let i = usize::from(*choice) % map.len();
-            let k = map.keys().nth(i).cloned().unwrap_or_default();
-            match choice % 5 {
-                1 => {
-                    map.shift_remove(&k);
-                }
-                2 => {
-                    map.insert(format!("{k}~/"), replacement.clone());
-                }
-                _ => {
-                    if let Some(child) = map.get_mut(&k) {
-                        mutate(child, rest);
-                    }
-                }
-            }
-        }
-        _ => *value = replacement.clone(),
     }
 }
 
