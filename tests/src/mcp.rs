@@ -1,6 +1,7 @@
 //! MCP client helpers on rmcp's own client: calling tools and reading their results (a success
 //! carries `structuredContent` equal to the JSON of its one text block), and [`McpAgent`], an
-//! agent on `/agent/mcp` over Streamable HTTP bound to a token with `connect_session`.
+//! agent on `/agent/mcp` over Streamable HTTP bound to a token with `connect_session`; and
+//! [`send_raw`], a raw HTTP request to `/agent/mcp` read back without a client.
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
@@ -150,4 +151,49 @@ pub async fn wait_for_change_flow<A: App>(
     let changed = ok(&waiting.await.expect("join"));
     assert_eq!(changed["status"], "changed", "{changed}");
     changed
+}
+
+/// A raw `/agent/mcp` answer: status, `mcp-session-id`, `retry-after` and the body (JSON, or
+/// the last SSE `data:` line that is JSON; `null` otherwise).
+#[derive(Debug)]
+pub struct RawAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `mcp-session-id` header.
+    pub session: Option<String>,
+    /// The `retry-after` header.
+    pub retry_after: Option<String>,
+    /// The body.
+    pub body: Value,
+}
+
+/// Sends `req` and reads its answer, which must end within 10 s.
+pub async fn send_raw(req: reqwest::RequestBuilder) -> RawAnswer {
+    let resp = req.send().await.expect("request");
+    let header = |name: &str| {
+        resp.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let (session, retry_after) = (header("mcp-session-id"), header("retry-after"));
+    let status = resp.status().as_u16();
+    let bytes = tokio::time::timeout(std::time::Duration::from_secs(10), resp.bytes())
+        .await
+        .expect("the answer ends")
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
+    let body = serde_json::from_str(&text).unwrap_or_else(|_| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .next_back()
+            .unwrap_or(Value::Null)
+    });
+    RawAnswer {
+        status,
+        session,
+        retry_after,
+        body,
+    }
 }

@@ -12,6 +12,7 @@ use agent_runtime::mcp::McpOptions;
 use agent_runtime::security::MemoryAuditSink;
 use agent_runtime::{AgentServer, ServerOptions};
 use agent_runtime::{Host, HostConfig};
+use agent_tests::mcp::{send_raw, RawAnswer};
 use agent_tests::{start, TestServer};
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -33,46 +34,6 @@ async fn server(mcp: McpOptions) -> TestServer<Counter> {
     start(AgentServer::builder(host).options(options(mcp))).await
 }
 
-/// An answer: status, `mcp-session-id`, `retry-after` and the body (JSON, or the text of an
-/// SSE `data:` line; `null` otherwise).
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    session: Option<String>,
-    retry_after: Option<String>,
-    body: Value,
-}
-
-async fn send(req: reqwest::RequestBuilder) -> Reply {
-    let resp = req.send().await.expect("request");
-    let header = |name: &str| {
-        resp.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
-    let (session, retry_after) = (header("mcp-session-id"), header("retry-after"));
-    let status = resp.status().as_u16();
-    let bytes = tokio::time::timeout(Duration::from_secs(5), resp.bytes())
-        .await
-        .expect("the answer ends")
-        .unwrap_or_default();
-    let text = String::from_utf8_lossy(&bytes);
-    let body = serde_json::from_str(&text).unwrap_or_else(|_| {
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .next_back()
-            .unwrap_or(Value::Null)
-    });
-    Reply {
-        status,
-        session,
-        retry_after,
-        body,
-    }
-}
-
 fn post(t: &TestServer<Counter>, session: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
     let mut req = t
         .request(reqwest::Method::POST, "/agent/mcp")
@@ -92,12 +53,12 @@ fn initialize_body() -> Value {
 }
 
 /// A raw `initialize`, optionally with a bearer.
-async fn initialize(t: &TestServer<Counter>, bearer: Option<&str>) -> Reply {
+async fn initialize(t: &TestServer<Counter>, bearer: Option<&str>) -> RawAnswer {
     let mut req = post(t, None, &initialize_body());
     if let Some(token) = bearer {
         req = req.bearer_auth(token);
     }
-    send(req).await
+    send_raw(req).await
 }
 
 /// A session id from a successful `initialize`.
@@ -111,12 +72,12 @@ async fn open(t: &TestServer<Counter>, bearer: Option<&str>) -> String {
 /// `notifications/initialized` on a session: a request that only touches it.
 async fn touch(t: &TestServer<Counter>, id: &str) -> u16 {
     let body = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
-    send(post(t, Some(id), &body)).await.status
+    send_raw(post(t, Some(id), &body)).await.status
 }
 
 /// A `ping` on a session; 200 with its result when live.
-async fn ping(t: &TestServer<Counter>, id: &str) -> Reply {
-    send(post(
+async fn ping(t: &TestServer<Counter>, id: &str) -> RawAnswer {
+    send_raw(post(
         t,
         Some(id),
         &json!({"jsonrpc":"2.0","id":2,"method":"ping"}),
@@ -124,13 +85,13 @@ async fn ping(t: &TestServer<Counter>, id: &str) -> Reply {
     .await
 }
 
-fn assert_gone(r: &Reply) {
+fn assert_gone(r: &RawAnswer) {
     assert_eq!(r.status, 404, "{r:?}");
     assert_eq!(r.body, json!({"error": "session not found"}));
 }
 
-async fn delete(t: &TestServer<Counter>, id: &str) -> Reply {
-    send(
+async fn delete(t: &TestServer<Counter>, id: &str) -> RawAnswer {
+    send_raw(
         t.request(reqwest::Method::DELETE, "/agent/mcp")
             .header("mcp-session-id", id),
     )
@@ -176,7 +137,7 @@ async fn ids_that_are_not_live_answer_404_and_nothing_is_allocated() {
         (0, 0)
     );
     // Without a session id: only initialize (and server/discover) are served.
-    let r = send(post(
+    let r = send_raw(post(
         &t,
         None,
         &json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
@@ -184,7 +145,7 @@ async fn ids_that_are_not_live_answer_404_and_nothing_is_allocated() {
     .await;
     assert_eq!(r.status, 400);
     assert_eq!(r.body, json!({"error": "mcp-session-id required"}));
-    let r = send(
+    let r = send_raw(
         t.request(reqwest::Method::GET, "/agent/mcp")
             .header("accept", "text/event-stream"),
     )
@@ -195,7 +156,7 @@ async fn ids_that_are_not_live_answer_404_and_nothing_is_allocated() {
         "io.modelcontextprotocol/protocolVersion":"2025-11-25",
         "io.modelcontextprotocol/clientInfo":{"name":"bounds-test","version":"1"},
         "io.modelcontextprotocol/clientCapabilities":{}}}});
-    let r = send(
+    let r = send_raw(
         post(&t, None, &discover)
             .header("mcp-protocol-version", "2025-11-25")
             .header("mcp-method", "server/discover"),
@@ -279,7 +240,7 @@ async fn a_full_endpoint_answers_503_session_capacity_and_keeps_authenticated_se
                 .header("content-type", "application/json")
                 .bearer_auth(token)
                 .body(initialize_body().to_string());
-            send(req).await
+            send_raw(req).await
         }));
     }
     let mut statuses = Vec::new();
@@ -508,7 +469,7 @@ async fn a_failed_initialize_leaves_no_session_behind() {
         json!({"id":1,"method":"initialize","params":"nope"}),
     ];
     for body in &broken {
-        let r = send(post(&t, None, body)).await;
+        let r = send_raw(post(&t, None, body)).await;
         assert!(
             r.status != 200 || r.body.get("error").is_some(),
             "{body} was accepted: {r:?}"
@@ -517,7 +478,8 @@ async fn a_failed_initialize_leaves_no_session_behind() {
     }
     // Admitted as an `initialize` (a slot reserved), then refused by rmcp while building.
     let r =
-        send(post(&t, None, &initialize_body()).header("mcp-protocol-version", "1999-01-01")).await;
+        send_raw(post(&t, None, &initialize_body()).header("mcp-protocol-version", "1999-01-01"))
+            .await;
     assert_eq!((r.status, r.session.as_deref()), (400, None), "{r:?}");
     assert_eq!(sessions.live(), 0);
     // With room for one session only, a leaked slot would make this a 503.

@@ -17,6 +17,7 @@ use agent_runtime::mcp::McpOptions;
 use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, HostConfig, ServerOptions};
 use agent_tests::host_on;
+use agent_tests::mcp::send_raw;
 use agent_tests::postgres::PgServer;
 use agent_tests::process::{mint, ServerProcess};
 use agent_tests::temp::TempDir;
@@ -42,15 +43,8 @@ async fn mcp_post(
     if let Some(id) = session {
         req = req.header("mcp-session-id", id);
     }
-    let resp = req.send().await.expect("MCP POST");
-    let id = resp
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let status = resp.status().as_u16();
-    let _ = tokio::time::timeout(Duration::from_secs(5), resp.bytes()).await;
-    (status, id)
+    let answer = send_raw(req).await;
+    (answer.status, answer.session)
 }
 
 /// A bearer `initialize`: the new session's id.

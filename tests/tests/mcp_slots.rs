@@ -8,6 +8,7 @@ use std::time::Duration;
 use agent_examples::counter::Counter;
 use agent_runtime::mcp::McpOptions;
 use agent_runtime::{AgentServer, Host, ServerOptions};
+use agent_tests::mcp::send_raw;
 use agent_tests::{start, TestServer};
 use rmcp::model::{ProtocolVersion, SubscriptionFilter};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
@@ -42,26 +43,8 @@ async fn post(
     if let Some(id) = session {
         req = req.header("mcp-session-id", id);
     }
-    let resp = req.send().await.expect("MCP POST");
-    let id = resp
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let status = resp.status().as_u16();
-    let bytes = tokio::time::timeout(Duration::from_secs(10), resp.bytes())
-        .await
-        .expect("the answer ends")
-        .unwrap_or_default();
-    let text = String::from_utf8_lossy(&bytes);
-    let body = serde_json::from_str(&text).unwrap_or_else(|_| {
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .next_back()
-            .unwrap_or(Value::Null)
-    });
-    (status, id, body)
+    let answer = send_raw(req).await;
+    (answer.status, answer.session, answer.body)
 }
 
 /// An `initialize` (with `bearer`, if any) and its `notifications/initialized`: the status and
