@@ -59,3 +59,9 @@ impl Clock for ManualClock {
 
 /// A shared clock handle.
 pub type SharedClock = Arc<dyn Clock>;
+
+/// `duration` in the clock's milliseconds (saturating: an option of centuries reads as
+/// `u64::MAX`, never as a wrapped small number).
+pub(crate) fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

@@ -2,6 +2,7 @@
 
 use crate::clock::{SharedClock, SystemClock};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// How strictly incoming payloads are validated (`docs/semantics.md` §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -13,13 +14,15 @@ pub enum DispatchPolicy {
     Strict,
 }
 
-/// Options of a [`crate::Host`].
+/// Options of a [`crate::Host`]. Start from `HostConfig::default()` and set the fields you
+/// need (`#[non_exhaustive]`: a new option never breaks a caller).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct HostConfig {
     /// Validation policy for agent and human dispatches.
     pub policy: DispatchPolicy,
     /// Age after which a pending confirmation expires (default 10 minutes).
-    pub confirm_max_age_ms: u64,
+    pub confirm_max_age: Duration,
     /// Events a session keeps for event-stream replay (default 256).
     pub event_history: usize,
     /// Source of wall-clock time.
@@ -31,14 +34,14 @@ pub struct HostConfig {
     /// tokens for one of their sessions (`{"session": id}`) instead.
     pub max_sessions_per_owner: usize,
     /// A session unused for this long (no request looked it up, nothing committed or logged)
-    /// is closed and dropped, freeing its slot (default [`DEFAULT_SESSION_IDLE_MS`], 30
+    /// is closed and dropped, freeing its slot (default [`DEFAULT_SESSION_IDLE`], 30
     /// minutes; 0 disables). Its agent tokens then answer 503 `paused`.
-    pub session_idle_ms: u64,
+    pub session_idle: Duration,
     /// With a store: a stored session unused for this long (no load, no commit; its
     /// `updated_at`) is deleted from the store, and its tokens answer 503 `paused` (default
-    /// [`DEFAULT_STORED_SESSION_TTL_MS`], 30 days; 0 keeps stored sessions until closed).
+    /// [`DEFAULT_STORED_SESSION_TTL`], 30 days; 0 keeps stored sessions until closed).
     /// `docs/stores.md` §Bounds on disk.
-    pub stored_session_ttl_ms: u64,
+    pub stored_session_ttl: Duration,
     /// Byte budgets of what a session or token keeps (see [`Budgets`]).
     pub budgets: Budgets,
 }
@@ -47,15 +50,27 @@ impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
             policy: DispatchPolicy::Lenient,
-            confirm_max_age_ms: 600_000,
+            confirm_max_age: Duration::from_secs(600),
             event_history: 256,
             clock: Arc::new(SystemClock),
             max_sessions: 1024,
             max_sessions_per_owner: 16,
-            session_idle_ms: DEFAULT_SESSION_IDLE_MS,
-            stored_session_ttl_ms: DEFAULT_STORED_SESSION_TTL_MS,
+            session_idle: DEFAULT_SESSION_IDLE,
+            stored_session_ttl: DEFAULT_STORED_SESSION_TTL,
             budgets: Budgets::default(),
         }
+    }
+}
+
+impl HostConfig {
+    /// [`Self::session_idle`] in the clock's milliseconds (0: disabled).
+    pub(crate) fn session_idle_ms(&self) -> u64 {
+        crate::clock::millis(self.session_idle)
+    }
+
+    /// [`Self::stored_session_ttl`] in the clock's milliseconds (0: disabled).
+    pub(crate) fn stored_session_ttl_ms(&self) -> u64 {
+        crate::clock::millis(self.stored_session_ttl)
     }
 }
 
@@ -63,22 +78,22 @@ impl std::fmt::Debug for HostConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostConfig")
             .field("policy", &self.policy)
-            .field("confirm_max_age_ms", &self.confirm_max_age_ms)
+            .field("confirm_max_age", &self.confirm_max_age)
             .field("event_history", &self.event_history)
             .field("max_sessions", &self.max_sessions)
             .field("max_sessions_per_owner", &self.max_sessions_per_owner)
-            .field("session_idle_ms", &self.session_idle_ms)
-            .field("stored_session_ttl_ms", &self.stored_session_ttl_ms)
+            .field("session_idle", &self.session_idle)
+            .field("stored_session_ttl", &self.stored_session_ttl)
             .field("budgets", &self.budgets)
             .finish_non_exhaustive()
     }
 }
 
-/// Default of [`HostConfig::session_idle_ms`]: 30 minutes.
-pub const DEFAULT_SESSION_IDLE_MS: u64 = 30 * 60 * 1000;
+/// Default of [`HostConfig::session_idle`]: 30 minutes.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 
-/// Default of [`HostConfig::stored_session_ttl_ms`]: 30 days.
-pub const DEFAULT_STORED_SESSION_TTL_MS: u64 = 30 * 24 * 60 * 60 * 1000;
+/// Default of [`HostConfig::stored_session_ttl`]: 30 days.
+pub const DEFAULT_STORED_SESSION_TTL: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
 /// The body cap on every route that reads a body (`docs/lap.md` §3.5).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -89,6 +104,7 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// (the activity log, the event history) drop their oldest entries to stay within their totals,
 /// as they do for their entry counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Budgets {
     /// A narration text, and the whole entry it makes, in bytes (default 16 KiB); more is 413.
     /// Log entries built from messages summarize their payload, and drop a `stateDiff` that
@@ -117,7 +133,7 @@ pub struct Budgets {
     /// 4 MiB); a keyed `/message` past it is 429 until the oldest record expires.
     pub idempotency_token_bytes: usize,
     /// Period of the sweep that drops expired idempotency records (default 30 s).
-    pub idempotency_sweep_ms: u64,
+    pub idempotency_sweep: Duration,
     /// Recent commit patches a session keeps for `/state {sinceSeq}` and `/wait {sinceSeq}`
     /// (default 256); the oldest go first (`docs/semantics.md` §8.7).
     pub patch_history: usize,
@@ -145,7 +161,7 @@ impl Default for Budgets {
             pending_confirm_bytes: 1024 * 1024,
             idempotency_record_bytes: 256 * 1024,
             idempotency_token_bytes: 4 * 1024 * 1024,
-            idempotency_sweep_ms: 30_000,
+            idempotency_sweep: Duration::from_secs(30),
             patch_history: 256,
             patch_history_bytes: 1024 * 1024,
             retained_bytes: DEFAULT_RETAINED_BYTES,

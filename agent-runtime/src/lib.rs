@@ -11,9 +11,8 @@
 //! # Embedding
 //!
 //! ```
-//! use agent_runtime::app::{App, EffectError};
-//! use agent_runtime::session::EffectContext;
-//! use agent_runtime::{AgentMsg, AgentServer, Host};
+//! use agent_runtime::app::{App, EffectContext, EffectError};
+//! use agent_runtime::{AgentMsg, AgentServer};
 //! use std::future::IntoFuture as _;
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
@@ -66,8 +65,9 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let host = Host::new(CounterApp)?; // checks the schema once, at start-up
-//! let agent = AgentServer::builder(host).build()?; // in-memory defaults for everything
+//! // Checks the schema once, at start-up; in-memory defaults for everything (add
+//! // `.stores(&Stores::open("app.db").await?)` for durable sessions and tokens).
+//! let agent = AgentServer::builder(CounterApp).build().await?;
 //! let app = axum::Router::new()
 //!     .route("/", axum::routing::get(|| async { "my app" }))
 //!     .merge(agent.router()); // /agent/... ; everything else is yours
@@ -82,7 +82,7 @@
 //! ```
 //!
 //! Tokens, identities, rate limits and the audit trail are extension points
-//! ([`security::TokenStore`], [`security::IdentityResolver`], [`security::RateLimiter`],
+//! ([`store::TokenStore`], [`security::IdentityResolver`], [`security::RateLimiter`],
 //! [`security::AuditSink`]) whose methods return futures, so an implementation can await a
 //! database; [`AgentServerBuilder`] takes them.
 
@@ -107,14 +107,11 @@ mod surface;
 pub use agent_derive::AgentMsg;
 pub use agent_schema::{self, AgentContext, AgentDocs, DispatchMode, MessageAnnotations};
 pub use algo::tracked::{TrackedMap, TrackedVec};
-pub use app::App;
-pub use config::MAX_BODY_BYTES;
-pub use config::{DispatchPolicy, HostConfig};
 pub use engine::host::Host;
 pub use engine::session::Session;
 pub use listener::{serve, Serve};
-pub use ops::{ApiError, Operation, ServerOptions, DEFAULT_RATE_LIMIT, IDEMPOTENCY_WINDOW_MS};
-pub use server::{AgentServer, AgentServerBuilder};
+pub use ops::{ApiError, Operation, ServerOptions, DEFAULT_RATE_LIMIT, IDEMPOTENCY_WINDOW};
+pub use server::{AgentServer, AgentServerBuilder, BuildError};
 
 // The public modules below are facades: each re-exports what an embedder uses from the
 // layer where it lives (`docs/architecture.md`, public API). Nothing inside the crate imports
@@ -123,14 +120,15 @@ pub use server::{AgentServer, AgentServerBuilder};
 /// A hosted session: one app instance, its dispatch, confirmations, reads and events.
 pub mod session {
     pub use crate::engine::session::{
-        DispatchOptions, EditedApprovalError, EffectContext, LastOutcome, Published, Session,
-        SessionClosed, SessionError, SessionEvent, SessionHold, Subscription,
+        DispatchOptions, EditedApprovalError, LastOutcome, Published, SessionError, SessionEvent,
+        SessionHold, Subscription,
     };
 }
 
 /// The table of sessions of a host.
 pub mod host {
-    pub use crate::engine::host::{CreateSessionError, Host};
+    pub use crate::algo::catalog::{Catalog, CatalogError};
+    pub use crate::engine::host::CreateSessionError;
 }
 
 /// Session stores: in memory, SQLite (feature `sqlite`), PostgreSQL (feature `postgres`), and
@@ -169,12 +167,6 @@ pub mod cel_eval {
 /// The JSON Patch diff (`docs/semantics.md` §1).
 pub mod diff {
     pub use crate::algo::diff::{diff, PatchOp};
-}
-
-/// Tracked collections: a `Vec` and an insertion-ordered map that tell the snapshot walker
-/// what changed (`docs/stores.md`).
-pub mod tracked {
-    pub use crate::algo::tracked::{TrackedMap, TrackedVec};
 }
 
 /// MCP: `/agent/mcp`'s options and live sessions, and the stdio bridge (feature `bridge`;

@@ -12,7 +12,7 @@
 //!   is closed;
 //! - an **idle timeout** (default 5 min): a connection on which nothing was read or written for
 //!   this long is closed, whatever it is doing. It must exceed the longest quiet answer the app
-//!   serves (the LAP long polls wait at most `ServerOptions::max_wait_ms`, 2 min by default; the
+//!   serves (the LAP long polls wait at most `ServerOptions::max_wait`, 2 min by default; the
 //!   event streams send a keep-alive comment well within it).
 //!
 //! Every accepted socket gets `TCP_NODELAY` (without it the end of each streamed answer waits

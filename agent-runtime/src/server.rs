@@ -7,13 +7,16 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
+use crate::algo::catalog::CatalogError;
 use crate::app::App;
+use crate::config::HostConfig;
 use crate::engine::host::Host;
+use crate::engine::store::Stores;
 use crate::ops::{IdempotencyStore, ServerOptions, ServerState, Shared};
 use crate::security::{
-    AllowedHosts, ConfigError, GovernorRateLimiter, Identity, IdentityCookie, IdentityKey,
-    IdentityResolver, InMemoryTokenStore, OriginPolicy, RateLimiter, TokenStore,
-    HOST_REFUSED_DETAIL,
+    AllowedHosts, AuditSink, ConfigError, GovernorRateLimiter, Identity, IdentityCookie,
+    IdentityKey, IdentityResolver, OriginPolicy, RateLimiter, StoreError, TokenStore,
+    TracingAuditSink, HOST_REFUSED_DETAIL,
 };
 
 /// The HTTP surface of a host. Cheap to clone (shared).
@@ -45,46 +48,70 @@ impl<A: App> std::fmt::Debug for AgentServer<A> {
     }
 }
 
-/// Builds an [`AgentServer`]; every dependency has an in-memory default.
+/// Builds an [`AgentServer`] in one chain: the app, then what differs from the defaults
+/// (host config, audit sink, stores, options), then [`build`](Self::build). Every dependency
+/// has an in-memory default.
+///
+/// ```no_run
+/// # async fn wire<A: agent_runtime::App>(app: A) -> Result<(), Box<dyn std::error::Error>> {
+/// use agent_runtime::{store::Stores, AgentServer, ServerOptions};
+/// let stores = Stores::open("app.db").await?;
+/// let mut options = ServerOptions::default();
+/// options.allow_anonymous = true;
+/// let server = AgentServer::builder(app).stores(&stores).options(options).build().await?;
+/// # let _ = server; Ok(()) }
+/// ```
 pub struct AgentServerBuilder<A: App> {
-    host: Host<A>,
+    app: A,
+    config: HostConfig,
+    audit: Arc<dyn AuditSink>,
+    stores: Stores,
     options: ServerOptions,
-    tokens: Option<Arc<dyn TokenStore>>,
-    idempotency: Option<Arc<dyn crate::engine::store::IdempotencyRecords>>,
-    mcp_bindings: Option<Arc<dyn crate::engine::store::McpBindings>>,
     limiter: Option<Arc<dyn RateLimiter>>,
     resolver: Option<Arc<dyn IdentityResolver>>,
 }
 
+/// Why [`AgentServerBuilder::build`] made no server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The app's `Msg` schema and its derive records do not agree, or an annotation does not
+    /// compile.
+    #[error("the app's schema is invalid: {0}")]
+    Catalog(#[from] CatalogError),
+    /// An option is invalid (a CORS origin, the identity cookie's name or key).
+    #[error("invalid server options: {0}")]
+    Options(#[from] ConfigError),
+    /// The store could not give the identity cookie's signing key.
+    #[error("cannot read the identity signing key from the store: {0}")]
+    Store(#[from] StoreError),
+}
+
 impl<A: App> AgentServerBuilder<A> {
-    /// Replaces the options.
+    /// Replaces the host's config (default [`HostConfig::default`]).
+    pub fn host_config(mut self, config: HostConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Replaces the audit sink (default [`TracingAuditSink`]).
+    pub fn audit_sink(mut self, audit: Arc<dyn AuditSink>) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    /// Keeps everything in `stores` (default [`Stores::in_memory`]): its token records always;
+    /// when durable, also the sessions and their commits, idempotency answers, MCP bindings
+    /// and the identity cookie's signing key (unless [`ServerOptions::identity_key`] is set),
+    /// so that they survive a restart and replicas on one database share them.
+    pub fn stores(mut self, stores: &Stores) -> Self {
+        self.stores = stores.clone();
+        self
+    }
+
+    /// Replaces the options (default [`ServerOptions::default`]).
     pub fn options(mut self, options: ServerOptions) -> Self {
         self.options = options;
-        self
-    }
-
-    /// Lets callers without identity mint (local use, examples).
-    pub fn allow_anonymous(mut self, allow: bool) -> Self {
-        self.options.allow_anonymous = allow;
-        self
-    }
-
-    /// Uses a durable or shared token store.
-    pub fn token_store(mut self, store: Arc<dyn TokenStore>) -> Self {
-        self.tokens = Some(store);
-        self
-    }
-
-    /// Uses the token store of `stores` (tokens then survive a restart, and replicas on one
-    /// database share them). The sessions' store is the host's ([`Host::with_store`]); the
-    /// identity key is [`ServerOptions::identity_key`] (see
-    /// [`Stores::identity_key`](crate::engine::store::Stores::identity_key)).
-    pub fn stores(mut self, stores: &crate::engine::store::Stores) -> Self {
-        self.tokens = Some(stores.tokens.clone());
-        if stores.is_durable() {
-            self.idempotency = Some(stores.idempotency.clone());
-            self.mcp_bindings = Some(stores.mcp.clone());
-        }
         self
     }
 
@@ -100,8 +127,23 @@ impl<A: App> AgentServerBuilder<A> {
         self
     }
 
-    /// Builds the server.
-    pub fn build(self) -> Result<AgentServer<A>, ConfigError> {
+    /// Builds the host and the server: checks the app's schema, opens nothing lazily, and
+    /// reads (or creates) the identity signing key in a durable store.
+    pub async fn build(mut self) -> Result<AgentServer<A>, BuildError> {
+        let durable = self.stores.is_durable();
+        let host = if durable {
+            Host::with_store(
+                self.app,
+                self.config,
+                self.audit,
+                self.stores.sessions.clone(),
+            )?
+        } else {
+            Host::with_config(self.app, self.config, self.audit)?
+        };
+        if durable && self.options.identity_key.is_none() {
+            self.options.identity_key = Some(self.stores.identity_key().await?);
+        }
         let key = match &self.options.identity_key {
             Some(k) => k.clone(),
             None => IdentityKey::random(),
@@ -125,40 +167,48 @@ impl<A: App> AgentServerBuilder<A> {
             allowed_origins,
         };
         let cookie = IdentityCookie::new(self.options.identity_cookie_name.clone(), key)?;
-        let mut identity = Identity::new(cookie, self.host.config().clock.clone(), origin.clone())
+        let mut identity = Identity::new(cookie, host.config().clock.clone(), origin.clone())
             .with_allow_anonymous(self.options.allow_anonymous);
         if let Some(r) = self.resolver {
             identity = identity.with_resolver(r);
         }
+        // In memory, idempotency answers and MCP bindings stay in the server's own maps.
+        let (durable_idempotency, mcp_bindings) = match durable {
+            true => (
+                Some(self.stores.idempotency.clone()),
+                Some(self.stores.mcp.clone()),
+            ),
+            false => (None, None),
+        };
+        #[cfg(not(feature = "mcp"))]
+        let _ = mcp_bindings;
         let (revocations, _) = broadcast::channel(256);
         #[cfg(feature = "mcp")]
         let mcp = Arc::new(
             crate::surface::mcp::McpSessions::new(&self.options.mcp)
-                .with_bindings(self.mcp_bindings.clone())
+                .with_bindings(mcp_bindings.clone())
                 .with_revocations(revocations.subscribe()),
         );
         let state = ServerState::new(Shared {
-            tokens: self
-                .tokens
-                .unwrap_or_else(|| Arc::new(InMemoryTokenStore::new())),
+            tokens: self.stores.tokens.clone(),
             identity,
             limiter,
             anonymous_mints: GovernorRateLimiter::new(self.options.anonymous_mint_rate),
             auth_throttle: Default::default(),
             origin,
-            idempotency: IdempotencyStore::new(self.host.config()),
-            durable_idempotency: self.idempotency,
+            idempotency: IdempotencyStore::new(host.config()),
+            durable_idempotency,
             durable_idempotency_swept: Default::default(),
             revocations,
             #[cfg(feature = "pairing")]
             pairing: crate::ops::Pairing::new(
                 self.options.pairing.clone(),
-                self.host.config().budgets.log_entry_bytes,
+                host.config().budgets.log_entry_bytes,
             ),
             #[cfg(feature = "mcp")]
-            mcp_bindings: self.mcp_bindings,
+            mcp_bindings,
             options: self.options,
-            host: self.host,
+            host,
         });
         Ok(AgentServer {
             state,
@@ -210,14 +260,14 @@ impl<A: App> AgentServer<A> {
         }
     }
 
-    /// A builder with default options around `host`.
-    pub fn builder(host: Host<A>) -> AgentServerBuilder<A> {
+    /// A builder for `app`'s server, with every default.
+    pub fn builder(app: A) -> AgentServerBuilder<A> {
         AgentServerBuilder {
-            host,
+            app,
+            config: HostConfig::default(),
+            audit: Arc::new(TracingAuditSink),
+            stores: Stores::in_memory(),
             options: ServerOptions::default(),
-            tokens: None,
-            idempotency: None,
-            mcp_bindings: None,
             limiter: None,
             resolver: None,
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use agent_examples::counter::Counter;
 use agent_runtime::clock::ManualClock;
 use agent_runtime::security::{AuditEvent, MemoryAuditSink};
-use agent_runtime::{Host, HostConfig};
+use agent_runtime::{config::HostConfig, Host};
 
 const IDLE_MS: u64 = 1_000;
 
@@ -16,7 +16,7 @@ fn host() -> (Host<Counter>, ManualClock, Arc<MemoryAuditSink>) {
     let clock = ManualClock::new(1_000_000);
     let config = HostConfig {
         clock: Arc::new(clock.clone()),
-        session_idle_ms: IDLE_MS,
+        session_idle: IDLE_MS,
         ..HostConfig::default()
     };
     let audit = Arc::new(MemoryAuditSink::new());

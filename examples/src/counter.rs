@@ -2,8 +2,8 @@
 
 use std::future::Future;
 
+use agent_runtime::app::EffectContext;
 use agent_runtime::app::{App, EffectError, EffectPreview, OutlineNode, Region, VisibleContent};
-use agent_runtime::session::EffectContext;
 use agent_runtime::{AgentContext, AgentDocs, AgentMsg};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -13,7 +13,6 @@ use agent_runtime::app::App;
 use agent_runtime::security::loopback_hosts;
 use agent_runtime::security::RateLimitSpec;
 use agent_runtime::store::Stores;
-use agent_runtime::Host;
 use agent_runtime::{AgentServer, ServerOptions};
 
 /// Options of an example server.
@@ -90,25 +89,13 @@ pub fn parse_args(
     Ok(opts)
 }
 
-/// Builds the agent surface for `app` with anonymous minting on (local use), in memory.
-pub fn agent_server<A: App>(app: A, opts: &ExampleOptions) -> AgentServer<A> {
-    let host = Host::new(app).unwrap_or_else(|e| panic!("the app's schema is invalid: {e}"));
-    AgentServer::builder(host)
-        .options(server_options(opts))
-        .build()
-        .unwrap_or_else(|e| panic!("invalid server options: {e}"))
-}
-
 fn server_options(opts: &ExampleOptions) -> ServerOptions {
-    #[allow(unused_mut)] // without pairing (feature `full` off) nothing changes it
-    let mut options = ServerOptions {
-        allow_anonymous: true,
-        rate_limit: opts.rate_limit,
-        // Only loopback names in `Host` (a DNS-rebinding page cannot reach the server).
-        allowed_hosts: loopback_hosts(),
-        cors_origins: opts.cors_origins.clone(),
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.allow_anonymous = true;
+    options.rate_limit = opts.rate_limit;
+    // Only loopback names in `Host` (a DNS-rebinding page cannot reach the server).
+    options.allowed_hosts = loopback_hosts();
+    options.cors_origins = opts.cors_origins.clone();
     // The examples pair native apps (`tui-todo`, the Rust pairing client) besides pages.
     #[cfg(feature = "full")]
     {
@@ -130,38 +117,20 @@ pub fn store_spec<A: App>(app: &A, opts: &ExampleOptions) -> String {
         .unwrap_or_else(|| format!("{}.db", app.name()))
 }
 
-/// Builds the agent surface for `app` on the store `opts` names: sessions, tokens and the
-/// identity signing key in it (in memory for `memory`).
-pub async fn durable_agent_server<A: App>(
-    app: A,
-    opts: &ExampleOptions,
-) -> Result<AgentServer<A>, String> {
+/// Builds the agent surface for `app` on the store `opts` names (sessions, tokens and the
+/// identity signing key in it; nothing kept for `memory`), with anonymous minting on (local
+/// use).
+pub async fn agent_server<A: App>(app: A, opts: &ExampleOptions) -> Result<AgentServer<A>, String> {
     let spec = store_spec(&app, opts);
-    if spec == "memory" {
-        return Ok(agent_server(app, opts));
-    }
     let stores = Stores::open(&spec)
         .await
         .map_err(|e| format!("cannot open the store {spec:?}: {e}"))?;
-    let host = Host::with_store(
-        app,
-        agent_runtime::HostConfig::default(),
-        std::sync::Arc::new(agent_runtime::security::TracingAuditSink),
-        stores.sessions.clone(),
-    )
-    .map_err(|e| format!("the app's schema is invalid: {e}"))?;
-    let mut options = server_options(opts);
-    options.identity_key = Some(
-        stores
-            .identity_key()
-            .await
-            .map_err(|e| format!("cannot read the signing key: {e}"))?,
-    );
-    AgentServer::builder(host)
-        .options(options)
+    AgentServer::builder(app)
         .stores(&stores)
+        .options(server_options(opts))
         .build()
-        .map_err(|e| format!("invalid server options: {e}"))
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// A running example server.
@@ -201,7 +170,7 @@ impl<A: App> RunningExample<A> {
 
 /// Binds `127.0.0.1:<opts.port>` and serves `app`'s agent surface on a tokio task.
 pub async fn start<A: App>(app: A, opts: &ExampleOptions) -> std::io::Result<RunningExample<A>> {
-    let server = durable_agent_server(app, opts)
+    let server = agent_server(app, opts)
         .await
         .map_err(std::io::Error::other)?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await?;

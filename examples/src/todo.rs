@@ -5,8 +5,8 @@
 use std::future::Future;
 use std::time::Duration;
 
+use agent_runtime::app::EffectContext;
 use agent_runtime::app::{App, EffectError, OutlineNode, Region, VisibleContent};
-use agent_runtime::session::EffectContext;
 use agent_runtime::{AgentContext, AgentDocs, AgentMsg, TrackedVec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

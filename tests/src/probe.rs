@@ -4,8 +4,8 @@
 use std::future::Future;
 use std::time::Duration;
 
+use agent_runtime::app::EffectContext;
 use agent_runtime::app::{App, EffectError};
-use agent_runtime::session::EffectContext;
 use agent_runtime::AgentMsg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -6,7 +6,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agent_runtime::security::{TokenChange, TokenRecord, TokenStore};
+use agent_runtime::security::{TokenChange, TokenRecord};
+use agent_runtime::store::TokenStore;
 use agent_runtime::store::{StoreError, StoreResult};
 use futures::future::BoxFuture;
 use tokio::sync::Notify;

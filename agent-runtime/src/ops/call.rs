@@ -85,7 +85,7 @@ impl<A: App> Call<'_, A> {
     /// `timeoutMs` with the operation's default, clamped to the server's `maxWaitMs`.
     pub(crate) fn wait_ms(&self, requested: Option<u64>) -> u64 {
         self.spec
-            .wait_ms(requested, self.server.options().max_wait_ms)
+            .wait_ms(requested, self.server.options().max_wait_ms())
     }
 }
 

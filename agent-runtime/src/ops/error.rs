@@ -24,7 +24,7 @@ pub struct ApiError {
     retry_after_ms: Option<u64>,
     reconnect: Option<&'static str>,
     /// `Retry-After` (seconds) without `retryAfterMs` in the body (a paired session's 503).
-    retry_after_s: Option<u64>,
+    retry_after: Option<u64>,
     /// The status an HTTP answer came with, when it was read back (the bridge's edge, a
     /// stored answer replayed), instead of the code's.
     answered_status: Option<u16>,
@@ -39,7 +39,7 @@ impl ApiError {
             detail: None,
             retry_after_ms: None,
             reconnect: None,
-            retry_after_s: None,
+            retry_after: None,
             answered_status: None,
         }
     }
@@ -92,10 +92,10 @@ impl ApiError {
 
     /// A 503 `paused` with the `reconnect` hint (`X-LLui-Reconnect`) and, when given, a
     /// `Retry-After` in seconds.
-    pub(crate) fn paused_with(reconnect: &'static str, retry_after_s: Option<u64>) -> Self {
+    pub(crate) fn paused_with(reconnect: &'static str, retry_after: Option<u64>) -> Self {
         ApiError {
             reconnect: Some(reconnect),
-            retry_after_s,
+            retry_after,
             ..Self::new(ErrorCode::Paused)
         }
     }
@@ -103,9 +103,9 @@ impl ApiError {
     /// A 503 `app-not-reading`: a paired app is connected but does not read its socket (its
     /// outbound queue is full), with `Retry-After` in seconds.
     #[cfg(feature = "pairing")]
-    pub(crate) fn not_reading(retry_after_s: u64) -> Self {
+    pub(crate) fn not_reading(retry_after: u64) -> Self {
         ApiError {
-            retry_after_s: Some(retry_after_s),
+            retry_after: Some(retry_after),
             ..Self::new(ErrorCode::AppNotReading).with_detail(
                 "the paired app is connected but is not reading its socket: its outbound queue is full",
             )
@@ -209,7 +209,7 @@ impl ApiError {
         }
         if let Some(ms) = self.retry_after_ms {
             headers.push(("retry-after", retry_after_secs(ms).to_string()));
-        } else if let Some(s) = self.retry_after_s {
+        } else if let Some(s) = self.retry_after {
             headers.push(("retry-after", s.to_string()));
         }
         headers

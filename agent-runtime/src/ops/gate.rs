@@ -62,7 +62,7 @@ pub(crate) async fn find_caller<A: App>(
     let (tokens, now, ttl) = (
         &**server.tokens(),
         server.now(),
-        server.options().sliding_ttl_ms,
+        server.options().sliding_ttl_ms(),
     );
     let record = match credential {
         Credential::Bearer(authorization) => verify_bearer(authorization, tokens, now, ttl).await,

@@ -41,16 +41,16 @@ fn read<A: App, R: Serialize>(call: &Call<'_, A>, body: R) -> Answer<R> {
 const DEFAULT_DRAIN_QUIET_MS: u64 = 100;
 
 /// The options of a dispatch (`docs/lap.md` §5.5): defaults 100 ms quiet and the timeout of
-/// `spec` (`/message`'s), clamped to `max_wait_ms`.
+/// `spec` (`/message`'s), clamped to `max_wait`.
 pub(crate) fn dispatch_options(
     request: &DispatchRequest,
     spec: &OperationSpec,
-    max_wait_ms: u64,
+    max_wait: u64,
 ) -> DispatchOptions {
     DispatchOptions {
         wait_for: request.wait_for.unwrap_or_default(),
         drain_quiet_ms: request.drain_quiet_ms.unwrap_or(DEFAULT_DRAIN_QUIET_MS),
-        timeout_ms: spec.wait_ms(request.timeout_ms, max_wait_ms),
+        timeout_ms: spec.wait_ms(request.timeout_ms, max_wait),
         include_state: request.include_state,
     }
 }
@@ -199,7 +199,11 @@ pub(super) async fn message<A: App>(
     key: Option<KeyedDispatch>,
 ) -> Handled<SendResult> {
     let session = call.session;
-    let opts = dispatch_options(&req.dispatch, call.spec, call.server.options().max_wait_ms);
+    let opts = dispatch_options(
+        &req.dispatch,
+        call.spec,
+        call.server.options().max_wait_ms(),
+    );
     let DispatchRequest { msg, reason, .. } = req.dispatch;
     let variant = msg.variant().to_string();
     let result = match session

@@ -41,7 +41,7 @@ pub(crate) use gate::admit;
 pub(crate) use gate::{caller_of, find_caller, take_rate_limit, Credential};
 pub(crate) use handlers::dispatch_options;
 pub(crate) use keyed::IdempotencyStore;
-pub use keyed::IDEMPOTENCY_WINDOW_MS;
+pub use keyed::IDEMPOTENCY_WINDOW;
 #[cfg(feature = "mcp")]
 pub use options::McpOptions;
 #[cfg(feature = "pairing")]

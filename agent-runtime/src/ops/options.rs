@@ -2,6 +2,8 @@
 //! ([`McpOptions`], `docs/lap.md` §7.3) and pairing's ([`PairingOptions`], `docs/pairing.md`). Plain data,
 //! read by the operation core and the surfaces alike.
 
+use std::time::Duration;
+
 use crate::security::{
     loopback_hosts, IdentityKey, RateLimitSpec, TrustProxy, DEFAULT_IDENTITY_COOKIE_NAME,
 };
@@ -12,8 +14,11 @@ pub const DEFAULT_RATE_LIMIT: &str = "30/minute";
 /// Default of [`ServerOptions::anonymous_mint_rate`]: anonymous mints per client address.
 pub(crate) const DEFAULT_ANONYMOUS_MINT_RATE: &str = "60/hour";
 
-/// Options of the HTTP surface (`docs/lap.md` §1).
+/// Options of the HTTP surface (`docs/lap.md` §1). Start from `ServerOptions::default()` and
+/// set the fields you need: the struct is `#[non_exhaustive]`, so a new option never breaks a
+/// caller.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ServerOptions {
     /// A caller without identity may mint, and gets an `anon-…` identity cookie.
     pub allow_anonymous: bool,
@@ -24,7 +29,7 @@ pub struct ServerOptions {
     /// Base path of the LAP endpoints.
     pub lap_base_path: String,
     /// Inactivity expiry of tokens; `None` disables it.
-    pub sliding_ttl_ms: Option<u64>,
+    pub sliding_ttl: Option<Duration>,
     /// Extra origins accepted for cookie-authenticated POSTs.
     pub allowed_origins: Vec<String>,
     /// Origins (exact `scheme://host[:port]`, as LLui's `corsOrigins`) whose pages may call the
@@ -34,7 +39,7 @@ pub struct ServerOptions {
     /// no CORS headers. Default none (`docs/security.md`, CORS).
     pub cors_origins: Vec<String>,
     /// Upper clamp of `timeoutMs` on `/message`, `/wait`, `/confirm-result`.
-    pub max_wait_ms: u64,
+    pub max_wait: Duration,
     /// Name of the identity cookie.
     pub identity_cookie_name: String,
     /// Signing key of the identity cookie (`None`: 32 random bytes per process).
@@ -66,10 +71,10 @@ impl Default for ServerOptions {
             trust_proxy: TrustProxy::default(),
             tls: false,
             lap_base_path: "/agent/lap/v1".into(),
-            sliding_ttl_ms: None,
+            sliding_ttl: None,
             allowed_origins: Vec::new(),
             cors_origins: Vec::new(),
-            max_wait_ms: 120_000,
+            max_wait: Duration::from_secs(120),
             identity_cookie_name: DEFAULT_IDENTITY_COOKIE_NAME.into(),
             identity_key: None,
             rate_limit: DEFAULT_RATE_LIMIT
@@ -87,13 +92,25 @@ impl Default for ServerOptions {
     }
 }
 
+impl ServerOptions {
+    /// [`Self::sliding_ttl`] in the clock's milliseconds.
+    pub(crate) fn sliding_ttl_ms(&self) -> Option<u64> {
+        self.sliding_ttl.map(crate::clock::millis)
+    }
+
+    /// [`Self::max_wait`] in milliseconds (the unit of a request's `timeoutMs`).
+    pub(crate) fn max_wait_ms(&self) -> u64 {
+        crate::clock::millis(self.max_wait)
+    }
+}
+
 impl std::fmt::Debug for ServerOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerOptions")
             .field("allow_anonymous", &self.allow_anonymous)
             .field("lap_base_path", &self.lap_base_path)
-            .field("sliding_ttl_ms", &self.sliding_ttl_ms)
-            .field("max_wait_ms", &self.max_wait_ms)
+            .field("sliding_ttl", &self.sliding_ttl)
+            .field("max_wait", &self.max_wait)
             .field("allowed_hosts", &self.allowed_hosts)
             .finish_non_exhaustive()
     }
@@ -102,6 +119,7 @@ impl std::fmt::Debug for ServerOptions {
 #[cfg(feature = "mcp")]
 /// Options of `/agent/mcp` (`docs/lap.md` §1, §7.3).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct McpOptions {
     /// Serve `/agent/mcp` (default on).
     pub enabled: bool,
@@ -112,10 +130,10 @@ pub struct McpOptions {
     /// Live sessions bound to one token at most (default 8).
     pub max_sessions_per_token: usize,
     /// An authenticated session expires this long after its last request (default 30 min).
-    pub idle_ttl_ms: u64,
+    pub idle_ttl: Duration,
     /// An unauthenticated session expires this long after its creation, whatever its traffic
     /// (default 30 min).
-    pub unauthenticated_max_lifetime_ms: u64,
+    pub unauthenticated_max_lifetime: Duration,
     /// `serverInfo.name` (default `agent`).
     pub server_name: String,
     /// `serverInfo.version` (default `1`).
@@ -139,8 +157,8 @@ impl Default for McpOptions {
             max_sessions: 64,
             max_unauthenticated_sessions: 16,
             max_sessions_per_token: 8,
-            idle_ttl_ms: 30 * 60 * 1000,
-            unauthenticated_max_lifetime_ms: 30 * 60 * 1000,
+            idle_ttl: Duration::from_secs(30 * 60),
+            unauthenticated_max_lifetime: Duration::from_secs(30 * 60),
             server_name: "agent".into(),
             server_version: "1".into(),
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
@@ -153,6 +171,7 @@ impl Default for McpOptions {
 #[cfg(feature = "pairing")]
 /// Options of pairing (`ServerOptions::pairing`).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PairingOptions {
     /// `POST /agent/mint` without a body mints a paired session (as LLui's server does);
     /// otherwise only `{"paired": true}` does and a bare mint starts a hosted session.
@@ -163,25 +182,25 @@ pub struct PairingOptions {
     pub hosted_mints: bool,
     /// How long a closed socket's token waits in `pending-resume` for the app to come back
     /// (default 60 s).
-    pub grace_ms: u64,
+    pub grace: Duration,
     /// How long a forwarded read waits for the app's answer before 504 (default 15 s).
-    pub forward_timeout_ms: u64,
+    pub forward_timeout: Duration,
     /// How long confirmation outcomes are kept for `/confirm-result` (default 5 min).
-    pub outcome_ms: u64,
+    pub outcome_ttl: Duration,
     /// `Retry-After` of a 503 for a live record without a socket (default 5 s).
-    pub retry_after_s: u64,
+    pub retry_after: Duration,
     /// How long an upgraded socket may take to send its `hello` before it is closed with 1008
     /// (default 10 s).
-    pub hello_timeout_ms: u64,
+    pub hello_timeout: Duration,
     /// A socket silent this long is pinged; when nothing arrives within this long after the
-    /// ping, it is closed with 1001 (default 30 s; 0 disables).
-    pub ping_interval_ms: u64,
+    /// ping, it is closed with 1001 (default 30 s; zero disables).
+    pub ping_interval: Duration,
     /// How long one outbound frame may take to be written before the socket is dropped
     /// (default 10 s).
-    pub write_timeout_ms: u64,
+    pub write_timeout: Duration,
     /// How long a socket being closed (superseded, revoked, refused) may still flush queued
     /// frames and its close frame before it is dropped (default 1 s).
-    pub close_grace_ms: u64,
+    pub close_grace: Duration,
     /// Bytes of frames queued for one socket (default 8 MiB; one frame always fits an empty
     /// queue). A call that does not fit answers 503 `app-not-reading`.
     pub outbound_bytes: usize,
@@ -219,14 +238,14 @@ impl Default for PairingOptions {
             mint_paired: false,
             hosted_mints: true,
             native_apps: false,
-            grace_ms: 60_000,
-            forward_timeout_ms: 15_000,
-            outcome_ms: 5 * 60_000,
-            retry_after_s: 5,
-            hello_timeout_ms: 10_000,
-            ping_interval_ms: 30_000,
-            write_timeout_ms: 10_000,
-            close_grace_ms: 1_000,
+            grace: Duration::from_secs(60),
+            forward_timeout: Duration::from_secs(15),
+            outcome_ttl: Duration::from_secs(5 * 60),
+            retry_after: Duration::from_secs(5),
+            hello_timeout: Duration::from_secs(10),
+            ping_interval: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(10),
+            close_grace: Duration::from_secs(1),
             outbound_bytes: 8 * 1024 * 1024,
             hello_bytes: 1024 * 1024,
             outcome_bytes: 1024 * 1024,

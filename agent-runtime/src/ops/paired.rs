@@ -36,7 +36,7 @@ pub(super) type Relayed<R> = Result<Answer<R>, ApiError>;
 
 /// The 503 `paused` answer for `record`: the `X-LLui-Reconnect` hint, and `Retry-After` when
 /// the app may come back.
-pub(crate) fn paused(record: Option<&TokenRecord>, now: u64, retry_after_s: u64) -> ApiError {
+pub(crate) fn paused(record: Option<&TokenRecord>, now: u64, retry_after: u64) -> ApiError {
     let (reconnect, retry) = match record {
         None => ("unknown", None),
         Some(r) if r.status == TokenStatus::Revoked => ("revoked", None),
@@ -48,7 +48,7 @@ pub(crate) fn paused(record: Option<&TokenRecord>, now: u64, retry_after_s: u64)
                 ("expired", None)
             }
         }
-        Some(_) => ("pending", Some(retry_after_s)),
+        Some(_) => ("pending", Some(retry_after)),
     };
     ApiError::paused_with(reconnect, retry)
 }
@@ -65,7 +65,7 @@ pub(crate) fn check_paired<A: App>(
         Err(paused(
             Some(record),
             server.now(),
-            pairing.options.retry_after_s,
+            pairing.options.retry_after.as_secs(),
         ))
     }
 }
@@ -86,9 +86,11 @@ fn failed<A: App>(call: &Resolved<'_, A>, fail: RpcFail) -> ApiError {
         RpcFail::Paused => paused(
             Some(call.record),
             call.server.now(),
-            call.server.pairing().options.retry_after_s,
+            call.server.pairing().options.retry_after.as_secs(),
         ),
-        RpcFail::NotReading => ApiError::not_reading(call.server.pairing().options.retry_after_s),
+        RpcFail::NotReading => {
+            ApiError::not_reading(call.server.pairing().options.retry_after.as_secs())
+        }
         RpcFail::Timeout => ApiError::new(ErrorCode::Timeout),
         RpcFail::Error { code, detail } => ApiError::relayed(code, detail),
     }
@@ -116,7 +118,7 @@ async fn relay<A: App>(call: &Resolved<'_, A>, args: Value, ms: u64) -> Result<R
 
 /// Relays the operation with `args`, within the forward timeout.
 async fn forward<A: App>(call: &Resolved<'_, A>, args: Value) -> Relayed<Raw> {
-    let ms = call.server.pairing().options.forward_timeout_ms;
+    let ms = crate::clock::millis(call.server.pairing().options.forward_timeout);
     Ok(answer(call, relay(call, args, ms).await?))
 }
 
@@ -186,7 +188,7 @@ struct Observation<'a> {
 
 pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
     let hello = hello(call)?;
-    let ms = call.server.pairing().options.forward_timeout_ms;
+    let ms = crate::clock::millis(call.server.pairing().options.forward_timeout);
     let dynamic = relay(call, json!({}), ms).await?;
     let dynamic: Observed = serde_json::from_str(dynamic.get()).unwrap_or(Observed {
         state: None,
@@ -457,7 +459,7 @@ fn resolution_answer<'a>(
 /// `timeoutMs` with the operation's default, clamped to the server's `maxWaitMs`.
 fn wait_ms<A: App>(call: &Resolved<'_, A>, requested: Option<u64>) -> u64 {
     call.spec
-        .wait_ms(requested, call.server.options().max_wait_ms)
+        .wait_ms(requested, call.server.options().max_wait_ms())
 }
 
 #[cfg(test)]

@@ -55,11 +55,11 @@ impl OperationSpec {
         format!("{AUDIT_PATH_PREFIX}{}", self.lap_path)
     }
 
-    /// `timeoutMs` with this operation's default, clamped to `max_wait_ms`.
-    pub(crate) fn wait_ms(&self, requested: Option<u64>, max_wait_ms: u64) -> u64 {
+    /// `timeoutMs` with this operation's default, clamped to `max_wait`.
+    pub(crate) fn wait_ms(&self, requested: Option<u64>, max_wait: u64) -> u64 {
         requested
             .or(self.conduct.default_timeout_ms)
             .unwrap_or(0)
-            .min(max_wait_ms)
+            .min(max_wait)
     }
 }

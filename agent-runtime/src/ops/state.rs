@@ -223,8 +223,8 @@ pub(crate) struct Pairing {
 impl Pairing {
     pub(crate) fn new(options: super::options::PairingOptions, entry_bytes: usize) -> Self {
         let limits = crate::engine::paired::link::Limits {
-            outcome_ms: options.outcome_ms,
-            grace_ms: options.grace_ms,
+            outcome_ms: crate::clock::millis(options.outcome_ttl),
+            grace_ms: crate::clock::millis(options.grace),
             entry_bytes,
             log_bytes: options.log_bytes,
             outcome_bytes: options.outcome_bytes,

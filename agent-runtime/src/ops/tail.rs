@@ -87,8 +87,8 @@ impl<A: App> KeyedServer for ServerState<A> {
         ServerState::durable_idempotency_swept(self)
     }
 
-    fn idempotency_sweep_ms(&self) -> u64 {
-        self.host().config().budgets.idempotency_sweep_ms
+    fn idempotency_sweep(&self) -> u64 {
+        crate::clock::millis(self.host().config().budgets.idempotency_sweep)
     }
 
     fn activate(

@@ -49,7 +49,7 @@ impl<A: App> Watched<A> {
             tid,
             &**server.tokens(),
             server.now(),
-            server.options().sliding_ttl_ms,
+            server.options().sliding_ttl_ms(),
         )
         .await?;
         let backend = super::gate::backend_of(server, &record).await?;

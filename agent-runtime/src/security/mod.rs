@@ -14,10 +14,10 @@ mod host_header;
 mod identity;
 mod origin;
 mod rate_limit;
-mod store_error;
+pub(crate) mod store_error;
 mod token_lifecycle;
 mod token_record;
-mod token_store;
+pub(crate) mod token_store;
 mod tokens;
 
 // What an embedder uses: the extension points (tokens, identities, rate limits, audit) and
@@ -25,18 +25,22 @@ mod tokens;
 pub use audit::{
     AuditEntry, AuditEvent, AuditSink, JsonLinesAuditSink, MemoryAuditSink, TracingAuditSink,
 };
-pub use client_addr::TrustProxy;
+pub use client_addr::{InvalidTrustProxy, TrustProxy};
 pub use error::ConfigError;
 pub use host_header::loopback_hosts;
 pub use identity::{IdentityKey, IdentityResolver};
 pub use rate_limit::{
     Bucket, GovernorRateLimiter, RateLimitSpec, RateLimited, RateLimiter, RateUnit,
 };
-pub use store_error::{StoreError, StoreResult};
+// Storage errors and the token store are named under `store` (one path per item).
+pub(crate) use store_error::StoreError;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use store_error::StoreResult;
 pub use token_record::{
-    SessionKind, TokenRecord, TokenStatus, UnknownSessionKind, UnknownTokenStatus,
+    AgentSession, SessionKind, TokenRecord, TokenStatus, UnknownSessionKind, UnknownTokenStatus,
 };
-pub use token_store::{InMemoryTokenStore, TokenChange, TokenStore};
+pub use token_store::TokenChange;
+pub(crate) use token_store::TokenStore;
 
 // The rest is the server's own.
 pub(crate) use auth_throttle::{AuthThrottle, Failure};
@@ -53,7 +57,7 @@ pub(crate) mod lifecycle {
     #[cfg(feature = "pairing")]
     pub(crate) use super::token_lifecycle::{claim, socket_closed, socket_opened};
 }
-pub(crate) use token_record::{AgentSession, SWEEP_RETENTION_MS};
+pub(crate) use token_record::SWEEP_RETENTION_MS;
 pub(crate) use tokens::AuthError;
 pub(crate) use tokens::{mint_token, verify_bearer};
 #[cfg(feature = "mcp")]

@@ -102,14 +102,14 @@ impl AuthError {
 ///
 /// First failure wins: no `Bearer ` prefix (case-sensitive), no `agt_` token, no record, hard
 /// expiry (`expiresAt <= now`), sliding TTL (`lastSeenAt + slidingTtlMs < now`) → `AuthFailed`;
-/// a revoked record → `Revoked`, so an `Ok` record is never revoked. `sliding_ttl_ms` of `None`
+/// a revoked record → `Revoked`, so an `Ok` record is never revoked. `sliding_ttl` of `None`
 /// or `Some(0)` disables the sliding TTL (a configuration of zero or less means off). Nothing
 /// is modified.
 pub(crate) async fn verify_bearer(
     authorization_header: Option<&str>,
     store: &dyn TokenStore,
     now: u64,
-    sliding_ttl_ms: Option<u64>,
+    sliding_ttl: Option<u64>,
 ) -> Result<TokenRecord, AuthError> {
     let token = authorization_header
         .and_then(|value| value.strip_prefix("Bearer "))
@@ -119,7 +119,7 @@ pub(crate) async fn verify_bearer(
         .find_by_token_hash(&hash)
         .await
         .map_err(lookup_failed)?;
-    check_record(record, now, sliding_ttl_ms)
+    check_record(record, now, sliding_ttl)
 }
 
 /// Verifies an in-process trusted credential: the token id `tid` of a binding this server
@@ -131,10 +131,10 @@ pub(crate) async fn verify_tid(
     tid: &str,
     store: &dyn TokenStore,
     now: u64,
-    sliding_ttl_ms: Option<u64>,
+    sliding_ttl: Option<u64>,
 ) -> Result<TokenRecord, AuthError> {
     let record = store.find_by_tid(tid).await.map_err(lookup_failed)?;
-    check_record(record, now, sliding_ttl_ms)
+    check_record(record, now, sliding_ttl)
 }
 
 /// A failed lookup: logged for the operator, answered as [`AuthError::StoreFailed`].
@@ -146,13 +146,13 @@ fn lookup_failed(e: super::StoreError) -> AuthError {
 fn check_record(
     record: Option<TokenRecord>,
     now: u64,
-    sliding_ttl_ms: Option<u64>,
+    sliding_ttl: Option<u64>,
 ) -> Result<TokenRecord, AuthError> {
     let record = record.ok_or(AuthError::AuthFailed)?;
     if record.expires_at <= now {
         return Err(AuthError::AuthFailed);
     }
-    if let Some(ttl) = sliding_ttl_ms.filter(|ttl| *ttl > 0) {
+    if let Some(ttl) = sliding_ttl.filter(|ttl| *ttl > 0) {
         if record.last_seen_at.saturating_add(ttl) < now {
             return Err(AuthError::AuthFailed);
         }
@@ -322,9 +322,9 @@ mod tests {
         header: Option<&str>,
         store: &InMemoryTokenStore,
         now: u64,
-        sliding_ttl_ms: Option<u64>,
+        sliding_ttl: Option<u64>,
     ) -> Result<String, AuthError> {
-        futures::executor::block_on(verify_bearer(header, store, now, sliding_ttl_ms))
+        futures::executor::block_on(verify_bearer(header, store, now, sliding_ttl))
             .map(|record| record.tid)
     }
 

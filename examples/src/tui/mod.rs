@@ -13,7 +13,8 @@ mod view;
 use std::io;
 
 use agent_runtime::agent_schema::protocol::WaitFor;
-use agent_runtime::session::{DispatchOptions, Session};
+use agent_runtime::session::DispatchOptions;
+use agent_runtime::Session;
 use crossterm::event::{Event, EventStream, KeyEvent, KeyEventKind};
 use futures::StreamExt as _;
 use tokio::sync::watch;

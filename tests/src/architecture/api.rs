@@ -1,9 +1,11 @@
 //! The public API: every item reachable from the crate root by `pub` paths (all features on,
 //! test code and `#[doc(hidden)]` left out), with the pub fields and inherent pub methods of
-//! the public types.
+//! the public types. Functions, methods, constants and fields carry their signature or type,
+//! so a changed parameter type shows in review.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use quote::ToTokens;
 use syn::{ImplItem, Item, Type};
 
 use super::resolve::Res;
@@ -120,13 +122,16 @@ impl Walker<'_> {
                 }
                 _ => {
                     if let Some((name, kind)) = item_name_kind(item) {
-                        self.emit(kind, m, &name, &format!("{prefix}::{name}"));
+                        let path = format!("{prefix}::{name}");
+                        self.emit(kind, m, &name, &format!("{path}{}", signature(item)));
                     }
                 }
             }
         }
     }
 
+    /// Records an item; `path` may end with its signature (`(…) -> …`, `: Type`), which the
+    /// types' own paths never carry.
     fn emit(&mut self, kind: &str, module: usize, name: &str, path: &str) {
         self.api.items.insert(format!("{kind} {path}"));
         if matches!(kind, "struct" | "enum" | "union") {
@@ -198,8 +203,10 @@ impl Walker<'_> {
                     if kinds.is_empty() {
                         self.api.items.insert(format!("item {path}"));
                     }
-                    for kind in kinds {
-                        self.emit(kind, module, &item, &path);
+                    let defs = krate.scope(module).defs.get(&item).cloned();
+                    for (kind, idx) in defs.into_iter().flatten() {
+                        let shape = signature(&krate.modules[module].items[idx]);
+                        self.emit(kind, module, &item, &format!("{path}{shape}"));
                     }
                 }
             }
@@ -226,8 +233,9 @@ impl Walker<'_> {
                     (Item::Union(u), "union") => {
                         for f in u.fields.named.iter().filter(|f| is_pub(Some(&f.vis))) {
                             if shown(&f.attrs) {
-                                let f = f.ident.as_ref().expect("named");
-                                self.api.fields.insert(format!("field {path}.{f}"));
+                                let name = f.ident.as_ref().expect("named");
+                                let ty = tokens(&f.ty);
+                                self.api.fields.insert(format!("field {path}.{name}: {ty}"));
                             }
                         }
                         continue;
@@ -237,7 +245,10 @@ impl Walker<'_> {
                 for (i, f) in fields.iter().enumerate() {
                     if is_pub(Some(&f.vis)) && shown(&f.attrs) {
                         let fname = f.ident.as_ref().map_or(i.to_string(), ToString::to_string);
-                        self.api.fields.insert(format!("field {path}.{fname}"));
+                        let ty = tokens(&f.ty);
+                        self.api
+                            .fields
+                            .insert(format!("field {path}.{fname}: {ty}"));
                     }
                 }
             }
@@ -278,9 +289,9 @@ impl Walker<'_> {
                     for f in &imp.items {
                         if let ImplItem::Fn(f) = f {
                             if is_pub(Some(&f.vis)) && shown(&f.attrs) {
-                                self.api
-                                    .methods
-                                    .insert(format!("method {path}::{}", f.sig.ident));
+                                let shape = fn_shape(&f.sig);
+                                let line = format!("method {path}::{}{shape}", f.sig.ident);
+                                self.api.methods.insert(line);
                             }
                         }
                     }
@@ -288,4 +299,62 @@ impl Walker<'_> {
             }
         }
     }
+}
+
+/// What follows an item's path in the listing: a function's `(parameters) -> output`, a
+/// constant's or static's `: Type`, nothing for the rest.
+fn signature(item: &Item) -> String {
+    match item {
+        Item::Fn(f) => fn_shape(&f.sig),
+        Item::Const(c) => format!(": {}", tokens(&c.ty)),
+        Item::Static(s) => format!(": {}", tokens(&s.ty)),
+        Item::Type(t) => format!(" = {}", tokens(&t.ty)),
+        _ => String::new(),
+    }
+}
+
+/// `<generics>(parameters) -> output where …` of a signature, `async` first when it is.
+fn fn_shape(sig: &syn::Signature) -> String {
+    let mut shape = String::new();
+    if sig.asyncness.is_some() {
+        shape.push_str(" async");
+    }
+    shape.push_str(&tokens(&sig.generics));
+    shape.push('(');
+    let inputs: Vec<String> = sig.inputs.iter().map(tokens).collect();
+    shape.push_str(&inputs.join(", "));
+    shape.push(')');
+    if let syn::ReturnType::Type(_, ty) = &sig.output {
+        shape.push_str(" -> ");
+        shape.push_str(&tokens(ty));
+    }
+    if let Some(w) = &sig.generics.where_clause {
+        shape.push(' ');
+        shape.push_str(&tokens(w));
+    }
+    shape
+}
+
+/// Tokens as Rust is written: `Option<&'a str>`, not `Option < & 'a str >`. (Types and
+/// signatures hold no string literals, so the printed tokens split on spaces.)
+fn tokens(t: &impl ToTokens) -> String {
+    let printed = t.to_token_stream().to_string();
+    let mut out = String::with_capacity(printed.len());
+    let mut prev = "";
+    for token in printed.split(' ') {
+        let ident_before = prev
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let glued = prev.is_empty()
+            || matches!(prev, "(" | "[" | "<" | "&" | "::" | "#" | "!")
+            || matches!(token, "," | ";" | ")" | "]" | ">" | "?" | ":" | "::")
+            || (ident_before && matches!(token, "(" | "<" | "!"));
+        if !glued {
+            out.push(' ');
+        }
+        out.push_str(token);
+        prev = token;
+    }
+    out
 }

@@ -1,8 +1,8 @@
 //! Making room in a full store (`docs/stores.md` §Bounds on disk): when a mint finds the store
 //! at `max_sessions` once stale sessions are expired, the least recently used stored sessions
 //! that are idle go, as the in-memory host closes its idle sessions to make room. A session
-//! stays when this host uses it (held, or used within `session_idle_ms`), when it has a live
-//! agent (a token neither revoked nor expired, used or minted within `session_idle_ms`, or
+//! stays when this host uses it (held, or used within `session_idle`), when it has a live
+//! agent (a token neither revoked nor expired, used or minted within `session_idle`, or
 //! bound to an MCP session), or when a confirmation is pending. Each eviction is a
 //! conditional delete (still unused since it was chosen), taken under the reload lock, and
 //! audited (`session-evicted`).
@@ -86,7 +86,7 @@ impl<A: App> Host<A> {
         wanted: usize,
     ) -> Result<usize, CreateSessionError> {
         let config = &self.inner.config;
-        let idle_ms = config.session_idle_ms;
+        let idle_ms = config.session_idle_ms();
         let now = config.clock.now_ms();
         // No idle rule in memory (0): nothing stored is idle either.
         let Some(before) = now.checked_sub(idle_ms).filter(|_| idle_ms > 0) else {

@@ -142,7 +142,7 @@ impl<A: App> Host<A> {
     /// Like [`Host::with_config`], with durable sessions: every session is written to `store`
     /// and every commit is stored before it is published and before its effects start. A
     /// session missing from memory (the process restarted, or it was idle for
-    /// [`HostConfig::session_idle_ms`] and dropped) is reloaded from the store on its next
+    /// [`HostConfig::session_idle`] and dropped) is reloaded from the store on its next
     /// use.
     pub fn with_store(
         app: A,
@@ -253,8 +253,8 @@ impl<A: App> Host<A> {
             .unwrap_or_else(|e| e.into_inner());
         if sessions.len() >= config.max_sessions {
             sessions.prune_closed();
-            if config.session_idle_ms > 0 {
-                sessions.expire_idle(now, config.session_idle_ms);
+            if config.session_idle_ms() > 0 {
+                sessions.expire_idle(now, config.session_idle_ms());
             }
         }
         sessions
@@ -264,7 +264,7 @@ impl<A: App> Host<A> {
     ///
     /// Fails with [`CreateSessionError::Capacity`] when the host holds `max_sessions` open sessions,
     /// or `owner` holds `max_sessions_per_owner` of them (sessions idle for
-    /// [`HostConfig::session_idle_ms`] are closed first and do not count).
+    /// [`HostConfig::session_idle`] are closed first and do not count).
     pub fn create_session(&self, owner: Option<String>) -> Result<Session<A>, CreateSessionError> {
         let config = &self.inner.config;
         self.start_sweeper();
@@ -280,8 +280,8 @@ impl<A: App> Host<A> {
         }
         if let Some(owner) = owner.as_deref() {
             let mut owned = sessions.open_count_of(owner);
-            if owned >= config.max_sessions_per_owner && config.session_idle_ms > 0 {
-                sessions.expire_idle(now, config.session_idle_ms);
+            if owned >= config.max_sessions_per_owner && config.session_idle_ms() > 0 {
+                sessions.expire_idle(now, config.session_idle_ms());
                 owned = sessions.open_count_of(owner);
             }
             if owned >= config.max_sessions_per_owner {
@@ -425,11 +425,11 @@ impl<A: App> Host<A> {
         list
     }
 
-    /// Closes and forgets every session unused for [`HostConfig::session_idle_ms`] (no request
+    /// Closes and forgets every session unused for [`HostConfig::session_idle`] (no request
     /// looked it up and nothing was committed or logged); returns how many. A background task
     /// does this periodically once the host has a session; call it to sweep now.
     pub fn expire_idle_sessions(&self) -> usize {
-        let idle_ms = self.inner.config.session_idle_ms;
+        let idle_ms = self.inner.config.session_idle_ms();
         if idle_ms == 0 {
             return 0;
         }
@@ -481,13 +481,13 @@ impl<A: App> Host<A> {
         });
     }
 
-    /// Spawns (once) the task that expires idle sessions every `session_idle_ms / 4` (at least
+    /// Spawns (once) the task that expires idle sessions every `session_idle / 4` (at least
     /// 10 ms, at most 30 s) and, with a store, stale stored sessions every minute. It holds the
     /// host weakly and ends with it.
     fn start_sweeper(&self) {
-        let idle_ms = self.inner.config.session_idle_ms;
+        let idle_ms = self.inner.config.session_idle_ms();
         let stored_ttl = match self.inner.store {
-            Some(_) => self.inner.config.stored_session_ttl_ms,
+            Some(_) => self.inner.config.stored_session_ttl_ms(),
             None => 0,
         };
         if idle_ms == 0 && stored_ttl == 0 {

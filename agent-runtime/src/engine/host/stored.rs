@@ -1,7 +1,7 @@
 //! The host's bounds on the stored sessions (`docs/stores.md` §Bounds on disk): the caps of
 //! [`HostConfig`](crate::config::HostConfig) count the sessions a store keeps, not only those in
 //! memory (a store that cannot count refuses the mint), a stored session unused for
-//! `stored_session_ttl_ms` is deleted, and a full store makes room (`eviction.rs`).
+//! `stored_session_ttl` is deleted, and a full store makes room (`eviction.rs`).
 
 use super::eviction::LiveAgents;
 use super::{counting_failed, CreateSessionError, Host, STALE_BATCH, STALE_ROUNDS};
@@ -57,7 +57,7 @@ impl<A: App> Host<A> {
                     "the store holds its maximum of {} sessions, all in use (a live agent, a \
                      pending confirmation, or used within the last {} s)",
                     config.max_sessions,
-                    config.session_idle_ms / 1000
+                    config.session_idle.as_secs()
                 )));
             }
         }
@@ -67,13 +67,13 @@ impl<A: App> Host<A> {
     }
 
     /// With a store: deletes the stored sessions unused (not loaded, nothing committed) for
-    /// [`HostConfig::stored_session_ttl_ms`](crate::config::HostConfig::stored_session_ttl_ms);
+    /// [`HostConfig::stored_session_ttl`](crate::config::HostConfig::stored_session_ttl);
     /// a stale one this host holds in memory is in use, and is marked used instead. Each
     /// delete is conditional (still unused) and runs under the reload lock, so a session
     /// being loaded is never deleted under its load. Returns how many were deleted. The
     /// host's sweeper runs this every minute; call it to sweep now.
     pub async fn expire_stored_sessions(&self) -> usize {
-        let ttl = self.inner.config.stored_session_ttl_ms;
+        let ttl = self.inner.config.stored_session_ttl_ms();
         let Some(store) = self.inner.store.as_ref() else {
             return 0;
         };

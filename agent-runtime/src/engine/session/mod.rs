@@ -45,7 +45,7 @@ use crate::app::{overrides_redact, App};
 use crate::config::HostConfig;
 use crate::security::{AuditEntry, AuditEvent, AuditSink};
 
-pub use crate::app::{EffectContext, SessionClosed};
+pub(crate) use crate::app::SessionClosed;
 pub(crate) use dispatch::SendError;
 pub use dispatch::{DispatchOptions, EditedApprovalError};
 pub use events::{SessionEvent, Subscription};
@@ -117,7 +117,7 @@ pub(crate) struct SessionCore<A: App> {
 }
 
 /// Keeps a session from being closed as idle while it is alive
-/// ([`HostConfig::session_idle_ms`](crate::config::HostConfig::session_idle_ms)): what a
+/// ([`HostConfig::session_idle`](crate::config::HostConfig::session_idle)): what a
 /// holder that drives the session without going through the host holds — the pairing client,
 /// an app's own UI. Every [`Subscription`] holds one too. Dropping it releases the session.
 #[derive(Debug)]
@@ -278,7 +278,7 @@ impl<A: App> Session<A> {
             owner,
             created_at,
             confirms: Mutex::new(ConfirmStore::with_budgets(
-                config.confirm_max_age_ms,
+                crate::clock::millis(config.confirm_max_age),
                 config.budgets.max_pending_confirms,
                 config.budgets.pending_confirm_bytes,
             )),

@@ -42,8 +42,8 @@ mod sqlite_writer;
 
 use std::sync::Arc;
 
-pub use crate::security::{InMemoryTokenStore, TokenStore};
-pub use crate::security::{StoreError, StoreResult};
+pub use crate::security::store_error::{StoreError, StoreResult};
+pub use crate::security::token_store::{InMemoryTokenStore, TokenStore};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresStore, CHANGES_CHANNEL};

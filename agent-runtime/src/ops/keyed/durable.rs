@@ -14,7 +14,7 @@ use agent_schema::protocol::{DrainReport, ErrorCode, SendResult};
 use axum::http::StatusCode;
 use serde_json::Value;
 
-use super::idempotency::IDEMPOTENCY_WINDOW_MS;
+use super::idempotency::WINDOW_MS;
 use super::KeyedServer;
 use crate::engine::store::IdempotencyEntry;
 use crate::ops::error::ApiError;
@@ -66,7 +66,7 @@ pub(super) async fn answered<S: KeyedServer>(
             return None;
         }
     };
-    if entry.created_at + IDEMPOTENCY_WINDOW_MS <= server.now() || entry.status == 0 {
+    if entry.created_at + WINDOW_MS <= server.now() || entry.status == 0 {
         return None;
     }
     if serde_json::from_str::<Value>(&entry.msg).ok().as_ref() != Some(msg) {
@@ -105,7 +105,7 @@ pub(super) async fn claim_or_replay<S: KeyedServer>(
                 return Durable::Unavailable;
             }
         };
-        if let Some(e) = entry.filter(|e| e.created_at + IDEMPOTENCY_WINDOW_MS > now) {
+        if let Some(e) = entry.filter(|e| e.created_at + WINDOW_MS > now) {
             if serde_json::from_str::<Value>(&e.msg).ok().as_ref() != Some(msg) {
                 return Durable::Replay(Reply::error(different_message(key)));
             }
@@ -133,7 +133,7 @@ pub(super) async fn claim_or_replay<S: KeyedServer>(
             commit: None,
             claimed_at: now,
         };
-        let expired = now.saturating_sub(IDEMPOTENCY_WINDOW_MS);
+        let expired = now.saturating_sub(WINDOW_MS);
         let stale = now.saturating_sub(CLAIM_LEASE_MS);
         match store.claim_idempotent(claim, expired, stale).await {
             Ok(true) => return Durable::Claimed,
@@ -223,7 +223,7 @@ pub(super) async fn store_answer<S: KeyedServer>(
     // The stored answers past the window go at least every sweep period while keyed calls
     // come, not only at mints (`docs/stores.md` §Bounds on disk).
     let now = server.now();
-    let period = server.idempotency_sweep_ms();
+    let period = server.idempotency_sweep();
     let swept = server.durable_idempotency_swept();
     let last = swept.load(std::sync::atomic::Ordering::Relaxed);
     if now.saturating_sub(last) >= period
@@ -236,7 +236,7 @@ pub(super) async fn store_answer<S: KeyedServer>(
             )
             .is_ok()
     {
-        let before = now.saturating_sub(IDEMPOTENCY_WINDOW_MS);
+        let before = now.saturating_sub(WINDOW_MS);
         if let Err(e) = store.sweep_idempotent(before).await {
             tracing::error!(target: "agent_runtime::store", "idempotency sweep failed: {e}");
         }

@@ -17,7 +17,10 @@ use crate::config::{json_len, HostConfig, OverBudget};
 use crate::ops::reply::StoredAnswer;
 
 /// How long a key stays bound to its first answer.
-pub const IDEMPOTENCY_WINDOW_MS: u64 = 10 * 60 * 1000;
+pub const IDEMPOTENCY_WINDOW: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
+/// [`IDEMPOTENCY_WINDOW`] in the clock's milliseconds.
+pub(crate) const WINDOW_MS: u64 = IDEMPOTENCY_WINDOW.as_millis() as u64;
 /// Records kept per token; one more drops the oldest.
 const MAX_RECORDS_PER_TOKEN: usize = 1024;
 
@@ -101,7 +104,7 @@ fn lock(records: &Records) -> std::sync::MutexGuard<'_, HashMap<String, TokenRec
 fn sweep(records: &Records, now: u64) {
     let mut map = lock(records);
     for list in map.values_mut() {
-        list.retain(|(_, r)| r.created_at + IDEMPOTENCY_WINDOW_MS > now);
+        list.retain(|(_, r)| r.created_at + WINDOW_MS > now);
     }
     map.retain(|_, list| !list.is_empty());
 }
@@ -114,7 +117,10 @@ impl IdempotencyStore {
             clock: config.clock.clone(),
             record_bytes: config.budgets.idempotency_record_bytes,
             token_bytes: config.budgets.idempotency_token_bytes,
-            sweep_every: Duration::from_millis(config.budgets.idempotency_sweep_ms.max(1)),
+            sweep_every: config
+                .budgets
+                .idempotency_sweep
+                .max(Duration::from_millis(1)),
             sweeper: OnceLock::new(),
         }
     }
@@ -154,7 +160,7 @@ impl IdempotencyStore {
         self.start_sweeper();
         let mut map = lock(&self.by_token);
         let records = map.entry(tid.to_string()).or_default();
-        records.retain(|(_, r)| r.created_at + IDEMPOTENCY_WINDOW_MS > now);
+        records.retain(|(_, r)| r.created_at + WINDOW_MS > now);
         if let Some((_, r)) = records.iter().find(|(k, _)| k == key) {
             return Ok(Claim::Repeat(r.clone()));
         }
@@ -173,7 +179,7 @@ impl IdempotencyStore {
         if held + request_bytes > self.token_bytes {
             let retry = records
                 .front()
-                .map(|(_, r)| (r.created_at + IDEMPOTENCY_WINDOW_MS).saturating_sub(now));
+                .map(|(_, r)| (r.created_at + WINDOW_MS).saturating_sub(now));
             return Err(OverBudget::full(
                 "this token's idempotency records",
                 held + request_bytes,
@@ -245,7 +251,7 @@ mod tests {
         ));
         // After the window the key is free again.
         assert!(matches!(
-            store.claim("t", "k1", &msg, IDEMPOTENCY_WINDOW_MS),
+            store.claim("t", "k1", &msg, IDEMPOTENCY_WINDOW),
             Ok(Claim::First(_))
         ));
     }
@@ -303,7 +309,7 @@ mod tests {
         let err = store.claim("t", "k9", &msg, 10).unwrap_err();
         assert!(err.full);
         assert_eq!(err.limit, 3000);
-        assert_eq!(err.retry_after_ms, Some(IDEMPOTENCY_WINDOW_MS - 10));
+        assert_eq!(err.retry_after_ms, Some(IDEMPOTENCY_WINDOW - 10));
         // Another token has its own budget.
         assert!(store.claim("u", "k9", &msg, 10).is_ok());
     }
@@ -315,11 +321,11 @@ mod tests {
             clock: clock.clone(),
             ..HostConfig::default()
         };
-        config.budgets.idempotency_sweep_ms = 20;
+        config.budgets.idempotency_sweep = 20;
         let store = IdempotencyStore::new(&config);
         let _ = store.claim("t", "k", &json!({"type":"inc"}), 0).unwrap();
         assert_eq!(store.len(), 1);
-        clock.set(IDEMPOTENCY_WINDOW_MS);
+        clock.set(IDEMPOTENCY_WINDOW);
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(store.len(), 0);
         // The sweep task ends with the store.

@@ -38,7 +38,7 @@ use crate::security::TokenRecord;
 
 pub(crate) use detached::run_keyed;
 pub(crate) use idempotency::IdempotencyStore;
-pub use idempotency::IDEMPOTENCY_WINDOW_MS;
+pub use idempotency::IDEMPOTENCY_WINDOW;
 
 /// What a keyed call needs of the server around it.
 pub(crate) trait KeyedServer: Clone + Send + Sync + 'static {
@@ -55,7 +55,7 @@ pub(crate) trait KeyedServer: Clone + Send + Sync + 'static {
     fn durable_idempotency_swept(&self) -> &AtomicU64;
 
     /// How often the stored answers past the window are deleted (ms).
-    fn idempotency_sweep_ms(&self) -> u64;
+    fn idempotency_sweep(&self) -> u64;
 
     /// The success tail's activation of `record` (or touch), as for a first answer: whether
     /// this call activated the token, or the error to answer.

@@ -167,7 +167,7 @@ async fn human_dispatch<A: App>(server: ServerState<A>, id: String, req: Request
         let opts = dispatch_options(
             &request,
             Operation::Message.spec(),
-            server.options().max_wait_ms,
+            server.options().max_wait_ms(),
         );
         let result = session
             .dispatch_as_human(&request.msg.0, opts)

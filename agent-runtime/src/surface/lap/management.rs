@@ -149,7 +149,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
     session.stored().await;
     sweep(server, now).await;
     if let Some(store) = server.durable_idempotency() {
-        let before = now.saturating_sub(crate::IDEMPOTENCY_WINDOW_MS);
+        let before = now.saturating_sub(crate::clock::millis(crate::IDEMPOTENCY_WINDOW));
         if let Err(e) = store.sweep_idempotent(before).await {
             tracing::error!(target: "agent_runtime::store", "idempotency sweep failed: {e}");
         }
@@ -341,7 +341,7 @@ async fn paired_caps<A: App>(server: &ServerState<A>, uid: &str, now: u64) -> Re
                 "this identity holds {live} live paired sessions; the limit is {}",
                 options.max_sessions_per_identity
             ))
-            .with_retry_after_ms(Some(options.grace_ms.max(1000))));
+            .with_retry_after_ms(Some(crate::clock::millis(options.grace).max(1000))));
     }
     if crate::security::is_anonymous(uid) {
         if let Err(retry) = server.pairing().take_anonymous_mint(now) {

@@ -87,7 +87,7 @@ pub(crate) struct DocumentedLimits {
     /// How long an `idempotencyKey` is remembered.
     pub(crate) idempotency_window_ms: u64,
     /// How long a paired session's app has to answer a relayed read (none without pairing).
-    pub(crate) forward_timeout_ms: Option<u64>,
+    pub(crate) forward_timeout: Option<u64>,
 }
 
 /// `bytes` for people: `1 MiB`, `64 KiB`, or bytes.
@@ -141,7 +141,7 @@ fn error_description(code: ErrorCode, limits: &DocumentedLimits) -> String {
             session's app is not connected; `reconnect` (also in the `x-llui-reconnect` \
             header) says what to do."
             .to_string(),
-        ErrorCode::Timeout => match limits.forward_timeout_ms {
+        ErrorCode::Timeout => match limits.forward_timeout {
             Some(ms) => format!(
                 "a paired session's app did not answer within {}.",
                 duration_text(ms)
@@ -312,7 +312,7 @@ mod tests {
     const LIMITS: DocumentedLimits = DocumentedLimits {
         max_body_bytes: 1 << 20,
         idempotency_window_ms: 600_000,
-        forward_timeout_ms: Some(15_000),
+        forward_timeout: Some(15_000),
     };
 
     #[test]
@@ -326,7 +326,7 @@ mod tests {
         let other = DocumentedLimits {
             max_body_bytes: 64 << 10,
             idempotency_window_ms: 90_000,
-            forward_timeout_ms: Some(2_500),
+            forward_timeout: Some(2_500),
         };
         let doc = openapi_document("/agent/lap/v1", "counter", "1.2.3", &other);
         let responses = &doc["components"]["responses"];

@@ -55,11 +55,13 @@ async fn openapi_json<A: App>(State(server): State<ServerState<A>>) -> Response 
     };
     let limits = DocumentedLimits {
         max_body_bytes: MAX_BODY_BYTES,
-        idempotency_window_ms: ops::IDEMPOTENCY_WINDOW_MS,
+        idempotency_window_ms: crate::clock::millis(ops::IDEMPOTENCY_WINDOW),
         #[cfg(feature = "pairing")]
-        forward_timeout_ms: Some(server.options().pairing.forward_timeout_ms),
+        forward_timeout: Some(crate::clock::millis(
+            server.options().pairing.forward_timeout,
+        )),
         #[cfg(not(feature = "pairing"))]
-        forward_timeout_ms: None,
+        forward_timeout: None,
     };
     let document = openapi_document(
         &server.options().lap_base_path,

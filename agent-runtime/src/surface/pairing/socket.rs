@@ -88,7 +88,7 @@ async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
         Some(&bearer),
         &**server.tokens(),
         now,
-        server.options().sliding_ttl_ms,
+        server.options().sliding_ttl_ms(),
     )
     .await;
     // A store that failed is not the caller's failure.
@@ -199,16 +199,16 @@ async fn run<A: App>(
     let mut writer = tokio::spawn(write(
         sink,
         registered.outgoing,
-        Duration::from_millis(options.write_timeout_ms),
-        Duration::from_millis(options.close_grace_ms),
+        options.write_timeout,
+        options.close_grace,
     ));
-    let hello_deadline = tokio::time::sleep(Duration::from_millis(options.hello_timeout_ms));
+    let hello_deadline = tokio::time::sleep(options.hello_timeout);
     tokio::pin!(hello_deadline);
     let mut awaiting_hello = true;
     // The ping period, also the period of the check that the token is still live.
-    let ping_every = match options.ping_interval_ms {
-        0 => Duration::from_secs(30),
-        ms => Duration::from_millis(ms),
+    let ping_every = match options.ping_interval {
+        Duration::ZERO => Duration::from_secs(30),
+        every => every,
     };
     let mut ticker = tokio::time::interval(ping_every);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -267,7 +267,7 @@ async fn run<A: App>(
                 if gone {
                     tracing::info!(tid = %tid, "pairing: the token expired or was revoked; closing");
                     hub.revoke(&tid);
-                } else if options.ping_interval_ms == 0 {
+                } else if options.ping_interval.is_zero() {
                     // No liveness check.
                 } else if let Some(at) = pinged.filter(|at| *at > last_heard) {
                     if at.elapsed() >= ping_every {
@@ -293,7 +293,7 @@ async fn run<A: App>(
     // The writer has been told to close (or is told by `unregister` below): it ends within
     // its close grace, which lets the peer read the close frame; past that it is aborted.
     if !writer_done {
-        let linger = Duration::from_millis(options.close_grace_ms.saturating_mul(2)) + CLOSE_LINGER;
+        let linger = options.close_grace.saturating_mul(2) + CLOSE_LINGER;
         tokio::spawn(async move {
             if tokio::time::timeout(linger, &mut writer).await.is_err() {
                 writer.abort();
@@ -304,7 +304,7 @@ async fn run<A: App>(
     let now = server.now();
     let current = hub.unregister(&tid, conn, now);
     if current {
-        let until = now.saturating_add(pairing.options.grace_ms);
+        let until = now.saturating_add(crate::clock::millis(pairing.options.grace));
         match lifecycle::socket_closed(&**server.tokens(), &tid, until).await {
             Ok(()) | Err(LifecycleError::Revoked | LifecycleError::Unknown) => {}
             Err(e) => tracing::error!(tid = %tid, "pairing: pending-resume not stored: {e}"),

@@ -462,7 +462,7 @@ where
             authorization,
             &**server.tokens(),
             now,
-            server.options().sliding_ttl_ms,
+            server.options().sliding_ttl_ms(),
         )
         .await;
         match verified {

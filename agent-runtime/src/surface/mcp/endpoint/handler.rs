@@ -124,7 +124,7 @@ impl<A: App> McpHandler<A> {
             Some(&format!("Bearer {token}")),
             &**self.server.tokens(),
             self.server.now(),
-            self.server.options().sliding_ttl_ms,
+            self.server.options().sliding_ttl_ms(),
         )
         .await;
         // A store that failed is not the caller's failure.

@@ -42,7 +42,7 @@ struct Limits {
     max: usize,
     max_provisional: usize,
     per_token: usize,
-    idle_ttl_ms: u64,
+    idle_ttl: u64,
     provisional_lifetime_ms: u64,
 }
 
@@ -151,8 +151,8 @@ impl McpSessions {
                 max,
                 max_provisional: options.max_unauthenticated_sessions.clamp(1, max),
                 per_token: options.max_sessions_per_token.max(1),
-                idle_ttl_ms: options.idle_ttl_ms,
-                provisional_lifetime_ms: options.unauthenticated_max_lifetime_ms,
+                idle_ttl: crate::clock::millis(options.idle_ttl),
+                provisional_lifetime_ms: crate::clock::millis(options.unauthenticated_max_lifetime),
             },
             bindings: None,
             revocations: Mutex::new(None),
@@ -297,7 +297,7 @@ impl McpSessions {
             .iter()
             .filter(|(_, e)| {
                 let deadline = if e.authenticated() {
-                    e.last_seen_at.saturating_add(limits.idle_ttl_ms)
+                    e.last_seen_at.saturating_add(limits.idle_ttl)
                 } else {
                     e.provisional_since
                         .saturating_add(limits.provisional_lifetime_ms)

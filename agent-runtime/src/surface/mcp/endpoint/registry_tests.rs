@@ -8,8 +8,8 @@ fn sessions(max: usize, provisional: usize, per_token: usize) -> Arc<McpSessions
         max_sessions: max,
         max_unauthenticated_sessions: provisional,
         max_sessions_per_token: per_token,
-        idle_ttl_ms: 1000,
-        unauthenticated_max_lifetime_ms: 500,
+        idle_ttl: 1000,
+        unauthenticated_max_lifetime: 500,
         ..McpOptions::default()
     }))
 }

@@ -181,7 +181,7 @@ async fn verdict<A: App>(
             return Verdict::Unavailable;
         }
     };
-    let (now, ttl) = (server.now(), server.options().sliding_ttl_ms);
+    let (now, ttl) = (server.now(), server.options().sliding_ttl_ms());
     let authorization = parts
         .headers
         .get(header::AUTHORIZATION)
@@ -236,7 +236,7 @@ pub(crate) async fn still_bound<A: App>(server: &McpState<A>, binding: &Binding)
     if binding.token.is_some() {
         return true;
     }
-    let (now, ttl) = (server.now(), server.options().sliding_ttl_ms);
+    let (now, ttl) = (server.now(), server.options().sliding_ttl_ms());
     match verify_tid(&binding.tid, &**server.tokens(), now, ttl).await {
         Ok(record) => !binding.token_hash.is_empty() && record.token_hash == binding.token_hash,
         Err(_) => false,
