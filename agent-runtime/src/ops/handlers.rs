@@ -1,6 +1,8 @@
 //! One async handler per operation (`docs/lap.md` §5.3): the typed request in, the typed answer
 //! plus what to log and audit out. The gate around them is in [`super::gate`].
 
+use std::time::Duration;
+
 use agent_schema::protocol::{
     ActionsResponse, ConfirmOutcome, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
     DescribeVisibleResponse, Description, DispatchRequest, EmptyRequest, LogKind, MessageRequest,
@@ -47,12 +49,13 @@ pub(crate) fn dispatch_options(
     spec: &OperationSpec,
     max_wait: u64,
 ) -> DispatchOptions {
-    DispatchOptions {
-        wait_for: request.wait_for.unwrap_or_default(),
-        drain_quiet_ms: request.drain_quiet_ms.unwrap_or(DEFAULT_DRAIN_QUIET_MS),
-        timeout_ms: spec.wait_ms(request.timeout_ms, max_wait),
-        include_state: request.include_state,
-    }
+    let mut options = DispatchOptions::default();
+    options.wait_for = request.wait_for.unwrap_or_default();
+    options.drain_quiet =
+        Duration::from_millis(request.drain_quiet_ms.unwrap_or(DEFAULT_DRAIN_QUIET_MS));
+    options.timeout = Duration::from_millis(spec.wait_ms(request.timeout_ms, max_wait));
+    options.include_state = request.include_state;
+    options
 }
 
 pub(super) async fn observe<A: App>(
@@ -228,7 +231,7 @@ pub(super) async fn message<A: App>(
                 json!({"variant": variant, "confirmId": confirm_id}),
             );
             let outcome = session
-                .wait_confirm(&confirm_id, opts.timeout_ms)
+                .wait_confirm(&confirm_id, crate::clock::millis(opts.timeout))
                 .await
                 .unwrap_or(ConfirmOutcome::Pending);
             (message_answer(outcome, confirm_id), audit)

@@ -139,10 +139,7 @@ impl Controller {
     }
 
     async fn dispatch(&mut self, msg: Msg) {
-        let opts = DispatchOptions {
-            wait_for: WaitFor::Idle,
-            ..DispatchOptions::default()
-        };
+        let opts = DispatchOptions::waiting_for(WaitFor::Idle);
         self.screen.status = match self.session.dispatch_msg(msg, opts).await {
             Ok(_) => "done".into(),
             Err(e) => format!("failed: {e}"),
@@ -220,10 +217,7 @@ mod tests {
     use serde_json::json;
 
     fn agent_opts() -> DispatchOptions {
-        DispatchOptions {
-            wait_for: WaitFor::Idle,
-            ..DispatchOptions::default()
-        }
+        DispatchOptions::waiting_for(WaitFor::Idle)
     }
 
     #[tokio::test]
@@ -246,10 +240,7 @@ mod tests {
             .send_message(
                 &json!({"type": "delete", "id": id}),
                 None,
-                DispatchOptions {
-                    wait_for: WaitFor::None,
-                    ..agent_opts()
-                },
+                DispatchOptions::waiting_for(WaitFor::None),
                 None,
             )
             .await

@@ -2,6 +2,7 @@
 //! confirmation flow (`docs/semantics.md` §5–§7).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
 
 use agent_schema::protocol::{
     ConfirmEntry, ConfirmOutcome, ConfirmStatus, LogKind, RejectReason, SendResult,
@@ -28,15 +29,17 @@ use crate::security::AuditEvent;
 /// (empty for a serde failure).
 type Rejection = (String, Vec<ValidationIssue>);
 
-/// Wait options of a dispatch (`send_message` and the human dispatch).
+/// Wait options of a dispatch (`send_message` and the human dispatch). Start from
+/// `DispatchOptions::default()` and set what differs (`#[non_exhaustive]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DispatchOptions {
     /// How long to wait before answering (default `drained`).
     pub wait_for: WaitFor,
-    /// Quiet window of a drain in ms (default 100).
-    pub drain_quiet_ms: u64,
-    /// Cap of the whole wait in ms (default 5000).
-    pub timeout_ms: u64,
+    /// Quiet window of a drain (default 100 ms).
+    pub drain_quiet: Duration,
+    /// Cap of the whole wait (default 5 s).
+    pub timeout: Duration,
     /// Add `stateAfter` to a `dispatched` answer.
     pub include_state: bool,
 }
@@ -45,9 +48,19 @@ impl Default for DispatchOptions {
     fn default() -> Self {
         DispatchOptions {
             wait_for: WaitFor::Drained,
-            drain_quiet_ms: 100,
-            timeout_ms: 5000,
+            drain_quiet: Duration::from_millis(100),
+            timeout: Duration::from_secs(5),
             include_state: false,
+        }
+    }
+}
+
+impl DispatchOptions {
+    /// The defaults, waiting for `wait_for` before answering.
+    pub fn waiting_for(wait_for: WaitFor) -> Self {
+        DispatchOptions {
+            wait_for,
+            ..DispatchOptions::default()
         }
     }
 }
@@ -365,8 +378,8 @@ impl<A: App> Session<A> {
     ) -> Result<SendResult, SessionError> {
         let timing = Timing {
             wait_for: opts.wait_for,
-            quiet_ms: opts.drain_quiet_ms,
-            cap_ms: opts.timeout_ms,
+            quiet_ms: crate::clock::millis(opts.drain_quiet),
+            cap_ms: crate::clock::millis(opts.timeout),
         };
         let drained = self.enqueue_and_drain(msg, origin, timing).await?;
         let mut report = drained.report;

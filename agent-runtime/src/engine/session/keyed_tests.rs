@@ -87,10 +87,7 @@ async fn durable_session() -> Session<Counter> {
 }
 
 fn idle() -> DispatchOptions {
-    DispatchOptions {
-        wait_for: WaitFor::Idle,
-        ..DispatchOptions::default()
-    }
+    DispatchOptions::waiting_for(WaitFor::Idle)
 }
 
 /// Sends `msg` as token `t` with the key `key`; answers the result and the commit's report.
