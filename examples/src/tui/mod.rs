@@ -216,10 +216,6 @@ mod tests {
     use agent_runtime::Host;
     use serde_json::json;
 
-    fn agent_opts() -> DispatchOptions {
-        DispatchOptions::waiting_for(WaitFor::Idle)
-    }
-
     #[tokio::test]
     async fn the_person_types_a_todo_and_approves_the_agents_delete() {
         let host = Host::new(TodoApp::default()).unwrap();
