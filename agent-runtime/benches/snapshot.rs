@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 
 use agent_examples::todo::{Msg, NewTodo, State, TodoApp};
 use agent_runtime::app::{App, EffectContext, EffectError};
-use agent_runtime::session::{DispatchOptions, Session};
+use agent_runtime::session::DispatchOptions;
 use agent_runtime::Host;
+use agent_runtime::Session;
 use agent_schema::protocol::{ObserveResponse, WaitFor};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use serde_json::{json, Value};
@@ -101,9 +102,10 @@ fn app() -> TodoApp {
 }
 
 fn idle() -> DispatchOptions {
-    DispatchOptions {
-        wait_for: WaitFor::Idle,
-        ..DispatchOptions::default()
+    {
+        let mut o = DispatchOptions::default();
+        o.wait_for = WaitFor::Idle;
+        o
     }
 }
 
@@ -120,11 +122,9 @@ fn session_with<A: App<State = State, Msg = Msg>>(
             priority: None,
         })
         .collect();
-    let drained = DispatchOptions {
-        wait_for: WaitFor::Drained,
-        drain_quiet_ms: 20,
-        ..DispatchOptions::default()
-    };
+    let mut drained = DispatchOptions::default();
+    drained.wait_for = WaitFor::Drained;
+    drained.drain_quiet = std::time::Duration::from_millis(20);
     rt.block_on(session.dispatch_msg(Msg::BulkAdd { todos }, drained))
         .expect("bulk add");
     assert_eq!(session.with_state(|s| s.todos.len()), n.max(2));

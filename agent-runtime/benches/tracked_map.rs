@@ -7,8 +7,10 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
+use agent_runtime::app::EffectContext;
 use agent_runtime::app::{App, EffectError};
-use agent_runtime::session::{DispatchOptions, EffectContext, Session};
+use agent_runtime::session::DispatchOptions;
+use agent_runtime::Session;
 use agent_runtime::{AgentMsg, Host, TrackedMap};
 use agent_schema::protocol::WaitFor;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -119,10 +121,8 @@ impl<M: Items + 'static> App for StockApp<M> {
 
 async fn set<A: App>(session: &Session<A>, qty: u32) -> usize {
     let msg = json!({"type": "set", "sku": "s1", "qty": qty});
-    let opts = DispatchOptions {
-        wait_for: WaitFor::Idle,
-        ..DispatchOptions::default()
-    };
+    let mut opts = DispatchOptions::default();
+    opts.wait_for = WaitFor::Idle;
     let answer = session
         .send_message(&msg, None, opts, None)
         .await

@@ -49,7 +49,8 @@ proptest! {
         let _guard = rt.enter();
         let host = Host::new(TodoApp { save_delay: Duration::ZERO }).unwrap();
         let session = host.create_session(None).unwrap();
-        let opts = DispatchOptions { wait_for: WaitFor::Idle, ..DispatchOptions::default() };
+        let mut opts = DispatchOptions::default();
+        opts.wait_for = WaitFor::Idle;
         for edit in &edits {
             let id = |k: usize| session.with_state(|s| {
                 (!s.todos.is_empty()).then(|| s.todos[k % s.todos.len()].id.clone())

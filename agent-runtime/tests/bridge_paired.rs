@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_runtime::pairing::client::{mint, PairingClient, PairingStatus};
-use agent_runtime::pairing::PairingOptions;
 use agent_runtime::session::DispatchOptions;
 use agent_runtime::{AgentServer, Host, ServerOptions};
 use agent_tests::mcp::{call, ok};
@@ -18,16 +17,11 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bridge_drives_a_paired_app() {
-    let options = ServerOptions {
-        rate_limit: "100000/minute".parse().unwrap(),
-        pairing: PairingOptions {
-            native_apps: true,
-            mint_paired: true,
-            ..PairingOptions::default()
-        },
-        ..ServerOptions::default()
-    };
-    let t = start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await;
+    let mut options = ServerOptions::default();
+    options.rate_limit = "100000/minute".parse().unwrap();
+    options.pairing.native_apps = true;
+    options.pairing.mint_paired = true;
+    let t = start(AgentServer::builder(Counter).options(options)).await;
     let minted = mint(&t.base, &[(USER_HEADER.to_string(), "alice".to_string())])
         .await
         .expect("mint");

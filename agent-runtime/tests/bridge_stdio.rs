@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::Host;
 use agent_runtime::{AgentServer, ServerOptions};
 use agent_tests::mcp::{call, confirmation_flows, err, ok, wait_for_change_flow};
 use agent_tests::{start, TestServer};
@@ -52,12 +51,9 @@ async fn bridge_with(args: &[&str], env: &[(&str, &str)]) -> Client {
 }
 
 async fn lap_server() -> TestServer<Counter> {
-    let host = Host::new(Counter).expect("host");
-    let options = ServerOptions {
-        rate_limit: "100000/minute".parse().expect("limit"),
-        ..ServerOptions::default()
-    };
-    start(AgentServer::builder(host).options(options)).await
+    let mut options = ServerOptions::default();
+    options.rate_limit = "100000/minute".parse().expect("limit");
+    start(AgentServer::builder(Counter).options(options)).await
 }
 
 fn lap_url(t: &TestServer<Counter>) -> String {

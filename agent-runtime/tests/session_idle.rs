@@ -14,11 +14,9 @@ const IDLE_MS: u64 = 1_000;
 
 fn host() -> (Host<Counter>, ManualClock, Arc<MemoryAuditSink>) {
     let clock = ManualClock::new(1_000_000);
-    let config = HostConfig {
-        clock: Arc::new(clock.clone()),
-        session_idle: IDLE_MS,
-        ..HostConfig::default()
-    };
+    let mut config = HostConfig::default();
+    config.clock = Arc::new(clock.clone());
+    config.session_idle = std::time::Duration::from_millis(IDLE_MS);
     let audit = Arc::new(MemoryAuditSink::new());
     let host = Host::with_config(Counter, config, audit.clone()).expect("host");
     (host, clock, audit)

@@ -48,11 +48,9 @@ proptest! {
         let host = Host::new(TodoApp { save_delay: Duration::ZERO }).unwrap();
         let session = host.create_session(None).unwrap();
         // Drained: the save effect's own commits are done before the state is compared.
-        let opts = DispatchOptions {
-            wait_for: WaitFor::Drained,
-            drain_quiet_ms: 5,
-            ..DispatchOptions::default()
-        };
+        let mut opts = DispatchOptions::default();
+        opts.wait_for = WaitFor::Drained;
+        opts.drain_quiet = std::time::Duration::from_millis(5);
         let bulk = |n: usize| Msg::BulkAdd {
             todos: (0..n).map(|i| NewTodo { title: format!("todo {i}"), priority: None }).collect(),
         };

@@ -3,9 +3,10 @@
 //! full serialization of the typed state without the redacted field, and its patch is exactly
 //! the diff from the snapshot before.
 
+use agent_runtime::app::EffectContext;
 use agent_runtime::app::{App, EffectError};
 use agent_runtime::diff::diff;
-use agent_runtime::session::{DispatchOptions, EffectContext};
+use agent_runtime::session::DispatchOptions;
 use agent_runtime::{AgentMsg, Host, TrackedMap};
 use agent_schema::protocol::WaitFor;
 use proptest::prelude::*;
@@ -119,7 +120,8 @@ proptest! {
         let _guard = rt.enter();
         let host = Host::new(StockApp).unwrap();
         let session = host.create_session(None).unwrap();
-        let opts = DispatchOptions { wait_for: WaitFor::Idle, ..DispatchOptions::default() };
+        let mut opts = DispatchOptions::default();
+        opts.wait_for = WaitFor::Idle;
         for msg in msgs {
             let before = session.published();
             rt.block_on(session.dispatch_msg(msg, opts)).unwrap();

@@ -75,6 +75,7 @@ pub async fn start<A: App>(builder: AgentServerBuilder<A>) -> TestServer<A> {
     let server = builder
         .identity_resolver(Arc::new(resolver))
         .build()
+        .await
         .expect("server config");
     serve(server).await
 }
@@ -170,8 +171,7 @@ pub fn host_on<A: App>(app: A, stores: &Stores, config: HostConfig) -> Host<A> {
 
 /// Starts a server for `app` with default host options.
 pub async fn start_app<A: App>(app: A) -> TestServer<A> {
-    let host = Host::new(app).expect("host");
-    start(AgentServer::builder(host)).await
+    start(AgentServer::builder(app)).await
 }
 
 async fn answer(resp: reqwest::Response) -> Answer {

@@ -2,8 +2,7 @@
 //! windows, and checks of what it answers.
 
 use agent_examples::counter::Counter;
-use agent_runtime::pairing::PairingOptions;
-use agent_runtime::{AgentServer, Host, ServerOptions};
+use agent_runtime::{AgentServer, ServerOptions};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -20,18 +19,13 @@ pub const FORWARD_MS: u64 = 400;
 
 /// A counter server that mints paired sessions, with short windows.
 pub async fn server() -> TestServer<Counter> {
-    let options = ServerOptions {
-        rate_limit: "10000/minute".parse().unwrap(),
-        pairing: PairingOptions {
-            native_apps: true,
-            mint_paired: true,
-            grace_ms: GRACE_MS,
-            forward_timeout_ms: FORWARD_MS,
-            ..PairingOptions::default()
-        },
-        ..ServerOptions::default()
-    };
-    start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await
+    let mut options = ServerOptions::default();
+    options.rate_limit = "10000/minute".parse().unwrap();
+    options.pairing.native_apps = true;
+    options.pairing.mint_paired = true;
+    options.pairing.grace = Duration::from_millis(GRACE_MS);
+    options.pairing.forward_timeout = Duration::from_millis(FORWARD_MS);
+    start(AgentServer::builder(Counter).options(options)).await
 }
 
 /// Mints a paired session as `alice`.

@@ -14,9 +14,10 @@
 //!   [`INLINE_DEPTH`] is evaluated on a dedicated thread with a large stack, so evaluation
 //!   never depends on the stack size of the caller (a 2 MiB tokio worker included).
 
+use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 
 use agent_schema::tags::cel as cel_check;
 use cel::common::types::{
@@ -224,7 +225,7 @@ pub struct PredicateCache {
 
 impl std::fmt::Debug for PredicateCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let cached = self.programs.read().map(|p| p.len()).unwrap_or_default();
+        let cached = self.programs.read().len();
         f.debug_struct("PredicateCache")
             .field("cached", &cached)
             .finish()
@@ -249,25 +250,17 @@ impl PredicateCache {
     pub fn program(&self, src: &str) -> Result<Arc<CompiledPredicate>, String> {
         // A poisoned lock only means another thread panicked while holding it; the map itself
         // is always in a consistent state (single inserts), so keep using it.
-        if let Some(hit) = self
-            .programs
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(src)
-        {
+        if let Some(hit) = self.programs.read().get(src) {
             return hit.clone();
         }
         let compiled = compile(src).map(Arc::new);
-        let mut programs = self.programs.write().unwrap_or_else(|e| e.into_inner());
+        let mut programs = self.programs.write();
         programs.entry(src.to_string()).or_insert(compiled).clone()
     }
 
     /// Number of distinct sources compiled so far (failures included).
     pub fn len(&self) -> usize {
-        self.programs
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .len()
+        self.programs.read().len()
     }
 
     /// True when nothing has been compiled yet.

@@ -49,13 +49,14 @@ pub(crate) fn dispatch_options(
     spec: &OperationSpec,
     max_wait: u64,
 ) -> DispatchOptions {
-    let mut options = DispatchOptions::default();
-    options.wait_for = request.wait_for.unwrap_or_default();
-    options.drain_quiet =
-        Duration::from_millis(request.drain_quiet_ms.unwrap_or(DEFAULT_DRAIN_QUIET_MS));
-    options.timeout = Duration::from_millis(spec.wait_ms(request.timeout_ms, max_wait));
-    options.include_state = request.include_state;
-    options
+    DispatchOptions {
+        wait_for: request.wait_for.unwrap_or_default(),
+        drain_quiet: Duration::from_millis(
+            request.drain_quiet_ms.unwrap_or(DEFAULT_DRAIN_QUIET_MS),
+        ),
+        timeout: Duration::from_millis(spec.wait_ms(request.timeout_ms, max_wait)),
+        include_state: request.include_state,
+    }
 }
 
 pub(super) async fn observe<A: App>(

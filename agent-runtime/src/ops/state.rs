@@ -216,7 +216,7 @@ impl<A: App> ServerState<A> {
 pub(crate) struct Pairing {
     pub(crate) hub: crate::engine::paired::hub::Hub,
     pub(crate) options: super::options::PairingOptions,
-    pub(crate) anonymous_mints: std::sync::Mutex<std::collections::VecDeque<u64>>,
+    pub(crate) anonymous_mints: parking_lot::Mutex<std::collections::VecDeque<u64>>,
 }
 
 #[cfg(feature = "pairing")]
@@ -243,10 +243,7 @@ impl Pairing {
     /// allowance is spent.
     pub(crate) fn take_anonymous_mint(&self, now: u64) -> Result<(), u64> {
         const MINUTE: u64 = 60_000;
-        let mut mints = self
-            .anonymous_mints
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut mints = self.anonymous_mints.lock();
         while mints.front().is_some_and(|at| at + MINUTE <= now) {
             mints.pop_front();
         }

@@ -4,10 +4,11 @@
 //! one `tracing` event per entry (target `agent_audit`, level INFO) carrying the entry as one
 //! JSON field named `entry`.
 
+use parking_lot::Mutex;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use futures::future::{self, BoxFuture, FutureExt as _};
 use serde::{Deserialize, Serialize};
@@ -298,39 +299,35 @@ impl MemoryAuditSink {
         Self::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<AuditEntry>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// A copy of the entries written so far, in order.
     pub fn entries(&self) -> Vec<AuditEntry> {
-        self.lock().clone()
+        self.entries.lock().clone()
     }
 
     /// The events written so far, in order.
     pub fn events(&self) -> Vec<AuditEvent> {
-        self.lock().iter().map(|e| e.event).collect()
+        self.entries.lock().iter().map(|e| e.event).collect()
     }
 
     /// The number of entries written.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.entries.lock().len()
     }
 
     /// Whether nothing was written.
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.entries.lock().is_empty()
     }
 
     /// Forgets the entries written so far.
     pub fn clear(&self) {
-        self.lock().clear();
+        self.entries.lock().clear();
     }
 }
 
 impl AuditSink for MemoryAuditSink {
     fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()> {
-        self.lock().push(entry);
+        self.entries.lock().push(entry);
         future::ready(()).boxed()
     }
 }
@@ -367,7 +364,7 @@ mod tests {
         fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
             let mut fields = Vec::new();
             event.record(&mut Fields(&mut fields));
-            self.0.lock().unwrap().push(Captured {
+            self.0.lock().push(Captured {
                 target: event.metadata().target().to_owned(),
                 level: *event.metadata().level(),
                 fields,
@@ -426,7 +423,7 @@ mod tests {
         tracing::subscriber::with_default(subscriber, || {
             futures::executor::block_on(TracingAuditSink.write(sample()));
         });
-        let events = capture.0.lock().unwrap().clone();
+        let events = capture.0.lock().clone();
         assert_eq!(events.len(), 1, "{events:?}");
         let event = &events[0];
         assert_eq!(event.target, "agent_audit");

@@ -5,8 +5,8 @@
 //! nothing more is audited for it meanwhile, so a flood of bad credentials costs neither store
 //! reads nor audit lines beyond the bucket's rate.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 
 use super::rate_limit::{Bucket, RateLimited, RateLimiter};
 
@@ -44,14 +44,10 @@ pub(crate) struct AuthThrottle {
 }
 
 impl AuthThrottle {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Block>> {
-        self.blocked.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Before a credential of `address` is looked up at `now`: 429 while the address is
     /// blocked (the refusal is counted, not audited).
     pub(crate) fn check(&self, address: &str, now: u64) -> Result<(), RateLimited> {
-        let mut blocked = self.lock();
+        let mut blocked = self.blocked.lock();
         match blocked.get_mut(address) {
             Some(block) if block.until > now => {
                 block.refused += 1;
@@ -74,7 +70,7 @@ impl AuthThrottle {
         let Err(limited) = limiter.check(address, Bucket::AuthFailure).await else {
             return Failure::Counted;
         };
-        let mut blocked = self.lock();
+        let mut blocked = self.blocked.lock();
         let refused = blocked.get(address).map(|b| b.refused).unwrap_or_default();
         if blocked.len() >= MAX_BLOCKED && !blocked.contains_key(address) {
             blocked.retain(|_, b| b.until > now);
@@ -104,7 +100,7 @@ impl AuthThrottle {
     /// How many addresses are remembered as blocked.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.lock().len()
+        self.blocked.lock().len()
     }
 }
 

@@ -200,7 +200,7 @@ pub(crate) async fn sweep_expired(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::security::InMemoryTokenStore;
+    use crate::security::token_store::InMemoryTokenStore;
 
     fn minted(status: TokenStatus) -> (InMemoryTokenStore, TokenRecord) {
         let tokens = InMemoryTokenStore::new();

@@ -3,8 +3,8 @@
 //! back). Full at its bound, it is emptied: what it remembers is a courtesy (one audit line)
 //! or covers a load in flight (milliseconds), never a guarantee that needs every id forever.
 
+use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::sync::{Mutex, MutexGuard};
 
 /// Session ids remembered, at most `max` of them.
 #[derive(Debug)]
@@ -22,13 +22,9 @@ impl RememberedIds {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashSet<String>> {
-        self.ids.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Remembers `id` (emptying the set first when it is full); whether it was new.
     pub(super) fn insert(&self, id: &str) -> bool {
-        let mut ids = self.lock();
+        let mut ids = self.ids.lock();
         if ids.len() >= self.max {
             ids.clear();
         }
@@ -37,12 +33,12 @@ impl RememberedIds {
 
     /// Forgets `id`.
     pub(super) fn remove(&self, id: &str) {
-        self.lock().remove(id);
+        self.ids.lock().remove(id);
     }
 
     /// Whether `id` is remembered.
     pub(super) fn contains(&self, id: &str) -> bool {
-        self.lock().contains(id)
+        self.ids.lock().contains(id)
     }
 }
 

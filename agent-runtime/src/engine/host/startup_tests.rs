@@ -6,8 +6,8 @@ use std::future::Future;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::app::EffectContext;
 use crate::app::{App, EffectError};
-use crate::engine::session::EffectContext;
 use crate::AgentMsg;
 use crate::Host;
 

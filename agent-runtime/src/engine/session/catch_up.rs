@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::migrate::read_state;
-use super::{lock, SessionCore};
+use super::SessionCore;
 use crate::app::App;
 use crate::engine::store::SessionChanges;
 
@@ -40,7 +40,7 @@ pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
             ..
         } if seq > held => {
             let caught_up = {
-                let mut log = lock(&p.log);
+                let mut log = p.log.lock();
                 // Read through the tree's text: a `Value` of it would cost eight times more.
                 log.catch_up(&patches)
                     .and_then(|tree| serde_json::to_string(tree).ok())
@@ -83,8 +83,8 @@ fn whole<A: App>(core: &SessionCore<A>, text: &str, hash: &str, seq: u64) -> Opt
         }
     };
     match serde_json::from_str(text) {
-        Ok(tree) => lock(&p.log).replace(seq, tree),
-        Err(_) => lock(&p.log).forget(),
+        Ok(tree) => p.log.lock().replace(seq, tree),
+        Err(_) => p.log.lock().forget(),
     }
     Some(state)
 }
@@ -95,10 +95,10 @@ fn publish<A: App>(core: &SessionCore<A>, seq: u64, state: A::State) {
         return;
     };
     let redacted = Arc::new(crate::algo::tree::Node::from_value(redacted));
-    *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+    *core.state.write() = state;
     // The snapshot trees knew only this process's commits.
     let gates = {
-        let mut snapshots = lock(&core.snapshots);
+        let mut snapshots = core.snapshots.lock();
         snapshots.forget_spare();
         snapshots.unknown_gates()
     };
@@ -106,7 +106,9 @@ fn publish<A: App>(core: &SessionCore<A>, seq: u64, state: A::State) {
     let patch = crate::algo::tree::diff_nodes(&prev, &redacted);
     let published = super::Published::new(seq, redacted, patch.into(), gates);
     core.publish(published.clone());
-    lock(&core.events).publish(super::events::EventBody::State(published));
+    core.events
+        .lock()
+        .publish(super::events::EventBody::State(published));
 }
 
 /// Confirmations another process wrote are merged into these (`decisions::take_stored`: a
@@ -117,7 +119,7 @@ fn merge_confirms<A: App>(
     p: &super::persist::Persistence,
     confirms: String,
 ) {
-    let known = lock(&p.stored_confirms).clone();
+    let known = p.stored_confirms.lock().clone();
     if known != confirms {
         super::decisions::take_stored(core, p, confirms, &known);
     }

@@ -18,7 +18,7 @@ use agent_schema::protocol::ConfirmEntry;
 
 use super::confirm::{ConfirmStore, Decision, WithdrawError};
 use super::persist::{log_error, Persistence};
-use super::{lock, SessionCore};
+use super::SessionCore;
 use crate::app::App;
 use crate::engine::store::ConfirmsSwap;
 
@@ -47,7 +47,9 @@ impl<A: App> SessionCore<A> {
         decision: &Decision,
     ) -> Result<ConfirmEntry, DecideError> {
         let Some(p) = &self.persist else {
-            return lock(&self.confirms)
+            return self
+                .confirms
+                .lock()
                 .decide(id, decision, self.now())
                 .map_err(DecideError::Refused);
         };
@@ -66,10 +68,10 @@ pub(super) async fn decide_stored<A: App>(
     decision: &Decision,
 ) -> Result<ConfirmEntry, DecideError> {
     for _ in 0..MAX_SWAPS {
-        let known = lock(&p.stored_confirms).clone();
+        let known = p.stored_confirms.lock().clone();
         let now = core.now();
         let (decided, next) = {
-            let mut next: ConfirmStore = lock(&core.confirms).merged_with(&known, now);
+            let mut next: ConfirmStore = core.confirms.lock().merged_with(&known, now);
             let decided = next.decide(id, decision, now);
             (decided, next.to_json())
         };
@@ -93,8 +95,10 @@ pub(super) async fn write_changes<A: App>(
     p: &Persistence,
 ) -> Result<(), DecideError> {
     for _ in 0..MAX_SWAPS {
-        let known = lock(&p.stored_confirms).clone();
-        let next = lock(&core.confirms)
+        let known = p.stored_confirms.lock().clone();
+        let next = core
+            .confirms
+            .lock()
             .merged_with(&known, core.now())
             .to_json();
         if next == known || swap(core, p, &known, &next).await? {
@@ -138,11 +142,11 @@ pub(super) fn take_stored<A: App>(
     known: &str,
 ) {
     let changed = {
-        let mut confirms = lock(&core.confirms);
+        let mut confirms = core.confirms.lock();
         // Also when the merge kept entries the store lacks: the saver writes them.
         confirms.merge_foreign(&stored, known, core.now()) || confirms.to_json() != stored
     };
-    *lock(&p.stored_confirms) = stored;
+    *p.stored_confirms.lock() = stored;
     if changed {
         core.confirm_changed.send_modify(|v| *v += 1);
     }
@@ -164,7 +168,9 @@ pub(crate) fn spawn_confirm_saver<A: App>(core: &Arc<SessionCore<A>>) {
     let mut closed = core.closed.subscribe();
     tokio::spawn(async move {
         loop {
-            let due = lock(&core.confirms)
+            let due = core
+                .confirms
+                .lock()
                 .next_due()
                 .map(|at| Duration::from_millis(at.saturating_sub(core.now())));
             tokio::select! {
@@ -204,7 +210,7 @@ async fn expire_and_write<A: App>(
     core: &SessionCore<A>,
     p: &Persistence,
 ) -> Result<(), DecideError> {
-    let due = lock(&core.confirms).due(core.now());
+    let due = core.confirms.lock().due(core.now());
     for id in due {
         match decide_stored(core, p, &id, &Decision::Expire).await {
             Ok(entry) => core.announce_expired(&[entry]),

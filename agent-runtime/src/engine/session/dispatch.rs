@@ -18,7 +18,7 @@ use super::drain::Timing;
 use super::events::EventBody;
 use super::keyed::KeyedDispatch;
 use super::queue::{Approval, Origin};
-use super::{activity, lock, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
+use super::{activity, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
 use crate::algo::diff::diff;
 use crate::algo::snapshot::serialize_redacted;
 use crate::app::App;
@@ -168,13 +168,13 @@ impl<A: App> Session<A> {
 
     fn record_outcome(&self, tid: Option<&str>, outcome: LastOutcome) {
         if let Some(tid) = tid {
-            lock(&self.core.outcomes).insert(tid.to_string(), outcome);
+            self.core.outcomes.lock().insert(tid.to_string(), outcome);
         }
     }
 
     /// The last dispatch outcome of `tid`.
     pub fn last_outcome(&self, tid: &str) -> Option<LastOutcome> {
-        lock(&self.core.outcomes).get(tid).cloned()
+        self.core.outcomes.lock().get(tid).cloned()
     }
 
     /// Records that `tid`'s last `send_message` failed inside the server.
@@ -298,10 +298,12 @@ impl<A: App> Session<A> {
             self.core.sweep_confirms();
             {
                 let now = self.core.now();
-                lock(&self.core.confirms)
+                self.core
+                    .confirms
+                    .lock()
                     .propose(entry.clone(), now)
                     .map_err(SendError::OverBudget)?;
-                lock(&self.core.events).publish(EventBody::Confirm(entry));
+                self.core.events.lock().publish(EventBody::Confirm(entry));
             }
             self.core.confirm_changed.send_modify(|v| *v += 1);
             let mut proposed = self.message_log_entry(LogKind::Proposed, msg, tid);
@@ -472,13 +474,13 @@ impl<A: App> Session<A> {
     /// Pending confirmations in proposal order.
     pub fn pending(&self) -> Vec<ConfirmEntry> {
         self.core.sweep_confirms();
-        lock(&self.core.confirms).pending()
+        self.core.confirms.lock().pending()
     }
 
     /// The confirmation entry `id` (any status).
     pub fn confirmation(&self, id: &str) -> Option<ConfirmEntry> {
         self.core.sweep_confirms();
-        lock(&self.core.confirms).get(id).cloned()
+        self.core.confirms.lock().get(id).cloned()
     }
 
     /// Approves a proposal, optionally with an edited message of the same variant, and
@@ -494,7 +496,7 @@ impl<A: App> Session<A> {
             return Err(EditedApprovalError::Closed);
         }
         self.core.sweep_confirms();
-        let entry = lock(&self.core.confirms).check_pending(id)?.clone();
+        let entry = self.core.confirms.lock().check_pending(id)?.clone();
         let applied = match edited {
             Some(m) => {
                 let Some(t) = variant_of(m) else {
@@ -531,7 +533,10 @@ impl<A: App> Session<A> {
             edited_payload: edited.map(payload_of),
         };
         let decided = self.core.decide(id, &approval).await?;
-        lock(&self.core.events).publish(EventBody::Confirm(decided.clone()));
+        self.core
+            .events
+            .lock()
+            .publish(EventBody::Confirm(decided.clone()));
         let mut detail =
             json!({"variant": decided.variant, "confirmId": decided.id, "by": "human"});
         if edited.is_some() {
@@ -559,7 +564,10 @@ impl<A: App> Session<A> {
     pub async fn reject(&self, id: &str) -> Result<(), EditedApprovalError> {
         self.core.sweep_confirms();
         let decided = self.core.decide(id, &Decision::Reject).await?;
-        lock(&self.core.events).publish(EventBody::Confirm(decided.clone()));
+        self.core
+            .events
+            .lock()
+            .publish(EventBody::Confirm(decided.clone()));
         self.core.log_decision(&decided, "user-cancelled");
         self.core.audit(
             AuditEvent::ConfirmRejected,
@@ -583,14 +591,14 @@ impl<A: App> SessionCore<A> {
         let now = self.now();
         // A durable session's expiries are decisions written to the store first
         // (`decisions::spawn_confirm_saver`).
-        let expired = lock(&self.confirms).sweep(now, self.persist.is_none());
+        let expired = self.confirms.lock().sweep(now, self.persist.is_none());
         self.announce_expired(&expired);
     }
 
     /// Tells the session's event streams, log, audit and waiters that `expired` expired.
     pub(crate) fn announce_expired(&self, expired: &[ConfirmEntry]) {
         {
-            let mut events = lock(&self.events);
+            let mut events = self.events.lock();
             for e in expired {
                 events.publish(EventBody::Confirm(e.clone()));
             }

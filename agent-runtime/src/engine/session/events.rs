@@ -3,15 +3,15 @@
 //! known id.
 
 use super::SessionHold;
+use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agent_schema::protocol::{ConfirmEntry, LogEntry};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::lock;
 use super::retained::{self, RetainedRing, RingCharge};
 use super::Published as Snapshot;
 use crate::algo::diff::PatchOp;
@@ -286,7 +286,7 @@ pub(crate) fn subscribe(
     pending: Vec<ConfirmEntry>,
     hold: SessionHold,
 ) -> Subscription {
-    let mut h = lock(hub);
+    let mut h = hub.lock();
     let live = if h.closed {
         // The sender is dropped at once: the subscription ends after its initial events.
         broadcast::channel(1).0.subscribe()
@@ -423,7 +423,7 @@ impl Subscription {
                 self.replay = None;
                 return None;
             }
-            let Some(p) = lock(&self.hub).after(replay.cursor) else {
+            let Some(p) = self.hub.lock().after(replay.cursor) else {
                 // The history moved past this subscriber while it replayed: end it.
                 self.replay = None;
                 return Some(None);

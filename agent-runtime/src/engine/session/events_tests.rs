@@ -25,7 +25,8 @@ fn state(seq: u64, n: i64) -> EventBody {
 }
 
 fn narrate(hub: &SharedHub, at: u64) -> u64 {
-    lock(hub).publish(EventBody::Log(entry(LogKind::Narrate, at)))
+    hub.lock()
+        .publish(EventBody::Log(entry(LogKind::Narrate, at)))
 }
 
 fn shared(hub: EventHub) -> SharedHub {
@@ -48,9 +49,9 @@ async fn the_history_keeps_its_byte_budget_and_skips_oversized_events() {
         crate::engine::session::retained::Retained::unbounded().charge(),
     ));
     for i in 0..50 {
-        lock(&hub).publish(big_narration(i, 10_000));
+        hub.lock().publish(big_narration(i, 10_000));
     }
-    assert!(lock(&hub).history_bytes() <= 100_000);
+    assert!(hub.lock().history_bytes() <= 100_000);
     // Too old now: a snapshot.
     let mut sub = subscribe(&hub, Some("1"), vec![], SessionHold::unheld());
     assert_eq!(sub.next().await.unwrap().data()["snapshot"], json!(true));
@@ -58,8 +59,8 @@ async fn the_history_keeps_its_byte_budget_and_skips_oversized_events() {
     let mut sub = subscribe(&hub, Some("45"), vec![], SessionHold::unheld());
     assert_eq!(sub.next().await.unwrap().id, 46);
     // An event over the per-event budget is not kept: nothing replays across it.
-    lock(&hub).publish(big_narration(99, 30_000));
-    assert_eq!(lock(&hub).history_bytes(), 0);
+    hub.lock().publish(big_narration(99, 30_000));
+    assert_eq!(hub.lock().history_bytes(), 0);
     let mut sub = subscribe(&hub, Some("45"), vec![], SessionHold::unheld());
     assert_eq!(sub.next().await.unwrap().data()["snapshot"], json!(true));
 }
@@ -92,13 +93,13 @@ async fn a_subscriber_that_does_not_read_is_dropped() {
 #[tokio::test]
 async fn replay_sends_missed_logs_and_one_current_state() {
     let hub = shared(EventHub::new(256, snap(0, 0)));
-    lock(&hub).publish(state(1, 1));
+    hub.lock().publish(state(1, 1));
     let n = narrate(&hub, 1);
     narrate(&hub, 2);
     narrate(&hub, 3);
     narrate(&hub, 4);
-    lock(&hub).publish(state(2, 2));
-    lock(&hub).publish(state(3, 3));
+    hub.lock().publish(state(2, 2));
+    hub.lock().publish(state(3, 3));
     let mut sub = subscribe(&hub, Some(&n.to_string()), vec![], SessionHold::unheld());
     let mut got = Vec::new();
     for _ in 0..4 {
@@ -114,14 +115,14 @@ async fn replay_sends_missed_logs_and_one_current_state() {
 #[tokio::test]
 async fn equal_id_sends_nothing_until_the_next_event() {
     let hub = shared(EventHub::new(256, snap(0, 0)));
-    let h = lock(&hub).publish(state(1, 1));
+    let h = hub.lock().publish(state(1, 1));
     let mut sub = subscribe(&hub, Some(&h.to_string()), vec![], SessionHold::unheld());
-    lock(&hub).publish(state(2, 2));
+    hub.lock().publish(state(2, 2));
     let e = sub.next().await.unwrap();
     assert_eq!(e.id, h + 1);
     // First state on this connection: no diff.
     assert_eq!(e.data(), json!({"state":{"count":2}}));
-    lock(&hub).publish(state(3, 5));
+    hub.lock().publish(state(3, 5));
     let e = sub.next().await.unwrap();
     assert_eq!(
         e.data(),

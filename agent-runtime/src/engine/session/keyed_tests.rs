@@ -12,9 +12,9 @@ use serde_json::json;
 
 use super::keyed::{KeyOutcome, KeyReceipt, KeyedDispatch};
 use super::{DispatchOptions, Session};
+use crate::app::EffectContext;
 use crate::app::{App, EffectError};
 use crate::config::HostConfig;
-use crate::engine::session::EffectContext;
 use crate::engine::store::MemoryStore;
 use crate::security::MemoryAuditSink;
 use crate::AgentMsg;

@@ -31,9 +31,10 @@ mod release;
 mod retained;
 mod task;
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::Arc;
 
 use agent_schema::protocol::LogEntry;
 use serde_json::Value;
@@ -180,11 +181,6 @@ impl<A: App> std::fmt::Debug for Session<A> {
             .field("owner", &self.core.owner)
             .finish_non_exhaustive()
     }
-}
-
-/// Locks a mutex, recovering the data if a panic poisoned it (no lock is held across app code).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The text of a panic payload (`non-string panic payload` when it is neither `&str` nor
@@ -395,13 +391,13 @@ impl<A: App> Session<A> {
 
     /// Runs `f` on the typed state (a short read lock; never call back into the session).
     pub fn with_state<R>(&self, f: impl FnOnce(&A::State) -> R) -> R {
-        let guard = self.core.state.read().unwrap_or_else(|e| e.into_inner());
+        let guard = self.core.state.read();
         f(&guard)
     }
 
     /// The newest event id.
     pub fn last_event_id(&self) -> u64 {
-        lock(&self.core.events).newest_id()
+        self.core.events.lock().newest_id()
     }
 
     /// Subscribes to the session's events after `last_event_id` (replay) or from a snapshot.
@@ -438,7 +434,7 @@ impl<A: App> Session<A> {
 
     /// The log, newest first, at most `n` entries, optionally filtered by kind.
     pub fn recent_log(&self, n: usize, kind: Option<&str>) -> Vec<LogEntry> {
-        lock(&self.core.log).recent(n, kind)
+        self.core.log.lock().recent(n, kind)
     }
 
     /// Resolves once the session is in its store (at once without a store), so another
@@ -468,16 +464,16 @@ impl<A: App> SessionCore<A> {
     /// the confirmation store is dropped.
     pub(crate) fn close(&self) {
         self.closed.send_replace(true);
-        lock(&self.events).close();
-        lock(&self.confirms).clear();
+        self.events.lock().close();
+        self.confirms.lock().clear();
         self.confirm_changed.send_modify(|v| *v += 1);
     }
 
     fn append_log(&self, mut entry: LogEntry) {
         activity::bound_entry(&mut entry, self.config.budgets.log_entry_bytes);
-        let mut log = lock(&self.log);
+        let mut log = self.log.lock();
         log.push(entry.clone());
-        lock(&self.events).publish(EventBody::Log(entry));
+        self.events.lock().publish(EventBody::Log(entry));
         if self.persist.is_some() {
             self.log_dirty.notify_one();
         }
@@ -491,7 +487,10 @@ impl<A: App> SessionCore<A> {
     /// patches first, so a reader that sees the new `seq` finds its patch there.
     fn publish(&self, published: Published) {
         let from = self.published.borrow().seq;
-        let bytes = lock(&self.patches).push(from, published.seq, published.patch.clone());
+        let bytes = self
+            .patches
+            .lock()
+            .push(from, published.seq, published.patch.clone());
         self.published.send_replace(published);
         self.release.after_commit(bytes);
     }
@@ -529,7 +528,7 @@ impl<A: App> SessionCore<A> {
         origin: Origin,
         committed: Option<oneshot::Sender<()>>,
     ) -> Result<u64, SessionClosed> {
-        let mut next = lock(&self.next_ticket);
+        let mut next = self.next_ticket.lock();
         let ticket = *next;
         self.inbox
             .send(Envelope {

@@ -1,11 +1,11 @@
 //! The commit-note channel of a session, made only while someone listens: an idle session
 //! (no dispatch waiting for its drain) holds no channel buffer.
 
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use super::lock;
 use super::queue::CommitNote;
 
 /// Capacity of the channel. A drain waiter that falls further behind still learns of its
@@ -24,7 +24,9 @@ impl Notes {
 
     /// Receives every note sent from now on, until the listener is dropped.
     pub(crate) fn subscribe(self: &Arc<Self>) -> Listener {
-        let rx = lock(&self.0)
+        let rx = self
+            .0
+            .lock()
             .get_or_insert_with(|| broadcast::channel(CAPACITY).0)
             .subscribe();
         Listener {
@@ -35,7 +37,7 @@ impl Notes {
 
     /// Sends `note` to the current receivers; with none, the channel is dropped.
     pub(crate) fn send(&self, note: CommitNote) {
-        let mut channel = lock(&self.0);
+        let mut channel = self.0.lock();
         if let Some(sender) = channel.as_ref() {
             if sender.receiver_count() == 0 {
                 *channel = None;
@@ -74,7 +76,7 @@ impl std::ops::DerefMut for Listener {
 impl Drop for Listener {
     fn drop(&mut self) {
         drop(self.rx.take());
-        let mut channel = lock(&self.notes.0);
+        let mut channel = self.notes.0.lock();
         if channel.as_ref().is_some_and(|s| s.receiver_count() == 0) {
             *channel = None;
         }

@@ -14,7 +14,7 @@ use super::commit_log::{Change, CommitLog};
 use super::keyed::{KeyOutcome, KeyedDispatch};
 use super::migrate::{read_state, Read};
 use super::queue::CommitNote;
-use super::{activity, lock, Parts, Session, SessionCore, SessionError};
+use super::{activity, Parts, Session, SessionCore, SessionError};
 use crate::app::App;
 use crate::engine::store::{CommitWrite, Committed, SessionRecord, SessionStore};
 
@@ -24,10 +24,10 @@ pub(crate) struct Persistence {
     pub(super) store: Arc<dyn SessionStore>,
     pub(super) schema_hash: Arc<str>,
     /// The commit log as this process knows it (the task's).
-    pub(super) log: Arc<std::sync::Mutex<CommitLog>>,
+    pub(super) log: Arc<parking_lot::Mutex<CommitLog>>,
     /// The confirmations JSON the store holds as far as this process knows (written here,
     /// or read back from another process's change), so none is written back needlessly.
-    pub(super) stored_confirms: Arc<std::sync::Mutex<String>>,
+    pub(super) stored_confirms: Arc<parking_lot::Mutex<String>>,
     /// Held by the confirmation saver from reading the entries to recording what it wrote,
     /// and by [`refresh`] from loading the record to merging it: a load that started before
     /// one of this process's writes can then never be taken for another process's change.
@@ -40,7 +40,7 @@ impl Persistence {
             store,
             schema_hash: Arc::from(schema_hash),
             log: Arc::default(),
-            stored_confirms: Arc::new(std::sync::Mutex::new("[]".into())),
+            stored_confirms: Arc::new(parking_lot::Mutex::new("[]".into())),
             confirms_io: Arc::default(),
         }
     }
@@ -53,7 +53,9 @@ impl Persistence {
         now: u64,
         state: &S,
     ) -> Result<SessionRecord, SessionError> {
-        let state = lock(&self.log)
+        let state = self
+            .log
+            .lock()
             .reset(0, state)
             .map_err(SessionError::Internal)?;
         Ok(SessionRecord::new(
@@ -109,7 +111,7 @@ pub(crate) fn snapshot<A: App>(
     published: Option<Arc<crate::algo::tree::Node>>,
 ) -> Option<Result<Change, String>> {
     let p = core.persist.as_ref()?;
-    Some(lock(&p.log).change(seq, state, published))
+    Some(p.log.lock().change(seq, state, published))
 }
 
 /// The copy of a message kept to apply it again after a lost compare-and-set (only when the
@@ -182,14 +184,14 @@ pub(crate) async fn commit<A: App>(
         };
         match p.store.commit(write).await {
             Ok(Committed::Stored) => {
-                lock(&p.log).stored(seq, &change);
+                p.log.lock().stored(seq, &change);
                 if let Some(k) = key {
                     k.report(KeyOutcome::Recorded);
                 }
                 return Ok(None);
             }
             Ok(Committed::SnapshotDue(log)) if change.snapshot.is_none() => {
-                match lock(&p.log).snapshot_for(log) {
+                match p.log.lock().snapshot_for(log) {
                     Some(snapshot) => change.snapshot = Some(snapshot),
                     None => break format!("commit {seq} not stored: no snapshot to write"),
                 }
@@ -216,7 +218,7 @@ pub(crate) async fn commit<A: App>(
         }
     };
     // The tree holds a state the store does not: the next commit starts over.
-    lock(&p.log).forget();
+    p.log.lock().forget();
     core.notes.send(CommitNote::Error(DrainError {
         kind: DrainErrorKind::Error,
         message: message.clone(),
@@ -262,10 +264,10 @@ async fn revert<A: App>(
         &state,
     )?));
     match serde_json::from_str(&record.state) {
-        Ok(tree) => lock(&p.log).replace(record.seq, tree),
-        Err(_) => lock(&p.log).forget(),
+        Ok(tree) => p.log.lock().replace(record.seq, tree),
+        Err(_) => p.log.lock().forget(),
     }
-    *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+    *core.state.write() = state;
     Ok(Redo {
         seq: record.seq,
         redacted,
@@ -297,7 +299,7 @@ async fn reapply<A: App>(
             }
         };
         let seq = record.seq + 1;
-        let text = lock(&p.log).reset(seq, &state)?;
+        let text = p.log.lock().reset(seq, &state)?;
         let redacted = Arc::new(crate::algo::tree::Node::from_value(super::redact(
             &*core.app,
             core.catalog.redact_plan(),
@@ -322,7 +324,7 @@ async fn reapply<A: App>(
                 if let Some(k) = key {
                     k.report(KeyOutcome::Recorded);
                 }
-                *core.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+                *core.state.write() = state;
                 return Ok(Redo {
                     seq,
                     redacted,
@@ -373,7 +375,7 @@ pub(crate) fn spawn_log_saver<A: App>(core: &Arc<SessionCore<A>>) {
                 _ = closed.wait_for(|c| *c) => return,
                 _ = tokio::time::sleep(LOG_SAVE_DELAY) => {}
             }
-            let mut tail = lock(&core.log).recent(LOG_TAIL_ENTRIES, None);
+            let mut tail = core.log.lock().recent(LOG_TAIL_ENTRIES, None);
             tail.reverse();
             let json = serde_json::to_string(&tail).unwrap_or_else(|_| "[]".into());
             if let Err(e) = p.store.save_log_tail(&core.id, &json).await {
@@ -423,7 +425,7 @@ pub(crate) fn restore<A: App>(
         Read::AsStored(state) => {
             // The tree is the stored JSON itself: the first commit's patch then applies to
             // what the store holds, whatever this version's serialization adds to it.
-            *lock(&persist.log) =
+            *persist.log.lock() =
                 CommitLog::at(record.seq, serde_json::from_str(&record.state).ok());
             (state, record.seq, None)
         }
@@ -436,7 +438,9 @@ pub(crate) fn restore<A: App>(
                 why.full
             );
             let seq = record.seq + 1;
-            let text = lock(&persist.log)
+            let text = persist
+                .log
+                .lock()
                 .reset(seq, &state)
                 .map_err(SessionError::Internal)?;
             notes.push((
@@ -465,17 +469,17 @@ pub(crate) fn restore<A: App>(
     // Event ids go on from the wall clock (ms): above those of the process before, so an
     // event stream reconnecting with its `Last-Event-ID` gets a snapshot, never another
     // process's events under the ids it saw.
-    lock(&core.events).continue_after(core.now());
+    core.events.lock().continue_after(core.now());
     {
-        let mut log = lock(&core.log);
+        let mut log = core.log.lock();
         for entry in tail {
             log.push(entry);
         }
     }
     if let Some(p) = &core.persist {
-        *lock(&p.stored_confirms) = record.confirms.clone();
+        *p.stored_confirms.lock() = record.confirms.clone();
     }
-    if !lock(&core.confirms).restore_json(&record.confirms) {
+    if !core.confirms.lock().restore_json(&record.confirms) {
         notes.push((
             LogKind::Error,
             "Confirmations lost",

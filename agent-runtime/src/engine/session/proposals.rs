@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::confirm::{Decision, WithdrawError};
 use super::decisions::DecideError;
 use super::events::EventBody;
-use super::{lock, Session, SessionError};
+use super::{Session, SessionError};
 use crate::app::App;
 
 /// Why [`Session::withdraw`] refused.
@@ -49,7 +49,9 @@ impl<A: App> Session<A> {
     /// The undecided proposals of token `tid`, oldest first (expired ones are swept first).
     pub(crate) fn pending_of(&self, tid: &str) -> Vec<PendingProposal> {
         self.core.sweep_confirms();
-        lock(&self.core.confirms)
+        self.core
+            .confirms
+            .lock()
             .pending_of(tid)
             .iter()
             .map(|e| PendingProposal {
@@ -88,7 +90,7 @@ impl<A: App> Session<A> {
             changed.borrow_and_update();
             self.core.sweep_confirms();
             let outcome = {
-                let confirms = lock(&self.core.confirms);
+                let confirms = self.core.confirms.lock();
                 match proposer {
                     None => confirms.outcome(id),
                     Some(tid) => confirms.own_outcome(id, tid),
@@ -117,7 +119,10 @@ impl<A: App> Session<A> {
         self.core.sweep_confirms();
         let withdraw = Decision::Withdraw { tid: tid.into() };
         let withdrawn = self.core.decide(id, &withdraw).await?;
-        lock(&self.core.events).publish(EventBody::Confirm(withdrawn.clone()));
+        self.core
+            .events
+            .lock()
+            .publish(EventBody::Confirm(withdrawn.clone()));
         self.core.log_decision(&withdrawn, "withdrawn");
         self.core.confirm_changed.send_modify(|v| *v += 1);
         Ok(withdrawn)

@@ -1,7 +1,8 @@
 //! The published snapshot of a session (`docs/stores.md` §Incremental snapshots): the
 //! redacted state after a commit, its patch, and what readers derive from it once.
 
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use parking_lot::Mutex;
+use std::sync::{Arc, OnceLock, Weak};
 
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -78,7 +79,7 @@ impl Published {
     /// reader holds it (readers at the same time share it), so a big state is not held twice
     /// between reads (`docs/stores.md` §Memory).
     pub fn json(&self) -> Arc<RawValue> {
-        let mut cache = self.json.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.json.lock();
         match &*cache {
             JsonCache::Kept(text) => return text.clone(),
             JsonCache::Lent(weak) => {

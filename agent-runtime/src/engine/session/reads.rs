@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use super::patches::Since;
-use super::{lock, Session, SessionError};
+use super::{Session, SessionError};
 use crate::algo::affordances::Listed;
 use crate::algo::state_path::{get_state_response, query_state, query_state_response};
 use crate::algo::tree::Node;
@@ -86,7 +86,7 @@ impl<A: App> Session<A> {
     pub fn get_state_since(&self, since: u64) -> StateResponse {
         let published = self.published();
         let newest = published.seq;
-        if let Since::Patch(ops) = lock(&self.core.patches).since(since, newest) {
+        if let Since::Patch(ops) = self.core.patches.lock().since(since, newest) {
             return StateResponse {
                 state_diff: Some(ops),
                 seq: Some(newest),
@@ -193,7 +193,7 @@ impl<A: App> Session<A> {
             if published.seq != since {
                 let touched = match path.filter(|p| !p.is_empty()) {
                     None => Some(true),
-                    Some(p) => lock(&self.core.patches).touched(since, published.seq, p),
+                    Some(p) => self.core.patches.lock().touched(since, published.seq, p),
                 };
                 // Not held (or not a version of this session): the caller's copy is stale.
                 if touched != Some(false) {

@@ -12,9 +12,10 @@
 //! settles the total right after, so the total exceeds the budget by at most the entries
 //! being added at that instant.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
+use std::sync::{Arc, Weak};
 
 /// A ring of entries, oldest first, whose oldest can be dropped for the host's budget.
 pub(crate) trait RetainedRing: Send + 'static {
@@ -34,10 +35,8 @@ trait Trim: Send + Sync {
 
 impl<R: RetainedRing> Trim for Mutex<R> {
     fn trim(&self, key: u64) -> Trimmed {
-        let mut ring = match self.try_lock() {
-            Ok(ring) => ring,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => return Trimmed::Busy,
+        let Some(mut ring) = self.try_lock() else {
+            return Trimmed::Busy;
         };
         trim_ring(&mut *ring, key)
     }
@@ -76,7 +75,7 @@ struct Shared {
 
 impl Shared {
     fn order(&self) -> MutexGuard<'_, Order> {
-        self.order.lock().unwrap_or_else(|e| e.into_inner())
+        self.order.lock()
     }
 }
 
@@ -190,7 +189,7 @@ impl Drop for RingCharge {
 /// budget by other rings' pushes.
 pub(crate) fn attach<R: RetainedRing>(ring: &Arc<Mutex<R>>) {
     let weak: Weak<dyn Trim> = Arc::downgrade(ring) as Weak<Mutex<R>>;
-    let mut guard = ring.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = ring.lock();
     let oldest = guard.oldest_stamp();
     let charge = guard.charge();
     if let Some(stamp) = oldest.filter(|_| charge.key.is_none()) {
@@ -267,14 +266,14 @@ mod tests {
     }
 
     fn push(ring: &Arc<Mutex<Ring>>, bytes: usize) {
-        let mut r = ring.lock().unwrap();
+        let mut r = ring.lock();
         let stamp = r.charge.add(bytes);
         r.entries.push_back((stamp, bytes));
         settle(&mut *r);
     }
 
     fn held(ring: &Arc<Mutex<Ring>>) -> Vec<usize> {
-        ring.lock().unwrap().entries.iter().map(|e| e.1).collect()
+        ring.lock().entries.iter().map(|e| e.1).collect()
     }
 
     #[test]
@@ -292,7 +291,7 @@ mod tests {
         assert_eq!(retained.total(), 80);
         // A ring that dropped entries on its own keeps a stale key, brought up to date.
         {
-            let mut r = b.lock().unwrap();
+            let mut r = b.lock();
             r.drop_oldest();
         }
         push(&a, 60); // total 110: b3 (the oldest now) goes

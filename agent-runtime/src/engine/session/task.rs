@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use super::events::EventBody;
 use super::queue::{Approval, CommitNote, Envelope, Origin};
-use super::{activity, catch_up, effects, lock, panic_text, persist, Published, SessionCore};
+use super::{activity, catch_up, effects, panic_text, persist, Published, SessionCore};
 use crate::app::App;
 
 pub(crate) async fn run<A: App>(
@@ -23,7 +23,7 @@ pub(crate) async fn run<A: App>(
     loop {
         // An idle session with no confirmations has no timer: thousands of idle sessions cost
         // no wake-ups. A change to the confirmations wakes the loop to re-check.
-        let sweeping = !lock(&core.confirms).is_empty();
+        let sweeping = !core.confirms.lock().is_empty();
         let env = tokio::select! {
             biased;
             _ = closed.wait_for(|c| *c) => break,
@@ -50,11 +50,14 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     let prev = core.published.borrow().clone();
     let retry = persist::retry_copy(core, &env.msg);
     let (outcome, next, snapshot) = {
-        let mut state = core.state.write().unwrap_or_else(|e| e.into_inner());
+        let mut state = core.state.write();
         // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
         // `update` changed before panicking stays (the commit still counts).
         let outcome = catch_unwind(AssertUnwindSafe(|| core.app.update(&mut state, env.msg)));
-        let next = lock(&core.snapshots).next(&*core.app, &state, &prev.state, &prev.gates);
+        let next = core
+            .snapshots
+            .lock()
+            .next(&*core.app, &state, &prev.state, &prev.gates);
         let published = next.as_ref().ok().map(|(n, _)| n.state.clone());
         let snapshot = persist::snapshot(core, prev.seq + 1, &state, published);
         (outcome, next, snapshot)
@@ -111,7 +114,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     if let Some(redo) = redo {
         // The walk's trees hold the state this process computed, not the one stored.
         let gates = {
-            let mut snapshots = lock(&core.snapshots);
+            let mut snapshots = core.snapshots.lock();
             snapshots.forget_spare();
             snapshots.unknown_gates()
         };
@@ -137,7 +140,9 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     if let Some(committed) = env.committed {
         let _ = committed.send(());
     }
-    lock(&core.events).publish(EventBody::State(published.clone()));
+    core.events
+        .lock()
+        .publish(EventBody::State(published.clone()));
     if let Some(approval) = approval {
         let Approval {
             confirm_id,
@@ -154,7 +159,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
         entry.state_diff = Some(published.patch().to_vec());
         entry.tid = tid;
         entry.confirm_id = Some(confirm_id.clone());
-        lock(&core.confirms).mark_committed(
+        core.confirms.lock().mark_committed(
             &confirm_id,
             published.json(),
             edited.then_some(applied),

@@ -1,7 +1,7 @@
 //! The in-memory store: today's behaviour, everything is lost when the process ends.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 
 use futures::future::{self, BoxFuture, FutureExt as _};
 
@@ -69,11 +69,6 @@ impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
     }
-
-    // Every mutation is one insert or remove, so a poisoned lock holds consistent maps.
-    fn lock(&self) -> MutexGuard<'_, Maps> {
-        self.maps.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 fn ready<'a, T: Send + 'a>(value: T) -> BoxFuture<'a, StoreResult<T>> {
@@ -82,7 +77,7 @@ fn ready<'a, T: Send + 'a>(value: T) -> BoxFuture<'a, StoreResult<T>> {
 
 impl SessionStore for MemoryStore {
     fn insert_session(&self, record: SessionRecord) -> BoxFuture<'_, StoreResult<()>> {
-        let mut maps = self.lock();
+        let mut maps = self.maps.lock();
         if maps.sessions.contains_key(&record.id) {
             let id = record.id;
             return future::ready(Err(StoreError::Conflict(format!("session {id} exists"))))
@@ -108,6 +103,7 @@ impl SessionStore for MemoryStore {
         id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>> {
         let found = self
+            .maps
             .lock()
             .sessions
             .get(id)
@@ -117,7 +113,7 @@ impl SessionStore for MemoryStore {
     }
 
     fn commit<'a>(&'a self, w: CommitWrite<'a>) -> BoxFuture<'a, StoreResult<Committed>> {
-        let mut maps = self.lock();
+        let mut maps = self.maps.lock();
         let maps = &mut *maps;
         let Some(stored) = maps.sessions.get_mut(w.id) else {
             return ready(Committed::Raced);
@@ -179,7 +175,7 @@ impl SessionStore for MemoryStore {
         id: &'a str,
         after: u64,
     ) -> BoxFuture<'a, StoreResult<Option<SessionChanges>>> {
-        let maps = self.lock();
+        let maps = self.maps.lock();
         let Some(stored) = maps.sessions.get(id) else {
             return ready(None);
         };
@@ -211,7 +207,7 @@ impl SessionStore for MemoryStore {
         expected: &'a str,
         confirms: &'a str,
     ) -> BoxFuture<'a, StoreResult<ConfirmsSwap>> {
-        let swapped = match self.lock().sessions.get_mut(id) {
+        let swapped = match self.maps.lock().sessions.get_mut(id) {
             None => ConfirmsSwap::Gone,
             Some(s) if s.record.confirms != expected => {
                 ConfirmsSwap::Changed(s.record.confirms.clone())
@@ -229,14 +225,14 @@ impl SessionStore for MemoryStore {
         id: &'a str,
         log_tail: &'a str,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        if let Some(s) = self.lock().sessions.get_mut(id) {
+        if let Some(s) = self.maps.lock().sessions.get_mut(id) {
             s.record.log_tail = log_tail.to_owned();
         }
         ready(())
     }
 
     fn delete_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        ready(self.lock().sessions.remove(id).is_some())
+        ready(self.maps.lock().sessions.remove(id).is_some())
     }
 
     fn delete_session_unused<'a>(
@@ -244,7 +240,7 @@ impl SessionStore for MemoryStore {
         id: &'a str,
         before: u64,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let mut maps = self.lock();
+        let mut maps = self.maps.lock();
         let unused = maps
             .sessions
             .get(id)
@@ -253,7 +249,7 @@ impl SessionStore for MemoryStore {
     }
 
     fn sessions_of<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, StoreResult<Vec<String>>> {
-        let maps = self.lock();
+        let maps = self.maps.lock();
         let mut owned: Vec<&SessionRecord> = maps
             .sessions
             .values()
@@ -265,18 +261,18 @@ impl SessionStore for MemoryStore {
     }
 
     fn session_count(&self) -> BoxFuture<'_, StoreResult<u64>> {
-        ready(self.lock().sessions.len() as u64)
+        ready(self.maps.lock().sessions.len() as u64)
     }
 
     fn touch_session<'a>(&'a self, id: &'a str, at: u64) -> BoxFuture<'a, StoreResult<()>> {
-        if let Some(s) = self.lock().sessions.get_mut(id) {
+        if let Some(s) = self.maps.lock().sessions.get_mut(id) {
             s.record.updated_at = s.record.updated_at.max(at);
         }
         ready(())
     }
 
     fn stale_sessions(&self, before: u64, limit: u64) -> BoxFuture<'_, StoreResult<Vec<String>>> {
-        let maps = self.lock();
+        let maps = self.maps.lock();
         let mut stale: Vec<&SessionRecord> = maps
             .sessions
             .values()
@@ -297,7 +293,7 @@ impl SessionStore for MemoryStore {
 
 impl IdempotencyRecords for MemoryStore {
     fn put_idempotent(&self, mut entry: IdempotencyEntry) -> BoxFuture<'_, StoreResult<()>> {
-        let mut maps = self.lock();
+        let mut maps = self.maps.lock();
         let slot = (entry.tid.clone(), entry.key.clone());
         // The commit recorded under the key stays.
         if let Some(old) = maps.idempotency.get(&slot) {
@@ -314,7 +310,7 @@ impl IdempotencyRecords for MemoryStore {
         expired_before: u64,
         stale_before: u64,
     ) -> BoxFuture<'_, StoreResult<bool>> {
-        let mut maps = self.lock();
+        let mut maps = self.maps.lock();
         let slot = (entry.tid.clone(), entry.key.clone());
         let free = maps.idempotency.get(&slot).is_none_or(|e| {
             e.created_at < expired_before
@@ -343,6 +339,7 @@ impl IdempotencyRecords for MemoryStore {
         key: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<IdempotencyEntry>>> {
         let found = self
+            .maps
             .lock()
             .idempotency
             .get(&(tid.to_owned(), key.to_owned()))
@@ -351,7 +348,7 @@ impl IdempotencyRecords for MemoryStore {
     }
 
     fn sweep_idempotent(&self, before: u64) -> BoxFuture<'_, StoreResult<u64>> {
-        let mut maps = self.lock();
+        let mut maps = self.maps.lock();
         let held = maps.idempotency.len();
         maps.idempotency.retain(|_, e| e.created_at >= before);
         ready((held - maps.idempotency.len()) as u64)
@@ -360,7 +357,7 @@ impl IdempotencyRecords for MemoryStore {
 
 impl McpBindings for MemoryStore {
     fn bind_mcp(&self, binding: McpBinding) -> BoxFuture<'_, StoreResult<()>> {
-        let mut maps = self.lock();
+        let mut maps = self.maps.lock();
         match maps.mcp.get_mut(&binding.id) {
             // Known fields are completed.
             Some(stored) => {
@@ -382,16 +379,16 @@ impl McpBindings for MemoryStore {
     }
 
     fn mcp_binding<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<McpBinding>>> {
-        ready(self.lock().mcp.get(id).cloned())
+        ready(self.maps.lock().mcp.get(id).cloned())
     }
 
     fn delete_mcp<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
-        self.lock().mcp.remove(id);
+        self.maps.lock().mcp.remove(id);
         ready(())
     }
 
     fn unbind_mcp<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
-        if let Some(b) = self.lock().mcp.get_mut(id) {
+        if let Some(b) = self.maps.lock().mcp.get_mut(id) {
             b.tid.clear();
             b.token_hash.clear();
         }
@@ -399,18 +396,18 @@ impl McpBindings for MemoryStore {
     }
 
     fn mcp_ids_of<'a>(&'a self, tid: &'a str) -> BoxFuture<'a, StoreResult<Vec<String>>> {
-        let maps = self.lock();
+        let maps = self.maps.lock();
         let mut of: Vec<&McpBinding> = maps.mcp.values().filter(|b| b.tid == tid).collect();
         of.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         ready(of.into_iter().map(|b| b.id.clone()).collect())
     }
 
     fn mcp_count(&self) -> BoxFuture<'_, StoreResult<u64>> {
-        ready(self.lock().mcp.len() as u64)
+        ready(self.maps.lock().mcp.len() as u64)
     }
 
     fn oldest_mcp(&self, n: u64) -> BoxFuture<'_, StoreResult<Vec<String>>> {
-        let maps = self.lock();
+        let maps = self.maps.lock();
         let mut all: Vec<&McpBinding> = maps.mcp.values().collect();
         all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         let n = usize::try_from(n).unwrap_or(usize::MAX);
@@ -425,6 +422,7 @@ impl SigningKeys for MemoryStore {
         candidate: Vec<u8>,
     ) -> BoxFuture<'a, StoreResult<Vec<u8>>> {
         let key = self
+            .maps
             .lock()
             .keys
             .entry(name.to_owned())
@@ -438,7 +436,7 @@ impl SigningKeys for MemoryStore {
         name: &'a str,
         bytes: Vec<u8>,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        self.lock().keys.insert(name.to_owned(), bytes);
+        self.maps.lock().keys.insert(name.to_owned(), bytes);
         ready(())
     }
 }

@@ -14,8 +14,9 @@
 //! writer. SQLite's own automatic checkpoint, which would run inside a write, is moved to
 //! [`AUTOCHECKPOINT_PAGES`], a backstop the background ones keep the WAL below.
 
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
@@ -106,11 +107,6 @@ impl SqliteWriter {
         })))
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A statement that failed midway was reset by rusqlite; the connection is usable.
-        self.0.conn.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Counts a write; every [`CHECKPOINT_EVERY`] writes, starts a background checkpoint
     /// (unless one is running, or there is no tokio runtime to run it).
     fn wrote(&self) {
@@ -140,7 +136,7 @@ impl SqliteWriter {
 
     /// Runs one statement; answers the number of rows it changed.
     pub(super) async fn write(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
-        let changed = run(&self.lock(), sql, params)?;
+        let changed = run(&self.0.conn.lock(), sql, params)?;
         self.wrote();
         Ok(changed)
     }
@@ -150,7 +146,7 @@ impl SqliteWriter {
         &self,
         statements: &[(&str, &[Param<'_>])],
     ) -> Result<Vec<u64>, StoreError> {
-        let mut conn = self.lock();
+        let mut conn = self.0.conn.lock();
         let tx = conn.transaction()?;
         let mut changed = Vec::with_capacity(statements.len());
         for (sql, params) in statements {
@@ -173,7 +169,7 @@ impl SqliteWriter {
         statements: &[(&str, &[Param<'_>], bool)],
         hold: Option<Duration>,
     ) -> Result<Option<usize>, StoreError> {
-        let mut conn = self.lock();
+        let mut conn = self.0.conn.lock();
         let tx = conn.transaction()?;
         for (i, (sql, params, must_change)) in statements.iter().enumerate() {
             if run(&tx, sql, params)? == 0 && *must_change {

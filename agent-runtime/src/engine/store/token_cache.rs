@@ -12,8 +12,8 @@
 //! happened since the read started. Unknown hashes are never cached, and the cache holds at
 //! most [`CAPACITY`] records (it is emptied when full), so callers cannot grow it.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 
 use crate::security::TokenRecord;
 
@@ -43,14 +43,9 @@ pub(crate) struct TokenCache {
 }
 
 impl TokenCache {
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        // Every change leaves the maps consistent or merely incomplete.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The record whose token hashes to `hash`.
     pub(crate) fn by_hash(&self, hash: &str) -> Lookup {
-        let inner = self.lock();
+        let inner = self.inner.lock();
         match inner.by_hash.get(hash) {
             Some(r) => Lookup::Hit(r.clone()),
             None => Lookup::Miss(inner.generation),
@@ -59,7 +54,7 @@ impl TokenCache {
 
     /// The record of token `tid`.
     pub(crate) fn by_tid(&self, tid: &str) -> Lookup {
-        let inner = self.lock();
+        let inner = self.inner.lock();
         match inner.hash_of.get(tid).and_then(|h| inner.by_hash.get(h)) {
             Some(r) => Lookup::Hit(r.clone()),
             None => Lookup::Miss(inner.generation),
@@ -69,7 +64,7 @@ impl TokenCache {
     /// Caches `record`, read from the database when the cache was at `generation`; nothing
     /// when a record was dropped since.
     pub(crate) fn put(&self, generation: u64, record: TokenRecord) {
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         if inner.generation != generation {
             return;
         }
@@ -88,7 +83,7 @@ impl TokenCache {
 
     /// Moves the cached `lastSeenAt` of `tid` to `now` (never back).
     pub(crate) fn touch(&self, tid: &str, now: u64) {
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         let Some(hash) = inner.hash_of.get(tid).cloned() else {
             return;
         };
@@ -99,7 +94,7 @@ impl TokenCache {
 
     /// Drops the record of `tid` (it was written).
     pub(crate) fn drop_tid(&self, tid: &str) {
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         inner.generation += 1;
         if let Some(hash) = inner.hash_of.remove(tid) {
             inner.by_hash.remove(&hash);
@@ -108,7 +103,7 @@ impl TokenCache {
 
     /// Drops every record.
     pub(crate) fn clear(&self) {
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         inner.generation += 1;
         inner.by_hash.clear();
         inner.hash_of.clear();
@@ -183,7 +178,7 @@ mod tests {
         for i in 0..CAPACITY + 10 {
             cache.put(g, record(&format!("x{i}"), &format!("hx{i}")));
         }
-        let inner = cache.lock();
+        let inner = cache.inner.lock();
         assert!(inner.by_hash.len() <= CAPACITY);
         assert_eq!(inner.by_hash.len(), inner.hash_of.len());
     }

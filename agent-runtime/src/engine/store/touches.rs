@@ -6,7 +6,7 @@
 /// touch at once. A process killed loses at most the last second of `lastSeenAt` moves.
 #[derive(Debug, Default)]
 pub(crate) struct Touches {
-    pending: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    pending: parking_lot::Mutex<std::collections::HashMap<String, u64>>,
     flusher: std::sync::OnceLock<()>,
 }
 
@@ -14,13 +14,9 @@ pub(crate) struct Touches {
 pub(crate) const TOUCH_FLUSH: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Touches {
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, u64>> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Records a touch; answers whether the flusher must be started.
     pub(crate) fn add(&self, tid: &str, now: u64) -> bool {
-        let mut pending = self.lock();
+        let mut pending = self.pending.lock();
         let at = pending.entry(tid.to_owned()).or_insert(now);
         *at = (*at).max(now);
         drop(pending);
@@ -31,18 +27,22 @@ impl Touches {
 
     /// The newest pending touch of `tid`.
     pub(crate) fn get(&self, tid: &str) -> Option<u64> {
-        self.lock().get(tid).copied()
+        self.pending.lock().get(tid).copied()
     }
 
     /// Every pending touch, to write: each stays pending (and overlaid on reads) until
     /// [`Self::written`], so a read between the two never sees the older stored value.
     pub(crate) fn pending(&self) -> Vec<(String, u64)> {
-        self.lock().iter().map(|(t, at)| (t.clone(), *at)).collect()
+        self.pending
+            .lock()
+            .iter()
+            .map(|(t, at)| (t.clone(), *at))
+            .collect()
     }
 
     /// The touch of `tid` at `at` is stored: forgotten, unless a newer one came meanwhile.
     pub(crate) fn written(&self, tid: &str, at: u64) {
-        let mut pending = self.lock();
+        let mut pending = self.pending.lock();
         if pending.get(tid) == Some(&at) {
             pending.remove(tid);
         }

@@ -5,8 +5,9 @@
 //! expired records are dropped by a periodic sweep owned by the store, not only on the next
 //! keyed call.
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -96,13 +97,9 @@ impl std::fmt::Debug for IdempotencyStore {
     }
 }
 
-fn lock(records: &Records) -> std::sync::MutexGuard<'_, HashMap<String, TokenRecords>> {
-    records.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Drops every expired record, and the tokens left without any.
 fn sweep(records: &Records, now: u64) {
-    let mut map = lock(records);
+    let mut map = records.lock();
     for list in map.values_mut() {
         list.retain(|(_, r)| r.created_at + WINDOW_MS > now);
     }
@@ -158,7 +155,7 @@ impl IdempotencyStore {
         now: u64,
     ) -> Result<Claim, OverBudget> {
         self.start_sweeper();
-        let mut map = lock(&self.by_token);
+        let mut map = self.by_token.lock();
         let records = map.entry(tid.to_string()).or_default();
         records.retain(|(_, r)| r.created_at + WINDOW_MS > now);
         if let Some((_, r)) = records.iter().find(|(k, _)| k == key) {
@@ -205,13 +202,13 @@ impl IdempotencyStore {
 
     /// Forgets every record of `tid` (revoked, or its session closed).
     pub(crate) fn forget_token(&self, tid: &str) {
-        lock(&self.by_token).remove(tid);
+        self.by_token.lock().remove(tid);
     }
 
     /// Records kept in all.
     #[cfg(test)]
     fn len(&self) -> usize {
-        lock(&self.by_token).values().map(VecDeque::len).sum()
+        self.by_token.lock().values().map(VecDeque::len).sum()
     }
 }
 
@@ -251,7 +248,7 @@ mod tests {
         ));
         // After the window the key is free again.
         assert!(matches!(
-            store.claim("t", "k1", &msg, IDEMPOTENCY_WINDOW),
+            store.claim("t", "k1", &msg, WINDOW_MS),
             Ok(Claim::First(_))
         ));
     }
@@ -309,7 +306,7 @@ mod tests {
         let err = store.claim("t", "k9", &msg, 10).unwrap_err();
         assert!(err.full);
         assert_eq!(err.limit, 3000);
-        assert_eq!(err.retry_after_ms, Some(IDEMPOTENCY_WINDOW - 10));
+        assert_eq!(err.retry_after_ms, Some(WINDOW_MS - 10));
         // Another token has its own budget.
         assert!(store.claim("u", "k9", &msg, 10).is_ok());
     }
@@ -321,11 +318,11 @@ mod tests {
             clock: clock.clone(),
             ..HostConfig::default()
         };
-        config.budgets.idempotency_sweep = 20;
+        config.budgets.idempotency_sweep = Duration::from_millis(20);
         let store = IdempotencyStore::new(&config);
         let _ = store.claim("t", "k", &json!({"type":"inc"}), 0).unwrap();
         assert_eq!(store.len(), 1);
-        clock.set(IDEMPOTENCY_WINDOW);
+        clock.set(WINDOW_MS);
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(store.len(), 0);
         // The sweep task ends with the store.

@@ -3,8 +3,8 @@
 //! The transport is a [`Forwarder`]: the operation gate called directly on the app server, HTTP
 //! in the bridge (which converts the HTTP answer into the same typed outcome at its edge).
 
+use parking_lot::Mutex;
 use std::future::Future;
-use std::sync::Mutex;
 
 use rmcp::model::CallToolResult;
 use serde_json::{json, Map, Value};
@@ -46,12 +46,12 @@ fn hash_of(description: &Value) -> Value {
 impl DescriptionCache {
     /// The full description last read by `describe_app`, while its hash is current.
     pub(crate) fn get(&self) -> Option<Value> {
-        self.lock().full.clone()
+        self.0.lock().full.clone()
     }
 
     /// Caches a full description (a `describe_app` answer) and its hash.
     pub(crate) fn set(&self, description: Value) {
-        let mut known = self.lock();
+        let mut known = self.0.lock();
         known.hash = Some(hash_of(&description));
         known.full = Some(description);
     }
@@ -59,7 +59,7 @@ impl DescriptionCache {
     /// Records the hash of a description seen elsewhere (`observe`, connect); a hash that
     /// differs from the cached one drops the cached full description.
     pub(crate) fn note_hash(&self, hash: Value) {
-        let mut known = self.lock();
+        let mut known = self.0.lock();
         if known.hash.as_ref() != Some(&hash) {
             known.full = None;
         }
@@ -68,16 +68,12 @@ impl DescriptionCache {
 
     /// The `schemaHash` last seen (`null` when that description had none).
     pub(crate) fn get_hash(&self) -> Option<Value> {
-        self.lock().hash.clone()
+        self.0.lock().hash.clone()
     }
 
     /// Forgets everything.
     pub(crate) fn clear(&self) {
-        *self.lock() = Known::default();
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        *self.0.lock() = Known::default();
     }
 }
 

@@ -6,8 +6,9 @@
 
 mod http;
 
+use parking_lot::Mutex;
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
@@ -60,7 +61,7 @@ impl std::fmt::Debug for Bridge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Bridge")
             .field("budgets", &self.budgets)
-            .field("connected", &self.lock().is_some())
+            .field("connected", &self.binding.lock().is_some())
             .finish_non_exhaustive()
     }
 }
@@ -85,7 +86,7 @@ impl Bridge {
     /// and `connect_session` still rebinds.
     pub(crate) fn bound(url: &str, token: &str) -> Self {
         let bridge = Self::new();
-        *bridge.lock() = Some(bridge.connection(url, token));
+        *bridge.binding.lock() = Some(bridge.connection(url, token));
         bridge
     }
 
@@ -96,17 +97,13 @@ impl Bridge {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<Arc<Connection>>> {
-        self.binding.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     async fn connect(&self, url: &str, token: &str) -> CallToolResponse {
         let connection = self.connection(url, token);
-        *self.lock() = Some(connection.clone());
+        *self.binding.lock() = Some(connection.clone());
         match connect_flow(&connection.forwarder, &connection.cache).await {
             Ok(result) => result.into(),
             Err(text) => {
-                let mut binding = self.lock();
+                let mut binding = self.binding.lock();
                 if binding
                     .as_ref()
                     .is_some_and(|c| Arc::ptr_eq(c, &connection))
@@ -133,7 +130,7 @@ impl ServerHandler for Bridge {
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
         .with_server_info(Implementation::new(BRIDGE_NAME, env!("CARGO_PKG_VERSION")))
-        .with_instructions(if self.lock().is_some() {
+        .with_instructions(if self.binding.lock().is_some() {
             "This server drives a running app over its LAP URL and is already connected to \
              it: start with observe, then send_message."
         } else {
@@ -170,11 +167,11 @@ impl ServerHandler for Bridge {
                     .await
             }
             ToolAction::Disconnect => {
-                *self.lock() = None;
+                *self.binding.lock() = None;
                 success(json!({"status": "disconnected"})).into()
             }
             ToolAction::Run(op) => {
-                let connection = self.lock().clone();
+                let connection = self.binding.lock().clone();
                 match connection {
                     None => failure(NOT_CONNECTED_BRIDGE).into(),
                     Some(c) => forward_tool(&c.forwarder, &c.cache, op, args).await.into(),

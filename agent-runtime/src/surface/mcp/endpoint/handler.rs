@@ -319,7 +319,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         resources::operation(&request.uri)?;
-        lock(&self.interest.resources).insert(request.uri);
+        self.interest.resources.lock().insert(request.uri);
         Ok(())
     }
 
@@ -329,7 +329,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        lock(&self.interest.resources).remove(&request.uri);
+        self.interest.resources.lock().remove(&request.uri);
         Ok(())
     }
 
@@ -370,7 +370,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
         let accepted = subscription.accepted();
         let interest = Interest {
             tools: accepted.tools_list_changed == Some(true),
-            resources: std::sync::Mutex::new(
+            resources: parking_lot::Mutex::new(
                 accepted
                     .resource_subscriptions
                     .iter()
@@ -394,10 +394,6 @@ impl<A: App> ServerHandler for McpHandler<A> {
         }
         Ok(())
     }
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl<A: App> McpHandler<A> {

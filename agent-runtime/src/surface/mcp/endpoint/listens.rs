@@ -3,8 +3,9 @@
 //! `McpOptions::max_listens_per_token` of them at once; one more is refused with a clear error
 //! until one closes.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 /// The listen streams open, per token id.
 #[derive(Debug, Default)]
@@ -29,13 +30,9 @@ impl ListenSlots {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, usize>> {
-        self.open.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// A slot for one more stream of token `tid`; `Err(max)` when it holds `max` already.
     pub(crate) fn take(self: &Arc<Self>, tid: &str) -> Result<ListenSlot, usize> {
-        let mut open = self.lock();
+        let mut open = self.open.lock();
         let count = open.entry(tid.to_owned()).or_default();
         if *count >= self.max_per_token {
             return Err(self.max_per_token);
@@ -50,13 +47,13 @@ impl ListenSlots {
     /// How many streams token `tid` holds.
     #[cfg(test)]
     fn held(&self, tid: &str) -> usize {
-        self.lock().get(tid).copied().unwrap_or_default()
+        self.open.lock().get(tid).copied().unwrap_or_default()
     }
 }
 
 impl Drop for ListenSlot {
     fn drop(&mut self) {
-        let mut open = self.slots.lock();
+        let mut open = self.slots.open.lock();
         if let Some(count) = open.get_mut(&self.tid) {
             *count = count.saturating_sub(1);
             if *count == 0 {
@@ -81,6 +78,6 @@ mod tests {
         let c = slots.take("t").expect("a slot came back");
         drop((b, c, other));
         assert_eq!((slots.held("t"), slots.held("u")), (0, 0));
-        assert!(slots.lock().is_empty());
+        assert!(slots.open.lock().is_empty());
     }
 }

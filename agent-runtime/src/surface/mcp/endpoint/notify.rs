@@ -6,8 +6,9 @@
 //! compares; nothing queues: at most one notification is in flight, and a client that does not
 //! take it within [`SEND_TIMEOUT`] is dropped (its watch ends; a listen stream is closed).
 
+use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::ResourceUpdatedNotificationParam;
@@ -79,10 +80,7 @@ pub(crate) struct Interest {
 
 impl Interest {
     fn wants(&self, uri: &str) -> bool {
-        self.resources
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(uri)
+        self.resources.lock().contains(uri)
     }
 }
 
@@ -165,11 +163,7 @@ impl WatchSlot {
     /// Runs `watch` in place of the one before.
     pub(crate) fn replace(&self, watch: impl std::future::Future<Output = ()> + Send + 'static) {
         let handle = tokio::spawn(watch).abort_handle();
-        let old = self
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .replace(handle);
+        let old = self.0.lock().replace(handle);
         if let Some(old) = old {
             old.abort();
         }
@@ -177,7 +171,7 @@ impl WatchSlot {
 
     /// Stops the watch.
     pub(crate) fn clear(&self) {
-        if let Some(old) = self.0.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(old) = self.0.lock().take() {
             old.abort();
         }
     }

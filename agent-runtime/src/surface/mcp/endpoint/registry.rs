@@ -6,8 +6,9 @@
 //! Everything here is synchronous bookkeeping under one lock; the ids it drops are handed back
 //! so the caller closes them in rmcp's session manager ([`McpSessions::close`]).
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::SessionManager;
@@ -162,13 +163,13 @@ impl McpSessions {
     /// The same, ending the sessions of every token announced on `revocations`
     /// ([`McpSessions::revoked_since`]).
     pub(crate) fn with_revocations(self, revocations: broadcast::Receiver<String>) -> Self {
-        *self.revocations.lock().unwrap_or_else(|p| p.into_inner()) = Some(revocations);
+        *self.revocations.lock() = Some(revocations);
         self
     }
 
     /// The tokens revoked since the last call.
     pub(crate) fn revoked_since(&self) -> Revoked {
-        let mut guard = self.revocations.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.revocations.lock();
         let mut tids = Vec::new();
         let Some(receiver) = guard.as_mut() else {
             return Revoked::Tids(tids);
@@ -195,16 +196,13 @@ impl McpSessions {
 
     /// The ids of the live sessions bound to token `tid`.
     pub(crate) fn bound_to(&self, tid: &str) -> Vec<String> {
-        self.lock()
+        self.registry
+            .lock()
             .sessions
             .iter()
             .filter(|(_, e)| e.binding.as_ref().is_some_and(|b| b.tid == tid))
             .map(|(id, _)| id.clone())
             .collect()
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Registry> {
-        self.registry.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// rmcp's session manager.
@@ -214,22 +212,22 @@ impl McpSessions {
 
     /// Number of live sessions.
     pub fn live(&self) -> usize {
-        self.lock().sessions.len()
+        self.registry.lock().sessions.len()
     }
 
     /// Number of live provisional (unauthenticated) sessions.
     pub fn live_provisional(&self) -> usize {
-        self.lock().provisional()
+        self.registry.lock().provisional()
     }
 
     /// Slots reserved by `initialize` requests still being built.
     pub fn reserved(&self) -> usize {
-        self.lock().reserved
+        self.registry.lock().reserved
     }
 
     /// The ids of the live sessions (in no particular order).
     pub fn live_ids(&self) -> Vec<String> {
-        self.lock().sessions.keys().cloned().collect()
+        self.registry.lock().sessions.keys().cloned().collect()
     }
 
     /// Number of sessions rmcp's session manager holds (equal to [`Self::live`] once no
@@ -240,13 +238,14 @@ impl McpSessions {
 
     /// Whether `id` is a live session.
     pub fn is_live(&self, id: &str) -> bool {
-        self.lock().sessions.contains_key(id)
+        self.registry.lock().sessions.contains_key(id)
     }
 
     /// Whether `id` is live and authenticated (bound to a token; an unbound session is
     /// provisional again).
     pub fn is_authenticated(&self, id: &str) -> bool {
-        self.lock()
+        self.registry
+            .lock()
             .sessions
             .get(id)
             .is_some_and(Entry::authenticated)
@@ -254,7 +253,7 @@ impl McpSessions {
 
     /// The distinct tokens that own live sessions.
     pub(crate) fn owners(&self) -> Vec<String> {
-        let registry = self.lock();
+        let registry = self.registry.lock();
         let mut owners: Vec<String> = registry
             .sessions
             .values()
@@ -268,7 +267,7 @@ impl McpSessions {
     /// Drops every live session token `tid` owns (it was revoked); answers their ids, for
     /// [`McpSessions::close`].
     pub(crate) fn remove_owned_by(&self, tid: &str) -> Vec<String> {
-        let mut registry = self.lock();
+        let mut registry = self.registry.lock();
         let ids: Vec<String> = registry
             .sessions
             .iter()
@@ -283,7 +282,11 @@ impl McpSessions {
 
     /// The token `id` is bound to.
     pub fn binding(&self, id: &str) -> Option<Binding> {
-        self.lock().sessions.get(id).and_then(|e| e.binding.clone())
+        self.registry
+            .lock()
+            .sessions
+            .get(id)
+            .and_then(|e| e.binding.clone())
     }
 
     /// Drops the expired sessions: authenticated (bound) ones at `lastSeenAt + idleTtl`,
@@ -291,7 +294,7 @@ impl McpSessions {
     /// Answers their ids.
     pub(crate) fn sweep(&self, now: u64) -> Vec<String> {
         let limits = self.limits;
-        let mut registry = self.lock();
+        let mut registry = self.registry.lock();
         let expired: Vec<String> = registry
             .sessions
             .iter()
@@ -319,7 +322,7 @@ impl McpSessions {
     pub(crate) async fn forget_ended(&self) {
         let ended: Vec<String> = {
             let known = self.manager.sessions.read().await;
-            let mut registry = self.lock();
+            let mut registry = self.registry.lock();
             // A session being rebuilt is registered before rmcp restores it: not ended.
             let ended = registry
                 .sessions
@@ -347,19 +350,23 @@ impl McpSessions {
     /// The request that rebuilt `id` has its answer: from now on rmcp holds the session (or
     /// the caller removed it).
     pub(crate) fn rebuilt(&self, id: &str) {
-        if let Some(e) = self.lock().sessions.get_mut(id) {
+        if let Some(e) = self.registry.lock().sessions.get_mut(id) {
             e.rebuilding = false;
         }
     }
 
     /// `id` is registered and still being rebuilt (see [`McpSessions::rebuilt`]).
     pub(crate) fn is_rebuilding(&self, id: &str) -> bool {
-        self.lock().sessions.get(id).is_some_and(|e| e.rebuilding)
+        self.registry
+            .lock()
+            .sessions
+            .get(id)
+            .is_some_and(|e| e.rebuilding)
     }
 
     /// Marks a live session used now; `false` when `id` is not live.
     pub(crate) fn touch(&self, id: &str, now: u64) -> bool {
-        let mut registry = self.lock();
+        let mut registry = self.registry.lock();
         let use_ = registry.next_use();
         match registry.sessions.get_mut(id) {
             Some(e) => {
@@ -373,14 +380,14 @@ impl McpSessions {
 
     /// Drops a session; `false` when it was not live.
     pub(crate) fn remove(&self, id: &str) -> bool {
-        self.lock().sessions.remove(id).is_some()
+        self.registry.lock().sessions.remove(id).is_some()
     }
 
     /// Before admitting a bearer `initialize`: evicts the token's least recently used sessions
     /// (bound or since unbound) until it owns at most `maxSessionsPerToken − 1`.
     pub(crate) fn make_room_for_token(&self, tid: &str) -> Vec<String> {
         let keep = self.limits.per_token - 1;
-        self.lock().evict_token(tid, keep, None)
+        self.registry.lock().evict_token(tid, keep, None)
     }
 
     /// Reserves a slot for a session being built, evicting least recently used provisional
@@ -393,7 +400,7 @@ impl McpSessions {
         provisional: bool,
     ) -> Result<(Reservation, Vec<String>), AtCapacity> {
         let limits = self.limits;
-        let mut registry = self.lock();
+        let mut registry = self.registry.lock();
         let live = registry.sessions.len();
         let live_provisional = registry.provisional();
         let over_total = (live + registry.reserved + 1).saturating_sub(limits.max);
@@ -441,7 +448,7 @@ impl McpSessions {
     /// evicted ids.
     pub(crate) fn bind(&self, id: &str, binding: Binding) -> Option<Vec<String>> {
         let per_token = self.limits.per_token;
-        let mut registry = self.lock();
+        let mut registry = self.registry.lock();
         let tid = binding.tid.clone();
         let entry = registry.sessions.get_mut(id)?;
         entry.owner = Some(tid.clone());
@@ -453,7 +460,7 @@ impl McpSessions {
     /// session is provisional again (evictable, its provisional lifetime starting now), and
     /// still counts towards the share of the token that authenticated it.
     pub(crate) fn unbind(&self, id: &str, now: u64) {
-        if let Some(e) = self.lock().sessions.get_mut(id) {
+        if let Some(e) = self.registry.lock().sessions.get_mut(id) {
             if e.binding.take().is_some() {
                 e.provisional_since = now;
             }
@@ -496,7 +503,7 @@ impl Reservation {
 
     fn register(mut self, id: String, now: u64, binding: Option<Binding>, rebuilding: bool) {
         let sessions = self.sessions.clone();
-        let mut registry = sessions.lock();
+        let mut registry = sessions.registry.lock();
         sessions.release(&mut registry, self.provisional);
         self.active = false;
         let last_use = registry.next_use();
@@ -518,7 +525,7 @@ impl Drop for Reservation {
     fn drop(&mut self) {
         if self.active {
             self.active = false;
-            let mut registry = self.sessions.lock();
+            let mut registry = self.sessions.registry.lock();
             self.sessions.release(&mut registry, self.provisional);
         }
     }

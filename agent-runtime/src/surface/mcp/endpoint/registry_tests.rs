@@ -2,14 +2,15 @@
 
 use super::*;
 use crate::surface::mcp::endpoint::binding::Binding;
+use std::time::Duration;
 
 fn sessions(max: usize, provisional: usize, per_token: usize) -> Arc<McpSessions> {
     Arc::new(McpSessions::new(&McpOptions {
         max_sessions: max,
         max_unauthenticated_sessions: provisional,
         max_sessions_per_token: per_token,
-        idle_ttl: 1000,
-        unauthenticated_max_lifetime: 500,
+        idle_ttl: Duration::from_millis(1000),
+        unauthenticated_max_lifetime: Duration::from_millis(500),
         ..McpOptions::default()
     }))
 }
