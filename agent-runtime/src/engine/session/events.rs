@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::retained::{self, RetainedRing, RingCharge};
-use super::Published as Snapshot;
+use super::Published;
 use crate::algo::diff::PatchOp;
 use crate::config::json_len;
 
@@ -25,7 +25,7 @@ const LIVE_CAPACITY: usize = 256;
 #[derive(Debug, Clone)]
 pub(crate) enum EventBody {
     /// The snapshot a commit published.
-    State(Snapshot),
+    State(Published),
     /// A new log entry.
     Log(LogEntry),
     /// A proposal or a status change.
@@ -40,8 +40,9 @@ enum Kept {
     Confirm(Arc<ConfirmEntry>),
 }
 
+/// An event with its id, as the history keeps it and the live channel carries it.
 #[derive(Debug, Clone)]
-struct Published {
+struct NumberedEvent {
     id: u64,
     body: Kept,
 }
@@ -97,15 +98,15 @@ pub(crate) struct EventHub {
     newest: u64,
     /// Events oldest first, each with its encoded size and its stamp in the host's order of
     /// what sessions retain (`retained.rs`).
-    history: VecDeque<(Published, usize, u64)>,
+    history: VecDeque<(NumberedEvent, usize, u64)>,
     history_bytes: usize,
     history_cap: usize,
     event_bytes: usize,
     history_total_bytes: usize,
-    latest_state: Snapshot,
+    latest_state: Published,
     /// Created by the first subscriber and dropped when the last one is gone, so an idle
     /// session without a console holds no channel buffer.
-    live: Option<broadcast::Sender<Published>>,
+    live: Option<broadcast::Sender<NumberedEvent>>,
     closed: bool,
     charge: RingCharge,
 }
@@ -134,7 +135,7 @@ impl EventHub {
     /// A hub keeping `history_cap` events, starting from `initial_state`, with the default
     /// byte budgets.
     #[cfg(test)]
-    pub(crate) fn new(history_cap: usize, initial_state: Snapshot) -> Self {
+    pub(crate) fn new(history_cap: usize, initial_state: Published) -> Self {
         let b = crate::config::Budgets::default();
         Self::with_budgets(
             history_cap,
@@ -151,7 +152,7 @@ impl EventHub {
         history_cap: usize,
         event_bytes: usize,
         history_total_bytes: usize,
-        initial_state: Snapshot,
+        initial_state: Published,
         charge: RingCharge,
     ) -> Self {
         EventHub {
@@ -212,7 +213,7 @@ impl EventHub {
                 (Kept::Confirm(Arc::new(e)), size)
             }
         };
-        let published = Published {
+        let published = NumberedEvent {
             id: self.newest,
             body,
         };
@@ -234,7 +235,7 @@ impl EventHub {
             };
             let stamp = self.charge.add(size);
             self.history.push_back((
-                Published {
+                NumberedEvent {
                     id: self.newest,
                     body: kept,
                 },
@@ -261,7 +262,7 @@ impl EventHub {
     }
 
     /// The kept event right after `id`, when the history still holds it.
-    fn after(&self, id: u64) -> Option<Published> {
+    fn after(&self, id: u64) -> Option<NumberedEvent> {
         let front = self.history.front()?.0.id;
         let index = (id + 1).checked_sub(front)?;
         self.history
@@ -361,7 +362,7 @@ struct Replay {
     /// The id of the newest `state` event in the range: sent with `state`.
     newest_state: Option<u64>,
     /// The state when the subscription opened.
-    state: Snapshot,
+    state: Published,
 }
 
 /// A live view of a session's events. Ends (`None`) when the session closes, when the replay
@@ -371,10 +372,10 @@ pub struct Subscription {
     hub: SharedHub,
     replay: Option<Replay>,
     /// The snapshot still to send: its id and state.
-    snapshot: Option<(u64, Snapshot)>,
+    snapshot: Option<(u64, Published)>,
     /// Pending entries still to send after the snapshot.
     pending: VecDeque<ConfirmEntry>,
-    live: broadcast::Receiver<Published>,
+    live: broadcast::Receiver<NumberedEvent>,
     last_id: u64,
     /// The commit number of the last state sent.
     last_state_sent: Option<u64>,
@@ -448,7 +449,7 @@ impl Subscription {
         }
     }
 
-    fn render(&mut self, p: Published) -> SessionEvent {
+    fn render(&mut self, p: NumberedEvent) -> SessionEvent {
         match p.body {
             Kept::State(state) => {
                 // Live state events come one per commit, in order: the diff from the last
