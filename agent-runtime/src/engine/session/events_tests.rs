@@ -7,12 +7,12 @@ use agent_schema::protocol::LogKind;
 use serde_json::json;
 
 /// The snapshot of commit `seq` of a counter at `n`, reached by setting the count.
-fn snap(seq: u64, n: i64) -> Snapshot {
+fn snap(seq: u64, n: i64) -> Published {
     let patch = vec![PatchOp::Replace {
         path: "/count".into(),
         value: json!(n),
     }];
-    Snapshot::new(
+    Published::new(
         seq,
         Arc::new(json!({ "count": n }).into()),
         patch.into(),
