@@ -53,7 +53,7 @@ impl<A: App> std::fmt::Debug for AgentServer<A> {
 /// has an in-memory default.
 ///
 /// ```no_run
-/// # async fn wire<A: agent_runtime::App>(app: A) -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn wire<A: agent_runtime::app::App>(app: A) -> Result<(), Box<dyn std::error::Error>> {
 /// use agent_runtime::{store::Stores, AgentServer, ServerOptions};
 /// let stores = Stores::open("app.db").await?;
 /// let mut options = ServerOptions::default();
