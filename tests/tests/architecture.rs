@@ -199,7 +199,9 @@ fn checker_on_fixtures() {
             "inner.rs",
             "pub struct Thing {\n    pub x: u8,\n    y: u8,\n}\nimpl Thing {\n    pub fn new() -> Self { todo!() }\n    \
              fn private(&self) {}\n    pub(crate) fn internal(&self) {}\n}\npub fn helper() {}\n\
-             pub(crate) fn crate_only() {}\npub struct Hidden;\n",
+             pub(crate) fn crate_only() {}\npub struct Hidden;\n\
+             pub async fn load<'a, T: Clone>(name: &'a str, _: Option<Vec<T>>) -> Result<&'a str, String> { todo!() }\n\
+             pub const LIMIT: std::time::Duration = std::time::Duration::from_secs(1);\n",
         ),
         (
             "api.rs",
@@ -212,18 +214,20 @@ fn checker_on_fixtures() {
     assert_eq!(
         api.lines(),
         [
+            "const k::api::LIMIT: std::time::Duration",
             "enum k::api::WithX",
-            "fn k::api::helper",
-            "fn k::help",
+            "fn k::api::helper()",
+            "fn k::api::load async<'a, T: Clone>(name: &'a str, _: Option<Vec<T>>) -> Result<&'a str, String>",
+            "fn k::help()",
             "macro k::m",
             "mod k::api",
             "reexport k::serde = serde",
             "struct k::Thing",
             "struct k::api::Hidden",
             "struct k::api::Thing",
-            "field k::Thing.x",
-            "method k::Thing::new",
+            "field k::Thing.x: u8",
+            "method k::Thing::new() -> Self",
         ]
     );
-    assert_eq!(api.items.len(), 9);
+    assert_eq!(api.items.len(), 11);
 }

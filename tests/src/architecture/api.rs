@@ -308,7 +308,7 @@ fn signature(item: &Item) -> String {
         Item::Fn(f) => fn_shape(&f.sig),
         Item::Const(c) => format!(": {}", tokens(&c.ty)),
         Item::Static(s) => format!(": {}", tokens(&s.ty)),
-        Item::Type(t) => format!(" = {}", tokens(&t.ty)),
+        Item::Type(t) => format!("{} = {}", tokens(&t.generics), tokens(&t.ty)),
         _ => String::new(),
     }
 }
