@@ -323,12 +323,19 @@ mod tests {
         let _ = store.claim("t", "k", &json!({"type":"inc"}), 0).unwrap();
         assert_eq!(store.len(), 1);
         clock.set(WINDOW_MS);
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // A 20 ms sweep on a loaded machine: wait for it (at most 10 s), never for a fixed time.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while store.len() != 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         assert_eq!(store.len(), 0);
         // The sweep task ends with the store.
         let weak = Arc::downgrade(&store.by_token);
         drop(store);
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while weak.upgrade().is_some() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         assert!(weak.upgrade().is_none());
     }
 }
