@@ -9,7 +9,7 @@ use tokio::sync::broadcast;
 
 use crate::app::App;
 use crate::engine::host::Host;
-use crate::ops::{IdempotencyStore, ServerOptions, ServerState, Shared};
+use crate::ops::{IdempotencyStore, ServerFields, ServerOptions, ServerState};
 use crate::security::{
     AllowedHosts, ConfigError, GovernorRateLimiter, Identity, IdentityCookie, IdentityKey,
     IdentityResolver, InMemoryTokenStore, OriginPolicy, RateLimiter, TokenStore,
@@ -137,7 +137,7 @@ impl<A: App> AgentServerBuilder<A> {
                 .with_bindings(self.mcp_bindings.clone())
                 .with_revocations(revocations.subscribe()),
         );
-        let state = ServerState::new(Shared {
+        let state = ServerState::new(ServerFields {
             tokens: self
                 .tokens
                 .unwrap_or_else(|| Arc::new(InMemoryTokenStore::new())),
