@@ -12,7 +12,7 @@ use crate::app::App;
 use crate::config::HostConfig;
 use crate::engine::host::Host;
 use crate::engine::store::Stores;
-use crate::ops::{IdempotencyStore, ServerOptions, ServerState, Shared};
+use crate::ops::{IdempotencyStore, ServerFields, ServerOptions, ServerState};
 use crate::security::{
     AllowedHosts, AuditSink, ConfigError, GovernorRateLimiter, Identity, IdentityCookie,
     IdentityKey, IdentityResolver, OriginPolicy, RateLimiter, StoreError, TokenStore,
@@ -189,7 +189,7 @@ impl<A: App> AgentServerBuilder<A> {
                 .with_bindings(mcp_bindings.clone())
                 .with_revocations(revocations.subscribe()),
         );
-        let state = ServerState::new(Shared {
+        let state = ServerState::new(ServerFields {
             tokens: self.stores.tokens.clone(),
             identity,
             limiter,

@@ -6,14 +6,16 @@
 //! with 403 `revoked` when its token is revoked meanwhile.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use agent_schema::protocol::{ErrorCode, LogKind};
-use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
 
-use super::call::{log_entry, Backend, Caller, Handled, Resolved};
+use super::backend::{Caller, Served, SessionBackend};
+use super::context::{log_entry, Call, Serialized};
 use super::error::ApiError;
+use super::hosted::HostedSession;
 use super::reply::Reply;
 use super::spec::OperationSpec;
 use super::state::ServerState;
@@ -39,7 +41,7 @@ pub(crate) enum Credential<'a> {
 pub(crate) async fn admit<A: App>(
     server: &ServerState<A>,
     authorization: Option<&str>,
-) -> Result<Caller<A>, ApiError> {
+) -> Result<Caller, ApiError> {
     admit_credential(server, Credential::Bearer(authorization)).await
 }
 
@@ -47,7 +49,7 @@ pub(crate) async fn admit<A: App>(
 pub(crate) async fn admit_credential<A: App>(
     server: &ServerState<A>,
     credential: Credential<'_>,
-) -> Result<Caller<A>, ApiError> {
+) -> Result<Caller, ApiError> {
     let caller = find_caller(server, credential).await?;
     take_rate_limit(server, &caller).await?;
     Ok(caller)
@@ -58,7 +60,7 @@ pub(crate) async fn admit_credential<A: App>(
 pub(crate) async fn find_caller<A: App>(
     server: &ServerState<A>,
     credential: Credential<'_>,
-) -> Result<Caller<A>, ApiError> {
+) -> Result<Caller, ApiError> {
     let (tokens, now, ttl) = (
         &**server.tokens(),
         server.now(),
@@ -78,7 +80,7 @@ pub(crate) async fn find_caller<A: App>(
 pub(crate) async fn caller_of<A: App>(
     server: &ServerState<A>,
     record: TokenRecord,
-) -> Result<Caller<A>, ApiError> {
+) -> Result<Caller, ApiError> {
     let backend = backend_of(server, &record).await?;
     Ok(Caller { record, backend })
 }
@@ -86,7 +88,7 @@ pub(crate) async fn caller_of<A: App>(
 /// Step 5 of the gate: the token's rate limit (429).
 pub(crate) async fn take_rate_limit<A: App>(
     server: &ServerState<A>,
-    caller: &Caller<A>,
+    caller: &Caller,
 ) -> Result<(), ApiError> {
     server
         .limiter()
@@ -101,40 +103,42 @@ pub(crate) async fn take_rate_limit<A: App>(
 pub(super) async fn backend_of<A: App>(
     server: &ServerState<A>,
     record: &TokenRecord,
-) -> Result<Backend<A>, ApiError> {
+) -> Result<Arc<dyn SessionBackend>, ApiError> {
     #[cfg(feature = "pairing")]
-    if crate::engine::paired::is_paired(record) {
-        return super::paired::check_paired(server, record).map(|()| Backend::Paired);
+    if crate::engine::paired::drives_paired_session(record) {
+        super::paired::check_paired(server, record)?;
+        let relay = super::paired_backend::PairedRelay::new(server.clone());
+        return Ok(Arc::new(relay));
     }
     match server.host().try_load_session(&record.session_id).await {
-        Ok(Some(session)) => Ok(Backend::Hosted(session)),
+        Ok(Some(session)) => {
+            let (host, max_wait_ms) = (server.host().clone(), server.options().max_wait_ms());
+            Ok(Arc::new(HostedSession::new(session, host, max_wait_ms)))
+        }
         Ok(None) => Err(ApiError::paused()),
         // Kept in the store, not loaded: `docs/stores.md` §Upgrades.
         Err(refused) => Err(ApiError::paused().with_detail(refused.reason)),
     }
 }
 
-/// An operation's handler, with its answer serialized: the caller's backend decides which of
-/// the operation's two implementations runs (`super::table`). The third argument is the
-/// `idempotencyKey` a keyed operation's hosted handler hands to its dispatch, for the commit
-/// to record (`super::keyed`); `None` for every other call.
-pub(crate) type Handler<A, R> = for<'a> fn(
-    &'a Resolved<'a, A>,
-    R,
-    Option<KeyedDispatch>,
-) -> BoxFuture<'a, Result<Handled, ApiError>>;
+/// An operation's method on the caller's backend (`super::table`). The last argument is the
+/// `idempotencyKey` a keyed operation hands to a hosted session's dispatch, for the commit to
+/// record (`super::keyed`); `None` for every other call.
+pub(crate) type Handler<R> =
+    for<'a> fn(&'a dyn SessionBackend, &'a Call<'a>, R, Option<KeyedDispatch>) -> Served<'a>;
 
-/// Runs the operation of `spec` for an admitted caller with its typed `request` (steps 7–9, plus idempotency for
-/// a keyed `/message`). Never fails: an error is an error reply. `keyed` is the request's
-/// `(idempotencyKey, msg)`, when the operation is keyed and the request carries one.
+/// Runs the operation of `spec` for an admitted caller with its typed `request` (steps 7–9,
+/// plus idempotency for a keyed `/message`). Never fails: an error is an error reply. `keyed`
+/// is the request's `(idempotencyKey, msg)`, when the operation is keyed and the request
+/// carries one.
 pub(crate) async fn serve<A: App, R: Send + 'static>(
     server: &ServerState<A>,
-    caller: Caller<A>,
+    caller: Caller,
     spec: &'static OperationSpec,
     request: R,
     args: Value,
     keyed: Option<(String, Value)>,
-    handler: Handler<A, R>,
+    handler: Handler<R>,
 ) -> Reply {
     let conduct = spec.conduct;
     if conduct.touch_on_arrival {
@@ -165,20 +169,18 @@ pub(crate) async fn serve<A: App, R: Send + 'static>(
 async fn run<A: App, R: Send + 'static>(
     server: ServerState<A>,
     spec: &'static OperationSpec,
-    caller: Caller<A>,
+    caller: Caller,
     request: R,
     args: Value,
     key: Option<KeyedDispatch>,
-    handler: Handler<A, R>,
+    handler: Handler<R>,
 ) -> Reply {
-    let resolved = Resolved {
-        server: &server,
+    let call = Call {
         record: &caller.record,
-        backend: &caller.backend,
         spec,
         args,
     };
-    let handled = AssertUnwindSafe(handler(&resolved, request, key))
+    let served = AssertUnwindSafe(handler(&*caller.backend, &call, request, key))
         .catch_unwind()
         .await
         .unwrap_or_else(|p| {
@@ -187,49 +189,44 @@ async fn run<A: App, R: Send + 'static>(
                 crate::engine::session::panic_text(&*p)
             )))
         });
-    match handled {
-        Ok(h) => success_tail(&resolved, h).await,
+    match served {
+        Ok(served) => success_tail(&server, &caller, served).await,
         Err(e) => {
-            match &caller.backend {
-                Backend::Hosted(session)
-                    if e.status().is_server_error() && e.code() != ErrorCode::Paused =>
-                {
-                    let entry = log_entry(
-                        LogKind::Error,
-                        spec.label.to_string(),
-                        &caller.record.tid,
-                        server.now(),
-                    );
-                    session.append_log(entry);
-                }
-                _ => {}
+            if e.status().is_server_error() && e.code() != ErrorCode::Paused {
+                let entry = log_entry(
+                    LogKind::Error,
+                    spec.label.to_string(),
+                    &caller.record.tid,
+                    server.now(),
+                );
+                caller.backend.append_log(entry);
             }
             Reply::error(e)
         }
     }
 }
 
-async fn success_tail<A: App>(call: &Resolved<'_, A>, handled: Handled) -> Reply {
-    let server = call.server;
-    let record = call.record;
+async fn success_tail<A: App>(
+    server: &ServerState<A>,
+    caller: &Caller,
+    served: Serialized,
+) -> Reply {
+    let record = &caller.record;
     let activated = match activate(server, record).await {
         Ok(activated) => activated,
         Err(e) => return Reply::error(e),
     };
-    #[cfg(feature = "pairing")]
-    if activated && matches!(call.backend, Backend::Paired) {
-        super::paired::activated(server, record);
+    if activated {
+        caller.backend.activated(record);
     }
-    #[cfg(not(feature = "pairing"))]
-    let _ = activated;
-    if let (Some(intent), Backend::Hosted(session)) = (handled.read, call.backend) {
+    if let Some(intent) = served.read {
         let entry = log_entry(LogKind::Read, intent, &record.tid, server.now());
-        session.append_log(entry);
+        caller.backend.append_log(entry);
     }
-    let (event, detail) = handled.audit;
+    let (event, detail) = served.audit;
     let entry = AuditEntry::new(server.now(), event, detail)
         .with_tid(record.tid.clone())
         .with_uid(record.uid.clone());
     server.audit(entry).await;
-    Reply::ok(handled.body)
+    Reply::ok(served.body)
 }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::call::{Answer, Resolved};
+use super::context::{AnswerResult, Answered};
 use super::error::ApiError;
 use super::state::ServerState;
 use crate::app::App;
@@ -32,7 +32,18 @@ use crate::security::{retry_after_secs, TokenRecord, TokenStatus};
 /// Extra time an rpc of `/message` gets past the dispatch's own `timeoutMs`.
 const MESSAGE_SLACK_MS: u64 = 1000;
 
-pub(super) type Relayed<R> = Result<Answer<R>, ApiError>;
+/// A call relayed to a paired app: the server's state, the caller and the operation, and the
+/// request body as it came (the `rpc` arguments).
+pub(super) struct Relaying<'a, A: App> {
+    /// The shared state (the hub, the options, the clock).
+    pub(super) server: &'a ServerState<A>,
+    /// The caller's token record.
+    pub(super) record: &'a TokenRecord,
+    /// The operation's spec.
+    pub(super) spec: &'static super::spec::OperationSpec,
+    /// The request body (an object, or `{}`).
+    pub(super) args: &'a Value,
+}
 
 /// The 503 `paused` answer for `record`: the `X-LLui-Reconnect` hint, and `Retry-After` when
 /// the app may come back.
@@ -59,7 +70,7 @@ pub(crate) fn check_paired<A: App>(
     record: &TokenRecord,
 ) -> Result<(), ApiError> {
     let pairing = &server.pairing();
-    if pairing.hub.is_paired(&record.tid) {
+    if pairing.hub.has_socket(&record.tid) {
         Ok(())
     } else {
         Err(paused(
@@ -81,7 +92,7 @@ pub(crate) fn activated<A: App>(server: &ServerState<A>, record: &TokenRecord) {
 }
 
 /// The error of a failed relay.
-fn failed<A: App>(call: &Resolved<'_, A>, fail: RpcFail) -> ApiError {
+fn failed<A: App>(call: &Relaying<'_, A>, fail: RpcFail) -> ApiError {
     match fail {
         RpcFail::Paused => paused(
             Some(call.record),
@@ -97,12 +108,12 @@ fn failed<A: App>(call: &Resolved<'_, A>, fail: RpcFail) -> ApiError {
 }
 
 /// A paired answer: audited as `lap-call {tool, paired}`; the app keeps its own log.
-pub(super) fn answer<A: App, R: serde::Serialize>(call: &Resolved<'_, A>, body: R) -> Answer<R> {
-    Answer::audited(body, json!({"tool": call.spec.tool, "paired": true}))
+pub(super) fn answer<A: App, R: serde::Serialize>(call: &Relaying<'_, A>, body: R) -> Answered<R> {
+    Answered::audited(body, json!({"tool": call.spec.tool, "paired": true}))
 }
 
 /// Sends the operation's `rpc` with `args` and waits up to `ms` for the app's answer.
-async fn relay<A: App>(call: &Resolved<'_, A>, args: Value, ms: u64) -> Result<Raw, ApiError> {
+async fn relay<A: App>(call: &Relaying<'_, A>, args: Value, ms: u64) -> Result<Raw, ApiError> {
     call.server
         .pairing()
         .hub
@@ -117,13 +128,13 @@ async fn relay<A: App>(call: &Resolved<'_, A>, args: Value, ms: u64) -> Result<R
 }
 
 /// Relays the operation with `args`, within the forward timeout.
-async fn forward<A: App>(call: &Resolved<'_, A>, args: Value) -> Relayed<Raw> {
+async fn forward<A: App>(call: &Relaying<'_, A>, args: Value) -> AnswerResult<Raw> {
     let ms = crate::clock::millis(call.server.pairing().options.forward_timeout);
     Ok(answer(call, relay(call, args, ms).await?))
 }
 
 /// The cached `hello` (503 `paused` before the app sent one).
-fn hello<A: App>(call: &Resolved<'_, A>) -> Result<std::sync::Arc<Hello>, ApiError> {
+fn hello<A: App>(call: &Relaying<'_, A>) -> Result<std::sync::Arc<Hello>, ApiError> {
     call.server
         .pairing()
         .hub
@@ -186,7 +197,7 @@ struct Observation<'a> {
     seq: Option<u64>,
 }
 
-pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
+pub(super) async fn observe<A: App>(call: &Relaying<'_, A>, _: EmptyRequest) -> AnswerResult<Raw> {
     let hello = hello(call)?;
     let ms = crate::clock::millis(call.server.pairing().options.forward_timeout);
     let dynamic = relay(call, json!({}), ms).await?;
@@ -206,7 +217,7 @@ pub(super) async fn observe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> 
     Ok(answer(call, raw_text(&body)?))
 }
 
-pub(super) async fn describe<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
+pub(super) async fn describe<A: App>(call: &Relaying<'_, A>, _: EmptyRequest) -> AnswerResult<Raw> {
     let hello = hello(call)?;
     Ok(answer(call, raw_text(&description(&hello))?))
 }
@@ -218,40 +229,43 @@ fn raw_text<T: Serialize>(body: &T) -> Result<Raw, ApiError> {
         .map_err(|e| ApiError::internal(e.to_string()))
 }
 
-pub(super) async fn state<A: App>(call: &Resolved<'_, A>, _: StateRequest) -> Relayed<Raw> {
+pub(super) async fn state<A: App>(call: &Relaying<'_, A>, _: StateRequest) -> AnswerResult<Raw> {
     forward(call, call.args.clone()).await
 }
 
 pub(super) async fn query_state<A: App>(
-    call: &Resolved<'_, A>,
+    call: &Relaying<'_, A>,
     _: QueryStateRequest,
-) -> Relayed<Raw> {
+) -> AnswerResult<Raw> {
     forward(call, call.args.clone()).await
 }
 
-pub(super) async fn actions<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
+pub(super) async fn actions<A: App>(call: &Relaying<'_, A>, _: EmptyRequest) -> AnswerResult<Raw> {
     forward(call, json!({})).await
 }
 
-pub(super) async fn query_dom<A: App>(call: &Resolved<'_, A>, _: QueryDomRequest) -> Relayed<Raw> {
+pub(super) async fn query_dom<A: App>(
+    call: &Relaying<'_, A>,
+    _: QueryDomRequest,
+) -> AnswerResult<Raw> {
     forward(call, call.args.clone()).await
 }
 
 pub(super) async fn describe_visible<A: App>(
-    call: &Resolved<'_, A>,
+    call: &Relaying<'_, A>,
     _: EmptyRequest,
-) -> Relayed<Raw> {
+) -> AnswerResult<Raw> {
     forward(call, json!({})).await
 }
 
-pub(super) async fn context<A: App>(call: &Resolved<'_, A>, _: EmptyRequest) -> Relayed<Raw> {
+pub(super) async fn context<A: App>(call: &Relaying<'_, A>, _: EmptyRequest) -> AnswerResult<Raw> {
     forward(call, json!({})).await
 }
 
 pub(super) async fn would_dispatch<A: App>(
-    call: &Resolved<'_, A>,
+    call: &Relaying<'_, A>,
     _: WouldDispatchRequest,
-) -> Relayed<Raw> {
+) -> AnswerResult<Raw> {
     forward(call, call.args.clone()).await
 }
 
@@ -264,7 +278,10 @@ struct Proposed {
 }
 
 /// `/message`: `send_message` with the whole body; a proposal is waited on for `timeoutMs`.
-pub(super) async fn message<A: App>(call: &Resolved<'_, A>, req: MessageRequest) -> Relayed<Raw> {
+pub(super) async fn message<A: App>(
+    call: &Relaying<'_, A>,
+    req: MessageRequest,
+) -> AnswerResult<Raw> {
     let hub = &call.server.pairing().hub;
     let tid = call.record.tid.as_str();
     let timeout = wait_ms(call, req.dispatch.timeout_ms);
@@ -284,7 +301,7 @@ pub(super) async fn message<A: App>(call: &Resolved<'_, A>, req: MessageRequest)
 
 /// What `/message` proposed, as `/pending` lists it: the message itself only within
 /// `confirm_bytes` (with its reason), else `{"type": variant}`.
-fn proposal<A: App>(call: &Resolved<'_, A>, req: &MessageRequest) -> Proposal {
+fn proposal<A: App>(call: &Relaying<'_, A>, req: &MessageRequest) -> Proposal {
     let msg = &req.dispatch.msg;
     let reason = req.dispatch.reason.clone();
     let size = crate::config::json_len(&msg.0) + reason.as_ref().map_or(0, String::len);
@@ -302,9 +319,9 @@ fn proposal<A: App>(call: &Resolved<'_, A>, req: &MessageRequest) -> Proposal {
 }
 
 pub(super) async fn confirm_result<A: App>(
-    call: &Resolved<'_, A>,
+    call: &Relaying<'_, A>,
     req: ConfirmResultRequest,
-) -> Relayed<Raw> {
+) -> AnswerResult<Raw> {
     let hub = &call.server.pairing().hub;
     let tid = call.record.tid.as_str();
     let timeout = wait_ms(call, req.timeout_ms);
@@ -318,11 +335,11 @@ pub(super) async fn confirm_result<A: App>(
 /// Waits up to `timeout_ms` for the outcome of proposal `id` and answers it: `poll` for
 /// `/confirm-result` (`still-pending`), else `/message` (`pending-confirmation`).
 async fn await_outcome<A: App>(
-    call: &Resolved<'_, A>,
+    call: &Relaying<'_, A>,
     id: &str,
     timeout_ms: u64,
     poll: bool,
-) -> Relayed<Raw> {
+) -> AnswerResult<Raw> {
     let hub = &call.server.pairing().hub;
     let tid = call.record.tid.as_str();
     let resolved = hub
@@ -342,7 +359,7 @@ pub(super) struct Waited {
     state_after: Raw,
 }
 
-pub(super) async fn wait<A: App>(call: &Resolved<'_, A>, req: WaitRequest) -> Relayed<Waited> {
+pub(super) async fn wait<A: App>(call: &Relaying<'_, A>, req: WaitRequest) -> AnswerResult<Waited> {
     let timeout = wait_ms(call, req.timeout_ms);
     let changed = call
         .server
@@ -365,9 +382,9 @@ pub(super) async fn wait<A: App>(call: &Resolved<'_, A>, req: WaitRequest) -> Re
 }
 
 pub(super) async fn narrate<A: App>(
-    call: &Resolved<'_, A>,
+    call: &Relaying<'_, A>,
     req: NarrateRequest,
-) -> Relayed<NarrateResponse> {
+) -> AnswerResult<NarrateResponse> {
     let limit = call.server.host().config().budgets.log_entry_bytes;
     OverBudget::check("text", req.text.len(), limit)?;
     let at = call.server.now();
@@ -393,9 +410,9 @@ pub(super) struct Entries {
 }
 
 pub(super) async fn recent_actions<A: App>(
-    call: &Resolved<'_, A>,
+    call: &Relaying<'_, A>,
     req: RecentActionsRequest,
-) -> Relayed<Entries> {
+) -> AnswerResult<Entries> {
     let hub = &call.server.pairing().hub;
     let entries = hub.recent(&call.record.tid, req.count(), req.kind.as_deref());
     Ok(answer(call, Entries { entries }))
@@ -457,7 +474,7 @@ fn resolution_answer<'a>(
 }
 
 /// `timeoutMs` with the operation's default, clamped to the server's `maxWaitMs`.
-fn wait_ms<A: App>(call: &Resolved<'_, A>, requested: Option<u64>) -> u64 {
+fn wait_ms<A: App>(call: &Relaying<'_, A>, requested: Option<u64>) -> u64 {
     call.spec
         .wait_ms(requested, call.server.options().max_wait_ms())
 }

@@ -8,16 +8,16 @@ use agent_schema::protocol::{
 };
 use serde_json::json;
 
-use super::call::{Answer, Resolved};
+use super::context::{AnswerResult, Answered};
 use super::error::ApiError;
-use super::paired::{answer, Relayed};
+use super::paired::{answer, Relaying};
 use crate::app::App;
 use crate::engine::paired::link::WithdrawRefusal;
 
 pub(super) async fn pending<A: App>(
-    call: &Resolved<'_, A>,
+    call: &Relaying<'_, A>,
     _: EmptyRequest,
-) -> Relayed<PendingResponse> {
+) -> AnswerResult<PendingResponse> {
     let pending: Vec<PendingProposal> = call
         .server
         .pairing()
@@ -38,9 +38,9 @@ pub(super) async fn pending<A: App>(
 }
 
 pub(super) async fn withdraw<A: App>(
-    call: &Resolved<'_, A>,
+    call: &Relaying<'_, A>,
     req: WithdrawRequest,
-) -> Relayed<WithdrawResponse> {
+) -> AnswerResult<WithdrawResponse> {
     let id = req.confirm_id;
     let hub = &call.server.pairing().hub;
     hub.withdraw(&call.record.tid, &id, call.server.now())
@@ -48,5 +48,7 @@ pub(super) async fn withdraw<A: App>(
             WithdrawRefusal::Unknown => ApiError::invalid(format!("unknown confirmId: {id}")),
             WithdrawRefusal::Decided(status) => ApiError::already_decided(&id, status),
         })?;
-    Ok(Answer::withdrawn(json!({"confirmId": id, "paired": true})))
+    Ok(Answered::withdrawn(
+        json!({"confirmId": id, "paired": true}),
+    ))
 }

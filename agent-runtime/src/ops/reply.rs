@@ -47,7 +47,7 @@ impl StoredAnswer {
 #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) type Outcome = Result<Success, ApiError>;
 
-/// A response as its operation made it (a hosted handler's typed response, a paired app's
+/// A response as its operation made it (a hosted session's typed response, a paired app's
 /// answer as it came, a value the bridge read), turned into a `Value` only when a surface needs
 /// one (an MCP `structuredContent`).
 #[cfg_attr(not(feature = "mcp"), allow(dead_code))]

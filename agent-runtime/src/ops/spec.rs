@@ -1,5 +1,5 @@
 //! What the table declares of each operation, as plain data: its paths and names, how the
-//! gate runs it, its schemas. The call context carries its operation's spec, so handlers read
+//! gate runs it, its schemas. The call context carries its operation's spec, so backends read
 //! their own facts (label, tool, timeouts) from it.
 
 use schemars::{Schema, SchemaGenerator};

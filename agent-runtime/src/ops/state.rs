@@ -20,7 +20,7 @@ use crate::security::{
 };
 
 /// The fields of a [`ServerState`].
-pub(crate) struct Shared<A: App> {
+pub(crate) struct ServerFields<A: App> {
     pub(crate) host: Host<A>,
     pub(crate) tokens: Arc<dyn TokenStore>,
     pub(crate) identity: Identity,
@@ -48,7 +48,7 @@ pub(crate) struct Shared<A: App> {
 
 /// The state shared by every operation and surface. Cheap to clone.
 pub(crate) struct ServerState<A: App> {
-    inner: Arc<Shared<A>>,
+    inner: Arc<ServerFields<A>>,
 }
 
 impl<A: App> Clone for ServerState<A> {
@@ -61,7 +61,7 @@ impl<A: App> Clone for ServerState<A> {
 
 impl<A: App> ServerState<A> {
     /// The state around `shared`.
-    pub(crate) fn new(shared: Shared<A>) -> Self {
+    pub(crate) fn new(shared: ServerFields<A>) -> Self {
         ServerState {
             inner: Arc::new(shared),
         }

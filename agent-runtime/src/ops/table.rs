@@ -1,7 +1,9 @@
 //! The operation table: every LAP operation declared once, with its LAP path, its MCP tool
-//! name and the description the model reads, its request and response types, and its handler.
-//! The LAP router, the MCP tool lists and input schemas and the OpenAPI document are all
-//! generated from [`OPERATIONS`]; [`run`] calls an operation's handler with its typed request.
+//! name and the description the model reads, its request and response types, and the
+//! [`SessionBackend`] method that answers it (a hosted session's or a paired app's relay, the
+//! same name for both). The LAP router, the MCP tool lists and input schemas and the OpenAPI
+//! document are all generated from [`OPERATIONS`]; [`perform`] reads an operation's typed
+//! request and runs it through the gate on the caller's backend.
 
 use agent_schema::protocol::{
     ActionsResponse, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
@@ -14,14 +16,9 @@ use agent_schema::protocol::{
 use schemars::SchemaGenerator;
 use serde_json::Value;
 
-use super::call::{Backend, Caller};
+use super::backend::Caller;
 use super::error::ApiError;
-use super::gate::serve;
-use super::handlers;
-#[cfg(feature = "pairing")]
-use super::paired;
-#[cfg(feature = "pairing")]
-use super::paired_proposals;
+use super::gate::{serve, Handler};
 use super::reply::Reply;
 use super::spec::{Conduct, OperationSpec, PLAIN};
 use super::state::ServerState;
@@ -39,15 +36,15 @@ fn message_key(request: &MessageRequest) -> Option<(String, Value)> {
     Some((key.to_owned(), request.dispatch.msg.0.clone()))
 }
 
-/// The call of an operation's hosted handler: a keyed operation's handler takes the key its
+/// The call of an operation's backend method: a keyed operation's method takes the key its
 /// dispatch hands to the commit (`super::keyed`), the others take none.
-macro_rules! hosted {
-    (not_keyed, $handler:path, $call:expr, $request:expr, $key:expr) => {{
+macro_rules! handle {
+    (not_keyed, $method:ident, $backend:expr, $call:expr, $request:expr, $key:expr) => {{
         let _: Option<KeyedDispatch> = $key;
-        $handler($call, $request)
+        $backend.$method($call, $request)
     }};
-    ($keyed:ident, $handler:path, $call:expr, $request:expr, $key:expr) => {
-        $handler($call, $request, $key)
+    ($keyed:ident, $method:ident, $backend:expr, $call:expr, $request:expr, $key:expr) => {
+        $backend.$method($call, $request, $key)
     };
 }
 
@@ -63,8 +60,7 @@ macro_rules! operations {
             request: $req:ty,
             keyed: $keyed:ident,
             response: $resp:ty,
-            hosted: $handler:path,
-            paired: $relay:path,
+            handler: $method:ident,
             description: $description:expr $(,)?
         }
     )*) => {
@@ -94,40 +90,26 @@ macro_rules! operations {
 
         /// Reads the typed request of `op` from `body` (400 with the spec's detail when it
         /// does not read) and runs it through the gate, on the caller's backend.
-        pub(crate) async fn run<A: App>(
+        pub(crate) async fn perform<A: App>(
             server: &ServerState<A>,
-            caller: Caller<A>,
+            caller: Caller,
             op: Operation,
             body: Value,
         ) -> Reply {
             // A paired session relays the body as it came as the `rpc` arguments.
-            let args = match (&caller.backend, &body) {
-                (Backend::Hosted(_), _) => Value::Null,
-                #[cfg(feature = "pairing")]
-                (Backend::Paired, Value::Object(_)) => body.clone(),
-                #[cfg(feature = "pairing")]
-                (Backend::Paired, _) => Value::Object(Default::default()),
+            let args = match &body {
+                _ if !caller.backend.is_relay() => Value::Null,
+                Value::Object(_) => body.clone(),
+                _ => Value::Object(Default::default()),
             };
             match op {$(
                 Operation::$op => match serde_json::from_value::<$req>(body) {
                     Ok(request) => {
                         let keyed = $keyed(&request);
-                        serve(server, caller, op.spec(), request, args, keyed, |call, request, key| {
-                            Box::pin(async move {
-                                match call.hosted() {
-                                    Some(hosted) => hosted!($keyed, $handler, &hosted, request, key)
-                                        .await?
-                                        .serialize(stringify!($op), true),
-                                    // A paired app commits on its side: no commit here
-                                    // records a key (`docs/lap.md` §5.7).
-                                    #[cfg(feature = "pairing")]
-                                    None => $relay(call, request).await?.serialize(stringify!($op), false),
-                                    #[cfg(not(feature = "pairing"))]
-                                    None => Err(ApiError::internal("no paired sessions in this build")),
-                                }
-                            })
-                        })
-                        .await
+                        let handler: Handler<$req> = |backend, call, request, key| {
+                            handle!($keyed, $method, backend, call, request, key)
+                        };
+                        serve(server, caller, op.spec(), request, args, keyed, handler).await
                     }
                     Err(e) => Reply::error(ApiError::invalid(e.to_string())),
                 },
@@ -146,8 +128,7 @@ operations! {
         request: EmptyRequest,
         keyed: not_keyed,
         response: ObserveResponse,
-        hosted: handlers::observe,
-        paired: paired::observe,
+        handler: observe,
         description: "Read everything you need to act, in one call: the current state, the \
             actions available right now (with payload hints), the app description (message \
             schemas, docs, schemaHash) and the per-state context. This is the default read: call \
@@ -163,8 +144,7 @@ operations! {
         request: EmptyRequest,
         keyed: not_keyed,
         response: Description,
-        hosted: handlers::describe,
-        paired: paired::describe,
+        handler: describe,
         description: "The app's name, version, message schemas and annotations, docs \
             (purpose, cautions, examples) and schemaHash. Answered from the cache after the \
             first call while the schema is unchanged; observe already includes all of it but \
@@ -180,8 +160,7 @@ operations! {
         request: StateRequest,
         keyed: not_keyed,
         response: StateResponse,
-        hosted: handlers::state,
-        paired: paired::state,
+        handler: state,
         description: "The current app state, or one slice of it when `path` (a JSON Pointer \
             such as \"/items/0\") is given. Use it to re-check a value after acting; observe \
             gives the state together with the actions.",
@@ -195,8 +174,7 @@ operations! {
         request: QueryStateRequest,
         keyed: not_keyed,
         response: QueryStateResponse,
-        hosted: handlers::query_state,
-        paired: paired::query_state,
+        handler: query_state,
         description: "Look up one slice of the state by a strict RFC 6901 JSON Pointer (`~0` \
             for `~`, `~1` for `/`). Answers {found, value}, or {found:false, detail} when the \
             path does not exist.",
@@ -210,8 +188,7 @@ operations! {
         request: RecentActionsRequest,
         keyed: not_keyed,
         response: RecentActionsResponse,
-        hosted: handlers::recent_actions,
-        paired: paired::recent_actions,
+        handler: recent_actions,
         description: "The activity log, newest first (10 entries by default): what you and \
             the runtime did recently, including dispatches, rejections, confirmations and \
             errors. Use it to recover context after a failure.",
@@ -225,8 +202,7 @@ operations! {
         request: WouldDispatchRequest,
         keyed: not_keyed,
         response: WouldDispatchResult,
-        hosted: handlers::would_dispatch,
-        paired: paired::would_dispatch,
+        handler: would_dispatch,
         description: "Dry run of a message: validates it and predicts {stateDiff, effects} \
             without applying anything or running effects. Use it before a consequential \
             send_message when you are unsure of the outcome.",
@@ -240,8 +216,7 @@ operations! {
         request: EmptyRequest,
         keyed: not_keyed,
         response: ActionsResponse,
-        hosted: handlers::actions,
-        paired: paired::actions,
+        handler: actions,
         description: "The actions available right now, each with its variant, intent and a \
             payloadHint to copy into send_message. observe includes the same list.",
     }
@@ -259,8 +234,7 @@ operations! {
         request: MessageRequest,
         keyed: message_key,
         response: SendResult,
-        hosted: handlers::message,
-        paired: paired::message,
+        handler: message,
         description: "Act on the app: dispatch one message, wait for it to settle and get back \
             what changed (a JSON Patch stateDiff). Answers status \"dispatched\"; \"rejected\" \
             with a reason (invalid payload, human-only, blocked by a gate: read it, fix the \
@@ -279,8 +253,7 @@ operations! {
         request: ConfirmResultRequest,
         keyed: not_keyed,
         response: ConfirmResultResponse,
-        hosted: handlers::confirm_result,
-        paired: paired::confirm_result,
+        handler: confirm_result,
         description: "Poll a message that is waiting for the user's approval (the confirmId \
             of a \"pending-confirmation\" answer). Answers \"confirmed\" with the new state, \
             \"rejected\" with a reason, or \"still-pending\".",
@@ -294,8 +267,7 @@ operations! {
         request: WaitRequest,
         keyed: not_keyed,
         response: WaitResponse,
-        hosted: handlers::wait,
-        paired: paired::wait,
+        handler: wait,
         description: "Long poll until the state changes (optionally only below `path`) or \
             the timeout passes; answers \"changed\" or \"timeout\" with stateAfter. Use it to \
             wait for the user or for background work instead of polling get_state.",
@@ -309,8 +281,7 @@ operations! {
         request: NarrateRequest,
         keyed: not_keyed,
         response: NarrateResponse,
-        hosted: handlers::narrate,
-        paired: paired::narrate,
+        handler: narrate,
         description: "Write a short line of prose into the app's activity feed so the user \
             sees what you are doing and why. Use it at the start of multi-step work and at \
             decision points.",
@@ -324,8 +295,7 @@ operations! {
         request: QueryDomRequest,
         keyed: not_keyed,
         response: QueryDomResponse,
-        hosted: handlers::query_dom,
-        paired: paired::query_dom,
+        handler: query_dom,
         description: "Read a named region of what the app shows (its text and attributes), \
             e.g. a counter or a status line. Use describe_visible_content to learn what is on \
             screen.",
@@ -339,8 +309,7 @@ operations! {
         request: EmptyRequest,
         keyed: not_keyed,
         response: DescribeVisibleResponse,
-        hosted: handlers::describe_visible,
-        paired: paired::describe_visible,
+        handler: describe_visible,
         description: "An outline of what the app currently shows the user (headings, text, \
             buttons with the action they trigger). Use it to talk about the screen the user \
             sees.",
@@ -354,8 +323,7 @@ operations! {
         request: EmptyRequest,
         keyed: not_keyed,
         response: ContextResponse,
-        hosted: handlers::context,
-        paired: paired::context,
+        handler: context,
         description: "The app's narrative for the current state: what the user is doing and \
             hints about sensible next steps. observe includes it.",
     }
@@ -368,8 +336,7 @@ operations! {
         request: EmptyRequest,
         keyed: not_keyed,
         response: PendingResponse,
-        hosted: handlers::pending,
-        paired: paired_proposals::pending,
+        handler: pending,
         description: "Your own proposals that are still waiting for the user's approval \
             (messages that answered \"pending-confirmation\"), oldest first, each with its \
             confirmId, variant, msg, reason and proposedAt. Use it to find a confirmId you \
@@ -384,8 +351,7 @@ operations! {
         request: WithdrawRequest,
         keyed: not_keyed,
         response: WithdrawResponse,
-        hosted: handlers::withdraw,
-        paired: paired_proposals::withdraw,
+        handler: withdraw,
         description: "Withdraw one of your own proposals the user has not decided yet (its \
             confirmId): the approval request disappears from the user's screen and \
             get_confirm_result then answers \"withdrawn\". Use it when the proposal is no \

@@ -8,7 +8,7 @@
 //! 1. the vector puts an [`Offer`] (its identity, version and length) in the offer slot, calls
 //!    `serialize_seq`, and empties the slot when that call returns;
 //! 2. the walker's `serialize_seq` takes the offer and, when it holds the vector's previous
-//!    serialization, answers with a [`Reply`] (the version it saw and the length it holds);
+//!    serialization, answers with a [`Held`] (the version it saw and the length it holds);
 //! 3. given a reply, the vector sends only the elements of the chunks changed since that
 //!    version and those past the held length, each preceded by its index in the index slot.
 //!
@@ -33,14 +33,14 @@ pub(crate) struct Offer {
 /// What the walker answers: it holds the vector's serialization at `version` (elements in
 /// chunks not changed since are the same), `held` elements long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Reply {
+pub(crate) struct Held {
     pub version: u64,
     pub held: usize,
 }
 
 thread_local! {
     static OFFER: Cell<Option<Offer>> = const { Cell::new(None) };
-    static REPLY: Cell<Option<Reply>> = const { Cell::new(None) };
+    static REPLY: Cell<Option<Held>> = const { Cell::new(None) };
     static INDEX: Cell<Option<usize>> = const { Cell::new(None) };
     static OFFERS: Cell<u64> = const { Cell::new(0) };
 }
@@ -53,7 +53,7 @@ pub(crate) fn offers_made() -> u64 {
 
 /// The vector's side of steps 1 and 2: runs `start` (its `serialize_seq` call) with `offer`
 /// in the slot, and returns its result with the walker's reply, if any.
-pub(crate) fn offer<R>(offer: Offer, start: impl FnOnce() -> R) -> (R, Option<Reply>) {
+pub(crate) fn offer<R>(offer: Offer, start: impl FnOnce() -> R) -> (R, Option<Held>) {
     OFFER.with(|slot| slot.set(Some(offer)));
     REPLY.with(|slot| slot.set(None));
     OFFERS.with(|n| n.set(n.get().wrapping_add(1)));
@@ -68,7 +68,7 @@ pub(crate) fn take_offer() -> Option<Offer> {
 }
 
 /// The walker's answer to the offer it took.
-pub(crate) fn reply(reply: Reply) {
+pub(crate) fn reply(reply: Held) {
     REPLY.with(|slot| slot.set(Some(reply)));
 }
 

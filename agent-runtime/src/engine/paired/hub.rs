@@ -182,7 +182,7 @@ impl Hub {
     }
 
     /// Whether `tid` has a live socket.
-    pub(crate) fn is_paired(&self, tid: &str) -> bool {
+    pub(crate) fn has_socket(&self, tid: &str) -> bool {
         self.links().get(tid).is_some_and(|l| l.conn.is_some())
     }
 

@@ -3,7 +3,7 @@
 //! `/agent/ws`, and the operation core answers the agent's calls by relaying them to it.
 //!
 //! - [`frames`]: the wire frames, shared by the server and the client.
-//! - `records`: which tokens are paired ([`is_paired`]) and their life cycle, all in the
+//! - `records`: which tokens are paired ([`drives_paired_session`]) and their life cycle, all in the
 //!   token store (durable with a durable token store).
 //! - `hub`: the live sockets and everything waiting on them; `link`: what it keeps per token,
 //!   bounded in bytes; `outbound`: a socket's queue, bounded in bytes, and its close signal.
@@ -19,7 +19,7 @@ pub(crate) mod outbound;
 pub(crate) mod records;
 
 #[cfg(feature = "pairing")]
-pub(crate) use records::is_paired;
+pub(crate) use records::drives_paired_session;
 
 /// The path of the pairing socket.
 pub(crate) const SOCKET_PATH: &str = "/agent/ws";

@@ -20,7 +20,7 @@ pub(crate) fn new_paired_session_id() -> String {
 }
 
 /// Whether `record` drives a paired session (as opposed to one hosted in this process).
-pub(crate) fn is_paired(record: &TokenRecord) -> bool {
+pub(crate) fn drives_paired_session(record: &TokenRecord) -> bool {
     record.kind == SessionKind::Paired
 }
 
@@ -49,7 +49,7 @@ mod tests {
     fn paired_records_are_known_by_their_kind_not_their_session_id() {
         let mut paired = TokenRecord::minted("h".into(), None, "s".into(), "http://x".into(), 0);
         paired.kind = SessionKind::Paired;
-        assert!(is_paired(&paired));
+        assert!(drives_paired_session(&paired));
         let hosted = TokenRecord::minted(
             "h".into(),
             None,
@@ -57,6 +57,6 @@ mod tests {
             "http://x".into(),
             0,
         );
-        assert!(!is_paired(&hosted));
+        assert!(!drives_paired_session(&hosted));
     }
 }

@@ -10,8 +10,9 @@
 //! 2. A call that claimed its key in the store builds a
 //!    [`KeyedDispatch`](crate::engine::session::keyed::KeyedDispatch): the key and its
 //!    message, which the call's work hands to the dispatch as an argument (the gate passes it to
-//!    the operation's hosted handler, which passes it to the session), and which the message's
-//!    envelope carries to the session's writer. The commit records the key in its transaction.
+//!    a hosted session's `SessionBackend::message`, which passes it to the session), and which
+//!    the message's envelope carries to the session's writer. The commit records the key in its
+//!    transaction.
 //! 3. The commit reports a [`KeyOutcome`](crate::engine::session::keyed::KeyOutcome) through a
 //!    oneshot channel: recorded here, or recorded by another commit (the message applied
 //!    elsewhere: this call answers what that one answered). `detached` reads it with the

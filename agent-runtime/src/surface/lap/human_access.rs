@@ -26,7 +26,7 @@ pub(super) async fn is_paired_session<A: App>(
         .list_by_session(id)
         .await?
         .iter()
-        .any(crate::engine::paired::is_paired))
+        .any(crate::engine::paired::drives_paired_session))
 }
 
 /// 409 for the human routes that act inside the app.

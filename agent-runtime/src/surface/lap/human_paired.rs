@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::human_access::{access, is_paired_session, NOT_YOURS};
 use crate::app::App;
-use crate::engine::paired::is_paired;
+use crate::engine::paired::drives_paired_session;
 use crate::engine::paired::records::within_grace;
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::{Operation, ServerState};
@@ -69,7 +69,7 @@ async fn live_records<A: App>(
         .list_by_identity(uid)
         .await?
         .into_iter()
-        .filter(is_paired)
+        .filter(drives_paired_session)
         .filter(|r| match r.status {
             TokenStatus::Revoked => false,
             TokenStatus::PendingResume => within_grace(r, now),
@@ -106,7 +106,7 @@ pub(super) async fn list_entries<A: App>(
                 "sessionId": r.session_id,
                 "createdAt": r.created_at,
                 "kind": "paired",
-                "connected": hub.is_paired(&r.tid),
+                "connected": hub.has_socket(&r.tid),
                 "agents": [r.to_agent_session()],
             })
         })
@@ -118,7 +118,7 @@ pub(super) async fn list_entries<A: App>(
 async fn view<A: App>(server: &ServerState<A>, uid: &str, id: &str) -> Result<Value, ApiError> {
     let record = owned(server, uid, id).await?;
     let hub = &server.pairing().hub;
-    let connected = hub.is_paired(&record.tid);
+    let connected = hub.has_socket(&record.tid);
     let observed = if connected {
         hub.rpc(
             &record.tid,

@@ -321,14 +321,14 @@ async fn mint_paired<A: App>(
 /// and anonymous paired mints per minute; 429 with `Retry-After` past either.
 #[cfg(feature = "pairing")]
 async fn paired_caps<A: App>(server: &ServerState<A>, uid: &str, now: u64) -> Result<(), ApiError> {
-    use crate::engine::paired::records::{is_paired, within_grace};
+    use crate::engine::paired::records::{drives_paired_session, within_grace};
     let options = &server.pairing().options;
     let live = server
         .tokens()
         .list_by_identity(uid)
         .await?
         .iter()
-        .filter(|r| is_paired(r) && r.expires_at > now)
+        .filter(|r| drives_paired_session(r) && r.expires_at > now)
         .filter(|r| match r.status {
             TokenStatus::Revoked => false,
             TokenStatus::PendingResume => within_grace(r, now),

@@ -32,9 +32,9 @@ pub(crate) fn lap_routes<A: App>(server: &ServerState<A>) -> Router {
             &format!("{base}{}", spec.lap_path),
             any(
                 move |State(server): State<ServerState<A>>,
-                      Admitted(caller): Admitted<A>,
+                      Admitted(caller): Admitted,
                       LapBody(body): LapBody| async move {
-                    ops::call(&server, caller, op, body).await
+                    ops::perform(&server, caller, op, body).await
                 },
             ),
         );
@@ -76,9 +76,9 @@ async fn openapi_json<A: App>(State(server): State<ServerState<A>>) -> Response 
 /// bearer of the `Authorization` header, its session and the rate limit. A client address
 /// that failed to authenticate too often is refused (429) before its bearer is looked up, and
 /// a bearer that does not verify counts towards that (`docs/security.md` §Rate limits).
-pub(crate) struct Admitted<A: App>(pub(crate) Caller<A>);
+pub(crate) struct Admitted(pub(crate) Caller);
 
-impl<A: App> FromRequestParts<ServerState<A>> for Admitted<A> {
+impl<A: App> FromRequestParts<ServerState<A>> for Admitted {
     type Rejection = ApiError;
 
     async fn from_request_parts(

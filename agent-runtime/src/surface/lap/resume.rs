@@ -68,7 +68,7 @@ async fn resumable<A: App>(
 ) -> Result<Option<TokenRecord>, ApiError> {
     let found = server.tokens().find_by_tid(tid).await?;
     Ok(found.filter(|r| {
-        crate::engine::paired::is_paired(r)
+        crate::engine::paired::drives_paired_session(r)
             && r.uid.as_deref() == Some(uid)
             && within_grace(r, server.now())
     }))

@@ -101,7 +101,7 @@ async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
         Err(AuthError::AuthFailed) => return StatusCode::UNAUTHORIZED.into_response(),
         Err(AuthError::StoreFailed) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     };
-    if !crate::engine::paired::is_paired(&record) {
+    if !crate::engine::paired::drives_paired_session(&record) {
         // The token drives a session hosted in this process.
         return StatusCode::FORBIDDEN.into_response();
     }

@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use super::marks::{Mark, Marks};
 use crate::algo::diff::{diff_into, push_key, PatchOp};
-use crate::algo::tracked::handshake::{self, Reply};
+use crate::algo::tracked::handshake::{self, Held};
 use crate::algo::tree::{find, Node, NodeMap};
 
 mod object;
@@ -102,7 +102,7 @@ impl Ctx {
             .get(&self.path)
             .filter(|seen| seen.id == o.id)
             .map(|seen| {
-                handshake::reply(Reply {
+                handshake::reply(Held {
                     version: seen.version,
                     held,
                 });

@@ -13,11 +13,11 @@ use crate::ops::ApiError;
 use crate::surface::mcp::action_tools::ActionCatalog;
 
 /// The catalog of `watched`'s app: `hosted` for a hosted session.
-pub(super) async fn catalog<A: App>(
-    watched: &Watched<A>,
+pub(super) async fn catalog(
+    watched: &Watched,
     hosted: &Arc<ActionCatalog>,
 ) -> Result<Arc<ActionCatalog>, ApiError> {
-    if watched.is_paired() {
+    if watched.is_relayed() {
         let description = watched.describe().await?;
         Ok(Arc::new(ActionCatalog::from_description(&description)))
     } else {
@@ -28,7 +28,7 @@ pub(super) async fn catalog<A: App>(
 /// The action tools of `watched` now (none when action tools are off).
 pub(crate) async fn available_tools<A: App>(
     server: &McpState<A>,
-    watched: &Watched<A>,
+    watched: &Watched,
     hosted: &Arc<ActionCatalog>,
 ) -> Result<Vec<Tool>, ApiError> {
     if !server.options().mcp.action_tools {
@@ -41,7 +41,7 @@ pub(crate) async fn available_tools<A: App>(
 /// The names of [`available_tools`], without building the tools.
 pub(crate) async fn available_names<A: App>(
     server: &McpState<A>,
-    watched: &Watched<A>,
+    watched: &Watched,
     hosted: &Arc<ActionCatalog>,
 ) -> Result<Vec<String>, ApiError> {
     if !server.options().mcp.action_tools {

@@ -36,7 +36,7 @@ use serde_json::Value;
 
 use super::binding::Binding;
 use super::registry::McpSessions;
-use super::run::{Answer, BoundCall, Generation, ToolCall, ToolRunner};
+use super::run::{BoundCall, Generation, ToolAnswer, ToolCall, ToolRunner};
 use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::ops::Operation;
@@ -296,9 +296,9 @@ fn sole<'a>(headers: &'a HeaderMap, name: &str) -> Sole<'a> {
 
 /// The JSON-RPC response as rmcp writes it for a request of `generation` answered with plain
 /// JSON.
-fn json_response(id: RequestId, answer: Answer, generation: Generation) -> Response {
+fn json_response(id: RequestId, answer: ToolAnswer, generation: Generation) -> Response {
     let fast = match &answer {
-        Answer::Passed(success) if success.is_canonical() => {
+        ToolAnswer::Passed(success) if success.is_canonical() => {
             passed(&id, success.text(), generation)
         }
         _ => None,
@@ -342,7 +342,7 @@ fn written(
 }
 
 /// The response of a success that passes the operation's JSON text on, `text` being
-/// serde_json's compact text of a value (a canonical [`Answer::Passed`]): written around the
+/// serde_json's compact text of a value (a canonical [`ToolAnswer::Passed`]): written around the
 /// text instead of parsing it into a value and writing that again (the same bytes as
 /// [`written`]). `None` for text that is not a JSON object: it is written by [`written`],
 /// parsed.
@@ -421,7 +421,7 @@ mod tests {
             for id in [RequestId::Number(7), RequestId::String("a\"1".into())] {
                 for text in texts {
                     let fast = passed(&id, text, generation).expect("a JSON object");
-                    let result = Answer::passed(text.to_owned()).into_response();
+                    let result = ToolAnswer::passed(text.to_owned()).into_response();
                     let rmcp = written(id.clone(), result, generation).unwrap();
                     assert_eq!(
                         String::from_utf8(fast).unwrap(),
@@ -435,7 +435,7 @@ mod tests {
         let id = RequestId::Number(1);
         assert_eq!(passed(&id, "not json", Generation::Session), None);
         assert_eq!(passed(&id, "[1]", Generation::Session), None);
-        let result = Answer::passed("[1]".into()).into_response();
+        let result = ToolAnswer::passed("[1]".into()).into_response();
         let legacy: serde_json::Value =
             serde_json::from_slice(&written(id, result, Generation::Session).unwrap()).unwrap();
         assert!(legacy["result"].get("structuredContent").is_none());

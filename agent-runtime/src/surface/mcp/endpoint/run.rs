@@ -64,7 +64,7 @@ pub(super) enum BoundCall {
 }
 
 /// What a bound call answers.
-pub(super) enum Answer {
+pub(super) enum ToolAnswer {
     /// A tool result (boxed: it is far larger than a text).
     Result(Box<CallToolResponse>),
     /// A success that passes the operation's answer on unchanged: its response is the
@@ -73,19 +73,19 @@ pub(super) enum Answer {
     Passed(ops::Success),
 }
 
-impl Answer {
+impl ToolAnswer {
     /// A passed answer known by its text, not known to be canonical.
     #[cfg(test)]
     pub(super) fn passed(text: String) -> Self {
-        Answer::Passed(ops::Success::from_text(text))
+        ToolAnswer::Passed(ops::Success::from_text(text))
     }
 
     /// The result as rmcp takes it (the response as `structuredContent`, its text as the
     /// text block).
     pub(super) fn into_response(self) -> CallToolResponse {
         match self {
-            Answer::Result(result) => *result,
-            Answer::Passed(success) => {
+            ToolAnswer::Result(result) => *result,
+            ToolAnswer::Passed(success) => {
                 let (body, text) = success.into_parts();
                 success_with_text(body, text).into()
             }
@@ -152,12 +152,12 @@ impl<A: App> ToolRunner<A> {
         verified: Option<TokenRecord>,
         generation: Generation,
         cache: &DescriptionCache,
-    ) -> Result<Answer, ErrorData> {
+    ) -> Result<ToolAnswer, ErrorData> {
         match call {
-            BoundCall::Refused(refusal) => Ok(Answer::Result(Box::new(refusal.into()))),
+            BoundCall::Refused(refusal) => Ok(ToolAnswer::Result(Box::new(refusal.into()))),
             BoundCall::Action(request) => self.call_action(request, binding, verified).await,
             BoundCall::Run(op, args) => Ok(match binding {
-                None => Answer::Result(Box::new(
+                None => ToolAnswer::Result(Box::new(
                     failure(match generation {
                         Generation::Session => NOT_CONNECTED_SERVER,
                         Generation::Stateless => STATELESS_NEEDS_BEARER,
@@ -180,9 +180,9 @@ impl<A: App> ToolRunner<A> {
         op: Operation,
         args: Map<String, Value>,
         cache: &DescriptionCache,
-    ) -> Answer {
+    ) -> ToolAnswer {
         if !passes_on(op) {
-            return Answer::Result(Box::new(
+            return ToolAnswer::Result(Box::new(
                 forward_tool(forwarder, cache, op, args).await.into(),
             ));
         }
@@ -213,7 +213,7 @@ impl<A: App> ToolRunner<A> {
         request: CallToolRequestParams,
         binding: Option<Binding>,
         verified: Option<TokenRecord>,
-    ) -> Result<Answer, ErrorData> {
+    ) -> Result<ToolAnswer, ErrorData> {
         let unknown = || ErrorData::invalid_params(format!("unknown tool: {}", request.name), None);
         let Some(binding) = binding else {
             return Err(unknown());
@@ -224,7 +224,7 @@ impl<A: App> ToolRunner<A> {
         let forwarder = self.in_process(&binding, verified);
         let found = match forwarder.caller().await {
             Ok(caller) => {
-                let watched = Watched::of(&self.server, caller);
+                let watched = Watched::of(caller);
                 catalog(&watched, &self.hosted)
                     .await
                     .map(|catalog| (watched, catalog))
@@ -237,7 +237,7 @@ impl<A: App> ToolRunner<A> {
             Err(e) => {
                 let op = Operation::Message;
                 let text = forwarded_failure(&request.name, op.lap_path(), &e);
-                return Ok(Answer::Result(Box::new(failure(text).into())));
+                return Ok(ToolAnswer::Result(Box::new(failure(text).into())));
             }
         };
         let Some(entry) = catalog.find(&request.name) else {
@@ -255,10 +255,10 @@ impl<A: App> ToolRunner<A> {
 
 /// The answer of `op` (one [`passes_on`]) of `reply`: passed on unchanged on success, else
 /// its tool error.
-fn passed_on(op: Operation, reply: ops::Reply) -> Answer {
+fn passed_on(op: Operation, reply: ops::Reply) -> ToolAnswer {
     match reply.into_outcome() {
-        Ok(success) => Answer::Passed(success),
-        Err(e) => Answer::Result(Box::new(failed(op, &e).into())),
+        Ok(success) => ToolAnswer::Passed(success),
+        Err(e) => ToolAnswer::Result(Box::new(failed(op, &e).into())),
     }
 }
 
@@ -277,7 +277,7 @@ pub(super) struct InProcess<A: App> {
 impl<A: App> InProcess<A> {
     /// The caller of the gate: the credential verified (or the record verified in this
     /// request) and its session found, without the rate limit.
-    async fn caller(&self) -> Result<ops::Caller<A>, ApiError> {
+    async fn caller(&self) -> Result<ops::Caller, ApiError> {
         let verified = self
             .verified
             .lock()
@@ -302,9 +302,9 @@ impl<A: App> InProcess<A> {
     }
 
     /// `op` for `caller`, from the rate limit on.
-    async fn call(&self, caller: ops::Caller<A>, op: Operation, body: Value) -> ops::Reply {
+    async fn call(&self, caller: ops::Caller, op: Operation, body: Value) -> ops::Reply {
         match ops::take_rate_limit(&self.server, &caller).await {
-            Ok(()) => ops::call(&self.server, caller, op, body).await,
+            Ok(()) => ops::perform(&self.server, caller, op, body).await,
             Err(e) => ops::Reply::error(e),
         }
     }

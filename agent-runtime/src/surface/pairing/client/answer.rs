@@ -1,26 +1,34 @@
 //! How the client answers the server's frames from a session hosted in this process: every
-//! `rpc` tool of `docs/pairing.md` maps onto the session's own reads and `send_message`, so the
-//! app's validation, affordances, confirmations and diff are the same as when it is hosted by
-//! a server.
+//! `rpc` tool of `docs/pairing.md` is the operation it names, answered by the hosted
+//! implementation of the operations ([`HostedSession`], the one a server runs for a hosted
+//! session) on the client's session, so the app's validation, affordances, confirmations and
+//! diff are the same as when it is hosted by a server. The server keeps what only it can do:
+//! the description (from the `hello`), the wait on a proposal (the client follows it with
+//! `confirm-resolved`), the agent's log and audit.
 
 use agent_schema::protocol::{
-    ActionsResponse, LogEntry, LogKind, MessageRequest, QueryDomRequest, QueryStateRequest,
-    SendResult, StateRequest, WouldDispatchRequest,
+    LogEntry, LogKind, MessageRequest, RejectReason, SendResult, StateRequest,
 };
 use serde_json::{json, Value};
 
 use crate::app::App;
-use crate::engine::session::{activity, Session};
-use crate::ops::{dispatch_options, Operation};
-
-/// The upper clamp of a dispatch's `timeoutMs` on the client side.
-const MAX_WAIT_MS: u64 = 120_000;
+use crate::engine::session::{activity, SendError, Session};
+use crate::ops::hosted::{Asking, HostedSession};
+use crate::ops::{ApiError, Operation};
 
 /// Why a tool could not answer: `(code, detail)` of an `rpc-error`.
 pub(crate) type ToolError = (String, Option<String>);
 
 fn internal(e: impl std::fmt::Display) -> ToolError {
     ("internal".to_string(), Some(e.to_string()))
+}
+
+/// The `rpc-error` of an operation's error: its code and detail.
+fn failed(e: ApiError) -> ToolError {
+    (
+        e.code().as_str().to_string(),
+        e.detail().map(str::to_string),
+    )
 }
 
 fn to_value<T: serde::Serialize>(v: T) -> Result<Value, ToolError> {
@@ -48,6 +56,7 @@ pub(crate) fn hello<A: App>(describe: &Value, session: &Session<A>) -> Value {
 /// The answer of `tool` with `args`, plus the log entries to append. The tool names the
 /// operation ([`Operation::from_tool`]); its arguments read as the operation's request.
 pub(crate) async fn answer<A: App>(
+    hosted: &HostedSession<A>,
     session: &Session<A>,
     id: &str,
     tool: &str,
@@ -55,10 +64,10 @@ pub(crate) async fn answer<A: App>(
 ) -> (Result<Value, ToolError>, Vec<LogEntry>) {
     let op = Operation::from_tool(tool);
     if op == Some(Operation::Message) {
-        return send_message(session, args).await;
+        return send_message(hosted, session, args).await;
     }
     let result = match op {
-        Some(op) => read(session, op, args),
+        Some(op) => read(hosted, op, args),
         None => Err(unknown_tool(tool)),
     };
     let mut entry = activity::entry(
@@ -86,48 +95,30 @@ fn request<R: serde::de::DeserializeOwned>(args: Value) -> Result<R, ToolError> 
     serde_json::from_value(args).map_err(|e| ("schema-error".to_string(), Some(e.to_string())))
 }
 
-/// The reads a paired app answers; the server answers the other operations itself.
-fn read<A: App>(session: &Session<A>, op: Operation, args: Value) -> Result<Value, ToolError> {
+/// The reads a paired app answers; the server answers the other operations itself. No token
+/// of this process asks: the agent is the server's.
+fn read<A: App>(hosted: &HostedSession<A>, op: Operation, args: Value) -> Result<Value, ToolError> {
+    let ask = Asking {
+        spec: op.spec(),
+        tid: None,
+    };
     match op {
-        Operation::State => {
-            let req: StateRequest = request(args)?;
-            match req.since_seq {
-                Some(since) => to_value(session.get_state_since(since)),
-                None => to_value(session.get_state(req.path.as_deref())),
-            }
-        }
-        Operation::QueryState => {
-            let req: QueryStateRequest = request(args)?;
-            to_value(session.query_state(&req.path))
-        }
-        Operation::Actions => to_value(ActionsResponse {
-            actions: session.list_actions().map_err(internal)?,
-        }),
+        Operation::State => to_value(hosted.state(ask, request::<StateRequest>(args)?).body),
+        Operation::QueryState => to_value(hosted.query_state(ask, request(args)?).body),
+        Operation::Actions => to_value(hosted.actions(ask).map_err(failed)?.body),
         Operation::QueryDom => {
-            let req: QueryDomRequest = request(args)?;
-            to_value(
-                session
-                    .query_dom(&req.name, req.multiple)
-                    .map_err(internal)?,
-            )
+            to_value(hosted.query_dom(ask, request(args)?).map_err(failed)?.body)
         }
-        Operation::DescribeVisible => to_value(session.describe_visible().map_err(internal)?),
-        Operation::Context => to_value(session.describe_context(None).map_err(internal)?),
-        Operation::WouldDispatch => {
-            let req: WouldDispatchRequest = request(args)?;
-            to_value(session.would_dispatch(&req.msg.0).map_err(internal)?)
-        }
-        Operation::Observe => {
-            let published = session.published();
-            let body = json!({
-                "state": published.state,
-                "actions": session.list_actions().map_err(internal)?,
-                "context": session.context().map_err(internal)?,
-                "seq": published.seq,
-            });
-            // The server adds the description from the hello.
-            Ok(body)
-        }
+        Operation::DescribeVisible => to_value(hosted.describe_visible(ask).map_err(failed)?.body),
+        Operation::Context => to_value(hosted.context(ask).map_err(failed)?.body),
+        Operation::WouldDispatch => to_value(
+            hosted
+                .would_dispatch(ask, request(args)?)
+                .map_err(failed)?
+                .body,
+        ),
+        // The server adds the description from the hello.
+        Operation::Observe => to_value(hosted.observed().map_err(failed)?),
         Operation::Describe
         | Operation::RecentActions
         | Operation::Message
@@ -139,9 +130,10 @@ fn read<A: App>(session: &Session<A>, op: Operation, args: Value) -> Result<Valu
     }
 }
 
-/// `send_message`: the session's own gates, validation and confirmation; the entries it logs
-/// are the ones appended.
+/// `send_message`: the hosted dispatch, a proposal answered pending (the server waits on it);
+/// the entries it logs are the ones appended.
 async fn send_message<A: App>(
+    hosted: &HostedSession<A>,
     session: &Session<A>,
     args: Value,
 ) -> (Result<Value, ToolError>, Vec<LogEntry>) {
@@ -150,16 +142,24 @@ async fn send_message<A: App>(
         Ok(r) => r,
         Err(e) => return (Err(e), Vec::new()),
     };
-    let opts = dispatch_options(&request.dispatch, Operation::Message.spec(), MAX_WAIT_MS);
-    let reason = request.dispatch.reason.clone();
-    let result: Result<SendResult, _> = session
-        .send_message(&request.dispatch.msg.0, reason, opts, None)
-        .await;
+    let ask = Asking {
+        spec: Operation::Message.spec(),
+        tid: None,
+    };
+    let result = match hosted.send(ask, &request.dispatch, None).await {
+        Ok(r) => Ok(r),
+        // As `Session::send_message` answers it: the app's own rejection.
+        Err(SendError::OverBudget(e)) => Ok(SendResult::Rejected {
+            reason: RejectReason::Invalid,
+            detail: Some(e.to_string()),
+        }),
+        Err(SendError::Session(e)) => Err(internal(e)),
+    };
     let mut appended: Vec<LogEntry> = session
         .recent_log(16, None)
         .into_iter()
         .take_while(|e| Some(&e.id) != newest.as_ref())
         .collect();
     appended.reverse();
-    (result.map_err(internal).and_then(to_value), appended)
+    (result.and_then(to_value), appended)
 }

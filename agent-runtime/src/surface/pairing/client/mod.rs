@@ -27,12 +27,16 @@ mod socket;
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::app::App;
 use crate::engine::host::Host;
 use crate::engine::session::Session;
+use crate::ops::hosted::HostedSession;
+use crate::ops::ServerOptions;
 
 /// Reconnection delays: doubling from `initial` up to `max`, giving up after `give_up`
 /// without a successful pairing.
@@ -208,6 +212,8 @@ pub enum PairingStatus {
 /// Pairs one session with a server.
 pub struct PairingClient<A: App> {
     session: Session<A>,
+    /// The operations of `session`, as a server hosting it would answer them.
+    hosted: Arc<HostedSession<A>>,
     describe: Value,
     config: PairingConfig,
 }
@@ -215,7 +221,14 @@ pub struct PairingClient<A: App> {
 impl<A: App> PairingClient<A> {
     /// A client for `session` (a session of `host`).
     pub fn new(host: &Host<A>, session: Session<A>, config: PairingConfig) -> Self {
+        // Waits are clamped as a server with default options clamps them.
+        let max_wait_ms = ServerOptions::default().max_wait_ms();
         PairingClient {
+            hosted: Arc::new(HostedSession::new(
+                session.clone(),
+                host.clone(),
+                max_wait_ms,
+            )),
             session,
             describe: host.describe().clone(),
             config,
@@ -228,6 +241,7 @@ impl<A: App> PairingClient<A> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let task = tokio::spawn(socket::run(
             self.session,
+            self.hosted,
             self.describe,
             self.config,
             status_tx,

@@ -2,6 +2,7 @@
 //! reconnect with backoff (or claim the session again, or stop).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_schema::protocol::{ConfirmOutcome, LogEntry};
@@ -17,6 +18,7 @@ use super::{PairingConfig, PairingStatus};
 use crate::app::App;
 use crate::engine::paired::frames::MAX_FRAME_BYTES;
 use crate::engine::session::Session;
+use crate::ops::hosted::HostedSession;
 
 /// How long the client follows a proposal it reported as pending.
 const CONFIRM_FOLLOW_MS: u64 = 10 * 60_000;
@@ -42,8 +44,11 @@ enum Refused {
     Unreachable(String),
 }
 
+/// Pairs `session` (answering through `hosted`, its operations) until revoked, refused, out of
+/// retries, or stopped.
 pub(super) async fn run<A: App>(
     session: Session<A>,
+    hosted: Arc<HostedSession<A>>,
     describe: Value,
     mut config: PairingConfig,
     status: watch::Sender<PairingStatus>,
@@ -64,7 +69,7 @@ pub(super) async fn run<A: App>(
             Ok(ws) => {
                 delay = config.backoff.initial;
                 claimed = false;
-                match serve(&session, &describe, ws, &status, &mut stop).await {
+                match serve(&session, &hosted, &describe, ws, &status, &mut stop).await {
                     Ended::Dropped => since = tokio::time::Instant::now(),
                     Ended::Revoked => {
                         status.send_replace(PairingStatus::Revoked);
@@ -165,6 +170,7 @@ impl Out {
 
 async fn serve<A: App>(
     session: &Session<A>,
+    hosted: &Arc<HostedSession<A>>,
     describe: &Value,
     ws: Ws,
     status: &watch::Sender<PairingStatus>,
@@ -206,7 +212,7 @@ async fn serve<A: App>(
                         }
                         "active" => { status.send_replace(PairingStatus::Active); }
                         "revoked" => break Ended::Revoked,
-                        "rpc" => tasks.push(rpc(session, &out, frame)),
+                        "rpc" => tasks.push(rpc(session, hosted, &out, frame)),
                         "log-push" => {
                             let entry = frame.get("entry").cloned().unwrap_or(Value::Null);
                             if let Ok(e) = serde_json::from_value::<LogEntry>(entry.clone()) {
@@ -256,8 +262,14 @@ async fn serve<A: App>(
 }
 
 /// Answers one `rpc` on its own task (a `send_message` may wait for its drain).
-fn rpc<A: App>(session: &Session<A>, out: &Out, frame: Value) -> JoinHandle<()> {
+fn rpc<A: App>(
+    session: &Session<A>,
+    hosted: &Arc<HostedSession<A>>,
+    out: &Out,
+    frame: Value,
+) -> JoinHandle<()> {
     let session = session.clone();
+    let hosted = hosted.clone();
     let out = out.clone();
     tokio::spawn(async move {
         let Some(id) = frame.get("id").and_then(Value::as_str).map(str::to_string) else {
@@ -270,7 +282,7 @@ fn rpc<A: App>(session: &Session<A>, out: &Out, frame: Value) -> JoinHandle<()> 
             out.frame(json!({"t": "rpc-error", "id": id, "code": "schema-error"}));
             return;
         };
-        let (result, entries) = answer(&session, &id, tool, args).await;
+        let (result, entries) = answer(&hosted, &session, &id, tool, args).await;
         match result {
             Ok(result) => {
                 let pending = (result.get("status").and_then(Value::as_str)
