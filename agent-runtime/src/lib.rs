@@ -178,7 +178,7 @@ pub mod mcp {
     pub mod bridge {
         pub use crate::surface::mcp::bridge::{serve_stdio, serve_stdio_bound};
     }
-    pub use crate::surface::mcp::{AtCapacity, McpOptions, McpSessions, MCP_PATH};
+    pub use crate::surface::mcp::{AtCapacity, BoundToken, McpOptions, McpSessions, MCP_PATH};
 }
 
 /// Pairing (`docs/pairing.md`): the server's options for `/agent/ws`, and the client that

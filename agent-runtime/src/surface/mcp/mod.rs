@@ -21,4 +21,4 @@ pub(crate) mod forward;
 pub(crate) mod resources;
 pub(crate) mod tools;
 
-pub use endpoint::{AtCapacity, McpOptions, McpSessions, MCP_PATH};
+pub use endpoint::{AtCapacity, BoundToken, McpOptions, McpSessions, MCP_PATH};

@@ -30,7 +30,7 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::json;
 use tower::{Layer, Service, ServiceExt as _};
 
-use super::binding::Binding;
+use super::bound_token::BoundToken;
 use super::disk_bounds;
 use super::fast_call::{self, PlainCall, Route};
 use super::request_kind::{
@@ -271,7 +271,7 @@ where
         let sessions = self.server.mcp_sessions();
         // A session rebuilt without its raw token ends once its token's record changed hash
         // (a claim rotated it) or stopped verifying.
-        if let Some(binding) = sessions.binding(&id) {
+        if let Some(binding) = sessions.bound_token(&id) {
             if !restore::still_bound(&self.server, &binding).await {
                 sessions.remove(&id);
                 sessions.close(vec![id]).await;
@@ -447,7 +447,7 @@ where
     /// to: 401 `auth-failed` / 403 `revoked` (audited, and counted against the client
     /// address) when it does not verify; 429 before any lookup while the address is blocked
     /// for failing too often.
-    async fn bearer_binding(&self, parts: &Parts) -> Result<(Binding, TokenRecord), Box<Response>> {
+    async fn bearer_binding(&self, parts: &Parts) -> Result<(BoundToken, TokenRecord), Box<Response>> {
         let server = &self.server;
         let now = server.now();
         let address = request_client_address(parts, server.options().trust_proxy);
@@ -467,7 +467,7 @@ where
         .await;
         match verified {
             Ok(record) => {
-                let binding = Binding {
+                let binding = BoundToken {
                     tid: record.tid.clone(),
                     token_hash: record.token_hash.clone(),
                     token: authorization

@@ -34,7 +34,7 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::binding::Binding;
+use super::bound_token::BoundToken;
 use super::registry::McpSessions;
 use super::run::{BoundCall, Generation, ToolAnswer, ToolCall, ToolRunner};
 use crate::app::App;
@@ -59,7 +59,7 @@ pub(super) enum Route<'a> {
     Session(&'a str),
     /// On 2026-07-28, with the binding of its bearer and the token record the admission layer
     /// verified it to in this request (the gate takes it instead of verifying it again).
-    Stateless(&'a Binding, TokenRecord),
+    Stateless(&'a BoundToken, TokenRecord),
 }
 
 /// The answer to a `tools/call`, or `None` when rmcp must take it (nothing ran).
@@ -99,7 +99,7 @@ pub(super) async fn answer<A: App>(
             if let BoundCall::Run(Operation::Describe | Operation::Observe, _) = call {
                 return None;
             }
-            (sessions.binding(id), None)
+            (sessions.bound_token(id), None)
         }
         Route::Stateless(binding, record) => (Some(binding.clone()), Some(record)),
     };

@@ -19,7 +19,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 
 use super::actions::session_tools;
-use super::binding::Binding;
+use super::bound_token::BoundToken;
 use super::disk_bounds;
 use super::notify::{self, Interest, Outlet, WatchSlot};
 use super::restore;
@@ -70,15 +70,15 @@ impl<A: App> McpHandler<A> {
     }
 
     /// The binding of the call: its MCP session's, or a 2026-07-28 request's bearer.
-    fn binding(&self, context_parts: Option<&Parts>) -> Option<Binding> {
+    fn binding(&self, context_parts: Option<&Parts>) -> Option<BoundToken> {
         let parts = context_parts?;
         match parts
             .headers
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
         {
-            Some(id) => self.server.mcp_sessions().binding(id),
-            None => parts.extensions.get::<Binding>().cloned(),
+            Some(id) => self.server.mcp_sessions().bound_token(id),
+            None => parts.extensions.get::<BoundToken>().cloned(),
         }
     }
 
@@ -136,7 +136,7 @@ impl<A: App> McpHandler<A> {
             Err(AuthError::AuthFailed) => return failure(TOKEN_INVALID).into(),
             Err(e) => return failure(format!("Auth failed: {e}")).into(),
         };
-        let binding = Binding {
+        let binding = BoundToken {
             tid: record.tid,
             token_hash: record.token_hash,
             token: Some(token.to_string()),

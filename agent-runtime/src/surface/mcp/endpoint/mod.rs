@@ -9,7 +9,7 @@
 
 mod actions;
 mod admission;
-mod binding;
+mod bound_token;
 mod disk_bounds;
 mod fast_call;
 mod handler;
@@ -29,6 +29,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 pub use crate::ops::McpOptions;
 pub(crate) use admission::McpAdmissionLayer;
 pub(crate) use handler::McpHandler;
+pub use bound_token::BoundToken;
 pub use registry::{AtCapacity, McpSessions};
 
 use super::action_tools::ActionCatalog;

@@ -14,7 +14,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::SessionManager;
 use tokio::sync::broadcast;
 
-use super::binding::Binding;
+use super::bound_token::BoundToken;
 use super::McpOptions;
 use crate::engine::store::McpBindings;
 
@@ -32,7 +32,7 @@ struct Entry {
     owner: Option<String>,
     /// The token the session is bound to now: a bound session is authenticated; an unbound
     /// one is provisional (evictable, on the provisional lifetime).
-    binding: Option<Binding>,
+    binding: Option<BoundToken>,
     /// Registered before rmcp holds the session: a session being rebuilt after a restart,
     /// until the request that rebuilds it has its answer ([`McpSessions::rebuilt`]).
     rebuilding: bool,
@@ -281,7 +281,7 @@ impl McpSessions {
     }
 
     /// The token `id` is bound to.
-    pub fn binding(&self, id: &str) -> Option<Binding> {
+    pub fn bound_token(&self, id: &str) -> Option<BoundToken> {
         self.registry
             .lock()
             .sessions
@@ -446,7 +446,7 @@ impl McpSessions {
     /// owned by the token, and the token's least recently used OTHER sessions are evicted
     /// until it owns at most `maxSessionsPerToken`. `None` when `id` is not live; else the
     /// evicted ids.
-    pub(crate) fn bind(&self, id: &str, binding: Binding) -> Option<Vec<String>> {
+    pub(crate) fn bind(&self, id: &str, binding: BoundToken) -> Option<Vec<String>> {
         let per_token = self.limits.per_token;
         let mut registry = self.registry.lock();
         let tid = binding.tid.clone();
@@ -491,17 +491,17 @@ pub(crate) struct Reservation {
 impl Reservation {
     /// Turns the reservation into the live session `id` (created and last seen `now`),
     /// authenticated and bound when `binding` is given.
-    pub(crate) fn commit(self, id: String, now: u64, binding: Option<Binding>) {
+    pub(crate) fn commit(self, id: String, now: u64, binding: Option<BoundToken>) {
         self.register(id, now, binding, false);
     }
 
     /// Registers the slot for session `id`, issued before a restart, before rmcp restores it
     /// (kept by [`McpSessions::forget_ended`] until [`McpSessions::rebuilt`]).
-    pub(crate) fn commit_rebuilding(self, id: String, now: u64, binding: Binding) {
+    pub(crate) fn commit_rebuilding(self, id: String, now: u64, binding: BoundToken) {
         self.register(id, now, Some(binding), true);
     }
 
-    fn register(mut self, id: String, now: u64, binding: Option<Binding>, rebuilding: bool) {
+    fn register(mut self, id: String, now: u64, binding: Option<BoundToken>, rebuilding: bool) {
         let sessions = self.sessions.clone();
         let mut registry = sessions.registry.lock();
         sessions.release(&mut registry, self.provisional);

@@ -1,7 +1,7 @@
 //! The registry's bookkeeping, without rmcp's transport.
 
 use super::*;
-use crate::surface::mcp::endpoint::binding::Binding;
+use crate::surface::mcp::endpoint::bound_token::BoundToken;
 use std::time::Duration;
 
 fn sessions(max: usize, provisional: usize, per_token: usize) -> Arc<McpSessions> {
@@ -15,15 +15,15 @@ fn sessions(max: usize, provisional: usize, per_token: usize) -> Arc<McpSessions
     }))
 }
 
-fn bound(tid: &str) -> Option<Binding> {
-    Some(Binding {
+fn bound(tid: &str) -> Option<BoundToken> {
+    Some(BoundToken {
         tid: tid.into(),
         token_hash: format!("hash-{tid}"),
         token: Some(format!("agt_{tid}")),
     })
 }
 
-fn open(s: &Arc<McpSessions>, id: &str, now: u64, binding: Option<Binding>) -> Vec<String> {
+fn open(s: &Arc<McpSessions>, id: &str, now: u64, binding: Option<BoundToken>) -> Vec<String> {
     let (r, evicted) = s.reserve(binding.is_none()).expect("a slot");
     r.commit(id.into(), now, binding);
     evicted
@@ -50,7 +50,7 @@ async fn a_session_being_rebuilt_is_not_taken_for_an_ended_one() {
     s.forget_ended().await;
     assert!(!s.is_live("a"));
     assert!(s.is_live("r"));
-    assert_eq!(s.binding("r").map(|b| b.tid), Some("t2".to_string()));
+    assert_eq!(s.bound_token("r").map(|b| b.tid), Some("t2".to_string()));
     // Once the rebuilding request has its answer, rmcp holds it or it is gone.
     s.rebuilt("r");
     s.forget_ended().await;
@@ -126,10 +126,10 @@ fn per_token_cap() {
         Some(vec!["b".to_string()])
     );
     assert!(s.is_authenticated("d"));
-    assert_eq!(s.binding("d").unwrap().tid, "t");
+    assert_eq!(s.bound_token("d").unwrap().tid, "t");
     assert_eq!(s.bind("gone", bound("t").unwrap()), None);
     s.unbind("d", 0);
-    assert!(s.binding("d").is_none() && !s.is_authenticated("d"));
+    assert!(s.bound_token("d").is_none() && !s.is_authenticated("d"));
 }
 
 #[test]

@@ -23,7 +23,7 @@ use rmcp::transport::streamable_http_server::session::{
 
 use axum::http::{header, request::Parts};
 
-use super::binding::Binding;
+use super::bound_token::BoundToken;
 use super::McpState;
 use crate::app::App;
 use crate::clock::SharedClock;
@@ -98,7 +98,7 @@ impl SessionStore for StoredMcpSessions {
 
 /// Records the token MCP session `id` is bound to, by id and hash (at `initialize` with a
 /// bearer, or by `connect_session`); rmcp stored its `initialize` already.
-pub(crate) async fn remember(store: &Arc<dyn McpBindings>, id: &str, bound: &Binding, now: u64) {
+pub(crate) async fn remember(store: &Arc<dyn McpBindings>, id: &str, bound: &BoundToken, now: u64) {
     let binding = McpBinding {
         id: stored_id(id),
         tid: bound.tid.clone(),
@@ -130,7 +130,7 @@ pub(crate) enum Refused {
 
 /// What a stored session is rebuilt with.
 enum Verdict {
-    Rebuild(Binding),
+    Rebuild(BoundToken),
     /// Not rebuildable: counts as a failed credential of the client address.
     Refused,
     /// The store could not be read: 404, not counted against the client.
@@ -146,7 +146,7 @@ pub(crate) async fn admit_stored<A: App>(
     store: &Arc<dyn McpBindings>,
     parts: &Parts,
     id: &str,
-) -> Result<Binding, Refused> {
+) -> Result<BoundToken, Refused> {
     let address = request_client_address(parts, server.options().trust_proxy);
     server.auth_blocked(&address).map_err(Refused::Limited)?;
     match verdict(server, store, parts, id).await {
@@ -195,7 +195,7 @@ async fn verdict<A: App>(
     match verified {
         // The bound token itself, as the bearer: used as before.
         Ok(record) if authorization.is_some() && record.tid == stored.tid => {
-            Verdict::Rebuild(Binding {
+            Verdict::Rebuild(BoundToken {
                 tid: record.tid,
                 token_hash: record.token_hash,
                 token: authorization
@@ -206,7 +206,7 @@ async fn verdict<A: App>(
         // By token id, while the record keeps the hash the session was bound with.
         Ok(record) if authorization.is_none() && !stored.token_hash.is_empty() => {
             if record.token_hash == stored.token_hash {
-                Verdict::Rebuild(Binding {
+                Verdict::Rebuild(BoundToken {
                     tid: record.tid,
                     token_hash: record.token_hash,
                     token: None,
@@ -232,7 +232,7 @@ async fn verdict<A: App>(
 /// Whether a binding rebuilt without its raw token still holds: its token's record is valid
 /// and still has the hash the session was bound with (a claim rotates it). A binding with the
 /// raw token is checked by each call's bearer.
-pub(crate) async fn still_bound<A: App>(server: &McpState<A>, binding: &Binding) -> bool {
+pub(crate) async fn still_bound<A: App>(server: &McpState<A>, binding: &BoundToken) -> bool {
     if binding.token.is_some() {
         return true;
     }

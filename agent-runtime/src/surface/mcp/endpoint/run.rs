@@ -13,7 +13,7 @@ use rmcp::ErrorData;
 use serde_json::{Map, Value};
 
 use super::actions::catalog;
-use super::binding::Binding;
+use super::bound_token::BoundToken;
 use super::McpState;
 use crate::app::App;
 use crate::ops::watch::Watched;
@@ -148,7 +148,7 @@ impl<A: App> ToolRunner<A> {
     pub(super) async fn run(
         &self,
         call: BoundCall,
-        binding: Option<Binding>,
+        binding: Option<BoundToken>,
         verified: Option<TokenRecord>,
         generation: Generation,
         cache: &DescriptionCache,
@@ -190,13 +190,13 @@ impl<A: App> ToolRunner<A> {
     }
 
     /// Runs operations with `binding`'s token as the credential.
-    pub(super) fn forwarder(&self, binding: &Binding) -> InProcess<A> {
+    pub(super) fn forwarder(&self, binding: &BoundToken) -> InProcess<A> {
         self.in_process(binding, None)
     }
 
     /// [`Self::forwarder`], whose first operation takes the token record `verified` (the
     /// admission layer verified the binding's bearer to it in this request).
-    fn in_process(&self, binding: &Binding, verified: Option<TokenRecord>) -> InProcess<A> {
+    fn in_process(&self, binding: &BoundToken, verified: Option<TokenRecord>) -> InProcess<A> {
         InProcess {
             server: self.server.clone(),
             authorization: binding.token.as_ref().map(|t| format!("Bearer {t}")),
@@ -211,7 +211,7 @@ impl<A: App> ToolRunner<A> {
     async fn call_action(
         &self,
         request: CallToolRequestParams,
-        binding: Option<Binding>,
+        binding: Option<BoundToken>,
         verified: Option<TokenRecord>,
     ) -> Result<ToolAnswer, ErrorData> {
         let unknown = || ErrorData::invalid_params(format!("unknown tool: {}", request.name), None);

@@ -2,7 +2,7 @@
 
 /// The agent token an MCP session is bound to.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Binding {
+pub struct BoundToken {
     /// The token's id.
     pub tid: String,
     /// The stored hash of the token the session was bound with (never the token): a record
@@ -14,9 +14,9 @@ pub struct Binding {
     pub token: Option<String>,
 }
 
-impl std::fmt::Debug for Binding {
+impl std::fmt::Debug for BoundToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Binding")
+        f.debug_struct("BoundToken")
             .field("tid", &self.tid)
             .finish_non_exhaustive()
     }
