@@ -4,7 +4,8 @@
 //! session) on the client's session, so the app's validation, affordances, confirmations and
 //! diff are the same as when it is hosted by a server. The server keeps what only it can do:
 //! the description (from the `hello`), the wait on a proposal (the client follows it with
-//! `confirm-resolved`), the agent's log and audit.
+//! `confirm-resolved`), the audit. The client adds the log entries of each `rpc` it answered
+//! (`log-append`).
 
 use agent_schema::protocol::{
     LogEntry, LogKind, MessageRequest, RejectReason, SendResult, StateRequest,
