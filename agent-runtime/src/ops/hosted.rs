@@ -11,12 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_schema::protocol::{
-    Action, ActionsResponse, ConfirmOutcome, ConfirmResultRequest, ConfirmResultResponse,
-    ContextResponse, DescribeVisibleResponse, Description, DispatchRequest, EmptyRequest, LogEntry,
-    LogKind, MessageRequest, NarrateRequest, NarrateResponse, ObserveResponse, PendingResponse,
+    Action, ActionsResponse, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
+    DescribeVisibleResponse, Description, DispatchRequest, EmptyRequest, LogEntry, LogKind,
+    MessageRequest, NarrateRequest, NarrateResponse, ObserveResponse, PendingResponse,
     QueryDomRequest, QueryDomResponse, QueryStateRequest, QueryStateResponse, RecentActionsRequest,
-    RecentActionsResponse, RejectReason, SendResult, StateRequest, StateResponse, WaitRequest,
-    WaitResponse, WithdrawRequest, WithdrawResponse, WouldDispatchRequest, WouldDispatchResult,
+    RecentActionsResponse, SendResult, StateRequest, StateResponse, WaitRequest, WaitResponse,
+    WithdrawRequest, WithdrawResponse, WouldDispatchRequest, WouldDispatchResult,
 };
 use agent_schema::AgentContext;
 #[cfg(feature = "mcp")]
@@ -299,7 +299,7 @@ impl<A: App> HostedSession<A> {
                 let outcome = session
                     .wait_confirm(&confirm_id, timeout_ms)
                     .await
-                    .unwrap_or(ConfirmOutcome::Pending);
+                    .unwrap_or(ConfirmResultResponse::StillPending);
                 (message_answer(outcome, confirm_id), audit)
             }
             rejected @ SendResult::Rejected { .. } => (
@@ -336,34 +336,13 @@ impl<A: App> HostedSession<A> {
             .wait_own_confirm(&id, call.tid(), timeout)
             .await
             .ok_or_else(|| ApiError::invalid(format!("unknown confirmId: {id}")))?;
-        let (body, name) = match outcome {
-            ConfirmOutcome::Confirmed {
-                state_after,
-                msg,
-                seq,
-            } => (
-                ConfirmResultResponse::Confirmed {
-                    state_after,
-                    msg,
-                    seq,
-                },
-                "confirmed",
-            ),
-            ConfirmOutcome::UserCancelled => (
-                ConfirmResultResponse::Rejected {
-                    reason: RejectReason::UserCancelled,
-                },
-                "user-cancelled",
-            ),
-            ConfirmOutcome::Expired => (
-                ConfirmResultResponse::Rejected {
-                    reason: RejectReason::Timeout,
-                },
-                "timeout",
-            ),
-            ConfirmOutcome::Withdrawn => (ConfirmResultResponse::Withdrawn, "withdrawn"),
-            ConfirmOutcome::Pending => (ConfirmResultResponse::StillPending, "still-pending"),
+        let name = match &outcome {
+            ConfirmResultResponse::Confirmed { .. } => "confirmed",
+            ConfirmResultResponse::Rejected { reason } => reason.as_str(),
+            ConfirmResultResponse::Withdrawn => "withdrawn",
+            ConfirmResultResponse::StillPending => "still-pending",
         };
+        let body = outcome;
         Ok(Answered::audited(
             body,
             json!({"path": call.spec.audit_path(), "outcome": name}),
@@ -438,9 +417,9 @@ impl<A: App> HostedSession<A> {
 }
 
 /// The `/message` answer for the outcome of a proposal it waited on.
-fn message_answer(outcome: ConfirmOutcome, confirm_id: String) -> SendResult {
+fn message_answer(outcome: ConfirmResultResponse, confirm_id: String) -> SendResult {
     match outcome {
-        ConfirmOutcome::Confirmed {
+        ConfirmResultResponse::Confirmed {
             state_after,
             msg,
             seq,
@@ -449,16 +428,12 @@ fn message_answer(outcome: ConfirmOutcome, confirm_id: String) -> SendResult {
             msg,
             seq,
         },
-        ConfirmOutcome::UserCancelled => SendResult::Rejected {
-            reason: RejectReason::UserCancelled,
+        ConfirmResultResponse::Rejected { reason } => SendResult::Rejected {
+            reason,
             detail: None,
         },
-        ConfirmOutcome::Expired => SendResult::Rejected {
-            reason: RejectReason::Timeout,
-            detail: None,
-        },
-        ConfirmOutcome::Withdrawn => SendResult::Withdrawn,
-        ConfirmOutcome::Pending => SendResult::PendingConfirmation { confirm_id },
+        ConfirmResultResponse::Withdrawn => SendResult::Withdrawn,
+        ConfirmResultResponse::StillPending => SendResult::PendingConfirmation { confirm_id },
     }
 }
 

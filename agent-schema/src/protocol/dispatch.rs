@@ -179,28 +179,6 @@ pub enum SendResult {
     Withdrawn,
 }
 
-/// The outcome of a confirmation as seen by a waiting agent.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ConfirmOutcome {
-    /// Approved and committed.
-    Confirmed {
-        /// The redacted state right after the commit.
-        state_after: Value,
-        /// The edited message that was applied, if the human edited it.
-        msg: Option<Value>,
-        /// The version of `state_after`, when known.
-        seq: Option<u64>,
-    },
-    /// Rejected by the human.
-    UserCancelled,
-    /// Expired before a decision.
-    Expired,
-    /// Withdrawn by the proposing token before a decision.
-    Withdrawn,
-    /// Still waiting.
-    Pending,
-}
-
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }

@@ -16,8 +16,8 @@ mod validation;
 pub use actions::{Action, ActionSource};
 pub use confirm::{ConfirmEntry, ConfirmStatus};
 pub use dispatch::{
-    ConfirmOutcome, DrainError, DrainErrorKind, DrainReport, PatchOp, RejectReason, SendResult,
-    WaitFor, WouldDispatchResult,
+    DrainError, DrainErrorKind, DrainReport, PatchOp, RejectReason, SendResult, WaitFor,
+    WouldDispatchResult,
 };
 pub use error_code::ErrorCode;
 pub use lenient::Fields;

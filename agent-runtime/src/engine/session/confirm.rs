@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use agent_schema::protocol::{ConfirmEntry, ConfirmOutcome, ConfirmStatus};
+use agent_schema::protocol::{ConfirmEntry, ConfirmResultResponse, ConfirmStatus, RejectReason};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -32,8 +32,8 @@ struct CommittedSlot {
 }
 
 impl CommittedSlot {
-    fn outcome(&self) -> ConfirmOutcome {
-        ConfirmOutcome::Confirmed {
+    fn outcome(&self) -> ConfirmResultResponse {
+        ConfirmResultResponse::Confirmed {
             state_after: serde_json::from_str(self.state_after.get()).unwrap_or(Value::Null),
             msg: self.msg.clone(),
             seq: self.seq,
@@ -429,7 +429,7 @@ impl ConfirmStore {
     }
 
     /// The current outcome of `id`, or `None` for an unknown id.
-    pub(crate) fn outcome(&self, id: &str) -> Option<ConfirmOutcome> {
+    pub(crate) fn outcome(&self, id: &str) -> Option<ConfirmResultResponse> {
         self.slots
             .iter()
             .find(|s| s.entry.id == id)
@@ -438,7 +438,7 @@ impl ConfirmStore {
 
     /// The current outcome of `id` when token `tid` proposed it; `None` for an unknown id and
     /// for another proposer's alike, so a token cannot tell the two apart.
-    pub(crate) fn own_outcome(&self, id: &str, tid: &str) -> Option<ConfirmOutcome> {
+    pub(crate) fn own_outcome(&self, id: &str, tid: &str) -> Option<ConfirmResultResponse> {
         self.slots
             .iter()
             .find(|s| s.entry.id == id && s.entry.tid.as_deref() == Some(tid))
@@ -453,16 +453,20 @@ impl ConfirmStore {
 impl Slot {
     /// The entry's outcome. An approved entry whose message has not committed yet still reads
     /// as pending.
-    fn outcome(&self) -> ConfirmOutcome {
+    fn outcome(&self) -> ConfirmResultResponse {
         match self.entry.status {
-            ConfirmStatus::Pending => ConfirmOutcome::Pending,
+            ConfirmStatus::Pending => ConfirmResultResponse::StillPending,
             ConfirmStatus::Approved => self
                 .committed
                 .as_ref()
-                .map_or(ConfirmOutcome::Pending, CommittedSlot::outcome),
-            ConfirmStatus::Rejected => ConfirmOutcome::UserCancelled,
-            ConfirmStatus::Expired => ConfirmOutcome::Expired,
-            ConfirmStatus::Withdrawn => ConfirmOutcome::Withdrawn,
+                .map_or(ConfirmResultResponse::StillPending, CommittedSlot::outcome),
+            ConfirmStatus::Rejected => ConfirmResultResponse::Rejected {
+                reason: RejectReason::UserCancelled,
+            },
+            ConfirmStatus::Expired => ConfirmResultResponse::Rejected {
+                reason: RejectReason::Timeout,
+            },
+            ConfirmStatus::Withdrawn => ConfirmResultResponse::Withdrawn,
         }
     }
 }

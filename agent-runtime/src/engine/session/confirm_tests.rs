@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agent_schema::protocol::{ConfirmEntry, ConfirmOutcome, ConfirmStatus};
+use agent_schema::protocol::{ConfirmEntry, ConfirmResultResponse, ConfirmStatus, RejectReason};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -49,13 +49,21 @@ fn proposals_stay_in_order_and_decisions_are_final() {
         "already rejected"
     );
     assert_eq!(store.reject("zz", 4), Err(DecisionError::NotFound));
-    assert_eq!(store.outcome("b"), Some(ConfirmOutcome::UserCancelled));
+    assert_eq!(
+        store.outcome("b"),
+        Some(ConfirmResultResponse::Rejected {
+            reason: RejectReason::UserCancelled
+        })
+    );
     // Approved but not yet committed reads as pending.
-    assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Pending));
+    assert_eq!(
+        store.outcome("a"),
+        Some(ConfirmResultResponse::StillPending)
+    );
     store.mark_committed("a", text(json!({"n":1})), None, 1);
     assert!(matches!(
         store.outcome("a"),
-        Some(ConfirmOutcome::Confirmed { .. })
+        Some(ConfirmResultResponse::Confirmed { .. })
     ));
 }
 
@@ -73,7 +81,7 @@ fn only_the_proposing_token_withdraws_a_pending_entry() {
     assert_eq!(store.withdraw("a", "t2", 1), Err(WithdrawError::NotYours));
     let withdrawn = store.withdraw("a", "t1", 1).unwrap();
     assert_eq!(withdrawn.status, ConfirmStatus::Withdrawn);
-    assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Withdrawn));
+    assert_eq!(store.outcome("a"), Some(ConfirmResultResponse::Withdrawn));
     assert_eq!(
         store.withdraw("a", "t1", 2),
         Err(WithdrawError::AlreadyDecided(ConfirmStatus::Withdrawn))
@@ -91,7 +99,7 @@ fn only_the_proposing_token_withdraws_a_pending_entry() {
     // Stored and read back, the withdrawal stays.
     let mut copy = ConfirmStore::new(600_000);
     assert!(copy.restore_json(&store.to_json()));
-    assert_eq!(copy.outcome("a"), Some(ConfirmOutcome::Withdrawn));
+    assert_eq!(copy.outcome("a"), Some(ConfirmResultResponse::Withdrawn));
 }
 
 #[test]
@@ -104,7 +112,12 @@ fn expiry_is_strictly_after_max_age() {
     assert_eq!(store.pending().len(), 1);
     let expired = store.sweep(7001, true);
     assert_eq!(expired.len(), 1);
-    assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Expired));
+    assert_eq!(
+        store.outcome("a"),
+        Some(ConfirmResultResponse::Rejected {
+            reason: RejectReason::Timeout
+        })
+    );
     assert_eq!(store.get("b").unwrap().status, ConfirmStatus::Approved);
 }
 
@@ -161,9 +174,9 @@ fn a_foreign_copy_replaces_what_was_stored_and_keeps_unwritten_proposals() {
     assert!(here.merge_foreign(&foreign, &stored, 3));
     assert!(matches!(
         here.outcome("a"),
-        Some(ConfirmOutcome::Confirmed { .. })
+        Some(ConfirmResultResponse::Confirmed { .. })
     ));
-    assert_eq!(here.outcome("b"), Some(ConfirmOutcome::Pending));
+    assert_eq!(here.outcome("b"), Some(ConfirmResultResponse::StillPending));
     // An entry the other replica forgot (it was in `stored`) goes.
     let none = ConfirmStore::new(600_000).to_json();
     assert!(here.merge_foreign(&none, &foreign, 3));
@@ -188,7 +201,7 @@ fn a_merge_never_undoes_a_decision_nor_replaces_a_stored_one() {
     assert!(!here.merge_foreign(&pending, &pending, 2));
     assert!(matches!(
         here.outcome("a"),
-        Some(ConfirmOutcome::Confirmed { .. })
+        Some(ConfirmResultResponse::Confirmed { .. })
     ));
     // The store rejected "b" while here it was withdrawn: the stored decision wins.
     here.withdraw("b", "t", 2).unwrap_err();
@@ -199,7 +212,12 @@ fn a_merge_never_undoes_a_decision_nor_replaces_a_stored_one() {
     assert!(mine.restore_json(&pending));
     mine.decide("b", &Decision::Expire, 3).unwrap();
     assert!(mine.merge_foreign(&there.to_json(), &pending, 4));
-    assert_eq!(mine.outcome("b"), Some(ConfirmOutcome::UserCancelled));
+    assert_eq!(
+        mine.outcome("b"),
+        Some(ConfirmResultResponse::Rejected {
+            reason: RejectReason::UserCancelled
+        })
+    );
     // What the store gets next keeps both decisions, and a decision on one decided
     // already is refused with the decision that won.
     let mut next = here.merged_with(&there.to_json(), 5);
@@ -230,6 +248,9 @@ fn a_decision_past_the_maximum_age_is_refused_as_expired() {
     );
     // Not expired by a sweep that does not expire (a durable session's).
     assert!(store.sweep(1001, false).is_empty());
-    assert_eq!(store.outcome("a"), Some(ConfirmOutcome::Pending));
+    assert_eq!(
+        store.outcome("a"),
+        Some(ConfirmResultResponse::StillPending)
+    );
     assert_eq!(store.sweep(1001, true).len(), 1);
 }

@@ -5,7 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use agent_schema::protocol::{
-    ConfirmEntry, ConfirmOutcome, ConfirmStatus, LogKind, RejectReason, SendResult,
+    ConfirmEntry, ConfirmResultResponse, ConfirmStatus, LogKind, RejectReason, SendResult,
     ValidationIssue, WaitFor, WouldDispatchResult,
 };
 use agent_schema::DispatchMode;
@@ -580,7 +580,7 @@ impl<A: App> Session<A> {
 
     /// Waits (level-triggered) up to `timeout_ms` for the outcome of proposal `id`.
     /// `None` for an unknown id.
-    pub async fn wait_confirm(&self, id: &str, timeout_ms: u64) -> Option<ConfirmOutcome> {
+    pub async fn wait_confirm(&self, id: &str, timeout_ms: u64) -> Option<ConfirmResultResponse> {
         self.wait_outcome(id, None, timeout_ms).await
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use agent_schema::protocol::{ConfirmEntry, ConfirmOutcome, PendingProposal};
+use agent_schema::protocol::{ConfirmEntry, ConfirmResultResponse, PendingProposal};
 use serde_json::{Map, Value};
 
 use super::confirm::{Decision, WithdrawError};
@@ -72,7 +72,7 @@ impl<A: App> Session<A> {
         id: &str,
         tid: &str,
         timeout_ms: u64,
-    ) -> Option<ConfirmOutcome> {
+    ) -> Option<ConfirmResultResponse> {
         self.wait_outcome(id, Some(tid), timeout_ms).await
     }
 
@@ -83,7 +83,7 @@ impl<A: App> Session<A> {
         id: &str,
         proposer: Option<&str>,
         timeout_ms: u64,
-    ) -> Option<ConfirmOutcome> {
+    ) -> Option<ConfirmResultResponse> {
         let mut changed = self.core.confirm_changed.subscribe();
         let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
         loop {
@@ -97,7 +97,8 @@ impl<A: App> Session<A> {
                 }
             }?;
             let now = tokio::time::Instant::now();
-            if outcome != ConfirmOutcome::Pending || self.is_closed() || now >= deadline {
+            if outcome != ConfirmResultResponse::StillPending || self.is_closed() || now >= deadline
+            {
                 return Some(outcome);
             }
             // Expiry is checked on reads: look again at least once a second.

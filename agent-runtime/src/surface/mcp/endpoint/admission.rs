@@ -447,7 +447,10 @@ where
     /// to: 401 `auth-failed` / 403 `revoked` (audited, and counted against the client
     /// address) when it does not verify; 429 before any lookup while the address is blocked
     /// for failing too often.
-    async fn bearer_binding(&self, parts: &Parts) -> Result<(BoundToken, TokenRecord), Box<Response>> {
+    async fn bearer_binding(
+        &self,
+        parts: &Parts,
+    ) -> Result<(BoundToken, TokenRecord), Box<Response>> {
         let server = &self.server;
         let now = server.now();
         let address = request_client_address(parts, server.options().trust_proxy);

@@ -28,8 +28,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 pub use crate::ops::McpOptions;
 pub(crate) use admission::McpAdmissionLayer;
-pub(crate) use handler::McpHandler;
 pub use bound_token::BoundToken;
+pub(crate) use handler::McpHandler;
 pub use registry::{AtCapacity, McpSessions};
 
 use super::action_tools::ActionCatalog;

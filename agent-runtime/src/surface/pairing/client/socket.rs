@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_schema::protocol::{ConfirmOutcome, LogEntry};
+use agent_schema::protocol::{ConfirmResultResponse, LogEntry};
 use futures::{SinkExt as _, StreamExt as _};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
@@ -313,11 +313,11 @@ async fn follow_confirm<A: App>(session: &Session<A>, out: &Out, id: String) {
             .wait_confirm(&id, left.as_millis().min(u128::from(u64::MAX)) as u64)
             .await;
         let frame = match outcome {
-            Some(ConfirmOutcome::Confirmed { state_after, .. }) => json!({
+            Some(ConfirmResultResponse::Confirmed { state_after, .. }) => json!({
                 "t": "confirm-resolved", "confirmId": id, "outcome": "confirmed",
                 "stateAfter": state_after,
             }),
-            Some(ConfirmOutcome::Pending) if !left.is_zero() => continue,
+            Some(ConfirmResultResponse::StillPending) if !left.is_zero() => continue,
             None | Some(_) => {
                 json!({"t": "confirm-resolved", "confirmId": id, "outcome": "user-cancelled"})
             }
