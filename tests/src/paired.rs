@@ -2,8 +2,6 @@
 //! windows, and checks of what it answers.
 
 use agent_examples::counter::Counter;
-use agent_runtime::pairing::PairingOptions;
-use agent_runtime::{AgentServer, Host, ServerOptions};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -11,7 +9,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use crate::{start, Answer, Minted, TestServer};
+use crate::{Answer, Minted, TestServer};
 
 /// The grace window of [`server`]: short, so the grace paths run fast.
 pub const GRACE_MS: u64 = 600;
@@ -20,18 +18,16 @@ pub const FORWARD_MS: u64 = 400;
 
 /// A counter server that mints paired sessions, with short windows.
 pub async fn server() -> TestServer<Counter> {
-    let options = ServerOptions {
-        rate_limit: "10000/minute".parse().unwrap(),
-        pairing: PairingOptions {
-            native_apps: true,
-            mint_paired: true,
-            grace_ms: GRACE_MS,
-            forward_timeout_ms: FORWARD_MS,
-            ..PairingOptions::default()
-        },
-        ..ServerOptions::default()
-    };
-    start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await
+    TestServer::builder(Counter)
+        .rate_limit("10000/minute")
+        .pairing(|p| {
+            p.native_apps = true;
+            p.mint_paired = true;
+            p.grace_ms = GRACE_MS;
+            p.forward_timeout_ms = FORWARD_MS;
+        })
+        .start()
+        .await
 }
 
 /// Mints a paired session as `alice`.

@@ -10,10 +10,9 @@ use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_runtime::pairing::PairingOptions;
-use agent_runtime::{AgentServer, Host, ServerOptions};
 use agent_tests::resident::resident_mib;
 use agent_tests::tab::{ws_url, Tab};
-use agent_tests::{start, Minted, TestServer};
+use agent_tests::{Minted, TestServer};
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
@@ -42,22 +41,19 @@ fn assert_bounded(label: &str, before: u64, ceiling: u64) -> u64 {
 /// A counter server minting paired sessions, with short windows and `change` applied to the
 /// pairing options.
 async fn server(change: impl FnOnce(&mut PairingOptions)) -> TestServer<Counter> {
-    let mut pairing = PairingOptions {
-        native_apps: true,
-        mint_paired: true,
-        grace_ms: 600,
-        forward_timeout_ms: 400,
-        close_grace_ms: GRACE_MS,
-        ..PairingOptions::default()
-    };
-    change(&mut pairing);
-    let options = ServerOptions {
-        rate_limit: "1000000/second".parse().unwrap(),
-        allow_anonymous: true,
-        pairing,
-        ..ServerOptions::default()
-    };
-    start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await
+    TestServer::builder(Counter)
+        .rate_limit("1000000/second")
+        .anonymous()
+        .pairing(|p| {
+            p.native_apps = true;
+            p.mint_paired = true;
+            p.grace_ms = 600;
+            p.forward_timeout_ms = 400;
+            p.close_grace_ms = GRACE_MS;
+            change(p);
+        })
+        .start()
+        .await
 }
 
 async fn mint(t: &TestServer<Counter>, user: &str) -> Minted {
