@@ -17,10 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_examples::counter::Counter;
-use agent_runtime::security::TracingAuditSink;
-use agent_runtime::{AgentServer, ServerOptions};
-use agent_runtime::{Host, HostConfig};
-use agent_tests::{nodelay, start};
+use agent_tests::{nodelay, TestServer};
 use axum::routing::post;
 use axum::serve::ListenerExt as _;
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
@@ -398,17 +395,14 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         // Room for the 10,000 idle sessions of the memory measurement.
-        let config = HostConfig {
-            max_sessions: 20_000,
-            max_sessions_per_owner: 20_000,
-            ..HostConfig::default()
-        };
-        let host = Host::with_config(Counter, config, Arc::new(TracingAuditSink)).unwrap();
-        let options = ServerOptions {
-            rate_limit: "1000000000/second".parse().unwrap(),
-            ..ServerOptions::default()
-        };
-        let t = start(AgentServer::builder(host).options(options)).await;
+        let t = TestServer::builder(Counter)
+            .config(|c| {
+                c.max_sessions = 20_000;
+                c.max_sessions_per_owner = 20_000;
+            })
+            .rate_limit("1000000000/second")
+            .start()
+            .await;
         let m = t.mint("bench", None).await;
         let observe_url = format!("{}/agent/lap/v1/observe", t.base);
         let sample = t.lap(&m.token, "/observe", &json!({})).await.body.to_string();

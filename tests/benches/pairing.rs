@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_runtime::pairing::client::{PairingClient, PairingConfig, PairingStatus};
-use agent_runtime::pairing::PairingOptions;
-use agent_runtime::{AgentServer, Host, ServerOptions};
-use agent_tests::{start, TestServer};
+use agent_runtime::Host;
+use agent_tests::TestServer;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 const BODY: &str = r#"{"msg":{"type":"inc"},"waitFor":"idle"}"#;
@@ -37,12 +36,10 @@ async fn mint(t: &TestServer<Counter>, paired: bool) -> String {
 fn message_round_trip(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (t, hosted, paired, client) = rt.block_on(async {
-        let options = ServerOptions {
-            rate_limit: "100000000/second".parse().unwrap(),
-            pairing: PairingOptions::default(),
-            ..ServerOptions::default()
-        };
-        let t = start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await;
+        let t = TestServer::builder(Counter)
+            .rate_limit("100000000/second")
+            .start()
+            .await;
         let hosted = mint(&t, false).await;
         let paired = mint(&t, true).await;
         let app = Host::new(Counter).unwrap();

@@ -13,6 +13,9 @@
 //!
 //! Each figure is also given as a multiple of the state's JSON size.
 
+// The runtime's option structs are `#[non_exhaustive]`: their fields are set on the defaults.
+#![allow(clippy::field_reassign_with_default)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -23,7 +26,7 @@ use agent_runtime::agent_schema::protocol::WaitFor;
 use agent_runtime::security::TracingAuditSink;
 use agent_runtime::session::DispatchOptions;
 use agent_runtime::store::Stores;
-use agent_runtime::{Host, HostConfig};
+use agent_runtime::{config::HostConfig, Host};
 use agent_tests::process::ServerProcess;
 use agent_tests::resident::resident_bytes;
 use agent_tests::temp::TempDir;
@@ -119,10 +122,8 @@ async fn session_cost(db: Option<&str>) -> (isize, isize, usize) {
         }
     };
     let session = host.create_session(Some("bench".into())).expect("session");
-    let opts = DispatchOptions {
-        wait_for: WaitFor::Idle,
-        ..DispatchOptions::default()
-    };
+    let mut opts = DispatchOptions::default();
+    opts.wait_for = WaitFor::Idle;
     let before = reset_peak();
     for round in 0..TODOS / BATCH {
         let todos = titles(round, BATCH);

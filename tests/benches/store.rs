@@ -12,14 +12,12 @@
 //! - before those, the resident memory of a process holding 100,000 stored sessions of which
 //!   1,000 are loaded (printed as `memory: …`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_examples::todo::TodoApp;
-use agent_runtime::security::TracingAuditSink;
 use agent_runtime::store::{SessionRecord, Stores};
-use agent_runtime::{AgentServer, Host, HostConfig};
+use agent_runtime::{config::HostConfig, Host};
 use agent_tests::postgres::PgServer;
 use agent_tests::resident::resident_bytes;
 use agent_tests::temp::TempDir;
@@ -36,29 +34,22 @@ fn temp_db(name: &str) -> (TempDir, String) {
 }
 
 async fn server_on(stores: Option<&Stores>) -> TestServer<Counter> {
-    let config = HostConfig::default();
-    let audit = Arc::new(TracingAuditSink);
-    let builder = match stores {
-        None => AgentServer::builder(Host::with_config(Counter, config, audit).expect("host")),
-        Some(s) => AgentServer::builder(host_on(Counter, s, config)).stores(s),
-    };
-    let options = agent_runtime::ServerOptions {
-        rate_limit: "1000000/second".parse().expect("rate"),
-        ..Default::default()
-    };
-    agent_tests::start(builder.options(options)).await
+    let mut builder = TestServer::builder(Counter).rate_limit("1000000/second");
+    if let Some(s) = stores {
+        builder = builder.stores(s);
+    }
+    builder.start().await
 }
 
 async fn todo_on(stores: &Stores) -> TestServer<TodoApp> {
     let app = TodoApp {
         save_delay: Duration::ZERO,
     };
-    let builder = AgentServer::builder(host_on(app, stores, HostConfig::default())).stores(stores);
-    let options = agent_runtime::ServerOptions {
-        rate_limit: "1000000/second".parse().expect("rate"),
-        ..Default::default()
-    };
-    agent_tests::start(builder.options(options)).await
+    TestServer::builder(app)
+        .rate_limit("1000000/second")
+        .stores(stores)
+        .start()
+        .await
 }
 
 /// Sizes of the todo lists `toggle` is measured on.

@@ -1,6 +1,7 @@
 //! Harness for the workspace-level integration tests: starts an app's agent surface on
 //! `127.0.0.1:0` and talks to it over real HTTP, plus a probe app for runtime tests.
 
+pub mod app;
 pub mod architecture;
 pub mod chromium;
 pub mod example;
@@ -11,6 +12,7 @@ pub mod postgres;
 pub mod probe;
 pub mod process;
 pub mod resident;
+pub mod server;
 pub mod store_conformance;
 pub mod tab;
 pub mod temp;
@@ -27,6 +29,8 @@ use agent_runtime::{AgentServer, AgentServerBuilder};
 use axum::serve::ListenerExt;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
+
+pub use server::ServerBuilder;
 
 /// The header the test identity resolver reads: requests carrying it are that user.
 pub const USER_HEADER: &str = "x-test-user";
@@ -65,15 +69,8 @@ pub struct Minted {
 
 /// Starts `builder`'s server (with the test identity resolver) on a free loopback port.
 pub async fn start<A: App>(builder: AgentServerBuilder<A>) -> TestServer<A> {
-    let resolver = |parts: &axum::http::request::Parts| -> Option<String> {
-        parts
-            .headers
-            .get(USER_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
     let server = builder
-        .identity_resolver(Arc::new(resolver))
+        .identity_resolver(header_identity())
         .build()
         .await
         .expect("server config");
@@ -83,21 +80,7 @@ pub async fn start<A: App>(builder: AgentServerBuilder<A>) -> TestServer<A> {
 /// Serves an already built `server` (its own identity resolver, if any) on a free loopback
 /// port.
 pub async fn serve<A: App>(server: AgentServer<A>) -> TestServer<A> {
-    let app = server
-        .router()
-        .into_make_service_with_connect_info::<SocketAddr>();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener.tap_io(nodelay), app).await;
-    });
-    TestServer {
-        server,
-        base: format!("http://{addr}"),
-        http: reqwest::Client::new(),
-    }
+    serve_stoppable(server).await.0
 }
 
 /// Serves `server` like [`serve`], and answers the task serving it too: aborting it (and
@@ -169,9 +152,9 @@ pub fn host_on<A: App>(app: A, stores: &Stores, config: HostConfig) -> Host<A> {
     .expect("host")
 }
 
-/// Starts a server for `app` with default host options.
+/// Starts a server for `app` with default host options ([`TestServer::builder`] for others).
 pub async fn start_app<A: App>(app: A) -> TestServer<A> {
-    start(AgentServer::builder(app)).await
+    TestServer::builder(app).start().await
 }
 
 async fn answer(resp: reqwest::Response) -> Answer {

@@ -2,7 +2,6 @@
 //! windows, and checks of what it answers.
 
 use agent_examples::counter::Counter;
-use agent_runtime::{AgentServer, ServerOptions};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -10,7 +9,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use crate::{start, Answer, Minted, TestServer};
+use crate::{Answer, Minted, TestServer};
 
 /// The grace window of [`server`]: short, so the grace paths run fast.
 pub const GRACE_MS: u64 = 600;
@@ -19,13 +18,16 @@ pub const FORWARD_MS: u64 = 400;
 
 /// A counter server that mints paired sessions, with short windows.
 pub async fn server() -> TestServer<Counter> {
-    let mut options = ServerOptions::default();
-    options.rate_limit = "10000/minute".parse().unwrap();
-    options.pairing.native_apps = true;
-    options.pairing.mint_paired = true;
-    options.pairing.grace = Duration::from_millis(GRACE_MS);
-    options.pairing.forward_timeout = Duration::from_millis(FORWARD_MS);
-    start(AgentServer::builder(Counter).options(options)).await
+    TestServer::builder(Counter)
+        .rate_limit("10000/minute")
+        .pairing(|p| {
+            p.native_apps = true;
+            p.mint_paired = true;
+            p.grace = Duration::from_millis(GRACE_MS);
+            p.forward_timeout = Duration::from_millis(FORWARD_MS);
+        })
+        .start()
+        .await
 }
 
 /// Mints a paired session as `alice`.

@@ -1,38 +1,87 @@
-//! An example server in its own process (the test crate's `counter-server` binary, the
-//! counter example's command line), so a test can kill it with `SIGKILL` and start it again.
+//! A server in its own process (the test crate's `counter-server` or `todo-server` binary, the
+//! examples' command line), so a test can kill it with `SIGKILL` (or stop it with `SIGTERM`)
+//! and start it again on the same store, on a new port or the same one.
+//!
+//! ```ignore
+//! let launch = agent_tests::counter_server!().args(["--db", &db]);
+//! let first = launch.start();          // on a free port, once its banner is printed
+//! let second = first.restart();        // SIGKILL, then the same command on the same port
+//! second.kill();
+//! let third = launch.start();          // on a new port
+//! ```
 
 use std::io::{BufRead as _, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
-/// A running example server process; killed (`SIGKILL`) when dropped.
-pub struct ServerProcess {
-    child: Child,
-    /// `http://127.0.0.1:<port>`.
-    pub base: String,
+/// The test crate's `counter-server` binary (the counter example's command line) as a
+/// [`Launch`]. A macro: Cargo gives a binary's path to the test targets only.
+#[macro_export]
+macro_rules! counter_server {
+    () => {
+        $crate::process::Launch::new(env!("CARGO_BIN_EXE_counter-server"))
+    };
 }
 
-impl ServerProcess {
-    /// Starts `binary` with `--port 0` and `args`, and waits (at most 60 s) for its banner.
-    pub fn start(binary: &Path, args: &[&str]) -> ServerProcess {
-        Self::start_with_env(binary, args, &[])
+/// How to start a server process: its binary, arguments and extra environment. `--port 0`
+/// comes first (a later `--port` wins).
+#[derive(Debug, Clone)]
+pub struct Launch {
+    binary: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl Launch {
+    /// `binary` with no arguments yet.
+    pub fn new(binary: impl Into<PathBuf>) -> Launch {
+        Launch {
+            binary: binary.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+        }
     }
 
-    /// [`Self::start`] with extra environment variables (test hooks).
-    pub fn start_with_env(binary: &Path, args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
+    /// Appends `args`.
+    pub fn args<S: AsRef<str>>(mut self, args: impl IntoIterator<Item = S>) -> Launch {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Sets an environment variable of the process (test hooks).
+    pub fn env(mut self, key: &str, value: &str) -> Launch {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Starts the process on a free port and waits (at most 60 s) for its banner.
+    pub fn start(&self) -> ServerProcess {
+        self.spawn(None)
+    }
+
+    /// Starts the process on `port` and waits for its banner.
+    pub fn start_on(&self, port: u16) -> ServerProcess {
+        self.spawn(Some(port))
+    }
+
+    fn spawn(&self, port: Option<u16>) -> ServerProcess {
         // `AGENT_TEST_SERVER_LOG=rmcp=debug,agent_runtime=debug` (a `RUST_LOG` filter) shows
         // the server's log with a failing test's output.
         let log = std::env::var("AGENT_TEST_SERVER_LOG").ok();
         let echo = log.is_some();
-        let mut child = Command::new(binary)
-            .args(["--port", "0"])
-            .args(args)
+        let mut command = Command::new(&self.binary);
+        command.args(["--port", "0"]).args(&self.args);
+        if let Some(port) = port {
+            command.args(["--port", &port.to_string()]);
+        }
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .env("RUST_LOG", log.as_deref().unwrap_or("error"))
-            .envs(env.iter().copied())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .spawn()
             .expect("the server process starts");
         let stdout = child.stdout.take().expect("stdout");
@@ -60,13 +109,60 @@ impl ServerProcess {
                 panic!("the server printed no banner within 60 s");
             }
         };
-        ServerProcess { child, base }
+        ServerProcess {
+            child,
+            base,
+            launch: self.clone(),
+        }
+    }
+}
+
+/// A running server process; killed (`SIGKILL`) when dropped.
+pub struct ServerProcess {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    launch: Launch,
+}
+
+impl ServerProcess {
+    /// Starts `binary` with `--port 0` and `args`, and waits (at most 60 s) for its banner.
+    pub fn start(binary: &Path, args: &[&str]) -> ServerProcess {
+        Launch::new(binary).args(args).start()
+    }
+
+    /// How this process was started.
+    pub fn launch(&self) -> &Launch {
+        &self.launch
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.base
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("the banner's port")
     }
 
     /// Kills the process with `SIGKILL` (no shutdown code runs) and waits for it.
     pub fn kill(mut self) {
         self.child.kill().expect("SIGKILL");
         let _ = self.child.wait();
+    }
+
+    /// Kills the process with `SIGKILL` and starts the same command on the same port (the
+    /// same store): a crash and a restart, as clients that keep the address see it.
+    pub fn restart(self) -> ServerProcess {
+        let (launch, port) = (self.launch.clone(), self.port());
+        self.kill();
+        launch.start_on(port)
+    }
+
+    /// Asks the process to stop (`SIGTERM`: its shutdown code runs) and waits for it to exit.
+    pub fn terminate(mut self) -> ExitStatus {
+        self.signal("-TERM");
+        self.child.wait().expect("the server exits")
     }
 
     /// Stops the process (`SIGSTOP`): it is down, holding its connections, until

@@ -6,16 +6,14 @@
 //! `cargo test --workspace --test console_browser -- --ignored`.
 
 use agent_examples::counter::Counter;
-use agent_runtime::Host;
-use agent_runtime::{AgentServer, ServerOptions};
 use agent_tests::chromium::{click, free_port, text, wait_for, wait_text, with_browser, WAIT};
 use agent_tests::process::lap;
-use agent_tests::{start, TestServer};
+use agent_tests::TestServer;
 use fantoccini::{Client, Locator};
 use serde_json::{json, Value};
 
 async fn anonymous_counter() -> TestServer<Counter> {
-    start(AgentServer::builder(Host::new(Counter).expect("host")).allow_anonymous(true)).await
+    TestServer::builder(Counter).anonymous().start().await
 }
 
 /// Opens the console, starts a session and mints a token for it in the connect panel.
@@ -503,15 +501,12 @@ async fn a_page_on_a_listed_origin_mints_across_origins() {
     let agent = format!("http://127.0.0.1:{agent_port}");
     let listed = serve_page(minting_page(&agent)).await;
     let unlisted = serve_page(minting_page(&agent)).await;
-    let options = ServerOptions {
-        allow_anonymous: true,
-        cors_origins: vec![listed.clone()],
-        ..ServerOptions::default()
-    };
-    let server = AgentServer::builder(Host::new(Counter).expect("host"))
-        .options(options)
+    let server = TestServer::builder(Counter)
+        .anonymous()
+        .options(|o| o.cors_origins = vec![listed.clone()])
+        .cookie_identity_only()
         .build()
-        .expect("server");
+        .await;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", agent_port))
         .await
         .expect("bind the agent port");

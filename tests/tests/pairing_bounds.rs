@@ -10,10 +10,9 @@ use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_runtime::pairing::PairingOptions;
-use agent_runtime::{AgentServer, Host, ServerOptions};
 use agent_tests::resident::resident_mib;
 use agent_tests::tab::{ws_url, Tab};
-use agent_tests::{start, Minted, TestServer};
+use agent_tests::{Minted, TestServer};
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
@@ -42,22 +41,19 @@ fn assert_bounded(label: &str, before: u64, ceiling: u64) -> u64 {
 /// A counter server minting paired sessions, with short windows and `change` applied to the
 /// pairing options.
 async fn server(change: impl FnOnce(&mut PairingOptions)) -> TestServer<Counter> {
-    let mut pairing = PairingOptions {
-        native_apps: true,
-        mint_paired: true,
-        grace_ms: 600,
-        forward_timeout_ms: 400,
-        close_grace_ms: GRACE_MS,
-        ..PairingOptions::default()
-    };
-    change(&mut pairing);
-    let options = ServerOptions {
-        rate_limit: "1000000/second".parse().unwrap(),
-        allow_anonymous: true,
-        pairing,
-        ..ServerOptions::default()
-    };
-    start(AgentServer::builder(Host::new(Counter).unwrap()).options(options)).await
+    TestServer::builder(Counter)
+        .rate_limit("1000000/second")
+        .anonymous()
+        .pairing(|p| {
+            p.native_apps = true;
+            p.mint_paired = true;
+            p.grace = std::time::Duration::from_millis(600);
+            p.forward_timeout = std::time::Duration::from_millis(400);
+            p.close_grace = std::time::Duration::from_millis(GRACE_MS);
+            change(p);
+        })
+        .start()
+        .await
 }
 
 async fn mint(t: &TestServer<Counter>, user: &str) -> Minted {
@@ -154,7 +150,7 @@ async fn a_socket_that_never_reads_is_closed_by_supersede_and_revoke_and_freed()
     let _serial = SERIAL.lock().await;
     // A write timeout far past the test: only the close grace can end the blocked writes.
     let t = server(|p| {
-        p.write_timeout_ms = 60_000;
+        p.write_timeout = std::time::Duration::from_millis(60_000);
         p.outbound_bytes = 2 * 1024 * 1024;
     })
     .await;
@@ -173,7 +169,7 @@ async fn a_socket_that_never_reads_is_closed_by_supersede_and_revoke_and_freed()
 async fn a_write_that_does_not_finish_in_time_drops_the_socket() {
     let _serial = SERIAL.lock().await;
     let t = server(|p| {
-        p.write_timeout_ms = 500;
+        p.write_timeout = std::time::Duration::from_millis(500);
         p.outbound_bytes = 2 * 1024 * 1024;
     })
     .await;
@@ -488,8 +484,8 @@ async fn invalid_frames_are_logged_escaped_and_rate_limited() {
 async fn hello_deadline_pings_and_close_codes() {
     let _serial = SERIAL.lock().await;
     let t = server(|p| {
-        p.hello_timeout_ms = 300;
-        p.ping_interval_ms = 200;
+        p.hello_timeout = std::time::Duration::from_millis(300);
+        p.ping_interval = std::time::Duration::from_millis(200);
     })
     .await;
     // A fresh session per socket: each opens outside any grace window.

@@ -1,0 +1,9 @@
+//! The example apps as users run them: the counter, the relay, the todo list and its terminal
+//! UI (in tmux). One test binary; each module was a test file of its own.
+
+mod counter;
+#[cfg(feature = "full")]
+mod relay;
+mod todo;
+#[cfg(feature = "full")]
+mod tui_todo;

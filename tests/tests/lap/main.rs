@@ -1,0 +1,16 @@
+//! The LAP surface over real HTTP: confirmations, dispatch, the gate, an agent's own
+//! proposals, versions, the human side (events, the console page), async extensions and
+//! state serialization. One test binary; each module was a test file of its own.
+
+// The runtime's option structs are `#[non_exhaustive]`: their fields are set on the defaults.
+#![allow(clippy::field_reassign_with_default)]
+
+mod async_extensions;
+mod confirm;
+mod console_page;
+mod dispatch;
+mod gate;
+mod human_events;
+mod pending;
+mod state_serialization;
+mod versions;

@@ -1,0 +1,13 @@
+//! MCP over `/agent/mcp`: the actions, its bounds (in memory and on the stores), the fast
+//! call path, the HTTP transport and the listen slots. One test binary; each module was a
+//! test file of its own.
+
+// The runtime's option structs are `#[non_exhaustive]`: their fields are set on the defaults.
+#![allow(clippy::field_reassign_with_default)]
+
+mod actions;
+mod bounds;
+mod bounds_durable;
+mod fast_call;
+mod http;
+mod slots;

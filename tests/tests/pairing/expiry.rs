@@ -1,0 +1,45 @@
+//! A paired token that expires while its socket is open closes that socket (issue 25,
+//! `docs/pairing.md` §Bounds): the token is checked at every ping period.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_examples::counter::Counter;
+use agent_runtime::clock::ManualClock;
+use agent_tests::tab::Tab;
+use agent_tests::TestServer;
+use serde_json::json;
+
+#[tokio::test]
+async fn an_expired_token_closes_its_socket() {
+    let clock = ManualClock::new(1_000_000);
+    let t = TestServer::builder(Counter)
+        .config(|c| c.clock = Arc::new(clock.clone()))
+        .audit(Arc::new(agent_runtime::security::MemoryAuditSink::new()))
+        .pairing(|p| {
+            p.native_apps = true;
+            p.mint_paired = true;
+            p.ping_interval = std::time::Duration::from_millis(100);
+            p.close_grace = std::time::Duration::from_millis(200);
+        })
+        .start()
+        .await;
+    let a = t
+        .post_json("/agent/mint", Some("alice"), None, &json!({"paired": true}))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let token = a.body["token"].as_str().unwrap().to_string();
+    let mut tab = Tab::pair(&t.base, &token).await;
+    // Still open while the token lives (pings answered while reading).
+    let open = tokio::time::timeout(
+        Duration::from_millis(400),
+        tab.try_next(Duration::from_secs(5)),
+    )
+    .await;
+    assert!(open.is_err(), "{open:?}");
+    // Past the token's 24 h lifetime: the socket is told and closed at the next check.
+    clock.advance(25 * 3600 * 1000);
+    let (closed, seen) = tab.closed().await;
+    assert!(closed, "the socket of an expired token is still open");
+    assert_eq!(seen, [json!({"t": "revoked"})]);
+}

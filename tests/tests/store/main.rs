@@ -1,0 +1,19 @@
+//! The stores (memory, SQLite files, a real PostgreSQL): bounds, capacity, the conformance
+//! suite, migrations, sessions, upgrades of earlier databases, the commit log, restarts,
+//! replicas and fleets, and the chaos run. One test binary; each module was a test file of its
+//! own.
+
+// The runtime's option structs are `#[non_exhaustive]`: their fields are set on the defaults.
+#![allow(clippy::field_reassign_with_default)]
+
+mod bounds;
+mod capacity;
+mod chaos_keys;
+mod commit_log;
+mod conformance;
+mod fleet_postgres;
+mod migration;
+mod replica_decisions;
+mod restart_sqlite;
+mod sessions;
+mod upgrade;
