@@ -13,8 +13,6 @@
 //!
 //! Each figure is also given as a multiple of the state's JSON size.
 
-// The runtime's option structs are `#[non_exhaustive]`: their fields are set on the defaults.
-#![allow(clippy::field_reassign_with_default)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;

@@ -2,8 +2,6 @@
 //! proposals, versions, the human side (events, the console page), async extensions and
 //! state serialization. One test binary; each module was a test file of its own.
 
-// The runtime's option structs are `#[non_exhaustive]`: their fields are set on the defaults.
-#![allow(clippy::field_reassign_with_default)]
 
 mod async_extensions;
 mod confirm;

@@ -2,8 +2,6 @@
 //! call path, the HTTP transport and the listen slots. One test binary; each module was a
 //! test file of its own.
 
-// The runtime's option structs are `#[non_exhaustive]`: their fields are set on the defaults.
-#![allow(clippy::field_reassign_with_default)]
 
 mod actions;
 mod bounds;

@@ -4,8 +4,6 @@
 //! time ([`SERIAL`]) so their figures and latencies do not mix, as they did in processes of
 //! their own.
 
-// The runtime's option structs are `#[non_exhaustive]`: their fields are set on the defaults.
-#![allow(clippy::field_reassign_with_default)]
 
 mod hostile_memory;
 mod load;

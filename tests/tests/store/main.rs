@@ -3,8 +3,6 @@
 //! replicas and fleets, and the chaos run. One test binary; each module was a test file of its
 //! own.
 
-// The runtime's option structs are `#[non_exhaustive]`: their fields are set on the defaults.
-#![allow(clippy::field_reassign_with_default)]
 
 mod bounds;
 mod capacity;

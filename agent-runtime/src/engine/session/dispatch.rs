@@ -2,7 +2,6 @@
 //! confirmation flow (`docs/semantics.md` §5–§7).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Duration;
 
 use agent_schema::protocol::{
     ConfirmEntry, ConfirmResultResponse, ConfirmStatus, LogKind, RejectReason, SendResult,
@@ -14,6 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::confirm::{Decision, DecisionError, WithdrawError};
 use super::decisions::DecideError;
+use super::dispatch_options::DispatchOptions;
 use super::drain::Timing;
 use super::events::EventBody;
 use super::keyed::KeyedDispatch;
@@ -28,42 +28,6 @@ use crate::security::AuditEvent;
 /// Why a message was refused before dispatch: the `invalid` detail and the validation errors
 /// (empty for a serde failure).
 type Rejection = (String, Vec<ValidationIssue>);
-
-/// Wait options of a dispatch (`send_message` and the human dispatch). Start from
-/// `DispatchOptions::default()` and set what differs (`#[non_exhaustive]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DispatchOptions {
-    /// How long to wait before answering (default `drained`).
-    pub wait_for: WaitFor,
-    /// Quiet window of a drain (default 100 ms).
-    pub drain_quiet: Duration,
-    /// Cap of the whole wait (default 5 s).
-    pub timeout: Duration,
-    /// Add `stateAfter` to a `dispatched` answer.
-    pub include_state: bool,
-}
-
-impl Default for DispatchOptions {
-    fn default() -> Self {
-        DispatchOptions {
-            wait_for: WaitFor::Drained,
-            drain_quiet: Duration::from_millis(100),
-            timeout: Duration::from_secs(5),
-            include_state: false,
-        }
-    }
-}
-
-impl DispatchOptions {
-    /// The defaults, waiting for `wait_for` before answering.
-    pub fn waiting_for(wait_for: WaitFor) -> Self {
-        DispatchOptions {
-            wait_for,
-            ..DispatchOptions::default()
-        }
-    }
-}
 
 /// Why an approval was refused; the entry is unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

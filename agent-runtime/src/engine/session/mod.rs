@@ -12,6 +12,7 @@ pub(crate) mod confirm;
 mod confirm_tests;
 mod decisions;
 mod dispatch;
+mod dispatch_options;
 mod drain;
 mod effects;
 pub(crate) mod events;
@@ -47,8 +48,9 @@ use crate::config::HostConfig;
 use crate::security::{AuditEntry, AuditEvent, AuditSink};
 
 pub(crate) use crate::app::SessionClosed;
+pub use dispatch::EditedApprovalError;
 pub(crate) use dispatch::SendError;
-pub use dispatch::{DispatchOptions, EditedApprovalError};
+pub use dispatch_options::DispatchOptions;
 pub use events::{SessionEvent, Subscription};
 pub use outcome::LastOutcome;
 pub(crate) use proposals::Withdrawal;
