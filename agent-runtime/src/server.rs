@@ -65,7 +65,8 @@ pub struct AgentServerBuilder<A: App> {
     app: A,
     config: HostConfig,
     audit: Arc<dyn AuditSink>,
-    stores: Stores,
+    stores: Option<Stores>,
+    tokens: Option<Arc<dyn TokenStore>>,
     options: ServerOptions,
     limiter: Option<Arc<dyn RateLimiter>>,
     resolver: Option<Arc<dyn IdentityResolver>>,
@@ -100,12 +101,20 @@ impl<A: App> AgentServerBuilder<A> {
         self
     }
 
-    /// Keeps everything in `stores` (default [`Stores::in_memory`]): its token records always;
-    /// when durable, also the sessions and their commits, idempotency answers, MCP bindings
-    /// and the identity cookie's signing key (unless [`ServerOptions::identity_key`] is set),
-    /// so that they survive a restart and replicas on one database share them.
+    /// Keeps the sessions and their commits, the token records and the identity cookie's
+    /// signing key (unless [`ServerOptions::identity_key`] is set) in `stores`; when they are
+    /// durable, also the idempotency answers and MCP bindings, so that all of it survives a
+    /// restart and replicas on one database share it. Without it everything lives in the
+    /// process (no session store at all).
     pub fn stores(mut self, stores: &Stores) -> Self {
-        self.stores = stores.clone();
+        self.stores = Some(stores.clone());
+        self
+    }
+
+    /// Keeps the token records in `tokens` (an extension point: a custom or shared token
+    /// store) instead of the stores' own.
+    pub fn token_store(mut self, tokens: Arc<dyn TokenStore>) -> Self {
+        self.tokens = Some(tokens);
         self
     }
 
@@ -128,21 +137,18 @@ impl<A: App> AgentServerBuilder<A> {
     }
 
     /// Builds the host and the server: checks the app's schema, opens nothing lazily, and
-    /// reads (or creates) the identity signing key in a durable store.
+    /// reads (or creates) the identity signing key in the stores.
     pub async fn build(mut self) -> Result<AgentServer<A>, BuildError> {
-        let durable = self.stores.is_durable();
-        let host = if durable {
-            Host::with_store(
-                self.app,
-                self.config,
-                self.audit,
-                self.stores.sessions.clone(),
-            )?
+        let given = self.stores.is_some();
+        let stores = self.stores.take().unwrap_or_else(Stores::in_memory);
+        let durable = stores.is_durable();
+        let host = if given {
+            Host::with_store(self.app, self.config, self.audit, stores.sessions.clone())?
         } else {
             Host::with_config(self.app, self.config, self.audit)?
         };
-        if durable && self.options.identity_key.is_none() {
-            self.options.identity_key = Some(self.stores.identity_key().await?);
+        if given && self.options.identity_key.is_none() {
+            self.options.identity_key = Some(stores.identity_key().await?);
         }
         let key = match &self.options.identity_key {
             Some(k) => k.clone(),
@@ -175,8 +181,8 @@ impl<A: App> AgentServerBuilder<A> {
         // In memory, idempotency answers and MCP bindings stay in the server's own maps.
         let (durable_idempotency, mcp_bindings) = match durable {
             true => (
-                Some(self.stores.idempotency.clone()),
-                Some(self.stores.mcp.clone()),
+                Some(stores.idempotency.clone()),
+                Some(stores.mcp.clone()),
             ),
             false => (None, None),
         };
@@ -190,7 +196,7 @@ impl<A: App> AgentServerBuilder<A> {
                 .with_revocations(revocations.subscribe()),
         );
         let state = ServerState::new(ServerFields {
-            tokens: self.stores.tokens.clone(),
+            tokens: self.tokens.unwrap_or_else(|| stores.tokens.clone()),
             identity,
             limiter,
             anonymous_mints: GovernorRateLimiter::new(self.options.anonymous_mint_rate),
@@ -266,7 +272,8 @@ impl<A: App> AgentServer<A> {
             app,
             config: HostConfig::default(),
             audit: Arc::new(TracingAuditSink),
-            stores: Stores::in_memory(),
+            stores: None,
+            tokens: None,
             options: ServerOptions::default(),
             limiter: None,
             resolver: None,

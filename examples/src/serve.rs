@@ -122,15 +122,14 @@ pub fn store_spec<A: App>(app: &A, opts: &ExampleOptions) -> String {
 /// use).
 pub async fn agent_server<A: App>(app: A, opts: &ExampleOptions) -> Result<AgentServer<A>, String> {
     let spec = store_spec(&app, opts);
-    let stores = Stores::open(&spec)
-        .await
-        .map_err(|e| format!("cannot open the store {spec:?}: {e}"))?;
-    AgentServer::builder(app)
-        .stores(&stores)
-        .options(server_options(opts))
-        .build()
-        .await
-        .map_err(|e| e.to_string())
+    let mut builder = AgentServer::builder(app).options(server_options(opts));
+    if spec != "memory" {
+        let stores = Stores::open(&spec)
+            .await
+            .map_err(|e| format!("cannot open the store {spec:?}: {e}"))?;
+        builder = builder.stores(&stores);
+    }
+    builder.build().await.map_err(|e| e.to_string())
 }
 
 /// A running example server.

@@ -93,8 +93,7 @@ impl<A: App> ServerBuilder<A> {
         self
     }
 
-    /// Keeps the sessions of a durable [`Self::stores`] in `sessions` (a wrapper of its own,
-    /// say).
+    /// Keeps the sessions of [`Self::stores`] in `sessions` (a wrapper of its own, say).
     pub fn session_store(mut self, sessions: Arc<dyn SessionStore>) -> Self {
         self.sessions = Some(sessions);
         self
@@ -114,19 +113,19 @@ impl<A: App> ServerBuilder<A> {
 
     /// The runtime's builder, every setting applied (for what this one does not cover).
     pub fn into_agent_builder(self) -> AgentServerBuilder<A> {
-        // The runtime takes one bundle: the overrides replace its members.
-        let mut stores = self.stores.unwrap_or_else(Stores::in_memory);
-        if let Some(sessions) = self.sessions {
-            stores.sessions = sessions;
-        }
-        if let Some(tokens) = self.tokens {
-            stores.tokens = tokens;
-        }
-        let builder = AgentServer::builder(self.app)
+        let mut builder = AgentServer::builder(self.app)
             .host_config(self.config)
             .audit_sink(self.audit)
-            .options(self.options)
-            .stores(&stores);
+            .options(self.options);
+        if let Some(mut stores) = self.stores {
+            if let Some(sessions) = self.sessions {
+                stores.sessions = sessions;
+            }
+            builder = builder.stores(&stores);
+        }
+        if let Some(tokens) = self.tokens {
+            builder = builder.token_store(tokens);
+        }
         match self.header_identity {
             true => builder.identity_resolver(header_identity()),
             false => builder,
