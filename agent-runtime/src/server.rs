@@ -180,10 +180,7 @@ impl<A: App> AgentServerBuilder<A> {
         }
         // In memory, idempotency answers and MCP bindings stay in the server's own maps.
         let (durable_idempotency, mcp_bindings) = match durable {
-            true => (
-                Some(stores.idempotency.clone()),
-                Some(stores.mcp.clone()),
-            ),
+            true => (Some(stores.idempotency.clone()), Some(stores.mcp.clone())),
             false => (None, None),
         };
         #[cfg(not(feature = "mcp"))]

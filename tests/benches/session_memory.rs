@@ -13,7 +13,6 @@
 //!
 //! Each figure is also given as a multiple of the state's JSON size.
 
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicIsize, Ordering};

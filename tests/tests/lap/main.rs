@@ -2,7 +2,6 @@
 //! proposals, versions, the human side (events, the console page), async extensions and
 //! state serialization. One test binary; each module was a test file of its own.
 
-
 mod async_extensions;
 mod confirm;
 mod console_page;

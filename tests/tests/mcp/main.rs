@@ -2,7 +2,6 @@
 //! call path, the HTTP transport and the listen slots. One test binary; each module was a
 //! test file of its own.
 
-
 mod actions;
 mod bounds;
 mod bounds_durable;

@@ -4,7 +4,6 @@
 //! time ([`SERIAL`]) so their figures and latencies do not mix, as they did in processes of
 //! their own.
 
-
 mod hostile_memory;
 mod load;
 mod session_memory;

@@ -3,7 +3,6 @@
 //! replicas and fleets, and the chaos run. One test binary; each module was a test file of its
 //! own.
 
-
 mod bounds;
 mod capacity;
 mod chaos_keys;
