@@ -1,8 +1,8 @@
 //! The runtime of the agent surface: everything that runs.
 //!
-//! An app written in The Elm Architecture (a [`App::State`], a `Msg` enum with agent tags in
-//! its doc comments deriving [`AgentMsg`], an [`App::update`] returning effects) is hosted by a
-//! [`Host`] (its sessions) and served by an [`AgentServer`]: LAP under `/agent/lap/v1`, MCP at
+//! An app written in The Elm Architecture (a [`State`](app::App::State), a `Msg` enum with agent
+//! tags in its doc comments deriving [`AgentMsg`], an [`update`](app::App::update) returning
+//! effects) is hosted by a [`Host`] (its sessions) and served by an [`AgentServer`]: LAP under `/agent/lap/v1`, MCP at
 //! `/agent/mcp` (feature `mcp`), the management and human routes, the console page (feature
 //! `console`), `/agent/ws` for apps that run elsewhere and pair with the server (feature
 //! `pairing`) and the OpenAPI document of LAP. Every operation is declared once ([`Operation`])

@@ -37,7 +37,7 @@ use std::ops::{Bound, Deref, Index, IndexMut, RangeBounds};
 use changes::Changes;
 
 /// A `Vec<T>` that records which chunks of it changed, so that a commit compares only those
-/// ([`tracked`](crate::tracked)).
+/// (the `tracked` module).
 pub struct TrackedVec<T> {
     pub(crate) items: Vec<T>,
     /// Its own for this value: a clone, a deserialized or a collected vector gets new ones.

@@ -72,7 +72,7 @@ pub enum SessionError {
     /// A hook or the runtime failed (a panic in a hook, for example).
     #[error("{0}")]
     Internal(String),
-    /// A stored session whose state no longer deserializes and that [`crate::App::migrate`]
+    /// A stored session whose state no longer deserializes and that [`crate::app::App::migrate`]
     /// could not carry over: it stays in the store untouched and does not load
     /// (`docs/stores.md` §Upgrades).
     #[error("{0}")]

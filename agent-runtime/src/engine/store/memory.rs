@@ -58,7 +58,7 @@ struct Maps {
 }
 
 /// Sessions, idempotency answers, MCP bindings and signing keys in maps behind one lock (the
-/// library default; tokens live in [`crate::security::InMemoryTokenStore`]).
+/// library default; tokens live in [`crate::store::InMemoryTokenStore`]).
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     maps: Mutex<Maps>,
