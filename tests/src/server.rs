@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use agent_runtime::app::App;
 use agent_runtime::config::HostConfig;
+#[cfg(feature = "full")]
 use agent_runtime::pairing::PairingOptions;
 use agent_runtime::security::{AuditSink, ConfigError, TracingAuditSink};
 use agent_runtime::store::{SessionStore, Stores, TokenStore};
@@ -65,6 +66,7 @@ impl<A: App> ServerBuilder<A> {
     }
 
     /// Changes the pairing options (`options.pairing`).
+    #[cfg(feature = "full")]
     pub fn pairing(mut self, change: impl FnOnce(&mut PairingOptions)) -> Self {
         change(&mut self.options.pairing);
         self
