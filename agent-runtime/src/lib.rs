@@ -2,11 +2,11 @@
 //!
 //! An app written in The Elm Architecture (a [`State`](app::App::State), a `Msg` enum with agent
 //! tags in its doc comments deriving [`AgentMsg`], an [`update`](app::App::update) returning
-//! effects) is hosted by a [`Host`] (its sessions) and served by an [`AgentServer`]: LAP under `/agent/lap/v1`, MCP at
-//! `/agent/mcp` (feature `mcp`), the management and human routes, the console page (feature
-//! `console`), `/agent/ws` for apps that run elsewhere and pair with the server (feature
-//! `pairing`) and the OpenAPI document of LAP. Every operation is declared once ([`Operation`])
-//! and runs through one gate whatever the surface.
+//! effects) is hosted by a [`Host`] (its sessions) and served by an [`AgentServer`]: LAP under
+//! `/agent/lap/v1`, MCP at `/agent/mcp` (feature `mcp`), the management and human routes, the
+//! console page (feature `console`), `/agent/ws` for apps that run elsewhere and pair with the
+//! server (feature `pairing`) and the OpenAPI document of LAP. Every operation is declared once
+//! ([`Operation`]) and runs through one gate whatever the surface.
 //!
 //! # Embedding
 //!
