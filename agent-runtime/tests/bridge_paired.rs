@@ -8,20 +8,23 @@ use std::time::Duration;
 use agent_examples::counter::Counter;
 use agent_runtime::pairing::client::{mint, PairingClient, PairingStatus};
 use agent_runtime::session::DispatchOptions;
-use agent_runtime::{AgentServer, Host, ServerOptions};
+use agent_runtime::Host;
 use agent_tests::mcp::{call, ok};
-use agent_tests::{start, USER_HEADER};
+use agent_tests::{TestServer, USER_HEADER};
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt as _;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bridge_drives_a_paired_app() {
-    let mut options = ServerOptions::default();
-    options.rate_limit = "100000/minute".parse().unwrap();
-    options.pairing.native_apps = true;
-    options.pairing.mint_paired = true;
-    let t = start(AgentServer::builder(Counter).options(options)).await;
+    let t = TestServer::builder(Counter)
+        .rate_limit("100000/minute")
+        .options(|o| {
+            o.pairing.native_apps = true;
+            o.pairing.mint_paired = true;
+        })
+        .start()
+        .await;
     let minted = mint(&t.base, &[(USER_HEADER.to_string(), "alice".to_string())])
         .await
         .expect("mint");

@@ -8,9 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::{AgentServer, ServerOptions};
 use agent_tests::mcp::{call, confirmation_flows, err, ok, wait_for_change_flow};
-use agent_tests::{start, TestServer};
+use agent_tests::TestServer;
 use axum::routing::post;
 use axum::{Json, Router};
 use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
@@ -51,9 +50,10 @@ async fn bridge_with(args: &[&str], env: &[(&str, &str)]) -> Client {
 }
 
 async fn lap_server() -> TestServer<Counter> {
-    let mut options = ServerOptions::default();
-    options.rate_limit = "100000/minute".parse().expect("limit");
-    start(AgentServer::builder(Counter).options(options)).await
+    TestServer::builder(Counter)
+        .rate_limit("100000/minute")
+        .start()
+        .await
 }
 
 fn lap_url(t: &TestServer<Counter>) -> String {

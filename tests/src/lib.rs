@@ -24,8 +24,8 @@ use std::sync::Arc;
 use agent_runtime::app::App;
 use agent_runtime::security::TracingAuditSink;
 use agent_runtime::store::Stores;
+use agent_runtime::AgentServer;
 use agent_runtime::{config::HostConfig, Host};
-use agent_runtime::{AgentServer, AgentServerBuilder};
 use axum::serve::ListenerExt;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
@@ -65,16 +65,6 @@ pub struct Minted {
     pub tid: String,
     /// Session the token drives.
     pub session_id: String,
-}
-
-/// Starts `builder`'s server (with the test identity resolver) on a free loopback port.
-pub async fn start<A: App>(builder: AgentServerBuilder<A>) -> TestServer<A> {
-    let server = builder
-        .identity_resolver(header_identity())
-        .build()
-        .await
-        .expect("server config");
-    serve(server).await
 }
 
 /// Serves an already built `server` (its own identity resolver, if any) on a free loopback
