@@ -14,6 +14,20 @@ pub enum DispatchPolicy {
     Strict,
 }
 
+/// Whether an agent's dispatch must pass the action's `@routeGated` gate and be listed by
+/// `list_actions` in the current state (`docs/semantics.md` §5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ActionGates {
+    /// A closed gate, or an action `list_actions` does not offer now, refuses the agent's
+    /// `send_message` and `would_dispatch` with `rejected` `unavailable` (the human's
+    /// dispatches are never gated).
+    #[default]
+    Enforced,
+    /// The reference protocol's meaning: gates and bindings only shape what `list_actions`
+    /// offers; an agent may still send any variant that is not `@humanOnly`.
+    Advisory,
+}
+
 /// Options of a [`crate::Host`]. Start from `HostConfig::default()` and set the fields you
 /// need (`#[non_exhaustive]`: a new option never breaks a caller).
 #[derive(Clone)]
@@ -21,6 +35,9 @@ pub enum DispatchPolicy {
 pub struct HostConfig {
     /// Validation policy for agent and human dispatches.
     pub policy: DispatchPolicy,
+    /// Whether route gates and the action list refuse an agent's dispatch (default
+    /// [`ActionGates::Enforced`]).
+    pub action_gates: ActionGates,
     /// Age after which a pending confirmation expires (default 10 minutes).
     pub confirm_max_age: Duration,
     /// Events a session keeps for event-stream replay (default 256).
@@ -50,6 +67,7 @@ impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
             policy: DispatchPolicy::Lenient,
+            action_gates: ActionGates::Enforced,
             confirm_max_age: Duration::from_secs(600),
             event_history: 256,
             clock: Arc::new(SystemClock),
@@ -78,6 +96,7 @@ impl std::fmt::Debug for HostConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostConfig")
             .field("policy", &self.policy)
+            .field("action_gates", &self.action_gates)
             .field("confirm_max_age", &self.confirm_max_age)
             .field("event_history", &self.event_history)
             .field("max_sessions", &self.max_sessions)

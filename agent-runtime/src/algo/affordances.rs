@@ -85,6 +85,17 @@ enum Hint {
     Given(Box<Value>),
 }
 
+/// Whether a list made by [`Affordances::pick`] offers a variant now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Offer {
+    /// Listed, its route gate open (or it has none).
+    Open,
+    /// Listed, its route gate closed (or failed to evaluate: fail-closed).
+    GateClosed,
+    /// Not listed in this state.
+    NotListed,
+}
+
 /// One action chosen by the passes, before the gate is applied.
 struct Pick {
     entry: usize,
@@ -207,6 +218,18 @@ impl Affordances {
                 action
             })
             .collect()
+    }
+
+    /// Whether `listed` offers the variant `wire_name`.
+    pub(crate) fn offer(&self, listed: &[Listed], wire_name: &str) -> Offer {
+        let Some(&i) = self.index.get(wire_name) else {
+            return Offer::NotListed;
+        };
+        match listed.iter().find(|l| l.entry as usize == i) {
+            Some(l) if l.open => Offer::Open,
+            Some(_) => Offer::GateClosed,
+            None => Offer::NotListed,
+        }
     }
 
     /// The four passes and the route gates (see [`Self::list_with`]), in the compact form.

@@ -11,7 +11,7 @@ use agent_schema::{MessageAnnotations, MsgModel, SchemaError};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::algo::affordances::{Affordances, Listed};
+use crate::algo::affordances::{Affordances, Listed, Offer};
 use crate::algo::cel_eval::{check_syntax, PredicateCache};
 use crate::algo::validate::{Validator, ValidatorError};
 use crate::app::App;
@@ -155,6 +155,11 @@ impl Catalog {
     /// The actions of a compact list.
     pub(crate) fn render_actions(&self, listed: &[Listed]) -> Vec<Action> {
         self.affordances.render(listed)
+    }
+
+    /// Whether a compact list offers the variant `wire_name` (see [`Affordances::offer`]).
+    pub(crate) fn offer(&self, listed: &[Listed], wire_name: &str) -> Offer {
+        self.affordances.offer(listed, wire_name)
     }
 
     /// The app's distinct route gates.

@@ -113,6 +113,10 @@ pub enum RejectReason {
     UserCancelled,
     /// The proposal expired before a decision.
     Timeout,
+    /// The action is not offered to agents in the current state: its `@routeGated` gate is
+    /// closed, or `list_actions` does not list it now (`docs/semantics.md` §5.1). Not in the
+    /// reference protocol's list; its clients treat it as any other refusal.
+    Unavailable,
 }
 
 impl RejectReason {
@@ -123,6 +127,7 @@ impl RejectReason {
             RejectReason::HumanOnly => "human-only",
             RejectReason::UserCancelled => "user-cancelled",
             RejectReason::Timeout => "timeout",
+            RejectReason::Unavailable => "unavailable",
         }
     }
 }
@@ -212,7 +217,7 @@ pub enum WouldDispatchResult {
     },
     /// Refused before validation.
     Rejected {
-        /// `invalid` or `human-only`.
+        /// `invalid`, `human-only` or `unavailable`.
         reason: RejectReason,
         /// Details.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,7 +7,7 @@ use agent_schema::protocol::{
     ConfirmEntry, ConfirmResultResponse, ConfirmStatus, LogKind, RejectReason, SendResult,
     ValidationIssue, WaitFor, WouldDispatchResult,
 };
-use agent_schema::DispatchMode;
+use agent_schema::{AgentMsg as _, DispatchMode, MessageAnnotations};
 use serde::Deserialize as _;
 use serde_json::{json, Map, Value};
 
@@ -19,10 +19,11 @@ use super::events::EventBody;
 use super::keyed::KeyedDispatch;
 use super::queue::{Approval, Origin};
 use super::{activity, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
+use crate::algo::affordances::{Offer, DEFAULT_UNAVAILABLE_REASON};
 use crate::algo::diff::diff;
 use crate::algo::snapshot::serialize_redacted;
 use crate::app::App;
-use crate::config::{json_len, DispatchPolicy, OverBudget};
+use crate::config::{json_len, ActionGates, DispatchPolicy, OverBudget};
 use crate::security::AuditEvent;
 
 /// Why a message was refused before dispatch: the `invalid` detail and the validation errors
@@ -108,6 +109,58 @@ impl<A: App> Session<A> {
             Some(i) => format!("\"{i}\" can only be triggered by the user (human-only action)"),
             None => "this action can only be triggered by the user (human-only)".to_string(),
         }
+    }
+
+    /// Why an agent may not send `variant` in the current state, when it may not: its route
+    /// gate is closed (or failed: fail-closed), or `list_actions` does not offer it now
+    /// (`docs/semantics.md` §5.1). `None` when it is offered, or when
+    /// [`ActionGates::Advisory`] keeps gates advisory. The detail names the action, the
+    /// gate's reason and its expression; never a value of the state.
+    fn unavailable_detail(
+        &self,
+        variant: &str,
+        annotations: &MessageAnnotations,
+    ) -> Result<Option<String>, SessionError> {
+        if self.core.config.action_gates == ActionGates::Advisory {
+            return Ok(None);
+        }
+        let catalog = &self.core.catalog;
+        let offer = self.with_listed(|listed| catalog.offer(listed, variant))?;
+        let label = match annotations.intent.as_deref().filter(|i| !i.is_empty()) {
+            Some(intent) => format!("\"{intent}\""),
+            None => format!("\"{variant}\""),
+        };
+        Ok(match offer {
+            Offer::Open => None,
+            Offer::GateClosed => {
+                let reason = annotations
+                    .route_gate_reason
+                    .as_deref()
+                    .unwrap_or(DEFAULT_UNAVAILABLE_REASON);
+                let gate = annotations.route_gate.as_deref().unwrap_or_default();
+                Some(format!(
+                    "{label} is not available now: {reason} (routeGate: {gate})"
+                ))
+            }
+            Offer::NotListed => Some(format!(
+                "{label} is not offered in the current state: list_actions does not list it now"
+            )),
+        })
+    }
+
+    /// At an agent's message's turn in the task: `Some(detail)` when its action is no longer
+    /// offered in the current state, after a `blocked` log entry for it (`tid` the sender's).
+    /// A hook that fails refuses too (fail-closed).
+    pub(crate) fn refuse_at_turn(&self, msg: &A::Msg, tid: Option<&str>) -> Option<String> {
+        let variant = msg.variant_name();
+        let annotations = self.core.catalog.annotations(variant)?;
+        let detail = match self.unavailable_detail(variant, annotations) {
+            Ok(detail) => detail?,
+            Err(e) => format!("the action list could not be computed: {e}"),
+        };
+        let json = serde_json::to_value(msg).unwrap_or_else(|_| json!({ "type": variant }));
+        self.append_log(self.message_log_entry(LogKind::Blocked, &json, tid));
+        Some(detail)
     }
 
     /// Validates (with `policy`) and deserializes a message. `Err` carries the `invalid` detail
@@ -232,6 +285,12 @@ impl<A: App> Session<A> {
                     RejectReason::HumanOnly,
                 ));
             }
+            if let Some(detail) = self
+                .unavailable_detail(variant, a)
+                .map_err(SendError::Session)?
+            {
+                return Ok(block(detail, RejectReason::Unavailable));
+            }
         }
         let (typed, warnings) = match self.check_message(msg, self.core.config.policy) {
             Ok(ok) => ok,
@@ -275,10 +334,21 @@ impl<A: App> Session<A> {
             self.append_log(proposed);
             return Ok(SendResult::PendingConfirmation { confirm_id: id });
         }
+        let gated = self.core.config.action_gates == ActionGates::Enforced;
         let result = self
-            .dispatch_checked(typed, warnings, opts, Origin::agent(key))
+            .dispatch_checked(typed, warnings, opts, Origin::agent(key, gated, tid))
             .await
             .map_err(SendError::Session)?;
+        if let SendResult::Rejected { detail, .. } = &result {
+            // Refused at its turn: the task logged it `blocked`.
+            self.record_outcome(
+                tid,
+                LastOutcome::Rejected {
+                    variant: variant.to_string(),
+                    messages: detail.iter().cloned().collect(),
+                },
+            );
+        }
         if let SendResult::Dispatched {
             state_diff, drain, ..
         } = &result
@@ -348,6 +418,9 @@ impl<A: App> Session<A> {
             cap_ms: crate::clock::millis(opts.timeout),
         };
         let drained = self.enqueue_and_drain(msg, origin, timing).await?;
+        if let Some(detail) = drained.refused {
+            return Ok(rejected(RejectReason::Unavailable, Some(detail)));
+        }
         let mut report = drained.report;
         report.warnings = warnings;
         let state_diff = if opts.wait_for == WaitFor::None {
@@ -378,6 +451,12 @@ impl<A: App> Session<A> {
                 return Ok(WouldDispatchResult::Rejected {
                     reason: RejectReason::HumanOnly,
                     detail: Some(Self::human_only_detail(a.intent.as_deref())),
+                });
+            }
+            if let Some(detail) = self.unavailable_detail(variant, a)? {
+                return Ok(WouldDispatchResult::Rejected {
+                    reason: RejectReason::Unavailable,
+                    detail: Some(detail),
                 });
             }
         }

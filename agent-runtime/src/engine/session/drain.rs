@@ -6,7 +6,7 @@ use agent_schema::protocol::{DrainError, DrainReport, WaitFor};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::time::Instant;
 
-use super::queue::{CommitNote, Origin};
+use super::queue::{Applied, CommitNote, Origin};
 use super::{Published, Session, SessionError};
 use crate::app::App;
 
@@ -17,6 +17,9 @@ pub(crate) struct Drained {
     /// The snapshot at return.
     pub after: Published,
     pub report: DrainReport,
+    /// Why the task refused the message at its turn (an agent's action no longer offered);
+    /// nothing was applied.
+    pub refused: Option<String>,
 }
 
 /// The timing options of a dispatch.
@@ -62,6 +65,7 @@ impl<A: App> Session<A> {
                 after: prev.clone(),
                 prev,
                 report,
+                refused: None,
             });
         }
         // Subscribed before the enqueue, so nothing from the enqueue on is missed.
@@ -82,7 +86,19 @@ impl<A: App> Session<A> {
             biased;
             _ = closed.wait_for(|c| *c) => return Err(SessionError::Closed),
             // An error means the task dropped the message unapplied: the session is ending.
-            signal = committed => signal.is_ok(),
+            signal = committed => match signal {
+                Ok(Applied::Committed) => true,
+                Ok(Applied::Refused(detail)) => {
+                    report.duration_ms = t0.elapsed().as_millis() as u64;
+                    return Ok(Drained {
+                        after: prev.clone(),
+                        prev,
+                        report,
+                        refused: Some(detail),
+                    });
+                }
+                Err(_) => false,
+            },
             _ = tokio::time::sleep_until(deadline) => false,
         };
         // When the cap and the commit come together, the commit wins.
@@ -150,6 +166,7 @@ impl<A: App> Session<A> {
             prev,
             after,
             report,
+            refused: None,
         })
     }
 }

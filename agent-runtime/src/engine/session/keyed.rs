@@ -1,7 +1,7 @@
 //! The `idempotencyKey` of a keyed `/message`, passed with its message to the commit that
 //! records it (`docs/stores.md` §Exactly once). The call builds a [`KeyedDispatch`] and hands
 //! it to the dispatch as an argument; the message's envelope carries it to the session's
-//! writer ([`Origin::Keyed`](super::queue::Origin::Keyed)), whose commit writes the key in the
+//! writer ([`Origin::Agent`](super::queue::Origin::Agent)), whose commit writes the key in the
 //! same transaction and reports what became of it, a [`KeyOutcome`], through a oneshot
 //! channel the call reads back with its [`KeyReceipt`].
 

@@ -16,6 +16,8 @@ mod dispatch_options;
 mod drain;
 mod effects;
 pub(crate) mod events;
+#[cfg(test)]
+mod gates_tests;
 pub(crate) mod keyed;
 #[cfg(test)]
 mod keyed_tests;
@@ -61,7 +63,7 @@ pub(crate) use retained::Retained;
 use activity::ActivityLog;
 use confirm::ConfirmStore;
 use events::{EventBody, EventHub};
-use queue::{Envelope, Origin};
+use queue::{Applied, Envelope, Origin};
 
 /// Why a session operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -518,7 +520,7 @@ impl<A: App> SessionCore<A> {
         &self,
         msg: A::Msg,
         origin: Origin,
-    ) -> Result<(u64, oneshot::Receiver<()>), SessionClosed> {
+    ) -> Result<(u64, oneshot::Receiver<Applied>), SessionClosed> {
         let (tx, rx) = oneshot::channel();
         let ticket = self.push(msg, origin, Some(tx))?;
         Ok((ticket, rx))
@@ -528,7 +530,7 @@ impl<A: App> SessionCore<A> {
         &self,
         msg: A::Msg,
         origin: Origin,
-        committed: Option<oneshot::Sender<()>>,
+        committed: Option<oneshot::Sender<Applied>>,
     ) -> Result<u64, SessionClosed> {
         let mut next = self.next_ticket.lock();
         let ticket = *next;

@@ -14,30 +14,56 @@ pub(crate) struct Envelope<M> {
     pub msg: M,
     pub ticket: u64,
     pub origin: Origin,
-    /// Fired after the commit, for the one caller waiting on this message.
-    pub committed: Option<oneshot::Sender<()>>,
+    /// Fired after the commit (or the refusal), for the one caller waiting on this message.
+    pub committed: Option<oneshot::Sender<Applied>>,
 }
 
-/// Where a queued message comes from; a keyed message's commit records its key, an approved
+/// What the task did with a watched message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Applied {
+    /// Applied and committed.
+    Committed,
+    /// An agent's message refused when its turn came: the action was no longer offered in
+    /// the state it would have been applied to (the detail says why).
+    Refused(String),
+}
+
+/// Where a queued message comes from; an agent's message is checked again against the action
+/// gates when its turn comes, a keyed message's commit records its key, an approved
 /// confirmation needs work after its commit.
 pub(crate) enum Origin {
-    /// An agent, the human, or an effect.
+    /// The human, an effect, or an agent under advisory gates without a key.
     Plain,
-    /// An agent's `/message` with an `idempotencyKey`: its commit records the key (boxed, like
-    /// an approval).
-    Keyed(Box<KeyedDispatch>),
+    /// An agent's message (boxed, like an approval).
+    Agent(Box<AgentDispatch>),
     /// A human approval of a proposal (boxed: it is rare, and it would make every queued
     /// message several times larger).
     Approved(Box<Approval>),
 }
 
+/// What the task needs to know about an agent's message.
+pub(crate) struct AgentDispatch {
+    /// The `idempotencyKey` of a keyed `/message`: its commit records it.
+    pub key: Option<KeyedDispatch>,
+    /// The action gates are enforced: the task refuses the message when the action is no
+    /// longer offered in the state it would be applied to (`docs/semantics.md` §5.1).
+    pub gated: bool,
+    /// The sending token's id, for the `blocked` log entry of a refusal.
+    pub tid: Option<String>,
+}
+
 impl Origin {
-    /// A message from an agent, with the key its commit records when it has one.
-    pub(crate) fn agent(key: Option<KeyedDispatch>) -> Origin {
-        match key {
-            Some(key) => Origin::Keyed(Box::new(key)),
-            None => Origin::Plain,
+    /// A message from an agent: with the key its commit records when it has one, checked
+    /// again against the action gates at its turn when `gated`.
+    pub(crate) fn agent(key: Option<KeyedDispatch>, gated: bool, tid: Option<&str>) -> Origin {
+        if key.is_none() && !gated {
+            return Origin::Plain;
         }
+        Origin::Agent(Box::new(AgentDispatch {
+            key,
+            gated,
+            tid: tid.map(str::to_owned),
+        }))
     }
 }
 

@@ -34,18 +34,23 @@ impl<A: App> Session<A> {
     /// compact form and rendered from the variants' templates at each read; the route gates
     /// come from the snapshot's results.
     pub fn list_actions(&self) -> Result<Vec<Action>, SessionError> {
+        self.with_listed(|listed| self.core.catalog.render_actions(listed))
+    }
+
+    /// Runs `f` on the compact `list_actions` of the current state, computing and keeping it
+    /// when no caller did yet (see [`Self::list_actions`]).
+    pub(crate) fn with_listed<R>(&self, f: impl FnOnce(&[Listed]) -> R) -> Result<R, SessionError> {
         let published = self.published();
-        let catalog = &self.core.catalog;
         if let Some(listed) = published.actions.get() {
-            return Ok(catalog.render_actions(listed));
+            return Ok(f(listed));
         }
         let listed = self.compute_actions(&published)?;
-        let actions = catalog.render_actions(&listed);
+        let answer = f(&listed);
         // Kept only when no commit was published meanwhile (the hooks read the newest state).
         if self.core.published.borrow().seq == published.seq {
             let _ = published.actions.set(listed.into_boxed_slice());
         }
-        Ok(actions)
+        Ok(answer)
     }
 
     fn compute_actions(&self, published: &super::Published) -> Result<Vec<Listed>, SessionError> {

@@ -8,7 +8,7 @@ use agent_schema::protocol::{DrainError, DrainErrorKind, LogKind};
 use tokio::sync::mpsc;
 
 use super::events::EventBody;
-use super::queue::{Approval, CommitNote, Envelope, Origin};
+use super::queue::{Applied, Approval, CommitNote, Envelope, Origin};
 use super::{activity, catch_up, effects, panic_text, persist, Published, SessionCore};
 use crate::app::App;
 
@@ -46,7 +46,21 @@ pub(crate) async fn run<A: App>(
     }
 }
 
-async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
+async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
+    if let Origin::Agent(agent) = &env.origin {
+        if agent.gated {
+            let session = super::Session { core: core.clone() };
+            if let Some(detail) = session.refuse_at_turn(&env.msg, agent.tid.as_deref()) {
+                // Nothing applied: the ticket is done, its waiter reads the refusal.
+                core.committed_through
+                    .store(env.ticket, std::sync::atomic::Ordering::Release);
+                if let Some(committed) = env.committed.take() {
+                    let _ = committed.send(Applied::Refused(detail));
+                }
+                return;
+            }
+        }
+    }
     let prev = core.published.borrow().clone();
     let retry = persist::retry_copy(core, &env.msg);
     let (outcome, next, snapshot) = {
@@ -90,7 +104,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     let (mut outcome, mut published) = (outcome, published);
     let (key, approval) = match env.origin {
         Origin::Plain => (None, None),
-        Origin::Keyed(key) => (Some(*key), None),
+        Origin::Agent(agent) => (agent.key, None),
         Origin::Approved(approval) => (None, Some(approval)),
     };
     // Durable before anyone sees it, and before its effects start. Another replica may have
@@ -138,7 +152,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, env: Envelope<A::Msg>) {
     core.notes.send(CommitNote::Commit { ticket: env.ticket });
     // After the note, so the waiter finds it queued when it wakes.
     if let Some(committed) = env.committed {
-        let _ = committed.send(());
+        let _ = committed.send(Applied::Committed);
     }
     core.events
         .lock()
