@@ -5,6 +5,7 @@
 //! and typed hooks read the state under a short read lock. The task is the only writer.
 
 pub(crate) mod activity;
+mod admission;
 mod catch_up;
 mod commit_log;
 pub(crate) mod confirm;
