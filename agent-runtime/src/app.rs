@@ -31,10 +31,17 @@ pub trait App: Send + Sync + Sized + 'static {
     /// agents what they carry only when [`App::effect_preview`] says so.
     type Effect: Serialize + Send + 'static;
 
-    /// The app's name (the describe document's `name`).
-    fn name(&self) -> &str;
-    /// The app's version (the describe document's `version`).
-    fn version(&self) -> &str;
+    /// The app's name (the describe document's `name`). The default is the implementing
+    /// type's name without its module path (`NotesApp` for `my_crate::NotesApp`).
+    fn name(&self) -> &str {
+        short_type_name(std::any::type_name::<Self>())
+    }
+
+    /// The app's version (the describe document's `version`). The default, `0.0.0`, says no
+    /// version was given; `env!("CARGO_PKG_VERSION")` is the usual override.
+    fn version(&self) -> &str {
+        "0.0.0"
+    }
 
     /// The initial state of a new session and the effects to start with.
     fn init(&self) -> (Self::State, Vec<Self::Effect>);
@@ -44,11 +51,21 @@ pub trait App: Send + Sync + Sized + 'static {
 
     /// Runs one effect. It may send follow-up messages into the same session through `ctx`.
     /// An `Err` (or a panic) is reported in `drain.errors`; the session keeps running.
+    ///
+    /// An app without effects (`type Effect = ();`, `update` returning `vec![]`) need not
+    /// write it. The default runs nothing and fails: an app that returns effects and forgot
+    /// this method sees `effect failed: App::run_effect is not implemented …` in
+    /// `drain.errors` instead of effects silently lost.
     fn run_effect(
         &self,
         effect: Self::Effect,
         ctx: EffectContext<Self::Msg>,
-    ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static;
+    ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static {
+        drop((effect, ctx));
+        std::future::ready(Err(EffectError::from(
+            "App::run_effect is not implemented: the effect was not run",
+        )))
+    }
 
     /// Whether `would_dispatch` shows agents the effects it predicts. The default,
     /// [`EffectPreview::hidden`], shows only how many there are: an effect can carry what
@@ -123,6 +140,12 @@ pub trait App: Send + Sync + Sized + 'static {
     ) -> Result<Self::State, MigrationError> {
         fill_missing_fields(&self.init().0, stored)
     }
+}
+
+/// `path::to::Type<Args>` → `Type`.
+fn short_type_name(full: &'static str) -> &'static str {
+    let without_args = full.split('<').next().unwrap_or(full);
+    without_args.rsplit("::").next().unwrap_or(without_args)
 }
 
 /// The default [`App::migrate`]: `stored` with the fields it lacks taken from `initial`, then
@@ -356,5 +379,96 @@ impl<M> EffectContext<M> {
     /// trusted (they come from the app itself): no validation, no confirmation.
     pub fn dispatch(&self, msg: M) -> Result<(), SessionClosed> {
         (self.enqueue)(msg)
+    }
+}
+
+#[cfg(test)]
+mod defaults_tests {
+    //! An app that writes only `init` and `update` (issue: the `App` trait was learnt from
+    //! compiler errors).
+    use super::*;
+    use crate::config::HostConfig;
+    use crate::engine::session::DispatchOptions;
+    use crate::security::MemoryAuditSink;
+    use crate::{AgentMsg, Host};
+    use agent_schema::protocol::{SendResult, WaitFor};
+    use serde_json::json;
+
+    #[derive(Clone, Serialize, Deserialize, JsonSchema)]
+    struct State {
+        n: i64,
+    }
+
+    #[derive(Clone, Serialize, Deserialize, JsonSchema, AgentMsg)]
+    #[serde(tag = "type", rename_all = "camelCase")]
+    enum Msg {
+        /// @intent("add one")
+        Inc,
+        /// @intent("start an effect the app forgot to run")
+        Fetch,
+    }
+
+    struct Minimal;
+
+    impl App for Minimal {
+        type State = State;
+        type Msg = Msg;
+        type Effect = ();
+
+        fn init(&self) -> (State, Vec<()>) {
+            (State { n: 0 }, vec![])
+        }
+
+        fn update(&self, state: &mut State, msg: Msg) -> Vec<()> {
+            match msg {
+                Msg::Inc => {
+                    state.n += 1;
+                    vec![]
+                }
+                Msg::Fetch => vec![()],
+            }
+        }
+    }
+
+    #[test]
+    fn the_name_is_the_type_name_and_the_version_is_unset() {
+        assert_eq!(Minimal.name(), "Minimal");
+        assert_eq!(Minimal.version(), "0.0.0");
+        assert_eq!(short_type_name("a::b::Notes<x::Y>"), "Notes");
+    }
+
+    #[tokio::test]
+    async fn an_effect_without_run_effect_is_reported_not_lost() {
+        let host = Host::with_config(
+            Minimal,
+            HostConfig::default(),
+            Arc::new(MemoryAuditSink::new()),
+        )
+        .unwrap();
+        let session = host.create_session(None).unwrap();
+        let drained = DispatchOptions::waiting_for(WaitFor::Drained);
+        let inc = session
+            .dispatch_as_human(&json!({"type": "inc"}), drained)
+            .await
+            .unwrap();
+        let SendResult::Dispatched { drain, .. } = inc else {
+            panic!("{inc:?}")
+        };
+        assert!(drain.errors.is_empty(), "{:?}", drain.errors);
+        let fetch = session
+            .dispatch_as_human(&json!({"type": "fetch"}), drained)
+            .await
+            .unwrap();
+        let SendResult::Dispatched { drain, .. } = fetch else {
+            panic!("{fetch:?}")
+        };
+        assert_eq!(drain.errors.len(), 1, "{:?}", drain.errors);
+        assert!(
+            drain.errors[0]
+                .message
+                .contains("App::run_effect is not implemented"),
+            "{:?}",
+            drain.errors
+        );
     }
 }

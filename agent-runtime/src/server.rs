@@ -15,8 +15,8 @@ use crate::engine::store::Stores;
 use crate::ops::{IdempotencyStore, ServerFields, ServerOptions, ServerState};
 use crate::security::{
     AllowedHosts, AuditSink, ConfigError, GovernorRateLimiter, Identity, IdentityCookie,
-    IdentityKey, IdentityResolver, OriginPolicy, RateLimiter, StoreError, TokenStore,
-    TracingAuditSink, HOST_REFUSED_DETAIL,
+    IdentityKey, IdentityResolver, OriginPolicy, RateLimiter, StderrAuditSink, StoreError,
+    TokenStore, TracingAuditSink, HOST_REFUSED_DETAIL,
 };
 
 /// The HTTP surface of a host. Cheap to clone (shared).
@@ -70,6 +70,10 @@ pub struct AgentServerBuilder<A: App> {
     options: ServerOptions,
     limiter: Option<Arc<dyn RateLimiter>>,
     resolver: Option<Arc<dyn IdentityResolver>>,
+    /// [`Self::local_development`] was called.
+    local_development: bool,
+    /// [`Self::audit_sink`] was called (the preset then keeps the caller's sink).
+    audit_given: bool,
 }
 
 /// Why [`AgentServerBuilder::build`] made no server.
@@ -95,9 +99,23 @@ impl<A: App> AgentServerBuilder<A> {
         self
     }
 
-    /// Replaces the audit sink (default [`TracingAuditSink`]).
+    /// Replaces the audit sink (default [`TracingAuditSink`]; [`StderrAuditSink`] with
+    /// [`Self::local_development`]).
     pub fn audit_sink(mut self, audit: Arc<dyn AuditSink>) -> Self {
         self.audit = audit;
+        self.audit_given = true;
+        self
+    }
+
+    /// The local-development preset: anonymous identities on
+    /// ([`ServerOptions::allow_anonymous`], so the console on this machine mints without a
+    /// sign-in), and, unless [`Self::audit_sink`] chose another, audit entries printed one
+    /// readable line each on standard error ([`StderrAuditSink`]). Call it before or after
+    /// [`Self::options`]: `build` applies it last. Print where the console is with
+    /// [`AgentServer::console_url`]. Not for a server others can reach: anyone who reaches it
+    /// can mint.
+    pub fn local_development(mut self) -> Self {
+        self.local_development = true;
         self
     }
 
@@ -139,6 +157,20 @@ impl<A: App> AgentServerBuilder<A> {
     /// Builds the host and the server: checks the app's schema, opens nothing lazily, and
     /// reads (or creates) the identity signing key in the stores.
     pub async fn build(mut self) -> Result<AgentServer<A>, BuildError> {
+        if self.local_development {
+            self.options.allow_anonymous = true;
+            if !self.audit_given {
+                self.audit = Arc::new(StderrAuditSink);
+            }
+        }
+        if !self.options.allow_anonymous && self.resolver.is_none() {
+            tracing::warn!(
+                "/agent/mint can never succeed: anonymous identities are off \
+                 (ServerOptions::allow_anonymous) and no identity resolver is set \
+                 (AgentServerBuilder::identity_resolver); every mint answers 401. For local \
+                 development use AgentServerBuilder::local_development()"
+            );
+        }
         let given = self.stores.is_some();
         let stores = self.stores.take().unwrap_or_else(Stores::in_memory);
         let durable = stores.is_durable();
@@ -269,12 +301,29 @@ impl<A: App> AgentServer<A> {
             app,
             config: HostConfig::default(),
             audit: Arc::new(TracingAuditSink),
+            local_development: false,
+            audit_given: false,
             stores: None,
             tokens: None,
             options: ServerOptions::default(),
             limiter: None,
             resolver: None,
         }
+    }
+
+    /// The web console's URL on a server listening at `local`: an unspecified address
+    /// (`0.0.0.0`, `::`) is shown as the loopback one, which the default `allowed_hosts`
+    /// accept.
+    pub fn console_url(&self, local: std::net::SocketAddr) -> String {
+        let ip = match local.ip() {
+            ip if ip.is_unspecified() && ip.is_ipv4() => std::net::Ipv4Addr::LOCALHOST.into(),
+            ip if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+            ip => ip,
+        };
+        format!(
+            "http://{}/agent/console",
+            std::net::SocketAddr::new(ip, local.port())
+        )
     }
 
     /// The host.

@@ -211,6 +211,36 @@ impl AuditSink for TracingAuditSink {
     }
 }
 
+/// One readable line per entry on standard error (`audit <event> tid=… uid=… <detail>`), for
+/// local development ([`crate::AgentServerBuilder::local_development`]): what the agent did
+/// shows in the terminal without a `tracing` subscriber.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StderrAuditSink;
+
+impl AuditSink for StderrAuditSink {
+    fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()> {
+        eprintln!("{}", readable_line(&entry));
+        future::ready(()).boxed()
+    }
+}
+
+/// `audit <event>[ tid=…][ uid=…][ <detail JSON>]`.
+fn readable_line(entry: &AuditEntry) -> String {
+    let mut line = format!("audit {}", entry.event);
+    if let Some(tid) = &entry.tid {
+        line.push_str(&format!(" tid={tid}"));
+    }
+    if let Some(uid) = &entry.uid {
+        line.push_str(&format!(" uid={uid}"));
+    }
+    let empty = entry.detail.is_null() || entry.detail.as_object().is_some_and(|o| o.is_empty());
+    if !empty {
+        line.push(' ');
+        line.push_str(&entry.detail.to_string());
+    }
+    line
+}
+
 /// Appends one JSON line per entry to a file. Writes are serialized (one at a time, in the
 /// order they take the lock) and flushed; a failed write is reported through `tracing` (WARN)
 /// and never fails the caller.
@@ -335,6 +365,18 @@ impl AuditSink for MemoryAuditSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_readable_line_names_the_event_the_token_and_the_detail() {
+        let mut entry = AuditEntry::new(1, AuditEvent::Mint, json!({"session": "s1"}));
+        entry.tid = Some("t1".into());
+        assert_eq!(
+            readable_line(&entry),
+            r#"audit mint tid=t1 {"session":"s1"}"#
+        );
+        let bare = AuditEntry::new(1, AuditEvent::Mint, json!({}));
+        assert_eq!(readable_line(&bare), "audit mint");
+    }
     use tracing::field::{Field, Visit};
     use tracing::{Event, Level, Subscriber};
     use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};

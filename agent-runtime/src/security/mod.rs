@@ -23,7 +23,8 @@ mod tokens;
 // What an embedder uses: the extension points (tokens, identities, rate limits, audit) and
 // the types their signatures and the server's options name.
 pub use audit::{
-    AuditEntry, AuditEvent, AuditSink, JsonLinesAuditSink, MemoryAuditSink, TracingAuditSink,
+    AuditEntry, AuditEvent, AuditSink, JsonLinesAuditSink, MemoryAuditSink, StderrAuditSink,
+    TracingAuditSink,
 };
 pub use client_addr::{InvalidTrustProxy, TrustProxy};
 pub use error::ConfigError;

@@ -44,10 +44,13 @@ async fn mint_gives_a_token_bound_to_a_live_session() {
 #[tokio::test]
 async fn mint_refusals() {
     let t = start_app(Counter).await;
-    // No identity, not anonymous → 401.
+    // No identity, not anonymous → 401 (the server has a resolver: the caller must sign in).
     let a = t.post_json("/agent/mint", None, None, &json!({})).await;
     assert_eq!(a.status, 401);
-    assert_eq!(a.body, json!({"error":{"code":"auth-required"}}));
+    assert_eq!(
+        a.body,
+        json!({"error":{"code":"auth-required","detail":"no identity: sign in to the app first"}})
+    );
     // GET → 405.
     let a = t.get("/agent/mint", Some("alice")).await;
     assert_eq!(a.status, 405);

@@ -7,6 +7,7 @@ mod cors;
 mod hostile_http;
 mod identity_cookie;
 #[cfg(feature = "full")]
+mod mint_diagnostics;
 mod mint_labels_audit;
 mod redaction;
 mod redaction_upgrade;

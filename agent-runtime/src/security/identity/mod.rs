@@ -130,6 +130,18 @@ impl Identity {
         self.allow_anonymous
     }
 
+    /// Why a caller without an identity cannot mint: the `auth-required` detail. Without
+    /// anonymous mode and without a resolver no caller can ever have an identity here.
+    pub(crate) fn missing_identity_detail(&self) -> &'static str {
+        if self.resolver.is_some() {
+            "no identity: sign in to the app first"
+        } else {
+            "no identity, and this server can issue none: anonymous identities are off \
+             (ServerOptions::allow_anonymous) and no identity resolver is set; for local \
+             development build the server with AgentServerBuilder::local_development()"
+        }
+    }
+
     /// The caller's identity: the resolver's answer, else the identity of the valid signed
     /// cookies under the name the request's scheme implies, else none.
     pub(crate) async fn resolve(&self, parts: &Parts) -> Option<String> {

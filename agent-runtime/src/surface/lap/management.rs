@@ -89,7 +89,9 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
     let now = server.now();
     let identity = server.identity().resolve(&parts).await;
     if identity.is_none() && !server.identity().allows_anonymous() {
-        return Err(ApiError::auth_required());
+        return Err(
+            ApiError::auth_required().with_detail(server.identity().missing_identity_detail())
+        );
     }
     let limit_key = identity
         .clone()
