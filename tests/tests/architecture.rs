@@ -231,3 +231,52 @@ fn checker_on_fixtures() {
     );
     assert_eq!(api.items.len(), 11);
 }
+
+/// The files the README and the guide show (`<!-- file: PATH -->` before a fenced block) are
+/// shown as they are: CI compiles and tests those files, so the text people copy is the text
+/// that builds.
+#[test]
+fn the_docs_show_the_example_files_as_they_are() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut shown = 0;
+    for doc in ["README.md", "docs/guide.md"] {
+        let text = std::fs::read_to_string(root.join(doc)).expect(doc);
+        for (path, block) in included_files(&text) {
+            let file = std::fs::read_to_string(root.join(&path))
+                .unwrap_or_else(|e| panic!("{doc} shows {path}, which cannot be read: {e}"));
+            assert!(
+                block == file,
+                "{doc} shows {path} differently from the file: copy the file into the block"
+            );
+            shown += 1;
+        }
+    }
+    assert!(shown >= 4, "the README shows the notes example's files");
+}
+
+/// Each `<!-- file: PATH -->` and the fenced block right after it (its lines, each ending in a
+/// newline).
+fn included_files(text: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let Some(path) = line
+            .strip_prefix("<!-- file: ")
+            .and_then(|rest| rest.strip_suffix(" -->"))
+        else {
+            continue;
+        };
+        let fence = lines.next().unwrap_or_default();
+        assert!(fence.starts_with("```"), "no fenced block after {line}");
+        let mut block = String::new();
+        for inner in lines.by_ref() {
+            if inner == "```" {
+                break;
+            }
+            block.push_str(inner);
+            block.push('\n');
+        }
+        found.push((path.to_owned(), block));
+    }
+    found
+}

@@ -7,4 +7,5 @@ mod bounds;
 mod bounds_durable;
 mod fast_call;
 mod http;
+mod notes;
 mod slots;
