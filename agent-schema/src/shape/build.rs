@@ -12,8 +12,7 @@ use crate::shape::model::{FieldModel, MsgModel, TagSource, TypeKind, TypeNode, V
 use crate::shape::object::Spend;
 use crate::shape::resolver::{Resolver, FIELD_BUDGET};
 
-/// A nested `@validates` found in a property's doc: the runtime must check its CEL syntax at
-/// host start-up (E7).
+/// A nested `@validates` found in a property's doc (see [`MsgModel::nested_validates`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NestedValidates {
     /// JSON Pointer of the property inside the `Msg` schema.
@@ -39,12 +38,26 @@ impl MsgModel {
     /// descriptors' wire names in the same order (else [`SchemaError::VariantMismatch`]).
     /// Fields of the variant's own properties take their tags from the descriptor; every other
     /// property's tags are parsed from its schemars doc ([`SchemaError::NestedTag`] when
-    /// malformed). The CEL syntax of those nested `@validates` is not checked here: see
-    /// [`MsgModel::nested_validates`] and [`MsgModel::check_nested_validates`].
+    /// malformed: the first such error). The CEL checks of those nested `@validates` are
+    /// start-up checks ([`MsgModel::startup_errors`]).
     pub fn from_schema(
         root: &Value,
         variants: &[VariantDescriptor],
     ) -> Result<MsgModel, SchemaError> {
+        let (model, mut tag_errors) = MsgModel::from_schema_reporting(root, variants)?;
+        match tag_errors.is_empty() {
+            true => Ok(model),
+            false => Err(tag_errors.remove(0)),
+        }
+    }
+
+    /// [`MsgModel::from_schema`] that goes on past malformed property docs: the model (whose
+    /// faulty properties have no tags) and every [`SchemaError::NestedTag`], once per
+    /// property. A schema that does not fit the derive is still an error.
+    pub(crate) fn from_schema_reporting(
+        root: &Value,
+        variants: &[VariantDescriptor],
+    ) -> Result<(MsgModel, Vec<SchemaError>), SchemaError> {
         let root_src = Cow::Borrowed(root);
         let members =
             union_members(&root_src, "").unwrap_or_else(|| vec![(root_src, String::new())]);
@@ -97,14 +110,16 @@ impl MsgModel {
                 pointer,
             });
         }
-        Ok(MsgModel {
+        let model = MsgModel {
             discriminant: "type".to_owned(),
             variants: out,
-        })
+        };
+        Ok((model, resolver.tag_errors))
     }
 
     /// Every `@validates` read from a property doc (not from the derive), once per property
-    /// pointer, in model order. Their CEL syntax must be checked before the host starts.
+    /// pointer, in model order. The start-up checks ([`MsgModel::startup_errors`]) check
+    /// their CEL; this list is for callers that check it their own way.
     pub fn nested_validates(&self) -> Vec<NestedValidates> {
         let mut out = Vec::new();
         for v in &self.variants {

@@ -4,8 +4,9 @@ use std::fmt;
 
 use crate::tags::{Tag, TagError};
 
-/// Why the message model of a `Msg` enum cannot be built. Each of these makes host construction
-/// fail; the `Display` text is one line meant for the app author.
+/// Why the message model of a `Msg` enum cannot be built, or fails a start-up check. Each of
+/// these makes host construction fail; the `Display` text is meant for the app author (one
+/// line, plus a `help:` line for [`SchemaError::Startup`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SchemaError {
     /// A member of the `Msg` schema does not come out as an object schema whose `type` property
@@ -40,9 +41,10 @@ pub enum SchemaError {
         /// offsets in the property's doc (`title` + `"\n"` + `description`).
         errors: Vec<TagError>,
     },
-    /// A nested `@validates` whose expression is not valid CEL (E7). agent-schema does not parse
-    /// CEL: the runtime builds this error through
-    /// [`MsgModel::check_nested_validates`](crate::shape::MsgModel::check_nested_validates).
+    /// A nested `@validates` whose expression is not valid CEL (E7), as
+    /// [`MsgModel::check_nested_validates`](crate::shape::MsgModel::check_nested_validates)
+    /// reports it for a caller's own syntax check. The start-up checks report the same
+    /// problem as [`SchemaError::Startup`], naming the variant and the field.
     NestedValidates {
         /// JSON Pointer of the property inside the `Msg` schema.
         pointer: String,
@@ -50,12 +52,15 @@ pub enum SchemaError {
         parser_message: String,
     },
     /// A start-up check against the real types failed
-    /// ([`MsgModel::check_startup`](crate::shape::MsgModel::check_startup)): an `@example`
+    /// ([`MsgModel::startup_errors`](crate::shape::MsgModel::startup_errors)): an `@example`
     /// that does not deserialize or fails `@validates`, or an expression that reads a field
     /// path the schema does not have.
     Startup {
         /// The variant's wire name.
         variant: String,
+        /// The field whose tag is at fault (a `@validates`, nested ones included), or whose
+        /// `@validates` an example fails; `None` for a variant tag.
+        field: Option<String>,
         /// The tag at fault.
         tag: Tag,
         /// What is wrong.
@@ -115,6 +120,7 @@ impl fmt::Display for SchemaError {
                 tag,
                 problem,
                 fix,
+                ..
             } => write!(f, "variant \"{variant}\": `{tag}` {problem}\nhelp: {fix}"),
         }
     }

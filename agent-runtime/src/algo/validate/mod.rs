@@ -96,6 +96,15 @@ impl Validator {
         model: &MsgModel,
         predicates: Arc<PredicateCache>,
     ) -> Result<Validator, ValidatorError> {
+        Validator::reporting(model, predicates).map_err(|mut errors| errors.swap_remove(0))
+    }
+
+    /// [`Validator::new`] failing with every property whose constraints do not compile (in
+    /// model order), not only the first.
+    pub(crate) fn reporting(
+        model: &MsgModel,
+        predicates: Arc<PredicateCache>,
+    ) -> Result<Validator, Vec<ValidatorError>> {
         let tree = MsgTree::build(model)?;
         for object in &tree.variants {
             warm_object(object, &predicates);
