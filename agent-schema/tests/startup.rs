@@ -2,7 +2,7 @@
 //! pass `@validates`, and expressions read only field paths the schemas have.
 
 use agent_derive::AgentMsg;
-use agent_schema::describe;
+use agent_schema::{describe, SchemaError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -219,6 +219,8 @@ struct Note {
     text: String,
     /// @validates("v.size > 0")
     tags: Vec<String>,
+    /// @shoud("the source")
+    source: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
@@ -248,6 +250,8 @@ fn every_error_is_reported_at_once() {
         [
             "agent tag error in the doc of the Msg schema property \
              `/$defs/Note/properties/text`: unknown agent tag `@shuold`; did you mean `@should`?",
+            "agent tag error in the doc of the Msg schema property \
+             `/$defs/Note/properties/source`: unknown agent tag `@shoud`; did you mean `@should`?",
             "variant \"setWeight\": `@example` #1 does not deserialize as the message: invalid \
              type: string \"heavy\", expected f64",
             "variant \"setWeight\": `@example` #3 fails `@validates(\"v >= 0 && v <= 100\")` of \
@@ -259,9 +263,24 @@ fn every_error_is_reported_at_once() {
             "variant \"addNote\": `@validates` on `tags`: `v.size > 0` reads `v.size` of a list",
         ]
     );
+    // Where: the variant, the field and the tag.
+    let Some(agent_schema::StartupError::Msg(SchemaError::Startup {
+        variant,
+        field,
+        tag,
+        ..
+    })) = errors.errors().last()
+    else {
+        panic!("{errors}")
+    };
+    assert_eq!(
+        (variant.as_str(), field.as_deref()),
+        ("addNote", Some("tags"))
+    );
+    assert_eq!(*tag, agent_schema::tags::Tag::Validates);
     let text = errors.to_string();
     assert!(
-        text.starts_with("6 start-up errors:\n- agent tag error"),
+        text.starts_with("7 start-up errors:\n- agent tag error"),
         "{text}"
     );
     assert!(
