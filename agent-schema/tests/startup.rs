@@ -206,7 +206,7 @@ enum NestedScope {
 fn a_nested_validates_reading_state_fails() {
     assert_eq!(
         error_of::<NestedScope>(),
-        "variant \"setLimits\": `@validates` on `low`: `@validates` reads `state`, but only `v` is \
+        "variant \"setLimits\": `@validates` on `limits.low`: `@validates` reads `state`, but only `v` is \
          in scope\n\
          help: `@validates` sees only the field's value `v`; a check on the state belongs in \
          `@routeGated`"
@@ -260,7 +260,8 @@ fn every_error_is_reported_at_once() {
              reads `state.todos.length` of a list",
             "variant \"clear\": `@routeGated` `state.todos.length > 0 && state.filter.archived` \
              reads `state.filter.archived`, which is not in the schema",
-            "variant \"addNote\": `@validates` on `tags`: `v.size > 0` reads `v.size` of a list",
+            "variant \"addNote\": `@validates` on `note.tags`: `v.size > 0` reads `v.size` of a \
+             list",
         ]
     );
     // Where: the variant, the field and the tag.
@@ -275,7 +276,7 @@ fn every_error_is_reported_at_once() {
     };
     assert_eq!(
         (variant.as_str(), field.as_deref()),
-        ("addNote", Some("tags"))
+        ("addNote", Some("note.tags"))
     );
     assert_eq!(*tag, agent_schema::tags::Tag::Validates);
     let text = errors.to_string();

@@ -8,18 +8,9 @@ use serde_json::Value;
 use crate::msg::{AgentMsg, VariantDescriptor};
 use crate::shape::error::SchemaError;
 use crate::shape::keywords::union_members;
-use crate::shape::model::{FieldModel, MsgModel, TagSource, TypeKind, TypeNode, VariantModel};
+use crate::shape::model::{MsgModel, TypeKind, TypeNode, VariantModel};
 use crate::shape::object::Spend;
 use crate::shape::resolver::{Resolver, FIELD_BUDGET};
-
-/// A nested `@validates` found in a property's doc (see [`MsgModel::nested_validates`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NestedValidates {
-    /// JSON Pointer of the property inside the `Msg` schema.
-    pub pointer: String,
-    /// The CEL source.
-    pub source: String,
-}
 
 impl MsgModel {
     /// Builds the model of `M` from its schemars schema (default settings: draft 2020-12,
@@ -116,33 +107,6 @@ impl MsgModel {
         };
         Ok((model, resolver.tag_errors))
     }
-
-    /// Every `@validates` read from a property doc (not from the derive), once per property
-    /// pointer, in model order. The start-up checks ([`MsgModel::startup_errors`]) check
-    /// their CEL; this list is for callers that check it their own way.
-    pub fn nested_validates(&self) -> Vec<NestedValidates> {
-        let mut out = Vec::new();
-        for v in &self.variants {
-            collect_fields(&v.payload.fields, &mut out);
-        }
-        out
-    }
-
-    /// Runs `check` (a CEL syntax check returning the parser's first error line) over
-    /// [`MsgModel::nested_validates`]; the first failure becomes
-    /// [`SchemaError::NestedValidates`] naming the property's pointer.
-    pub fn check_nested_validates(
-        &self,
-        mut check: impl FnMut(&str) -> Result<(), String>,
-    ) -> Result<(), SchemaError> {
-        for n in self.nested_validates() {
-            check(&n.source).map_err(|parser_message| SchemaError::NestedValidates {
-                pointer: n.pointer.clone(),
-                parser_message,
-            })?;
-        }
-        Ok(())
-    }
 }
 
 fn string_literal(node: &TypeNode) -> Option<String> {
@@ -152,32 +116,5 @@ fn string_literal(node: &TypeNode) -> Option<String> {
             _ => None,
         },
         _ => None,
-    }
-}
-
-fn collect_fields(fields: &[FieldModel], out: &mut Vec<NestedValidates>) {
-    for f in fields {
-        if let (TagSource::SchemaDescription, Some(source)) = (f.tag_source, &f.validates) {
-            if !out.iter().any(|n| n.pointer == f.pointer) {
-                out.push(NestedValidates {
-                    pointer: f.pointer.clone(),
-                    source: source.clone(),
-                });
-            }
-        }
-        collect_node(&f.ty, out);
-    }
-}
-
-fn collect_node(node: &TypeNode, out: &mut Vec<NestedValidates>) {
-    match &node.kind {
-        TypeKind::Object(o) => collect_fields(&o.fields, out),
-        TypeKind::Array(element) => collect_node(element, out),
-        TypeKind::Union(u) => {
-            for b in &u.branches {
-                collect_fields(&b.payload.fields, out);
-            }
-        }
-        _ => {}
     }
 }

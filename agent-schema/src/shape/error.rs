@@ -41,16 +41,6 @@ pub enum SchemaError {
         /// offsets in the property's doc (`title` + `"\n"` + `description`).
         errors: Vec<TagError>,
     },
-    /// A nested `@validates` whose expression is not valid CEL (E7), as
-    /// [`MsgModel::check_nested_validates`](crate::shape::MsgModel::check_nested_validates)
-    /// reports it for a caller's own syntax check. The start-up checks report the same
-    /// problem as [`SchemaError::Startup`], naming the variant and the field.
-    NestedValidates {
-        /// JSON Pointer of the property inside the `Msg` schema.
-        pointer: String,
-        /// First line of the CEL parser's error.
-        parser_message: String,
-    },
     /// A start-up check against the real types failed
     /// ([`MsgModel::startup_errors`](crate::shape::MsgModel::startup_errors)): an `@example`
     /// that does not deserialize or fails `@validates`, or an expression that reads a field
@@ -107,14 +97,6 @@ impl fmt::Display for SchemaError {
                     messages.join("; ")
                 )
             }
-            SchemaError::NestedValidates {
-                pointer,
-                parser_message,
-            } => write!(
-                f,
-                "agent tag error in the doc of the Msg schema property `{pointer}`: {}",
-                TagError::invalid_cel(0, Tag::Validates, parser_message)
-            ),
             SchemaError::Startup {
                 variant,
                 tag,
@@ -154,14 +136,7 @@ mod tests {
     }
 
     #[test]
-    fn nested_errors_name_the_pointer() {
-        let e = SchemaError::NestedValidates {
-            pointer: "/$defs/Cell/properties/meta".into(),
-            parser_message: "ERROR: <input>:1:4: Syntax error".into(),
-        };
-        let text = e.to_string();
-        assert!(text.contains("`/$defs/Cell/properties/meta`"));
-        assert!(text.contains("`@validates` expression is not valid CEL\nhelp: ERROR: <input>:1:4"));
+    fn a_variant_error_names_the_pointer() {
         let e = SchemaError::VariantNotObject {
             index: 2,
             variant: None,

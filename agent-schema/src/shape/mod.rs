@@ -57,7 +57,6 @@ mod startup;
 mod union;
 mod wire;
 
-pub use build::NestedValidates;
 pub use constraints::Constraints;
 pub use error::SchemaError;
 pub use model::{

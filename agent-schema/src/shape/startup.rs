@@ -34,21 +34,21 @@ impl MsgModel {
                             field: None,
                             tag: Tag::RouteGated,
                         };
-                        errors.push(path_error(at, gate, &root, &path, problem));
+                        errors.push(path_error(&at, gate, &root, &path, problem));
                     }
                 }
             }
-            check_field_paths(variant, &variant.payload, &mut errors);
+            check_field_paths(variant, &variant.payload, "", &mut errors);
         }
         errors
     }
 }
 
-/// Where a start-up error is: the variant, the field (if any) and the tag.
-#[derive(Clone, Copy)]
+/// Where a start-up error is: the variant, the field (if any: its path from the variant's
+/// payload, `limits.low` for a nested one) and the tag.
 struct Site<'m> {
     variant: &'m VariantModel,
-    field: Option<&'m str>,
+    field: Option<String>,
     tag: Tag,
 }
 
@@ -57,7 +57,7 @@ impl Site<'_> {
     fn error(&self, problem: String, fix: String) -> SchemaError {
         SchemaError::Startup {
             variant: self.variant.wire_name.clone(),
-            field: self.field.map(str::to_owned),
+            field: self.field.clone(),
             tag: self.tag,
             problem,
             fix,
@@ -99,7 +99,7 @@ fn check_example<M: DeserializeOwned>(
     let site = |field: Option<&str>, problem: String, fix: String| {
         let at = Site {
             variant,
-            field,
+            field: field.map(str::to_owned),
             tag: Tag::Example,
         };
         at.error(format!("#{} {problem}", index + 1), fix)
@@ -162,31 +162,38 @@ fn with_type(object: Map<String, Value>, wire_name: &str) -> Map<String, Value> 
 }
 
 /// The `v` paths of every `@validates` in `object` (nested objects, arrays and unions
-/// included) exist in the field's type.
-fn check_field_paths(variant: &VariantModel, object: &ObjectModel, errors: &mut Vec<SchemaError>) {
+/// included) exist in the field's type; `prefix` is the path of `object` in the payload
+/// (`""` or `limits.`).
+fn check_field_paths(
+    variant: &VariantModel,
+    object: &ObjectModel,
+    prefix: &str,
+    errors: &mut Vec<SchemaError>,
+) {
     for field in &object.fields {
+        let path = format!("{prefix}{}", field.name);
         if let Some(src) = &field.validates {
             let at = Site {
                 variant,
-                field: Some(&field.name),
+                field: Some(path.clone()),
                 tag: Tag::Validates,
             };
             // Nested fields' tags come from schemars docs, unseen by the derive: same checks.
             if let Some(kind) = check_expression(Tag::Validates, src) {
                 errors.push(at.error(
-                    format!("on `{}`: {}", field.name, kind.summary()),
+                    format!("on `{path}`: {}", kind.summary()),
                     kind.help().unwrap_or_default(),
                 ));
             } else {
-                for (root, path) in reads_of(src, "v") {
-                    if let Err(problem) = node_path(&field.ty, &path, 0) {
-                        errors.push(path_error(at, src, &root, &path, problem));
+                for (root, read) in reads_of(src, "v") {
+                    if let Err(problem) = node_path(&field.ty, &read, 0) {
+                        errors.push(path_error(&at, src, &root, &read, problem));
                     }
                 }
             }
         }
         for nested in objects_in(field) {
-            check_field_paths(variant, nested, errors);
+            check_field_paths(variant, nested, &format!("{path}."), errors);
         }
     }
 }
@@ -218,7 +225,7 @@ enum PathProblem {
 /// The start-up error for `problem` in `source` of the tag at `site` (a `@validates` names
 /// its field).
 fn path_error(
-    site: Site<'_>,
+    site: &Site<'_>,
     source: &str,
     root: &str,
     path: &[String],
@@ -255,7 +262,7 @@ fn path_error(
             "read fields only from objects".into(),
         ),
     };
-    let problem = match site.field {
+    let problem = match &site.field {
         Some(field) => format!("on `{field}`: {problem}"),
         None => problem,
     };
