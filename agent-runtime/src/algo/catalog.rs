@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::algo::affordances::{Affordances, Listed};
 use crate::algo::cel_eval::PredicateCache;
-use crate::algo::validate::{Validator, ValidatorError};
+use crate::algo::validate::Validator;
 use crate::app::App;
 use crate::config::DispatchPolicy;
 
@@ -83,7 +83,7 @@ impl Catalog {
         let predicates = Arc::new(PredicateCache::new());
         let validator = checked.model.as_ref().and_then(|model| {
             Validator::reporting(model, predicates.clone())
-                .map_err(|e| checked.errors.extend(e.into_iter().map(constraint_error)))
+                .map_err(|e| checked.errors.extend(e.into_iter().map(StartupError::from)))
                 .ok()
         });
         let (model, redact_plan, state) = checked.finish()?;
@@ -198,15 +198,6 @@ impl Catalog {
     /// The `schemaHash`.
     pub fn schema_hash(&self) -> &str {
         &self.schema_hash
-    }
-}
-
-/// A constraint error of the validator as a start-up error.
-fn constraint_error(error: ValidatorError) -> StartupError {
-    match error {
-        ValidatorError::Constraint { pointer, message } => {
-            StartupError::Constraint { pointer, message }
-        }
     }
 }
 
