@@ -169,3 +169,23 @@ fn the_runtime_checks_join_the_list() {
     // The types alone pass: the runtime's checks are what fails.
     assert!(agent_schema::describe::<PatternMsg, State>("todo", "1", None).is_ok());
 }
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum GoodMsg {
+    /// @example({"title":"milk"})
+    Add { title: String },
+    /// @routeGated("size(state.todos) > 0")
+    Clear,
+}
+
+test_app!(GoodApp, State, GoodMsg, (), EffectPreview::hidden());
+
+#[test]
+fn describe_gives_the_document_the_host_serves() {
+    let document = crate::describe(&GoodApp).unwrap();
+    let host = Host::new(GoodApp).unwrap();
+    let served: serde_json::Value = serde_json::from_str(host.description().0.get()).unwrap();
+    assert_eq!(document.to_value(), served);
+    assert_eq!(document.name, "todo");
+}
