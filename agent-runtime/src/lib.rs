@@ -106,6 +106,7 @@ mod surface;
 
 pub use agent_derive::AgentMsg;
 pub use agent_schema::{self, AgentContext, AgentDocs, DispatchMode, MessageAnnotations};
+pub use algo::catalog::describe;
 pub use algo::tracked::{TrackedMap, TrackedVec};
 pub use engine::host::Host;
 pub use engine::session::Session;

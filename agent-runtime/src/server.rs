@@ -80,8 +80,9 @@ pub struct AgentServerBuilder<A: App> {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// The app's `Msg` schema and its derive records do not agree, or an annotation does not
-    /// compile.
+    /// The app's types fail the start-up checks (every error, see
+    /// [`crate::host::CatalogError`]): the `Msg` schema and its derive records do not agree,
+    /// or a tag, an example or an expression is wrong.
     #[error("the app's schema is invalid: {0}")]
     Catalog(#[from] CatalogError),
     /// An option is invalid (a CORS origin, the identity cookie's name or key).

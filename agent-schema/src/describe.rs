@@ -7,7 +7,8 @@ use serde_json::Value;
 use crate::compact::compact_schema;
 use crate::hash::schema_hash;
 use crate::msg::AgentMsg;
-use crate::shape::{MsgModel, SchemaError};
+use crate::shape::MsgModel;
+use crate::startup::{CheckedTypes, StartupErrors};
 
 /// Static documentation an app gives agents (`docs` in the describe document). Absent optional
 /// keys are omitted, never `null`.
@@ -143,19 +144,19 @@ pub fn state_schema<S: JsonSchema>() -> Value {
 
 /// Builds the describe document of an app whose message enum is `M` and whose state is `S`.
 ///
-/// Fails like host construction does: on a schema that does not fit the derive, and on the
-/// start-up checks of [`MsgModel::check_startup`] (examples that do not deserialize or fail
-/// `@validates`, expressions that read fields the schema does not have).
+/// Fails with every error of the start-up checks that need only these types
+/// ([`CheckedTypes::of`]): a schema that does not fit the derive, malformed tags on nested
+/// fields or `@redact` tags on the state, examples that do not deserialize or fail
+/// `@validates`, expressions that read fields the schema does not have. Host construction
+/// runs the same checks, plus two that need the runtime (the constraint keywords its
+/// validator compiles, the effect type's `@redact` tags): `agent_runtime::describe(&app)`
+/// runs all of them, for a snapshot test that fails exactly when the host's start would.
 pub fn describe<M: AgentMsg, S: JsonSchema>(
     name: &str,
     version: &str,
     docs: Option<&AgentDocs>,
-) -> Result<DescribeDocument, SchemaError> {
-    let model = MsgModel::build::<M>()?;
-    let mut state_schema = state_schema::<S>();
-    // Agents never see `@redact` fields (a malformed tag fails the host's start, not this).
-    crate::redact::strip_schema(&mut state_schema);
-    model.check_startup::<M>(&state_schema)?;
+) -> Result<DescribeDocument, StartupErrors> {
+    let (model, _, state_schema) = CheckedTypes::of::<M, S>().finish()?;
     Ok(DescribeDocument::new(
         name,
         version,

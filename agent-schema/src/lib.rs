@@ -7,6 +7,7 @@
 //!   [`synth`]: `payloadHint` and field hints; [`describe`](mod@describe) and [`hash`]: the describe
 //!   document and `schemaHash`; [`compact`]: the compact state schema agents read.
 //! - [`redact`]: the `@redact` fields of a state, from its schema.
+//! - [`startup`]: the start-up checks of an app's types, every error at once.
 //!
 //! No async and no HTTP live here.
 
@@ -20,6 +21,7 @@ pub mod msg;
 pub mod protocol;
 pub mod redact;
 pub mod shape;
+pub mod startup;
 pub mod synth;
 pub mod tags;
 
@@ -29,6 +31,7 @@ pub use annotations::{
 pub use describe::{describe, AgentContext, AgentDocs, DescribeDocument};
 pub use msg::{AgentMsg, VariantDescriptor};
 pub use shape::{MsgModel, SchemaError};
+pub use startup::{StartupError, StartupErrors};
 
 // Lets `#[derive(AgentMsg)]` name this crate as `::agent_schema` inside its own tests.
 extern crate self as agent_schema;

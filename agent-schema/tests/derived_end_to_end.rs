@@ -102,7 +102,6 @@ fn derived_model_and_shape() {
         DispatchMode::HumanOnly
     );
     assert!(model.variant("save").unwrap().annotations.is_default());
-    assert!(model.nested_validates().is_empty());
 }
 
 #[test]

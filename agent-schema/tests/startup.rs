@@ -2,7 +2,7 @@
 //! pass `@validates`, and expressions read only field paths the schemas have.
 
 use agent_derive::AgentMsg;
-use agent_schema::describe;
+use agent_schema::{describe, SchemaError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -159,8 +159,8 @@ enum FieldPaths {
 fn a_validates_path_that_does_not_exist_fails() {
     assert_eq!(
         error_of::<FieldPaths>(),
-        "variant \"setRange\": `@validates` `v.min <= v.maximum` reads `v.maximum`, which is not \
-         in the schema\n\
+        "variant \"setRange\": `@validates` on `range`: `v.min <= v.maximum` reads `v.maximum`, \
+         which is not in the schema\n\
          help: the fields of `v` are: min, max"
     );
 }
@@ -206,9 +206,114 @@ enum NestedScope {
 fn a_nested_validates_reading_state_fails() {
     assert_eq!(
         error_of::<NestedScope>(),
-        "variant \"setLimits\": `@validates` on `low`: `@validates` reads `state`, but only `v` is \
+        "variant \"setLimits\": `@validates` on `limits.low`: `@validates` reads `state`, but only `v` is \
          in scope\n\
          help: `@validates` sees only the field's value `v`; a check on the state belongs in \
          `@routeGated`"
     );
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Note {
+    /// @shuold("cite it")
+    text: String,
+    /// @validates("v.size > 0")
+    tags: Vec<String>,
+    /// @shoud("the source")
+    source: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum Many {
+    /// @example({"weight": "heavy"})
+    /// @example({"weight": 50})
+    /// @example({"weight": 150})
+    SetWeight {
+        /// @validates("v >= 0 && v <= 100")
+        weight: f64,
+    },
+    /// @routeGated("state.todos.length > 0 && state.filter.archived")
+    Clear,
+    AddNote {
+        note: Note,
+    },
+}
+
+#[test]
+fn every_error_is_reported_at_once() {
+    let errors = describe::<Many, State>("app", "1", None).unwrap_err();
+    let texts: Vec<String> = errors.errors().iter().map(ToString::to_string).collect();
+    let firsts: Vec<&str> = texts.iter().map(|t| t.lines().next().unwrap()).collect();
+    assert_eq!(
+        firsts,
+        [
+            "agent tag error in the doc of the Msg schema property \
+             `/$defs/Note/properties/text`: unknown agent tag `@shuold`; did you mean `@should`?",
+            "agent tag error in the doc of the Msg schema property \
+             `/$defs/Note/properties/source`: unknown agent tag `@shoud`; did you mean `@should`?",
+            "variant \"setWeight\": `@example` #1 does not deserialize as the message: invalid \
+             type: string \"heavy\", expected f64",
+            "variant \"setWeight\": `@example` #3 fails `@validates(\"v >= 0 && v <= 100\")` of \
+             field `weight` with 150",
+            "variant \"clear\": `@routeGated` `state.todos.length > 0 && state.filter.archived` \
+             reads `state.todos.length` of a list",
+            "variant \"clear\": `@routeGated` `state.todos.length > 0 && state.filter.archived` \
+             reads `state.filter.archived`, which is not in the schema",
+            "variant \"addNote\": `@validates` on `note.tags`: `v.size > 0` reads `v.size` of a \
+             list",
+        ]
+    );
+    // Where: the variant, the field and the tag.
+    let Some(agent_schema::StartupError::Msg(SchemaError::Startup {
+        variant,
+        field,
+        tag,
+        ..
+    })) = errors.errors().last()
+    else {
+        panic!("{errors}")
+    };
+    assert_eq!(
+        (variant.as_str(), field.as_deref()),
+        ("addNote", Some("note.tags"))
+    );
+    assert_eq!(*tag, agent_schema::tags::Tag::Validates);
+    let text = errors.to_string();
+    assert!(
+        text.starts_with("7 start-up errors:\n- agent tag error"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  help: CEL has no `.length`: use size(state.todos)\n- variant"),
+        "{text}"
+    );
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Secrets {
+    /// @redacted
+    key: String,
+    /// @redact(now)
+    token: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum Rotate {
+    Rotate,
+}
+
+#[test]
+fn malformed_redact_tags_fail_describe() {
+    let errors = describe::<Rotate, Secrets>("app", "1", None).unwrap_err();
+    let pointers: Vec<&str> = errors
+        .errors()
+        .iter()
+        .map(|e| match e {
+            agent_schema::StartupError::State(e) => e.pointer.as_str(),
+            other => panic!("not a state error: {other}"),
+        })
+        .collect();
+    assert_eq!(pointers, ["/properties/key", "/properties/token"]);
 }

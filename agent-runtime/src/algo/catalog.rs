@@ -4,37 +4,33 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agent_schema::describe::{state_schema, DescribeDocument};
+use agent_schema::describe::DescribeDocument;
 use agent_schema::protocol::{Action, ValidationOutcome};
-use agent_schema::redact::{strip_schema, RedactPlan};
-use agent_schema::{MessageAnnotations, MsgModel, SchemaError};
+use agent_schema::redact::RedactPlan;
+use agent_schema::startup::{CheckedTypes, StartupError, StartupErrors};
+use agent_schema::{MessageAnnotations, MsgModel};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::algo::affordances::{Affordances, Listed, Offer};
-use crate::algo::cel_eval::{check_syntax, PredicateCache};
-use crate::algo::validate::{Validator, ValidatorError};
+use crate::algo::cel_eval::PredicateCache;
+use crate::algo::validate::Validator;
 use crate::app::App;
 use crate::config::DispatchPolicy;
 
-/// Why a host could not be built.
-#[derive(Debug, thiserror::Error)]
-pub enum CatalogError {
-    /// The `Msg` schema does not fit the derive's records, or a nested tag is malformed.
-    #[error(transparent)]
-    Schema(#[from] SchemaError),
-    /// A constraint schema could not be compiled.
-    #[error(transparent)]
-    Validator(#[from] ValidatorError),
-    /// The describe document could not be serialized.
-    #[error("describe document: {0}")]
-    Describe(String),
-    /// A `@redact` tag on a state field is malformed (a near miss such as `@redacted`).
-    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
-    Redact(Vec<agent_schema::redact::RedactError>),
-    /// A `@redact` tag in the effect type [`App::effect_preview`] shows is malformed.
-    #[error("effect type: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
-    EffectRedact(Vec<agent_schema::redact::RedactError>),
+/// Why a host could not be built: every start-up error of the app's types at once (see
+/// [`StartupErrors`] and [`describe`]).
+pub type CatalogError = StartupErrors;
+
+/// The describe document of `app`, after every start-up check [`Host::new`](crate::Host::new)
+/// runs (the same code: it builds the host's [`Catalog`]). A snapshot test of it fails
+/// exactly when the host's start would, with the same errors: those of
+/// [`agent_schema::describe()`] (the `Msg` schema, nested tags, the state's `@redact` tags,
+/// examples, the field paths and CEL of expressions), plus the constraint keywords of the
+/// messages (compiled by the validator) and the effect type's `@redact` tags (when
+/// [`App::effect_preview`] shows effects). Name, version and docs are the app's.
+pub fn describe<A: App>(app: &A) -> Result<DescribeDocument, CatalogError> {
+    Catalog::checked(app).map(|(_, document)| document)
 }
 
 /// The checked schema of one app.
@@ -64,45 +60,49 @@ impl std::fmt::Debug for Catalog {
 }
 
 impl Catalog {
-    /// Builds the catalog of `app`: checks the `Msg` schema against the derive (variant lists,
-    /// nested tags, nested `@validates` CEL syntax), runs the start-up checks against the real
-    /// types (`MsgModel::check_startup`), compiles the constraint validators and
-    /// caches the describe document.
+    /// Builds the catalog of `app`: runs every start-up check (see [`describe`]), compiles
+    /// the constraint validators and caches the describe document. Fails with every error
+    /// found, not only the first.
     pub fn build<A: App>(app: &A) -> Result<Catalog, CatalogError> {
-        let model = MsgModel::build::<A::Msg>()?;
-        model.check_nested_validates(check_syntax)?;
-        let mut state = state_schema::<A::State>();
-        let redact_plan = Arc::new(RedactPlan::from_schema(&state).map_err(CatalogError::Redact)?);
-        // Agents never see `@redact` fields, nor gates reading them (they read the redacted
-        // state): the schema they are checked against and shown is the stripped one.
-        strip_schema(&mut state);
+        Catalog::checked(app).map(|(catalog, _)| catalog)
+    }
+
+    /// [`Catalog::build`], with the describe document.
+    fn checked<A: App>(app: &A) -> Result<(Catalog, DescribeDocument), CatalogError> {
+        let mut checked = CheckedTypes::of::<A::Msg, A::State>();
         let effect_plan = match app.effect_preview().into_schema() {
-            Some(schema) => {
-                Some(RedactPlan::from_schema(&schema).map_err(CatalogError::EffectRedact)?)
-            }
+            Some(schema) => RedactPlan::from_schema(&schema)
+                .map_err(|e| {
+                    checked
+                        .errors
+                        .extend(e.into_iter().map(StartupError::Effect))
+                })
+                .ok(),
             None => None,
         };
-        model.check_startup::<A::Msg>(&state)?;
         let predicates = Arc::new(PredicateCache::new());
-        let validator = Validator::new(&model, predicates.clone())?;
+        let validator = checked.model.as_ref().and_then(|model| {
+            Validator::reporting(model, predicates.clone())
+                .map_err(|e| checked.errors.extend(e.into_iter().map(StartupError::from)))
+                .ok()
+        });
+        let (model, redact_plan, state) = checked.finish()?;
+        let Some(validator) = validator else {
+            unreachable!("a validator that was not built left its error in the list")
+        };
         let affordances = Affordances::new(&model, predicates);
         let docs = app.docs();
         let document =
             DescribeDocument::new(app.name(), app.version(), state, &model, docs.as_ref());
         let describe = document.to_value();
-        let raw = |v: &Value| -> Result<Arc<RawValue>, CatalogError> {
-            Ok(serde_json::value::to_raw_value(v)
-                .map_err(|e| CatalogError::Describe(e.to_string()))?
-                .into())
-        };
-        let describe_json = raw(&describe)?;
-        let observe_json = raw(&document.to_lean_value())?;
+        let describe_json = raw(&describe);
+        let observe_json = raw(&document.to_lean_value());
         let annotations = model
             .variants
             .iter()
             .map(|v| (v.wire_name.clone(), v.annotations.clone()))
             .collect();
-        Ok(Catalog {
+        let catalog = Catalog {
             annotations,
             validator,
             affordances,
@@ -110,10 +110,11 @@ impl Catalog {
             describe_json,
             observe_json,
             describe,
-            redact_plan,
+            redact_plan: Arc::new(redact_plan),
             effect_plan,
             model,
-        })
+        };
+        Ok((catalog, document))
     }
 
     /// The message model.
@@ -203,4 +204,11 @@ impl Catalog {
     pub fn schema_hash(&self) -> &str {
         &self.schema_hash
     }
+}
+
+/// `value` serialized once (a JSON value always serializes).
+fn raw(value: &Value) -> Arc<RawValue> {
+    serde_json::value::to_raw_value(value)
+        .unwrap_or_else(|_| RawValue::NULL.to_owned())
+        .into()
 }

@@ -140,7 +140,8 @@ fn first_line(message: &str) -> String {
 }
 
 /// Checks that `src` parses as CEL; on failure returns the first line of the parse error
-/// (`ERROR: <input>:1:3: …`). Used when a host is built, to refuse malformed `@validates`.
+/// (`ERROR: <input>:1:3: …`). (Host start-up checks expressions with
+/// `agent_schema::tags::cel`, which parses them the same way.)
 pub fn check_syntax(src: &str) -> Result<(), String> {
     compile(src).map(|_| ())
 }

@@ -8,19 +8,9 @@ use serde_json::Value;
 use crate::msg::{AgentMsg, VariantDescriptor};
 use crate::shape::error::SchemaError;
 use crate::shape::keywords::union_members;
-use crate::shape::model::{FieldModel, MsgModel, TagSource, TypeKind, TypeNode, VariantModel};
+use crate::shape::model::{MsgModel, TypeKind, TypeNode, VariantModel};
 use crate::shape::object::Spend;
 use crate::shape::resolver::{Resolver, FIELD_BUDGET};
-
-/// A nested `@validates` found in a property's doc: the runtime must check its CEL syntax at
-/// host start-up (E7).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NestedValidates {
-    /// JSON Pointer of the property inside the `Msg` schema.
-    pub pointer: String,
-    /// The CEL source.
-    pub source: String,
-}
 
 impl MsgModel {
     /// Builds the model of `M` from its schemars schema (default settings: draft 2020-12,
@@ -39,12 +29,26 @@ impl MsgModel {
     /// descriptors' wire names in the same order (else [`SchemaError::VariantMismatch`]).
     /// Fields of the variant's own properties take their tags from the descriptor; every other
     /// property's tags are parsed from its schemars doc ([`SchemaError::NestedTag`] when
-    /// malformed). The CEL syntax of those nested `@validates` is not checked here: see
-    /// [`MsgModel::nested_validates`] and [`MsgModel::check_nested_validates`].
+    /// malformed: the first such error). The CEL checks of those nested `@validates` are
+    /// start-up checks ([`MsgModel::startup_errors`]).
     pub fn from_schema(
         root: &Value,
         variants: &[VariantDescriptor],
     ) -> Result<MsgModel, SchemaError> {
+        let (model, mut tag_errors) = MsgModel::from_schema_reporting(root, variants)?;
+        match tag_errors.is_empty() {
+            true => Ok(model),
+            false => Err(tag_errors.remove(0)),
+        }
+    }
+
+    /// [`MsgModel::from_schema`] that goes on past malformed property docs: the model (whose
+    /// faulty properties have no tags) and every [`SchemaError::NestedTag`], once per
+    /// property. A schema that does not fit the derive is still an error.
+    pub(crate) fn from_schema_reporting(
+        root: &Value,
+        variants: &[VariantDescriptor],
+    ) -> Result<(MsgModel, Vec<SchemaError>), SchemaError> {
         let root_src = Cow::Borrowed(root);
         let members =
             union_members(&root_src, "").unwrap_or_else(|| vec![(root_src, String::new())]);
@@ -97,36 +101,11 @@ impl MsgModel {
                 pointer,
             });
         }
-        Ok(MsgModel {
+        let model = MsgModel {
             discriminant: "type".to_owned(),
             variants: out,
-        })
-    }
-
-    /// Every `@validates` read from a property doc (not from the derive), once per property
-    /// pointer, in model order. Their CEL syntax must be checked before the host starts.
-    pub fn nested_validates(&self) -> Vec<NestedValidates> {
-        let mut out = Vec::new();
-        for v in &self.variants {
-            collect_fields(&v.payload.fields, &mut out);
-        }
-        out
-    }
-
-    /// Runs `check` (a CEL syntax check returning the parser's first error line) over
-    /// [`MsgModel::nested_validates`]; the first failure becomes
-    /// [`SchemaError::NestedValidates`] naming the property's pointer.
-    pub fn check_nested_validates(
-        &self,
-        mut check: impl FnMut(&str) -> Result<(), String>,
-    ) -> Result<(), SchemaError> {
-        for n in self.nested_validates() {
-            check(&n.source).map_err(|parser_message| SchemaError::NestedValidates {
-                pointer: n.pointer.clone(),
-                parser_message,
-            })?;
-        }
-        Ok(())
+        };
+        Ok((model, resolver.tag_errors))
     }
 }
 
@@ -137,32 +116,5 @@ fn string_literal(node: &TypeNode) -> Option<String> {
             _ => None,
         },
         _ => None,
-    }
-}
-
-fn collect_fields(fields: &[FieldModel], out: &mut Vec<NestedValidates>) {
-    for f in fields {
-        if let (TagSource::SchemaDescription, Some(source)) = (f.tag_source, &f.validates) {
-            if !out.iter().any(|n| n.pointer == f.pointer) {
-                out.push(NestedValidates {
-                    pointer: f.pointer.clone(),
-                    source: source.clone(),
-                });
-            }
-        }
-        collect_node(&f.ty, out);
-    }
-}
-
-fn collect_node(node: &TypeNode, out: &mut Vec<NestedValidates>) {
-    match &node.kind {
-        TypeKind::Object(o) => collect_fields(&o.fields, out),
-        TypeKind::Array(element) => collect_node(element, out),
-        TypeKind::Union(u) => {
-            for b in &u.branches {
-                collect_fields(&b.payload.fields, out);
-            }
-        }
-        _ => {}
     }
 }

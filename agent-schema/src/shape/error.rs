@@ -4,8 +4,9 @@ use std::fmt;
 
 use crate::tags::{Tag, TagError};
 
-/// Why the message model of a `Msg` enum cannot be built. Each of these makes host construction
-/// fail; the `Display` text is one line meant for the app author.
+/// Why the message model of a `Msg` enum cannot be built, or fails a start-up check. Each of
+/// these makes host construction fail; the `Display` text is meant for the app author (one
+/// line, plus a `help:` line for [`SchemaError::Startup`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SchemaError {
     /// A member of the `Msg` schema does not come out as an object schema whose `type` property
@@ -40,22 +41,16 @@ pub enum SchemaError {
         /// offsets in the property's doc (`title` + `"\n"` + `description`).
         errors: Vec<TagError>,
     },
-    /// A nested `@validates` whose expression is not valid CEL (E7). agent-schema does not parse
-    /// CEL: the runtime builds this error through
-    /// [`MsgModel::check_nested_validates`](crate::shape::MsgModel::check_nested_validates).
-    NestedValidates {
-        /// JSON Pointer of the property inside the `Msg` schema.
-        pointer: String,
-        /// First line of the CEL parser's error.
-        parser_message: String,
-    },
     /// A start-up check against the real types failed
-    /// ([`MsgModel::check_startup`](crate::shape::MsgModel::check_startup)): an `@example`
+    /// ([`MsgModel::startup_errors`](crate::shape::MsgModel::startup_errors)): an `@example`
     /// that does not deserialize or fails `@validates`, or an expression that reads a field
     /// path the schema does not have.
     Startup {
         /// The variant's wire name.
         variant: String,
+        /// The field whose tag is at fault (a `@validates`, nested ones included), or whose
+        /// `@validates` an example fails; `None` for a variant tag.
+        field: Option<String>,
         /// The tag at fault.
         tag: Tag,
         /// What is wrong.
@@ -102,19 +97,12 @@ impl fmt::Display for SchemaError {
                     messages.join("; ")
                 )
             }
-            SchemaError::NestedValidates {
-                pointer,
-                parser_message,
-            } => write!(
-                f,
-                "agent tag error in the doc of the Msg schema property `{pointer}`: {}",
-                TagError::invalid_cel(0, Tag::Validates, parser_message)
-            ),
             SchemaError::Startup {
                 variant,
                 tag,
                 problem,
                 fix,
+                ..
             } => write!(f, "variant \"{variant}\": `{tag}` {problem}\nhelp: {fix}"),
         }
     }
@@ -148,14 +136,7 @@ mod tests {
     }
 
     #[test]
-    fn nested_errors_name_the_pointer() {
-        let e = SchemaError::NestedValidates {
-            pointer: "/$defs/Cell/properties/meta".into(),
-            parser_message: "ERROR: <input>:1:4: Syntax error".into(),
-        };
-        let text = e.to_string();
-        assert!(text.contains("`/$defs/Cell/properties/meta`"));
-        assert!(text.contains("`@validates` expression is not valid CEL\nhelp: ERROR: <input>:1:4"));
+    fn a_variant_error_names_the_pointer() {
         let e = SchemaError::VariantNotObject {
             index: 2,
             variant: None,

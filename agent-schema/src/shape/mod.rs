@@ -7,8 +7,9 @@
 //! settings and calls [`MsgModel::from_schema`], which also accepts hand-made schemas (draft
 //! 2020-12 or draft-07 forms) and descriptors. Errors ([`SchemaError`]) are host construction
 //! errors: a variant that is not an object, a variant list that differs from the derive's, a
-//! malformed tag in a nested property's doc. After building, the runtime must CEL-check the
-//! nested `@validates` sources with [`MsgModel::check_nested_validates`].
+//! malformed tag in a nested property's doc. The CEL of the nested `@validates` sources is
+//! checked with the other start-up checks ([`MsgModel::startup_errors`], run through
+//! [`crate::startup`]).
 //!
 //! # What the validator walks
 //!
@@ -56,7 +57,6 @@ mod startup;
 mod union;
 mod wire;
 
-pub use build::NestedValidates;
 pub use constraints::Constraints;
 pub use error::SchemaError;
 pub use model::{

@@ -77,8 +77,8 @@ pub enum TagSource {
     Derive,
     /// From the property's own schemars `title`/`description` (`docs/annotations.md` §7.4): nested
     /// struct fields, union branch fields, the fields of a newtype variant's inner struct and
-    /// flattened fields. Their `@validates` CEL syntax is checked at host start-up, see
-    /// [`MsgModel::nested_validates`](crate::shape::MsgModel::nested_validates).
+    /// flattened fields. Their `@validates` CEL is checked at host start-up, see
+    /// [`MsgModel::startup_errors`](crate::shape::MsgModel::startup_errors).
     SchemaDescription,
 }
 

@@ -223,25 +223,26 @@ impl<'a> Resolver<'a> {
     }
 
     /// The `@should`/`@validates` tags of a property's own `title` + `description` (§7.4).
-    pub(super) fn property_tags(
-        &mut self,
-        s: &Src<'a>,
-        pointer: &str,
-    ) -> Result<FieldTags, SchemaError> {
+    /// A malformed doc gives no tags and is recorded in `tag_errors`
+    /// ([`SchemaError::NestedTag`]).
+    pub(super) fn property_tags(&mut self, s: &Src<'a>, pointer: &str) -> FieldTags {
         if let Some(tags) = self.nested_tags.get(pointer) {
-            return Ok(tags.clone());
+            return tags.clone();
         }
         let doc = property_doc(s);
         let tags = if doc.contains('@') {
-            crate::tags::parse_nested_field_doc(&doc).map_err(|errors| SchemaError::NestedTag {
-                pointer: pointer.to_owned(),
-                errors,
-            })?
+            crate::tags::parse_nested_field_doc(&doc).unwrap_or_else(|errors| {
+                self.tag_errors.push(SchemaError::NestedTag {
+                    pointer: pointer.to_owned(),
+                    errors,
+                });
+                FieldTags::default()
+            })
         } else {
             FieldTags::default()
         };
         self.nested_tags.insert(pointer.to_owned(), tags.clone());
-        Ok(tags)
+        tags
     }
 }
 

@@ -208,7 +208,7 @@ impl<'a> Resolver<'a> {
         let (tags, tag_source) = match descriptor.and_then(|d| d.field(&prop.name)) {
             Some(t) => (t.to_field_tags(), TagSource::Derive),
             None => (
-                self.property_tags(&prop.schema, &prop.pointer)?,
+                self.property_tags(&prop.schema, &prop.pointer),
                 TagSource::SchemaDescription,
             ),
         };

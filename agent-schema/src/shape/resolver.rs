@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::annotations::FieldTags;
 use crate::shape::keywords::Located;
 use crate::shape::pointer::ref_target;
+use crate::shape::SchemaError;
 
 /// The `$ref` budget of a top-level field.
 pub(crate) const FIELD_BUDGET: u32 = 5;
@@ -29,6 +30,9 @@ pub(crate) struct Resolver<'a> {
     pub(super) depth: usize,
     /// Tags parsed from property docs, by property pointer.
     pub(super) nested_tags: HashMap<String, FieldTags>,
+    /// The malformed property docs met so far ([`SchemaError::NestedTag`], once per
+    /// pointer): the property gets no tags and resolution goes on, so every one is reported.
+    pub(super) tag_errors: Vec<SchemaError>,
 }
 
 impl<'a> Resolver<'a> {
@@ -37,6 +41,7 @@ impl<'a> Resolver<'a> {
             root,
             depth: 0,
             nested_tags: HashMap::new(),
+            tag_errors: Vec::new(),
         }
     }
 

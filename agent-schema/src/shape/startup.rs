@@ -1,4 +1,5 @@
-//! Start-up checks against the real types (run by `describe` and by host construction):
+//! Start-up checks against the real types (run by `describe` and by host construction,
+//! through [`crate::startup`]); every error is reported, not only the first:
 //!
 //! - every `@example` deserializes as the `Msg` type and passes the `@validates` of the
 //!   variant's own fields;
@@ -18,30 +19,49 @@ use crate::tags::Tag;
 
 impl MsgModel {
     /// Runs the start-up checks of this module for the message type `M` whose model this
-    /// is, with `state_schema` the schemars JSON Schema of the app's state.
-    pub fn check_startup<M: DeserializeOwned>(
-        &self,
-        state_schema: &Value,
-    ) -> Result<(), SchemaError> {
+    /// is, with `state_schema` the schemars JSON Schema of the app's state (the stripped one
+    /// agents see). Returns every error found, in variant order (examples, then the route
+    /// gate, then the `@validates` of the fields); empty when all pass.
+    pub fn startup_errors<M: DeserializeOwned>(&self, state_schema: &Value) -> Vec<SchemaError> {
+        let mut errors = Vec::new();
         for variant in &self.variants {
-            check_examples::<M>(variant)?;
+            check_examples::<M>(variant, &mut errors);
             if let Some(gate) = &variant.annotations.route_gate {
                 for (root, path) in reads_of(gate, "state") {
                     if let Err(problem) = schema_path(state_schema, state_schema, &path) {
-                        return Err(path_error(
+                        let at = Site {
                             variant,
-                            Tag::RouteGated,
-                            gate,
-                            &root,
-                            &path,
-                            problem,
-                        ));
+                            field: None,
+                            tag: Tag::RouteGated,
+                        };
+                        errors.push(path_error(&at, gate, &root, &path, problem));
                     }
                 }
             }
-            check_field_paths(variant, &variant.payload)?;
+            check_field_paths(variant, &variant.payload, "", &mut errors);
         }
-        Ok(())
+        errors
+    }
+}
+
+/// Where a start-up error is: the variant, the field (if any: its path from the variant's
+/// payload, `limits.low` for a nested one) and the tag.
+struct Site<'m> {
+    variant: &'m VariantModel,
+    field: Option<String>,
+    tag: Tag,
+}
+
+impl Site<'_> {
+    /// The error at this site.
+    fn error(&self, problem: String, fix: String) -> SchemaError {
+        SchemaError::Startup {
+            variant: self.variant.wire_name.clone(),
+            field: self.field.clone(),
+            tag: self.tag,
+            problem,
+            fix,
+        }
     }
 }
 
@@ -59,52 +79,71 @@ fn reads_of(source: &str, var: &str) -> Vec<(String, Vec<String>)> {
         .unwrap_or_default()
 }
 
-/// Every `@example` of `variant`: it deserializes as `M` and passes the fields' `@validates`.
-fn check_examples<M: DeserializeOwned>(variant: &VariantModel) -> Result<(), SchemaError> {
+/// Every `@example` of `variant`: it deserializes as `M` and passes the fields'
+/// `@validates`. An example's first problem is reported; the other examples are still
+/// checked.
+fn check_examples<M: DeserializeOwned>(variant: &VariantModel, errors: &mut Vec<SchemaError>) {
     for (index, example) in variant.annotations.examples.iter().enumerate() {
-        let error = |problem: String, fix: String| SchemaError::Startup {
-            variant: variant.wire_name.clone(),
+        if let Err(error) = check_example::<M>(variant, index, example) {
+            errors.push(error);
+        }
+    }
+}
+
+/// Example number `index + 1` of `variant`; see [`check_examples`].
+fn check_example<M: DeserializeOwned>(
+    variant: &VariantModel,
+    index: usize,
+    example: &str,
+) -> Result<(), SchemaError> {
+    let site = |field: Option<&str>, problem: String, fix: String| {
+        let at = Site {
+            variant,
+            field: field.map(str::to_owned),
             tag: Tag::Example,
-            problem: format!("#{} {problem}", index + 1),
-            fix,
         };
-        let parsed: Value = serde_json::from_str(example).map_err(|e| {
-            error(
-                format!("is not JSON: {e}"),
-                "write the example as JSON".into(),
-            )
-        })?;
-        let payloads = match parsed {
-            Value::Array(items) => items,
-            other => vec![other],
+        at.error(format!("#{} {problem}", index + 1), fix)
+    };
+    let parsed: Value = serde_json::from_str(example).map_err(|e| {
+        site(
+            None,
+            format!("is not JSON: {e}"),
+            "write the example as JSON".into(),
+        )
+    })?;
+    let payloads = match parsed {
+        Value::Array(items) => items,
+        other => vec![other],
+    };
+    for payload in payloads {
+        let Value::Object(object) = payload else {
+            return Err(site(
+                None,
+                "is not a JSON object".into(),
+                "write the message as an object, e.g. {\"type\": …}".into(),
+            ));
         };
-        for payload in payloads {
-            let Value::Object(object) = payload else {
-                return Err(error(
-                    "is not a JSON object".into(),
-                    "write the message as an object, e.g. {\"type\": …}".into(),
-                ));
+        let message = with_type(object, &variant.wire_name);
+        if let Err(e) = serde_json::from_value::<M>(Value::Object(message.clone())) {
+            return Err(site(
+                None,
+                format!("does not deserialize as the message: {e}"),
+                "make the example match the variant's fields, or remove it".into(),
+            ));
+        }
+        for field in &variant.payload.fields {
+            let (Some(src), Some(value)) = (&field.validates, message.get(&field.name)) else {
+                continue;
             };
-            let message = with_type(object, &variant.wire_name);
-            if let Err(e) = serde_json::from_value::<M>(Value::Object(message.clone())) {
-                return Err(error(
-                    format!("does not deserialize as the message: {e}"),
-                    "make the example match the variant's fields, or remove it".into(),
+            if !evaluate(src, "v", value) {
+                return Err(site(
+                    Some(&field.name),
+                    format!(
+                        "fails `@validates(\"{src}\")` of field `{}` with {value}",
+                        field.name
+                    ),
+                    format!("change the example's `{}` or the predicate", field.name),
                 ));
-            }
-            for field in &variant.payload.fields {
-                let (Some(src), Some(value)) = (&field.validates, message.get(&field.name)) else {
-                    continue;
-                };
-                if !evaluate(src, "v", value) {
-                    return Err(error(
-                        format!(
-                            "fails `@validates(\"{src}\")` of field `{}` with {value}",
-                            field.name
-                        ),
-                        format!("change the example's `{}` or the predicate", field.name),
-                    ));
-                }
             }
         }
     }
@@ -123,37 +162,40 @@ fn with_type(object: Map<String, Value>, wire_name: &str) -> Map<String, Value> 
 }
 
 /// The `v` paths of every `@validates` in `object` (nested objects, arrays and unions
-/// included) exist in the field's type.
-fn check_field_paths(variant: &VariantModel, object: &ObjectModel) -> Result<(), SchemaError> {
+/// included) exist in the field's type; `prefix` is the path of `object` in the payload
+/// (`""` or `limits.`).
+fn check_field_paths(
+    variant: &VariantModel,
+    object: &ObjectModel,
+    prefix: &str,
+    errors: &mut Vec<SchemaError>,
+) {
     for field in &object.fields {
+        let path = format!("{prefix}{}", field.name);
         if let Some(src) = &field.validates {
+            let at = Site {
+                variant,
+                field: Some(path.clone()),
+                tag: Tag::Validates,
+            };
             // Nested fields' tags come from schemars docs, unseen by the derive: same checks.
             if let Some(kind) = check_expression(Tag::Validates, src) {
-                return Err(SchemaError::Startup {
-                    variant: variant.wire_name.clone(),
-                    tag: Tag::Validates,
-                    problem: format!("on `{}`: {}", field.name, kind.summary()),
-                    fix: kind.help().unwrap_or_default(),
-                });
-            }
-            for (root, path) in reads_of(src, "v") {
-                if let Err(problem) = node_path(&field.ty, &path, 0) {
-                    return Err(path_error(
-                        variant,
-                        Tag::Validates,
-                        src,
-                        &root,
-                        &path,
-                        problem,
-                    ));
+                errors.push(at.error(
+                    format!("on `{path}`: {}", kind.summary()),
+                    kind.help().unwrap_or_default(),
+                ));
+            } else {
+                for (root, read) in reads_of(src, "v") {
+                    if let Err(problem) = node_path(&field.ty, &read, 0) {
+                        errors.push(path_error(&at, src, &root, &read, problem));
+                    }
                 }
             }
         }
         for nested in objects_in(field) {
-            check_field_paths(variant, nested)?;
+            check_field_paths(variant, nested, &format!("{path}."), errors);
         }
     }
-    Ok(())
 }
 
 /// The objects directly inside a field's type.
@@ -180,10 +222,10 @@ enum PathProblem {
     NotAnObject { at: usize, what: &'static str },
 }
 
-/// The start-up error for `problem` in `source` of `tag` on `variant`.
+/// The start-up error for `problem` in `source` of the tag at `site` (a `@validates` names
+/// its field).
 fn path_error(
-    variant: &VariantModel,
-    tag: Tag,
+    site: &Site<'_>,
     source: &str,
     root: &str,
     path: &[String],
@@ -220,12 +262,11 @@ fn path_error(
             "read fields only from objects".into(),
         ),
     };
-    SchemaError::Startup {
-        variant: variant.wire_name.clone(),
-        tag,
-        problem,
-        fix,
-    }
+    let problem = match &site.field {
+        Some(field) => format!("on `{field}`: {problem}"),
+        None => problem,
+    };
+    site.error(problem, fix)
 }
 
 /// Checks `path[at..]` against a model node. Unknown nodes accept any path.

@@ -23,10 +23,10 @@ async fn the_readme_app_works_for_its_agent_on_the_first_try() {
     let m = t.mint("ann", None).await;
     let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/agent/mcp", t.base))
         .auth_header(m.token.clone());
-    let client = ()
-        .serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("initialize");
+    let client =
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .expect("initialize");
     let peer = client.peer().clone();
 
     // Every variant an agent may send is a tool; the `@humanOnly` one is not.
@@ -85,7 +85,10 @@ async fn the_readme_app_works_for_its_agent_on_the_first_try() {
         ("get_state", json!({})),
         ("describe_app", json!({})),
         ("describe_recent_actions", json!({})),
-        ("would_dispatch", json!({"msg": {"type": "add", "text": "x"}})),
+        (
+            "would_dispatch",
+            json!({"msg": {"type": "add", "text": "x"}}),
+        ),
     ] {
         seen.push(ok(&call(&peer, tool, args).await));
     }

@@ -52,6 +52,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use agent_schema::protocol::{IssueCode, ValidationIssue, ValidationOutcome};
+use agent_schema::startup::StartupError;
 use agent_schema::MsgModel;
 use serde_json::Value;
 
@@ -60,18 +61,29 @@ use crate::config::DispatchPolicy;
 use tree::{KindTree, MsgTree, NodeTree, ObjectTree};
 use walk::Walk;
 
-/// Why a [`Validator`] could not be built.
+/// Why a [`Validator`] could not be built. Its text is that of the [`StartupError`] it
+/// becomes at host start-up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ValidatorError {
     /// The constraint keywords of a property do not compile (for example an invalid
     /// `pattern`).
-    #[error("the constraints of the property at {pointer} do not compile: {message}")]
+    #[error("{}", StartupError::from(self.clone()))]
     Constraint {
         /// JSON Pointer of the property inside the `Msg` schema.
         pointer: String,
         /// `jsonschema`'s message.
         message: String,
     },
+}
+
+impl From<ValidatorError> for StartupError {
+    fn from(error: ValidatorError) -> StartupError {
+        match error {
+            ValidatorError::Constraint { pointer, message } => {
+                StartupError::Constraint { pointer, message }
+            }
+        }
+    }
 }
 
 /// Validates messages against one app's message model (`docs/semantics.md` §2).
@@ -96,6 +108,15 @@ impl Validator {
         model: &MsgModel,
         predicates: Arc<PredicateCache>,
     ) -> Result<Validator, ValidatorError> {
+        Validator::reporting(model, predicates).map_err(|mut errors| errors.swap_remove(0))
+    }
+
+    /// [`Validator::new`] failing with every property whose constraints do not compile (in
+    /// model order), not only the first.
+    pub(crate) fn reporting(
+        model: &MsgModel,
+        predicates: Arc<PredicateCache>,
+    ) -> Result<Validator, Vec<ValidatorError>> {
         let tree = MsgTree::build(model)?;
         for object in &tree.variants {
             warm_object(object, &predicates);

@@ -145,15 +145,19 @@ impl UnionTree {
 }
 
 impl MsgTree {
-    /// Compiles `model`.
-    pub(crate) fn build(model: &MsgModel) -> Result<MsgTree, ValidatorError> {
+    /// Compiles `model`; fails with every property whose constraints do not compile.
+    pub(crate) fn build(model: &MsgModel) -> Result<MsgTree, Vec<ValidatorError>> {
+        let mut errors = Vec::new();
         let mut variants = Vec::with_capacity(model.variants.len());
         let mut index = HashMap::with_capacity(model.variants.len());
         for variant in &model.variants {
             index
                 .entry(variant.wire_name.clone())
                 .or_insert(variants.len());
-            variants.push(object(&variant.payload)?);
+            variants.push(object(&variant.payload, &mut errors));
+        }
+        if !errors.is_empty() {
+            return Err(errors);
         }
         Ok(MsgTree {
             variants,
@@ -163,40 +167,40 @@ impl MsgTree {
     }
 }
 
-fn object(model: &ObjectModel) -> Result<ObjectTree, ValidatorError> {
-    let fields = model
-        .fields
-        .iter()
-        .map(field)
-        .collect::<Result<Vec<_>, _>>()?;
+/// The tree of `model`; a property whose constraints do not compile is recorded in `errors`
+/// (and checked without them: the tree is thrown away).
+fn object(model: &ObjectModel, errors: &mut Vec<ValidatorError>) -> ObjectTree {
+    let fields = model.fields.iter().map(|f| field(f, errors)).collect();
     let legal_fields = if model.fields.is_empty() {
         "(none)".to_owned()
     } else {
         quoted_list(model.fields.iter().map(|f| f.name.as_str()))
     };
-    Ok(ObjectTree {
+    ObjectTree {
         fields,
         deny_unknown: model.deny_unknown,
         legal_fields,
-    })
+    }
 }
 
-fn field(model: &FieldModel) -> Result<FieldTree, ValidatorError> {
-    Ok(FieldTree {
+fn field(model: &FieldModel, errors: &mut Vec<ValidatorError>) -> FieldTree {
+    FieldTree {
         name: model.name.clone(),
         optional: model.optional,
         validates: model.validates.clone().filter(|s| !s.is_empty()),
-        ty: node(&model.ty, &model.pointer)?,
-    })
+        ty: node(&model.ty, &model.pointer, errors),
+    }
 }
 
 /// `pointer` locates the node's schema inside the `Msg` schema (for error messages only).
-fn node(model: &TypeNode, pointer: &str) -> Result<NodeTree, ValidatorError> {
-    let constraints =
-        ConstraintCheck::compile(model).map_err(|message| ValidatorError::Constraint {
+fn node(model: &TypeNode, pointer: &str, errors: &mut Vec<ValidatorError>) -> NodeTree {
+    let constraints = ConstraintCheck::compile(model).unwrap_or_else(|message| {
+        errors.push(ValidatorError::Constraint {
             pointer: pointer.to_owned(),
             message,
-        })?;
+        });
+        None
+    });
     let kind = match &model.kind {
         TypeKind::Unknown => KindTree::Unknown,
         TypeKind::String => KindTree::String,
@@ -208,28 +212,28 @@ fn node(model: &TypeNode, pointer: &str) -> Result<NodeTree, ValidatorError> {
             legal: literal_list(values),
             values: values.clone(),
         },
-        TypeKind::Object(object_model) => KindTree::Object(object(object_model)?),
+        TypeKind::Object(object_model) => KindTree::Object(object(object_model, errors)),
         TypeKind::Array(element) => {
-            KindTree::Array(Box::new(node(element, &format!("{pointer}/items"))?))
+            KindTree::Array(Box::new(node(element, &format!("{pointer}/items"), errors)))
         }
-        TypeKind::Union(union_model) => KindTree::Union(union(union_model)?),
+        TypeKind::Union(union_model) => KindTree::Union(union(union_model, errors)),
     };
-    Ok(NodeTree {
+    NodeTree {
         kind,
         nullable: model.nullable,
         constraints,
-    })
+    }
 }
 
-fn union(model: &UnionModel) -> Result<UnionTree, ValidatorError> {
+fn union(model: &UnionModel, errors: &mut Vec<ValidatorError>) -> UnionTree {
     let branches = model
         .branches
         .iter()
-        .map(|b| Ok((b.value.clone(), object(&b.payload)?)))
-        .collect::<Result<Vec<_>, ValidatorError>>()?;
-    Ok(UnionTree {
+        .map(|b| (b.value.clone(), object(&b.payload, errors)))
+        .collect();
+    UnionTree {
         discriminant: model.discriminant.clone(),
         legal: quoted_list(model.values()),
         branches,
-    })
+    }
 }

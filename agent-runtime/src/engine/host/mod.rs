@@ -124,13 +124,16 @@ pub enum CreateSessionError {
 
 impl<A: App> Host<A> {
     /// Builds a host with default options (lenient policy, system clock, `tracing` audit).
+    /// Fails with every start-up error of the app's types at once; [`crate::describe`] runs
+    /// the same checks, for a snapshot test.
     pub fn new(app: A) -> Result<Self, CatalogError> {
         Self::with_config(app, HostConfig::default(), Arc::new(TracingAuditSink))
     }
 
-    /// Builds a host: checks the `Msg` schema against the derive's records, compiles nothing
-    /// lazily that could fail later (nested `@validates` syntax included), and caches the
-    /// describe document.
+    /// Builds a host: runs the start-up checks of the app's types ([`Catalog::build`]:
+    /// the `Msg` schema against the derive's records, tags, examples, expressions, `@redact`
+    /// tags, constraint keywords), compiles nothing lazily that could fail later, and caches
+    /// the describe document.
     pub fn with_config(
         app: A,
         config: HostConfig,
