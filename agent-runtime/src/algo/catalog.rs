@@ -7,7 +7,7 @@ use std::sync::Arc;
 use agent_schema::describe::{state_schema, DescribeDocument};
 use agent_schema::protocol::{Action, ValidationOutcome};
 use agent_schema::redact::{strip_schema, RedactPlan};
-use agent_schema::{MessageAnnotations, MsgModel, SchemaError};
+use agent_schema::{Bindings, MessageAnnotations, MsgModel, SchemaError};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -131,10 +131,11 @@ impl Catalog {
         self.validator.validate(msg, policy)
     }
 
-    /// `list_actions` for a state (`docs/semantics.md` §4); `state` is the redacted JSON state.
+    /// `list_actions` for a state (`docs/semantics.md` §4); `bindings` as wire names, `state`
+    /// the redacted JSON state.
     pub fn list_actions(
         &self,
-        bindings: &[String],
+        bindings: &Bindings<&str>,
         hook: Option<&[Value]>,
         state: &Value,
     ) -> Vec<Action> {
@@ -145,7 +146,7 @@ impl Catalog {
     /// `gate` (see [`Affordances::pick`]).
     pub(crate) fn pick_actions(
         &self,
-        bindings: &[String],
+        bindings: &Bindings<&str>,
         hook: Option<&[Value]>,
         gate: &mut dyn FnMut(usize) -> bool,
     ) -> Vec<Listed> {
