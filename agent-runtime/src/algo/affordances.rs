@@ -166,9 +166,9 @@ impl Affordances {
         &self.gates
     }
 
-    /// `list_actions`: `bindings` from the app's `bindings` hook (as wire names), `hook` the JSON of the
-    /// messages the `affordances` hook returned (`None` when it returned `None`), `state` the
-    /// redacted JSON state the route gates see.
+    /// `list_actions`: `bindings` from the app's `bindings` hook (as wire names), `hook` the
+    /// JSON of the messages the `affordances` hook returned (`None` when it returned `None`),
+    /// `state` the redacted JSON state the route gates see.
     pub fn list(
         &self,
         bindings: &Bindings<&str>,
