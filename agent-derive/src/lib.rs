@@ -11,6 +11,9 @@
 //! }
 //! ```
 //!
+//! Beside `Msg` it generates `MsgKind`, the variants without their payloads, that
+//! `App::bindings` names them with.
+//!
 //! The grammar of the tags and the exact error texts are those of `agent_schema::tags`; every
 //! error of one enum is reported at once, each on the `///` line holding the offending `@`.
 //!
@@ -34,7 +37,10 @@ use syn::{parse_macro_input, DeriveInput};
 use crate::errors::Errors;
 use crate::model::Model;
 
-/// Implements `agent_schema::AgentMsg` for a `#[serde(tag = "type")]` enum.
+/// Implements `agent_schema::AgentMsg` for a `#[serde(tag = "type")]` enum, and generates
+/// beside it `<Enum>Kind` (`MsgKind` for `Msg`): a fieldless `Copy` enum with the same variant
+/// names and visibility, implementing `agent_schema::VariantKind`, that bindings name variants
+/// with (a misspelt one does not compile).
 ///
 /// Wire names follow serde: `rename` (the deserialize name), `rename_all`, `rename_all_fields`;
 /// `#[serde(skip)]` / `#[serde(skip_deserializing)]` variants get no record. Supported

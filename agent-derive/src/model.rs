@@ -9,7 +9,7 @@ use quote::ToTokens;
 use serde_derive_internals::ast::{self, Container, Style};
 use serde_derive_internals::attr::TagType;
 use serde_derive_internals::{Ctxt, Derive};
-use syn::{Data, DeriveInput, GenericParam, Generics, Ident, Path, Type};
+use syn::{Data, DeriveInput, GenericParam, Generics, Ident, Path, Type, Visibility};
 
 use crate::docs::Docs;
 use crate::errors::Errors;
@@ -18,6 +18,10 @@ use crate::errors::Errors;
 pub(crate) struct Model {
     /// The enum's name.
     pub(crate) ident: Ident,
+    /// The enum's visibility (that of its generated kind enum too).
+    pub(crate) vis: Visibility,
+    /// The generated kind enum's name: the enum's name followed by `Kind`.
+    pub(crate) kind: Ident,
     /// Its generics (passed through to the impl).
     pub(crate) generics: Generics,
     /// The path of the `agent_schema` crate in emitted code.
@@ -105,6 +109,8 @@ impl Model {
         check_wire_names(&variants, input, errors);
         Some(Model {
             ident: input.ident.clone(),
+            vis: input.vis.clone(),
+            kind: quote::format_ident!("{}Kind", input.ident),
             generics: input.generics.clone(),
             krate,
             docs: Docs::from_attrs(&input.attrs),

@@ -169,6 +169,50 @@ fn variant_name_of_every_value() {
     assert_eq!(serde_json::to_value(&echo).unwrap()["type"], "echo");
 }
 
+/// The generated `MsgKind`: one kind per variant (skipped ones included), each answering the
+/// wire name `variant_name` answers.
+#[test]
+fn kinds() {
+    use agent_schema::VariantKind as _;
+    let kinds = [
+        MsgKind::Inc,
+        MsgKind::DeleteRow,
+        MsgKind::AddCriteria,
+        MsgKind::Set,
+        MsgKind::Save,
+        MsgKind::Internal,
+        MsgKind::Wrap,
+        MsgKind::Multi,
+        MsgKind::Block,
+        MsgKind::Fenced,
+        MsgKind::Echo,
+    ];
+    let names: Vec<_> = kinds.iter().map(|k| k.wire_name()).collect();
+    assert_eq!(
+        names,
+        [
+            "inc",
+            "deleteRow",
+            "Matrix/AddCriteria",
+            "setIn",
+            "save",
+            "internal",
+            "wrap",
+            "multi",
+            "block",
+            "fenced",
+            "echo"
+        ]
+    );
+    assert_eq!(Msg::Set { value: 1 }.kind(), MsgKind::Set);
+    assert_eq!(Msg::Internal.kind(), MsgKind::Internal);
+    assert_eq!(
+        Generic::CarryValue { value: 1 }.kind(),
+        GenericKind::CarryValue
+    );
+    assert_eq!(GenericKind::Other.wire_name(), "other");
+}
+
 fn record(wire: &str) -> Value {
     let descriptor = Msg::variant(wire).unwrap_or_else(|| panic!("no variant {wire}"));
     serde_json::to_value(descriptor.annotations.to_annotations()).unwrap()

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use agent_runtime::affordances::Affordances;
 use agent_runtime::cel_eval::PredicateCache;
-use agent_schema::{DispatchMode, MsgModel, StaticAnnotations, VariantDescriptor};
+use agent_schema::{Bindings, DispatchMode, MsgModel, StaticAnnotations, VariantDescriptor};
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
 
@@ -64,7 +64,8 @@ fn model() -> MsgModel {
 
 fn benches(c: &mut Criterion) {
     let lister = Affordances::new(&model(), Arc::new(PredicateCache::new()));
-    let bindings: Vec<String> = (0..20).map(|i| format!("variant{}", i * 2)).collect();
+    let names: Vec<String> = (0..20).map(|i| format!("variant{}", i * 2)).collect();
+    let bindings = Bindings::only(names.iter().map(String::as_str));
     let hook: Vec<Value> = (0..5)
         .map(|i| json!({"type": format!("variant{}", i * 7 + 1), "title": "t", "count": i}))
         .collect();

@@ -24,8 +24,8 @@ use std::future::Future;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
-use agent_examples::todo::{Msg, NewTodo, State, TodoApp};
-use agent_runtime::app::{App, EffectContext, EffectError};
+use agent_examples::todo::{Msg, MsgKind, NewTodo, State, TodoApp};
+use agent_runtime::app::{App, Bindings, EffectContext, EffectError};
 use agent_runtime::session::DispatchOptions;
 use agent_runtime::Host;
 use agent_runtime::Session;
@@ -87,7 +87,7 @@ impl App for FullPath {
     ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static {
         self.0.run_effect(effect, ctx)
     }
-    fn bindings(&self, state: &State) -> Vec<String> {
+    fn bindings(&self, state: &State) -> Bindings<MsgKind> {
         self.0.bindings(state)
     }
     fn redact(&self, _state: &mut Value) {}

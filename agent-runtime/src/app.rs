@@ -5,6 +5,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+pub use agent_schema::Bindings;
 use agent_schema::{AgentContext, AgentDocs, AgentMsg};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -92,10 +93,17 @@ pub trait App: Send + Sync + Sized + 'static {
         None
     }
 
-    /// Wire names of the variants the app's UI currently lets the user trigger
-    /// (`list_actions` pass 1).
-    fn bindings(&self, _state: &Self::State) -> Vec<String> {
-        Vec::new()
+    /// The variants the app's UI currently lets the user trigger (`list_actions` pass 1), as
+    /// kinds of the `MsgKind` enum `#[derive(AgentMsg)]` generates beside `Msg`:
+    /// `Bindings::only([MsgKind::Add, MsgKind::Clear])`.
+    ///
+    /// The default, [`Bindings::all`], offers agents every variant they may send (every
+    /// variant not `@humanOnly`), in declaration order, each with its synthesized
+    /// `payloadHint`. An app overrides it to narrow the list to what its UI shows now; bound
+    /// variants are listed `source: "binding"`, `payloadHint: null`, and a bound `@humanOnly`
+    /// variant stays hidden from agents (`docs/semantics.md` §4).
+    fn bindings(&self, _state: &Self::State) -> Bindings<<Self::Msg as AgentMsg>::Kind> {
+        Bindings::all()
     }
 
     /// Removes or masks, in place, what agents must not see in the serialized state, for

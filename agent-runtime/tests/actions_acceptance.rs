@@ -8,7 +8,7 @@ use std::sync::Arc;
 use agent_runtime::affordances::Affordances;
 use agent_runtime::cel_eval::PredicateCache;
 use agent_schema::protocol::Action;
-use agent_schema::{AgentMsg, MsgModel};
+use agent_schema::{AgentMsg, Bindings, MsgModel};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -17,8 +17,9 @@ fn lister<M: AgentMsg>() -> Affordances {
     Affordances::new(&model, Arc::new(PredicateCache::new()))
 }
 
-fn names(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
+/// Explicit bindings (the reference protocol's list of wire names).
+fn names<'a>(list: &[&'a str]) -> Bindings<&'a str> {
+    Bindings::only(list.iter().copied())
 }
 
 fn to_json<M: Serialize>(msgs: &[M]) -> Vec<Value> {
@@ -59,10 +60,34 @@ use fixtures::*;
 
 #[test]
 fn n01_nothing_listed() {
+    // Explicitly no bindings (the reference's empty list), no hook: nothing.
     let a = lister::<Plain>();
-    assert_eq!(wire(&a.list(&[], None, &json!({}))), json!({"actions": []}));
+    assert_eq!(
+        wire(&a.list(&Bindings::none(), None, &json!({}))),
+        json!({"actions": []})
+    );
     let shop = lister::<Shop>();
-    assert_eq!(shop.list(&[], None, &json!({})), vec![]);
+    assert_eq!(shop.list(&Bindings::none(), None, &json!({})), vec![]);
+}
+
+#[test]
+fn n01_default_bindings_list_every_variant_an_agent_may_send() {
+    // The default (no `bindings` override): every variant not human-only, in declaration
+    // order, `source: "schema"` and the synthesized hint.
+    let a = lister::<Plain>();
+    let actions = a.list(&Bindings::all(), None, &json!({}));
+    assert_eq!(
+        summary(&actions),
+        pairs(&[("save", "schema"), ("rename", "schema")])
+    );
+    let hints: Vec<_> = actions.iter().map(|a| a.payload_hint.clone()).collect();
+    assert_eq!(
+        hints,
+        [
+            Some(json!({"type": "save"})),
+            Some(json!({"type": "rename", "name": ""}))
+        ]
+    );
 }
 
 #[test]
@@ -116,7 +141,7 @@ fn n04_hook_payloads() {
         id: "abc".into(),
         qty: 2,
     }]);
-    let actions = a.list(&[], Some(&hook), &json!({}));
+    let actions = a.list(&Bindings::none(), Some(&hook), &json!({}));
     let got = serde_json::to_value(&actions).unwrap();
     assert_eq!(
         got,
@@ -135,7 +160,7 @@ fn n04_hook_payloads() {
         }])
     );
     let reset = to_json(&[Shop::Reset]);
-    let actions = a.list(&[], Some(&reset), &json!({}));
+    let actions = a.list(&Bindings::none(), Some(&reset), &json!({}));
     assert_eq!(summary(&actions), pairs(&[("reset", "always-affordable")]));
     assert_eq!(actions[0].payload_hint, None);
     assert_eq!(
@@ -147,7 +172,7 @@ fn n04_hook_payloads() {
 #[test]
 fn n05_agent_only_from_schema() {
     let a = lister::<Matrix>();
-    let actions = a.list(&[], None, &json!({}));
+    let actions = a.list(&Bindings::none(), None, &json!({}));
     let criteria: Vec<&Action> = actions
         .iter()
         .filter(|a| a.variant == "Matrix/AddCriteria")
@@ -181,7 +206,7 @@ fn n06_agent_only_also_bound() {
 #[test]
 fn n07_unbound_shared_variants_are_hidden() {
     let a = lister::<Matrix>();
-    let actions = a.list(&[], None, &json!({}));
+    let actions = a.list(&Bindings::none(), None, &json!({}));
     assert_eq!(
         summary(&actions),
         pairs(&[
@@ -204,7 +229,7 @@ fn n08_always_affordable() {
             .map(|x| serde_json::to_value(x).unwrap())
             .collect()
     };
-    let unbound = only(&a.list(&[], None, &json!({})));
+    let unbound = only(&a.list(&Bindings::none(), None, &json!({})));
     assert_eq!(unbound.len(), 1);
     assert_eq!(unbound[0]["source"], "always-affordable");
     assert_eq!(unbound[0]["dispatchMode"], "shared");
@@ -223,7 +248,7 @@ fn n08_always_affordable() {
             title: "first".into(),
         }]),
     }]);
-    let hooked = only(&a.list(&[], Some(&hook), &json!({})));
+    let hooked = only(&a.list(&Bindings::none(), Some(&hook), &json!({})));
     assert_eq!(hooked.len(), 1);
     assert_eq!(hooked[0]["source"], "always-affordable");
     assert_eq!(
@@ -236,14 +261,14 @@ fn n08_always_affordable() {
 fn n09_hook_human_only_is_dropped() {
     let a = lister::<Shop>();
     let hook = to_json(&[Shop::ClickButton, Shop::Reset]);
-    let actions = a.list(&[], Some(&hook), &json!({}));
+    let actions = a.list(&Bindings::none(), Some(&hook), &json!({}));
     assert_eq!(summary(&actions), pairs(&[("reset", "always-affordable")]));
 }
 
 #[test]
 fn n10_synthesized_hints() {
     let a = lister::<Hinted>();
-    let actions = a.list(&[], None, &json!({}));
+    let actions = a.list(&Bindings::none(), None, &json!({}));
     let hint = |variant: &str| {
         let action = actions.iter().find(|x| x.variant == variant).unwrap();
         serde_json::to_string(action.payload_hint.as_ref().unwrap()).unwrap()
@@ -284,7 +309,7 @@ fn n11_route_gate_with_and_without_reason() {
     }
     // A gated `@agentOnly` variant listed by pass 4 is gated the same way.
     let score = a
-        .list(&[], None, &idle)
+        .list(&Bindings::none(), None, &idle)
         .into_iter()
         .find(|x| x.variant == "score")
         .unwrap();
@@ -330,7 +355,7 @@ fn n12_gates_fail_closed() {
 fn n13_explicit_hook_restricts_agent_only() {
     let a = lister::<Matrix>();
     let none: Vec<Value> = Vec::new();
-    let empty = a.list(&[], Some(&none), &json!({}));
+    let empty = a.list(&Bindings::none(), Some(&none), &json!({}));
     assert!(!empty.iter().any(|x| x.variant == "Matrix/AddCriteria"));
     // `@alwaysAffordable` is not restricted by the hook.
     assert_eq!(
@@ -341,7 +366,7 @@ fn n13_explicit_hook_restricts_agent_only() {
     let hook = to_json(&[Matrix::AddCriteria {
         criteria: json!([{"id": "c1"}]),
     }]);
-    let listed = a.list(&[], Some(&hook), &json!({}));
+    let listed = a.list(&Bindings::none(), Some(&hook), &json!({}));
     let criteria: Vec<&Action> = listed
         .iter()
         .filter(|x| x.variant == "Matrix/AddCriteria")
@@ -395,7 +420,7 @@ fn n15_field_hints() {
         )
     );
     let format = a
-        .list(&[], None, &json!({}))
+        .list(&Bindings::none(), None, &json!({}))
         .into_iter()
         .find(|x| x.variant == "Cell/SetFormat")
         .unwrap();
@@ -480,7 +505,7 @@ fn malformed_hook_entries_are_skipped() {
         json!({"type": 3}),
         json!({"type": "reset"}),
     ];
-    let actions = a.list(&[], Some(&hook), &json!({}));
+    let actions = a.list(&Bindings::none(), Some(&hook), &json!({}));
     assert_eq!(summary(&actions), pairs(&[("reset", "always-affordable")]));
 }
 

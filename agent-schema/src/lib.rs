@@ -1,6 +1,8 @@
 //! The data model of the agent surface.
 //!
-//! - [`AgentMsg`]: the trait `#[derive(AgentMsg)]` implements on an app's `Msg` enum.
+//! - [`AgentMsg`]: the trait `#[derive(AgentMsg)]` implements on an app's `Msg` enum;
+//!   [`VariantKind`]: the payload-free kinds of its variants; [`Bindings`]: which of them an
+//!   app's UI offers.
 //! - [`MessageAnnotations`], [`DispatchMode`], [`FieldTags`]: what the doc-comment tags say.
 //! - [`tags`]: the tag grammar, shared by the derive (at compile time) and the runtime.
 //! - [`shape`]: the message model built from the schemars schema and its `MsgSchemaShape`;
@@ -14,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod annotations;
+pub mod bindings;
 pub mod compact;
 pub mod describe;
 pub mod hash;
@@ -28,8 +31,9 @@ pub mod tags;
 pub use annotations::{
     DispatchMode, FieldTags, MessageAnnotations, StaticAnnotations, StaticFieldTags,
 };
+pub use bindings::Bindings;
 pub use describe::{describe, AgentContext, AgentDocs, DescribeDocument};
-pub use msg::{AgentMsg, VariantDescriptor};
+pub use msg::{AgentMsg, VariantDescriptor, VariantKind};
 pub use shape::{MsgModel, SchemaError};
 pub use startup::{StartupError, StartupErrors};
 

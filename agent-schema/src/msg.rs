@@ -1,4 +1,5 @@
-//! The `AgentMsg` trait implemented by `#[derive(AgentMsg)]`.
+//! The `AgentMsg` trait implemented by `#[derive(AgentMsg)]`, and [`VariantKind`], the
+//! payload-free kind of a variant the derive generates beside the enum.
 
 use crate::annotations::{StaticAnnotations, StaticFieldTags};
 
@@ -27,15 +28,38 @@ impl VariantDescriptor {
 pub trait AgentMsg:
     serde::Serialize + serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static
 {
+    /// The kind of a variant without its payload: `#[derive(AgentMsg)]` generates, beside the
+    /// enum `Msg`, a fieldless enum `MsgKind` with the same variant names (every variant, the
+    /// `#[serde(skip)]` ones included) and the enum's visibility. An app names the variants
+    /// its UI offers with it (`App::bindings` in `agent-runtime`), so a misspelt name does not
+    /// compile.
+    type Kind: VariantKind;
+
     /// Every variant that is part of the agent surface, in declaration order
     /// (variants with `#[serde(skip)]` / `#[serde(skip_deserializing)]` are left out).
     fn variants() -> &'static [VariantDescriptor];
 
-    /// The wire name of this value's variant.
-    fn variant_name(&self) -> &'static str;
+    /// The kind of this value's variant.
+    fn kind(&self) -> Self::Kind;
+
+    /// The wire name of this value's variant (the serialize name of a `#[serde(skip)]` one).
+    fn variant_name(&self) -> &'static str {
+        self.kind().wire_name()
+    }
 
     /// The descriptor of the variant with this wire name.
     fn variant(wire_name: &str) -> Option<&'static VariantDescriptor> {
         Self::variants().iter().find(|v| v.wire_name == wire_name)
     }
+}
+
+/// The kind of one variant of an [`AgentMsg`] enum, without its payload: the type
+/// [`AgentMsg::Kind`] names. `#[derive(AgentMsg)]` implements it on the fieldless enum it
+/// generates (`MsgKind` for `Msg`).
+pub trait VariantKind:
+    Copy + Eq + std::hash::Hash + std::fmt::Debug + Send + Sync + 'static
+{
+    /// The wire name serde reads as the `type` discriminant (for a `#[serde(skip)]` variant,
+    /// which is not on the agent surface, the name serde writes).
+    fn wire_name(self) -> &'static str;
 }

@@ -8,7 +8,9 @@
 #![allow(dead_code)]
 
 use agent_schema::annotations::{StaticAnnotations, StaticFieldTags};
-use agent_schema::{describe, AgentDocs, AgentMsg, DispatchMode, MsgModel, VariantDescriptor};
+use agent_schema::{
+    describe, AgentDocs, AgentMsg, DispatchMode, MsgModel, VariantDescriptor, VariantKind,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -121,17 +123,39 @@ static VARIANTS: [VariantDescriptor; 4] = [
     },
 ];
 
+/// The kinds of [`Msg`]'s variants, written by hand as the derive would generate them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum MsgKind {
+    AddCriterion,
+    Clear,
+    ImportRows,
+    SetFormats,
+}
+
+impl VariantKind for MsgKind {
+    fn wire_name(self) -> &'static str {
+        match self {
+            MsgKind::AddCriterion => "addCriterion",
+            MsgKind::Clear => "Matrix/Clear",
+            MsgKind::ImportRows => "importRows",
+            MsgKind::SetFormats => "setFormats",
+        }
+    }
+}
+
 impl AgentMsg for Msg {
+    type Kind = MsgKind;
+
     fn variants() -> &'static [VariantDescriptor] {
         &VARIANTS
     }
 
-    fn variant_name(&self) -> &'static str {
+    fn kind(&self) -> MsgKind {
         match self {
-            Msg::AddCriterion { .. } => "addCriterion",
-            Msg::Clear => "Matrix/Clear",
-            Msg::ImportRows(_) => "importRows",
-            Msg::SetFormats { .. } => "setFormats",
+            Msg::AddCriterion { .. } => MsgKind::AddCriterion,
+            Msg::Clear => MsgKind::Clear,
+            Msg::ImportRows(_) => MsgKind::ImportRows,
+            Msg::SetFormats { .. } => MsgKind::SetFormats,
         }
     }
 }

@@ -3,7 +3,9 @@
 use std::future::Future;
 
 use agent_runtime::app::EffectContext;
-use agent_runtime::app::{App, EffectError, EffectPreview, OutlineNode, Region, VisibleContent};
+use agent_runtime::app::{
+    App, Bindings, EffectError, EffectPreview, OutlineNode, Region, VisibleContent,
+};
 use agent_runtime::{AgentContext, AgentDocs, AgentMsg};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -172,11 +174,15 @@ impl App for Counter {
         })
     }
 
-    fn bindings(&self, _state: &State) -> Vec<String> {
-        ["inc", "dec", "reset", "setCount", "delete", "signOut"]
-            .into_iter()
-            .map(String::from)
-            .collect()
+    fn bindings(&self, _state: &State) -> Bindings<MsgKind> {
+        Bindings::only([
+            MsgKind::Inc,
+            MsgKind::Dec,
+            MsgKind::Reset,
+            MsgKind::SetCount,
+            MsgKind::Delete,
+            MsgKind::SignOut,
+        ])
     }
 
     fn outline(&self, state: &State) -> Option<VisibleContent> {

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use agent_runtime::app::EffectContext;
-use agent_runtime::app::{App, EffectError, OutlineNode, Region, VisibleContent};
+use agent_runtime::app::{App, Bindings, EffectError, OutlineNode, Region, VisibleContent};
 use agent_runtime::{AgentContext, AgentDocs, AgentMsg, TrackedVec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -345,18 +345,20 @@ impl App for TodoApp {
         })
     }
 
-    fn bindings(&self, state: &State) -> Vec<String> {
-        let mut b: Vec<String> = ["add", "setFilter", "save", "rotateKey"]
-            .into_iter()
-            .map(String::from)
-            .collect();
+    fn bindings(&self, state: &State) -> Bindings<MsgKind> {
+        let mut b = vec![
+            MsgKind::Add,
+            MsgKind::SetFilter,
+            MsgKind::Save,
+            MsgKind::RotateKey,
+        ];
         if !state.todos.is_empty() {
-            b.extend(["toggle", "rename", "delete"].map(String::from));
+            b.extend([MsgKind::Toggle, MsgKind::Rename, MsgKind::Delete]);
         }
         if state.todos.iter().any(|t| t.done) {
-            b.push("clearCompleted".into());
+            b.push(MsgKind::ClearCompleted);
         }
-        b
+        b.into()
     }
 
     fn outline(&self, state: &State) -> Option<VisibleContent> {

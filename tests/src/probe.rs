@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use agent_runtime::app::EffectContext;
-use agent_runtime::app::{App, EffectError};
+use agent_runtime::app::{App, Bindings, EffectError};
 use agent_runtime::AgentMsg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -160,8 +160,8 @@ impl App for Probe {
         }
     }
 
-    fn bindings(&self, _state: &ProbeState) -> Vec<String> {
-        vec!["inc".into(), "clickButton".into()]
+    fn bindings(&self, _state: &ProbeState) -> Bindings<ProbeMsgKind> {
+        Bindings::only([ProbeMsgKind::Inc, ProbeMsgKind::ClickButton])
     }
 
     fn redact(&self, state: &mut serde_json::Value) {

@@ -18,3 +18,12 @@ fn main() {
     assert_eq!(Msg::<String, 1>::Reset.variant_name(), "reset");
     assert!(<Msg<String, 1>>::variants()[1].annotations.requires_confirm);
 }
+
+/// The kind enum is not generic: bindings name it the same whatever the parameters.
+#[allow(dead_code)]
+fn kinds() -> agent_schema::Bindings<MsgKind> {
+    use agent_schema::VariantKind as _;
+    assert_eq!(Msg::<u8, 2>::Reset.kind(), MsgKind::Reset);
+    assert_eq!(MsgKind::Set.wire_name(), "set");
+    agent_schema::Bindings::only([MsgKind::Set])
+}

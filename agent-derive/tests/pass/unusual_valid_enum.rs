@@ -50,4 +50,9 @@ fn main() {
         Msg::variants()[4].annotations.dispatch_mode,
         agent_schema::DispatchMode::Shared
     );
+    // Renamed and skipped variants have kinds too; a skipped one answers its serialize name.
+    use agent_schema::VariantKind as _;
+    assert_eq!(MsgKind::Reset.wire_name(), "Matrix/Reset");
+    assert_eq!(MsgKind::Internal.wire_name(), "internal");
+    assert_eq!(Msg::Hand.kind(), MsgKind::Hand);
 }

@@ -5,8 +5,11 @@
 //! warning, examples, emits, field hints) and the synthesized `payloadHint`
 //! (`docs/annotations.md` §7.6). [`Affordances::list`] then runs the four passes:
 //!
-//! 1. **bindings**, in order, first occurrence of each: names that are variants and not
-//!    human-only; `source: "binding"`, `payloadHint: null`;
+//! 1. **bindings**: by default ([`Bindings::all`]) every variant not human-only, in schema
+//!    order (the `@agentOnly` ones only when there is no explicit hook: with one, passes 2 and
+//!    4 decide), `source: "always-affordable"` for `@alwaysAffordable` ones, else `"schema"`,
+//!    the synthesized hint; explicit ([`Bindings::only`]), in order, first occurrence of each:
+//!    names that are variants and not human-only, `source: "binding"`, `payloadHint: null`;
 //! 2. the **affordances hook** (when it returned a list): each message not human-only, in order,
 //!    duplicates kept; `source: "always-affordable"`, `payloadHint` = the message without
 //!    `type` (null when nothing is left);
@@ -26,7 +29,7 @@ use std::sync::Arc;
 
 use agent_schema::protocol::{Action, ActionSource};
 use agent_schema::synth::{field_hints, payload_hint};
-use agent_schema::{DispatchMode, MsgModel};
+use agent_schema::{Bindings, DispatchMode, MsgModel};
 use serde_json::{Map, Value};
 
 use crate::algo::cel_eval::PredicateCache;
@@ -174,10 +177,15 @@ impl Affordances {
         &self.gates
     }
 
-    /// `list_actions`: `bindings` from the app's `bindings` hook, `hook` the JSON of the
-    /// messages the `affordances` hook returned (`None` when it returned `None`), `state` the
-    /// redacted JSON state the route gates see.
-    pub fn list(&self, bindings: &[String], hook: Option<&[Value]>, state: &Value) -> Vec<Action> {
+    /// `list_actions`: `bindings` from the app's `bindings` hook (as wire names), `hook` the
+    /// JSON of the messages the `affordances` hook returned (`None` when it returned `None`),
+    /// `state` the redacted JSON state the route gates see.
+    pub fn list(
+        &self,
+        bindings: &Bindings<&str>,
+        hook: Option<&[Value]>,
+        state: &Value,
+    ) -> Vec<Action> {
         let values = GateValues::unknown(&self.gates);
         let state = crate::algo::tree::Node::from_value(state.clone());
         self.list_with(bindings, hook, &mut |id| {
@@ -189,7 +197,7 @@ impl Affordances {
     /// [`Self::gates`] → whether it passes).
     pub(crate) fn list_with(
         &self,
-        bindings: &[String],
+        bindings: &Bindings<&str>,
         hook: Option<&[Value]>,
         gate: &mut dyn FnMut(usize) -> bool,
     ) -> Vec<Action> {
@@ -235,7 +243,7 @@ impl Affordances {
     /// The four passes and the route gates (see [`Self::list_with`]), in the compact form.
     pub(crate) fn pick(
         &self,
-        bindings: &[String],
+        bindings: &Bindings<&str>,
         hook: Option<&[Value]>,
         gate: &mut dyn FnMut(usize) -> bool,
     ) -> Vec<Listed> {
@@ -243,20 +251,42 @@ impl Affordances {
         let mut seen = vec![false; n];
         let mut picks: Vec<Pick> = Vec::new();
 
-        // 1. Bindings.
-        for name in bindings {
-            let Some(&i) = self.index.get(name.as_str()) else {
-                continue;
-            };
-            if seen[i] || self.entries[i].mode == DispatchMode::HumanOnly {
-                continue;
+        // 1. Bindings: every variant an agent may send, or the app's list.
+        match bindings.kinds() {
+            None => {
+                for (i, entry) in self.entries.iter().enumerate() {
+                    let agent_only = entry.mode == DispatchMode::AgentOnly;
+                    if entry.mode == DispatchMode::HumanOnly || (agent_only && hook.is_some()) {
+                        continue;
+                    }
+                    seen[i] = true;
+                    picks.push(Pick {
+                        entry: i,
+                        source: if entry.always_affordable {
+                            ActionSource::AlwaysAffordable
+                        } else {
+                            ActionSource::Schema
+                        },
+                        hint: Hint::Synthesized,
+                    });
+                }
             }
-            seen[i] = true;
-            picks.push(Pick {
-                entry: i,
-                source: ActionSource::Binding,
-                hint: Hint::Null,
-            });
+            Some(names) => {
+                for name in names {
+                    let Some(&i) = self.index.get(*name) else {
+                        continue;
+                    };
+                    if seen[i] || self.entries[i].mode == DispatchMode::HumanOnly {
+                        continue;
+                    }
+                    seen[i] = true;
+                    picks.push(Pick {
+                        entry: i,
+                        source: ActionSource::Binding,
+                        hint: Hint::Null,
+                    });
+                }
+            }
         }
 
         // 2. The affordances hook.
@@ -333,5 +363,131 @@ impl Affordances {
                     .is_none_or(|(id, _)| gate(*id)),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_schema::{Bindings, MsgModel};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use serde_json::{json, Value};
+
+    use super::Affordances;
+    use crate::algo::cel_eval::PredicateCache;
+    use crate::AgentMsg;
+
+    #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, AgentMsg)]
+    #[serde(tag = "type", rename_all = "camelCase")]
+    enum Msg {
+        /// @intent("Add a note")
+        Add { text: String },
+        /// @humanOnly
+        Import,
+        /// @agentOnly
+        Summarize,
+        /// @alwaysAffordable
+        Undo,
+        #[serde(rename = "Notes/Clear")]
+        Clear,
+        #[serde(skip)]
+        #[allow(dead_code)]
+        Tick,
+    }
+
+    fn lister() -> Affordances {
+        let model = MsgModel::build::<Msg>().expect("model");
+        Affordances::new(&model, std::sync::Arc::new(PredicateCache::new()))
+    }
+
+    /// `(variant, source, payloadHint)` of each action.
+    fn listed(bindings: &Bindings<&str>, hook: Option<&[Value]>) -> Vec<(String, Value, Value)> {
+        lister()
+            .list(bindings, hook, &json!({}))
+            .into_iter()
+            .map(|a| {
+                let source = serde_json::to_value(a.source).unwrap();
+                (a.variant, source, a.payload_hint.unwrap_or(Value::Null))
+            })
+            .collect()
+    }
+
+    fn row(variant: &str, source: &str, hint: Value) -> (String, Value, Value) {
+        (variant.to_owned(), json!(source), hint)
+    }
+
+    #[test]
+    fn the_default_lists_every_variant_an_agent_may_send_in_declaration_order() {
+        assert_eq!(
+            listed(&Bindings::all(), None),
+            [
+                row("add", "schema", json!({"type": "add", "text": ""})),
+                row("summarize", "schema", json!({"type": "summarize"})),
+                row("undo", "always-affordable", json!({"type": "undo"})),
+                row("Notes/Clear", "schema", json!({"type": "Notes/Clear"})),
+            ]
+        );
+    }
+
+    #[test]
+    fn with_an_explicit_hook_the_default_leaves_agent_only_variants_to_the_hook() {
+        assert_eq!(
+            listed(&Bindings::all(), Some(&[])),
+            [
+                row("add", "schema", json!({"type": "add", "text": ""})),
+                row("undo", "always-affordable", json!({"type": "undo"})),
+                row("Notes/Clear", "schema", json!({"type": "Notes/Clear"})),
+            ]
+        );
+        let hook = [
+            json!({"type": "summarize"}),
+            json!({"type": "add", "text": "x"}),
+        ];
+        let names: Vec<String> = listed(&Bindings::all(), Some(&hook))
+            .into_iter()
+            .map(|(variant, source, _)| format!("{variant}:{}", source.as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "add:schema",
+                "undo:always-affordable",
+                "Notes/Clear:schema",
+                "summarize:always-affordable",
+                "add:always-affordable",
+            ]
+        );
+    }
+
+    #[test]
+    fn explicit_bindings_narrow_the_list_and_keep_the_reference_form() {
+        let bound = Bindings::only(["Notes/Clear", "import", "add", "Notes/Clear"]);
+        assert_eq!(
+            listed(&bound, None),
+            [
+                row("Notes/Clear", "binding", Value::Null),
+                row("add", "binding", Value::Null),
+                row("undo", "always-affordable", json!({"type": "undo"})),
+                row("summarize", "schema", json!({"type": "summarize"})),
+            ]
+        );
+        assert_eq!(
+            listed(&Bindings::none(), None),
+            [
+                row("undo", "always-affordable", json!({"type": "undo"})),
+                row("summarize", "schema", json!({"type": "summarize"})),
+            ]
+        );
+    }
+
+    #[test]
+    fn typed_bindings_map_to_wire_names() {
+        use agent_schema::VariantKind as _;
+        let typed = Bindings::only([MsgKind::Clear, MsgKind::Import, MsgKind::Tick]);
+        let names = typed.map(|k| k.wire_name());
+        assert_eq!(names.kinds(), Some(&["Notes/Clear", "import", "tick"][..]));
+        // A bound human-only or skipped variant stays hidden.
+        let variants: Vec<String> = listed(&names, None).into_iter().map(|r| r.0).collect();
+        assert_eq!(variants, ["Notes/Clear", "undo", "summarize"]);
     }
 }

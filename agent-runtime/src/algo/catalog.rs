@@ -8,7 +8,7 @@ use agent_schema::describe::DescribeDocument;
 use agent_schema::protocol::{Action, ValidationOutcome};
 use agent_schema::redact::RedactPlan;
 use agent_schema::startup::{CheckedTypes, StartupError, StartupErrors};
-use agent_schema::{MessageAnnotations, MsgModel};
+use agent_schema::{Bindings, MessageAnnotations, MsgModel};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -132,10 +132,11 @@ impl Catalog {
         self.validator.validate(msg, policy)
     }
 
-    /// `list_actions` for a state (`docs/semantics.md` §4); `state` is the redacted JSON state.
+    /// `list_actions` for a state (`docs/semantics.md` §4); `bindings` as wire names, `state`
+    /// the redacted JSON state.
     pub fn list_actions(
         &self,
-        bindings: &[String],
+        bindings: &Bindings<&str>,
         hook: Option<&[Value]>,
         state: &Value,
     ) -> Vec<Action> {
@@ -146,7 +147,7 @@ impl Catalog {
     /// `gate` (see [`Affordances::pick`]).
     pub(crate) fn pick_actions(
         &self,
-        bindings: &[String],
+        bindings: &Bindings<&str>,
         hook: Option<&[Value]>,
         gate: &mut dyn FnMut(usize) -> bool,
     ) -> Vec<Listed> {

@@ -1,10 +1,11 @@
-//! MCP over `/agent/mcp`: the actions, its bounds (in memory and on the stores), the fast
-//! call path, the HTTP transport and the listen slots. One test binary; each module was a
-//! test file of its own.
+//! MCP over `/agent/mcp`: the actions (and the default bindings that offer them), its bounds (in
+//! memory and on the stores), the fast call path, the HTTP transport and the listen slots. One
+//! test binary; each module was a test file of its own.
 
 mod actions;
 mod bounds;
 mod bounds_durable;
+mod default_bindings;
 mod fast_call;
 mod http;
 mod notes;

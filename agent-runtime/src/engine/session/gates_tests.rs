@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{DispatchOptions, Session};
-use crate::app::{App, EffectContext, EffectError};
+use crate::app::{App, Bindings, EffectContext, EffectError};
 use crate::config::{ActionGates, HostConfig};
 use crate::security::MemoryAuditSink;
 use crate::AgentMsg;
@@ -90,13 +90,13 @@ impl App for Notes {
         vec![]
     }
 
-    fn bindings(&self, state: &State) -> Vec<String> {
-        let mut bound = vec!["add".to_string(), "clearAll".into(), "hold".into()];
-        bound.push("showArchive".into());
+    fn bindings(&self, state: &State) -> Bindings<MsgKind> {
+        let mut bound = vec![MsgKind::Add, MsgKind::ClearAll, MsgKind::Hold];
+        bound.push(MsgKind::ShowArchive);
         if state.archive_shown {
-            bound.push("archive".into());
+            bound.push(MsgKind::Archive);
         }
-        bound
+        bound.into()
     }
 
     // The trait asks for a `'static` future, which an `async fn` borrowing `self` is not.

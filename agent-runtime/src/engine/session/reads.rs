@@ -8,7 +8,7 @@ use agent_schema::protocol::{
     Action, ContextResponse, DescribeVisibleResponse, DomElement, QueryDomResponse,
     QueryStateResponse, StateResponse, WaitResponse, WaitStatus,
 };
-use agent_schema::AgentContext;
+use agent_schema::{AgentContext, VariantKind as _};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -55,12 +55,13 @@ impl<A: App> Session<A> {
 
     fn compute_actions(&self, published: &super::Published) -> Result<Vec<Listed>, SessionError> {
         let (bindings, hook) = self.hook("affordances", |app, s| {
+            let bindings = app.bindings(s).map(|kind| kind.wire_name());
             let hook = app.affordances(s).map(|msgs| {
                 msgs.iter()
                     .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
                     .collect::<Vec<_>>()
             });
-            (app.bindings(s), hook)
+            (bindings, hook)
         })?;
         let catalog = &self.core.catalog;
         let gates = catalog.gates();
