@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_examples::todo::TodoApp;
+use agent_runtime::config::ActionGates;
 use agent_tests::probe::Probe;
-use agent_tests::start_app;
+use agent_tests::{start_app, TestServer};
 use serde_json::json;
 
 #[tokio::test]
@@ -49,9 +50,18 @@ async fn dispatched_envelope_and_human_only_gate() {
     assert_eq!(variants, vec!["inc"]);
 }
 
+/// The probe binds only `inc`: its other variants are sent with the action gates advisory, so
+/// that these tests see validation and the drain, not the `unavailable` refusal.
+async fn probe_with_advisory_gates() -> TestServer<Probe> {
+    TestServer::builder(Probe)
+        .config(|c| c.action_gates = ActionGates::Advisory)
+        .start()
+        .await
+}
+
 #[tokio::test]
 async fn invalid_payloads_are_rejected_with_details() {
-    let t = start_app(Probe).await;
+    let t = probe_with_advisory_gates().await;
     let m = t.mint("alice", None).await;
     let a = t
         .lap(&m.token, "/message", &json!({"msg":{"type":"set"}}))
@@ -99,7 +109,7 @@ async fn invalid_payloads_are_rejected_with_details() {
 
 #[tokio::test]
 async fn drain_errors_timeouts_and_panics() {
-    let t = start_app(Probe).await;
+    let t = probe_with_advisory_gates().await;
     let m = t.mint("alice", None).await;
     // A panicking update is still a commit; the session keeps working.
     let a = t
