@@ -1,15 +1,18 @@
 //! The `tools/list` of `/agent/mcp` as hosts need it (`docs/mcp.md` §Action tools, §Tool
-//! annotations): its size per tool, the hints every tool carries, and a client that caches the
-//! list calling a tool the state has closed.
+//! annotations): its size per tool, the hints every tool carries, a client that caches the
+//! list calling a tool the state has closed, and `list_changed` only for a real change.
 
 use agent_examples::counter::Counter;
 use agent_examples::todo::TodoApp;
 use agent_runtime::app::App;
+use std::time::Duration;
+
 use agent_tests::mcp::{call, ok};
-use rmcp::model::{ListToolsResult, Tool};
+use agent_tests::paired::AppProcess;
+use rmcp::model::{ListToolsResult, ServerNotification, SubscriptionFilter, Tool};
 use serde_json::{json, Value};
 
-use super::actions::{action_names, read, server, stateless, tools};
+use super::actions::{action_names, read, server, server_of, stateless, tools};
 
 /// The reference lists 16 tools in 9,851 bytes (616 bytes per tool); the list may take 1.5×.
 const MAX_BYTES_PER_TOOL: usize = 924;
@@ -165,4 +168,44 @@ async fn a_client_that_caches_the_list_calls_a_tool_the_state_closed() {
         .unwrap()
         .iter()
         .all(|t| t["done"] == json!(true)));
+}
+
+#[tokio::test]
+async fn a_listen_stream_hears_the_list_change_only_when_a_paired_app_leaves() {
+    let t = server_of(Counter)
+        .pairing(|p| {
+            p.native_apps = true;
+            p.mint_paired = true;
+        })
+        .start()
+        .await;
+    let (token, app) = AppProcess::paired(&t, env!("CARGO_BIN_EXE_paired-counter")).await;
+    let client = stateless(&t, Some(&token)).await;
+    // A paired app may pair again with another version: its list is not kept.
+    let first = client.peer().list_tools(None).await.expect("tools/list");
+    assert_eq!(first.ttl_ms, Some(0));
+    let mut listen = client
+        .peer()
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .expect("subscriptions/listen");
+
+    // A commit changes no list.
+    ok(&call(client.peer(), "do_inc", json!({})).await);
+    let quiet = tokio::time::timeout(Duration::from_millis(500), listen.next()).await;
+    assert!(quiet.is_err(), "a commit sent {quiet:?}");
+
+    // The app going away takes its actions off the list.
+    drop(app);
+    let next = tokio::time::timeout(Duration::from_secs(40), listen.next())
+        .await
+        .expect("a notification within 40 s")
+        .expect("listen stream");
+    assert!(
+        matches!(
+            next,
+            Some(ServerNotification::ToolListChangedNotification(_))
+        ),
+        "{next:?}"
+    );
 }

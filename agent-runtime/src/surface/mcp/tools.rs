@@ -207,6 +207,29 @@ mod tests {
     }
 
     #[test]
+    fn every_tool_has_a_title_and_all_four_hints() {
+        for surface in [Surface::Server, Surface::Bridge] {
+            for spec in tools(surface) {
+                let tool = spec.to_tool();
+                let a = tool.annotations.expect("annotations");
+                assert_eq!(tool.title.as_deref(), a.title.as_deref(), "{}", spec.name);
+                assert!(!spec.hints.title.is_empty(), "{}", spec.name);
+                let hints = [
+                    a.read_only_hint,
+                    a.destructive_hint,
+                    a.idempotent_hint,
+                    a.open_world_hint,
+                ];
+                assert!(hints.iter().all(Option::is_some), "{}", spec.name);
+                if a.read_only_hint == Some(true) {
+                    assert_eq!(a.destructive_hint, Some(false), "{}", spec.name);
+                    assert_eq!(a.open_world_hint, Some(false), "{}", spec.name);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn connect_session_differs_by_surface() {
         let server = find(Surface::Server, "connect_session").unwrap();
         assert_eq!(server.input_schema()["required"], json!(["token"]));
