@@ -307,7 +307,7 @@ async fn a_legacy_sessions_tool_list_stays_put_when_a_gate_opens() {
             .description
             .as_deref()
             .unwrap()
-            .contains("Available only when: no todo is completed yet"),
+            .contains("otherwise refused: no todo is completed yet."),
         "{:?}",
         clear.description
     );

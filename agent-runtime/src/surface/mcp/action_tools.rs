@@ -21,6 +21,7 @@ use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
 use super::tools::annotations;
+use crate::algo::affordances::DEFAULT_UNAVAILABLE_REASON;
 use crate::ops::ToolHints;
 
 /// Tool names are at most this long (MCP clients refuse longer ones).
@@ -243,12 +244,14 @@ impl ActionEntry {
         if let Some(warning) = &a.warning {
             text.push_str(&format!(" Warning: {warning}"));
         }
-        if a.route_gate.is_some() {
-            let when = a
-                .route_gate_reason
-                .as_deref()
-                .unwrap_or("the app's state allows it");
-            text.push_str(&format!(" Available only when: {when}."));
+        // The gate's reason says why it is closed ("no todo is completed yet").
+        if let Some(gate) = a.route_gate.as_deref() {
+            text.push_str(&format!(
+                " Available only when the state allows it (`{gate}`); otherwise refused: {}.",
+                a.route_gate_reason
+                    .as_deref()
+                    .unwrap_or(DEFAULT_UNAVAILABLE_REASON)
+            ));
         }
         for (field, hint) in &self.hints {
             text.push_str(&format!("\n- `{field}`: {hint}"));

@@ -113,7 +113,10 @@ fn hints_follow_the_annotations() {
     );
     let description = purge.description.as_deref().unwrap();
     assert!(
-        description.contains("Available only when: there is something to purge."),
+        description.contains(
+            "Available only when the state allows it (`state.count > 0`); otherwise refused: \
+             there is something to purge."
+        ),
         "{description}"
     );
     assert!(!inc
