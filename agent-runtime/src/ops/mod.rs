@@ -58,7 +58,7 @@ pub use options::{ServerOptions, DEFAULT_RATE_LIMIT};
 pub(crate) use reply::from_http;
 #[cfg(feature = "mcp")]
 pub(crate) use reply::{Outcome, Reply, Success};
-pub(crate) use spec::OperationSpec;
+pub(crate) use spec::{OperationSpec, ToolHints};
 #[cfg(feature = "pairing")]
 pub(crate) use state::Pairing;
 pub(crate) use state::{ServerFields, ServerState};

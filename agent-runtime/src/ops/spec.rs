@@ -27,6 +27,54 @@ pub(crate) const PLAIN: Conduct = Conduct {
     conflicts: false,
 };
 
+/// What an MCP host is told about a tool before calling it (`docs/mcp.md` §Tool annotations):
+/// its title and the four hints, set for every tool. The 16 operations declare theirs in the
+/// table, `connect_session` / `disconnect_session` beside it, and an action tool's follow from
+/// its variant's annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))] // read by MCP
+pub(crate) struct ToolHints {
+    /// The human-readable title.
+    pub(crate) title: &'static str,
+    /// Reads only: changes nothing in the app, the session or the human's view.
+    pub(crate) read_only: bool,
+    /// May make a change that cannot be taken back (meaningful when not read-only).
+    pub(crate) destructive: bool,
+    /// Calling it again with the same arguments has no further effect.
+    pub(crate) idempotent: bool,
+    /// May reach beyond the app (effects that act on the outside world).
+    pub(crate) open_world: bool,
+}
+
+impl ToolHints {
+    /// A read: read-only, not destructive, idempotent, closed world.
+    pub(crate) const fn read(title: &'static str) -> ToolHints {
+        ToolHints {
+            title,
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+        }
+    }
+
+    /// A call that changes something: not read-only, with its own three hints.
+    pub(crate) const fn change(
+        title: &'static str,
+        destructive: bool,
+        idempotent: bool,
+        open_world: bool,
+    ) -> ToolHints {
+        ToolHints {
+            title,
+            read_only: false,
+            destructive,
+            idempotent,
+            open_world,
+        }
+    }
+}
+
 /// The prefix of the `path` an operation's audit entries carry (`/lap/v1/describe`).
 const AUDIT_PATH_PREFIX: &str = "/lap/v1";
 
@@ -43,6 +91,9 @@ pub(crate) struct OperationSpec {
     pub(crate) label: &'static str,
     /// How the gate runs it.
     pub(crate) conduct: Conduct,
+    /// Its MCP tool's title and hints.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))] // read by MCP
+    pub(crate) hints: ToolHints,
     /// The schema of its request (`SchemaGenerator::subschema_for::<Request>`).
     pub(crate) request_schema: fn(&mut SchemaGenerator) -> Schema,
     /// The schema of its 200 answer.

@@ -20,6 +20,7 @@ use crate::app::App;
 use crate::security::{verify_tid, TokenRecord};
 
 /// A token's session, watched.
+#[derive(Clone)]
 pub(crate) struct Watched {
     record: TokenRecord,
     backend: Arc<dyn SessionBackend>,

@@ -1,7 +1,7 @@
 //! `/agent/mcp` on both protocol generations with rmcp's own client (`docs/mcp.md`): the
 //! sessionless 2026-07-28 revision with the bearer on every request, the app's actions as
 //! `do_<name>` tools (schemas, annotations, dispatch through the same gate as `send_message`,
-//! confirmation, `@validates`, route gates, paired apps), `agent://state` and `agent://describe`
+//! confirmation, `@validates`, a stable list whatever the route gates, paired apps), `agent://state` and `agent://describe`
 //! as resources, and the list-changed and resource-updated notifications of both generations.
 
 use std::time::Duration;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use agent_examples::counter::Counter;
 use agent_examples::todo::TodoApp;
 use agent_runtime::app::App;
-use agent_tests::mcp::{call, err, ok};
+use agent_tests::mcp::{call, err, ok, text};
 use agent_tests::paired::AppProcess;
 use agent_tests::{ServerBuilder, TestServer};
 use rmcp::model::{
@@ -27,17 +27,17 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 /// A server of `app` with the rate limit out of the way.
-fn server_of<A: App>(app: A) -> ServerBuilder<A> {
+pub(super) fn server_of<A: App>(app: A) -> ServerBuilder<A> {
     TestServer::builder(app).rate_limit("100000/minute")
 }
 
-async fn server<A: App>(app: A) -> TestServer<A> {
+pub(super) async fn server<A: App>(app: A) -> TestServer<A> {
     server_of(app).start().await
 }
 
 /// What a client heard without asking: `tools` or the URI of an updated resource.
 #[derive(Clone)]
-struct Ears(mpsc::UnboundedSender<String>);
+pub(super) struct Ears(pub(super) mpsc::UnboundedSender<String>);
 
 impl ClientHandler for Ears {
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
@@ -57,9 +57,12 @@ impl ClientHandler for Ears {
     }
 }
 
-type Listener = RunningService<RoleClient, Ears>;
+pub(super) type Listener = RunningService<RoleClient, Ears>;
 
-fn config<A: App>(t: &TestServer<A>, bearer: Option<&str>) -> StreamableHttpClientTransportConfig {
+pub(super) fn config<A: App>(
+    t: &TestServer<A>,
+    bearer: Option<&str>,
+) -> StreamableHttpClientTransportConfig {
     let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{}/agent/mcp", t.base));
     if let Some(token) = bearer {
         config = config.auth_header(token);
@@ -68,7 +71,7 @@ fn config<A: App>(t: &TestServer<A>, bearer: Option<&str>) -> StreamableHttpClie
 }
 
 /// A 2026-07-28 client: `server/discover`, then every request on its own, with the bearer.
-async fn stateless<A: App>(t: &TestServer<A>, bearer: Option<&str>) -> Listener {
+pub(super) async fn stateless<A: App>(t: &TestServer<A>, bearer: Option<&str>) -> Listener {
     let (tx, _rx) = mpsc::unbounded_channel();
     Ears(tx)
         .serve_with_lifecycle(
@@ -82,7 +85,7 @@ async fn stateless<A: App>(t: &TestServer<A>, bearer: Option<&str>) -> Listener 
 }
 
 /// A 2025-11-25 client (an MCP session) and what it hears.
-async fn legacy<A: App>(
+pub(super) async fn legacy<A: App>(
     t: &TestServer<A>,
     bearer: Option<&str>,
 ) -> (Listener, mpsc::UnboundedReceiver<String>) {
@@ -97,7 +100,7 @@ async fn legacy<A: App>(
 }
 
 /// Waits (10 s at most) until the client heard each of `what`, in any order.
-async fn heard(rx: &mut mpsc::UnboundedReceiver<String>, what: &[&str]) {
+pub(super) async fn heard(rx: &mut mpsc::UnboundedReceiver<String>, what: &[&str]) {
     let mut missing: Vec<&str> = what.to_vec();
     let wait = async {
         while let Some(got) = rx.recv().await {
@@ -116,11 +119,11 @@ async fn heard(rx: &mut mpsc::UnboundedReceiver<String>, what: &[&str]) {
     }
 }
 
-async fn tools(client: &Listener) -> Vec<Tool> {
+pub(super) async fn tools(client: &Listener) -> Vec<Tool> {
     client.peer().list_all_tools().await.expect("tools/list")
 }
 
-fn action_names(tools: &[Tool]) -> Vec<String> {
+pub(super) fn action_names(tools: &[Tool]) -> Vec<String> {
     tools
         .iter()
         .map(|t| t.name.to_string())
@@ -128,14 +131,14 @@ fn action_names(tools: &[Tool]) -> Vec<String> {
         .collect()
 }
 
-fn find<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
+pub(super) fn find<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
     tools
         .iter()
         .find(|t| t.name == name)
         .unwrap_or_else(|| panic!("{name} is not listed"))
 }
 
-async fn read(client: &Listener, uri: &str) -> Value {
+pub(super) async fn read(client: &Listener, uri: &str) -> Value {
     let result = client
         .peer()
         .read_resource(ReadResourceRequestParams::new(uri))
@@ -272,23 +275,72 @@ async fn sessionless_clients_without_a_bearer_are_told_how_to_send_it() {
 
 #[tokio::test]
 #[allow(deprecated)] // resources/subscribe is the legacy revisions' subscription
-async fn a_legacy_session_learns_its_actions_and_the_ones_a_gate_opens() {
+async fn a_legacy_sessions_tool_list_stays_put_when_a_gate_opens() {
     let t = server(TodoApp::default()).await;
     let m = t.mint("alice", None).await;
     let (client, mut rx) = legacy(&t, None).await;
     assert_eq!(tools(&client).await.len(), 18);
     let connected = ok(&call(client.peer(), "connect_session", json!({"token": m.token})).await);
     assert_eq!(connected["status"], "connected");
+    // Binding is a real change of the list: announced at once.
     heard(&mut rx, &["tools"]).await;
-    let listed = tools(&client).await;
-    let names = action_names(&listed);
-    assert!(names.contains(&"do_add".to_string()), "{names:?}");
-    // Route-gated shut (nothing done yet) and @humanOnly: not listed.
-    assert!(
-        !names.contains(&"do_clearCompleted".to_string()),
-        "{names:?}"
+    let before = tools(&client).await;
+    // Every variant an agent may send, in declaration order, whatever the state: the
+    // route-gated `clearCompleted` too (shut: nothing done yet); never the @humanOnly ones.
+    assert_eq!(
+        action_names(&before),
+        [
+            "do_add",
+            "do_toggle",
+            "do_rename",
+            "do_delete",
+            "do_setFilter",
+            "do_clearCompleted",
+            "do_bulkAdd",
+            "do_completeAll",
+            "do_save"
+        ]
     );
-    assert!(!names.contains(&"do_rotateKey".to_string()), "{names:?}");
+    let clear = find(&before, "do_clearCompleted");
+    assert!(
+        clear
+            .description
+            .as_deref()
+            .unwrap()
+            .contains("otherwise refused: no todo is completed yet."),
+        "{:?}",
+        clear.description
+    );
+
+    // Closed now: a tool error with the reason and what is available; nothing dispatched.
+    let refused = call(client.peer(), "do_clearCompleted", json!({})).await;
+    assert_eq!(refused.is_error, Some(true));
+    let body = refused
+        .structured_content
+        .clone()
+        .expect("structuredContent");
+    assert_eq!(body["status"], "rejected", "{body}");
+    assert_eq!(body["reason"], "unavailable", "{body}");
+    // The engine's detail: the view does not bind it yet (nothing completed).
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("\"delete every completed todo\" is not offered"),
+        "{body}"
+    );
+    let now = body["availableNow"].as_array().expect("availableNow");
+    assert!(now.contains(&json!("do_add")), "{body}");
+    assert!(!now.contains(&json!("do_clearCompleted")), "{body}");
+    assert!(text(&refused).contains("do_clearCompleted is not available now"));
+    // `send_message`'s own refusal stays an answer, not an error.
+    let answer = ok(&call(
+        client.peer(),
+        "send_message",
+        json!({"msg": {"type": "clearCompleted"}}),
+    )
+    .await);
+    assert_eq!(answer["reason"], "unavailable", "{answer}");
 
     client
         .peer()
@@ -302,12 +354,14 @@ async fn a_legacy_session_learns_its_actions_and_the_ones_a_gate_opens() {
         .to_string();
     let done = ok(&call(client.peer(), "do_toggle", json!({"id": id})).await);
     assert_eq!(done["status"], "dispatched", "{done}");
-    heard(&mut rx, &["agent://state", "tools"]).await;
-    let names = action_names(&tools(&client).await);
-    assert!(
-        names.contains(&"do_clearCompleted".to_string()),
-        "{names:?}"
-    );
+    // The gate opened: the state is updated, the tool list is not.
+    heard(&mut rx, &["agent://state"]).await;
+    let after = tools(&client).await;
+    assert_eq!(after, before);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    while let Ok(got) = rx.try_recv() {
+        assert_ne!(got, "tools", "no list_changed for a gate that moved");
+    }
 }
 
 #[tokio::test]

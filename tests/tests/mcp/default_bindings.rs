@@ -115,8 +115,18 @@ async fn bindings_named_by_kind_narrow_the_list() {
             json!(["summarize", "schema", {"type": "summarize"}]),
         ]
     );
+    // The tool list does not move with the bindings (`docs/mcp.md` §Action tools): every
+    // action an agent may ever send is a tool; one not offered now is refused when called.
     assert_eq!(
         action_tools(&t, &m.token).await,
-        ["do_clear", "do_summarize"]
+        ["do_add", "do_clear", "do_summarize"]
     );
+    let refused = t
+        .lap(
+            &m.token,
+            "/message",
+            &json!({"msg": {"type": "add", "text": "x"}}),
+        )
+        .await;
+    assert_eq!(refused.body["reason"], "unavailable", "{}", refused.body);
 }

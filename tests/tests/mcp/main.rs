@@ -10,3 +10,4 @@ mod fast_call;
 mod http;
 mod notes;
 mod slots;
+mod tool_list;

@@ -35,7 +35,7 @@ async fn the_readme_app_works_for_its_agent_on_the_first_try() {
         tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>()
     };
     let names = tool_names().await;
-    for tool in ["do_add", "do_delete"] {
+    for tool in ["do_add", "do_delete", "do_clearAll"] {
         assert!(
             names.iter().any(|n| n == tool),
             "{tool} missing from {names:?}"
@@ -50,11 +50,28 @@ async fn the_readme_app_works_for_its_agent_on_the_first_try() {
     let detail = refused["detail"].as_str().unwrap_or_default();
     assert!(detail.contains("there are no notes to clear"), "{detail}");
     assert!(t.pending("ann", &m).await.is_empty());
+    // Its tool is listed all the same (the list does not move with the state), and says so
+    // when called: a tool error with the reason.
+    let closed = call(&peer, "do_clearAll", json!({})).await;
+    assert_eq!(closed.is_error, Some(true), "{closed:?}");
+    let closed = closed.structured_content.expect("structured content");
+    assert_eq!(closed["reason"], "unavailable", "{closed}");
+    let detail = closed["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("there are no notes to clear"), "{detail}");
+    assert_eq!(
+        closed["availableNow"],
+        json!(["do_add", "do_delete"]),
+        "{closed}"
+    );
+    assert!(t.pending("ann", &m).await.is_empty());
 
     let added = ok(&call(&peer, "do_add", json!({"text": "buy milk"})).await);
     assert_eq!(added["status"], "dispatched", "{added}");
-    let names = tool_names().await;
-    assert!(names.iter().any(|n| n == "do_clearAll"), "{names:?}");
+    assert_eq!(
+        tool_names().await,
+        names,
+        "the tool list does not move with the state"
+    );
     let empty = ok(&call(&peer, "do_add", json!({"text": ""})).await);
     assert_eq!(empty["status"], "rejected", "{empty}");
     assert_eq!(empty["reason"], "invalid", "{empty}");

@@ -1,20 +1,28 @@
 //! The app's actions as MCP tools (`docs/mcp.md` §Action tools): one `do_<wire name>` tool per
-//! action `list_actions` offers now, with the variant's payload as its input schema. Calling one
-//! sends the message exactly as `send_message` would (the same gate: validation, `@validates`,
-//! confirmation, idempotency, audit, rate limit).
+//! variant an agent may ever send (every one but the `@humanOnly`), in declaration order, with
+//! the variant's payload as its input schema. The list is the same whatever the state: it
+//! changes only with the app's schema. Calling one sends the message exactly as `send_message`
+//! would (the same gate: validation, `@validates`, confirmation, idempotency, audit, rate limit,
+//! the action gate); one the state does not offer now answers a tool error
+//! ([`ActionCatalog::unavailable`]).
 //!
 //! Names are given over every variant of the app in schema order, so a variant keeps its tool
-//! name whatever is available; the list shows the available ones.
+//! name whatever its annotations.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use agent_schema::protocol::{Action, SendResult};
 use agent_schema::tags::prose_of;
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use agent_schema::{DispatchMode, MessageAnnotations};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
+
+use super::tools::annotations;
+use crate::algo::affordances::DEFAULT_UNAVAILABLE_REASON;
+use crate::ops::ToolHints;
 
 /// Tool names are at most this long (MCP clients refuse longer ones).
 const MAX_NAME: usize = 64;
@@ -32,6 +40,8 @@ pub(crate) struct ActionEntry {
     payload: JsonObject,
     /// `(field, hint)` of the fields tagged `@should`.
     hints: Vec<(String, String)>,
+    /// The variant's annotations, as the description carries them.
+    annotations: MessageAnnotations,
     /// The argument that carries `send_message`'s `reason` (not a payload field).
     reason_key: String,
     /// The argument that carries `send_message`'s `idempotencyKey`.
@@ -42,9 +52,8 @@ pub(crate) struct ActionEntry {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ActionCatalog {
     entries: Vec<ActionEntry>,
-    /// `outputSchema` of every action tool: the schema of `send_message`'s answer (hosted
-    /// apps; a paired app's answers are relayed as its runtime writes them).
-    output: Option<Arc<JsonObject>>,
+    /// The listed tools, built once: every entry an agent may send, in declaration order.
+    listed: Vec<Tool>,
 }
 
 impl ActionCatalog {
@@ -80,9 +89,7 @@ impl ActionCatalog {
             }
             Some((wire, member))
         });
-        let mut catalog = ActionCatalog::build(payloads, description);
-        catalog.output = Some(Arc::new(output_schema()));
-        catalog
+        ActionCatalog::build(payloads, description, Some(Arc::new(output_schema())))
     }
 
     /// A paired app's catalog, from the message shapes of its description
@@ -96,10 +103,16 @@ impl ActionCatalog {
         let payloads = variants
             .into_iter()
             .map(|(wire, fields)| (wire, object_schema(&fields)));
-        ActionCatalog::build(payloads, description)
+        ActionCatalog::build(payloads, description, None)
     }
 
-    fn build(payloads: impl Iterator<Item = (String, JsonObject)>, description: &Value) -> Self {
+    /// The catalog of `payloads` (in declaration order) with `description`'s hints and
+    /// annotations; `output` the `outputSchema` of every tool.
+    fn build(
+        payloads: impl Iterator<Item = (String, JsonObject)>,
+        description: &Value,
+        output: Option<Arc<JsonObject>>,
+    ) -> Self {
         let mut taken = HashSet::new();
         let entries = payloads
             .map(|(wire, payload)| {
@@ -112,20 +125,24 @@ impl ActionCatalog {
                 describe_hinted_fields(&mut payload, &hints);
                 let reason_key = free_key(&payload, "_reason");
                 let key_key = free_key(&payload, "_idempotencyKey");
+                let annotations = annotations_of(description, &wire);
                 ActionEntry {
                     wire,
                     name,
                     payload,
                     hints,
+                    annotations,
                     reason_key,
                     key_key,
                 }
             })
+            .collect::<Vec<ActionEntry>>();
+        let listed = entries
+            .iter()
+            .filter(|e| e.annotations.dispatch_mode != DispatchMode::HumanOnly)
+            .map(|e| e.tool(output.clone()))
             .collect();
-        ActionCatalog {
-            entries,
-            output: None,
-        }
+        ActionCatalog { entries, listed }
     }
 
     /// The entry of the tool called `name`.
@@ -133,44 +150,64 @@ impl ActionCatalog {
         self.entries.iter().find(|e| e.name == name)
     }
 
-    /// The tools of the actions available now: `available` as `list_actions` answers, without
-    /// the ones a closed route gate holds back.
-    pub(crate) fn tools(&self, available: &[Action]) -> Vec<Tool> {
-        self.listed(available)
-            .map(|(entry, a)| entry.tool(a, self.output.clone()))
-            .collect()
+    /// The listed tools: one per variant an agent may send, whatever the state.
+    pub(crate) fn tools(&self) -> &[Tool] {
+        &self.listed
     }
 
-    /// The names of [`Self::tools`], without building the tools (what a watch compares after
-    /// each commit).
-    pub(crate) fn names(&self, available: &[Action]) -> Vec<String> {
-        self.listed(available)
-            .map(|(entry, _)| entry.name.clone())
-            .collect()
-    }
-
-    fn listed<'a>(
-        &'a self,
-        available: &'a [Action],
-    ) -> impl Iterator<Item = (&'a ActionEntry, &'a Action)> + 'a {
-        available
+    /// The tool error of a call of `entry` that `send_message` refused as `unavailable` with
+    /// `detail`: the reason, and the tools of `available` (what `list_actions` answers now)
+    /// an agent may call now, as text and as `structuredContent`.
+    pub(crate) fn unavailable(
+        &self,
+        entry: &ActionEntry,
+        detail: Option<&str>,
+        available: &[Action],
+    ) -> CallToolResult {
+        let now: Vec<&str> = available
             .iter()
             .filter(|a| a.available != Some(false))
-            .filter_map(|a| {
-                let entry = self.entries.iter().find(|e| e.wire == a.variant)?;
-                Some((entry, a))
-            })
+            .filter_map(|a| self.entries.iter().find(|e| e.wire == a.variant))
+            .map(|e| e.name.as_str())
+            .collect();
+        let detail = detail.unwrap_or("the action is not offered in the current state");
+        let mut text = format!("{} is not available now: {detail}.", entry.name);
+        if now.is_empty() {
+            text.push_str(" No action is available now.");
+        } else {
+            text.push_str(&format!(" Available now: {}.", now.join(", ")));
+        }
+        let mut result = CallToolResult::default();
+        result.content = vec![ContentBlock::text(text)];
+        result.structured_content = Some(json!({
+            "status": "rejected",
+            "reason": "unavailable",
+            "detail": detail,
+            "availableNow": now,
+        }));
+        result.is_error = Some(true);
+        result
     }
 }
 
 impl ActionEntry {
-    fn tool(&self, action: &Action, output: Option<Arc<JsonObject>>) -> Tool {
+    /// The tool's hints (`docs/mcp.md` §Tool annotations; its title is the intent): a dispatch,
+    /// destructive when the human must approve it (`@requiresConfirm`), never idempotent (the
+    /// update runs again; `_idempotencyKey` makes a retry safe), open-world when it `@emits`
+    /// effects.
+    fn hints(&self) -> ToolHints {
+        let a = &self.annotations;
+        ToolHints::change("", a.requires_confirm, false, !a.emits.is_empty())
+    }
+
+    fn tool(&self, output: Option<Arc<JsonObject>>) -> Tool {
+        let requires_confirm = self.annotations.requires_confirm;
         let mut schema = self.payload.clone();
         let properties = schema
             .entry("properties")
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(properties) = properties {
-            if action.requires_confirm {
+            if requires_confirm {
                 properties.insert(
                     self.reason_key.clone(),
                     json!({"type": "string", "description":
@@ -183,36 +220,43 @@ impl ActionEntry {
                     "Optional: the same key on a retry applies the action once (10 minutes)."}),
             );
         }
-        let title = action.intent.clone().unwrap_or_else(|| self.wire.clone());
-        let mut tool = Tool::new(
-            self.name.clone(),
-            self.description(action),
-            Arc::new(schema),
-        )
-        .with_title(title)
-        .with_annotations(
-            ToolAnnotations::new()
-                .read_only(false)
-                .destructive(action.requires_confirm),
-        );
+        let title = self
+            .annotations
+            .intent
+            .clone()
+            .filter(|i| !i.is_empty())
+            .unwrap_or_else(|| self.wire.clone());
+        let mut tool = Tool::new(self.name.clone(), self.description(), Arc::new(schema))
+            .with_title(title.as_str())
+            .with_annotations(annotations(&title, &self.hints()));
         if let Some(output) = output {
             tool = tool.with_raw_output_schema(output);
         }
         tool
     }
 
-    fn description(&self, action: &Action) -> String {
-        let mut text = match &action.intent {
+    fn description(&self) -> String {
+        let a = &self.annotations;
+        let mut text = match a.intent.as_deref().filter(|i| !i.is_empty()) {
             Some(intent) => format!("{intent} (sends the message `{}`).", self.wire),
             None => format!("Sends the message `{}`.", self.wire),
         };
-        if let Some(warning) = &action.warning {
+        if let Some(warning) = &a.warning {
             text.push_str(&format!(" Warning: {warning}"));
+        }
+        // The gate's reason says why it is closed ("no todo is completed yet").
+        if let Some(gate) = a.route_gate.as_deref() {
+            text.push_str(&format!(
+                " Available only when the state allows it (`{gate}`); otherwise refused: {}.",
+                a.route_gate_reason
+                    .as_deref()
+                    .unwrap_or(DEFAULT_UNAVAILABLE_REASON)
+            ));
         }
         for (field, hint) in &self.hints {
             text.push_str(&format!("\n- `{field}`: {hint}"));
         }
-        if action.requires_confirm {
+        if a.requires_confirm {
             text.push_str(&format!(
                 "\nThe user must approve it: the answer is `pending-confirmation` with a \
                  confirmId to poll with get_confirm_result; say why in `{}`.",
@@ -309,24 +353,60 @@ fn strip_discriminant(member: &mut JsonObject) {
     member.insert("type".into(), Value::from("object"));
 }
 
-/// `outputSchema`: `send_message`'s answer, an object whatever its `status`.
+/// `outputSchema` of a hosted app's action tools: an object with the `status` of
+/// `send_message`'s answer (the statuses read from [`SendResult`]'s schema). The answer's
+/// other keys depend on its status; the whole union (7.7 kB) is `send_message`'s and would be
+/// repeated per tool (`docs/mcp.md` §Action tools).
 fn output_schema() -> JsonObject {
-    let mut schema = match SchemaSettings::draft2020_12()
+    let root = SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
             s.meta_schema = None;
         })
         .into_generator()
         .into_root_schema_for::<SendResult>()
-        .to_value()
-    {
-        Value::Object(o) => o,
-        _ => JsonObject::new(),
-    };
-    schema.remove("title");
-    schema.remove("description");
+        .to_value();
+    let statuses: Vec<Value> = root
+        .get("oneOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|member| {
+            let status = member.pointer("/properties/status")?;
+            status
+                .get("const")
+                .or_else(|| status.pointer("/enum/0"))
+                .cloned()
+        })
+        .collect();
+    let mut schema = JsonObject::new();
     schema.insert("type".into(), Value::from("object"));
+    schema.insert(
+        "properties".into(),
+        json!({"status": {"type": "string", "enum": statuses}}),
+    );
+    schema.insert("required".into(), json!(["status"]));
     schema
+}
+
+/// The annotations of `wire` in `description` (`/annotations/<wire>`), lenient: a key missing
+/// or unreadable keeps its default.
+fn annotations_of(description: &Value, wire: &str) -> MessageAnnotations {
+    let mut record = match serde_json::to_value(MessageAnnotations::default()) {
+        Ok(Value::Object(record)) => record,
+        _ => return MessageAnnotations::default(),
+    };
+    let defaults = record.clone();
+    if let Some(Value::Object(given)) = description.get("annotations").and_then(|a| a.get(wire)) {
+        for (key, value) in given {
+            if record.contains_key(key) {
+                record.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    serde_json::from_value(Value::Object(record))
+        .or_else(|_| serde_json::from_value(Value::Object(defaults)))
+        .unwrap_or_default()
 }
 
 /// Every `description` of a schemars schema without its tags: a field's doc is written with
@@ -466,60 +546,5 @@ fn pointer_escape(segment: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_clean_unique_and_short() {
-        let mut taken = HashSet::new();
-        assert_eq!(
-            tool_name("Matrix/AddCriteria", &mut taken),
-            "do_Matrix_AddCriteria"
-        );
-        assert_eq!(
-            tool_name("Matrix.AddCriteria", &mut taken),
-            "do_Matrix_AddCriteria_2"
-        );
-        let long = "x".repeat(100);
-        let a = tool_name(&long, &mut taken);
-        let b = tool_name(&long, &mut taken);
-        assert_eq!(a.len(), 64);
-        assert_eq!(b.len(), 64);
-        assert_ne!(a, b);
-        assert_eq!(tool_name("inc", &mut taken), "do_inc");
-    }
-
-    #[test]
-    fn shapes_become_schemas() {
-        let description = json!({"messages": {"discriminant": "type", "variants": {
-            "add": {"text": {"type": "string", "priority": "should", "hint": "what to do"},
-                    "tags": {"kind": "array", "element": "string"},
-                    "due": {"type": "number", "optional": true}},
-            "Matrix/Reset": {}
-        }}});
-        let catalog = ActionCatalog::from_description(&description);
-        let add = catalog.find("do_add").unwrap();
-        assert_eq!(add.payload["required"], json!(["text", "tags"]));
-        assert_eq!(add.payload["properties"]["tags"]["items"]["type"], "string");
-        assert_eq!(add.hints, vec![("text".into(), "what to do".into())]);
-        assert!(catalog.find("do_Matrix_Reset").is_some());
-        let request = add.message_request(
-            json!({"text": "x", "tags": [], "_reason": "asked", "_idempotencyKey": "k"})
-                .as_object()
-                .unwrap()
-                .clone(),
-        );
-        assert_eq!(
-            request,
-            json!({"msg": {"type": "add", "text": "x", "tags": []}, "waitFor": "idle",
-                   "reason": "asked", "idempotencyKey": "k"})
-        );
-    }
-
-    #[test]
-    fn option_keys_never_clash_with_fields() {
-        let payload = object_schema(&json!({"_reason": "string"}));
-        assert_eq!(free_key(&payload, "_reason"), "__reason");
-        assert_eq!(free_key(&payload, "_idempotencyKey"), "_idempotencyKey");
-    }
-}
+#[path = "action_tools_tests.rs"]
+mod tests;

@@ -4,17 +4,19 @@
 //! checks ([`super::args`]) are derived from those schemas.
 //!
 //! Input schemas are `{"type":"object","properties":…,"required":[…]}` and never forbid extra
-//! properties; no tool declares an `outputSchema` (results are unions).
+//! properties; no tool declares an `outputSchema` (results are unions). Every tool carries its
+//! title and the four hints ([`ToolHints`]: the table's, and `connect_session` /
+//! `disconnect_session`'s declared here).
 
 use std::sync::Arc;
 
-use rmcp::model::{JsonObject, Tool};
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ops::Operation;
+use crate::ops::{Operation, ToolHints};
 use agent_schema::protocol::EmptyRequest;
 
 /// Which MCP surface serves the tools: only `connect_session` differs between them.
@@ -64,6 +66,8 @@ pub(crate) struct ToolSpec {
     pub action: ToolAction,
     /// The description the model reads.
     pub description: &'static str,
+    /// Its title and hints.
+    pub hints: ToolHints,
     /// The schema of its request type (`SchemaGenerator::subschema_for::<Request>`).
     schema: fn(&mut SchemaGenerator) -> Schema,
 }
@@ -91,11 +95,26 @@ impl ToolSpec {
         object
     }
 
-    /// The rmcp tool declaration (no `outputSchema`).
+    /// The rmcp tool declaration: title and annotations, no `outputSchema`.
     pub(crate) fn to_tool(self) -> Tool {
         Tool::new(self.name, self.description, Arc::new(self.input_schema()))
+            .with_title(self.hints.title)
+            .with_annotations(annotations(self.hints.title, &self.hints))
     }
 }
+
+/// The MCP annotations of a tool titled `title` with `hints`: every hint set, the title as well
+/// (the 2025-03-26 revision reads it there, later ones on the tool).
+pub(crate) fn annotations(title: &str, hints: &ToolHints) -> ToolAnnotations {
+    ToolAnnotations::with_title(title)
+        .read_only(hints.read_only)
+        .destructive(hints.destructive)
+        .idempotent(hints.idempotent)
+        .open_world(hints.open_world)
+}
+
+/// `connect_session`: binds the MCP session (not the app), again and again alike.
+const CONNECT_HINTS: ToolHints = ToolHints::change("Connect to the app", false, true, false);
 
 const CONNECT_SERVER: ToolSpec = ToolSpec {
     name: "connect_session",
@@ -103,6 +122,7 @@ const CONNECT_SERVER: ToolSpec = ToolSpec {
     description: "Connect to the app with the agent token the user copied from the app's \
         connect panel (it starts with agt_). Call this first; it answers the app name, state, \
         actions, description and context. Then use observe and send_message.",
+    hints: CONNECT_HINTS,
     schema: SchemaGenerator::subschema_for::<ConnectRequest>,
 };
 
@@ -113,6 +133,7 @@ const CONNECT_BRIDGE: ToolSpec = ToolSpec {
         http://127.0.0.1:8787/agent/lap/v1) and an agent token (agt_…) from the app's connect \
         panel. Call this first; it answers the app name, state, actions, description and \
         context. Then use observe and send_message.",
+    hints: CONNECT_HINTS,
     schema: SchemaGenerator::subschema_for::<BridgeConnectRequest>,
 };
 
@@ -121,6 +142,8 @@ const DISCONNECT: ToolSpec = ToolSpec {
     action: ToolAction::Disconnect,
     description: "Forget the connection to the app (the token stays valid; the user revokes \
         it in the app). Call connect_session again to reconnect.",
+    // Forgets the binding only: the token stays valid.
+    hints: ToolHints::change("Disconnect", false, true, false),
     schema: SchemaGenerator::subschema_for::<EmptyRequest>,
 };
 
@@ -131,6 +154,7 @@ fn operation_tool(op: &Operation) -> ToolSpec {
         name: spec.tool,
         action: ToolAction::Run(*op),
         description: spec.description,
+        hints: spec.hints,
         schema: spec.request_schema,
     }
 }
@@ -180,6 +204,29 @@ mod tests {
             find(Surface::Bridge, "observe").unwrap().action,
             ToolAction::Run(Operation::Observe)
         );
+    }
+
+    #[test]
+    fn every_tool_has_a_title_and_all_four_hints() {
+        for surface in [Surface::Server, Surface::Bridge] {
+            for spec in tools(surface) {
+                let tool = spec.to_tool();
+                let a = tool.annotations.expect("annotations");
+                assert_eq!(tool.title.as_deref(), a.title.as_deref(), "{}", spec.name);
+                assert!(!spec.hints.title.is_empty(), "{}", spec.name);
+                let hints = [
+                    a.read_only_hint,
+                    a.destructive_hint,
+                    a.idempotent_hint,
+                    a.open_world_hint,
+                ];
+                assert!(hints.iter().all(Option::is_some), "{}", spec.name);
+                if a.read_only_hint == Some(true) {
+                    assert_eq!(a.destructive_hint, Some(false), "{}", spec.name);
+                    assert_eq!(a.open_world_hint, Some(false), "{}", spec.name);
+                }
+            }
+        }
     }
 
     #[test]

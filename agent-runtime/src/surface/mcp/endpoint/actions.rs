@@ -1,6 +1,6 @@
-//! The action tools of a bound token (`docs/mcp.md` §Action tools): its session's available
-//! actions, named by the catalog of its app (the hosted app's, built once, or a paired app's,
-//! from its description).
+//! The action tools of a bound token (`docs/mcp.md` §Action tools): every action its app lets an
+//! agent send, named by the catalog of its app (the hosted app's, built once, or a paired app's,
+//! from its description). The list depends on the app's schema, never on the state.
 
 use std::sync::Arc;
 
@@ -11,6 +11,27 @@ use crate::app::App;
 use crate::ops::watch::Watched;
 use crate::ops::ApiError;
 use crate::surface::mcp::action_tools::ActionCatalog;
+
+/// What the list of the action tools stays the same with: a paired app's `schemaHash` (its
+/// list changes when it pairs again with another version), the hosted app's for the process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ListKey {
+    /// Action tools off: none listed.
+    Off,
+    /// The hosted app's list, fixed for the process.
+    Hosted,
+    /// A paired app's list, fixed while its `schemaHash` is.
+    Paired(Option<String>),
+}
+
+/// The action tools of a token and whether they can change while the token is bound.
+pub(crate) struct SessionTools {
+    /// The tools.
+    pub tools: Vec<Tool>,
+    /// The list changes only with the process (a hosted app, or action tools off); a paired
+    /// app's changes when it pairs again with another version.
+    pub fixed: bool,
+}
 
 /// The catalog of `watched`'s app: `hosted` for a hosted session.
 pub(super) async fn catalog(
@@ -25,46 +46,38 @@ pub(super) async fn catalog(
     }
 }
 
-/// The action tools of `watched` now (none when action tools are off).
-pub(crate) async fn available_tools<A: App>(
+/// What the action tool list of `watched` stays the same with.
+pub(crate) async fn list_key<A: App>(
     server: &McpState<A>,
     watched: &Watched,
-    hosted: &Arc<ActionCatalog>,
-) -> Result<Vec<Tool>, ApiError> {
+) -> Result<ListKey, ApiError> {
     if !server.options().mcp.action_tools {
-        return Ok(Vec::new());
+        return Ok(ListKey::Off);
     }
-    let catalog = catalog(watched, hosted).await?;
-    Ok(catalog.tools(&watched.actions().await?))
+    if !watched.is_relayed() {
+        return Ok(ListKey::Hosted);
+    }
+    let description = watched.describe().await?;
+    let hash = description.get("schemaHash").and_then(|h| h.as_str());
+    Ok(ListKey::Paired(hash.map(str::to_owned)))
 }
 
-/// The names of [`available_tools`], without building the tools.
-pub(crate) async fn available_names<A: App>(
-    server: &McpState<A>,
-    watched: &Watched,
-    hosted: &Arc<ActionCatalog>,
-) -> Result<Vec<String>, ApiError> {
-    if !server.options().mcp.action_tools {
-        return Ok(Vec::new());
-    }
-    let catalog = catalog(watched, hosted).await?;
-    Ok(catalog.names(&watched.actions().await?))
-}
-
-/// The action tools of the token `tid` now (none when action tools are off).
+/// The action tools of the token `tid` (none when action tools are off).
 pub(crate) async fn session_tools<A: App>(
     server: &McpState<A>,
     tid: &str,
     hosted: &Arc<ActionCatalog>,
-) -> Result<Vec<Tool>, ApiError> {
+) -> Result<SessionTools, ApiError> {
     if !server.options().mcp.action_tools {
-        return Ok(Vec::new());
+        return Ok(SessionTools {
+            tools: Vec::new(),
+            fixed: true,
+        });
     }
     let watched = Watched::open(server, tid).await?;
-    available_tools(server, &watched, hosted).await
-}
-
-/// The names of `tools`, to tell when the list changed.
-pub(crate) fn names(tools: &[Tool]) -> Vec<String> {
-    tools.iter().map(|t| t.name.to_string()).collect()
+    let catalog = catalog(&watched, hosted).await?;
+    Ok(SessionTools {
+        tools: catalog.tools().to_vec(),
+        fixed: !watched.is_relayed(),
+    })
 }

@@ -87,7 +87,6 @@ impl<A: App> McpHandler<A> {
         self.watch.replace(notify::watch(
             self.server.clone(),
             tid,
-            self.runner.hosted().clone(),
             Outlet::Session(peer),
             self.interest.clone(),
             announce,
@@ -170,6 +169,10 @@ impl<A: App> McpHandler<A> {
     }
 }
 
+/// `ttlMs` of a `tools/list` that cannot change for its credential (2026-07-28, a hosted app):
+/// a new version of the app (a restart) is seen within it.
+const STABLE_LIST_TTL_MS: u64 = 10 * 60 * 1000;
+
 /// The HTTP request behind `context`.
 fn parts(context: &RequestContext<RoleServer>) -> Option<&Parts> {
     context.extensions.get::<Parts>()
@@ -220,17 +223,27 @@ impl<A: App> ServerHandler for McpHandler<A> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = self.runner.tools().list().tools;
+        // The 18 tools alone are the same for everyone.
+        let mut fixed = true;
         if let Some(binding) = self.binding(parts(&context)) {
             // A session that cannot be read now (paused) lists no actions.
-            if let Ok(actions) =
-                session_tools(&self.server, &binding.tid, self.runner.hosted()).await
-            {
-                tools.extend(actions);
+            match session_tools(&self.server, &binding.tid, self.runner.hosted()).await {
+                Ok(actions) => {
+                    tools.extend(actions.tools);
+                    fixed = actions.fixed;
+                }
+                Err(_) => fixed = false,
             }
         }
-        // The list depends on the caller's token and its session's state.
+        // The list depends on the caller's token and its app's schema, never on the state: a
+        // sessionless client may keep it while nothing can change it; a session may bind or
+        // unbind (`connect_session`), a paired app pair again, so theirs stays fresh.
+        let ttl = match session_id(&context) {
+            None if fixed => STABLE_LIST_TTL_MS,
+            _ => 0,
+        };
         Ok(ListToolsResult::with_all_items(tools)
-            .with_ttl_ms(0)
+            .with_ttl_ms(ttl)
             .with_cache_scope(CacheScope::Private))
     }
 
@@ -382,7 +395,6 @@ impl<A: App> ServerHandler for McpHandler<A> {
         let watch = notify::watch(
             self.server.clone(),
             binding.tid,
-            self.runner.hosted().clone(),
             Outlet::Listen(subscription.sink().clone()),
             Arc::new(interest),
             false,

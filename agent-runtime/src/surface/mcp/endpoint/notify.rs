@@ -1,5 +1,6 @@
 //! What `/agent/mcp` tells a client without being asked (`docs/mcp.md` §Notifications): the
-//! action tool list changed, a subscribed resource was updated.
+//! action tool list changed (it depends on the app's schema, not on the state: a paired app
+//! that pairs again with another version, or goes away), a subscribed resource was updated.
 //!
 //! One watch per client: a legacy session's (its server stream, from the moment it is bound)
 //! or a 2026-07-28 `subscriptions/listen` stream's. It waits on the bound session's commits and
@@ -15,11 +16,10 @@ use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::service::{Peer, SubscriptionSink};
 use rmcp::RoleServer;
 
-use super::actions::{available_names, names, session_tools};
+use super::actions::{list_key, ListKey};
 use super::McpState;
 use crate::app::App;
 use crate::ops::watch::{Change, Watched};
-use crate::surface::mcp::action_tools::ActionCatalog;
 use crate::surface::mcp::resources::{DESCRIBE_URI, STATE_URI};
 use agent_schema::protocol::ErrorCode;
 
@@ -90,14 +90,14 @@ impl Interest {
 pub(crate) async fn watch<A: App>(
     server: McpState<A>,
     tid: String,
-    hosted: Arc<ActionCatalog>,
     outlet: Outlet,
     interest: Arc<Interest>,
     announce: bool,
 ) {
-    let mut listed = match session_tools(&server, &tid, &hosted).await {
-        Ok(tools) => names(&tools),
-        Err(_) => Vec::new(),
+    // `None`: the session cannot be read (paused): no action tools listed.
+    let mut listed = match Watched::open(&server, &tid).await {
+        Ok(watched) => list_key(&server, &watched).await.ok(),
+        Err(_) => None,
     };
     if announce && interest.tools && !outlet.tools_changed().await {
         return;
@@ -109,16 +109,23 @@ pub(crate) async fn watch<A: App>(
             Err(e) if matches!(e.code(), ErrorCode::AuthFailed | ErrorCode::Revoked) => return,
             Err(_) => {
                 // Paused (a paired app away): its actions are gone from the list.
-                if interest.tools && !listed.is_empty() {
-                    listed.clear();
-                    if !outlet.tools_changed().await {
-                        return;
-                    }
+                if interest.tools
+                    && listed.take().is_some_and(|key| key != ListKey::Off)
+                    && !outlet.tools_changed().await
+                {
+                    return;
                 }
                 tokio::time::sleep(RETRY).await;
                 continue;
             }
         };
+        // Back from a pause: its actions are listed again.
+        if interest.tools
+            && listed.is_none()
+            && !relist(&server, &watched, &mut listed, &outlet).await
+        {
+            return;
+        }
         let change = watched.next_change(WAIT).await;
         // A paired app that (re)paired has a description of its own.
         if interest.wants(DESCRIBE_URI) {
@@ -135,16 +142,10 @@ pub(crate) async fn watch<A: App>(
         match change {
             Ok(Change::Quiet) => {}
             Ok(Change::Changed) => {
-                if interest.tools {
-                    let now = available_names(&server, &watched, &hosted)
-                        .await
-                        .unwrap_or_default();
-                    if now != listed {
-                        listed = now;
-                        if !outlet.tools_changed().await {
-                            return;
-                        }
-                    }
+                // A commit changes the list only when the app's schema changed with it (a
+                // paired app paired again); a route gate moving does not.
+                if interest.tools && !relist(&server, &watched, &mut listed, &outlet).await {
+                    return;
                 }
                 if interest.wants(STATE_URI) && !outlet.resource_updated(STATE_URI).await {
                     return;
@@ -153,6 +154,25 @@ pub(crate) async fn watch<A: App>(
             Err(_) => tokio::time::sleep(RETRY).await,
         }
     }
+}
+
+/// Reads what `watched`'s action tool list stays the same with and tells the client when the
+/// list changed from `listed` (a list of none to none is no change); false when the client did
+/// not take the notification.
+async fn relist<A: App>(
+    server: &McpState<A>,
+    watched: &Watched,
+    listed: &mut Option<ListKey>,
+    outlet: &Outlet,
+) -> bool {
+    let now = list_key(server, watched).await.ok();
+    if now == *listed {
+        return true;
+    }
+    let lists = |key: &Option<ListKey>| key.as_ref().is_some_and(|k| *k != ListKey::Off);
+    let changed = lists(listed) || lists(&now);
+    *listed = now;
+    !changed || outlet.tools_changed().await
 }
 
 /// Aborts the watch task it holds when dropped (with the handler of its MCP session).

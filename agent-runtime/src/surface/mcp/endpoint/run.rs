@@ -248,9 +248,39 @@ impl<A: App> ToolRunner<A> {
             return Err(unknown());
         }
         let op = Operation::Message;
+        let reader = watched.clone();
         let reply = forwarder.call(watched.into_caller(), op, body).await;
-        Ok(passed_on(op, reply))
+        let answer = match reply.into_outcome() {
+            Ok(success) => success,
+            Err(e) => return Ok(ToolAnswer::Result(Box::new(failed(op, &e).into()))),
+        };
+        // The state does not offer the action now: nothing was dispatched; the agent is
+        // told why and what it may call instead, as a tool error.
+        if let Some(detail) = unavailable(&answer) {
+            let available = reader.actions().await.unwrap_or_default();
+            let refusal = catalog.unavailable(entry, detail.as_deref(), &available);
+            return Ok(ToolAnswer::Result(Box::new(refusal.into())));
+        }
+        Ok(ToolAnswer::Passed(answer))
     }
+}
+
+/// `Some(detail)` when `answer` is `send_message`'s `{"status":"rejected","reason":
+/// "unavailable"}` (`docs/semantics.md` §5.1 step 3). Only an answer that names the reason is
+/// read.
+fn unavailable(answer: &ops::Success) -> Option<Option<String>> {
+    if !answer.text().contains("\"unavailable\"") {
+        return None;
+    }
+    let value: Value = serde_json::from_str(answer.text()).ok()?;
+    let refused = value.get("status").and_then(Value::as_str) == Some("rejected")
+        && value.get("reason").and_then(Value::as_str) == Some("unavailable");
+    refused.then(|| {
+        value
+            .get("detail")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    })
 }
 
 /// The answer of `op` (one [`passes_on`]) of `reply`: passed on unchanged on success, else
