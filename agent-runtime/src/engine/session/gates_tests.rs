@@ -3,7 +3,6 @@
 //! sent and again when its turn comes; the human is never gated; `ActionGates::Advisory`
 //! keeps the reference protocol's advisory meaning.
 
-use std::future::Future;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -14,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{DispatchOptions, Session};
-use crate::app::{App, Bindings, EffectContext, EffectError};
+use crate::app::{App, Bindings};
 use crate::config::{ActionGates, HostConfig};
 use crate::security::MemoryAuditSink;
 use crate::AgentMsg;
@@ -54,14 +53,6 @@ impl App for Notes {
     type Msg = Msg;
     type Effect = ();
 
-    fn name(&self) -> &str {
-        "notes"
-    }
-
-    fn version(&self) -> &str {
-        "1"
-    }
-
     fn init(&self) -> (State, Vec<()>) {
         (
             State {
@@ -97,16 +88,6 @@ impl App for Notes {
             bound.push(MsgKind::Archive);
         }
         bound.into()
-    }
-
-    // The trait asks for a `'static` future, which an `async fn` borrowing `self` is not.
-    #[allow(clippy::manual_async_fn)]
-    fn run_effect(
-        &self,
-        _effect: (),
-        _ctx: EffectContext<Msg>,
-    ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static {
-        async { Ok(()) }
     }
 }
 
