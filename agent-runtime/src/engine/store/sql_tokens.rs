@@ -42,13 +42,18 @@ macro_rules! impl_sql_tokens {
                 let sql = format!(
                     "SELECT {TOKEN_COLUMNS} FROM agent_tokens WHERE {condition} ORDER BY ord, tid"
                 );
+                // The pending touches are read before the query too: a touch the flusher
+                // writes while the query runs may be stored after the query's snapshot and
+                // forgotten (written) before the overlay below, and would be lost to this read.
+                let before = self.touches.snapshot();
                 let rows = sqlx::query(&sql).bind(value).fetch_all(&self.pool).await?;
                 let mut records = rows
                     .iter()
                     .map(token_from_row)
                     .collect::<Result<Vec<_>, sqlx::Error>>()?;
                 for r in &mut records {
-                    if let Some(at) = self.touches.get(&r.tid) {
+                    let pending = [before.get(&r.tid).copied(), self.touches.get(&r.tid)];
+                    for at in pending.into_iter().flatten() {
                         r.last_seen_at = r.last_seen_at.max(at);
                     }
                 }

@@ -2,8 +2,8 @@
 
 /// `lastSeenAt` updates waiting to be written: a LAP call touches its token every time, and
 /// writing each touch would double the writes of `/message`. Touches are written at most once
-/// a second per token by a flusher task; reads overlay the pending ones, so callers see every
-/// touch at once. A process killed loses at most the last second of `lastSeenAt` moves.
+/// a second per token by a flusher task; reads overlay the pending ones (those pending when
+/// the read began and when it ended), so callers see every touch at once. A process killed loses at most the last second of `lastSeenAt` moves.
 #[derive(Debug, Default)]
 pub(crate) struct Touches {
     pending: parking_lot::Mutex<std::collections::HashMap<String, u64>>,
@@ -28,6 +28,11 @@ impl Touches {
     /// The newest pending touch of `tid`.
     pub(crate) fn get(&self, tid: &str) -> Option<u64> {
         self.pending.lock().get(tid).copied()
+    }
+
+    /// Every pending touch, by token id (what a read overlays on the rows it reads).
+    pub(crate) fn snapshot(&self) -> std::collections::HashMap<String, u64> {
+        self.pending.lock().clone()
     }
 
     /// Every pending touch, to write: each stays pending (and overlaid on reads) until
