@@ -58,7 +58,9 @@ pub use options::{ServerOptions, DEFAULT_RATE_LIMIT};
 pub(crate) use reply::from_http;
 #[cfg(feature = "mcp")]
 pub(crate) use reply::{Outcome, Reply, Success};
-pub(crate) use spec::{OperationSpec, ToolHints};
+pub(crate) use spec::OperationSpec;
+#[cfg(feature = "mcp")]
+pub(crate) use spec::ToolHints;
 #[cfg(feature = "pairing")]
 pub(crate) use state::Pairing;
 pub(crate) use state::{ServerFields, ServerState};
