@@ -45,23 +45,20 @@ pub(crate) enum Origin {
 pub(crate) struct AgentDispatch {
     /// The `idempotencyKey` of a keyed `/message`: its commit records it.
     pub key: Option<KeyedDispatch>,
-    /// The action gates are enforced: the task refuses the message when the action is no
-    /// longer offered in the state it would be applied to (`docs/semantics.md` §5.1).
-    pub gated: bool,
     /// The sending token's id, for the `blocked` log entry of a refusal.
     pub tid: Option<String>,
 }
 
 impl Origin {
-    /// A message from an agent: with the key its commit records when it has one, checked
-    /// again against the action gates at its turn when `gated`.
+    /// A message from an agent: with the key its commit records when it has one. Under
+    /// enforced action gates (`gated`) the task checks it again at its turn
+    /// (`docs/semantics.md` §5.1); a message with neither travels as [`Origin::Plain`].
     pub(crate) fn agent(key: Option<KeyedDispatch>, gated: bool, tid: Option<&str>) -> Origin {
         if key.is_none() && !gated {
             return Origin::Plain;
         }
         Origin::Agent(Box::new(AgentDispatch {
             key,
-            gated,
             tid: tid.map(str::to_owned),
         }))
     }

@@ -47,18 +47,18 @@ pub(crate) async fn run<A: App>(
 }
 
 async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
+    // An agent's message is checked against the action gates again at its turn (a no-op
+    // under advisory gates).
     if let Origin::Agent(agent) = &env.origin {
-        if agent.gated {
-            let session = super::Session { core: core.clone() };
-            if let Some(detail) = session.refuse_at_turn(&env.msg, agent.tid.as_deref()) {
-                // Nothing applied: the ticket is done, its waiter reads the refusal.
-                core.committed_through
-                    .store(env.ticket, std::sync::atomic::Ordering::Release);
-                if let Some(committed) = env.committed.take() {
-                    let _ = committed.send(Applied::Refused(detail));
-                }
-                return;
+        let session = super::Session { core: core.clone() };
+        if let Some(detail) = session.refuse_at_turn(&env.msg, agent.tid.as_deref()) {
+            // Nothing applied: the ticket is done, its waiter reads the refusal.
+            core.committed_through
+                .store(env.ticket, std::sync::atomic::Ordering::Release);
+            if let Some(committed) = env.committed.take() {
+                let _ = committed.send(Applied::Refused(detail));
             }
+            return;
         }
     }
     let prev = core.published.borrow().clone();
