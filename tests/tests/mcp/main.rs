@@ -7,6 +7,7 @@ mod bounds;
 mod bounds_durable;
 mod default_bindings;
 mod fast_call;
+mod host_quirks;
 mod http;
 mod notes;
 mod slots;
