@@ -138,10 +138,10 @@ pub mod store {
     #[cfg(feature = "sqlite")]
     pub use crate::engine::store::SqliteStore;
     pub use crate::engine::store::{
-        CommitKey, CommitWrite, Committed, ConfirmsSwap, IdempotencyEntry, IdempotencyRecords,
-        InMemoryTokenStore, LogState, McpBinding, McpBindings, MemoryStore, SessionChanges,
-        SessionRecord, SessionStore, SigningKeys, StoreError, StoreKind, StoreResult, Stores,
-        TokenStore,
+        ChangesListener, CommitKey, CommitWrite, Committed, ConfirmsSwap, IdempotencyEntry,
+        IdempotencyRecords, InMemoryTokenStore, LogState, McpBinding, McpBindings, MemoryStore,
+        SessionChanges, SessionRecord, SessionStore, SigningKeys, StoreError, StoreKind,
+        StoreResult, Stores, TokenStore,
     };
     #[cfg(feature = "postgres")]
     pub use crate::engine::store::{PostgresStore, CHANGES_CHANNEL};

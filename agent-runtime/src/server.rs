@@ -236,6 +236,7 @@ impl<A: App> AgentServerBuilder<A> {
             durable_idempotency,
             durable_idempotency_swept: Default::default(),
             revocations,
+            draining: Default::default(),
             #[cfg(feature = "pairing")]
             pairing: crate::ops::Pairing::new(
                 self.options.pairing.clone(),
@@ -259,8 +260,9 @@ impl<A: App> AgentServer<A> {
     /// The agent surface as one `Router` (state already applied): LAP, the management and
     /// human routes, the console and `/agent/mcp`. Merge it into the app's.
     ///
-    /// Every route but `/agent/mcp` answers 403 to a `Host` outside
-    /// [`ServerOptions::allowed_hosts`] (`/agent/mcp` checks `mcp.allowed_hosts`).
+    /// Every route but `/agent/mcp` and the probes answers 403 to a `Host` outside
+    /// [`ServerOptions::allowed_hosts`] (`/agent/mcp` checks `mcp.allowed_hosts`; the probes
+    /// `/agent/healthz` and `/agent/readyz` answer any `Host`, `docs/operations.md` §Health).
     pub fn router(&self) -> axum::Router {
         let state = &self.state;
         let allowed = AllowedHosts::new(&state.options().allowed_hosts);
@@ -283,6 +285,8 @@ impl<A: App> AgentServer<A> {
                 }
             },
         ));
+        // The probes answer whatever the `Host`: an orchestrator asks on the pod's address.
+        let router = router.merge(crate::surface::health::health_routes(state));
         #[cfg(feature = "mcp")]
         let router = router.merge(crate::surface::mcp::endpoint::mcp_routes(
             state,
@@ -330,6 +334,19 @@ impl<A: App> AgentServer<A> {
     /// The host.
     pub fn host(&self) -> &Host<A> {
         self.state.host()
+    }
+
+    /// Marks the server as draining: from now on `GET /agent/readyz` answers 503 with
+    /// `"draining": true`, so that a load balancer stops sending it new traffic, while every
+    /// request keeps being served. Call it first when the process is asked to stop. It cannot
+    /// be undone.
+    pub fn start_draining(&self) {
+        self.state.start_draining();
+    }
+
+    /// Whether [`Self::start_draining`] was called.
+    pub fn is_draining(&self) -> bool {
+        self.state.is_draining()
     }
 
     /// The token store.

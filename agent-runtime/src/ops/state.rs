@@ -38,6 +38,8 @@ pub(crate) struct ServerFields<A: App> {
     pub(crate) durable_idempotency_swept: std::sync::atomic::AtomicU64,
     /// Revoked tids, so in-flight long polls of that token end with 403.
     pub(crate) revocations: broadcast::Sender<String>,
+    /// Set by [`crate::AgentServer::start_draining`]: readiness answers 503.
+    pub(crate) draining: std::sync::atomic::AtomicBool,
     /// Paired sockets and which tokens are paired.
     #[cfg(feature = "pairing")]
     pub(crate) pairing: Pairing,
@@ -75,6 +77,20 @@ impl<A: App> ServerState<A> {
     /// The token store.
     pub(crate) fn tokens(&self) -> &Arc<dyn TokenStore> {
         &self.inner.tokens
+    }
+
+    /// Whether the server is draining (`docs/operations.md` §Health).
+    pub(crate) fn is_draining(&self) -> bool {
+        self.inner
+            .draining
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Marks the server as draining.
+    pub(crate) fn start_draining(&self) {
+        self.inner
+            .draining
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The options.

@@ -8,6 +8,7 @@
 #[cfg(feature = "console")]
 pub(crate) mod console;
 pub(crate) mod cors;
+pub(crate) mod health;
 pub(crate) mod lap;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp;

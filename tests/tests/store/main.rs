@@ -9,6 +9,7 @@ mod chaos_keys;
 mod commit_log;
 mod conformance;
 mod fleet_postgres;
+mod health;
 mod migration;
 mod replica_decisions;
 mod restart_sqlite;

@@ -53,7 +53,7 @@ pub use records::{
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
-pub use traits::{IdempotencyRecords, McpBindings, SessionStore, SigningKeys};
+pub use traits::{ChangesListener, IdempotencyRecords, McpBindings, SessionStore, SigningKeys};
 
 use crate::security::IdentityKey;
 

@@ -57,7 +57,16 @@ pub struct PostgresStore {
     /// Fed by one `LISTEN` task, started by the first
     /// [`SessionStore::changes`](crate::engine::store::SessionStore::changes) call.
     changes: std::sync::Arc<std::sync::OnceLock<tokio::sync::broadcast::Sender<String>>>,
+    /// Whether that task is listening now (one of the `LISTENER_` values).
+    listening: std::sync::Arc<std::sync::atomic::AtomicU8>,
 }
+
+/// [`PostgresStore::listening`]: the `LISTEN` task has not started.
+const LISTENER_NOT_STARTED: u8 = 0;
+/// [`PostgresStore::listening`]: connected and listening.
+const LISTENER_LISTENING: u8 = 1;
+/// [`PostgresStore::listening`]: connecting again.
+const LISTENER_RECONNECTING: u8 = 2;
 
 impl PostgresStore {
     /// Connects to `url` (`postgres://user@host:port/db`) and creates the tables when missing.
@@ -82,6 +91,7 @@ impl PostgresStore {
             touches: Default::default(),
             token_cache: None,
             changes: Default::default(),
+            listening: Default::default(),
         })
     }
 
@@ -91,6 +101,9 @@ impl PostgresStore {
         let (tx, _) = tokio::sync::broadcast::channel(CHANGES_CAPACITY);
         let sender = tx.clone();
         let pool = self.pool.clone();
+        let listening = self.listening.clone();
+        let set = move |state: u8| listening.store(state, std::sync::atomic::Ordering::Relaxed);
+        set(LISTENER_RECONNECTING);
         tokio::spawn(async move {
             loop {
                 let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
@@ -106,6 +119,7 @@ impl PostgresStore {
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     continue;
                 }
+                set(LISTENER_LISTENING);
                 loop {
                     match listener.recv().await {
                         Ok(n) => {
@@ -115,6 +129,7 @@ impl PostgresStore {
                         }
                         Err(e) => {
                             tracing::warn!(target: "agent_runtime::store", "LISTEN lost: {e}");
+                            set(LISTENER_RECONNECTING);
                             break;
                         }
                     }
@@ -122,6 +137,16 @@ impl PostgresStore {
             }
         });
         tx
+    }
+
+    /// The state of the `LISTEN` task
+    /// ([`SessionStore::listener`](crate::engine::store::SessionStore::listener)).
+    fn listener_state(&self) -> super::ChangesListener {
+        match self.listening.load(std::sync::atomic::Ordering::Relaxed) {
+            LISTENER_NOT_STARTED => super::ChangesListener::NotStarted,
+            LISTENER_LISTENING => super::ChangesListener::Listening,
+            _ => super::ChangesListener::Reconnecting,
+        }
     }
 
     /// The connection pool.

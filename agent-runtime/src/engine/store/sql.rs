@@ -14,6 +14,10 @@ macro_rules! impl_sql_store {
             fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
                 Some(self.changes.get_or_init(|| self.listen()).subscribe())
             }
+
+            fn listener(&self) -> $crate::engine::store::ChangesListener {
+                self.listener_state()
+            }
         });
     };
     ($store:ty, $db:ty) => {

@@ -461,6 +461,13 @@ macro_rules! impl_sql_sessions {
                 })
             }
 
+            fn ping(&self) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<()>> {
+                Box::pin(async move {
+                    sqlx::query("SELECT 1").execute(&self.pool).await?;
+                    Ok(())
+                })
+            }
+
             fn session_count(
                 &self,
             ) -> futures::future::BoxFuture<'_, $crate::engine::store::StoreResult<u64>> {

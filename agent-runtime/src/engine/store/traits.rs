@@ -119,6 +119,49 @@ pub trait SessionStore: Send + Sync {
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
         None
     }
+
+    /// Whether the store answers now: a trivial query on a database (the readiness probe,
+    /// `docs/operations.md` §Health); in memory, always.
+    fn ping(&self) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The state of the task that hears other processes' changes ([`Self::changes`]).
+    fn listener(&self) -> ChangesListener {
+        ChangesListener::NotShared
+    }
+}
+
+/// The state of a store's change listener ([`SessionStore::listener`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChangesListener {
+    /// The store is not shared: there is nothing to hear.
+    NotShared,
+    /// Shared, but nothing asked for the changes yet.
+    NotStarted,
+    /// Connected and listening.
+    Listening,
+    /// The connection was lost (or never made): reconnecting; changes made meanwhile are not
+    /// heard.
+    Reconnecting,
+}
+
+impl ChangesListener {
+    /// Its wire name in the readiness answer.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangesListener::NotShared => "not-shared",
+            ChangesListener::NotStarted => "not-started",
+            ChangesListener::Listening => "listening",
+            ChangesListener::Reconnecting => "reconnecting",
+        }
+    }
+
+    /// Whether the listener lets the process serve (everything but [`Self::Reconnecting`]).
+    pub fn is_ready(self) -> bool {
+        self != ChangesListener::Reconnecting
+    }
 }
 
 /// Where the first answers of keyed `/message` calls live (`docs/lap.md` §5.7).
