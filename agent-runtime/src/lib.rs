@@ -110,7 +110,7 @@ pub use algo::catalog::describe;
 pub use algo::tracked::{TrackedMap, TrackedVec};
 pub use engine::host::Host;
 pub use engine::session::Session;
-pub use listener::{serve, Serve};
+pub use listener::{serve, shutdown_signal, Serve};
 pub use ops::{ApiError, Operation, ServerOptions, DEFAULT_RATE_LIMIT, IDEMPOTENCY_WINDOW};
 pub use server::{AgentServer, AgentServerBuilder, BuildError};
 

@@ -55,13 +55,19 @@ pub(crate) const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30)
 pub(crate) const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default of [`Serve::idle_timeout`].
 pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default of [`Serve::shutdown_timeout`].
+pub(crate) const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A future that resolves when the server should stop.
+type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Serves `router` on `listener` with a header-read, a body-read and an idle timeout,
 /// `TCP_NODELAY` on every connection, and the peer address in each request as axum's
 /// `ConnectInfo<SocketAddr>` (the rate limits' key).
 ///
-/// The returned [`Serve`] is a future (through `IntoFuture`) that runs until the listener
-/// fails; configure it first with its methods.
+/// The returned [`Serve`] is a future (through `IntoFuture`) that runs until its
+/// [graceful shutdown](Serve::with_graceful_shutdown) signal, if any; configure it first with
+/// its methods.
 pub fn serve(listener: TcpListener, router: Router) -> Serve {
     Serve {
         listener,
@@ -69,6 +75,8 @@ pub fn serve(listener: TcpListener, router: Router) -> Serve {
         header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
         body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
         idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        shutdown: None,
+        shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
     }
 }
 
@@ -80,6 +88,8 @@ pub struct Serve {
     header_read_timeout: Duration,
     body_read_timeout: Duration,
     idle_timeout: Duration,
+    shutdown: Option<Signal>,
+    shutdown_timeout: Duration,
 }
 
 impl std::fmt::Debug for Serve {
@@ -88,6 +98,8 @@ impl std::fmt::Debug for Serve {
             .field("header_read_timeout", &self.header_read_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("graceful_shutdown", &self.shutdown.is_some())
+            .field("shutdown_timeout", &self.shutdown_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -113,7 +125,27 @@ impl Serve {
         self
     }
 
-    async fn run(self) -> io::Result<()> {
+    /// Stops when `signal` resolves: no new connection is accepted, every connection is told
+    /// to finish (HTTP/1 closes after the response in flight, HTTP/2 sends `GOAWAY`), and the
+    /// future completes when they are all done or after [`Self::shutdown_timeout`], whichever
+    /// comes first (the rest are then dropped). With
+    /// [`AgentServer::begin_shutdown`](crate::AgentServer::begin_shutdown) in `signal`, long
+    /// polls and event streams end at once instead of holding their connection to the deadline.
+    pub fn with_graceful_shutdown(
+        mut self,
+        signal: impl Future<Output = ()> + Send + 'static,
+    ) -> Self {
+        self.shutdown = Some(Box::pin(signal));
+        self
+    }
+
+    /// How long a graceful shutdown waits for open connections. Default 30 s.
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+
+    async fn run(mut self) -> io::Result<()> {
         let mut builder = Builder::new(TokioExecutor::new());
         builder
             .http1()
@@ -124,8 +156,17 @@ impl Serve {
             .timer(TokioTimer::new())
             .keep_alive_interval(None);
         let builder = Arc::new(builder);
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let mut signal: Signal = self
+            .shutdown
+            .take()
+            .unwrap_or_else(|| Box::pin(std::future::pending()));
         loop {
-            let (tcp, peer) = match self.listener.accept().await {
+            let accepted = tokio::select! {
+                accepted = self.listener.accept() => accepted,
+                () = &mut signal => break,
+            };
+            let (tcp, peer) = match accepted {
                 Ok(accepted) => accepted,
                 Err(e) if is_connection_error(&e) => continue,
                 Err(e) => {
@@ -141,9 +182,22 @@ impl Serve {
                 router: self.router.clone(),
                 body_read_timeout: self.body_read_timeout,
                 idle_timeout: self.idle_timeout,
+                watcher: graceful.watcher(),
             };
             tokio::spawn(connection.run(tcp, peer));
         }
+        // Stop accepting, then let the open connections finish, up to the deadline.
+        drop(self.listener);
+        if tokio::time::timeout(self.shutdown_timeout, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "graceful shutdown: connections still open after {:?}; dropping them",
+                self.shutdown_timeout
+            );
+        }
+        Ok(())
     }
 }
 
@@ -170,6 +224,8 @@ struct Connection {
     router: Router,
     body_read_timeout: Duration,
     idle_timeout: Duration,
+    /// Tells the connection to finish when the server shuts down gracefully.
+    watcher: hyper_util::server::graceful::Watcher,
 }
 
 impl Connection {
@@ -186,9 +242,11 @@ impl Connection {
             request.extensions_mut().insert(ConnectInfo(peer));
             router.clone().oneshot(request)
         });
-        let connection = self
-            .builder
-            .serve_connection_with_upgrades(io, TowerToHyperService::new(service));
+        let connection = self.watcher.watch(
+            self.builder
+                .serve_connection_with_upgrades(io, TowerToHyperService::new(service))
+                .into_owned(),
+        );
         tokio::select! {
             result = connection => {
                 if let Err(e) = result {
@@ -292,4 +350,35 @@ impl AsyncWrite for ActivityIo {
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
+}
+
+/// Resolves when the process is asked to stop: SIGTERM (an orchestrator, `kill`) or Ctrl-C
+/// (SIGINT), whichever comes first. For [`Serve::with_graceful_shutdown`]. If a handler
+/// cannot be installed, only the other one is waited for (and a warning is logged).
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!("cannot listen for Ctrl-C: {e}");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+    tracing::info!("stop signal received: shutting down");
 }

@@ -237,6 +237,7 @@ impl<A: App> AgentServerBuilder<A> {
             durable_idempotency_swept: Default::default(),
             revocations,
             draining: Default::default(),
+            stopping: tokio::sync::watch::channel(false).0,
             #[cfg(feature = "pairing")]
             pairing: crate::ops::Pairing::new(
                 self.options.pairing.clone(),
@@ -347,6 +348,45 @@ impl<A: App> AgentServer<A> {
     /// Whether [`Self::start_draining`] was called.
     pub fn is_draining(&self) -> bool {
         self.state.is_draining()
+    }
+
+    /// Begins a graceful shutdown (`docs/operations.md` §Shutdown): draining (readiness 503),
+    /// long polls (`/wait`, `/confirm-result`, `wait_for_change`, `get_confirm_result`) answer
+    /// 503 `shutting-down` with `Retry-After: 1`, the human event streams end with a
+    /// `shutting-down` event that asks the browser to reconnect in a second, paired sockets
+    /// close with 1001 (going away, so the app resumes on the next instance), legacy MCP
+    /// sessions' transports close (a durable store keeps their bindings: the client's next
+    /// request is restored on the next instance), and mints and new MCP sessions are refused
+    /// with 503 `shutting-down`. Calls in flight (a dispatch, a
+    /// decision) run to their end. Call it when the stop signal comes, before
+    /// [`Serve::with_graceful_shutdown`](crate::Serve::with_graceful_shutdown) waits for the
+    /// connections, then [`Self::finish_shutdown`].
+    pub fn begin_shutdown(&self) {
+        self.state.begin_stopping();
+        // Legacy MCP sessions' event streams end with their transport; a durable store keeps
+        // their bindings for the next instance to restore.
+        #[cfg(feature = "mcp")]
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let sessions = self.mcp.clone();
+            runtime.spawn(async move { sessions.close_transports().await });
+        }
+    }
+
+    /// Ends a shutdown once the connections are done: writes the token touches the store holds
+    /// back, waits for the audit sink to store every entry, and closes the store (its
+    /// connections and PostgreSQL's change listener). An error says which write failed; the
+    /// rest is still done.
+    pub async fn finish_shutdown(&self) -> Result<(), StoreError> {
+        self.state.begin_stopping();
+        let flushed = self.state.tokens().flush().await;
+        if let Err(e) = &flushed {
+            tracing::error!("shutdown: the token touches were not all written: {e}");
+        }
+        self.state.audit_sink().flush().await;
+        if let Some(store) = self.state.host().session_store() {
+            store.close().await;
+        }
+        flushed
     }
 
     /// The token store.

@@ -138,7 +138,7 @@ pub struct RunningExample<A: App> {
     pub server: AgentServer<A>,
     /// The bound address.
     pub addr: SocketAddr,
-    /// The serving task (ends only on a server error).
+    /// The serving task (ends on a server error, or after a graceful shutdown).
     pub task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
@@ -169,13 +169,30 @@ impl<A: App> RunningExample<A> {
 
 /// Binds `127.0.0.1:<opts.port>` and serves `app`'s agent surface on a tokio task.
 pub async fn start<A: App>(app: A, opts: &ExampleOptions) -> std::io::Result<RunningExample<A>> {
+    start_until(app, opts, std::future::pending()).await
+}
+
+/// [`start`], shutting down gracefully when `stop` resolves (`docs/operations.md`
+/// §Shutdown): the server begins its shutdown, the open connections finish (30 s at most),
+/// and the task ends; then call [`AgentServer::finish_shutdown`].
+pub async fn start_until<A: App>(
+    app: A,
+    opts: &ExampleOptions,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<RunningExample<A>> {
     let server = agent_server(app, opts)
         .await
         .map_err(std::io::Error::other)?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await?;
     let addr = listener.local_addr()?;
+    let stopping = server.clone();
     // Header-read, body-read and idle timeouts, TCP_NODELAY, the peer address for rate limits.
-    let task = tokio::spawn(agent_runtime::serve(listener, server.router()).into_future());
+    let serve =
+        agent_runtime::serve(listener, server.router()).with_graceful_shutdown(async move {
+            stop.await;
+            stopping.begin_shutdown();
+        });
+    let task = tokio::spawn(serve.into_future());
     Ok(RunningExample { server, addr, task })
 }
 
@@ -212,7 +229,8 @@ async fn serve_until_interrupted<A: App>(app: A, opts: ExampleOptions) {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .try_init();
-    let running = match start(app, &opts).await {
+    // SIGTERM (an orchestrator, `kill`) or Ctrl-C: a graceful shutdown.
+    let running = match start_until(app, &opts, agent_runtime::shutdown_signal()).await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("cannot serve on 127.0.0.1:{}: {e}", opts.port);
@@ -224,6 +242,11 @@ async fn serve_until_interrupted<A: App>(app: A, opts: ExampleOptions) {
         Ok(Ok(())) => {}
         Ok(Err(e)) => eprintln!("server error: {e}"),
         Err(e) => eprintln!("server task failed: {e}"),
+    }
+    // What the store and the audit sink hold back is written before the process ends.
+    if let Err(e) = running.server.finish_shutdown().await {
+        eprintln!("shutdown: {e}");
+        std::process::exit(1);
     }
 }
 

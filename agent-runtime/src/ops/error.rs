@@ -112,6 +112,17 @@ impl ApiError {
         }
     }
 
+    /// A 503 `shutting-down` with `Retry-After: 1` (`docs/operations.md` §Shutdown): a long
+    /// poll ended, or a mint or an MCP session refused, because the server is stopping.
+    pub(crate) fn shutting_down() -> Self {
+        ApiError {
+            retry_after: Some(1),
+            ..Self::new(ErrorCode::ShuttingDown).with_detail(
+                "the server is shutting down: call again in a second (another instance, or this one restarted, answers)",
+            )
+        }
+    }
+
     /// A 500 carrying the code and detail a paired app answered an `rpc` with.
     #[cfg(feature = "pairing")]
     pub(crate) fn relayed(code: String, detail: Option<String>) -> Self {

@@ -154,7 +154,19 @@ pub(crate) async fn serve<A: App, R: Send + 'static>(
     let tid = caller.record.tid.clone();
     if !conduct.detached {
         let run = run(server.clone(), spec, caller, request, args, None, handler);
-        return with_revocation(server, &tid, run).await;
+        if !conduct.touch_on_arrival {
+            return with_revocation(server, &tid, run).await;
+        }
+        // A long poll ends when the server shuts down, with a hint to call again
+        // (`docs/operations.md` §Shutdown): it reads, so nothing is lost.
+        if server.is_stopping() {
+            return Reply::error(ApiError::shutting_down());
+        }
+        let stopped = server.stopped();
+        return tokio::select! {
+            reply = with_revocation(server, &tid, run) => reply,
+            () = stopped => Reply::error(ApiError::shutting_down()),
+        };
     }
     let record = caller.record.clone();
     let task_server = server.clone();

@@ -40,6 +40,9 @@ pub(crate) struct ServerFields<A: App> {
     pub(crate) revocations: broadcast::Sender<String>,
     /// Set by [`crate::AgentServer::start_draining`]: readiness answers 503.
     pub(crate) draining: std::sync::atomic::AtomicBool,
+    /// `true` once [`crate::AgentServer::begin_shutdown`] ran: long polls and event streams
+    /// end, paired sockets close, mints and MCP sessions are refused.
+    pub(crate) stopping: tokio::sync::watch::Sender<bool>,
     /// Paired sockets and which tokens are paired.
     #[cfg(feature = "pairing")]
     pub(crate) pairing: Pairing,
@@ -91,6 +94,27 @@ impl<A: App> ServerState<A> {
         self.inner
             .draining
             .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the server is shutting down (`docs/operations.md` §Shutdown).
+    pub(crate) fn is_stopping(&self) -> bool {
+        *self.inner.stopping.borrow()
+    }
+
+    /// Starts the shutdown: draining, and every [`Self::stopped`] resolves.
+    pub(crate) fn begin_stopping(&self) {
+        self.start_draining();
+        self.inner.stopping.send_replace(true);
+    }
+
+    /// Resolves once the server is shutting down (at once if it is).
+    pub(crate) fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut stopping = self.inner.stopping.subscribe();
+        async move {
+            // The sender lives as long as the state; a closed channel cannot happen while
+            // anyone waits, and would mean the server is gone: stop too.
+            let _ = stopping.wait_for(|stopping| *stopping).await;
+        }
     }
 
     /// The options.

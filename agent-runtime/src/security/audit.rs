@@ -188,11 +188,21 @@ impl AuditEntry {
 pub trait AuditSink: Send + Sync {
     /// Records one entry.
     fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()>;
+
+    /// Completes when every entry written so far is stored (a shutdown waits for it,
+    /// `docs/operations.md` §Shutdown); at once by default.
+    fn flush(&self) -> BoxFuture<'static, ()> {
+        futures::future::ready(()).boxed()
+    }
 }
 
 impl<T: AuditSink + ?Sized> AuditSink for Arc<T> {
     fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()> {
         (**self).write(entry)
+    }
+
+    fn flush(&self) -> BoxFuture<'static, ()> {
+        (**self).flush()
     }
 }
 
@@ -248,6 +258,8 @@ fn readable_line(entry: &AuditEntry) -> String {
 pub struct JsonLinesAuditSink {
     path: Arc<PathBuf>,
     file: Arc<tokio::sync::Mutex<tokio::fs::File>>,
+    /// Appends started and not finished, and the signal of each one finishing.
+    in_flight: Arc<(std::sync::atomic::AtomicUsize, tokio::sync::Notify)>,
 }
 
 impl fmt::Debug for JsonLinesAuditSink {
@@ -270,6 +282,7 @@ impl JsonLinesAuditSink {
         Ok(JsonLinesAuditSink {
             path: Arc::new(path),
             file: Arc::new(tokio::sync::Mutex::new(file)),
+            in_flight: Default::default(),
         })
     }
 
@@ -288,12 +301,21 @@ impl AuditSink for JsonLinesAuditSink {
         let path = Arc::clone(&self.path);
         let mut line = entry.to_json();
         line.push('\n');
+        let in_flight = Arc::clone(&self.in_flight);
+        in_flight
+            .0
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let append = async move {
             let mut file = file.lock().await;
             let result = match file.write_all(line.as_bytes()).await {
                 Ok(()) => file.flush().await,
                 Err(e) => Err(e),
             };
+            drop(file);
+            in_flight
+                .0
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            in_flight.1.notify_waiters();
             if let Err(error) = result {
                 tracing::warn!(
                     target: AUDIT_TARGET,
@@ -314,6 +336,25 @@ impl AuditSink for JsonLinesAuditSink {
             }
             Err(_) => append.boxed(),
         }
+    }
+
+    /// Waits for every append started so far, then asks the file system to store the file.
+    fn flush(&self) -> BoxFuture<'static, ()> {
+        let in_flight = Arc::clone(&self.in_flight);
+        let file = Arc::clone(&self.file);
+        async move {
+            loop {
+                let finished = in_flight.1.notified();
+                if in_flight.0.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                    break;
+                }
+                finished.await;
+            }
+            if let Err(error) = file.lock().await.sync_data().await {
+                tracing::warn!(target: AUDIT_TARGET, %error, "audit flush failed");
+            }
+        }
+        .boxed()
     }
 }
 

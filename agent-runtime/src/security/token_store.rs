@@ -118,6 +118,12 @@ pub trait TokenStore: Send + Sync {
     /// Deletes the records with `expiresAt + retention <= now` and their hash entries; answers
     /// how many went.
     fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, StoreResult<usize>>;
+
+    /// Writes what the store holds back (the database stores' coalesced `lastSeenAt`
+    /// touches), for a shutdown (`docs/operations.md` §Shutdown); nothing by default.
+    fn flush(&self) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 impl<T: TokenStore + ?Sized> TokenStore for std::sync::Arc<T> {
@@ -160,6 +166,10 @@ impl<T: TokenStore + ?Sized> TokenStore for std::sync::Arc<T> {
     }
     fn sweep_expired(&self, now: u64, retention_ms: u64) -> BoxFuture<'_, StoreResult<usize>> {
         (**self).sweep_expired(now, retention_ms)
+    }
+
+    fn flush(&self) -> BoxFuture<'_, StoreResult<()>> {
+        (**self).flush()
     }
 }
 

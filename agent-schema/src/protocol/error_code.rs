@@ -37,6 +37,9 @@ pub enum ErrorCode {
     SessionCapacity,
     /// 503: a paired app is not reading its socket (its outbound queue is full).
     AppNotReading,
+    /// 503: the server is shutting down; call again (with `Retry-After`): another instance, or
+    /// this one restarted, answers.
+    ShuttingDown,
     /// 504: the session did not answer.
     Timeout,
     /// Client side only: the request got no answer (status 0).
@@ -58,7 +61,10 @@ impl ErrorCode {
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::RateLimited => 429,
             ErrorCode::Internal => 500,
-            ErrorCode::Paused | ErrorCode::SessionCapacity | ErrorCode::AppNotReading => 503,
+            ErrorCode::Paused
+            | ErrorCode::SessionCapacity
+            | ErrorCode::AppNotReading
+            | ErrorCode::ShuttingDown => 503,
             ErrorCode::Timeout => 504,
             ErrorCode::Network => 0,
         }
@@ -82,6 +88,7 @@ impl ErrorCode {
             ErrorCode::Paused => "paused",
             ErrorCode::SessionCapacity => "session-capacity",
             ErrorCode::AppNotReading => "app-not-reading",
+            ErrorCode::ShuttingDown => "shutting-down",
             ErrorCode::Timeout => "timeout",
             ErrorCode::Network => "network",
         }
@@ -105,6 +112,7 @@ mod tests {
             ErrorCode::PayloadTooLarge,
             ErrorCode::SessionCapacity,
             ErrorCode::AppNotReading,
+            ErrorCode::ShuttingDown,
         ] {
             assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
         }

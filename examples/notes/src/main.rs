@@ -20,7 +20,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .merge(agent.router()); // /agent/... ; everything else is yours
     let listener = tokio::net::TcpListener::bind("127.0.0.1:8790").await?;
     println!("console: {}", agent.console_url(listener.local_addr()?));
-    // Header-read, body-read and idle timeouts: `axum::serve` has none.
-    agent_runtime::serve(listener, app).await?;
+    // Header-read, body-read and idle timeouts (`axum::serve` has none). On SIGTERM or
+    // Ctrl-C a graceful shutdown: long polls and event streams end with a hint to reconnect.
+    let stopping = agent.clone();
+    agent_runtime::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            agent_runtime::shutdown_signal().await;
+            stopping.begin_shutdown();
+        })
+        .await?;
+    // What the store and the audit sink hold back is written before the process ends.
+    agent.finish_shutdown().await?;
     Ok(())
 }

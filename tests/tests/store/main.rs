@@ -14,4 +14,5 @@ mod migration;
 mod replica_decisions;
 mod restart_sqlite;
 mod sessions;
+mod shutdown;
 mod upgrade;

@@ -59,6 +59,8 @@ pub struct PostgresStore {
     changes: std::sync::Arc<std::sync::OnceLock<tokio::sync::broadcast::Sender<String>>>,
     /// Whether that task is listening now (one of the `LISTENER_` values).
     listening: std::sync::Arc<std::sync::atomic::AtomicU8>,
+    /// Set when the store closes: the `LISTEN` task ends.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 /// [`PostgresStore::listening`]: the `LISTEN` task has not started.
@@ -92,6 +94,7 @@ impl PostgresStore {
             token_cache: None,
             changes: Default::default(),
             listening: Default::default(),
+            closing: tokio::sync::watch::channel(false).0,
         })
     }
 
@@ -101,11 +104,16 @@ impl PostgresStore {
         let (tx, _) = tokio::sync::broadcast::channel(CHANGES_CAPACITY);
         let sender = tx.clone();
         let pool = self.pool.clone();
+        let mut closing = self.closing.subscribe();
         let listening = self.listening.clone();
         let set = move |state: u8| listening.store(state, std::sync::atomic::Ordering::Relaxed);
         set(LISTENER_RECONNECTING);
         tokio::spawn(async move {
             loop {
+                // A store shut down: the listener ends with it.
+                if *closing.borrow() {
+                    return;
+                }
                 let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
                     Ok(l) => l,
                     Err(e) => {
@@ -121,7 +129,11 @@ impl PostgresStore {
                 }
                 set(LISTENER_LISTENING);
                 loop {
-                    match listener.recv().await {
+                    let received = tokio::select! {
+                        received = listener.recv() => received,
+                        _ = closing.wait_for(|closing| *closing) => return,
+                    };
+                    match received {
                         Ok(n) => {
                             if sender.send(n.payload().to_owned()).is_err() {
                                 return;
@@ -137,6 +149,11 @@ impl PostgresStore {
             }
         });
         tx
+    }
+
+    /// Ends the `LISTEN` task ([`SessionStore::close`](crate::engine::store::SessionStore::close)).
+    fn stop_listener(&self) {
+        self.closing.send_replace(true);
     }
 
     /// The state of the `LISTEN` task

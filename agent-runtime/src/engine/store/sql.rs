@@ -18,10 +18,21 @@ macro_rules! impl_sql_store {
             fn listener(&self) -> $crate::engine::store::ChangesListener {
                 self.listener_state()
             }
+
+            fn close(&self) -> futures::future::BoxFuture<'_, ()> {
+                Box::pin(async move {
+                    self.stop_listener();
+                    self.pool.close().await
+                })
+            }
         });
     };
     ($store:ty, $db:ty) => {
-        $crate::engine::store::sql::impl_sql_store!(@impl $store, $db, {});
+        $crate::engine::store::sql::impl_sql_store!(@impl $store, $db, {
+            fn close(&self) -> futures::future::BoxFuture<'_, ()> {
+                Box::pin(async move { self.pool.close().await })
+            }
+        });
     };
     (@impl $store:ty, $db:ty, { $($changes:tt)* }) => {
         $crate::engine::store::sql_tokens::impl_sql_tokens!($store, $db);

@@ -5,6 +5,35 @@
 //! is the database's only writer: SQLite; `None` for PostgreSQL, which replicas share).
 //! Invoked by `impl_sql_store!`.
 
+/// Writes every pending touch of `$touches` through `$writer` (a store's writer); evaluates to
+/// the first failure, after trying them all (failures are logged).
+macro_rules! write_touches {
+    ($touches:expr, $writer:expr) => {{
+        let mut failed = None;
+        for (tid, at) in $touches.pending() {
+            let done = $writer
+                .write(
+                    "UPDATE agent_tokens SET last_seen_at = $2 \
+                     WHERE tid = $1 AND last_seen_at < $2",
+                    &[
+                        (&tid).into(),
+                        $crate::engine::store::sql_values::to_db(at).into(),
+                    ],
+                )
+                .await;
+            match done {
+                Ok(_) => $touches.written(&tid, at),
+                Err(e) => {
+                    $crate::engine::store::sql_values::token_failure("touch", &e);
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        failed.map_or(Ok(()), Err::<(), $crate::security::StoreError>)
+    }};
+}
+pub(super) use write_touches;
+
 macro_rules! impl_sql_tokens {
     ($store:ty, $db:ty) => {
         const TOKEN_COLUMNS: &str = "tid, token_hash, uid, session_id, kind, status, \
@@ -137,24 +166,11 @@ macro_rules! impl_sql_tokens {
                     loop {
                         tick.tick().await;
                         let Some(touches) = touches.upgrade() else { return };
-                        for (tid, at) in touches.pending() {
-                            let done = writer
-                                .write(
-                                    "UPDATE agent_tokens SET last_seen_at = $2 \
-                                     WHERE tid = $1 AND last_seen_at < $2",
-                                    &[(&tid).into(), $crate::engine::store::sql_values::to_db(at).into()],
-                                )
-                                .await;
-                            match done {
-                                Ok(_) => touches.written(&tid, at),
-                                Err(e) => {
-                                    $crate::engine::store::sql_values::token_failure("touch", &e)
-                                }
-                            }
-                        }
+                        let _ = $crate::engine::store::sql_tokens::write_touches!(&touches, &writer);
                     }
                 });
             }
+
 
             /// The conditional write of a [`TokenChange`]: `UPDATE … WHERE tid = $1 AND status
             /// IN (…)`, the affected rows counted. The statuses are the code's own spellings,
@@ -309,6 +325,12 @@ macro_rules! impl_sql_tokens {
                         cache.clear();
                     }
                     Ok(usize::try_from(done?).unwrap_or(usize::MAX))
+                })
+            }
+
+            fn flush(&self) -> futures::future::BoxFuture<'_, $crate::security::StoreResult<()>> {
+                Box::pin(async move {
+                    $crate::engine::store::sql_tokens::write_touches!(&self.touches, &self.writer)
                 })
             }
         }

@@ -130,6 +130,12 @@ pub trait SessionStore: Send + Sync {
     fn listener(&self) -> ChangesListener {
         ChangesListener::NotShared
     }
+
+    /// Closes the store at the end of a shutdown (`docs/operations.md` §Shutdown): its
+    /// connections, and the change listener with them. Nothing by default.
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// The state of a store's change listener ([`SessionStore::listener`]).

@@ -255,7 +255,7 @@ async fn human_events<A: App>(
         .map(str::to_owned);
     let last = header_id.or(query.last_event_id);
     let subscription = session.subscribe(last.as_deref());
-    Sse::new(event_stream(subscription))
+    Sse::new(event_stream(subscription, server.stopped()))
         .keep_alive(
             KeepAlive::new()
                 .interval(Duration::from_secs(15))
@@ -264,15 +264,33 @@ async fn human_events<A: App>(
         .into_response()
 }
 
+/// The session's events until the server shuts down; then one last event, `shutting-down`,
+/// that asks the browser to reconnect in a second (`retry`), and the end of the stream: the
+/// `EventSource` reconnects with its `Last-Event-ID` and resumes on the next instance
+/// (`docs/operations.md` §Shutdown).
 fn event_stream(
     subscription: crate::engine::session::Subscription,
+    stopped: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
-    stream::unfold(subscription, |mut sub| async move {
-        let e = sub.next().await?;
-        let event = Event::default()
-            .id(e.id.to_string())
-            .event(e.name)
-            .data(e.text);
-        Some((Ok(event), sub))
+    let stopped = Box::pin(stopped);
+    stream::unfold(Some((subscription, stopped)), |state| async move {
+        let (mut sub, mut stopped) = state?;
+        tokio::select! {
+            e = sub.next() => {
+                let e = e?;
+                let event = Event::default()
+                    .id(e.id.to_string())
+                    .event(e.name)
+                    .data(e.text);
+                Some((Ok(event), Some((sub, stopped))))
+            }
+            () = &mut stopped => {
+                let event = Event::default()
+                    .event("shutting-down")
+                    .retry(Duration::from_secs(1))
+                    .data("{}");
+                Some((Ok(event), None))
+            }
+        }
     })
 }

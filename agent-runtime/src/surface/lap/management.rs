@@ -49,6 +49,10 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
     if parts.method != Method::POST {
         return Err(ApiError::method_not_allowed());
     }
+    if server.is_stopping() {
+        // No new token on a server that is going away (`docs/operations.md` §Shutdown).
+        return Err(ApiError::shutting_down());
+    }
     check_content_length(&parts.headers)?;
     server.origin().check(&parts)?;
     let bytes = read_bytes(body).await?;

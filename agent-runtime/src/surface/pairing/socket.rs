@@ -217,8 +217,18 @@ async fn run<A: App>(
     let mut pinged: Option<Instant> = None;
     let mut warnings = WarnLimit::default();
     let mut writer_done = false;
+    // A server shutting down closes the socket with 1001 (going away): the app resumes on the
+    // next instance (`docs/operations.md` §Shutdown).
+    let stopped = server.stopped();
+    tokio::pin!(stopped);
+    let mut stop_sent = false;
     loop {
         tokio::select! {
+            () = &mut stopped, if !stop_sent => {
+                stop_sent = true;
+                tracing::info!(tid = %tid, "pairing: the server is shutting down; closing");
+                hub.close_conn(&tid, conn, close_code::AWAY);
+            }
             message = stream.next() => {
                 last_heard = Instant::now();
                 match message {

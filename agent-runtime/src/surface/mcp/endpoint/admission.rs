@@ -493,6 +493,10 @@ where
 
     async fn initialize(&self, parts: Parts, bytes: Bytes) -> Response {
         let server = &self.server;
+        if server.is_stopping() {
+            // No new session on a server that is going away (`docs/operations.md` §Shutdown).
+            return ApiError::shutting_down().into_response();
+        }
         let now = server.now();
         if let Err(response) = self.limit_address(&parts).await {
             return *response;

@@ -469,6 +469,18 @@ impl McpSessions {
 
     /// Closes dropped sessions in rmcp's session manager and deletes their stored bindings,
     /// so their ids stay dead, after a restart too.
+    /// Ends every live session's transport in this process (its event streams end) and keeps
+    /// what a durable store holds of them, so that a client that comes back with its session id
+    /// is restored on the next instance (a shutdown, `docs/operations.md` §Shutdown).
+    pub(crate) async fn close_transports(&self) {
+        for id in self.live_ids() {
+            let id: rmcp::transport::streamable_http_server::SessionId = id.into();
+            if let Err(e) = self.manager.close_session(&id).await {
+                tracing::debug!(session = %id, error = %e, "shutdown: closing an MCP session failed");
+            }
+        }
+    }
+
     pub(crate) async fn close(&self, ids: Vec<String>) {
         self.forget_stored(&ids).await;
         for id in ids {
