@@ -571,6 +571,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn json_lines_flush_waits_for_every_append_started() {
+        let path = std::env::temp_dir().join(format!("agent-audit-{}.jsonl", uuid::Uuid::new_v4()));
+        let sink = JsonLinesAuditSink::open(&path).await.unwrap();
+        // Callers that went away: their appends run on their own tasks.
+        for i in 0..50u64 {
+            drop(sink.write(AuditEntry::revoke(i, &format!("t{i}"), None)));
+        }
+        sink.flush().await;
+        let lines = tokio::fs::read_to_string(&path)
+            .await
+            .unwrap()
+            .lines()
+            .count();
+        let _ = tokio::fs::remove_file(&path).await;
+        assert_eq!(lines, 50);
+    }
+
+    #[tokio::test]
     async fn json_lines_write_survives_a_dropped_caller() {
         let path = std::env::temp_dir().join(format!("agent-audit-{}.jsonl", uuid::Uuid::new_v4()));
         let sink = JsonLinesAuditSink::open(&path).await.unwrap();
