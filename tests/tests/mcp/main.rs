@@ -5,9 +5,11 @@
 mod actions;
 mod bounds;
 mod bounds_durable;
+mod client_confirm;
 mod default_bindings;
 mod fast_call;
 mod http;
 mod notes;
+mod python_sdk;
 mod slots;
 mod tool_list;
