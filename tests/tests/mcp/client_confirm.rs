@@ -40,10 +40,12 @@ struct Asked {
     reply: oneshot::Sender<ElicitResult>,
 }
 
-/// A client that declares elicitation and hands every form to the test.
+/// A client that declares elicitation and hands every form to the test; a form the server
+/// cancels (`notifications/cancelled`) is reported on `cancelled`.
 #[derive(Clone)]
 struct FormClient {
     asked: mpsc::UnboundedSender<Asked>,
+    cancelled: mpsc::UnboundedSender<()>,
 }
 
 impl ClientHandler for FormClient {
@@ -56,16 +58,21 @@ impl ClientHandler for FormClient {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         let (reply, answer) = oneshot::channel();
         let _ = self.asked.send(Asked {
             params: request,
             reply,
         });
-        Ok(answer
-            .await
-            .unwrap_or_else(|_| ElicitResult::new(ElicitationAction::Cancel)))
+        let cancel = ElicitResult::new(ElicitationAction::Cancel);
+        tokio::select! {
+            answer = answer => Ok(answer.unwrap_or(cancel)),
+            () = context.ct.cancelled() => {
+                let _ = self.cancelled.send(());
+                Ok(cancel)
+            }
+        }
     }
 }
 
@@ -76,16 +83,21 @@ async fn form_client(
 ) -> (
     RunningService<RoleClient, FormClient>,
     mpsc::UnboundedReceiver<Asked>,
+    mpsc::UnboundedReceiver<()>,
 ) {
     let (tx, rx) = mpsc::unbounded_channel();
+    let (cancelled, cancels) = mpsc::unbounded_channel();
     let transport = StreamableHttpClientTransport::from_uri(format!("{}/agent/mcp", t.base));
-    let client = FormClient { asked: tx }
-        .serve(transport)
-        .await
-        .expect("initialize");
+    let client = FormClient {
+        asked: tx,
+        cancelled,
+    }
+    .serve(transport)
+    .await
+    .expect("initialize");
     let connected = ok(&call(client.peer(), "connect_session", json!({"token": m.token})).await);
     assert_eq!(connected["status"], "connected", "{connected}");
-    (client, rx)
+    (client, rx, cancels)
 }
 
 fn accept(content: Value) -> ElicitResult {
@@ -122,7 +134,7 @@ async fn legacy_client_approves_rejects_and_edits() {
     let audit = Arc::new(MemoryAuditSink::new());
     let t = server(true, audit.clone()).await;
     let m = t.mint(USER, None).await;
-    let (client, mut asked) = form_client(&t, &m).await;
+    let (client, mut asked, _cancels) = form_client(&t, &m).await;
 
     // The form shows the proposal while the console shows it too.
     let peer = client.peer().clone();
@@ -208,7 +220,7 @@ async fn legacy_console_decides_first() {
     let audit = Arc::new(MemoryAuditSink::new());
     let t = server(true, audit).await;
     let m = t.mint(USER, None).await;
-    let (client, mut asked) = form_client(&t, &m).await;
+    let (client, mut asked, mut cancels) = form_client(&t, &m).await;
     let peer = client.peer().clone();
     let args = json!({"msg": {"type": "delete", "id": "9"}});
     let waiting = tokio::spawn(async move { call(&peer, "send_message", args).await });
@@ -226,6 +238,9 @@ async fn legacy_console_decides_first() {
         answered,
         json!({"status": "rejected", "reason": "user-cancelled"})
     );
+    // The client is told to close its form.
+    let told = tokio::time::timeout(Duration::from_secs(5), cancels.recv()).await;
+    assert_eq!(told.ok().flatten(), Some(()), "the form is cancelled");
     // The form's late approval decides nothing.
     let _ = form.reply.send(accept(json!({"decision": "approve"})));
     let state = t.lap(&m.token, "/state", &json!({})).await;
@@ -242,7 +257,7 @@ async fn legacy_console_decides_first() {
 async fn option_off_asks_no_client() {
     let t = server(false, Arc::new(MemoryAuditSink::new())).await;
     let m = t.mint(USER, None).await;
-    let (client, mut asked) = form_client(&t, &m).await;
+    let (client, mut asked, _cancels) = form_client(&t, &m).await;
     let args = json!({"msg": {"type": "delete", "id": "1"}, "timeoutMs": 50});
     let parked = ok(&call(client.peer(), "send_message", args).await);
     assert_eq!(parked["status"], "pending-confirmation", "{parked}");
@@ -403,5 +418,4 @@ async fn stateless_input_required_and_retry() {
         rejected["structuredContent"],
         json!({"status": "rejected", "reason": "user-cancelled"})
     );
-    tokio::time::sleep(Duration::from_millis(1)).await;
 }

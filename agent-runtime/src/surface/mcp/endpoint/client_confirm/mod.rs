@@ -15,10 +15,11 @@ mod state;
 
 use agent_schema::protocol::{ConfirmEntry, ConfirmResultResponse, ConfirmStatus};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ElicitRequest, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses,
+    CallToolRequestParams, CallToolResponse, CancelledNotificationParam, ClientCapabilities,
+    ClientResult, ElicitRequest, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    ServerRequest,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
 use rmcp::RoleServer;
 use serde_json::Value;
 
@@ -173,18 +174,26 @@ pub(crate) async fn ask<A: App>(
     match in_client {
         InClient::No => pending(confirm_id),
         InClient::Elicit(peer) => {
-            let ttl_ms = crate::clock::millis(ttl);
+            let asked = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+            let options = PeerRequestOptions::with_timeout(ttl);
+            let Ok(handle) = peer.send_request_with_option(asked, options).await else {
+                return pending(confirm_id);
+            };
+            let request_id = handle.id.clone();
             tokio::select! {
-                asked = peer.create_elicitation_with_timeout(params, Some(ttl)) => match asked {
-                    Ok(result) => {
+                answered = handle.await_response() => match answered {
+                    Ok(ClientResult::ElicitResult(result)) => {
                         let answer = form::read(&result, &entry);
                         decide(&session, &entry, &record.tid, answer, wait_ms).await
                     }
                     // No answer (an error, a timeout): the console's, as without the option.
-                    Err(_) => outcome(&session, &entry, &record.tid, 0).await,
+                    _ => outcome(&session, &entry, &record.tid, 0).await,
                 },
-                // The console (or the expiry) decided first.
-                decided = session.wait_own_confirm(confirm_id, &record.tid, ttl_ms) => {
+                // The console (or the expiry) decided first: the client may close its form.
+                decided = session.wait_own_confirm(confirm_id, &record.tid, crate::clock::millis(ttl)) => {
+                    let reason = "decided in the app's console, or expired".to_owned();
+                    let cancel = CancelledNotificationParam::new(Some(request_id), Some(reason));
+                    let _ = peer.notify_cancelled(cancel).await;
                     answer_outcome(decided, confirm_id)
                 }
             }
