@@ -417,7 +417,7 @@ impl<A: App> HostedSession<A> {
 }
 
 /// The `/message` answer for the outcome of a proposal it waited on.
-fn message_answer(outcome: ConfirmResultResponse, confirm_id: String) -> SendResult {
+pub(crate) fn message_answer(outcome: ConfirmResultResponse, confirm_id: String) -> SendResult {
     match outcome {
         ConfirmResultResponse::Confirmed {
             state_after,

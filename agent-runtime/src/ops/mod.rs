@@ -47,6 +47,8 @@ pub(crate) use gate::admit;
 #[cfg(feature = "mcp")]
 pub(crate) use gate::{caller_of, find_caller, take_rate_limit, Credential};
 pub(crate) use hosted::dispatch_options;
+#[cfg(feature = "mcp")]
+pub(crate) use hosted::message_answer;
 pub(crate) use keyed::IdempotencyStore;
 pub use keyed::IDEMPOTENCY_WINDOW;
 #[cfg(feature = "mcp")]

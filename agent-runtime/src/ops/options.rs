@@ -147,6 +147,14 @@ pub struct McpOptions {
     /// 2026-07-28 `subscriptions/listen` streams one token holds open at once (default 8; at
     /// least 1): each watches the token's session; one more is refused until one closes.
     pub max_listens_per_token: usize,
+    /// A `@requiresConfirm` message sent by an agent whose MCP client can ask its user
+    /// (elicitation) is confirmed in that client too, beside the console: the first decision
+    /// wins (default off; `docs/mcp.md` §Confirmation in the client, `docs/security.md`
+    /// §Confirmation in the MCP client says what this trusts).
+    pub confirm_in_client: bool,
+    /// How long the client's user has to answer: the legacy revisions' `elicitation/create`
+    /// waits this long, a 2026-07-28 `requestState` expires after it (default 10 min).
+    pub confirm_in_client_ttl: Duration,
 }
 
 #[cfg(feature = "mcp")]
@@ -164,6 +172,8 @@ impl Default for McpOptions {
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             action_tools: true,
             max_listens_per_token: 8,
+            confirm_in_client: false,
+            confirm_in_client_ttl: Duration::from_secs(10 * 60),
         }
     }
 }

@@ -14,6 +14,8 @@ mod host_header;
 mod identity;
 mod origin;
 mod rate_limit;
+#[cfg(feature = "mcp")]
+mod sealed;
 pub(crate) mod store_error;
 mod token_lifecycle;
 mod token_record;
@@ -51,6 +53,8 @@ pub(crate) use host_header::{AllowedHosts, HOST_REFUSED_DETAIL};
 pub(crate) use identity::is_anonymous;
 pub(crate) use identity::{Identity, IdentityCookie, DEFAULT_IDENTITY_COOKIE_NAME};
 pub(crate) use origin::{CrossOriginRefused, OriginPolicy, RequestOrigin};
+#[cfg(feature = "mcp")]
+pub(crate) use sealed::Sealer;
 pub(crate) use token_lifecycle::LifecycleError;
 pub(crate) mod lifecycle {
     //! The token life cycle's steps (`token_lifecycle`), called as `lifecycle::activate` etc.

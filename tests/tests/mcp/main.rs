@@ -5,10 +5,12 @@
 mod actions;
 mod bounds;
 mod bounds_durable;
+mod client_confirm;
 mod default_bindings;
 mod fast_call;
 mod host_quirks;
 mod http;
 mod notes;
+mod python_sdk;
 mod slots;
 mod tool_list;

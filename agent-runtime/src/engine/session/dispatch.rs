@@ -11,13 +11,13 @@ use agent_schema::DispatchMode;
 use serde::Deserialize as _;
 use serde_json::{json, Map, Value};
 
-use super::confirm::{Decision, DecisionError, WithdrawError};
+use super::confirm::{DecisionError, WithdrawError};
 use super::decisions::DecideError;
 use super::dispatch_options::DispatchOptions;
 use super::drain::Timing;
 use super::events::EventBody;
 use super::keyed::KeyedDispatch;
-use super::queue::{Approval, Origin};
+use super::queue::Origin;
 use super::{activity, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
 use crate::algo::diff::diff;
 use crate::algo::snapshot::serialize_redacted;
@@ -105,7 +105,7 @@ pub(crate) fn variant_of(msg: &Value) -> Option<&str> {
 impl<A: App> Session<A> {
     /// Validates (with `policy`) and deserializes a message. `Err` carries the `invalid` detail
     /// and the validation errors (empty for a serde failure).
-    fn check_message(
+    pub(super) fn check_message(
         &self,
         msg: &Value,
         policy: DispatchPolicy,
@@ -464,101 +464,6 @@ impl<A: App> Session<A> {
     pub fn confirmation(&self, id: &str) -> Option<ConfirmEntry> {
         self.core.sweep_confirms();
         self.core.confirms.lock().get(id).cloned()
-    }
-
-    /// Approves a proposal, optionally with an edited message of the same variant, and
-    /// enqueues the message (`docs/semantics.md` §7). Human only. With a store, the approval
-    /// is stored first (a compare-and-set): when another decision on the proposal was stored
-    /// first, through another replica, it is refused with that decision and nothing runs.
-    pub async fn approve(
-        &self,
-        id: &str,
-        edited: Option<&Value>,
-    ) -> Result<(), EditedApprovalError> {
-        if self.is_closed() {
-            return Err(EditedApprovalError::Closed);
-        }
-        self.core.sweep_confirms();
-        let entry = self.core.confirms.lock().check_pending(id)?.clone();
-        let applied = match edited {
-            Some(m) => {
-                let Some(t) = variant_of(m) else {
-                    return Err(EditedApprovalError::Invalid(
-                        "msg.type must be a string".into(),
-                    ));
-                };
-                let limit = self.core.config.budgets.confirm_bytes;
-                if let Err(e) = OverBudget::check("the edited msg", json_len(m), limit) {
-                    return Err(EditedApprovalError::Invalid(e.to_string()));
-                }
-                if t != entry.variant {
-                    return Err(EditedApprovalError::Invalid(format!(
-                        "msg.type must be \"{}\": an edit cannot change the variant",
-                        entry.variant
-                    )));
-                }
-                m.clone()
-            }
-            None => {
-                let mut m = Map::new();
-                m.insert("type".into(), json!(entry.variant));
-                if let Value::Object(p) = &entry.payload {
-                    m.extend(p.clone());
-                }
-                Value::Object(m)
-            }
-        };
-        let typed = match self.check_message(&applied, self.core.config.policy) {
-            Ok((typed, _)) => typed,
-            Err((detail, _)) => return Err(EditedApprovalError::Invalid(detail)),
-        };
-        let approval = Decision::Approve {
-            edited_payload: edited.map(payload_of),
-        };
-        let decided = self.core.decide(id, &approval).await?;
-        self.core
-            .events
-            .lock()
-            .publish(EventBody::Confirm(decided.clone()));
-        let mut detail =
-            json!({"variant": decided.variant, "confirmId": decided.id, "by": "human"});
-        if edited.is_some() {
-            detail["edited"] = json!(true);
-        }
-        self.core
-            .audit(AuditEvent::ConfirmApproved, decided.tid.clone(), detail);
-        let envelope_origin = Origin::Approved(Box::new(Approval {
-            confirm_id: decided.id.clone(),
-            applied,
-            edited: edited.is_some(),
-            intent: decided.intent.clone(),
-            variant: decided.variant.clone(),
-            tid: decided.tid.clone(),
-        }));
-        self.core
-            .enqueue(typed, envelope_origin)
-            .map_err(|_| EditedApprovalError::Closed)?;
-        self.core.confirm_changed.send_modify(|v| *v += 1);
-        Ok(())
-    }
-
-    /// Rejects a pending proposal. Human only. With a store, the rejection is stored first,
-    /// like an approval.
-    pub async fn reject(&self, id: &str) -> Result<(), EditedApprovalError> {
-        self.core.sweep_confirms();
-        let decided = self.core.decide(id, &Decision::Reject).await?;
-        self.core
-            .events
-            .lock()
-            .publish(EventBody::Confirm(decided.clone()));
-        self.core.log_decision(&decided, "user-cancelled");
-        self.core.audit(
-            AuditEvent::ConfirmRejected,
-            decided.tid.clone(),
-            json!({"variant": decided.variant, "confirmId": decided.id, "by": "human"}),
-        );
-        self.core.confirm_changed.send_modify(|v| *v += 1);
-        Ok(())
     }
 
     /// Waits (level-triggered) up to `timeout_ms` for the outcome of proposal `id`.

@@ -6,6 +6,7 @@
 
 pub(crate) mod activity;
 mod admission;
+mod approval;
 mod catch_up;
 mod commit_log;
 pub(crate) mod confirm;
@@ -51,6 +52,8 @@ use crate::config::HostConfig;
 use crate::security::{AuditEntry, AuditEvent, AuditSink};
 
 pub(crate) use crate::app::SessionClosed;
+#[cfg(feature = "mcp")]
+pub(crate) use approval::Decider;
 pub use dispatch::EditedApprovalError;
 pub(crate) use dispatch::SendError;
 pub use dispatch_options::DispatchOptions;

@@ -59,6 +59,12 @@ impl IdentityCookie {
         })
     }
 
+    /// The key that signs the cookie (other server secrets are derived from it).
+    #[cfg(feature = "mcp")]
+    pub(crate) fn key(&self) -> &IdentityKey {
+        &self.key
+    }
+
     /// The cookie's name for a request whose origin is https (`__Host-<name>`) or http.
     pub(crate) fn name(&self, https: bool) -> &str {
         if https {

@@ -125,6 +125,12 @@ impl Identity {
         self
     }
 
+    /// The identity cookie's signing key (other server secrets are derived from it).
+    #[cfg(feature = "mcp")]
+    pub(crate) fn key(&self) -> &IdentityKey {
+        self.cookie.key()
+    }
+
     /// Whether anonymous mode is on.
     pub(crate) fn allows_anonymous(&self) -> bool {
         self.allow_anonymous

@@ -150,6 +150,14 @@ impl ActionCatalog {
         self.entries.iter().find(|e| e.name == name)
     }
 
+    /// The annotations of the variant `wire`, when the app has it.
+    pub(crate) fn annotations(&self, wire: &str) -> Option<&MessageAnnotations> {
+        self.entries
+            .iter()
+            .find(|e| e.wire == wire)
+            .map(|e| &e.annotations)
+    }
+
     /// The listed tools: one per variant an agent may send, whatever the state.
     pub(crate) fn tools(&self) -> &[Tool] {
         &self.listed

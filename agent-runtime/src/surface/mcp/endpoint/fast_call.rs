@@ -16,6 +16,8 @@
 //! - a tool that runs for a binding: never `connect_session` / `disconnect_session`, and on a
 //!   legacy session never `describe_app` / `observe` (they use the session's description
 //!   cache, which lives in rmcp's handler);
+//! - with `McpOptions::confirm_in_client` on, never `send_message` or a `do_<action>` tool:
+//!   they may ask the client to confirm (`client_confirm`), which takes rmcp's handler;
 //! - a tool that exists: an unknown name (answered before anything runs) goes to rmcp for its
 //!   error.
 //!
@@ -35,6 +37,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::bound_token::BoundToken;
+use super::client_confirm::InClient;
 use super::registry::McpSessions;
 use super::run::{BoundCall, Generation, ToolAnswer, ToolCall, ToolRunner};
 use crate::app::App;
@@ -94,6 +97,11 @@ pub(super) async fn answer<A: App>(
     let ToolCall::Bound(call) = runner.resolve(request.params.into_rmcp()).ok()? else {
         return None;
     };
+    // A message that may ask the client to confirm needs rmcp's handler (its peer, its
+    // `input_required` result).
+    if runner.may_ask_client(&call) {
+        return None;
+    }
     let (binding, verified) = match route {
         Route::Session(id) => {
             if let BoundCall::Run(Operation::Describe | Operation::Observe, _) = call {
@@ -106,7 +114,7 @@ pub(super) async fn answer<A: App>(
     // A legacy session's cache is never read (above); a 2026-07-28 request starts with none.
     let cache = DescriptionCache::default();
     let answer = runner
-        .run(call, binding, verified, generation, &cache)
+        .run(call, binding, verified, generation, &cache, &InClient::No)
         .await
         .ok()?;
     Some(json_response(request.id, answer, generation))

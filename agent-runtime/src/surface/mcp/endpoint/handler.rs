@@ -20,6 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::actions::session_tools;
 use super::bound_token::BoundToken;
+use super::client_confirm::InClient;
 use super::disk_bounds;
 use super::notify::{self, Interest, Outlet, WatchSlot};
 use super::restore;
@@ -249,10 +250,12 @@ impl<A: App> ServerHandler for McpHandler<A> {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let session = session_id(&context);
+        let on = self.server.options().mcp.confirm_in_client;
+        let in_client = InClient::of(on, session.is_none(), &mut request, &context);
         let (action, args) = match self.runner.resolve(request)? {
             ToolCall::Bound(call) => {
                 let generation = match session {
@@ -260,9 +263,9 @@ impl<A: App> ServerHandler for McpHandler<A> {
                     None => Generation::Stateless,
                 };
                 let binding = self.binding(parts(&context));
-                let answer = self
-                    .runner
-                    .run(call, binding, None, generation, &self.cache);
+                let answer =
+                    self.runner
+                        .run(call, binding, None, generation, &self.cache, &in_client);
                 return Ok(answer.await?.into_response());
             }
             ToolCall::Session(action, args) => (action, args),

@@ -10,6 +10,7 @@
 mod actions;
 mod admission;
 mod bound_token;
+mod client_confirm;
 mod disk_bounds;
 mod fast_call;
 mod handler;

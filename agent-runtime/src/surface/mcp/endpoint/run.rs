@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use super::actions::catalog;
 use super::bound_token::BoundToken;
+use super::client_confirm::{self, InClient};
 use super::McpState;
 use crate::app::App;
 use crate::ops::watch::Watched;
@@ -125,6 +126,17 @@ impl<A: App> ToolRunner<A> {
         &self.hosted
     }
 
+    /// Whether `call` may ask its client to confirm (`McpOptions::confirm_in_client`: a
+    /// `send_message` or `do_<action>` call), which only rmcp's handler can: the fast path
+    /// steps aside for it.
+    pub(super) fn may_ask_client(&self, call: &BoundCall) -> bool {
+        self.server.options().mcp.confirm_in_client
+            && matches!(
+                call,
+                BoundCall::Run(Operation::Message, _) | BoundCall::Action(_)
+            )
+    }
+
     /// Resolves a call: an unknown name among the 18 tools goes to the action tools; bad
     /// arguments are a refusal. Runs nothing.
     pub(super) fn resolve(&self, request: CallToolRequestParams) -> Result<ToolCall, ErrorData> {
@@ -143,8 +155,9 @@ impl<A: App> ToolRunner<A> {
     /// Runs `call` for `binding` (`None`: unbound, told how to bind on `generation`), with the
     /// description cache of the session (a fresh one on 2026-07-28). `verified` is the
     /// binding's token record when the admission layer verified its bearer in this request
-    /// (2026-07-28): the gate then takes it instead of verifying the bearer again. An `Err` is
-    /// the JSON-RPC error of an unknown tool, answered before anything ran.
+    /// (2026-07-28): the gate then takes it instead of verifying the bearer again. `in_client`
+    /// says whether a message to confirm may ask the client's user (`client_confirm`). An
+    /// `Err` is the JSON-RPC error of an unknown tool, answered before anything ran.
     pub(super) async fn run(
         &self,
         call: BoundCall,
@@ -152,10 +165,14 @@ impl<A: App> ToolRunner<A> {
         verified: Option<TokenRecord>,
         generation: Generation,
         cache: &DescriptionCache,
+        in_client: &InClient,
     ) -> Result<ToolAnswer, ErrorData> {
         match call {
             BoundCall::Refused(refusal) => Ok(ToolAnswer::Result(Box::new(refusal.into()))),
-            BoundCall::Action(request) => self.call_action(request, binding, verified).await,
+            BoundCall::Action(request) => {
+                self.call_action(request, binding, verified, in_client)
+                    .await
+            }
             BoundCall::Run(op, args) => Ok(match binding {
                 None => ToolAnswer::Result(Box::new(
                     failure(match generation {
@@ -164,6 +181,21 @@ impl<A: App> ToolRunner<A> {
                     })
                     .into(),
                 )),
+                Some(binding) if op == Operation::Message && in_client.asks() => {
+                    let forwarder = self.in_process(&binding, verified);
+                    let caller = match forwarder.caller().await {
+                        Ok(caller) => caller,
+                        Err(e) => return Ok(ToolAnswer::Result(Box::new(failed(op, &e).into()))),
+                    };
+                    let body = Value::Object(args);
+                    match self.send(&forwarder, caller, body, in_client).await {
+                        Sent::Answered(answer) => answer,
+                        Sent::Outcome(Ok(success)) => ToolAnswer::Passed(success),
+                        Sent::Outcome(Err(e)) => {
+                            ToolAnswer::Result(Box::new(failed(op, &e).into()))
+                        }
+                    }
+                }
                 Some(binding) => {
                     let forwarder = self.in_process(&binding, verified);
                     self.forward(&forwarder, op, args, cache).await
@@ -213,6 +245,7 @@ impl<A: App> ToolRunner<A> {
         request: CallToolRequestParams,
         binding: Option<BoundToken>,
         verified: Option<TokenRecord>,
+        in_client: &InClient,
     ) -> Result<ToolAnswer, ErrorData> {
         let unknown = || ErrorData::invalid_params(format!("unknown tool: {}", request.name), None);
         let Some(binding) = binding else {
@@ -249,10 +282,15 @@ impl<A: App> ToolRunner<A> {
         }
         let op = Operation::Message;
         let reader = watched.clone();
-        let reply = forwarder.call(watched.into_caller(), op, body).await;
-        let answer = match reply.into_outcome() {
-            Ok(success) => success,
-            Err(e) => return Ok(ToolAnswer::Result(Box::new(failed(op, &e).into()))),
+        let sent = self
+            .send(&forwarder, watched.into_caller(), body, in_client)
+            .await;
+        let answer = match sent {
+            Sent::Answered(answer) => return Ok(answer),
+            Sent::Outcome(Ok(success)) => success,
+            Sent::Outcome(Err(e)) => {
+                return Ok(ToolAnswer::Result(Box::new(failed(op, &e).into())))
+            }
         };
         // The state does not offer the action now: nothing was dispatched; the agent is
         // told why and what it may call instead, as a tool error.
@@ -263,6 +301,56 @@ impl<A: App> ToolRunner<A> {
         }
         Ok(ToolAnswer::Passed(answer))
     }
+
+    /// `send_message` of `body` for `caller`. When its client may be asked to confirm
+    /// (`client_confirm`), a 2026-07-28 retry answers its `requestState` without sending
+    /// anything, and a message that is proposed is proposed at once and its client asked.
+    async fn send(
+        &self,
+        forwarder: &InProcess<A>,
+        caller: ops::Caller,
+        body: Value,
+        in_client: &InClient,
+    ) -> Sent {
+        let op = Operation::Message;
+        if let Some(retry) = in_client.retry() {
+            if let Err(e) = ops::take_rate_limit(&self.server, &caller).await {
+                return Sent::Outcome(Err(e));
+            }
+            let (_, wait) = client_confirm::at_once(&self.server, body);
+            let answer = client_confirm::answer_retry(&self.server, &caller.record, retry, wait);
+            return Sent::Answered(ToolAnswer::Result(Box::new(answer.await)));
+        }
+        if !client_confirm::proposes(in_client, &caller, &self.hosted, &body) {
+            return Sent::Outcome(forwarder.call(caller, op, body).await.into_outcome());
+        }
+        let record = caller.record.clone();
+        let (body, wait) = client_confirm::at_once(&self.server, body);
+        let success = match forwarder.call(caller, op, body).await.into_outcome() {
+            Ok(success) => success,
+            Err(e) => return Sent::Outcome(Err(e)),
+        };
+        let Some(confirm_id) = client_confirm::proposed(&success) else {
+            return Sent::Outcome(Ok(success));
+        };
+        let asked = client_confirm::ask(
+            &self.server,
+            &self.hosted,
+            &record,
+            &confirm_id,
+            wait,
+            in_client,
+        );
+        Sent::Answered(ToolAnswer::Result(Box::new(asked.await)))
+    }
+}
+
+/// What [`ToolRunner::send`] did.
+enum Sent {
+    /// The call's answer, finished (the client was asked, or a retry answered).
+    Answered(ToolAnswer),
+    /// The message's answer as the gate gave it.
+    Outcome(ops::Outcome),
 }
 
 /// `Some(detail)` when `answer` is `send_message`'s `{"status":"rejected","reason":
