@@ -5,6 +5,7 @@
 mod actions;
 mod bounds;
 mod bounds_durable;
+mod budget;
 mod default_bindings;
 mod fast_call;
 mod http;
