@@ -3,11 +3,12 @@
 //! route gates built on it (`route_gates`), the JSON Patch diff (`diff`), incremental
 //! snapshots (`snapshot`) walked through tracked collections (`tracked`) and kept as compact
 //! trees (`tree`), state reads by path
-//! (`state_path`) and an app's checked schema (`catalog`).
+//! (`state_path`), answers shortened to a budget (`bounded`) and an app's checked schema (`catalog`).
 //!
 //! Imports point only at the foundation (`app`, `clock`, `config`) and at each other.
 
 pub(crate) mod affordances;
+pub(crate) mod bounded;
 pub(crate) mod catalog;
 pub(crate) mod cel_eval;
 pub(crate) mod diff;

@@ -141,9 +141,18 @@ pub(crate) fn get_state_response(state: &Node, path: Option<&str>) -> StateRespo
 /// `[1-9][0-9]*` and within bounds (`01` is refused).
 pub(crate) fn query_state(state: &Node, pointer: &str) -> Result<Value, String> {
     let held = OnceCell::new();
-    let mut current = At::of(state, &held);
+    walk_strict(state, pointer, &held).map(At::to_value)
+}
+
+/// The place `pointer` names, walked strictly ([`query_state`]).
+fn walk_strict<'a>(
+    state: &'a Node,
+    pointer: &str,
+    held: &'a OnceCell<Value>,
+) -> Result<At<'a>, String> {
+    let mut current = At::of(state, held);
     if pointer.is_empty() {
-        return Ok(current.to_value());
+        return Ok(current);
     }
     let Some(rest) = pointer.strip_prefix('/') else {
         return Err(format!(
@@ -160,7 +169,7 @@ pub(crate) fn query_state(state: &Node, pointer: &str) -> Result<Value, String> 
                 json_string(&segment)
             ));
         } else if current.is_object() {
-            match current.key(segment.as_ref(), &held) {
+            match current.key(segment.as_ref(), held) {
                 Some(value) => value,
                 None => {
                     return Err(format!(
@@ -171,7 +180,7 @@ pub(crate) fn query_state(state: &Node, pointer: &str) -> Result<Value, String> 
                 }
             }
         } else if let Some(len) = current.array_len() {
-            match strict_index(&segment).and_then(|k| current.index(k, &held)) {
+            match strict_index(&segment).and_then(|k| current.index(k, held)) {
                 Some(value) => value,
                 None => {
                     return Err(format!(
@@ -190,12 +199,117 @@ pub(crate) fn query_state(state: &Node, pointer: &str) -> Result<Value, String> 
             ));
         };
     }
-    Ok(current.to_value())
+    Ok(current)
 }
 
 /// The `query_state` answer: `{"found":true,"value":V}` or `{"found":false,"detail":D}`.
 pub(crate) fn query_state_response(state: &Node, pointer: &str) -> QueryStateResponse {
     QueryStateResponse::new(query_state(state, pointer).as_ref().map_err(Clone::clone))
+}
+
+/// A page of a value: from `offset` (elements, entries, characters), at most `limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Page {
+    pub(crate) offset: u64,
+    pub(crate) limit: Option<u64>,
+}
+
+/// The `query_state` answer for a page: the found value's elements `page` names, with
+/// `total`, `offset` and `nextOffset`; only the page's elements are copied out of the tree.
+pub(crate) fn query_state_page(state: &Node, pointer: &str, page: Page) -> QueryStateResponse {
+    let held = OnceCell::new();
+    let found = walk_strict(state, pointer, &held).and_then(|at| match at {
+        At::Node(Node::Array(items)) => {
+            let (range, total) = window(items.len(), page);
+            Ok((
+                Value::Array(items[range].iter().map(Node::to_value).collect()),
+                total,
+            ))
+        }
+        At::Node(Node::Object(map)) => {
+            let (range, total) = window(map.len(), page);
+            let entries = map.iter().skip(range.start).take(range.len());
+            Ok((
+                Value::Object(entries.map(|(k, v)| (k.clone(), v.to_value())).collect()),
+                total,
+            ))
+        }
+        At::Node(Node::String(s)) => Ok(page_string(s, page)),
+        At::Value(value) => page_value(value, page).map_err(|kind| not_pageable(pointer, kind)),
+        other => Err(not_pageable(pointer, other.kind())),
+    });
+    paged(found, page)
+}
+
+/// A page of a value read whole (a paired app's answer), or the kind of a value that has none.
+pub(crate) fn page_value(value: &Value, page: Page) -> Result<(Value, usize), &'static str> {
+    match value {
+        Value::Array(items) => {
+            let (range, total) = window(items.len(), page);
+            Ok((Value::Array(items[range].to_vec()), total))
+        }
+        Value::Object(map) => {
+            let (range, total) = window(map.len(), page);
+            let entries = map.iter().skip(range.start).take(range.len());
+            Ok((
+                Value::Object(entries.map(|(k, v)| (k.clone(), v.clone())).collect()),
+                total,
+            ))
+        }
+        Value::String(s) => Ok(page_string(s, page)),
+        other => Err(At::Value(other).kind()),
+    }
+}
+
+/// The answer of a page read: `found` with `(page, total)`, or the detail of a miss.
+pub(crate) fn paged(found: Result<(Value, usize), String>, page: Page) -> QueryStateResponse {
+    match found {
+        Ok((value, total)) => {
+            let shown = match &value {
+                Value::Array(items) => items.len(),
+                Value::Object(map) => map.len(),
+                Value::String(s) => s.chars().count(),
+                _ => 0,
+            };
+            let end = usize::try_from(page.offset)
+                .unwrap_or(usize::MAX)
+                .min(total)
+                .saturating_add(shown);
+            let mut response = QueryStateResponse::new(Ok(&Value::Null));
+            response.value = Some(value);
+            response.total = Some(total as u64);
+            response.offset = Some(page.offset);
+            response.next_offset = (end < total).then_some(end as u64);
+            response
+        }
+        Err(detail) => QueryStateResponse::new(Err(detail)),
+    }
+}
+
+/// The detail of a page asked of a scalar.
+pub(crate) fn not_pageable(pointer: &str, kind: &str) -> String {
+    format!(
+        "offset and limit page an array, an object or a string; the value at {} is {kind}",
+        json_string(pointer)
+    )
+}
+
+/// The indices `page` takes of `len` elements, and `len`.
+fn window(len: usize, page: Page) -> (std::ops::Range<usize>, usize) {
+    let start = usize::try_from(page.offset).unwrap_or(usize::MAX).min(len);
+    let end = match page.limit {
+        Some(limit) => start.saturating_add(usize::try_from(limit).unwrap_or(usize::MAX)),
+        None => len,
+    };
+    (start..end.min(len), len)
+}
+
+/// A page of a string's characters, and its length in characters.
+fn page_string(s: &str, page: Page) -> (Value, usize) {
+    let total = s.chars().count();
+    let (range, _) = window(total, page);
+    let text: String = s.chars().skip(range.start).take(range.len()).collect();
+    (Value::String(text), total)
 }
 
 /// `~1` → `/`, then `~0` → `~`; borrows when the segment has no `~`.
@@ -376,6 +490,53 @@ mod tests {
                 "found": false,
                 "detail": r#"path "/items/01" — array at segment 1 has length 2, can't index by "01""#
             })
+        );
+    }
+
+    #[test]
+    fn query_state_pages() {
+        let state = tree(
+            &json!({"list": [0, 1, 2, 3, 4], "map": {"b": 1, "a": 2, "c": 3},
+                                 "text": "héllo", "n": 5}),
+        );
+        let page = |path: &str, offset, limit| {
+            serde_json::to_value(query_state_page(&state, path, Page { offset, limit })).unwrap()
+        };
+        assert_eq!(
+            page("/list", 1, Some(2)),
+            json!({"found": true, "value": [1, 2], "total": 5, "offset": 1, "nextOffset": 3})
+        );
+        assert_eq!(
+            page("/list", 3, None),
+            json!({"found": true, "value": [3, 4], "total": 5, "offset": 3})
+        );
+        assert_eq!(
+            page("/list", 9, Some(2)),
+            json!({"found": true, "value": [], "total": 5, "offset": 9})
+        );
+        // Entries in their stored order.
+        assert_eq!(
+            page("/map", 1, Some(1)),
+            json!({"found": true, "value": {"a": 2}, "total": 3, "offset": 1, "nextOffset": 2})
+        );
+        assert_eq!(
+            page("/text", 1, Some(3)),
+            json!({"found": true, "value": "éll", "total": 5, "offset": 1, "nextOffset": 4})
+        );
+        assert_eq!(
+            page("/n", 0, Some(1))["detail"],
+            "offset and limit page an array, an object or a string; the value at \"/n\" is number"
+        );
+        assert_eq!(page("/missing", 0, None)["found"], false);
+        assert_eq!(
+            page_value(
+                &json!([1, 2, 3]),
+                Page {
+                    offset: 2,
+                    limit: Some(5)
+                }
+            ),
+            Ok((json!([3]), 3))
         );
     }
 

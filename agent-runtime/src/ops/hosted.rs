@@ -29,6 +29,7 @@ use super::backend::{Served, SessionBackend};
 use super::context::{log_entry, AnswerResult, Answered, Call};
 use super::error::ApiError;
 use super::spec::OperationSpec;
+use crate::algo::state_path::Page;
 use crate::app::App;
 use crate::config::OverBudget;
 use crate::engine::host::Host;
@@ -174,7 +175,16 @@ impl<A: App> HostedSession<A> {
         ask: Asking<'_>,
         req: QueryStateRequest,
     ) -> Answered<QueryStateResponse> {
-        read(ask.spec, self.session.query_state(&req.path))
+        let answer = if req.is_page() {
+            let page = Page {
+                offset: req.offset.unwrap_or(0),
+                limit: req.limit,
+            };
+            self.session.query_state_page(&req.path, page)
+        } else {
+            self.session.query_state(&req.path)
+        };
+        read(ask.spec, answer)
     }
 
     /// `/actions`.

@@ -16,11 +16,14 @@
 //! - `context`: what one call carries to its backend and back (`Call`,
 //!   `Answered`, `Serialized`).
 //! - `state`: the shared state they read; `options`: the server's options; `error`: `ApiError`.
+//! - `budget`: an answer over a budget of characters as it is answered instead (MCP's
+//!   `result_budget_chars`, LAP's `budgetChars`).
 //!
 //! The LAP router, `/agent/mcp` and the OpenAPI document are generated from the table; no
 //! surface calls another.
 
 mod backend;
+pub(crate) mod budget;
 mod context;
 pub(crate) mod error;
 mod gate;
@@ -58,8 +61,9 @@ pub use options::PairingOptions;
 pub use options::{ServerOptions, DEFAULT_RATE_LIMIT};
 #[cfg(feature = "bridge")]
 pub(crate) use reply::from_http;
+pub(crate) use reply::Reply;
 #[cfg(feature = "mcp")]
-pub(crate) use reply::{Outcome, Reply, Success};
+pub(crate) use reply::{Outcome, Success};
 pub(crate) use spec::OperationSpec;
 #[cfg(feature = "mcp")]
 pub(crate) use spec::ToolHints;

@@ -155,6 +155,14 @@ pub struct McpOptions {
     /// How long the client's user has to answer: the legacy revisions' `elicitation/create`
     /// waits this long, a 2026-07-28 `requestState` expires after it (default 10 min).
     pub confirm_in_client_ttl: Duration,
+    /// The longest tool result or resource text an MCP answer carries, in characters (default
+    /// 40,000; `docs/mcp.md` §Answers within a budget). A longer answer is a bounded view:
+    /// its large arrays, objects and strings shortened to their first elements, `truncated:
+    /// true`, and the `query_state` call that reads each elided part. Dense JSON is at least
+    /// about 2 characters per token, so 40,000 characters stay under Claude Code's
+    /// 25,000-token cap on a tool result with room to spare (and far under the ~150,000
+    /// characters of claude.ai and Claude Desktop). At least 2,000.
+    pub result_budget_chars: usize,
 }
 
 #[cfg(feature = "mcp")]
@@ -169,6 +177,7 @@ impl Default for McpOptions {
             unauthenticated_max_lifetime: Duration::from_secs(30 * 60),
             server_name: "agent".into(),
             server_version: "1".into(),
+            result_budget_chars: 40_000,
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             action_tools: true,
             max_listens_per_token: 8,

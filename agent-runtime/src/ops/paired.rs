@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use agent_schema::protocol::{
     ConfirmResultRequest, EmptyRequest, ErrorCode, LogKind, MessageRequest, NarrateRequest,
-    NarrateResponse, QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest,
-    WaitRequest, WaitStatus, WouldDispatchRequest,
+    NarrateResponse, QueryDomRequest, QueryStateRequest, QueryStateResponse, RecentActionsRequest,
+    StateRequest, WaitRequest, WaitStatus, WouldDispatchRequest,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use super::context::{AnswerResult, Answered};
 use super::error::ApiError;
 use super::state::ServerState;
+use crate::algo::state_path::{not_pageable, page_value, paged, Page};
 use crate::app::App;
 use crate::config::OverBudget;
 use crate::engine::paired::frames::{null, ConfirmDecision, Hello, Raw, ServerFrame};
@@ -233,11 +234,38 @@ pub(super) async fn state<A: App>(call: &Relaying<'_, A>, _: StateRequest) -> An
     forward(call, call.args.clone()).await
 }
 
+/// `/query-state`: relayed as it came; a page (`offset`, `limit`: the app may not know
+/// them) relays the path alone and pages the app's answer here.
 pub(super) async fn query_state<A: App>(
     call: &Relaying<'_, A>,
-    _: QueryStateRequest,
+    request: QueryStateRequest,
 ) -> AnswerResult<Raw> {
-    forward(call, call.args.clone()).await
+    if !request.is_page() {
+        return forward(call, call.args.clone()).await;
+    }
+    let ms = crate::clock::millis(call.server.pairing().options.forward_timeout);
+    let whole = relay(call, json!({"path": request.path}), ms).await?;
+    let page = Page {
+        offset: request.offset.unwrap_or(0),
+        limit: request.limit,
+    };
+    let read: QueryStateResponse = match serde_json::from_str(whole.get()) {
+        Ok(read) => read,
+        // Not the operation's shape: relayed as it came.
+        Err(_) => return Ok(answer(call, whole)),
+    };
+    let paged = match read {
+        QueryStateResponse {
+            found: true,
+            value: Some(value),
+            ..
+        } => paged(
+            page_value(&value, page).map_err(|kind| not_pageable(&request.path, kind)),
+            page,
+        ),
+        miss => miss,
+    };
+    Ok(answer(call, raw_text(&paged)?))
 }
 
 pub(super) async fn actions<A: App>(call: &Relaying<'_, A>, _: EmptyRequest) -> AnswerResult<Raw> {

@@ -155,7 +155,6 @@ impl Success {
 
     /// The response as a `Value` (`null` if it has none) and its text. The value is made from
     /// the response, not from the text; only a stored answer's comes from its bytes.
-    #[cfg(feature = "mcp")]
     pub(crate) fn into_parts(self) -> (Value, String) {
         let value = match &self.source {
             Source::Response(response) => response.to_value().unwrap_or(Value::Null),
@@ -223,6 +222,27 @@ impl Reply {
                 Err(ApiError::answered(status.as_u16(), &body))
             }
         }
+    }
+
+    /// The same answer, its success replaced by `shorten` of its value when its text is over
+    /// `budget` characters (LAP's `budgetChars`, `docs/mcp.md` §Answers within a budget).
+    pub(crate) fn within_budget(
+        self,
+        budget: usize,
+        shorten: impl FnOnce(Value) -> Value,
+    ) -> Reply {
+        let Reply { answered, headers } = self;
+        let answered = match answered {
+            Answered::Success(success) if success.text.len() > budget => {
+                let (body, _) = success.into_parts();
+                match Success::of(shorten(body), true) {
+                    Ok(success) => Answered::Success(success),
+                    Err(e) => Answered::Error(ApiError::internal(e.to_string())),
+                }
+            }
+            answered => answered,
+        };
+        Reply { answered, headers }
     }
 
     /// The same answer marked as a replay (`idempotent-replayed: true`).

@@ -122,17 +122,43 @@ lenient_request!(StateRequest, |fields| {
     Ok(StateRequest { path, since_seq })
 });
 
-/// `/query-state {path}`.
+/// `/query-state {path, offset?, limit?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct QueryStateRequest {
     /// JSON Pointer, e.g. "/user/name".
     #[schemars(schema_with = "string_schema")]
     pub path: String,
+    /// Read a page of the array, object or string at path, from this element (entry, character); the answer then says total and offset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "seq_schema")]
+    pub offset: Option<u64>,
+    /// At most this many elements (entries, characters) from offset; without it, up to the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "seq_schema")]
+    pub limit: Option<u64>,
+}
+
+impl QueryStateRequest {
+    /// A whole read of `path` (no page).
+    pub fn of(path: impl Into<String>) -> Self {
+        QueryStateRequest {
+            path: path.into(),
+            offset: None,
+            limit: None,
+        }
+    }
+
+    /// Whether a page is asked for (`offset` or `limit`).
+    pub fn is_page(&self) -> bool {
+        self.offset.is_some() || self.limit.is_some()
+    }
 }
 
 lenient_request!(QueryStateRequest, |fields| {
     Ok(QueryStateRequest {
         path: fields.string("path", "path must be a string")?,
+        offset: fields.seq("offset", "offset must be a non-negative integer")?,
+        limit: fields.seq("limit", "limit must be a non-negative integer")?,
     })
 });
 
@@ -437,6 +463,22 @@ mod tests {
         assert_eq!(
             read::<QueryStateRequest>(json!({})).unwrap_err(),
             "path must be a string"
+        );
+        assert_eq!(
+            read::<QueryStateRequest>(json!({"path": "", "offset": -1})).unwrap_err(),
+            "offset must be a non-negative integer"
+        );
+        assert_eq!(
+            read::<QueryStateRequest>(json!({"path": "", "limit": "5"})).unwrap_err(),
+            "limit must be a non-negative integer"
+        );
+        assert_eq!(
+            read::<QueryStateRequest>(json!({"path": "/a", "offset": 5, "limit": 2.0})).unwrap(),
+            QueryStateRequest {
+                path: "/a".into(),
+                offset: Some(5),
+                limit: Some(2)
+            }
         );
         assert_eq!(
             read::<WaitRequest>(json!({"path": "x"})).unwrap_err(),

@@ -90,18 +90,30 @@ pub struct StateResponse {
     pub full: bool,
 }
 
-/// `/query-state`: `{"found":true,"value"}` or `{"found":false,"detail"}`.
+/// `/query-state`: `{"found":true,"value"}` or `{"found":false,"detail"}`; a page (`offset`
+/// or `limit` asked) adds `total`, `offset` and, when the page ends before the value does,
+/// `nextOffset`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct QueryStateResponse {
     /// Whether the pointer names a value.
     pub found: bool,
-    /// The value, when found.
+    /// The value, when found (a page of it, when one was asked for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "any_schema")]
     pub value: Option<Value>,
     /// Why nothing was found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// A page: the size of the whole array, object or string (elements, entries, characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    /// A page: the position of its first element.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// A page that ends before the value does: the `offset` of the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
 }
 
 impl QueryStateResponse {
@@ -112,11 +124,17 @@ impl QueryStateResponse {
                 found: true,
                 value: Some(value.clone()),
                 detail: None,
+                total: None,
+                offset: None,
+                next_offset: None,
             },
             Err(detail) => QueryStateResponse {
                 found: false,
                 value: None,
                 detail: Some(detail),
+                total: None,
+                offset: None,
+                next_offset: None,
             },
         }
     }

@@ -70,7 +70,16 @@ fn expected_tools() -> Vec<ExpectedTool> {
             vec![("path", "string"), ("sinceSeq", "integer")],
             vec![],
         ),
-        ("query_state", vec![("path", "string")], vec!["path"]),
+        (
+            "query_state",
+            // Beyond the reference: a page of the value (`docs/mcp.md` §Answers within a budget).
+            vec![
+                ("path", "string"),
+                ("offset", "integer"),
+                ("limit", "integer"),
+            ],
+            vec!["path"],
+        ),
         (
             "describe_recent_actions",
             vec![("n", "integer"), ("kind", "string")],

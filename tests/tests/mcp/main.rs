@@ -5,6 +5,7 @@
 mod actions;
 mod bounds;
 mod bounds_durable;
+mod budget;
 mod client_confirm;
 mod default_bindings;
 mod fast_call;

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use super::patches::Since;
 use super::{Session, SessionError};
 use crate::algo::affordances::Listed;
-use crate::algo::state_path::{get_state_response, query_state, query_state_response};
+use crate::algo::state_path::{
+    get_state_response, query_state, query_state_page, query_state_response, Page,
+};
 use crate::algo::tree::Node;
 use crate::app::App;
 
@@ -110,6 +112,12 @@ impl<A: App> Session<A> {
     /// `query_state {path}` → `{"found":true,"value"}` or `{"found":false,"detail"}`.
     pub fn query_state(&self, path: &str) -> QueryStateResponse {
         query_state_response(&self.published().state, path)
+    }
+
+    /// `query_state {path, offset, limit}`: a page of the array, object or string at `path`
+    /// (`docs/mcp.md` §Answers within a budget).
+    pub(crate) fn query_state_page(&self, path: &str, page: Page) -> QueryStateResponse {
+        query_state_page(&self.published().state, path, page)
     }
 
     /// The app's context hook output, or `None` without a hook.

@@ -7,6 +7,7 @@ use agent_schema::protocol::{ErrorCode, ErrorResponse};
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{json, Map, Value};
 
+use crate::ops::budget::{budget_schema, takes_budget};
 use crate::ops::{OperationSpec, OPERATIONS};
 
 /// Where the schemas live in the document (`#/components/schemas/<name>`).
@@ -181,11 +182,11 @@ pub(crate) fn openapi_document(
 
     let mut paths = Map::new();
     for spec in OPERATIONS {
-        let request = (spec.request_schema)(&mut requests);
+        let request = request_schema(spec, &mut requests);
         let response = (spec.response_schema)(&mut responses);
         paths.insert(
             format!("{base}{}", spec.lap_path),
-            json!({ "post": operation(spec, request.to_value(), response.to_value()) }),
+            json!({ "post": operation(spec, request, response.to_value()) }),
         );
     }
 
@@ -245,6 +246,30 @@ pub(crate) fn openapi_document(
 }
 
 /// The generator's definitions with their transforms applied.
+/// The request schema of `spec`'s operation, with `budgetChars` where LAP takes it (a
+/// surface field: the operation's request type does not carry it).
+fn request_schema(spec: &OperationSpec, generator: &mut SchemaGenerator) -> Value {
+    let mut request = (spec.request_schema)(generator).to_value();
+    if !takes_budget(spec.lap_path) {
+        return request;
+    }
+    let inline = request.get("$ref").is_none() && request.get("allOf").is_none();
+    if let (true, Some(schema)) = (inline, request.as_object_mut()) {
+        let properties = schema
+            .entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(properties) = properties.as_object_mut() {
+            properties.insert("budgetChars".into(), budget_schema());
+        }
+        return request;
+    }
+    // A shared request type (`/observe`'s): its schema, and the one key LAP adds.
+    json!({
+        "allOf": [request],
+        "properties": {"budgetChars": budget_schema()}
+    })
+}
+
 fn take_definitions(generator: &mut SchemaGenerator) -> Map<String, Value> {
     generator.take_definitions(true).into_iter().collect()
 }
@@ -416,7 +441,12 @@ mod tests {
             let mut responses = settings().for_serialize().into_generator();
             assert_eq!(op["requestBody"]["required"], false);
             let request = &op["requestBody"]["content"]["application/json"]["schema"];
-            assert_eq!(*request, (spec.request_schema)(&mut requests).to_value());
+            assert_eq!(*request, request_schema(spec, &mut requests));
+            assert_eq!(
+                request["properties"].get("budgetChars").is_some(),
+                takes_budget(spec.lap_path),
+                "{path}: {request}"
+            );
             assert!(resolve(&doc, request).is_object(), "{path}: request schema");
             let ok = &op["responses"]["200"]["content"]["application/json"]["schema"];
             assert_eq!(*ok, (spec.response_schema)(&mut responses).to_value());

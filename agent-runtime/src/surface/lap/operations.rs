@@ -16,6 +16,7 @@ use super::body::{check_content_length, read_json};
 use super::openapi::{openapi_document, DocumentedLimits};
 use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
+use crate::ops::budget::{bound, lap_budget};
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
 use crate::ops::{self, Caller};
@@ -34,7 +35,14 @@ pub(crate) fn lap_routes<A: App>(server: &ServerState<A>) -> Router {
                 move |State(server): State<ServerState<A>>,
                       Admitted(caller): Admitted,
                       LapBody(body): LapBody| async move {
-                    ops::perform(&server, caller, op, body).await
+                    // `budgetChars` (`docs/lap.md` §5.3): absent, the answer is as it was.
+                    match lap_budget(op, &body) {
+                        Ok(None) => ops::perform(&server, caller, op, body).await,
+                        Ok(Some((asked, budget))) => ops::perform(&server, caller, op, body)
+                            .await
+                            .within_budget(budget, |answer| bound(&asked, answer, budget)),
+                        Err(e) => ops::Reply::error(e),
+                    }
                 },
             ),
         );

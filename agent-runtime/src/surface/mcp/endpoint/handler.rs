@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use axum::http::request::Parts;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -24,9 +25,10 @@ use super::client_confirm::InClient;
 use super::disk_bounds;
 use super::notify::{self, Interest, Outlet, WatchSlot};
 use super::restore;
-use super::run::{Generation, ToolCall, ToolRunner, STATELESS_NEEDS_BEARER};
+use super::run::{Generation, ToolAnswer, ToolCall, ToolRunner, STATELESS_NEEDS_BEARER};
 use super::McpState;
 use crate::app::App;
+use crate::ops::budget::Asked;
 use crate::ops::Operation;
 use crate::security::{request_client_address, verify_bearer, AuthError};
 use crate::surface::mcp::calls;
@@ -57,6 +59,13 @@ pub(crate) struct McpHandler<A: App> {
 }
 
 impl<A: App> McpHandler<A> {
+    /// The connect flow's result, within the budget (it holds the state as `observe` does).
+    fn connected(&self, result: CallToolResult) -> CallToolResponse {
+        let asked = Asked::of(Operation::Observe, &Map::new());
+        let answer = ToolAnswer::Result(Box::new(result.into()));
+        self.runner.within_budget(&asked, answer).into_response()
+    }
+
     pub(crate) fn new(server: McpState<A>, runner: Arc<ToolRunner<A>>) -> Self {
         McpHandler {
             server,
@@ -158,7 +167,7 @@ impl<A: App> McpHandler<A> {
                 }
                 // The client learns about the session's actions at once.
                 self.start_watch(context.peer.clone(), tid, true);
-                result.into()
+                self.connected(result)
             }
             Err(text) => {
                 sessions.unbind(session, self.server.now());
@@ -320,7 +329,10 @@ impl<A: App> ServerHandler for McpHandler<A> {
             return Err(ErrorData::invalid_request(NOT_CONNECTED_SERVER, None));
         };
         match self.runner.forwarder(&binding).post(op, json!({})).await {
-            Ok(success) => Ok(resources::contents(&request.uri, success.into_text()).into()),
+            Ok(success) => {
+                let text = self.runner.resource_within_budget(op, success);
+                Ok(resources::contents(&request.uri, text).into())
+            }
             Err(e) => {
                 let text = forwarded_failure(op.tool(), op.lap_path(), &e);
                 Err(ErrorData::internal_error(text, None))
@@ -425,7 +437,7 @@ impl<A: App> McpHandler<A> {
                 let forwarder = self.runner.forwarder(&binding);
                 self.cache.clear();
                 match connect_flow(&forwarder, &self.cache).await {
-                    Ok(result) => result.into(),
+                    Ok(result) => self.connected(result),
                     Err(text) => failure(text).into(),
                 }
             }

@@ -17,13 +17,14 @@ use super::bound_token::BoundToken;
 use super::client_confirm::{self, InClient};
 use super::McpState;
 use crate::app::App;
+use crate::ops::budget::{bound, Asked};
 use crate::ops::watch::Watched;
 use crate::ops::{self, ApiError, Operation};
 use crate::security::TokenRecord;
 use crate::surface::mcp::action_tools::ActionCatalog;
 use crate::surface::mcp::calls::{ResolvedCall, ToolCatalog};
 use crate::surface::mcp::format::{
-    failure, forwarded_failure, success_with_text, NOT_CONNECTED_SERVER,
+    failure, forwarded_failure, success, success_with_text, NOT_CONNECTED_SERVER,
 };
 use crate::surface::mcp::forward::{failed, forward_tool, passes_on, DescriptionCache, Forwarder};
 use crate::surface::mcp::tools::ToolAction;
@@ -198,7 +199,9 @@ impl<A: App> ToolRunner<A> {
                 }
                 Some(binding) => {
                     let forwarder = self.in_process(&binding, verified);
-                    self.forward(&forwarder, op, args, cache).await
+                    let asked = Asked::of(op, &args);
+                    let answer = self.forward(&forwarder, op, args, cache).await;
+                    self.within_budget(&asked, answer)
                 }
             }),
         }
@@ -299,7 +302,55 @@ impl<A: App> ToolRunner<A> {
             let refusal = catalog.unavailable(entry, detail.as_deref(), &available);
             return Ok(ToolAnswer::Result(Box::new(refusal.into())));
         }
-        Ok(ToolAnswer::Passed(answer))
+        let asked = Asked::of(op, &Map::new());
+        Ok(self.within_budget(&asked, ToolAnswer::Passed(answer)))
+    }
+
+    /// The budget of an answer's text (`McpOptions::result_budget_chars`).
+    pub(super) fn budget(&self) -> usize {
+        self.server.options().mcp.result_budget_chars
+    }
+
+    /// A resource's JSON `text` (the answer of `op`), or its bounded view's when over the
+    /// budget.
+    pub(super) fn resource_within_budget(&self, op: Operation, success: ops::Success) -> String {
+        let budget = self.budget();
+        if success.text().len() <= budget {
+            return success.into_text();
+        }
+        let (body, _) = success.into_parts();
+        bound(&Asked::of(op, &Map::new()), body, budget).to_string()
+    }
+
+    /// `answer`, or its bounded view when its text is over the budget (`docs/mcp.md`
+    /// §Answers within a budget). An answer within it is passed on untouched; a tool error
+    /// is never over it.
+    pub(super) fn within_budget(&self, asked: &Asked, answer: ToolAnswer) -> ToolAnswer {
+        let budget = self.budget();
+        match answer {
+            ToolAnswer::Passed(passed) if passed.text().len() > budget => {
+                let (body, _) = passed.into_parts();
+                ToolAnswer::Result(Box::new(success(bound(asked, body, budget)).into()))
+            }
+            ToolAnswer::Result(response) => {
+                let mut result = match *response {
+                    CallToolResponse::Complete(result) => result,
+                    other => return ToolAnswer::Result(Box::new(other)),
+                };
+                let over = result
+                    .content
+                    .first()
+                    .and_then(|c| c.as_text())
+                    .is_some_and(|t| t.text.len() > budget);
+                if over && result.is_error != Some(true) {
+                    if let Some(body) = result.structured_content.take() {
+                        result = success(bound(asked, body, budget));
+                    }
+                }
+                ToolAnswer::Result(Box::new(result.into()))
+            }
+            answer => answer,
+        }
     }
 
     /// `send_message` of `body` for `caller`. When its client may be asked to confirm
