@@ -1,26 +1,24 @@
 //! `/agent/mcp` driven by the official Python MCP SDK (PyPI `mcp`, the version `.ci/mcp-python`
-//! pins): confirmation in the client (`docs/mcp.md` §Confirmation in the client) on both
-//! generations through the SDK's elicitation callback: approve, reject, edit, and on
-//! 2026-07-28 a tampered `requestState` refused. Ignored: it needs the SDK's venv, whose python
-//! `.ci/mcp-python` passes as `MCP_PYTHON` (`tests/python/mcp_confirm.py` is the client).
+//! pins), on both generations: confirmation in the client (`docs/mcp.md` §Confirmation in the
+//! client) through the SDK's elicitation callback: approve, reject, edit, and on 2026-07-28 a
+//! tampered `requestState` refused (`tests/python/mcp_confirm.py`); the todo example's tool list,
+//! the same before and after a toggle that opens a gate, a closed tool's error, the hints on
+//! every tool (`tests/python/mcp_tool_list.py`). Ignored: they need the SDK's venv, whose
+//! python `.ci/mcp-python` passes as `MCP_PYTHON`.
 
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
+use agent_examples::todo::TodoApp;
 use agent_tests::TestServer;
 
-#[tokio::test]
-#[ignore = "needs the Python MCP SDK: run .ci/mcp-python"]
-async fn python_sdk_confirms_in_the_client() {
+/// Runs `tests/python/<script>` with the SDK's python against `/agent/mcp` of `t` with a fresh
+/// token; checks its exit status and that it printed `ok <case>` for each of `cases`.
+async fn run_python<A: agent_runtime::app::App>(t: &TestServer<A>, script: &str, cases: &[&str]) {
     let python = std::env::var("MCP_PYTHON")
         .expect("MCP_PYTHON: the venv python of .ci/mcp-python, with the `mcp` package");
-    let t = TestServer::builder(Counter)
-        .rate_limit("100000/minute")
-        .options(|o| o.mcp.confirm_in_client = true)
-        .start()
-        .await;
     let m = t.mint("alice", None).await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/mcp_confirm.py");
+    let script = format!("{}/python/{script}", env!("CARGO_MANIFEST_DIR"));
     let url = format!("{}/agent/mcp", t.base);
     let run = tokio::process::Command::new(python)
         .arg(script)
@@ -35,18 +33,55 @@ async fn python_sdk_confirms_in_the_client() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    for case in [
-        "legacy approve",
-        "legacy reject",
-        "legacy edit",
-        "2026-07-28 approve",
-        "2026-07-28 reject",
-        "2026-07-28 edit",
-        "2026-07-28 tampered",
-    ] {
+    for case in cases {
         assert!(
             stdout.contains(&format!("ok {case}\n")),
             "{case}: {stdout}\n{stderr}"
         );
     }
+}
+
+#[tokio::test]
+#[ignore = "needs the Python MCP SDK: run .ci/mcp-python"]
+async fn python_sdk_confirms_in_the_client() {
+    let t = TestServer::builder(Counter)
+        .rate_limit("100000/minute")
+        .options(|o| o.mcp.confirm_in_client = true)
+        .start()
+        .await;
+    run_python(
+        &t,
+        "mcp_confirm.py",
+        &[
+            "legacy approve",
+            "legacy reject",
+            "legacy edit",
+            "2026-07-28 approve",
+            "2026-07-28 reject",
+            "2026-07-28 edit",
+            "2026-07-28 tampered",
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Python MCP SDK: run .ci/mcp-python"]
+async fn python_sdk_sees_a_tool_list_that_does_not_move() {
+    let t = TestServer::builder(TodoApp::default())
+        .rate_limit("100000/minute")
+        .start()
+        .await;
+    let mut cases = Vec::new();
+    for generation in ["legacy", "2026-07-28"] {
+        for case in [
+            "closed tool refused",
+            "list unchanged by a toggle",
+            "hints on every tool",
+        ] {
+            cases.push(format!("{generation} {case}"));
+        }
+    }
+    let cases: Vec<&str> = cases.iter().map(String::as_str).collect();
+    run_python(&t, "mcp_tool_list.py", &cases).await;
 }
