@@ -100,6 +100,39 @@ pub(crate) fn budget_schema() -> Value {
     })
 }
 
+/// The schema of an answer cut to a budget (the 200 answer of an operation that takes
+/// `budgetChars` is its own schema or this): the answer's own keys, shortened, or whatever of
+/// them fit, always with `truncated: true`; `elided` lists what was cut and the call that reads
+/// each part, `read` the call that reads a dropped `stateDiff`.
+pub(crate) fn bounded_answer_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "The answer shortened to the request's budgetChars: its large arrays, \
+            objects and strings cut to their first elements (keys that do not fit are left \
+            out), truncated: true, and the calls that read what was cut.",
+        "required": ["truncated"],
+        "properties": {
+            "truncated": {"const": true},
+            "elided": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "kind": {"type": "string", "enum": ["array", "object", "string"]},
+                        "size": {"type": "integer", "minimum": 0},
+                        "shown": {"type": "integer", "minimum": 0},
+                        "read": {"type": "object"},
+                        "note": {"type": "string"}
+                    }
+                }
+            },
+            "read": {"type": "object"},
+            "note": {"type": "string"}
+        }
+    })
+}
+
 /// A LAP request's `budgetChars` (`body` as it came, of `op`): `Ok(None)` when absent or
 /// `null` (or the operation takes none), else a positive integer, with what the call asked.
 pub(crate) fn lap_budget(op: Operation, body: &Value) -> Result<Option<(Asked, usize)>, ApiError> {

@@ -7,7 +7,7 @@ use agent_schema::protocol::{ErrorCode, ErrorResponse};
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{json, Map, Value};
 
-use crate::ops::budget::{budget_schema, takes_budget};
+use crate::ops::budget::{bounded_answer_schema, budget_schema, takes_budget};
 use crate::ops::{OperationSpec, OPERATIONS};
 
 /// Where the schemas live in the document (`#/components/schemas/<name>`).
@@ -183,10 +183,14 @@ pub(crate) fn openapi_document(
     let mut paths = Map::new();
     for spec in OPERATIONS {
         let request = request_schema(spec, &mut requests);
-        let response = (spec.response_schema)(&mut responses);
+        let mut response = (spec.response_schema)(&mut responses).to_value();
+        if takes_budget(spec.lap_path) {
+            // With `budgetChars`, a long answer is its bounded view.
+            response = json!({"anyOf": [response, bounded_answer_schema()]});
+        }
         paths.insert(
             format!("{base}{}", spec.lap_path),
-            json!({ "post": operation(spec, request, response.to_value()) }),
+            json!({ "post": operation(spec, request, response) }),
         );
     }
 
@@ -449,8 +453,15 @@ mod tests {
             );
             assert!(resolve(&doc, request).is_object(), "{path}: request schema");
             let ok = &op["responses"]["200"]["content"]["application/json"]["schema"];
-            assert_eq!(*ok, (spec.response_schema)(&mut responses).to_value());
-            assert!(resolve(&doc, ok).is_object(), "{path}: response schema");
+            let own = (spec.response_schema)(&mut responses).to_value();
+            if takes_budget(spec.lap_path) {
+                // Its own answer, or the bounded view of it under `budgetChars`.
+                assert_eq!(*ok, json!({"anyOf": [own, bounded_answer_schema()]}), "{path}");
+                assert!(resolve(&doc, &ok["anyOf"][0]).is_object(), "{path}: response");
+            } else {
+                assert_eq!(*ok, own);
+                assert!(resolve(&doc, ok).is_object(), "{path}: response schema");
+            }
 
             let statuses: Vec<&str> = op["responses"]
                 .as_object()
