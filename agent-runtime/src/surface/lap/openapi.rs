@@ -456,8 +456,15 @@ mod tests {
             let own = (spec.response_schema)(&mut responses).to_value();
             if takes_budget(spec.lap_path) {
                 // Its own answer, or the bounded view of it under `budgetChars`.
-                assert_eq!(*ok, json!({"anyOf": [own, bounded_answer_schema()]}), "{path}");
-                assert!(resolve(&doc, &ok["anyOf"][0]).is_object(), "{path}: response");
+                assert_eq!(
+                    *ok,
+                    json!({"anyOf": [own, bounded_answer_schema()]}),
+                    "{path}"
+                );
+                assert!(
+                    resolve(&doc, &ok["anyOf"][0]).is_object(),
+                    "{path}: response"
+                );
             } else {
                 assert_eq!(*ok, own);
                 assert!(resolve(&doc, ok).is_object(), "{path}: response schema");
