@@ -158,14 +158,13 @@ pub(crate) async fn serve<A: App, R: Send + 'static>(
             return with_revocation(server, &tid, run).await;
         }
         // A long poll ends when the server shuts down, with a hint to call again
-        // (`docs/operations.md` §Shutdown): it reads, so nothing is lost.
-        if server.is_stopping() {
-            return Reply::error(ApiError::shutting_down());
-        }
+        // (`docs/operations.md` §Shutdown): it reads, so nothing is lost. `biased`: one that
+        // arrives after the shutdown began is answered before it starts waiting.
         let stopped = server.stopped();
         return tokio::select! {
-            reply = with_revocation(server, &tid, run) => reply,
+            biased;
             () = stopped => Reply::error(ApiError::shutting_down()),
+            reply = with_revocation(server, &tid, run) => reply,
         };
     }
     let record = caller.record.clone();
