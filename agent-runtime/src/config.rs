@@ -4,8 +4,11 @@ use crate::clock::{SharedClock, SystemClock};
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Deserialize;
+
 /// How strictly incoming payloads are validated (`docs/semantics.md` §2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum DispatchPolicy {
     /// Extra keys are accepted silently (unless the schema denies them).
     #[default]
@@ -16,7 +19,8 @@ pub enum DispatchPolicy {
 
 /// Whether an agent's dispatch must pass the action's `@routeGated` gate and be listed by
 /// `list_actions` in the current state (`docs/semantics.md` §5.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ActionGates {
     /// A closed gate, or an action `list_actions` does not offer now, refuses the agent's
     /// `send_message` and `would_dispatch` with `rejected` `unavailable` (the human's
@@ -30,7 +34,13 @@ pub enum ActionGates {
 
 /// Options of a [`crate::Host`]. Start from `HostConfig::default()` and set the fields you
 /// need (`#[non_exhaustive]`: a new option never breaks a caller).
-#[derive(Clone)]
+///
+/// It deserializes from a configuration file (`docs/operations.md` §Configuration): field
+/// names as here, every field optional (its default), durations spelled as `humantime` reads
+/// them (`"90s"`, `"10m"`, `"30days"`), an unknown key an error that names it. The clock is not
+/// configurable from a file.
+#[derive(Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct HostConfig {
     /// Validation policy for agent and human dispatches.
@@ -39,10 +49,12 @@ pub struct HostConfig {
     /// [`ActionGates::Enforced`]).
     pub action_gates: ActionGates,
     /// Age after which a pending confirmation expires (default 10 minutes).
+    #[serde(with = "humantime_serde")]
     pub confirm_max_age: Duration,
     /// Events a session keeps for event-stream replay (default 256).
     pub event_history: usize,
     /// Source of wall-clock time.
+    #[serde(skip)]
     pub clock: SharedClock,
     /// Open sessions the host holds at most (default 1024); creating one more fails with
     /// [`crate::engine::host::CreateSessionError::Capacity`]. Bounds memory whoever mints.
@@ -53,11 +65,13 @@ pub struct HostConfig {
     /// A session unused for this long (no request looked it up, nothing committed or logged)
     /// is closed and dropped, freeing its slot (default [`DEFAULT_SESSION_IDLE`], 30
     /// minutes; 0 disables). Its agent tokens then answer 503 `paused`.
+    #[serde(with = "humantime_serde")]
     pub session_idle: Duration,
     /// With a store: a stored session unused for this long (no load, no commit; its
     /// `updated_at`) is deleted from the store, and its tokens answer 503 `paused` (default
     /// [`DEFAULT_STORED_SESSION_TTL`], 30 days; 0 keeps stored sessions until closed).
     /// `docs/stores.md` §Bounds on disk.
+    #[serde(with = "humantime_serde")]
     pub stored_session_ttl: Duration,
     /// Byte budgets of what a session or token keeps (see [`Budgets`]).
     pub budgets: Budgets,
@@ -122,7 +136,8 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// (413, 400 or 429, the limit in the detail); kept state is never truncated silently. Rings
 /// (the activity log, the event history) drop their oldest entries to stay within their totals,
 /// as they do for their entry counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Budgets {
     /// A narration text, and the whole entry it makes, in bytes (default 16 KiB); more is 413.
@@ -152,6 +167,7 @@ pub struct Budgets {
     /// 4 MiB); a keyed `/message` past it is 429 until the oldest record expires.
     pub idempotency_token_bytes: usize,
     /// Period of the sweep that drops expired idempotency records (default 30 s).
+    #[serde(with = "humantime_serde")]
     pub idempotency_sweep: Duration,
     /// Recent commit patches a session keeps for `/state {sinceSeq}` and `/wait {sinceSeq}`
     /// (default 256); the oldest go first (`docs/semantics.md` §8.7).
@@ -270,6 +286,31 @@ pub(crate) fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_host_config_deserializes_with_defaults() {
+        let config: HostConfig = serde_json::from_value(json!({
+            "policy": "strict",
+            "action_gates": "advisory",
+            "session_idle": "10m",
+            "stored_session_ttl": "7days",
+            "budgets": {"log_total_bytes": 4096, "idempotency_sweep": "5s"},
+        }))
+        .expect("reads");
+        assert_eq!(config.policy, DispatchPolicy::Strict);
+        assert_eq!(config.action_gates, ActionGates::Advisory);
+        assert_eq!(config.session_idle, Duration::from_secs(600));
+        assert_eq!(config.stored_session_ttl, Duration::from_secs(7 * 86_400));
+        assert_eq!(config.budgets.log_total_bytes, 4096);
+        assert_eq!(config.budgets.idempotency_sweep, Duration::from_secs(5));
+        assert_eq!(config.budgets.event_bytes, Budgets::default().event_bytes);
+        assert_eq!(config.max_sessions, HostConfig::default().max_sessions);
+        let e = serde_json::from_value::<HostConfig>(json!({"budgets": {"log_bytes": 1}}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `log_bytes`"), "{e}");
+        assert!(serde_json::from_value::<HostConfig>(json!({"clock": 1})).is_err());
+    }
 
     #[test]
     fn json_len_is_the_compact_encoding() {

@@ -38,7 +38,8 @@ async fn bridge_with(args: &[&str], env: &[(&str, &str)]) -> Client {
     command
         .args(args)
         .env_remove("AGENT_LAP_URL")
-        .env_remove("AGENT_TOKEN");
+        .env_remove("AGENT_TOKEN")
+        .env_remove("AGENT_TOKEN_FILE");
     for (k, v) in env {
         command.env(k, v);
     }
@@ -397,6 +398,44 @@ async fn a_preconfigured_bridge_starts_bound_and_rebinds() {
     let observed = ok(&call(&c, "observe", json!({})).await);
     assert_eq!(observed["state"]["count"], 2);
     c.cancel().await.expect("close");
+
+    // The token from a file (`AGENT_TOKEN_FILE`), so it is neither in argv nor in the
+    // environment of the MCP client's configuration.
+    let dir = std::env::temp_dir().join(format!("agent-bridge-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("token");
+    std::fs::write(&file, format!("{}\n", bob.token)).expect("write");
+    let c = bridge_with(
+        &[],
+        &[
+            ("AGENT_LAP_URL", url.as_str()),
+            ("AGENT_TOKEN_FILE", &file.display().to_string()),
+        ],
+    )
+    .await;
+    let observed = ok(&call(&c, "observe", json!({})).await);
+    assert_eq!(observed["state"]["count"], 2);
+    c.cancel().await.expect("close");
+    std::fs::remove_dir_all(&dir).expect("cleanup");
+}
+
+/// `--help` and `--version` print and exit 0.
+#[tokio::test]
+async fn help_and_version_exit_zero() {
+    for (flag, expected) in [
+        ("--help", "AGENT_TOKEN_FILE"),
+        ("--version", env!("CARGO_PKG_VERSION")),
+    ] {
+        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-bridge"))
+            .arg(flag)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .expect("run agent-bridge");
+        assert_eq!(output.status.code(), Some(0), "{flag}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains(expected), "{flag}: {stdout}");
+    }
 }
 
 /// A URL without a token, or a bad flag, is refused at start with the usage (exit 2).
@@ -413,12 +452,13 @@ async fn a_half_configured_bridge_refuses_to_start() {
             vec![("AGENT_TOKEN", "agt_x")],
             "a token needs a LAP URL",
         ),
-        (vec!["--bogus"], vec![], "unknown argument"),
+        (vec!["--bogus"], vec![], "unexpected argument '--bogus'"),
     ] {
         let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-bridge"))
             .args(&args)
             .env_remove("AGENT_LAP_URL")
             .env_remove("AGENT_TOKEN")
+            .env_remove("AGENT_TOKEN_FILE")
             .envs(env.iter().copied())
             .stdin(std::process::Stdio::null())
             .output()
@@ -427,6 +467,6 @@ async fn a_half_configured_bridge_refuses_to_start() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
-        assert!(stderr.contains("usage: agent-bridge"), "{stderr}");
+        assert!(stderr.lines().count() <= 5, "short: {stderr}");
     }
 }

@@ -1,4 +1,5 @@
-//! `cargo run --example counter [--port N] [--rate-limit N/unit]`
+//! `cargo run --example counter [-- --help]`: flags and `AGENT_*` variables in
+//! `docs/operations.md` §Configuration.
 
 #[tokio::main]
 async fn main() {

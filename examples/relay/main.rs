@@ -1,5 +1,5 @@
-//! `cargo run --example relay [--port N] [--rate-limit N/unit] [--db PATH|postgres://… |
-//! --memory] [--cors-origin URL]…`: a server for paired apps only (LLui apps point their agent
+//! `cargo run --example relay [-- --help]` (flags and `AGENT_*` environment variables in
+//! `docs/operations.md` §Configuration): a server for paired apps only (LLui apps point their agent
 //! connection at it; see the README, "A relay for LLui apps").
 
 #[tokio::main]

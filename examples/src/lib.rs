@@ -2,6 +2,7 @@
 //! `cargo run --example todo`, `cargo run --example relay`) are thin wrappers around [`serve`];
 //! tests use the apps directly.
 
+pub mod config;
 pub mod counter;
 pub mod relay;
 pub mod serve;

@@ -4,8 +4,8 @@
 //! mint that asks for a hosted one is refused (`PairingOptions::hosted_mints` off). LAP, MCP,
 //! the bridge and the console then reach the paired app.
 //!
-//! `cargo run --example relay [--port N] [--rate-limit N/unit] [--db PATH|postgres://… |
-//! --memory] [--cors-origin URL]…`
+//! `cargo run --example relay [-- --help]`: the examples' flags and `AGENT_*` variables
+//! (`docs/operations.md` §Configuration); the server binary to deploy for LLui apps.
 
 use std::future::Future;
 

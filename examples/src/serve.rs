@@ -1,6 +1,5 @@
-//! The command line shared by the runnable examples:
-//! `cargo run --example <name> [--port N] [--rate-limit N/unit] [--db PATH|postgres://… | --memory]
-//! [--cors-origin URL]…`.
+//! How the runnable examples start: their command line ([`crate::config`]; `cargo run
+//! --example <name> -- --help` lists it), the store, the server, a graceful shutdown.
 //!
 //! Sessions, tokens and the identity signing key are durable by default: a SQLite file
 //! `<app name>.db` in the working directory (`--db PATH` another file, `--db postgres://…`
@@ -10,97 +9,15 @@ use std::future::IntoFuture as _;
 use std::net::SocketAddr;
 
 use agent_runtime::app::App;
-use agent_runtime::security::loopback_hosts;
-use agent_runtime::security::RateLimitSpec;
 use agent_runtime::store::Stores;
 use agent_runtime::{AgentServer, ServerOptions};
+use clap::Parser as _;
 
-/// Options of an example server.
-#[derive(Debug, Clone)]
-pub struct ExampleOptions {
-    /// Port on 127.0.0.1; 0 picks a free one.
-    pub port: u16,
-    /// Per-token LAP rate limit.
-    pub rate_limit: RateLimitSpec,
-    /// The store: `memory`, a SQLite path or a `postgres://` URL; `None` is the default
-    /// SQLite file `<app name>.db` in the working directory.
-    pub db: Option<String>,
-    /// Origins whose pages may call the agent routes from the browser (`--cors-origin`,
-    /// repeatable; `ServerOptions::cors_origins`).
-    pub cors_origins: Vec<String>,
-    /// Relay paired sessions only (the `relay` example): a bare mint is paired, a hosted mint
-    /// is refused. Not a flag: the relay sets it.
-    pub paired_only: bool,
-}
-
-/// Parses `--port N` and `--rate-limit N/unit` (also `--port=N`); `default_port` otherwise.
-pub fn parse_args(
-    args: impl IntoIterator<Item = String>,
-    default_port: u16,
-) -> Result<ExampleOptions, String> {
-    let mut opts = ExampleOptions {
-        port: default_port,
-        rate_limit: ServerOptions::default().rate_limit,
-        db: None,
-        cors_origins: Vec::new(),
-        paired_only: false,
-    };
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) => (n.to_string(), Some(v.to_string())),
-            None => (arg.clone(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match name.as_str() {
-            "--port" => {
-                let v = value()?;
-                opts.port = v.parse().map_err(|_| format!("invalid port {v:?}"))?;
-            }
-            "--rate-limit" => {
-                let v = value()?;
-                opts.rate_limit = v.parse().map_err(|e| format!("{e}"))?;
-            }
-            "--db" => {
-                let v = value()?;
-                if v.is_empty() {
-                    return Err("--db needs a path or a postgres:// URL".into());
-                }
-                opts.db = Some(v);
-            }
-            "--memory" => opts.db = Some("memory".into()),
-            "--cors-origin" => opts.cors_origins.push(value()?),
-            "-h" | "--help" => {
-                return Err(
-                    "usage: [--port N (0 = any free port)] [--rate-limit N/second|minute|hour] \
-                     [--db PATH|postgres://… (default <app>.db) | --memory] \
-                     [--cors-origin URL (repeatable, e.g. http://localhost:5173)]"
-                        .into(),
-                )
-            }
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(opts)
-}
+pub use crate::config::{parse_args, ExampleArgs, ExampleOptions};
 
 fn server_options(opts: &ExampleOptions) -> ServerOptions {
-    let mut options = ServerOptions::default();
-    options.allow_anonymous = true;
-    options.rate_limit = opts.rate_limit;
-    // Only loopback names in `Host` (a DNS-rebinding page cannot reach the server).
-    options.allowed_hosts = loopback_hosts();
-    options.cors_origins = opts.cors_origins.clone();
-    // The examples pair native apps (`tui-todo`, the Rust pairing client) besides pages.
-    #[cfg(feature = "full")]
-    {
-        options.pairing.native_apps = true;
-    }
+    #[allow(unused_mut)]
+    let mut options = opts.server.clone();
     #[cfg(feature = "full")]
     if opts.paired_only {
         // A bare mint (LLui's client) starts a paired session; nothing is hosted here.
@@ -122,11 +39,13 @@ pub fn store_spec<A: App>(app: &A, opts: &ExampleOptions) -> String {
 /// use).
 pub async fn agent_server<A: App>(app: A, opts: &ExampleOptions) -> Result<AgentServer<A>, String> {
     let spec = store_spec(&app, opts);
-    let mut builder = AgentServer::builder(app).options(server_options(opts));
+    let mut builder = AgentServer::builder(app)
+        .options(server_options(opts))
+        .host_config(opts.host.clone());
     if spec != "memory" {
         let stores = Stores::open(&spec)
             .await
-            .map_err(|e| format!("cannot open the store {spec:?}: {e}"))?;
+            .map_err(|e| format!("--db {spec}: cannot open the store: {e}"))?;
         builder = builder.stores(&stores);
     }
     builder.build().await.map_err(|e| e.to_string())
@@ -145,7 +64,17 @@ pub struct RunningExample<A: App> {
 impl<A: App> RunningExample<A> {
     /// `http://<addr>`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        // Listening on every address: name the loopback one, which always works here.
+        let shown = match self.addr.ip() {
+            std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+                SocketAddr::from(([127, 0, 0, 1], self.addr.port()))
+            }
+            std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
+                SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, self.addr.port()))
+            }
+            _ => self.addr,
+        };
+        format!("http://{shown}")
     }
 
     /// The one line an example prints when it is up: the base URL, the console and MCP (for the
@@ -167,7 +96,7 @@ impl<A: App> RunningExample<A> {
     }
 }
 
-/// Binds `127.0.0.1:<opts.port>` and serves `app`'s agent surface on a tokio task.
+/// Binds `opts.bind` and serves `app`'s agent surface on a tokio task.
 pub async fn start<A: App>(app: A, opts: &ExampleOptions) -> std::io::Result<RunningExample<A>> {
     start_until(app, opts, std::future::pending()).await
 }
@@ -183,7 +112,9 @@ pub async fn start_until<A: App>(
     let server = agent_server(app, opts)
         .await
         .map_err(std::io::Error::other)?;
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await?;
+    let listener = tokio::net::TcpListener::bind(opts.bind)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("--bind {}: {e}", opts.bind)))?;
     let addr = listener.local_addr()?;
     let stopping = server.clone();
     // Header-read, body-read and idle timeouts, TCP_NODELAY, the peer address for rate limits.
@@ -196,7 +127,7 @@ pub async fn start_until<A: App>(
     Ok(RunningExample { server, addr, task })
 }
 
-/// Runs an example: parses the command line, binds `127.0.0.1`, prints one line with the
+/// Runs an example: reads the command line and the environment, binds, prints one line with the
 /// base URL and the console, and serves until interrupted.
 pub async fn run<A: App>(app: A, default_port: u16) {
     serve_until_interrupted(app, command_line(default_port)).await;
@@ -212,15 +143,14 @@ pub async fn run_relay(default_port: u16) {
     serve_until_interrupted(crate::relay::Relay, opts).await;
 }
 
-/// The command line's options; exits 2 with the usage when it does not read.
+/// The command line's options. `--help` and `--version` print and exit 0; a setting that does
+/// not read prints one line naming it and exits 2.
 fn command_line(default_port: u16) -> ExampleOptions {
-    match parse_args(std::env::args().skip(1), default_port) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
-    }
+    let args = ExampleArgs::try_parse().unwrap_or_else(|e| e.exit());
+    crate::config::resolve(args, default_port).unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2);
+    })
 }
 
 async fn serve_until_interrupted<A: App>(app: A, opts: ExampleOptions) {
@@ -233,7 +163,7 @@ async fn serve_until_interrupted<A: App>(app: A, opts: ExampleOptions) {
     let running = match start_until(app, &opts, agent_runtime::shutdown_signal()).await {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("cannot serve on 127.0.0.1:{}: {e}", opts.port);
+            eprintln!("{e}");
             std::process::exit(1);
         }
     };
@@ -247,52 +177,5 @@ async fn serve_until_interrupted<A: App>(app: A, opts: ExampleOptions) {
     if let Err(e) = running.server.finish_shutdown().await {
         eprintln!("shutdown: {e}");
         std::process::exit(1);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(a: &[&str]) -> Vec<String> {
-        a.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn parses_port_and_rate_limit() {
-        let o = parse_args(args(&["--port", "0", "--rate-limit=5/second"]), 8787).unwrap();
-        assert!(o.cors_origins.is_empty());
-        let cors = parse_args(
-            args(&[
-                "--cors-origin",
-                "http://localhost:5173",
-                "--cors-origin=https://app.example",
-            ]),
-            8787,
-        )
-        .unwrap();
-        assert_eq!(
-            cors.cors_origins,
-            ["http://localhost:5173", "https://app.example"]
-        );
-        assert_eq!(o.port, 0);
-        assert_eq!(o.rate_limit.to_string(), "5/second");
-        assert_eq!(parse_args(args(&[]), 8787).unwrap().port, 8787);
-        assert!(parse_args(args(&["--port"]), 1).is_err());
-        assert!(parse_args(args(&["--rate-limit", "0/minute"]), 1).is_err());
-        assert!(parse_args(args(&["--bogus"]), 1).is_err());
-        assert_eq!(parse_args(args(&[]), 1).unwrap().db, None);
-        assert_eq!(
-            parse_args(args(&["--memory"]), 1).unwrap().db.as_deref(),
-            Some("memory")
-        );
-        assert_eq!(
-            parse_args(args(&["--db", "x.db"]), 1)
-                .unwrap()
-                .db
-                .as_deref(),
-            Some("x.db")
-        );
-        assert!(parse_args(args(&["--db="]), 1).is_err());
     }
 }

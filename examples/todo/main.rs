@@ -1,4 +1,5 @@
-//! `cargo run --example todo [--port N] [--rate-limit N/unit]`
+//! `cargo run --example todo [-- --help]`: flags and `AGENT_*` variables in
+//! `docs/operations.md` §Configuration.
 
 #[tokio::main]
 async fn main() {

@@ -31,6 +31,8 @@ pub struct Launch {
     binary: PathBuf,
     args: Vec<String>,
     env: Vec<(String, String)>,
+    /// `--port 0` goes first (off: the environment alone says where to listen).
+    port_flag: bool,
 }
 
 impl Launch {
@@ -40,7 +42,15 @@ impl Launch {
             binary: binary.into(),
             args: Vec::new(),
             env: Vec::new(),
+            port_flag: true,
         }
+    }
+
+    /// Without the leading `--port 0`: the process is configured by what the test passes only
+    /// (its environment, say).
+    pub fn without_port_flag(mut self) -> Launch {
+        self.port_flag = false;
+        self
     }
 
     /// Appends `args`.
@@ -72,7 +82,10 @@ impl Launch {
         let log = std::env::var("AGENT_TEST_SERVER_LOG").ok();
         let echo = log.is_some();
         let mut command = Command::new(&self.binary);
-        command.args(["--port", "0"]).args(&self.args);
+        if self.port_flag {
+            command.args(["--port", "0"]);
+        }
+        command.args(&self.args);
         if let Some(port) = port {
             command.args(["--port", &port.to_string()]);
         }

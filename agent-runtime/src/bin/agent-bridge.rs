@@ -1,93 +1,102 @@
 //! `agent-bridge`: an MCP server over stdio that forwards the agent tools to a LAP server
 //! (`docs/lap.md` §8, `docs/mcp.md`). Add it to an MCP client (Claude Desktop's
-//! `claude_desktop_config.json`). Started with `--url <lapUrl> --token <agt_…>` (or the
-//! environment variables `AGENT_LAP_URL` and `AGENT_TOKEN`) it is connected from the start, so
-//! the token never goes through the conversation; otherwise the model calls
+//! `claude_desktop_config.json`). Started with a LAP URL and a token (the environment
+//! variables `AGENT_LAP_URL` and `AGENT_TOKEN`, or `--token-file`) it is connected from the
+//! start, so the token never goes through the conversation; otherwise the model calls
 //! `connect_session {url, token}`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: agent-bridge [--url <lapUrl> --token <agt_…>]
-  An MCP server on stdin/stdout. With --url and --token (or the environment variables
-  AGENT_LAP_URL and AGENT_TOKEN) it starts connected to that app; without them, call
-  connect_session {url, token} from the MCP client. --version prints the version.";
+use clap::Parser;
 
-/// What the command line asks for.
-#[derive(Debug, PartialEq, Eq)]
-enum Command {
-    Version,
-    Serve { binding: Option<(String, String)> },
+/// The command line; each flag has an environment variable, a flag wins over it.
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent-bridge",
+    version,
+    about = "An MCP server on stdin/stdout for a LAP app. With a LAP URL and a token it starts \
+             connected to that app; without them, call connect_session {url, token} from the MCP \
+             client.",
+    args_override_self = true
+)]
+struct Args {
+    /// The app's LAP URL, e.g. http://127.0.0.1:8788/agent/lap/v1.
+    #[arg(long, env = "AGENT_LAP_URL", value_name = "URL")]
+    url: Option<String>,
+    /// The agent token (agt_…). Other users of the machine see arguments (`ps`): prefer
+    /// AGENT_TOKEN or --token-file.
+    #[arg(
+        long,
+        env = "AGENT_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    token: Option<String>,
+    /// A file whose first line is the agent token.
+    #[arg(
+        long,
+        env = "AGENT_TOKEN_FILE",
+        value_name = "FILE",
+        conflicts_with = "token"
+    )]
+    token_file: Option<PathBuf>,
 }
 
-/// Reads the arguments and the environment: flags win over the environment; a URL without a
-/// token (or the reverse) is an error, as is a URL that is not `http(s)://…`.
-fn parse(
-    args: impl IntoIterator<Item = String>,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Command, String> {
-    let (mut url, mut token) = (None, None);
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        match flag.as_str() {
-            "--version" | "-V" => return Ok(Command::Version),
-            "--url" | "--token" => {
-                let value = match inline.or_else(|| args.next()) {
-                    Some(v) if !v.is_empty() => v,
-                    _ => return Err(format!("{flag} needs a value")),
-                };
-                if flag == "--url" {
-                    url = Some(value);
-                } else {
-                    token = Some(value);
-                }
-            }
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    let non_empty = |k: &str| env(k).filter(|v| !v.is_empty());
-    let url = url.or_else(|| non_empty("AGENT_LAP_URL"));
-    let token = token.or_else(|| non_empty("AGENT_TOKEN"));
-    let binding = match (url, token) {
-        (None, None) => None,
+/// The LAP URL and token `args` give (none: start unconnected). A URL without a token (or
+/// the reverse) is an error, as is a URL that is not `http(s)://…` or a token that is not an
+/// agent token.
+fn binding(args: Args) -> Result<Option<(String, String)>, String> {
+    let token = match (&args.token_file, args.token) {
+        (Some(path), _) => Some(read_token(path)?),
+        (None, token) => token.filter(|t| !t.is_empty()),
+    };
+    let url = args.url.filter(|u| !u.is_empty());
+    match (url, token) {
+        (None, None) => Ok(None),
         (Some(url), Some(token)) => {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(format!(
-                    "the LAP URL must start with http:// or https://: {url:?}"
+                    "--url: the LAP URL must start with http:// or https://: {url:?}"
                 ));
             }
             if !token.starts_with("agt_") {
-                return Err("the token must be an agent token (agt_…)".to_string());
+                return Err("--token: the token must be an agent token (agt_…)".to_string());
             }
-            Some((url, token))
+            Ok(Some((url, token)))
         }
-        (Some(_), None) => return Err("a LAP URL needs a token (--token or AGENT_TOKEN)".into()),
-        (None, Some(_)) => return Err("a token needs a LAP URL (--url or AGENT_LAP_URL)".into()),
-    };
-    Ok(Command::Serve { binding })
+        (Some(_), None) => {
+            Err("a LAP URL needs a token (AGENT_TOKEN, --token-file or --token)".into())
+        }
+        (None, Some(_)) => Err("a token needs a LAP URL (--url or AGENT_LAP_URL)".into()),
+    }
+}
+
+/// The first line of `path`, trimmed.
+fn read_token(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--token-file {}: cannot read: {e}", path.display()))?;
+    let token = text.lines().next().unwrap_or_default().trim().to_string();
+    if token.is_empty() {
+        return Err(format!(
+            "--token-file {}: the file is empty",
+            path.display()
+        ));
+    }
+    Ok(token)
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let command = match parse(std::env::args().skip(1), |k| std::env::var(k).ok()) {
-        Ok(c) => c,
+    // `--help` and `--version` print and exit 0; a flag that does not read exits 2.
+    let args = Args::try_parse().unwrap_or_else(|e| e.exit());
+    let served = match binding(args) {
         Err(e) => {
-            eprintln!("agent-bridge: {e}\n{USAGE}");
+            eprintln!("agent-bridge: {e}");
             return ExitCode::from(2);
         }
-    };
-    let served = match command {
-        Command::Version => {
-            println!("agent-bridge {}", env!("CARGO_PKG_VERSION"));
-            return ExitCode::SUCCESS;
-        }
-        Command::Serve { binding: None } => agent_runtime::mcp::bridge::serve_stdio().await,
-        Command::Serve {
-            binding: Some((url, token)),
-        } => agent_runtime::mcp::bridge::serve_stdio_bound(&url, &token).await,
+        Ok(None) => agent_runtime::mcp::bridge::serve_stdio().await,
+        Ok(Some((url, token))) => agent_runtime::mcp::bridge::serve_stdio_bound(&url, &token).await,
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,
@@ -102,67 +111,61 @@ async fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn args(a: &[&str]) -> Vec<String> {
-        a.iter().map(|s| s.to_string()).collect()
+    fn parse(a: &[&str]) -> Result<Option<(String, String)>, String> {
+        let args = Args::try_parse_from(std::iter::once("agent-bridge").chain(a.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        binding(args)
     }
 
-    fn no_env(_: &str) -> Option<String> {
-        None
+    fn bound(u: &str, t: &str) -> Result<Option<(String, String)>, String> {
+        Ok(Some((u.into(), t.into())))
     }
 
     #[test]
-    fn flags_environment_and_their_errors() {
-        let bound = |u: &str, t: &str| Command::Serve {
-            binding: Some((u.into(), t.into())),
-        };
+    fn flags_and_their_errors() {
+        // The process's own `AGENT_*` variables would take part; tests run without them.
+        if std::env::vars().any(|(k, _)| k.starts_with("AGENT_")) {
+            return;
+        }
+        assert_eq!(parse(&[]), Ok(None));
         assert_eq!(
-            parse(args(&[]), no_env),
-            Ok(Command::Serve { binding: None })
-        );
-        assert_eq!(parse(args(&["--version"]), no_env), Ok(Command::Version));
-        assert_eq!(
-            parse(
-                args(&["--url", "http://h/agent/lap/v1", "--token", "agt_x"]),
-                no_env
-            ),
-            Ok(bound("http://h/agent/lap/v1", "agt_x"))
+            parse(&["--url", "http://h/agent/lap/v1", "--token", "agt_x"]),
+            bound("http://h/agent/lap/v1", "agt_x")
         );
         assert_eq!(
-            parse(args(&["--url=https://h/l", "--token=agt_y"]), no_env),
-            Ok(bound("https://h/l", "agt_y"))
+            parse(&["--url=https://h/l", "--token=agt_y"]),
+            bound("https://h/l", "agt_y")
         );
-        let env = |k: &str| match k {
-            "AGENT_LAP_URL" => Some("http://env/l".to_string()),
-            "AGENT_TOKEN" => Some("agt_env".to_string()),
-            _ => None,
-        };
-        assert_eq!(parse(args(&[]), env), Ok(bound("http://env/l", "agt_env")));
-        // A flag wins over the environment.
+        let dir = std::env::temp_dir().join(format!("agent-bridge-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("token");
+        std::fs::write(&file, "agt_file\n").unwrap();
+        let file = file.display().to_string();
         assert_eq!(
-            parse(args(&["--token", "agt_flag"]), env),
-            Ok(bound("http://env/l", "agt_flag"))
+            parse(&["--url", "http://h/l", "--token-file", &file]),
+            bound("http://h/l", "agt_file")
         );
-        assert!(parse(args(&["--url", "http://h/l"]), no_env)
+        std::fs::write(&file, "\n").unwrap();
+        assert!(parse(&["--url", "http://h/l", "--token-file", &file])
+            .unwrap_err()
+            .contains("is empty"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(parse(&["--url", "http://h/l", "--token-file", &file])
+            .unwrap_err()
+            .contains("cannot read"));
+        assert!(parse(&["--url", "http://h/l"])
             .unwrap_err()
             .contains("needs a token"));
-        assert!(parse(args(&["--token", "agt_x"]), no_env)
+        assert!(parse(&["--token", "agt_x"])
             .unwrap_err()
             .contains("needs a LAP URL"));
-        assert!(parse(args(&["--url"]), no_env)
+        assert!(parse(&["--url"]).unwrap_err().contains("--url"));
+        assert!(parse(&["--url", "ftp://h", "--token", "agt_x"])
             .unwrap_err()
-            .contains("needs a value"));
-        assert!(
-            parse(args(&["--url", "ftp://h", "--token", "agt_x"]), no_env)
-                .unwrap_err()
-                .contains("http://")
-        );
-        assert!(
-            parse(args(&["--url", "http://h", "--token", "secret"]), no_env)
-                .unwrap_err()
-                .contains("agent token")
-        );
-        assert!(parse(args(&["--bogus"]), no_env)
+            .contains("http://"));
+        assert!(parse(&["--url", "http://h", "--token", "secret"])
             .unwrap_err()
-            .contains("unknown argument"));
+            .contains("agent token"));
+        assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
     }
 }

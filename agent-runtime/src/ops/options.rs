@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
+
 use crate::security::{
     loopback_hosts, IdentityKey, RateLimitSpec, TrustProxy, DEFAULT_IDENTITY_COOKIE_NAME,
 };
@@ -17,7 +19,14 @@ pub(crate) const DEFAULT_ANONYMOUS_MINT_RATE: &str = "60/hour";
 /// Options of the HTTP surface (`docs/lap.md` §1). Start from `ServerOptions::default()` and
 /// set the fields you need: the struct is `#[non_exhaustive]`, so a new option never breaks a
 /// caller.
-#[derive(Clone)]
+///
+/// It deserializes from a configuration file (`docs/operations.md` §Configuration): field
+/// names as here, every field optional (its default), durations spelled as `humantime` reads
+/// them (`"90s"`, `"10m"`), rate limits as `"30/minute"`, `mcp` and `pairing` as tables, an
+/// unknown key an error that names it. The identity key is never read from a file (it lives in
+/// the store).
+#[derive(Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ServerOptions {
     /// A caller without identity may mint, and gets an `anon-…` identity cookie.
@@ -29,6 +38,7 @@ pub struct ServerOptions {
     /// Base path of the LAP endpoints.
     pub lap_base_path: String,
     /// Inactivity expiry of tokens; `None` disables it.
+    #[serde(with = "humantime_serde")]
     pub sliding_ttl: Option<Duration>,
     /// Extra origins accepted for cookie-authenticated POSTs.
     pub allowed_origins: Vec<String>,
@@ -39,10 +49,12 @@ pub struct ServerOptions {
     /// no CORS headers. Default none (`docs/security.md`, CORS).
     pub cors_origins: Vec<String>,
     /// Upper clamp of `timeoutMs` on `/message`, `/wait`, `/confirm-result`.
+    #[serde(with = "humantime_serde")]
     pub max_wait: Duration,
     /// Name of the identity cookie.
     pub identity_cookie_name: String,
     /// Signing key of the identity cookie (`None`: 32 random bytes per process).
+    #[serde(skip)]
     pub identity_key: Option<IdentityKey>,
     /// Per-token LAP rate limit (also used for mint, keyed by identity).
     pub rate_limit: RateLimitSpec,
@@ -118,7 +130,8 @@ impl std::fmt::Debug for ServerOptions {
 
 #[cfg(feature = "mcp")]
 /// Options of `/agent/mcp` (`docs/lap.md` §1, §7.3).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct McpOptions {
     /// Serve `/agent/mcp` (default on).
@@ -130,9 +143,11 @@ pub struct McpOptions {
     /// Live sessions bound to one token at most (default 8).
     pub max_sessions_per_token: usize,
     /// An authenticated session expires this long after its last request (default 30 min).
+    #[serde(with = "humantime_serde")]
     pub idle_ttl: Duration,
     /// An unauthenticated session expires this long after its creation, whatever its traffic
     /// (default 30 min).
+    #[serde(with = "humantime_serde")]
     pub unauthenticated_max_lifetime: Duration,
     /// `serverInfo.name` (default `agent`).
     pub server_name: String,
@@ -154,6 +169,7 @@ pub struct McpOptions {
     pub confirm_in_client: bool,
     /// How long the client's user has to answer: the legacy revisions' `elicitation/create`
     /// waits this long, a 2026-07-28 `requestState` expires after it (default 10 min).
+    #[serde(with = "humantime_serde")]
     pub confirm_in_client_ttl: Duration,
     /// The longest tool result or resource text an MCP answer carries, in characters (default
     /// 40,000; `docs/mcp.md` §Answers within a budget). A longer answer is a bounded view:
@@ -189,7 +205,8 @@ impl Default for McpOptions {
 
 #[cfg(feature = "pairing")]
 /// Options of pairing (`ServerOptions::pairing`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct PairingOptions {
     /// `POST /agent/mint` without a body mints a paired session (as LLui's server does);
@@ -201,24 +218,32 @@ pub struct PairingOptions {
     pub hosted_mints: bool,
     /// How long a closed socket's token waits in `pending-resume` for the app to come back
     /// (default 60 s).
+    #[serde(with = "humantime_serde")]
     pub grace: Duration,
     /// How long a forwarded read waits for the app's answer before 504 (default 15 s).
+    #[serde(with = "humantime_serde")]
     pub forward_timeout: Duration,
     /// How long confirmation outcomes are kept for `/confirm-result` (default 5 min).
+    #[serde(with = "humantime_serde")]
     pub outcome_ttl: Duration,
     /// `Retry-After` of a 503 for a live record without a socket (default 5 s).
+    #[serde(with = "humantime_serde")]
     pub retry_after: Duration,
     /// How long an upgraded socket may take to send its `hello` before it is closed with 1008
     /// (default 10 s).
+    #[serde(with = "humantime_serde")]
     pub hello_timeout: Duration,
     /// A socket silent this long is pinged; when nothing arrives within this long after the
     /// ping, it is closed with 1001 (default 30 s; zero disables).
+    #[serde(with = "humantime_serde")]
     pub ping_interval: Duration,
     /// How long one outbound frame may take to be written before the socket is dropped
     /// (default 10 s).
+    #[serde(with = "humantime_serde")]
     pub write_timeout: Duration,
     /// How long a socket being closed (superseded, revoked, refused) may still flush queued
     /// frames and its close frame before it is dropped (default 1 s).
+    #[serde(with = "humantime_serde")]
     pub close_grace: Duration,
     /// Bytes of frames queued for one socket (default 8 MiB; one frame always fits an empty
     /// queue). A call that does not fit answers 503 `app-not-reading`.
@@ -274,5 +299,65 @@ impl Default for PairingOptions {
             max_sessions_per_identity: 16,
             anonymous_mints_per_minute: 32,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_options_deserialize_with_defaults_and_name_an_unknown_key() {
+        let options: ServerOptions = serde_json::from_value(json!({
+            "allow_anonymous": true,
+            "trust_proxy": 2,
+            "sliding_ttl": "1h",
+            "max_wait": "30s",
+            "rate_limit": "5/second",
+            "allowed_hosts": ["agent.example.com"],
+        }))
+        .expect("reads");
+        assert!(options.allow_anonymous);
+        assert_eq!(options.trust_proxy.get(), 2);
+        assert_eq!(options.sliding_ttl, Some(Duration::from_secs(3600)));
+        assert_eq!(options.max_wait, Duration::from_secs(30));
+        assert_eq!(options.rate_limit.to_string(), "5/second");
+        assert_eq!(options.allowed_hosts, ["agent.example.com"]);
+        // Unsaid: the default.
+        let defaults = ServerOptions::default();
+        assert_eq!(options.lap_base_path, defaults.lap_base_path);
+        assert_eq!(options.anonymous_mint_rate, defaults.anonymous_mint_rate);
+        assert!(options.identity_key.is_none());
+
+        let e = serde_json::from_value::<ServerOptions>(json!({"rate_limt": "1/second"}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `rate_limt`"), "{e}");
+        let e = serde_json::from_value::<ServerOptions>(json!({"max_wait": "soon"}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("soon"), "{e}");
+        // The identity key is never read from a file.
+        assert!(serde_json::from_value::<ServerOptions>(json!({"identity_key": "x"})).is_err());
+    }
+
+    #[cfg(all(feature = "mcp", feature = "pairing"))]
+    #[test]
+    fn the_nested_tables_deserialize_too() {
+        let options: ServerOptions = serde_json::from_value(json!({
+            "mcp": {"result_budget_chars": 9000, "confirm_in_client_ttl": "2m"},
+            "pairing": {"grace": "5m", "native_apps": true},
+        }))
+        .expect("reads");
+        assert_eq!(options.mcp.result_budget_chars, 9000);
+        assert_eq!(options.mcp.confirm_in_client_ttl, Duration::from_secs(120));
+        assert_eq!(options.mcp.max_sessions, McpOptions::default().max_sessions);
+        assert_eq!(options.pairing.grace, Duration::from_secs(300));
+        assert!(options.pairing.native_apps);
+        let e = serde_json::from_value::<ServerOptions>(json!({"mcp": {"enabeld": false}}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("enabeld"), "{e}");
     }
 }

@@ -10,45 +10,42 @@ use tokio::sync::watch;
 
 use crate::todo::TodoApp;
 
-/// What the command line asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the command line asks for (`--help` lists it with the environment variables).
+#[derive(Debug, Clone, PartialEq, Eq, clap::Parser)]
+#[command(
+    name = "tui-todo",
+    version,
+    about = "The terminal todo app, paired with an agent server.",
+    args_override_self = true
+)]
 pub struct TuiOptions {
-    /// The server's base URL (`http://127.0.0.1:8788`).
+    /// The server's base URL, e.g. http://127.0.0.1:8788.
+    #[arg(long, env = "AGENT_SERVER", value_name = "URL", value_parser = base_url)]
     pub server: String,
-    /// An agent token minted for a paired session; minted here when absent.
+    /// An agent token minted for a paired session (minted here when absent). Other users of
+    /// the machine see arguments (`ps`): prefer AGENT_TOKEN.
+    #[arg(
+        long,
+        env = "AGENT_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
     pub token: Option<String>,
 }
 
-const USAGE: &str = "usage: tui-todo --server http://127.0.0.1:8788 [--token agt_…]";
-
-/// Parses the arguments (without the program name).
-pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<TuiOptions, String> {
-    let mut server = None;
-    let mut token = None;
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) => (n.to_string(), Some(v.to_string())),
-            None => (arg.clone(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match name.as_str() {
-            "--server" => server = Some(value()?),
-            "--token" => token = Some(value()?),
-            "-h" | "--help" => return Err(USAGE.into()),
-            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
-        }
+fn base_url(text: &str) -> Result<String, String> {
+    if text.starts_with("http://") || text.starts_with("https://") {
+        Ok(text.trim_end_matches('/').to_string())
+    } else {
+        Err(format!("{text:?} is not an http:// or https:// URL"))
     }
-    let server = server.ok_or_else(|| format!("--server is required\n{USAGE}"))?;
-    Ok(TuiOptions {
-        server: server.trim_end_matches('/').to_string(),
-        token,
-    })
+}
+
+/// Parses the arguments (without the program name) and the environment.
+pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<TuiOptions, String> {
+    use clap::Parser as _;
+    TuiOptions::try_parse_from(std::iter::once("tui-todo".to_string()).chain(args))
+        .map_err(|e| e.render().to_string().trim_end().to_string())
 }
 
 /// The screen's heading for a pairing status.
@@ -99,13 +96,8 @@ pub async fn run(options: TuiOptions) -> Result<(), String> {
 
 /// `main` of the example: parses the arguments, runs, reports an error on stderr.
 pub async fn main() {
-    let options = match parse_args(std::env::args().skip(1)) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
-    };
+    // `--help` and `--version` print and exit 0; a flag that does not read exits 2.
+    let options = <TuiOptions as clap::Parser>::try_parse().unwrap_or_else(|e| e.exit());
     if let Err(e) = run(options).await {
         eprintln!("{e}");
         std::process::exit(1);
@@ -129,15 +121,18 @@ mod tests {
                 token: Some("agt_x".into())
             }
         );
-        assert!(parse_args(args(&[]))
-            .unwrap_err()
-            .contains("--server is required"));
+        if std::env::var_os("AGENT_SERVER").is_none() {
+            assert!(parse_args(args(&[])).unwrap_err().contains("--server"));
+        }
         assert!(parse_args(args(&["--server"]))
             .unwrap_err()
-            .contains("needs a value"));
+            .contains("--server"));
+        assert!(parse_args(args(&["--server", "h:1"]))
+            .unwrap_err()
+            .contains("http://"));
         assert!(parse_args(args(&["--port", "1"]))
             .unwrap_err()
-            .contains("unknown argument"));
+            .contains("--port"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The example apps as users run them: the counter, the relay, the todo list and its terminal
 //! UI (in tmux). One test binary; each module was a test file of its own.
 
+mod config;
 mod counter;
 #[cfg(feature = "full")]
 mod relay;
