@@ -4,12 +4,24 @@
 //! PostgreSQL refuses to run as root; when the tests run as root (CI does), the server runs
 //! as the unprivileged user `nobody` (the data directory is handed to it). The binaries are
 //! found through `$PG_BIN`, `pg_config --bindir`, or Debian's `/usr/lib/postgresql/<ver>/bin`.
+//! [`PgServer::start_with_tls`] starts one that also speaks TLS, with a certificate the test
+//! made.
 
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// TLS for a test server ([`PgServer::start_with_tls`]).
+pub struct PgTls {
+    /// The server's certificate (chain), PEM.
+    pub cert_pem: String,
+    /// Its private key, PEM.
+    pub key_pem: String,
+    /// Whether TCP connections without TLS are refused (`hostssl` only in `pg_hba.conf`).
+    pub tls_only: bool,
+}
 
 /// A running PostgreSQL server owned by the test.
 pub struct PgServer {
@@ -27,6 +39,16 @@ impl PgServer {
     /// Initializes a cluster in a temporary directory and starts it; panics with the reason
     /// when PostgreSQL is missing or does not start.
     pub fn start() -> PgServer {
+        Self::start_with(None)
+    }
+
+    /// [`PgServer::start`], the server also speaking TLS (`ssl = on`) with `tls`'s certificate
+    /// and key, written into the data directory (mode 0600, owned by the server's user).
+    pub fn start_with_tls(tls: &PgTls) -> PgServer {
+        Self::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<&PgTls>) -> PgServer {
         let bin = bin_dir().expect(
             "PostgreSQL binaries not found: install the `postgresql` package (Debian) or set PG_BIN",
         );
@@ -57,6 +79,23 @@ impl PgServer {
             "initdb failed: {}",
             String::from_utf8_lossy(&output.stderr)
         );
+        let mut settings = Vec::new();
+        if let Some(tls) = tls {
+            write_private(&data.join("server.crt"), &tls.cert_pem, user);
+            write_private(&data.join("server.key"), &tls.key_pem, user);
+            settings.extend([
+                "ssl=on",
+                "ssl_cert_file=server.crt",
+                "ssl_key_file=server.key",
+            ]);
+            if tls.tls_only {
+                // Replaces initdb's file: the socket as before, TCP only over TLS.
+                let hba = "local all all trust\n\
+                           hostssl all all 127.0.0.1/32 trust\n\
+                           hostnossl all all 127.0.0.1/32 reject\n";
+                std::fs::write(data.join("pg_hba.conf"), hba).expect("pg_hba.conf");
+            }
+        }
         let port = free_port();
         let log = std::fs::File::create(dir.join("server.log")).expect("log file");
         if let Some((uid, gid)) = user {
@@ -73,6 +112,7 @@ impl PgServer {
             ])
             .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
             .args(["-c", "max_connections=100"])
+            .args(settings.iter().flat_map(|setting| ["-c", setting]))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
@@ -105,6 +145,17 @@ impl Drop for PgServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Writes `text` to `path`, readable by its owner only (PostgreSQL refuses a key file that its
+/// group or others can read), owned by `user` when the server runs as one.
+fn write_private(path: &Path, text: &str, user: Option<(u32, u32)>) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(path, text).expect("write a TLS file");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod 0600");
+    if let Some((uid, gid)) = user {
+        std::os::unix::fs::chown(path, Some(uid), Some(gid)).expect("chown");
     }
 }
 

@@ -1,7 +1,7 @@
 //! The stores (memory, SQLite files, a real PostgreSQL): bounds, capacity, the conformance
 //! suite, migrations, sessions, upgrades of earlier databases, the commit log, restarts,
-//! replicas and fleets, and the chaos run. One test binary; each module was a test file of its
-//! own.
+//! replicas and fleets, TLS to PostgreSQL, and the chaos run. One test binary; each module
+//! was a test file of its own.
 
 mod bounds;
 mod capacity;
@@ -11,6 +11,7 @@ mod conformance;
 mod fleet_postgres;
 mod health;
 mod migration;
+mod postgres_tls;
 mod replica_decisions;
 mod restart_sqlite;
 mod sessions;

@@ -8,7 +8,8 @@
 //!   goes with the process;
 //! - SQLite (`SqliteStore`, feature `sqlite`): one file, for a single server that restarts
 //!   (one live server process per file: it caches token records and is the only writer);
-//! - PostgreSQL (`PostgresStore`, feature `postgres`): several replicas sharing one database.
+//! - PostgreSQL (`PostgresStore`, feature `postgres`; TLS with `postgres-tls`): several
+//!   replicas sharing one database.
 //!
 //! [`Stores`] bundles one implementation behind the trait objects the host and the server
 //! use; [`Stores::open`] picks one from a command-line style spec.
@@ -35,6 +36,8 @@ pub(crate) mod touches;
 
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_options;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]
@@ -47,6 +50,8 @@ pub use crate::security::token_store::{InMemoryTokenStore, TokenStore};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresStore, CHANGES_CHANNEL};
+#[cfg(feature = "postgres")]
+pub use postgres_options::PostgresOptions;
 pub use records::{
     CommitKey, CommitWrite, Committed, ConfirmsSwap, IdempotencyEntry, LogState, McpBinding,
     SessionChanges, SessionRecord,
@@ -155,7 +160,9 @@ impl Stores {
         }
     }
 
-    /// Opens the store `spec` names: `memory`, a `postgres://` or `postgresql://` URL, a
+    /// Opens the store `spec` names: `memory`, a `postgres://` or `postgresql://` URL (the
+    /// default `PostgresOptions`; other options, or a pool of the caller's, through
+    /// `PostgresStore::open_with` or `PostgresStore::from_pool` and [`Stores::from_store`]), a
     /// `sqlite:` URL, or else the path of a SQLite file (created when missing).
     pub async fn open(spec: &str) -> Result<Self, StoreError> {
         if spec == "memory" {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use sqlx::postgres::PgPoolOptions;
 
+use super::postgres_options::{check_tls, connect_options, PostgresOptions};
 use super::sql::impl_sql_store;
 use super::sql_values::Param;
 use super::tables::{is_current, migrate, tables};
@@ -71,13 +72,36 @@ const LISTENER_LISTENING: u8 = 1;
 const LISTENER_RECONNECTING: u8 = 2;
 
 impl PostgresStore {
-    /// Connects to `url` (`postgres://user@host:port/db`) and creates the tables when missing.
+    /// Connects to `url` (`postgres://user@host:port/db`, with libpq's query parameters such
+    /// as `sslmode`) with the default [`PostgresOptions`] and creates the tables when missing.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
-        let pool = PgPoolOptions::new()
-            .max_connections(8)
-            .acquire_timeout(Duration::from_secs(10))
-            .connect(url)
-            .await?;
+        Self::open_with(url, &PostgresOptions::default()).await
+    }
+
+    /// Connects to `url` with a pool sized and timed by `options`, and creates the tables when
+    /// missing. A URL that does not parse, asks for TLS (`sslmode=require`, `verify-ca`,
+    /// `verify-full`) in a build without the feature `postgres-tls`, or names a root
+    /// certificate (`sslrootcert`) that does not read fails here, naming the setting.
+    pub async fn open_with(url: &str, options: &PostgresOptions) -> Result<Self, StoreError> {
+        let connect = connect_options(url, options)?;
+        let (host, port) = (connect.get_host().to_owned(), connect.get_port());
+        let pool = options
+            .pool_options()
+            .connect_with(connect)
+            .await
+            .map_err(|e| {
+                StoreError::Database(format!(
+                    "cannot connect to PostgreSQL at {host}:{port}: {e}"
+                ))
+            })?;
+        Self::from_pool(pool).await
+    }
+
+    /// A store on a pool the caller built (its size, timeouts, TLS and credentials are the
+    /// caller's): creates the tables when missing, as [`PostgresStore::open`] does after
+    /// connecting. The `LISTEN` task opens its own connection with the pool's connect options.
+    pub async fn from_pool(pool: sqlx::PgPool) -> Result<Self, StoreError> {
+        check_tls(pool.connect_options().get_ssl_mode())?;
         if !is_current!(&pool).await {
             let mut tx = pool.begin().await?;
             sqlx::query("SELECT pg_advisory_xact_lock($1)")
@@ -103,50 +127,20 @@ impl PostgresStore {
     fn listen(&self) -> tokio::sync::broadcast::Sender<String> {
         let (tx, _) = tokio::sync::broadcast::channel(CHANGES_CAPACITY);
         let sender = tx.clone();
-        let pool = self.pool.clone();
-        let mut closing = self.closing.subscribe();
+        // A connection of its own, outside the pool (a pool of one at most could not also
+        // run statements), opened with the pool's connect options: the same URL and TLS.
+        let pool = PgPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(self.pool.options().get_acquire_timeout())
+            .connect_lazy_with((*self.pool.connect_options()).clone());
+        let closing = self.closing.subscribe();
         let listening = self.listening.clone();
         let set = move |state: u8| listening.store(state, std::sync::atomic::Ordering::Relaxed);
         set(LISTENER_RECONNECTING);
         tokio::spawn(async move {
-            loop {
-                // A store shut down: the listener ends with it.
-                if *closing.borrow() {
-                    return;
-                }
-                let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
-                    Ok(l) => l,
-                    Err(e) => {
-                        tracing::error!(target: "agent_runtime::store", "LISTEN connect failed: {e}");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                        continue;
-                    }
-                };
-                if let Err(e) = listener.listen(CHANGES_CHANNEL).await {
-                    tracing::error!(target: "agent_runtime::store", "LISTEN failed: {e}");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
-                }
-                set(LISTENER_LISTENING);
-                loop {
-                    let received = tokio::select! {
-                        received = listener.recv() => received,
-                        _ = closing.wait_for(|closing| *closing) => return,
-                    };
-                    match received {
-                        Ok(n) => {
-                            if sender.send(n.payload().to_owned()).is_err() {
-                                return;
-                            }
-                        }
-                        Err(e) => {
-                            tracing::warn!(target: "agent_runtime::store", "LISTEN lost: {e}");
-                            set(LISTENER_RECONNECTING);
-                            break;
-                        }
-                    }
-                }
-            }
+            let listen_pool = pool.clone();
+            listen_until_closed(pool, sender, closing, set).await;
+            listen_pool.close().await;
         });
         tx
     }
@@ -169,6 +163,55 @@ impl PostgresStore {
     /// The connection pool.
     pub fn pool(&self) -> &sqlx::PgPool {
         &self.pool
+    }
+}
+
+/// The `LISTEN` task's loop: listens on [`CHANGES_CHANNEL`] through `pool` (reconnecting
+/// after a lost connection) and forwards each payload to `sender`, until the store closes or
+/// no receiver is left.
+async fn listen_until_closed(
+    pool: sqlx::PgPool,
+    sender: tokio::sync::broadcast::Sender<String>,
+    mut closing: tokio::sync::watch::Receiver<bool>,
+    set: impl Fn(u8),
+) {
+    loop {
+        // A store shut down: the listener ends with it.
+        if *closing.borrow() {
+            return;
+        }
+        let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!(target: "agent_runtime::store", "LISTEN connect failed: {e}");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        if let Err(e) = listener.listen(CHANGES_CHANNEL).await {
+            tracing::error!(target: "agent_runtime::store", "LISTEN failed: {e}");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
+        set(LISTENER_LISTENING);
+        loop {
+            let received = tokio::select! {
+                received = listener.recv() => received,
+                _ = closing.wait_for(|closing| *closing) => return,
+            };
+            match received {
+                Ok(n) => {
+                    if sender.send(n.payload().to_owned()).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(target: "agent_runtime::store", "LISTEN lost: {e}");
+                    set(LISTENER_RECONNECTING);
+                    break;
+                }
+            }
+        }
     }
 }
 
