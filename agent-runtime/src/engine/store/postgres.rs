@@ -141,6 +141,7 @@ impl PostgresStore {
                         }
                         Err(e) => {
                             tracing::warn!(target: "agent_runtime::store", "LISTEN lost: {e}");
+                            crate::telemetry::listener_reconnect();
                             set(LISTENER_RECONNECTING);
                             break;
                         }
