@@ -89,7 +89,8 @@
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
-// The layers, bottom up (`docs/architecture.md`): the foundation (`app`, `clock`, `config`),
+// The layers, bottom up (`docs/architecture.md`): the foundation (`app`, `clock`, `config`,
+// `telemetry`),
 // the pure algorithms (`algo`), the security building blocks (`security`), the session engine
 // and its stores (`engine`), the operation core (`ops`), the surfaces (`surface`) and, at the
 // top, the server that mounts them (`server`, `listener`). Imports point down only.
@@ -103,6 +104,7 @@ mod ops;
 pub mod security;
 mod server;
 mod surface;
+pub mod telemetry;
 
 pub use agent_derive::AgentMsg;
 pub use agent_schema::{self, AgentContext, AgentDocs, DispatchMode, MessageAnnotations};

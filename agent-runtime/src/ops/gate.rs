@@ -90,10 +90,11 @@ pub(crate) async fn take_rate_limit<A: App>(
     server: &ServerState<A>,
     caller: &Caller,
 ) -> Result<(), ApiError> {
-    server
-        .limiter()
-        .check(&caller.record.tid, Bucket::Token)
-        .await?;
+    let limited = server.limiter().check(&caller.record.tid, Bucket::Token);
+    if let Err(e) = limited.await {
+        crate::telemetry::rate_limited(Bucket::Token.as_str());
+        return Err(e.into());
+    }
     Ok(())
 }
 

@@ -18,6 +18,8 @@
 //! - `state`: the shared state they read; `options`: the server's options; `error`: `ApiError`.
 //! - `budget`: an answer over a budget of characters as it is answered instead (MCP's
 //!   `result_budget_chars`, LAP's `budgetChars`).
+//! - `traced`: one operation's `agent.op` span and request metrics, made by the surface that
+//!   took the call and finished with its answer.
 //!
 //! The LAP router, `/agent/mcp` and the OpenAPI document are generated from the table; no
 //! surface calls another.
@@ -41,6 +43,7 @@ mod spec;
 mod state;
 pub(crate) mod table;
 mod tail;
+pub(crate) mod traced;
 #[cfg(feature = "mcp")]
 pub(crate) mod watch;
 

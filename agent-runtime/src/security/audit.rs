@@ -317,6 +317,7 @@ impl AuditSink for JsonLinesAuditSink {
                 .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             in_flight.1.notify_waiters();
             if let Err(error) = result {
+                crate::telemetry::audit_write_failed();
                 tracing::warn!(
                     target: AUDIT_TARGET,
                     path = %path.display(),

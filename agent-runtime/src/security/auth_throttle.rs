@@ -51,6 +51,7 @@ impl AuthThrottle {
         match blocked.get_mut(address) {
             Some(block) if block.until > now => {
                 block.refused += 1;
+                crate::telemetry::rate_limited(Bucket::AuthFailure.as_str());
                 Err(RateLimited {
                     retry_after_ms: block.until - now,
                 })

@@ -113,13 +113,20 @@ pub(crate) async fn verify_bearer(
 ) -> Result<TokenRecord, AuthError> {
     let token = authorization_header
         .and_then(|value| value.strip_prefix("Bearer "))
-        .ok_or(AuthError::AuthFailed)?;
-    let hash = token_hash_of(token).ok_or(AuthError::AuthFailed)?;
+        .ok_or_else(|| refused("missing"))?;
+    let hash = token_hash_of(token).ok_or_else(|| refused("malformed"))?;
     let record = store
         .find_by_token_hash(&hash)
         .await
         .map_err(lookup_failed)?;
     check_record(record, now, sliding_ttl)
+}
+
+/// A credential refused 401 `auth-failed` for `reason`, counted (`docs/operations.md`
+/// §Metrics and traces).
+fn refused(reason: &'static str) -> AuthError {
+    crate::telemetry::auth_failure(reason);
+    AuthError::AuthFailed
 }
 
 /// Verifies an in-process trusted credential: the token id `tid` of a binding this server
@@ -148,16 +155,17 @@ fn check_record(
     now: u64,
     sliding_ttl: Option<u64>,
 ) -> Result<TokenRecord, AuthError> {
-    let record = record.ok_or(AuthError::AuthFailed)?;
+    let record = record.ok_or_else(|| refused("unknown"))?;
     if record.expires_at <= now {
-        return Err(AuthError::AuthFailed);
+        return Err(refused("expired"));
     }
     if let Some(ttl) = sliding_ttl.filter(|ttl| *ttl > 0) {
         if record.last_seen_at.saturating_add(ttl) < now {
-            return Err(AuthError::AuthFailed);
+            return Err(refused("idle"));
         }
     }
     if record.status == TokenStatus::Revoked {
+        crate::telemetry::auth_failure("revoked");
         return Err(AuthError::Revoked);
     }
     Ok(record)

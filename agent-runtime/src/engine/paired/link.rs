@@ -128,6 +128,8 @@ pub(crate) struct Link {
     /// Bumped on every outcome and state update.
     pub changed: watch::Sender<u64>,
     pub closed_at: Option<u64>,
+    /// Counts the paired session in `agent_sessions{kind="paired"}` while the hub keeps it.
+    _live: crate::telemetry::Live,
 }
 
 impl Link {
@@ -146,6 +148,7 @@ impl Link {
             log_total: 0,
             changed: watch::channel(0).0,
             closed_at: None,
+            _live: crate::telemetry::Live::paired_session(),
         }
     }
 

@@ -306,6 +306,14 @@ impl ConfirmStore {
         self.slots.clear();
     }
 
+    /// How many entries are pending.
+    pub(crate) fn pending_count(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| s.entry.status == ConfirmStatus::Pending)
+            .count()
+    }
+
     /// Pending entries in proposal order.
     pub(crate) fn pending(&self) -> Vec<ConfirmEntry> {
         self.slots

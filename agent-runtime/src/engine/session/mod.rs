@@ -27,6 +27,7 @@ pub(crate) mod migrate;
 mod notes;
 mod outcome;
 mod patches;
+mod pending;
 pub(crate) mod persist;
 mod proposals;
 mod published;
@@ -99,7 +100,7 @@ pub(crate) struct SessionCore<A: App> {
     inbox: mpsc::UnboundedSender<Envelope<A::Msg>>,
     published: watch::Sender<Published>,
     notes: Arc<notes::Notes>,
-    confirms: Mutex<ConfirmStore>,
+    confirms: pending::Confirms,
     confirm_changed: watch::Sender<u64>,
     log: Arc<Mutex<ActivityLog>>,
     /// Recent commit patches (`docs/semantics.md` §8.7).
@@ -281,7 +282,7 @@ impl<A: App> Session<A> {
             id,
             owner,
             created_at,
-            confirms: Mutex::new(ConfirmStore::with_budgets(
+            confirms: pending::Confirms::new(ConfirmStore::with_budgets(
                 crate::clock::millis(config.confirm_max_age),
                 config.budgets.max_pending_confirms,
                 config.budgets.pending_confirm_bytes,

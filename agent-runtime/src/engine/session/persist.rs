@@ -184,6 +184,9 @@ pub(crate) async fn commit<A: App>(
         };
         match p.store.commit(write).await {
             Ok(Committed::Stored) => {
+                if let Some(patch) = &change.patch {
+                    crate::telemetry::commit_patch(patch.len());
+                }
                 p.log.lock().stored(seq, &change);
                 if let Some(k) = key {
                     k.report(KeyOutcome::Recorded);

@@ -16,6 +16,8 @@ pub(crate) async fn run<A: App>(
     core: Arc<SessionCore<A>>,
     mut inbox: mpsc::UnboundedReceiver<Envelope<A::Msg>>,
 ) {
+    // Counted in `agent_sessions{kind="hosted"}` while the writer runs, however it ends.
+    let _live = crate::telemetry::Live::hosted_session();
     let mut closed = core.closed.subscribe();
     let mut confirms_changed = core.confirm_changed.subscribe();
     let mut expiry = tokio::time::interval(Duration::from_secs(1));

@@ -15,6 +15,7 @@
 //! use; [`Stores::open`] picks one from a command-line style spec.
 
 pub(crate) mod log;
+mod measured;
 mod memory;
 mod records;
 mod traits;
@@ -61,6 +62,7 @@ pub use sqlite::SqliteStore;
 pub use traits::{ChangesListener, IdempotencyRecords, McpBindings, SessionStore, SigningKeys};
 
 use crate::security::IdentityKey;
+use measured::Measured;
 
 /// A snapshot is written at the latest every this many commits: the log holds at most this
 /// many patches after the newest snapshot (`docs/stores.md` §The commit log).
@@ -99,7 +101,8 @@ pub enum StoreKind {
     Postgres,
 }
 
-/// One store implementation behind the traits the host and the server use. Cheap to clone.
+/// One store implementation behind the traits the host and the server use, each call measured
+/// (an `agent.store` span, `docs/operations.md` §Metrics and traces). Cheap to clone.
 #[derive(Clone)]
 pub struct Stores {
     /// Token records (hashes and status).
@@ -134,11 +137,12 @@ impl Stores {
     /// The in-memory stores (the library default).
     pub fn in_memory() -> Self {
         let store = Arc::new(MemoryStore::new());
+        let measured = Measured::new(store.clone(), StoreKind::Memory);
         Stores {
-            tokens: Arc::new(InMemoryTokenStore::new()),
-            sessions: store.clone(),
-            idempotency: store.clone(),
-            mcp: store.clone(),
+            tokens: Measured::new(Arc::new(InMemoryTokenStore::new()), StoreKind::Memory),
+            sessions: measured.clone(),
+            idempotency: measured.clone(),
+            mcp: measured,
             keys: store,
             kind: StoreKind::Memory,
         }
@@ -150,11 +154,12 @@ impl Stores {
         S: TokenStore + SessionStore + IdempotencyRecords + McpBindings + SigningKeys + 'static,
     {
         let store = Arc::new(store);
+        let measured = Measured::new(store.clone(), kind);
         Stores {
-            tokens: store.clone(),
-            sessions: store.clone(),
-            idempotency: store.clone(),
-            mcp: store.clone(),
+            tokens: measured.clone(),
+            sessions: measured.clone(),
+            idempotency: measured.clone(),
+            mcp: measured,
             keys: store,
             kind,
         }

@@ -207,6 +207,7 @@ async fn listen_until_closed(
                 }
                 Err(e) => {
                     tracing::warn!(target: "agent_runtime::store", "LISTEN lost: {e}");
+                    crate::telemetry::listener_reconnect();
                     set(LISTENER_RECONNECTING);
                     break;
                 }

@@ -24,6 +24,7 @@ pub(super) async fn check<A: App>(
     }
     let address = request_client_address(parts, server.options().trust_proxy);
     if let Err(limited) = server.anonymous_mints().check(&address, Bucket::Mint) {
+        crate::telemetry::rate_limited(Bucket::Mint.as_str());
         let mut entry = AuditEntry::rate_limited(now, identity, "/agent/mint");
         entry.detail["reason"] = "anonymous mints per address".into();
         server.audit(entry).await;

@@ -273,8 +273,10 @@ fn event_stream(
     stopped: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     let stopped = Box::pin(stopped);
-    stream::unfold(Some((subscription, stopped)), |state| async move {
-        let (mut sub, mut stopped) = state?;
+    // Counted in `agent_sse_subscribers` until the stream ends or its client goes away.
+    let live = crate::telemetry::Live::sse_subscriber();
+    stream::unfold(Some((subscription, stopped, live)), |state| async move {
+        let (mut sub, mut stopped, live) = state?;
         tokio::select! {
             e = sub.next() => {
                 let e = e?;
@@ -282,7 +284,7 @@ fn event_stream(
                     .id(e.id.to_string())
                     .event(e.name)
                     .data(e.text);
-                Some((Ok(event), Some((sub, stopped))))
+                Some((Ok(event), Some((sub, stopped, live))))
             }
             () = &mut stopped => {
                 let event = Event::default()

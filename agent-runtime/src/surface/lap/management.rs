@@ -101,6 +101,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
         .clone()
         .unwrap_or_else(|| request_client_address(&parts, server.options().trust_proxy));
     if let Err(limited) = server.limiter().check(&limit_key, Bucket::Mint).await {
+        crate::telemetry::rate_limited(Bucket::Mint.as_str());
         server
             .audit(AuditEntry::rate_limited(
                 now,

@@ -173,6 +173,8 @@ async fn run<A: App>(
         }
     };
     let registered = hub.register(&tid);
+    // Counted in `agent_paired_sockets` until this task ends.
+    let _socket = crate::telemetry::Live::paired_socket();
     let conn = registered.id;
     if registered.superseded {
         tracing::info!(tid = %tid, "pairing: a newer socket supersedes the older one");

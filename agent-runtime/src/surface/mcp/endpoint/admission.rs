@@ -429,6 +429,7 @@ where
         let server = &self.server;
         let address = request_client_address(parts, server.options().trust_proxy);
         if let Err(limited) = server.limiter().check(&address, Bucket::Identity).await {
+            crate::telemetry::rate_limited(Bucket::Identity.as_str());
             server
                 .audit(AuditEntry::rate_limited(server.now(), None, MCP_PATH))
                 .await;

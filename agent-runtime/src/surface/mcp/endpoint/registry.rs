@@ -18,7 +18,7 @@ use super::bound_token::BoundToken;
 use super::McpOptions;
 use crate::engine::store::McpBindings;
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Entry {
     /// When the session last became provisional (created unbound, or unbound since): a
     /// provisional session's lifetime runs from here.
@@ -36,6 +36,8 @@ struct Entry {
     /// Registered before rmcp holds the session: a session being rebuilt after a restart,
     /// until the request that rebuilds it has its answer ([`McpSessions::rebuilt`]).
     rebuilding: bool,
+    /// Counts the session in `agent_mcp_sessions` until it leaves the registry.
+    _live: crate::telemetry::Live,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -528,6 +530,7 @@ impl Reservation {
                 owner: binding.as_ref().map(|b| b.tid.clone()),
                 binding,
                 rebuilding,
+                _live: crate::telemetry::Live::mcp_session(),
             },
         );
     }

@@ -8,9 +8,11 @@
 
 use std::sync::{Arc, Mutex};
 
+use axum::http::StatusCode;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::ErrorData;
 use serde_json::{Map, Value};
+use tracing::Instrument as _;
 
 use super::actions::catalog;
 use super::bound_token::BoundToken;
@@ -18,6 +20,7 @@ use super::client_confirm::{self, InClient};
 use super::McpState;
 use crate::app::App;
 use crate::ops::budget::{bound, Asked};
+use crate::ops::traced::{Traced, Via};
 use crate::ops::watch::Watched;
 use crate::ops::{self, ApiError, Operation};
 use crate::security::TokenRecord;
@@ -43,6 +46,16 @@ pub(super) enum Generation {
     Session,
     /// 2026-07-28: no session, the bearer on each request.
     Stateless,
+}
+
+impl Generation {
+    /// Its name in traces (`mcp_generation`): `session` or `stateless`.
+    fn label(self) -> &'static str {
+        match self {
+            Generation::Session => "session",
+            Generation::Stateless => "stateless",
+        }
+    }
 }
 
 /// A `tools/call` resolved against the endpoint's tools.
@@ -171,39 +184,72 @@ impl<A: App> ToolRunner<A> {
         match call {
             BoundCall::Refused(refusal) => Ok(ToolAnswer::Result(Box::new(refusal.into()))),
             BoundCall::Action(request) => {
-                self.call_action(request, binding, verified, in_client)
+                let traced = Traced::start(Operation::Message, Via::mcp(generation.label()));
+                let span = traced.span().clone();
+                self.call_action(request, binding, verified, in_client, traced)
+                    .instrument(span)
                     .await
             }
-            BoundCall::Run(op, args) => Ok(match binding {
-                None => ToolAnswer::Result(Box::new(
+            BoundCall::Run(op, args) => {
+                let traced = Traced::start(op, Via::mcp(generation.label()));
+                let span = traced.span().clone();
+                let call = Bound {
+                    binding,
+                    verified,
+                    traced,
+                };
+                let run = self.run_op(op, args, call, generation, cache, in_client);
+                Ok(run.instrument(span).await)
+            }
+        }
+    }
+
+    /// Runs operation `op` with `args` for `call`'s binding, as [`Self::run`].
+    async fn run_op(
+        &self,
+        op: Operation,
+        args: Map<String, Value>,
+        call: Bound,
+        generation: Generation,
+        cache: &DescriptionCache,
+        in_client: &InClient,
+    ) -> ToolAnswer {
+        let Bound {
+            binding,
+            verified,
+            traced,
+        } = call;
+        match binding {
+            None => {
+                // No credential: nothing reached the gate.
+                traced.answered(StatusCode::UNAUTHORIZED);
+                ToolAnswer::Result(Box::new(
                     failure(match generation {
                         Generation::Session => NOT_CONNECTED_SERVER,
                         Generation::Stateless => STATELESS_NEEDS_BEARER,
                     })
                     .into(),
-                )),
-                Some(binding) if op == Operation::Message && in_client.asks() => {
-                    let forwarder = self.in_process(&binding, verified);
-                    let caller = match forwarder.caller().await {
-                        Ok(caller) => caller,
-                        Err(e) => return Ok(ToolAnswer::Result(Box::new(failed(op, &e).into()))),
-                    };
-                    let body = Value::Object(args);
-                    match self.send(&forwarder, caller, body, in_client).await {
-                        Sent::Answered(answer) => answer,
-                        Sent::Outcome(Ok(success)) => ToolAnswer::Passed(success),
-                        Sent::Outcome(Err(e)) => {
-                            ToolAnswer::Result(Box::new(failed(op, &e).into()))
-                        }
-                    }
+                ))
+            }
+            Some(binding) if op == Operation::Message && in_client.asks() => {
+                let forwarder = self.in_process(&binding, verified, Some(traced));
+                let caller = match forwarder.caller().await {
+                    Ok(caller) => caller,
+                    Err(e) => return ToolAnswer::Result(Box::new(failed(op, &e).into())),
+                };
+                let body = Value::Object(args);
+                match self.send(&forwarder, caller, body, in_client).await {
+                    Sent::Answered(answer) => answer,
+                    Sent::Outcome(Ok(success)) => ToolAnswer::Passed(success),
+                    Sent::Outcome(Err(e)) => ToolAnswer::Result(Box::new(failed(op, &e).into())),
                 }
-                Some(binding) => {
-                    let forwarder = self.in_process(&binding, verified);
-                    let asked = Asked::of(op, &args);
-                    let answer = self.forward(&forwarder, op, args, cache).await;
-                    self.within_budget(&asked, answer)
-                }
-            }),
+            }
+            Some(binding) => {
+                let forwarder = self.in_process(&binding, verified, Some(traced));
+                let asked = Asked::of(op, &args);
+                let answer = self.forward(&forwarder, op, args, cache).await;
+                self.within_budget(&asked, answer)
+            }
         }
     }
 
@@ -226,17 +272,24 @@ impl<A: App> ToolRunner<A> {
 
     /// Runs operations with `binding`'s token as the credential.
     pub(super) fn forwarder(&self, binding: &BoundToken) -> InProcess<A> {
-        self.in_process(binding, None)
+        self.in_process(binding, None, None)
     }
 
     /// [`Self::forwarder`], whose first operation takes the token record `verified` (the
-    /// admission layer verified the binding's bearer to it in this request).
-    fn in_process(&self, binding: &BoundToken, verified: Option<TokenRecord>) -> InProcess<A> {
+    /// admission layer verified the binding's bearer to it in this request), in the trace of
+    /// `traced` when it runs a tool call.
+    fn in_process(
+        &self,
+        binding: &BoundToken,
+        verified: Option<TokenRecord>,
+        traced: Option<Traced>,
+    ) -> InProcess<A> {
         InProcess {
             server: self.server.clone(),
             authorization: binding.token.as_ref().map(|t| format!("Bearer {t}")),
             tid: binding.tid.clone(),
             verified: Mutex::new(verified),
+            traced,
         }
     }
 
@@ -249,15 +302,20 @@ impl<A: App> ToolRunner<A> {
         binding: Option<BoundToken>,
         verified: Option<TokenRecord>,
         in_client: &InClient,
+        traced: Traced,
     ) -> Result<ToolAnswer, ErrorData> {
-        let unknown = || ErrorData::invalid_params(format!("unknown tool: {}", request.name), None);
+        let unknown = || {
+            // No such tool: no operation ran.
+            traced.discard();
+            ErrorData::invalid_params(format!("unknown tool: {}", request.name), None)
+        };
         let Some(binding) = binding else {
             return Err(unknown());
         };
         if !self.server.options().mcp.action_tools {
             return Err(unknown());
         }
-        let forwarder = self.in_process(&binding, verified);
+        let forwarder = self.in_process(&binding, verified, Some(traced.clone()));
         let found = match forwarder.caller().await {
             Ok(caller) => {
                 let watched = Watched::of(caller);
@@ -366,6 +424,7 @@ impl<A: App> ToolRunner<A> {
         let op = Operation::Message;
         if let Some(retry) = in_client.retry() {
             if let Err(e) = ops::take_rate_limit(&self.server, &caller).await {
+                forwarder.answered(e.status());
                 return Sent::Outcome(Err(e));
             }
             let (_, wait) = client_confirm::at_once(&self.server, body);
@@ -441,6 +500,15 @@ pub(super) struct InProcess<A: App> {
     /// The token's record as the admission layer verified the bearer in this request: taken
     /// by the first operation instead of verifying the bearer again.
     verified: Mutex<Option<TokenRecord>>,
+    /// The trace of the tool call it runs, if it runs one.
+    traced: Option<Traced>,
+}
+
+/// A tool call's binding, the record the admission layer verified, and its trace.
+struct Bound {
+    binding: Option<BoundToken>,
+    verified: Option<TokenRecord>,
+    traced: Traced,
 }
 
 impl<A: App> InProcess<A> {
@@ -452,14 +520,30 @@ impl<A: App> InProcess<A> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        if let Some(record) = verified {
-            return ops::caller_of(&self.server, record).await;
-        }
-        let credential = match &self.authorization {
-            Some(authorization) => ops::Credential::Bearer(Some(authorization)),
-            None => ops::Credential::Tid(&self.tid),
+        let found = match verified {
+            Some(record) => ops::caller_of(&self.server, record).await,
+            None => {
+                let credential = match &self.authorization {
+                    Some(authorization) => ops::Credential::Bearer(Some(authorization)),
+                    None => ops::Credential::Tid(&self.tid),
+                };
+                ops::find_caller(&self.server, credential).await
+            }
         };
-        ops::find_caller(&self.server, credential).await
+        if let Some(traced) = &self.traced {
+            match &found {
+                Ok(caller) => traced.caller(&caller.record),
+                Err(e) => traced.answered(e.status()),
+            }
+        }
+        found
+    }
+
+    /// The gate answered `status` to the tool call this runs.
+    fn answered(&self, status: StatusCode) {
+        if let Some(traced) = &self.traced {
+            traced.answered(status);
+        }
     }
 
     /// The operation's reply, as the gate answers it.
@@ -472,10 +556,12 @@ impl<A: App> InProcess<A> {
 
     /// `op` for `caller`, from the rate limit on.
     async fn call(&self, caller: ops::Caller, op: Operation, body: Value) -> ops::Reply {
-        match ops::take_rate_limit(&self.server, &caller).await {
+        let reply = match ops::take_rate_limit(&self.server, &caller).await {
             Ok(()) => ops::perform(&self.server, caller, op, body).await,
             Err(e) => ops::Reply::error(e),
-        }
+        };
+        self.answered(reply.status());
+        reply
     }
 }
 

@@ -1,0 +1,313 @@
+//! Metrics and traces (`docs/operations.md` §Metrics and traces): the name of every metric the
+//! runtime records, [`describe_metrics`] for an embedder's recorder, and the small helpers the
+//! layers above record through. Metrics go through the `metrics` facade: until the embedder
+//! installs a recorder (a Prometheus exporter, say) every call is a no-op. Spans go through
+//! `tracing` like the runtime's logs.
+//!
+//! Names follow Prometheus' conventions (`_total` counters, `_seconds` and `_bytes` units).
+//! Label values are fixed words (`&'static str`), never caller data: a token id or a session
+//! id is a span field, never a label.
+//!
+//! This module sits in the foundation layer, beside `clock` and `config`, so that every layer
+//! records through it (the security layer's refusals, the engine's stores and sessions, the
+//! operation gate, the surfaces); it imports nothing of the crate.
+
+use metrics::{describe_counter, describe_gauge, describe_histogram, Gauge, Unit};
+
+/// Counter: operations answered, by `operation` (the tool name: `observe`, `send_message`, …),
+/// `surface` (`lap`, `mcp`) and `status` (the HTTP status of the answer, `200`, `429`, …; on
+/// MCP the status the gate answered, which a tool error carries).
+pub const REQUESTS_TOTAL: &str = "agent_requests_total";
+
+/// Histogram (seconds): how long operations took at the gate, by `operation` and `surface`.
+pub const REQUEST_DURATION_SECONDS: &str = "agent_request_duration_seconds";
+
+/// Gauge: live sessions in this process, by `kind`: `hosted` (sessions whose writer task
+/// runs here) or `paired` (paired sessions with a socket, or within their grace window).
+pub const SESSIONS: &str = "agent_sessions";
+
+/// Gauge: live MCP sessions of `/agent/mcp` (the legacy generation's; 2026-07-28 has none).
+pub const MCP_SESSIONS: &str = "agent_mcp_sessions";
+
+/// Gauge: open human event streams (SSE, `/agent/human/sessions/{id}/events`).
+pub const SSE_SUBSCRIBERS: &str = "agent_sse_subscribers";
+
+/// Gauge: open paired app sockets (`/agent/ws`).
+pub const PAIRED_SOCKETS: &str = "agent_paired_sockets";
+
+/// Counter: calls refused 429, by `bucket` (`token`, `identity`, `mint`, `auth-failure`).
+pub const RATE_LIMITED_TOTAL: &str = "agent_rate_limited_total";
+
+/// Counter: credentials that did not verify, by `reason` (`missing`, `malformed`, `unknown`,
+/// `expired`, `idle`, `revoked`).
+pub const AUTH_FAILURES_TOTAL: &str = "agent_auth_failures_total";
+
+/// Gauge: pending proposals (`@requiresConfirm` messages awaiting a decision) of the sessions
+/// hosted in this process.
+pub const PENDING_PROPOSALS: &str = "agent_pending_proposals";
+
+/// Histogram (seconds): store calls, by `store` (`memory`, `sqlite`, `postgres`) and `op` (the
+/// store method: `commit`, `load_session`, `find_by_token_hash`, …).
+pub const STORE_OPERATION_DURATION_SECONDS: &str = "agent_store_operation_duration_seconds";
+
+/// Counter: store calls that failed, by `store` and `op`.
+pub const STORE_ERRORS_TOTAL: &str = "agent_store_errors_total";
+
+/// Histogram (bytes): the JSON Patch text a commit writes to the commit log.
+pub const COMMIT_PATCH_BYTES: &str = "agent_commit_patch_bytes";
+
+/// Counter: times PostgreSQL's `LISTEN` connection was lost and reconnecting began.
+pub const LISTENER_RECONNECTS_TOTAL: &str = "agent_listener_reconnects_total";
+
+/// Counter: audit lines the JSON-lines audit sink failed to append.
+pub const AUDIT_WRITE_FAILURES_TOTAL: &str = "agent_audit_write_failures_total";
+
+/// Describes every metric (its help text and unit) to the installed recorder. Call it once,
+/// after installing the recorder (`metrics::set_global_recorder`, or an exporter's
+/// `install`): an exporter then prints the help text and the unit with each family. Metrics
+/// are recorded whether or not it was called.
+pub fn describe_metrics() {
+    describe_counter!(
+        REQUESTS_TOTAL,
+        Unit::Count,
+        "Operations answered, by operation, surface and HTTP status."
+    );
+    describe_histogram!(
+        REQUEST_DURATION_SECONDS,
+        Unit::Seconds,
+        "How long operations took at the gate, by operation and surface."
+    );
+    describe_gauge!(
+        SESSIONS,
+        Unit::Count,
+        "Live sessions in this process, by kind (hosted, paired)."
+    );
+    describe_gauge!(
+        MCP_SESSIONS,
+        Unit::Count,
+        "Live MCP sessions of /agent/mcp."
+    );
+    describe_gauge!(
+        SSE_SUBSCRIBERS,
+        Unit::Count,
+        "Open human event streams (SSE)."
+    );
+    describe_gauge!(
+        PAIRED_SOCKETS,
+        Unit::Count,
+        "Open paired app sockets (/agent/ws)."
+    );
+    describe_counter!(
+        RATE_LIMITED_TOTAL,
+        Unit::Count,
+        "Calls refused 429, by rate-limit bucket."
+    );
+    describe_counter!(
+        AUTH_FAILURES_TOTAL,
+        Unit::Count,
+        "Credentials that did not verify, by reason."
+    );
+    describe_gauge!(
+        PENDING_PROPOSALS,
+        Unit::Count,
+        "Pending proposals of the sessions hosted in this process."
+    );
+    describe_histogram!(
+        STORE_OPERATION_DURATION_SECONDS,
+        Unit::Seconds,
+        "Store calls, by store and operation."
+    );
+    describe_counter!(
+        STORE_ERRORS_TOTAL,
+        Unit::Count,
+        "Store calls that failed, by store and operation."
+    );
+    describe_histogram!(
+        COMMIT_PATCH_BYTES,
+        Unit::Bytes,
+        "The JSON Patch text each commit writes to the commit log."
+    );
+    describe_counter!(
+        LISTENER_RECONNECTS_TOTAL,
+        Unit::Count,
+        "Times the PostgreSQL LISTEN connection was lost."
+    );
+    describe_counter!(
+        AUDIT_WRITE_FAILURES_TOTAL,
+        Unit::Count,
+        "Audit lines the JSON-lines sink failed to append."
+    );
+}
+
+/// One more of a gauge while it lives: incremented when made, decremented when dropped, so the
+/// gauge is exact whichever way the thing it counts ends (closed, dropped, a task cancelled).
+#[derive(Debug)]
+pub(crate) struct Live(Gauge);
+
+impl Live {
+    fn of(gauge: Gauge) -> Live {
+        gauge.increment(1.0);
+        Live(gauge)
+    }
+
+    /// A hosted session's writer task.
+    pub(crate) fn hosted_session() -> Live {
+        Live::of(metrics::gauge!(SESSIONS, "kind" => "hosted"))
+    }
+
+    /// A paired session the hub keeps.
+    #[cfg_attr(not(feature = "pairing"), allow(dead_code))]
+    pub(crate) fn paired_session() -> Live {
+        Live::of(metrics::gauge!(SESSIONS, "kind" => "paired"))
+    }
+
+    /// An MCP session in the registry.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn mcp_session() -> Live {
+        Live::of(metrics::gauge!(MCP_SESSIONS))
+    }
+
+    /// A human event stream.
+    pub(crate) fn sse_subscriber() -> Live {
+        Live::of(metrics::gauge!(SSE_SUBSCRIBERS))
+    }
+
+    /// A registered paired socket.
+    #[cfg_attr(not(feature = "pairing"), allow(dead_code))]
+    pub(crate) fn paired_socket() -> Live {
+        Live::of(metrics::gauge!(PAIRED_SOCKETS))
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
+    }
+}
+
+/// A session's pending proposals, as last reported to [`PENDING_PROPOSALS`]: [`Self::set`]
+/// moves the gauge by the difference, and dropping it takes back what it reported.
+#[derive(Debug, Default)]
+pub(crate) struct PendingProposals(usize);
+
+impl PendingProposals {
+    /// The session now has `pending` proposals.
+    pub(crate) fn set(&mut self, pending: usize) {
+        if pending == self.0 {
+            return;
+        }
+        let gauge = metrics::gauge!(PENDING_PROPOSALS);
+        if pending > self.0 {
+            gauge.increment((pending - self.0) as f64);
+        } else {
+            gauge.decrement((self.0 - pending) as f64);
+        }
+        self.0 = pending;
+    }
+}
+
+impl Drop for PendingProposals {
+    fn drop(&mut self) {
+        self.set(0);
+    }
+}
+
+/// An operation was answered with `status` after `seconds`.
+pub(crate) fn request(operation: &'static str, surface: &'static str, status: u16, seconds: f64) {
+    metrics::counter!(
+        REQUESTS_TOTAL,
+        "operation" => operation,
+        "surface" => surface,
+        "status" => status_label(status),
+    )
+    .increment(1);
+    metrics::histogram!(
+        REQUEST_DURATION_SECONDS,
+        "operation" => operation,
+        "surface" => surface,
+    )
+    .record(seconds);
+}
+
+/// A call was refused 429 by the rate limit's `bucket` (`Bucket::as_str`).
+pub(crate) fn rate_limited(bucket: &'static str) {
+    metrics::counter!(RATE_LIMITED_TOTAL, "bucket" => bucket).increment(1);
+}
+
+/// A credential did not verify, for `reason`.
+pub(crate) fn auth_failure(reason: &'static str) {
+    metrics::counter!(AUTH_FAILURES_TOTAL, "reason" => reason).increment(1);
+}
+
+/// A store call `op` on `store` took `seconds`, and failed when `failed`.
+pub(crate) fn store_call(store: &'static str, op: &'static str, seconds: f64, failed: bool) {
+    metrics::histogram!(STORE_OPERATION_DURATION_SECONDS, "store" => store, "op" => op)
+        .record(seconds);
+    if failed {
+        metrics::counter!(STORE_ERRORS_TOTAL, "store" => store, "op" => op).increment(1);
+    }
+}
+
+/// A commit wrote a patch of `bytes`.
+pub(crate) fn commit_patch(bytes: usize) {
+    metrics::histogram!(COMMIT_PATCH_BYTES).record(bytes as f64);
+}
+
+/// PostgreSQL's `LISTEN` connection was lost: reconnecting.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) fn listener_reconnect() {
+    metrics::counter!(LISTENER_RECONNECTS_TOTAL).increment(1);
+}
+
+/// The audit sink failed to append a line.
+pub(crate) fn audit_write_failed() {
+    metrics::counter!(AUDIT_WRITE_FAILURES_TOTAL).increment(1);
+}
+
+/// `status` as a label value, without allocating for the statuses the runtime answers.
+pub(crate) fn status_label(status: u16) -> &'static str {
+    match status {
+        200 => "200",
+        201 => "201",
+        202 => "202",
+        204 => "204",
+        400 => "400",
+        401 => "401",
+        403 => "403",
+        404 => "404",
+        405 => "405",
+        408 => "408",
+        409 => "409",
+        410 => "410",
+        412 => "412",
+        413 => "413",
+        415 => "415",
+        422 => "422",
+        429 => "429",
+        499 => "499",
+        500 => "500",
+        502 => "502",
+        503 => "503",
+        504 => "504",
+        _ => match status / 100 {
+            1 => "1xx",
+            2 => "2xx",
+            3 => "3xx",
+            4 => "4xx",
+            _ => "5xx",
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_labels_are_the_status_or_its_class() {
+        assert_eq!(status_label(429), "429");
+        assert_eq!(status_label(418), "4xx");
+        assert_eq!(status_label(599), "5xx");
+        assert_eq!(status_label(302), "3xx");
+    }
+}
