@@ -80,6 +80,10 @@ pub struct ExampleArgs {
         value_parser = duration
     )]
     pub stored_session_ttl: Option<Duration>,
+    /// Serve the metrics in Prometheus text at GET /metrics on this address (IP:PORT), apart
+    /// from the agent routes [default: none].
+    #[arg(long, env = "AGENT_METRICS_BIND", value_name = "ADDR")]
+    pub metrics_bind: Option<SocketAddr>,
     /// A TOML file of options: `[server]` (ServerOptions, with `[server.mcp]` and
     /// `[server.pairing]`) and `[host]` (HostConfig); flags win over it.
     #[arg(long, env = "AGENT_CONFIG", value_name = "FILE")]
@@ -137,6 +141,8 @@ pub struct ExampleOptions {
     /// Relay paired sessions only (the `relay` example): a bare mint is paired, a hosted mint
     /// is refused. Not a flag: the relay sets it.
     pub paired_only: bool,
+    /// Where to serve the metrics (`--metrics-bind`).
+    pub metrics_bind: Option<SocketAddr>,
 }
 
 impl ExampleOptions {
@@ -232,6 +238,7 @@ pub fn resolve(args: ExampleArgs, default_port: u16) -> Result<ExampleOptions, S
         server,
         host,
         paired_only: false,
+        metrics_bind: args.metrics_bind,
     })
 }
 

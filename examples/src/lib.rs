@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod counter;
+pub mod metrics;
 pub mod relay;
 pub mod serve;
 pub mod todo;

@@ -159,6 +159,16 @@ async fn serve_until_interrupted<A: App>(app: A, opts: ExampleOptions) {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .try_init();
+    let metrics = match opts.metrics_bind {
+        Some(addr) => match crate::metrics::serve_metrics(addr).await {
+            Ok(endpoint) => Some(endpoint),
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(1);
+            }
+        },
+        None => None,
+    };
     // SIGTERM (an orchestrator, `kill`) or Ctrl-C: a graceful shutdown.
     let running = match start_until(app, &opts, agent_runtime::shutdown_signal()).await {
         Ok(r) => r,
@@ -168,6 +178,12 @@ async fn serve_until_interrupted<A: App>(app: A, opts: ExampleOptions) {
         }
     };
     println!("{}", running.banner());
+    if let Some(metrics) = &metrics {
+        println!(
+            "metrics (Prometheus text) at http://{}/metrics",
+            metrics.addr
+        );
+    }
     match running.task.await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => eprintln!("server error: {e}"),

@@ -113,6 +113,60 @@ async fn a_server_started_from_the_environment_alone() {
     assert_eq!(server.terminate().code(), Some(0));
 }
 
+#[tokio::test]
+async fn the_metrics_endpoint_serves_prometheus_text() {
+    // A free port for the metrics (the banner names the agent routes' only).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let server = agent_tests::counter_server!()
+        .args(["--memory", "--metrics-bind", &format!("127.0.0.1:{port}")])
+        .start();
+    let base = server.base.clone();
+    let body: serde_json::Value = reqwest::Client::new()
+        .post(format!("{base}/agent/mint"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("mint")
+        .json()
+        .await
+        .expect("json");
+    let token = body["token"].as_str().expect("token").to_string();
+    assert_eq!(
+        post(&base, None, "/agent/lap/v1/observe", Some(&token)).await,
+        200
+    );
+    assert_eq!(
+        post(&base, None, "/agent/lap/v1/observe", Some("agt_nope")).await,
+        401
+    );
+    let scrape = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        .await
+        .expect("scrape");
+    assert_eq!(scrape.status(), 200);
+    assert!(scrape
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/plain")));
+    let text = scrape.text().await.expect("text");
+    for expected in [
+        "# HELP agent_requests_total",
+        "agent_requests_total{operation=\"observe\",surface=\"lap\",status=\"200\"} 1",
+        "agent_requests_total{operation=\"observe\",surface=\"lap\",status=\"401\"} 1",
+        "agent_auth_failures_total{reason=\"unknown\"} 1",
+        "agent_sessions{kind=\"hosted\"} 1",
+        "agent_request_duration_seconds",
+    ] {
+        assert!(text.contains(expected), "{expected} in:\n{text}");
+    }
+    assert!(!text.contains("agt_"), "no token in the metrics");
+}
+
 #[test]
 fn help_and_version_exit_zero() {
     let help = counter().arg("--help").output().expect("runs");
@@ -130,6 +184,7 @@ fn help_and_version_exit_zero() {
         "--rate-limit",
         "--sliding-ttl",
         "--config",
+        "--metrics-bind",
     ] {
         assert!(text.contains(name), "{name} in --help:\n{text}");
     }
@@ -179,6 +234,28 @@ fn a_setting_that_does_not_read_stops_start_up_with_one_line_naming_it() {
     assert_ne!(code, Some(0));
     assert!(
         line.starts_with("--db postgres://127.0.0.1:1/none"),
+        "{line}"
+    );
+    // A TLS file that does not read.
+    let (code, line) = refused(
+        &[
+            "--port",
+            "0",
+            "--db",
+            "postgres://127.0.0.1:1/none?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem",
+        ],
+        &[],
+    );
+    assert_ne!(code, Some(0));
+    assert!(
+        line.starts_with("--db ") && line.contains("sslrootcert"),
+        "{line}"
+    );
+    // A metrics address in use.
+    let (code, line) = refused(&["--memory", "--metrics-bind", addr.as_str()], &[]);
+    assert_ne!(code, Some(0));
+    assert!(
+        line.starts_with(&format!("--metrics-bind {addr}")),
         "{line}"
     );
     // A flag with a bad value, and a bind beyond loopback without host names.
