@@ -39,6 +39,10 @@ mod postgres;
 mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_writer;
+#[cfg(all(feature = "sqlite", test))]
+mod sqlite_writer_tests;
+#[cfg(feature = "sqlite")]
+mod sqlite_writer_thread;
 
 use std::sync::Arc;
 
