@@ -10,7 +10,8 @@
 //! - `bulk_add/{sqlite,postgres}/500`: one `bulkAdd` of 500 todos (`waitFor: idle`) on a
 //!   fresh `examples/todo` session (minted outside the timing): one large commit;
 //! - `burst/{sqlite,postgres}/16`: one `inc` (`waitFor: idle`) on each of 16 sessions at once:
-//!   concurrent writers sharing the store (the SQLite writer's queue and batching);
+//!   concurrent writers sharing the store (the SQLite writer's queue and batching; run again
+//!   with `AGENT_TEST_SQLITE_NO_BATCH=1` for the figures without batches);
 //! - `restart_first_answer_10k`: with 10,000 sessions stored in SQLite, opening the store,
 //!   building the host and answering the first call for one session (its state reloaded);
 //! - before those, the resident memory of a process holding 100,000 stored sessions of which
