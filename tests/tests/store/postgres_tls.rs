@@ -270,9 +270,9 @@ async fn bad_settings_fail_at_open_naming_the_setting() {
         "{err}"
     );
 
-    // Deserialized options: milliseconds, unknown keys refused.
+    // Deserialized options: durations as humantime spells them, unknown keys refused.
     let options: PostgresOptions =
-        serde_json::from_value(json!({"max_connections": 3, "acquire_timeout_ms": 250}))
+        serde_json::from_value(json!({"max_connections": 3, "acquire_timeout": "250ms"}))
             .expect("options");
     assert_eq!(options.max_connections, 3);
     assert_eq!(options.acquire_timeout, Duration::from_millis(250));

@@ -14,12 +14,12 @@ use super::StoreError;
 /// The pool size and timeouts of a [`PostgresStore`](super::PostgresStore)
 /// ([`PostgresStore::open_with`](super::PostgresStore::open_with); `open` takes the defaults).
 ///
-/// Deserializable (from a config file, say) with every key optional, unknown keys refused, and
-/// each duration a whole number of milliseconds under a key ending in `_ms`; `0` turns an
-/// optional timeout off:
+/// Deserializable (from a config file, say) as the other option structs are
+/// (`docs/operations.md` §Configuration): every key optional, unknown keys refused, durations
+/// as `humantime` spells them; `"0s"` (or `null`) turns an optional timeout off:
 ///
 /// ```json
-/// {"max_connections": 16, "acquire_timeout_ms": 5000, "statement_timeout_ms": 30000}
+/// {"max_connections": 16, "acquire_timeout": "5s", "statement_timeout": "30s"}
 /// ```
 ///
 /// Connecting has no timeout of its own: a connection is opened within the acquire timeout.
@@ -34,21 +34,20 @@ pub struct PostgresOptions {
     /// Connections the pool keeps open even when idle (default 0).
     pub min_connections: u32,
     /// How long a statement waits for a pooled connection, opening one included, before it
-    /// fails (key `acquire_timeout_ms`; default 10 s).
-    #[serde(rename = "acquire_timeout_ms", deserialize_with = "millis")]
+    /// fails (default 10 s).
+    #[serde(with = "humantime_serde")]
     pub acquire_timeout: Duration,
     /// An idle connection above `min_connections` is closed after this long (key
-    /// `idle_timeout_ms`; default 10 min; `None`: never).
-    #[serde(rename = "idle_timeout_ms", deserialize_with = "optional_millis")]
+    /// default 10 min; `None`: never).
+    #[serde(deserialize_with = "optional_duration")]
     pub idle_timeout: Option<Duration>,
     /// A connection is closed when released after having been open this long (key
-    /// `max_lifetime_ms`; default 30 min; `None`: never).
-    #[serde(rename = "max_lifetime_ms", deserialize_with = "optional_millis")]
+    /// default 30 min; `None`: never).
+    #[serde(deserialize_with = "optional_duration")]
     pub max_lifetime: Option<Duration>,
     /// PostgreSQL's `statement_timeout` on every connection: a statement running longer is
-    /// cancelled by the server and fails (key `statement_timeout_ms`; default `None`: the
-    /// server's setting).
-    #[serde(rename = "statement_timeout_ms", deserialize_with = "optional_millis")]
+    /// cancelled by the server and fails (default `None`: the server's setting).
+    #[serde(deserialize_with = "optional_duration")]
     pub statement_timeout: Option<Duration>,
 }
 
@@ -77,16 +76,11 @@ impl PostgresOptions {
     }
 }
 
-/// A duration given in milliseconds.
-fn millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    u64::deserialize(d).map(Duration::from_millis)
-}
-
-/// An optional duration given in milliseconds: `0` or `null` is `None`.
-fn optional_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    Ok(Option::<u64>::deserialize(d)?
-        .filter(|&ms| ms > 0)
-        .map(Duration::from_millis))
+/// An optional duration as `humantime` spells it: a zero one or `null` is `None`.
+fn optional_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    Ok(Option::<humantime_serde::Serde<Duration>>::deserialize(d)?
+        .map(humantime_serde::Serde::into_inner)
+        .filter(|d| !d.is_zero()))
 }
 
 /// The `sslmode` values that demand TLS.
@@ -232,12 +226,12 @@ mod tests {
     }
 
     #[test]
-    fn options_deserialize_from_milliseconds() {
+    fn options_deserialize_from_durations() {
         let options: PostgresOptions = serde_json::from_value(serde_json::json!({
             "max_connections": 2,
-            "acquire_timeout_ms": 1500,
-            "idle_timeout_ms": 0,
-            "statement_timeout_ms": 30000,
+            "acquire_timeout": "1500ms",
+            "idle_timeout": "0s",
+            "statement_timeout": "30s",
         }))
         .expect("options");
         assert_eq!(options.max_connections, 2);
@@ -249,8 +243,12 @@ mod tests {
         );
         assert_eq!(options.statement_timeout, Some(Duration::from_secs(30)));
         let unknown = serde_json::from_value::<PostgresOptions>(serde_json::json!({
-            "acquire_timeout": 5
+            "acquire_timeout_ms": 5
         }));
         assert!(unknown.is_err());
+        let bad = serde_json::from_value::<PostgresOptions>(serde_json::json!({
+            "idle_timeout": "soon"
+        }));
+        assert!(bad.is_err());
     }
 }
