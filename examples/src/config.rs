@@ -55,8 +55,8 @@ pub struct ExampleArgs {
         value_delimiter = ','
     )]
     pub cors_origins: Vec<String>,
-    /// The store: a SQLite file or a postgres:// URL [default: <app>.db in the working
-    /// directory].
+    /// The store: a SQLite file or a postgres:// URL [default: counter.db, todo.db or
+    /// relay.db in the working directory].
     #[arg(long, env = "AGENT_DB", value_name = "PATH|URL")]
     pub db: Option<String>,
     /// Keep nothing: sessions and tokens live in memory.
