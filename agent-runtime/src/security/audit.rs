@@ -43,6 +43,9 @@ pub enum AuditEvent {
     /// The proposing agent token withdrew its proposal (`/withdraw`); detail
     /// `{variant, confirmId}`.
     ConfirmWithdrawn,
+    /// A running effect was cancelled; detail `{work, seq, variant, by}` (`by`: `human`,
+    /// `agent`, `mcp-client`), with `aborted: true` when it ignored the signal past the grace.
+    WorkCancelled,
     /// MCP initialize with a bad bearer; detail `{endpoint, code}`.
     AuthFailed,
     /// A stored session could not be loaded: its state no longer deserializes and
@@ -84,6 +87,7 @@ impl AuditEvent {
             AuditEvent::ConfirmApproved => "confirm-approved",
             AuditEvent::ConfirmRejected => "confirm-rejected",
             AuditEvent::ConfirmWithdrawn => "confirm-withdrawn",
+            AuditEvent::WorkCancelled => "work-cancelled",
             AuditEvent::AuthFailed => "auth-failed",
             AuditEvent::SessionNotMigrated => "session-not-migrated",
             AuditEvent::Claim => "claim",

@@ -23,6 +23,8 @@ pub enum LogKind {
     Error,
     /// The agent narrated.
     Narrate,
+    /// A running effect was cancelled (`detail` says by whom).
+    Cancelled,
 }
 
 impl LogKind {
@@ -37,6 +39,7 @@ impl LogKind {
             LogKind::Read => "read",
             LogKind::Error => "error",
             LogKind::Narrate => "narrate",
+            LogKind::Cancelled => "cancelled",
         }
     }
 }
