@@ -111,6 +111,8 @@ async fn claim<A: App>(server: ServerState<A>, req: Request) -> Result<Value, Ap
         .ok_or_else(ApiError::revoked)?;
     let (token, hash) = mint_token();
     let now = server.now();
+    // Audited: a claim past the grace window resumed a session its app had left for longer.
+    let past_grace = !within_grace(&record, now);
     // The rotation is one conditional write: a revoke (or the app's return) that landed
     // first wins, and a failed write hands out no token (the old one stays the bearer).
     match lifecycle::claim(&**server.tokens(), &record.tid, hash, now).await {
@@ -128,7 +130,7 @@ async fn claim<A: App>(server: ServerState<A>, req: Request) -> Result<Value, Ap
             AuditEntry::new(
                 now,
                 AuditEvent::Claim,
-                json!({"path": "/agent/resume/claim"}),
+                json!({"path": "/agent/resume/claim", "pastGrace": past_grace}),
             )
             .with_tid(record.tid.clone())
             .with_uid(Some(uid)),
