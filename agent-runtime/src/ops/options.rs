@@ -236,8 +236,10 @@ pub struct PairingOptions {
     /// without `mint_paired`). Off for a server that only relays paired sessions (the `relay`
     /// example): such a mint is 400 `invalid` (default on).
     pub hosted_mints: bool,
-    /// How long a closed socket's token waits in `pending-resume` for the app to come back
-    /// (default 60 s).
+    /// How long a closed socket's app may come back with the same bearer, its buffers kept
+    /// (default 60 s). Past it, until the token's hard expiry, the session is still listed by
+    /// `/agent/resume/list` and only a claim (a rotated bearer) resumes it; zero makes every
+    /// return a claim (LLui's `pendingResumeGraceMs: 0`).
     #[serde(with = "humantime_serde")]
     pub grace: Duration,
     /// How long a forwarded read waits for the app's answer before 504 (default 15 s).

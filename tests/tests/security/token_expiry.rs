@@ -7,7 +7,10 @@ use std::sync::Arc;
 use agent_examples::counter::Counter;
 use agent_runtime::clock::ManualClock;
 use agent_runtime::ServerOptions;
+use agent_tests::mcp::{call, err};
 use agent_tests::TestServer;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt as _;
 use serde_json::json;
 
 const MINUTE_MS: u64 = 60 * 1000;
@@ -68,6 +71,13 @@ async fn the_sliding_ttl_is_one_hour_by_default_and_an_idle_token_says_so() {
     assert!(a.body["error"]["detail"]
         .as_str()
         .is_some_and(|d| d.contains("sliding TTL")));
+    // So does MCP's `connect_session`.
+    let transport = StreamableHttpClientTransport::from_uri(format!("{}/agent/mcp", t.base));
+    let client = ().serve(transport).await.expect("MCP initialize");
+    let connect = call(client.peer(), "connect_session", json!({ "token": token })).await;
+    let text = err(&connect);
+    assert!(text.starts_with("Token idle: "), "{text}");
+    let _ = client.cancel().await;
     // An unknown token still says nothing more than auth-failed.
     let a = t.lap("agt_unknown", "/state", &json!({})).await;
     assert_eq!(
