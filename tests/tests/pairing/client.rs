@@ -232,7 +232,8 @@ async fn the_client_claims_its_session_back_after_a_sleep_past_the_grace() {
     let host = Host::new(Counter).unwrap();
     let session = host.create_session(None).unwrap();
     let mut config = PairingConfig::new(&t.base, &token);
-    config.backoff.initial = Duration::from_millis(1500);
+    // Time to take the socket away and advance the clock before the client dials again.
+    config.backoff.initial = Duration::from_secs(3);
     config.claim = Some(Claim {
         tid: tid.clone(),
         headers: vec![(USER_HEADER.to_string(), "alice".to_string())],
