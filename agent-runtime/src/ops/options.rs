@@ -44,8 +44,8 @@ pub struct ServerOptions {
     /// Base path of the LAP endpoints.
     pub lap_base_path: String,
     /// Inactivity expiry of tokens (default 1 h; `None` or zero disables it): a token unused
-    /// this long answers 401 `auth-failed` with `reason: "idle"` (`docs/security.md` §Agent
-    /// tokens). A call, a paired app's open socket and a claim count as use.
+    /// this long answers 401 `auth-failed` with `reason: "idle"` (`docs/security.md` §Token
+    /// lifetimes). A call, a paired app's open socket and a claim count as use.
     #[serde(with = "humantime_serde")]
     pub sliding_ttl: Option<Duration>,
     /// Hard lifetime of a token from its mint (default 24 h): past it the token answers 401
