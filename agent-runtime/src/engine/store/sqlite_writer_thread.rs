@@ -29,19 +29,6 @@ use super::StoreError;
 /// Writes run in one transaction at most.
 pub(super) const MAX_BATCH: usize = 64;
 
-/// [`MAX_BATCH`], or 1 (no batches) when the environment variable
-/// `AGENT_TEST_SQLITE_NO_BATCH` is set: a test and bench hook, read once, to compare the two.
-fn max_batch() -> usize {
-    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MAX.get_or_init(|| {
-        if std::env::var_os("AGENT_TEST_SQLITE_NO_BATCH").is_some() {
-            1
-        } else {
-            MAX_BATCH
-        }
-    })
-}
-
 /// Parameter names `$1`…, as the shared SQL spells them.
 const NAMES: [&str; 12] = [
     "$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12",
@@ -125,7 +112,7 @@ pub(super) fn serve(
     mut queue: mpsc::Receiver<Job>,
     orphaned: &(dyn Fn() + Send + Sync),
 ) {
-    let max = max_batch();
+    let max = MAX_BATCH;
     let mut batch = Vec::with_capacity(max);
     while let Some(job) = queue.blocking_recv() {
         take(job, &mut queue, &mut batch);
