@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 
+use super::sql_values::{DocumentColumn, Param};
 use super::sqlite_writer::{Orphaned, SqliteWriter};
+use super::sqlite_writer_thread::PIECE_BYTES;
 use super::StoreError;
 
 /// A database file in a fresh directory, with a table `t (id PRIMARY KEY, v)`.
@@ -270,4 +272,82 @@ async fn closing_drains_the_queue_and_joins_the_thread() {
         .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
         .expect("count");
     assert_eq!(n, 20);
+}
+
+/// `t.v` as a document column.
+const T_V: DocumentColumn = DocumentColumn {
+    table: "t",
+    column: "v",
+};
+
+/// Upserts `text` as row `id`'s document; `when` is the update's condition.
+async fn upsert(writer: &SqliteWriter, id: i64, text: &str, when: &str) -> Result<u64, StoreError> {
+    let sql = format!(
+        "INSERT INTO t (id, v) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = excluded.v \
+         WHERE {when}"
+    );
+    writer
+        .write(&sql, &[id.into(), Param::Document(text, T_V)])
+        .await
+}
+
+/// Row `id`'s value as the store reads it, and its SQLite type.
+async fn document(db: &Db, id: i64) -> (String, String) {
+    sqlx::query_as("SELECT CAST(v AS TEXT), typeof(v) FROM t WHERE id = $1")
+        .bind(id)
+        .fetch_one(&db.pool)
+        .await
+        .expect("row")
+}
+
+#[tokio::test]
+async fn a_big_document_is_written_in_pieces_and_reads_back_as_its_text() {
+    let db = db("document").await;
+    let writer = db.writer(8).await;
+    // Two-byte characters across the pieces' edges, and a length that is not a multiple.
+    let big: String = (0..3 * PIECE_BYTES / 7 + 5)
+        .map(|i| format!("é{:05}", i % 100_000))
+        .collect();
+    assert!(big.len() > 2 * PIECE_BYTES && !big.len().is_multiple_of(PIECE_BYTES));
+    assert_eq!(upsert(&writer, 1, &big, "1").await, Ok(1));
+    assert_eq!(document(&db, 1).await, (big.clone(), "blob".to_owned()));
+
+    // The upsert's update path writes the new text in pieces as well.
+    let bigger = format!("{big}{big}");
+    assert_eq!(upsert(&writer, 1, &bigger, "1").await, Ok(1));
+    assert_eq!(document(&db, 1).await, (bigger.clone(), "blob".to_owned()));
+
+    // An update its condition refuses changes nothing and answers no row.
+    assert_eq!(upsert(&writer, 1, &big, "0").await, Ok(0));
+    assert_eq!(document(&db, 1).await.0, bigger);
+
+    // A small document is bound as text.
+    assert_eq!(upsert(&writer, 2, "{\"a\":1}", "1").await, Ok(1));
+    assert_eq!(
+        document(&db, 2).await,
+        ("{\"a\":1}".to_owned(), "text".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn a_big_document_in_a_failed_write_leaves_nothing() {
+    let db = db("document-rollback").await;
+    let writer = db.writer(8).await;
+    let big = "x".repeat(3 * PIECE_BYTES);
+    // The document goes in, then the write stops at a statement that must change a row.
+    let stopped = writer
+        .write_checked(
+            &[
+                (
+                    "INSERT INTO t (id, v) VALUES ($1, $2)",
+                    &[1i64.into(), Param::Document(&big, T_V)],
+                    false,
+                ),
+                ("UPDATE t SET v = 'y' WHERE id = $1", &[99i64.into()], true),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(stopped, Ok(Some(1)));
+    assert!(db.ids().await.is_empty());
 }

@@ -12,6 +12,16 @@
 //! a `BEGIN` that fails (another connection held the lock past `busy_timeout`) is every
 //! write's answer.
 //!
+//! A big text (a [`Param::Document`] over [`PIECE_BYTES`]: a state snapshot, a big patch) is
+//! not bound as text: SQLite would copy it, then build its row in one more allocation of its
+//! size, and on this thread those allocations stay resident after they are freed (glibc keeps
+//! the top of a thread's arena below its trim threshold, and `malloc_trim` does not trim it:
+//! measured as 1.5 times the state more resident memory in `docs/stores.md` §Memory). The
+//! row is inserted with a `zeroblob` of the text's length instead (SQLite writes the zeros
+//! without materialising them) and the text copied into it through an incremental blob
+//! handle, [`PIECE_BYTES`] at a time. The value is then a blob holding the UTF-8 text; the
+//! store reads it `CAST … AS TEXT`.
+//!
 //! A write whose caller is gone (its answer channel closed) when the thread takes it from the
 //! queue is skipped: never started. One taken before its caller went runs to its end, all or
 //! nothing like any other (a transaction, or a savepoint of one); since the caller cannot do
@@ -23,11 +33,14 @@ use std::time::Duration;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
-use super::sql_values::Param;
+use super::sql_values::{DocumentColumn, Param};
 use super::StoreError;
 
 /// Writes run in one transaction at most.
 pub(super) const MAX_BATCH: usize = 64;
+
+/// A document longer than this is written in pieces of this size.
+pub(super) const PIECE_BYTES: usize = 64 * 1024;
 
 /// Parameter names `$1`…, as the shared SQL spells them.
 const NAMES: [&str; 12] = [
@@ -38,6 +51,8 @@ const NAMES: [&str; 12] = [
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Value {
     Text(String),
+    /// A [`Param::Document`].
+    Document(String, DocumentColumn),
     Int(i64),
     Null,
 }
@@ -46,6 +61,7 @@ impl From<&Param<'_>> for Value {
     fn from(p: &Param<'_>) -> Self {
         match *p {
             Param::Text(v) | Param::MaybeText(Some(v)) => Value::Text(v.to_owned()),
+            Param::Document(v, column) => Value::Document(v.to_owned(), column),
             Param::MaybeText(None) | Param::MaybeInt(None) => Value::Null,
             Param::Int(v) | Param::MaybeInt(Some(v)) => Value::Int(v),
             Param::Int32(v) => Value::Int(i64::from(v)),
@@ -260,8 +276,50 @@ fn control(conn: &Connection, sql: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Runs one statement; answers the rows it changed.
 fn run(conn: &Connection, sql: &str, params: &[Value]) -> rusqlite::Result<u64> {
-    let mut statement = conn.prepare_cached(sql)?;
+    let piecewise = params.iter().find_map(|p| match p {
+        Value::Document(text, column) if text.len() > PIECE_BYTES => Some((text, *column)),
+        _ => None,
+    });
+    let Some((text, column)) = piecewise else {
+        let mut statement = conn.prepare_cached(sql)?;
+        bind(&mut statement, params, None)?;
+        return Ok(u64::try_from(statement.raw_execute()?).unwrap_or(u64::MAX));
+    };
+    // The row the statement wrote (none: an upsert whose condition left it alone).
+    let mut statement = conn.prepare_cached(&format!("{sql} RETURNING rowid"))?;
+    bind(&mut statement, params, Some(text))?;
+    let rowid: Option<i64> = {
+        let mut rows = statement.raw_query();
+        let rowid = match rows.next()? {
+            Some(row) => Some(row.get(0)?),
+            None => None,
+        };
+        // Stepped to its end: the statement is done before the blob is opened.
+        while rows.next()?.is_some() {}
+        rowid
+    };
+    let Some(rowid) = rowid else { return Ok(0) };
+    let mut blob = conn.blob_open(
+        rusqlite::DatabaseName::Main,
+        column.table,
+        column.column,
+        rowid,
+        false,
+    )?;
+    for (i, piece) in text.as_bytes().chunks(PIECE_BYTES).enumerate() {
+        blob.write_at(piece, i * PIECE_BYTES)?;
+    }
+    Ok(1)
+}
+
+/// Binds `params` to `$1`…; `piecewise` (one of them) as a zeroblob of its length.
+fn bind(
+    statement: &mut rusqlite::CachedStatement<'_>,
+    params: &[Value],
+    piecewise: Option<&String>,
+) -> rusqlite::Result<()> {
     for (i, param) in params.iter().enumerate() {
         let name = NAMES
             .get(i)
@@ -270,12 +328,20 @@ fn run(conn: &Connection, sql: &str, params: &[Value]) -> rusqlite::Result<u64> 
             .parameter_index(name)?
             .ok_or_else(|| rusqlite::Error::InvalidParameterName((*name).to_owned()))?;
         match param {
-            Value::Text(v) => statement.raw_bind_parameter(index, v)?,
+            Value::Document(v, _) if piecewise.is_some_and(|p| std::ptr::eq(p, v)) => {
+                let len = i32::try_from(v.len()).map_err(|_| {
+                    rusqlite::Error::ToSqlConversionFailure(
+                        format!("a {} byte document is over SQLite's limit", v.len()).into(),
+                    )
+                })?;
+                statement.raw_bind_parameter(index, rusqlite::blob::ZeroBlob(len))?
+            }
+            Value::Text(v) | Value::Document(v, _) => statement.raw_bind_parameter(index, v)?,
             Value::Int(v) => statement.raw_bind_parameter(index, v)?,
             Value::Null => statement.raw_bind_parameter(index, rusqlite::types::Null)?,
         }
     }
-    Ok(u64::try_from(statement.raw_execute()?).unwrap_or(u64::MAX))
+    Ok(())
 }
 
 impl From<rusqlite::Error> for StoreError {
