@@ -7,10 +7,14 @@
 //! - `toggle/{sqlite,postgres}/{10,1000,10000,50000}`: one `toggle` (`waitFor: idle`) of
 //!   `examples/todo` on a session holding that many todos, stored in SQLite and in
 //!   PostgreSQL: what a commit costs as the state grows (`docs/stores.md` §The commit log);
+//! - `bulk_add/{sqlite,postgres}/500`: one `bulkAdd` of 500 todos (`waitFor: idle`) on a
+//!   fresh `examples/todo` session (minted outside the timing): one large commit;
+//! - `burst/{sqlite,postgres}/16`: one `inc` (`waitFor: idle`) on each of 16 sessions at once:
+//!   concurrent writers sharing the store (the SQLite writer's queue and batching);
 //! - `restart_first_answer_10k`: with 10,000 sessions stored in SQLite, opening the store,
 //!   building the host and answering the first call for one session (its state reloaded);
 //! - before those, the resident memory of a process holding 100,000 stored sessions of which
-//!   1,000 are loaded (printed as `memory: …`).
+//!   1,000 are loaded (printed as `memory: …`; not with `STORE_BENCH_NO_MEMORY=1`).
 
 use std::time::Duration;
 
@@ -23,7 +27,7 @@ use agent_tests::resident::resident_bytes;
 use agent_tests::temp::TempDir;
 use agent_tests::TestServer;
 use agent_tests::{bench_runtime, host_on};
-use criterion::{criterion_group, Criterion};
+use criterion::{criterion_group, BatchSize, Criterion};
 use serde_json::json;
 
 /// A SQLite file in a fresh directory, removed with the [`TempDir`].
@@ -48,6 +52,22 @@ async fn todo_on(stores: &Stores) -> TestServer<TodoApp> {
     };
     TestServer::builder(app)
         .rate_limit("1000000/second")
+        .stores(stores)
+        .start()
+        .await
+}
+
+/// `todo_on` for a bench that mints a session per iteration: the session caps out of the way.
+async fn fresh_sessions_on(stores: &Stores) -> TestServer<TodoApp> {
+    let app = TodoApp {
+        save_delay: Duration::ZERO,
+    };
+    TestServer::builder(app)
+        .rate_limit("1000000/second")
+        .config(|c| {
+            c.max_sessions = 1_000_000;
+            c.max_sessions_per_owner = 1_000_000;
+        })
         .stores(stores)
         .start()
         .await
@@ -101,6 +121,88 @@ fn toggle(c: &mut Criterion) {
                 })
             });
         }
+    }
+    group.finish();
+    drop(targets);
+}
+
+fn bulk_add(c: &mut Criterion) {
+    let rt = bench_runtime();
+    let pg = PgServer::start();
+    let (_dir, path) = temp_db("bulk_add");
+    let targets: Vec<(&str, TestServer<TodoApp>)> = rt.block_on(async {
+        let sqlite = Stores::open(&path).await.expect("sqlite");
+        let postgres = Stores::open(&pg.url()).await.expect("postgres");
+        vec![
+            ("sqlite", fresh_sessions_on(&sqlite).await),
+            ("postgres", fresh_sessions_on(&postgres).await),
+        ]
+    });
+    let todos: Vec<_> = (0..500)
+        .map(|i| json!({"title": format!("todo number {i}")}))
+        .collect();
+    let body = json!({"msg": {"type": "bulkAdd", "todos": todos}, "waitFor": "idle"});
+    let mut group = c.benchmark_group("bulk_add");
+    group.measurement_time(Duration::from_secs(4));
+    group.sample_size(20);
+    for (name, server) in &targets {
+        group.bench_function(format!("{name}/500"), |b| {
+            b.iter_batched(
+                || rt.block_on(server.mint("bench", None)).token,
+                |token| {
+                    rt.block_on(async {
+                        let a = server.lap(&token, "/message", &body).await;
+                        assert_eq!(a.status, 200, "{:?}", a.body);
+                    })
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+    drop(targets);
+}
+
+/// Sessions written at once by `burst`.
+const BURST: usize = 16;
+
+fn burst(c: &mut Criterion) {
+    let rt = bench_runtime();
+    let pg = PgServer::start();
+    let (_dir, path) = temp_db("burst");
+    let targets: Vec<(&str, TestServer<Counter>)> = rt.block_on(async {
+        let sqlite = Stores::open(&path).await.expect("sqlite");
+        let postgres = Stores::open(&pg.url()).await.expect("postgres");
+        vec![
+            ("sqlite", server_on(Some(&sqlite)).await),
+            ("postgres", server_on(Some(&postgres)).await),
+        ]
+    });
+    let mut group = c.benchmark_group("burst");
+    group.measurement_time(Duration::from_secs(5));
+    group.sample_size(30);
+    let body = json!({"msg": {"type": "inc"}, "waitFor": "idle"});
+    for (name, server) in &targets {
+        let tokens: Vec<String> = rt.block_on(async {
+            let mut tokens = Vec::with_capacity(BURST);
+            for _ in 0..BURST {
+                tokens.push(server.mint("bench", None).await.token);
+            }
+            tokens
+        });
+        group.bench_function(format!("{name}/{BURST}"), |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let answers = futures::future::join_all(
+                        tokens.iter().map(|t| server.lap(t, "/message", &body)),
+                    )
+                    .await;
+                    for a in answers {
+                        assert_eq!(a.status, 200, "{:?}", a.body);
+                    }
+                })
+            })
+        });
     }
     group.finish();
     drop(targets);
@@ -213,7 +315,7 @@ fn memory_report() {
     });
 }
 
-criterion_group!(benches, message, toggle, restart);
+criterion_group!(benches, message, toggle, bulk_add, burst, restart);
 
 fn main() {
     // `STORE_BENCH_ONLY_TOGGLE=1`: the toggle figures alone.
@@ -223,7 +325,10 @@ fn main() {
         c.final_summary();
         return;
     }
-    memory_report();
+    // `STORE_BENCH_NO_MEMORY=1`: without the memory report (it fills 100,000 sessions first).
+    if std::env::var_os("STORE_BENCH_NO_MEMORY").is_none() {
+        memory_report();
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
 }

@@ -318,6 +318,10 @@ pub struct ErrorDetail {
     /// `expired`, `pending`, `revoked` or `unknown` on a 503 `paused`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconnect: Option<String>,
+    /// `expired` (past its hard expiry) or `idle` (unused past the sliding TTL) on a 401
+    /// `auth-failed` for a token that verified once; absent for an unknown or malformed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// What went wrong.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,

@@ -1,7 +1,7 @@
 //! The stores (memory, SQLite files, a real PostgreSQL): bounds, capacity, the conformance
 //! suite, migrations, sessions, upgrades of earlier databases, the commit log, restarts,
-//! replicas and fleets, TLS to PostgreSQL, and the chaos run. One test binary; each module
-//! was a test file of its own.
+//! replicas and fleets, TLS to PostgreSQL, the SQLite writer thread, and the chaos run. One
+//! test binary; each module was a test file of its own.
 
 mod bounds;
 mod capacity;
@@ -16,4 +16,5 @@ mod replica_decisions;
 mod restart_sqlite;
 mod sessions;
 mod shutdown;
+mod sqlite_writer;
 mod upgrade;

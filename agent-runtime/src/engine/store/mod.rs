@@ -43,6 +43,10 @@ mod postgres_options;
 mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_writer;
+#[cfg(all(feature = "sqlite", test))]
+mod sqlite_writer_tests;
+#[cfg(feature = "sqlite")]
+mod sqlite_writer_thread;
 
 use std::sync::Arc;
 

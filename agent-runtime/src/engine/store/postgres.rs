@@ -225,7 +225,7 @@ type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArgu
 fn bind<'q>(mut query: PgQuery<'q>, params: &[Param<'q>]) -> PgQuery<'q> {
     for param in params {
         query = match *param {
-            Param::Text(v) => query.bind(v),
+            Param::Text(v) | Param::Document(v, _) => query.bind(v),
             Param::MaybeText(v) => query.bind(v),
             Param::Int(v) => query.bind(v),
             Param::Int32(v) => query.bind(v),

@@ -30,7 +30,11 @@ macro_rules! impl_sql_store {
     ($store:ty, $db:ty) => {
         $crate::engine::store::sql::impl_sql_store!(@impl $store, $db, {
             fn close(&self) -> futures::future::BoxFuture<'_, ()> {
-                Box::pin(async move { self.pool.close().await })
+                Box::pin(async move {
+                    // SQLite's writer thread: the queued writes first, then joined.
+                    self.writer.close().await;
+                    self.pool.close().await
+                })
             }
         });
     };

@@ -10,8 +10,10 @@
 
 macro_rules! impl_sql_sessions {
     ($store:ty, $db:ty, { $($changes:tt)* }) => {
+        // States and patches are read `CAST … AS TEXT`: the SQLite writer stores a big one as
+        // a blob it writes in pieces (`sqlite_writer_thread`); the cast is a no-op on text.
         const SESSION_COLUMNS: &str = "s.id, s.owner, s.created_at, s.updated_at, s.seq, \
-             p.state, s.schema_hash, s.confirms, s.log_tail, s.snapshot_seq";
+             CAST(p.state AS TEXT) AS state, s.schema_hash, s.confirms, s.log_tail, s.snapshot_seq";
 
         /// A session row: the record (its state is the snapshot's) and its snapshot's commit.
         fn session_from_row(
@@ -45,7 +47,7 @@ macro_rules! impl_sql_sessions {
             ) -> Result<Vec<(u64, String)>, $crate::engine::store::StoreError> {
                 use $crate::engine::store::sql_values::{from_db, to_db};
                 let rows: Vec<(i64, String)> = sqlx::query_as(
-                    "SELECT seq, patch FROM agent_session_log \
+                    "SELECT seq, CAST(patch AS TEXT) FROM agent_session_log \
                      WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq",
                 )
                 .bind(id)
@@ -102,8 +104,13 @@ macro_rules! impl_sql_sessions {
                         (&r.confirms).into(),
                         (&r.log_tail).into(),
                     ];
-                    let snapshot: &[$crate::engine::store::sql_values::Param<'_>] =
-                        &[(&r.id).into(), (&r.state).into()];
+                    let snapshot: &[$crate::engine::store::sql_values::Param<'_>] = &[
+                        (&r.id).into(),
+                        $crate::engine::store::sql_values::Param::Document(
+                            &r.state,
+                            $crate::engine::store::sql_values::SNAPSHOT_STATE,
+                        ),
+                    ];
                     self.writer
                         .write_all(&[
                             // A log left by an earlier session of the same id is not this one's.
@@ -178,7 +185,9 @@ macro_rules! impl_sql_sessions {
                 'a,
                 $crate::engine::store::StoreResult<$crate::engine::store::Committed>,
             > {
-                use $crate::engine::store::sql_values::{to_db, Param};
+                use $crate::engine::store::sql_values::{
+                    to_db, Param, LOG_PATCH, SNAPSHOT_STATE,
+                };
                 use $crate::engine::store::{Committed, SNAPSHOT_BYTES, SNAPSHOT_EVERY};
                 Box::pin(async move {
                     let Some(previous) = w.seq.checked_sub(1) else {
@@ -198,7 +207,7 @@ macro_rules! impl_sql_sessions {
                     };
                     let id_param: [Param<'_>; 1] = [w.id.into()];
                     let snapshot_params: Vec<Param<'_>> = match w.snapshot {
-                        Some(state) => vec![w.id.into(), state.into()],
+                        Some(state) => vec![w.id.into(), Param::Document(state, SNAPSHOT_STATE)],
                         None => Vec::new(),
                     };
                     let update_params: Vec<Param<'_>> = match w.snapshot {
@@ -221,7 +230,11 @@ macro_rules! impl_sql_sessions {
                         ],
                     };
                     let log_params: Vec<Param<'_>> = match w.patch {
-                        Some(p) => vec![w.id.into(), to_db(w.seq).into(), p.into()],
+                        Some(p) => vec![
+                            w.id.into(),
+                            to_db(w.seq).into(),
+                            Param::Document(p, LOG_PATCH),
+                        ],
                         None => Vec::new(),
                     };
                     let mut statements: Vec<(&str, &[Param<'_>], bool)> = Vec::new();

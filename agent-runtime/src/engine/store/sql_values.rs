@@ -47,12 +47,35 @@ pub(crate) fn token_failure(op: &str, e: &dyn std::fmt::Display) {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Param<'a> {
     Text(&'a str),
+    /// A text that can be big (a state snapshot, a patch), inserted into `column` of an
+    /// `INSERT` (or upsert) of one row. PostgreSQL binds it as text; the SQLite writer writes
+    /// a big one in pieces (`sqlite_writer_thread`).
+    Document(&'a str, DocumentColumn),
     MaybeText(Option<&'a str>),
     Int(i64),
     Int32(i32),
     MaybeInt(Option<i64>),
     Bool(bool),
 }
+
+/// Where a [`Param::Document`] goes: the table's column, both named by the SQL text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DocumentColumn {
+    pub(crate) table: &'static str,
+    pub(crate) column: &'static str,
+}
+
+/// `agent_session_snapshots.state`: a session's whole state.
+pub(crate) const SNAPSHOT_STATE: DocumentColumn = DocumentColumn {
+    table: "agent_session_snapshots",
+    column: "state",
+};
+
+/// `agent_session_log.patch`: one commit's patch.
+pub(crate) const LOG_PATCH: DocumentColumn = DocumentColumn {
+    table: "agent_session_log",
+    column: "patch",
+};
 
 impl<'a> From<&'a str> for Param<'a> {
     fn from(v: &'a str) -> Self {

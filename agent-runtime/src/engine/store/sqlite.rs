@@ -4,9 +4,9 @@
 //! the process being killed; only a power loss or an OS crash may lose the newest commits.
 //!
 //! One server process owns the file: it caches token records (every change to them is its
-//! own) and writes through one connection in the calling task ([`SqliteWriter`]; SQLite lets
-//! one writer in at a time anyway); reads use a small sqlx pool (WAL readers do not block the
-//! writer). Two live servers on one file are not supported: the second would not see the
+//! own) and writes through one connection on a thread of its own, behind a bounded queue
+//! ([`SqliteWriter`]; SQLite lets one writer in at a time anyway); reads use a small sqlx pool
+//! (WAL readers do not block the writer). Two live servers on one file are not supported: the second would not see the
 //! first's revocations. Several replicas use PostgreSQL.
 
 use std::path::Path;
@@ -69,12 +69,20 @@ impl SqliteStore {
             migrate!(tx, SCHEMA).await?;
             tx.commit().await?;
         }
-        let writer = SqliteWriter::open(&options, pool.clone())?;
+        let token_cache = std::sync::Arc::new(super::token_cache::TokenCache::default());
+        // A write whose caller went away: the caller will not drop what it wrote from the cache.
+        let cache = std::sync::Arc::downgrade(&token_cache);
+        let orphaned = std::sync::Arc::new(move || {
+            if let Some(cache) = cache.upgrade() {
+                cache.clear();
+            }
+        });
+        let writer = SqliteWriter::open(&options, pool.clone(), orphaned).await?;
         Ok(SqliteStore {
             pool,
             writer,
             touches: Default::default(),
-            token_cache: Some(Default::default()),
+            token_cache: Some(token_cache),
         })
     }
 }

@@ -140,12 +140,15 @@ impl<A: App> McpHandler<A> {
         )
         .await;
         // A store that failed is not the caller's failure.
-        if matches!(verified, Err(AuthError::AuthFailed | AuthError::Revoked)) {
+        if matches!(verified, Err(ref e) if e.refused_credential()) {
             self.server.auth_failed(&address, MCP_PATH, None).await;
         }
         let record = match verified {
             Ok(record) => record,
             Err(AuthError::AuthFailed) => return failure(TOKEN_INVALID).into(),
+            Err(AuthError::Lapsed(lapse)) => {
+                return failure(format!("Token {}: {}.", lapse.as_str(), lapse.detail())).into()
+            }
             Err(e) => return failure(format!("Auth failed: {e}")).into(),
         };
         let binding = BoundToken {

@@ -1,0 +1,195 @@
+//! The SQLite store's writer thread (`docs/stores.md` §SQLite: the writer), through the store's
+//! API: writes from many tasks at once all land, each task's in its order; a write waiting on
+//! a lock another connection holds does not hold up the tokio runtime (one thread here) and
+//! completes once the lock is released; closing the store runs the queued writes first; a full
+//! queue makes callers wait and loses nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_runtime::store::{CommitWrite, Committed, SessionRecord, SessionStore, Stores};
+use agent_tests::temp::TempDir;
+use serde_json::json;
+use sqlx::Connection as _;
+
+const HASH: &str = "h";
+
+fn record(id: &str) -> SessionRecord {
+    SessionRecord::new(id, None, 1, json!({"n": 0}).to_string(), HASH)
+}
+
+/// Another connection to `db` holding the write lock (`BEGIN IMMEDIATE`) until
+/// [`release`].
+async fn lock(db: &str) -> sqlx::SqliteConnection {
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{db}"))
+        .await
+        .expect("connect");
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut conn)
+        .await
+        .expect("lock");
+    conn
+}
+
+async fn release(mut conn: sqlx::SqliteConnection) {
+    sqlx::query("COMMIT")
+        .execute(&mut conn)
+        .await
+        .expect("commit");
+    conn.close().await.expect("close");
+}
+
+/// Spawns the insert of session `id`.
+fn spawn_insert(
+    sessions: &Arc<dyn SessionStore>,
+    id: String,
+) -> tokio::task::JoinHandle<Result<(), agent_runtime::store::StoreError>> {
+    let sessions = sessions.clone();
+    tokio::spawn(async move { sessions.insert_session(record(&id)).await })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_from_many_tasks_all_land_in_each_tasks_order() {
+    const TASKS: usize = 32;
+    const COMMITS: u64 = 25;
+    let dir = TempDir::new("sqlite-writer-many");
+    let db = dir.file("w.db");
+    let stores = Stores::open(&db).await.expect("open");
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let sessions = stores.sessions.clone();
+            tokio::spawn(async move {
+                let id = format!("s{t}");
+                sessions.insert_session(record(&id)).await.expect("insert");
+                let patches: Vec<String> = (1..=COMMITS)
+                    .map(|n| json!([{"op": "replace", "path": "/n", "value": n}]).to_string())
+                    .collect();
+                // All of a task's commits at once, queued in order: each is a compare-and-set
+                // on the one before, so one run out of order would be refused as raced.
+                let commits = (1..=COMMITS).map(|seq| {
+                    sessions.commit(CommitWrite {
+                        id: &id,
+                        seq,
+                        patch: Some(&patches[seq as usize - 1]),
+                        snapshot: None,
+                        schema_hash: HASH,
+                        now: 1 + seq,
+                        key: None,
+                    })
+                });
+                for done in futures::future::join_all(commits).await {
+                    assert_eq!(done, Ok(Committed::Stored));
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("task");
+    }
+    stores.sessions.close().await;
+    let stores = Stores::open(&db).await.expect("reopen");
+    for t in 0..TASKS {
+        let r = stores
+            .sessions
+            .load_session(&format!("s{t}"))
+            .await
+            .expect("load")
+            .expect("stored");
+        assert_eq!(r.seq, COMMITS);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&r.state).expect("json"),
+            json!({"n": COMMITS})
+        );
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_write_waiting_on_another_connections_lock_does_not_block_the_runtime() {
+    let dir = TempDir::new("sqlite-writer-lock");
+    let db = dir.file("w.db");
+    let stores = Stores::open(&db).await.expect("open");
+    let held = lock(&db).await;
+    let write = spawn_insert(&stores.sessions, "s".into());
+    // The runtime's one thread keeps running timers while the write waits.
+    let mut ticks = 0;
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    let until = tokio::time::Instant::now() + Duration::from_millis(400);
+    while tokio::time::Instant::now() < until {
+        tick.tick().await;
+        ticks += 1;
+    }
+    assert!(ticks >= 20, "{ticks} ticks in 400 ms");
+    assert!(!write.is_finished(), "the write went through the lock");
+    release(held).await;
+    tokio::time::timeout(Duration::from_secs(10), write)
+        .await
+        .expect("the write completes once the lock is released")
+        .expect("task")
+        .expect("stored");
+    assert!(stores
+        .sessions
+        .load_session("s")
+        .await
+        .expect("load")
+        .is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_store_writes_what_is_queued_first() {
+    let dir = TempDir::new("sqlite-writer-close");
+    let db = dir.file("w.db");
+    let stores = Stores::open(&db).await.expect("open");
+    let held = lock(&db).await;
+    let writes: Vec<_> = (0..50)
+        .map(|i| spawn_insert(&stores.sessions, format!("s{i}")))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let sessions = stores.sessions.clone();
+    let closing = tokio::spawn(async move { sessions.close().await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !closing.is_finished(),
+        "the close did not wait for the writer"
+    );
+    release(held).await;
+    tokio::time::timeout(Duration::from_secs(10), closing)
+        .await
+        .expect("closed")
+        .expect("task");
+    for w in writes {
+        w.await.expect("task").expect("stored before the close");
+    }
+    // Closed: no more writes.
+    assert!(stores
+        .sessions
+        .insert_session(record("late"))
+        .await
+        .is_err());
+    drop(stores);
+    let stores = Stores::open(&db).await.expect("reopen");
+    assert_eq!(stores.sessions.session_count().await, Ok(50));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_makes_callers_wait_and_loses_nothing() {
+    // Three times the queue's 256 writes, all sent while the writer waits on a lock.
+    const WRITES: usize = 3 * 256;
+    let dir = TempDir::new("sqlite-writer-full");
+    let db = dir.file("w.db");
+    let stores = Stores::open(&db).await.expect("open");
+    let held = lock(&db).await;
+    let writes: Vec<_> = (0..WRITES)
+        .map(|i| spawn_insert(&stores.sessions, format!("s{i}")))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(writes.iter().all(|w| !w.is_finished()));
+    release(held).await;
+    for w in writes {
+        tokio::time::timeout(Duration::from_secs(20), w)
+            .await
+            .expect("answered")
+            .expect("task")
+            .expect("stored");
+    }
+    assert_eq!(stores.sessions.session_count().await, Ok(WRITES as u64));
+}
