@@ -61,6 +61,7 @@ async fn todo_on(stores: &Stores) -> TestServer<TodoApp> {
 async fn fresh_sessions_on(stores: &Stores) -> TestServer<TodoApp> {
     let app = TodoApp {
         save_delay: Duration::ZERO,
+        ..TodoApp::default()
     };
     TestServer::builder(app)
         .rate_limit("1000000/second")
