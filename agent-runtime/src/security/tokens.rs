@@ -137,7 +137,12 @@ impl AuthError {
 
 impl AuthError {
     /// Whether the credential itself was refused (401 or 403), which counts against the client
-    /// address; a store failure is not the caller's.
+    /// address; a store failure is not the caller's. (Asked by MCP's `initialize` and the
+    /// pairing socket.)
+    #[cfg_attr(
+        not(any(feature = "mcp", feature = "pairing", feature = "pairing-client")),
+        allow(dead_code)
+    )]
     pub(crate) fn refused_credential(&self) -> bool {
         !matches!(self, AuthError::StoreFailed)
     }

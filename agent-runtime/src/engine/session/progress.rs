@@ -13,6 +13,9 @@ use tokio::sync::watch;
 
 use super::work::{End, SlotState, WorkSlot};
 
+// What only MCP uses (a `progressToken`'s notifications, `notifications/cancelled`) is dead
+// code in a build without the `mcp` feature.
+
 /// One dispatch's work as its caller follows it: the key it was sent with, the latest
 /// progress any of its effects reported, and the caller's cancellation of them.
 pub(crate) struct DispatchWatch {
@@ -20,6 +23,7 @@ pub(crate) struct DispatchWatch {
     progress: watch::Sender<Option<Progress>>,
     cancel: Mutex<Cancel>,
     /// The caller shows the progress (an MCP call with a `progressToken`).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     shown: std::sync::atomic::AtomicBool,
 }
 
@@ -30,6 +34,7 @@ enum Cancel {
         armed: Option<Box<dyn FnOnce() + Send>>,
     },
     /// Asked (before or after the commit).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     Asked,
 }
 
@@ -54,11 +59,13 @@ impl DispatchWatch {
 
     /// The caller shows the dispatch's progress as it comes: an action tool then waits for
     /// the work (`docs/mcp.md` §Progress and cancellation).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn show_progress(&self) {
         self.shown.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether the caller shows the progress.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn shows_progress(&self) -> bool {
         self.shown.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -78,6 +85,7 @@ impl DispatchWatch {
 
     /// The caller gave up on the dispatch and stops its effects (MCP's
     /// `notifications/cancelled`), now or as soon as its commit starts them.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn cancel(&self) {
         let armed = match std::mem::replace(&mut *self.cancel.lock(), Cancel::Asked) {
             Cancel::Open { armed } => armed,
@@ -99,6 +107,7 @@ impl DispatchWatch {
     }
 
     /// Follows the latest progress report of the dispatch's effects.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn follow(&self) -> watch::Receiver<Option<Progress>> {
         self.progress.subscribe()
     }
