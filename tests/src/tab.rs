@@ -63,7 +63,8 @@ impl Tab {
         let ack = tab.next().await;
         assert_eq!(
             ack,
-            json!({"t": "hello-ack", "lapVersion": 2, "minClientVersion": 2})
+            json!({"t": "hello-ack", "lapVersion": 2, "minClientVersion": 2,
+                   "extensions": ["progress"]})
         );
         tab
     }

@@ -34,13 +34,35 @@ pub(crate) async fn hosted<A: App>(
     if session.is_closed() {
         return Err(ApiError::paused());
     }
+    let body = cancel_own(session, Some(call.tid()), &request)?;
+    let detail = json!({
+        "path": call.spec.audit_path(),
+        "outcome": match body.status {
+            CancelStatus::Cancelled => "cancelled",
+            CancelStatus::NotRunning => "not-running",
+        },
+        "work": body.cancelled,
+    });
+    Ok(Answered {
+        body,
+        read: None,
+        audit: (AuditEvent::LapCall, detail),
+    })
+}
+
+/// Cancels the work `request` names for the agent `tid` (`None`: the pairing client's
+/// session, whose agent is the server's), which must be work its own messages started.
+pub(crate) fn cancel_own<A: App>(
+    session: &Session<A>,
+    tid: Option<&str>,
+    request: &CancelRequest,
+) -> Result<CancelResponse, ApiError> {
     let by = match request.reason.as_deref() {
         Some(MCP_CLIENT_REASON) => Canceller::McpClient,
         _ => Canceller::Agent,
     };
-    let selector = selector(&request);
     let cancelled = session
-        .cancel_agent_work(call.tid(), &selector, by)
+        .cancel_agent_work(tid, &selector(request), by)
         .map_err(|CancelRefused::NotYours| {
             ApiError::forbidden(
                 "that work was not started by your messages: an agent cancels only its own work",
@@ -51,17 +73,5 @@ pub(crate) async fn hosted<A: App>(
     } else {
         CancelStatus::Cancelled
     };
-    let detail = json!({
-        "path": call.spec.audit_path(),
-        "outcome": match status {
-            CancelStatus::Cancelled => "cancelled",
-            CancelStatus::NotRunning => "not-running",
-        },
-        "work": cancelled,
-    });
-    Ok(Answered {
-        body: CancelResponse { status, cancelled },
-        read: None,
-        audit: (AuditEvent::LapCall, detail),
-    })
+    Ok(CancelResponse { status, cancelled })
 }

@@ -136,6 +136,18 @@ impl ApiError {
         }
     }
 
+    /// Whether this is an app's `rpc-error` with `code`.
+    #[cfg_attr(not(feature = "pairing"), allow(dead_code))]
+    pub(crate) fn is_relayed(&self, code: &str) -> bool {
+        self.relayed_code.as_deref() == Some(code)
+    }
+
+    /// The detail, taken.
+    #[cfg_attr(not(feature = "pairing"), allow(dead_code))]
+    pub(crate) fn into_detail(self) -> Option<String> {
+        self.detail
+    }
+
     /// 409 `conflict`: the confirmation `id` was decided already (`status`).
     pub(crate) fn already_decided(id: &str, status: &str) -> Self {
         ApiError::new(ErrorCode::Conflict)

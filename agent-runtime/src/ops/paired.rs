@@ -7,6 +7,7 @@
 //! The app's answers are relayed as they are: LLui's runtime and ours answer with the
 //! operation's response shape, and the server does not re-shape it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_schema::protocol::{
@@ -28,6 +29,7 @@ use crate::engine::paired::frames::{null, ConfirmDecision, Hello, Raw, ServerFra
 use crate::engine::paired::hub::Hub;
 use crate::engine::paired::link::{Proposal, Resolution, RpcFail};
 use crate::engine::paired::records::within_grace;
+use crate::engine::session::progress::DispatchWatch;
 use crate::security::{retry_after_secs, TokenRecord, TokenStatus};
 
 /// Extra time an rpc of `/message` gets past the dispatch's own `timeoutMs`.
@@ -44,6 +46,9 @@ pub(super) struct Relaying<'a, A: App> {
     pub(super) spec: &'static super::spec::OperationSpec,
     /// The request body (an object, or `{}`).
     pub(super) args: &'a Value,
+    /// What the surface follows of the work a `/message` starts (MCP's progress and
+    /// `notifications/cancelled`), if it follows it.
+    pub(super) follow: Option<Arc<DispatchWatch>>,
 }
 
 /// The 503 `paused` answer for `record`: the `X-LLui-Reconnect` hint, and `Retry-After` when
@@ -123,6 +128,7 @@ async fn relay<A: App>(call: &Relaying<'_, A>, args: Value, ms: u64) -> Result<R
             call.spec.tool,
             args,
             Duration::from_millis(ms),
+            call.follow.as_ref(),
         )
         .await
         .map_err(|f| failed(call, f))
@@ -581,6 +587,7 @@ mod tests {
             schema_hash: "h".into(),
             annotations: None,
             lap_version: Some(2),
+            extensions: Vec::new(),
         };
         let d: Value = serde_json::from_str(raw_text(&description(&hello)).unwrap().get()).unwrap();
         let keys: Vec<&str> = d.as_object().unwrap().keys().map(String::as_str).collect();

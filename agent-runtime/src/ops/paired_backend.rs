@@ -21,8 +21,9 @@ use super::context::{AnswerResult, Call};
 use super::paired::{self, Relaying};
 use super::paired_proposals;
 use super::state::ServerState;
+use super::ApiError;
 #[cfg(feature = "mcp")]
-use super::{ApiError, Operation};
+use super::Operation;
 use crate::app::App;
 use crate::engine::paired::frames::Raw;
 use crate::engine::session::keyed::KeyedDispatch;
@@ -46,6 +47,11 @@ impl<A: App> PairedRelay<A> {
             record: call.record,
             spec: call.spec,
             args: &call.args,
+            // Only a `/message` sends an rpc whose work the app follows.
+            follow: call
+                .follow
+                .clone()
+                .filter(|_| call.spec.tool == crate::ops::Operation::Message.tool()),
         }
     }
 
@@ -74,9 +80,15 @@ macro_rules! relay {
 }
 
 /// `/cancel`: relayed as the `rpc` `cancel_work` with the body as it came; the app decides
-/// (`docs/pairing.md`).
+/// (`docs/pairing.md`). Its refusal of work the agent did not start is the 403 a hosted
+/// session answers.
 async fn cancel<A: App>(call: &Relaying<'_, A>, _: CancelRequest) -> AnswerResult<Raw> {
-    paired::forward(call, call.args.clone()).await
+    paired::forward(call, call.args.clone())
+        .await
+        .map_err(|e| match e.is_relayed("forbidden") {
+            true => ApiError::forbidden(e.into_detail().unwrap_or_default()),
+            false => e,
+        })
 }
 
 impl<A: App> SessionBackend for PairedRelay<A> {
@@ -229,6 +241,7 @@ impl<A: App> PairedRelay<A> {
             record,
             spec: op.spec(),
             args: NO_ARGS.get_or_init(|| serde_json::Value::Object(Default::default())),
+            follow: None,
         }
     }
 }

@@ -139,10 +139,7 @@ impl AuthError {
     /// Whether the credential itself was refused (401 or 403), which counts against the client
     /// address; a store failure is not the caller's. (Asked by MCP's `initialize` and the
     /// pairing socket.)
-    #[cfg_attr(
-        not(any(feature = "mcp", feature = "pairing", feature = "pairing-client")),
-        allow(dead_code)
-    )]
+    #[cfg_attr(not(any(feature = "mcp", feature = "pairing")), allow(dead_code))]
     pub(crate) fn refused_credential(&self) -> bool {
         !matches!(self, AuthError::StoreFailed)
     }

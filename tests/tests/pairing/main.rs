@@ -8,5 +8,6 @@ mod console;
 mod durable;
 mod expiry;
 mod lifecycle;
+mod progress;
 mod resume;
 mod wire;

@@ -5,6 +5,7 @@
 // The pairing client alone (feature `pairing-client` without `pairing`) reads only its half.
 #![cfg_attr(not(feature = "pairing"), allow(dead_code))]
 
+use agent_schema::protocol::{Progress, PROGRESS_TEXT_CHARS};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -14,6 +15,16 @@ pub(crate) const LAP_VERSION: u32 = 2;
 
 /// The lowest client `lapVersion` the server keeps paired (`hello-ack.minClientVersion`).
 pub(crate) const MIN_CLIENT_VERSION: u32 = 2;
+
+/// The frames beyond the reference this server takes from an app (`hello-ack.extensions`).
+pub(crate) const SERVER_TAKES: &[&str] = &["progress"];
+
+/// The frames beyond the reference the Rust pairing client takes from a server
+/// (`hello.extensions`).
+pub(crate) const CLIENT_TAKES: &[&str] = &["rpc-cancel"];
+
+/// The most `extensions` a `hello` may name (more are ignored).
+const MAX_EXTENSIONS: usize = 16;
 
 /// The largest frame either side accepts: 4 MiB.
 pub(crate) const MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
@@ -48,6 +59,17 @@ pub(crate) struct Hello {
     /// The client's LAP version; absent on legacy clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lap_version: Option<u32>,
+    /// The frames beyond the reference the client takes (the Rust client: `rpc-cancel`);
+    /// absent from LLui's, which is then sent none of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+}
+
+impl Hello {
+    /// Whether the client said it takes the frame `t`.
+    pub(crate) fn takes(&self, t: &str) -> bool {
+        self.extensions.iter().any(|e| e == t)
+    }
 }
 
 /// How the human decided a confirmation.
@@ -84,6 +106,9 @@ pub(crate) enum ClientFrame {
     StateUpdate { id: String, state_after: Raw },
     /// A log entry the app runtime wrote (after every rpc, and the echo of a `log-push`).
     LogAppend { entry: Raw },
+    /// The latest progress of the effects the `send_message` rpc `id` started (beyond the
+    /// reference; sent only to a server whose `hello-ack` lists `progress`).
+    Progress { id: String, progress: Progress },
 }
 
 /// Every key of every client frame, read in one pass with the payloads left as raw text (an
@@ -109,6 +134,8 @@ struct Envelope {
     schema_hash: Option<String>,
     annotations: Option<Raw>,
     lap_version: Option<u32>,
+    extensions: Option<Vec<String>>,
+    progress: Option<Progress>,
 }
 
 /// Why a client frame did not read: a static description plus, for an unknown `t`, the
@@ -132,6 +159,12 @@ impl ClientFrame {
                 schema_hash: e.schema_hash.ok_or_else(|| missing("schemaHash"))?,
                 annotations: e.annotations,
                 lap_version: e.lap_version,
+                extensions: e
+                    .extensions
+                    .unwrap_or_default()
+                    .into_iter()
+                    .take(MAX_EXTENSIONS)
+                    .collect(),
             })),
             "rpc-reply" => ClientFrame::RpcReply {
                 id: e.id.ok_or_else(|| missing("id"))?,
@@ -157,10 +190,26 @@ impl ClientFrame {
             "log-append" => ClientFrame::LogAppend {
                 entry: e.entry.ok_or_else(|| missing("entry"))?,
             },
+            "progress" => ClientFrame::Progress {
+                id: e.id.ok_or_else(|| missing("id"))?,
+                progress: within_bounds(e.progress.ok_or_else(|| missing("progress"))?),
+            },
             other => return Err(BadFrame(format!("unknown frame type {other:?}"))),
         };
         Ok(frame)
     }
+}
+
+/// An app's progress report as the server keeps it: the fraction within 0 … 1, the text cut
+/// as [`Progress::with_text`] cuts it.
+fn within_bounds(mut progress: Progress) -> Progress {
+    progress.fraction = progress.fraction.map(|f| f.clamp(0.0, 1.0));
+    if let Some(text) = &mut progress.text {
+        if let Some((cut, _)) = text.char_indices().nth(PROGRESS_TEXT_CHARS) {
+            text.truncate(cut);
+        }
+    }
+    progress
 }
 
 /// JSON `null` as raw text.
@@ -178,6 +227,9 @@ pub(crate) enum ServerFrame {
         lap_version: u32,
         /// The lowest client version kept paired.
         min_client_version: u32,
+        /// The frames beyond the reference the server takes (`progress`).
+        #[serde(default)]
+        extensions: Vec<String>,
     },
     /// A LAP call for the app runtime to answer.
     Rpc {
@@ -215,6 +267,13 @@ pub(crate) enum ServerFrame {
         /// The watch id.
         id: String,
     },
+    /// The caller of the `send_message` rpc `id` gave up on it (MCP `notifications/cancelled`):
+    /// the app cancels the effects that dispatch started (beyond the reference; sent only to a
+    /// client whose `hello` lists `rpc-cancel`).
+    RpcCancel {
+        /// The rpc's id.
+        id: String,
+    },
 }
 
 impl ServerFrame {
@@ -233,10 +292,15 @@ mod tests {
         let ack = ServerFrame::HelloAck {
             lap_version: 2,
             min_client_version: 2,
+            extensions: SERVER_TAKES.iter().map(|e| e.to_string()).collect(),
         };
         assert_eq!(
             ack.to_text(),
-            r#"{"t":"hello-ack","lapVersion":2,"minClientVersion":2}"#
+            r#"{"t":"hello-ack","lapVersion":2,"minClientVersion":2,"extensions":["progress"]}"#
+        );
+        assert_eq!(
+            ServerFrame::RpcCancel { id: "r".into() }.to_text(),
+            r#"{"t":"rpc-cancel","id":"r"}"#
         );
         assert_eq!(ServerFrame::Active {}.to_text(), r#"{"t":"active"}"#);
         assert_eq!(
@@ -266,6 +330,32 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(ClientFrame::parse(r#"{"t": "rpc-reply"}"#).is_err());
+        let long = "é".repeat(PROGRESS_TEXT_CHARS + 5);
+        let text = format!(
+            r#"{{"t": "progress", "id": "r", "progress": {{"fraction": 7, "done": 3, "text": "{long}"}}}}"#
+        );
+        match ClientFrame::parse(&text).unwrap() {
+            ClientFrame::Progress { id, progress } => {
+                assert_eq!(id, "r");
+                assert_eq!(progress.fraction, Some(1.0));
+                assert_eq!(progress.done, Some(3));
+                assert_eq!(progress.text.unwrap().chars().count(), PROGRESS_TEXT_CHARS);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(ClientFrame::parse(r#"{"t": "progress", "id": "r"}"#).is_err());
+        assert!(
+            ClientFrame::parse(r#"{"t": "progress", "id": "r", "progress": {"done": -1}}"#)
+                .is_err()
+        );
+        let hello = ClientFrame::parse(
+            r#"{"t": "hello", "appName": "a", "appVersion": "1", "msgSchema": {}, "stateSchema": {}, "schemaHash": "h", "extensions": ["rpc-cancel"]}"#,
+        )
+        .unwrap();
+        match hello {
+            ClientFrame::Hello(h) => assert!(h.takes("rpc-cancel") && !h.takes("x")),
+            other => panic!("{other:?}"),
+        }
         let unknown = ClientFrame::parse("{\"t\": \"x\\n\\u001b\"}").unwrap_err();
         assert_eq!(unknown.0, "unknown frame type \"x\\n\\u{1b}\"");
     }

@@ -5,17 +5,18 @@
 //! `/wait` removes its entry when it ends for any reason (`docs/pairing.md` §Bounds).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
 
 use super::frames::{ClientFrame, Hello, Raw, ServerFrame};
 use super::link::{Limits, Link, Proposal as Proposed, Resolution, RpcFail, WithdrawRefusal};
 use super::outbound::{close_code, outbound, OutboundRx};
+use crate::engine::session::progress::DispatchWatch;
 
 /// The paired sockets of a server.
 pub(crate) struct Hub {
@@ -41,6 +42,8 @@ struct Cleanup<'a> {
     tid: &'a str,
     id: String,
     watch: bool,
+    /// The caller's cancellation of the rpc, when it follows the rpc's work.
+    cancel: Option<Arc<CallerCancel>>,
 }
 
 impl Drop for Cleanup<'_> {
@@ -55,8 +58,42 @@ impl Drop for Cleanup<'_> {
                 id: std::mem::take(&mut self.id),
             });
         } else {
-            link.rpcs.remove(&self.id);
+            let unanswered = link.rpcs.remove(&self.id).is_some();
+            link.follows.remove(&self.id);
+            // The caller gave up (its wait is dropped right after it asked): the app hears it.
+            if unanswered && self.cancel.as_ref().is_some_and(|c| c.take()) {
+                send_rpc_cancel(link, &self.id);
+            }
         }
+    }
+}
+
+/// A caller's cancellation of an rpc whose work it follows (MCP `notifications/cancelled`):
+/// asked once, told to the app once.
+#[derive(Default)]
+struct CallerCancel {
+    asked: AtomicBool,
+    told: AtomicBool,
+    notify: Notify,
+}
+
+impl CallerCancel {
+    fn ask(&self) {
+        self.asked.store(true, Ordering::SeqCst);
+        self.notify.notify_one();
+    }
+
+    /// True once, when it was asked and the app was not told yet.
+    fn take(&self) -> bool {
+        self.asked.load(Ordering::SeqCst) && !self.told.swap(true, Ordering::SeqCst)
+    }
+}
+
+/// Tells the app of `link` that the caller of rpc `id` gave up, when it takes `rpc-cancel`
+/// (LLui's client is never sent it).
+fn send_rpc_cancel(link: &super::link::Link, id: &str) {
+    if link.hello.as_ref().is_some_and(|h| h.takes("rpc-cancel")) {
+        let _ = link.send(&ServerFrame::RpcCancel { id: id.to_owned() });
     }
 }
 
@@ -249,18 +286,29 @@ impl Hub {
                 link.fill_watch(&id, state_after, limits)
             }
             ClientFrame::LogAppend { entry } => link.append_log(entry, limits),
+            // Coalesced in the caller's watch: the latest report, never a queue.
+            ClientFrame::Progress { id, progress } => {
+                if let Some(follow) = link.follows.get(&id) {
+                    follow.report(progress);
+                }
+            }
         }
         true
     }
 
     /// Sends `rpc {id, tool, args}` to the socket of `tid` and waits up to `deadline` for its
     /// answer. The waiter is removed when this call ends, however it ends.
+    ///
+    /// With `follow` (a `send_message` whose caller follows its work): the app's `progress`
+    /// frames for the rpc go to `follow`, and the caller's cancellation of it is told to the
+    /// app as `rpc-cancel` (`docs/pairing.md` §Frames).
     pub(crate) async fn rpc(
         &self,
         tid: &str,
         tool: &str,
         args: Value,
         deadline: Duration,
+        follow: Option<&Arc<DispatchWatch>>,
     ) -> Result<Raw, RpcFail> {
         let id = uuid::Uuid::new_v4().to_string();
         let rx = {
@@ -274,15 +322,45 @@ impl Hub {
             link.send(&frame)?;
             let (tx, rx) = oneshot::channel();
             link.rpcs.insert(id.clone(), tx);
+            if let Some(follow) = follow {
+                link.follows.insert(id.clone(), follow.clone());
+            }
             rx
         };
+        let cancel = follow.map(|follow| {
+            let cancel = Arc::new(CallerCancel::default());
+            let asked = cancel.clone();
+            follow.arm(Box::new(move || asked.ask()));
+            cancel
+        });
         let _cleanup = Cleanup {
             hub: self,
             tid,
-            id,
+            id: id.clone(),
             watch: false,
+            cancel: cancel.clone(),
         };
-        match tokio::time::timeout(deadline, rx).await {
+        let answered = async {
+            let mut rx = rx;
+            loop {
+                tokio::select! {
+                    answer = &mut rx => return answer,
+                    () = async {
+                        match &cancel {
+                            Some(c) => c.notify.notified().await,
+                            None => std::future::pending().await,
+                        }
+                    } => {
+                        if cancel.as_ref().is_some_and(|c| c.take()) {
+                            if let Some(link) = self.links().get(tid) {
+                                send_rpc_cancel(link, &id);
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        match tokio::time::timeout(deadline, answered).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) => Err(RpcFail::Paused),
             Err(_) => Err(RpcFail::Timeout),
@@ -378,6 +456,7 @@ impl Hub {
             tid,
             id,
             watch: true,
+            cancel: None,
         };
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -411,82 +490,5 @@ impl Hub {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::paired::outbound::Outgoing;
-
-    fn hub() -> Hub {
-        Hub::new(Limits {
-            outcome_ms: 1000,
-            grace_ms: 1000,
-            entry_bytes: 1024,
-            log_bytes: 4096,
-            outcome_bytes: 1024,
-            outcomes_bytes: 4096,
-            watch_bytes: 4096,
-            outbound_bytes: 1 << 20,
-        })
-    }
-
-    fn texts(rx: &mut OutboundRx) -> Vec<String> {
-        std::iter::from_fn(|| rx.try_recv())
-            .filter_map(|o| match o {
-                Outgoing::Text(t) => Some(t),
-                Outgoing::Ping => None,
-            })
-            .collect()
-    }
-
-    #[tokio::test]
-    async fn calls_dropped_midway_leave_nothing_behind() {
-        let hub = hub();
-        let mut socket = hub.register("t");
-        // An rpc whose caller goes away: its waiter goes with it.
-        let rpc = hub.rpc("t", "get_state", Value::Null, Duration::from_secs(60));
-        let _ = tokio::time::timeout(Duration::from_millis(10), rpc).await;
-        assert!(hub.links()["t"].rpcs.is_empty());
-        // A /wait whose caller goes away: its watch is removed and disarmed.
-        let wait = hub.wait_change("t", None, Duration::from_secs(60));
-        let _ = tokio::time::timeout(Duration::from_millis(10), wait).await;
-        assert!(hub.links()["t"].watches.is_empty());
-        let sent = texts(&mut socket.outgoing);
-        assert_eq!(sent.len(), 3, "{sent:?}");
-        assert!(sent[1].contains(r#""t":"watch""#) && sent[2].contains(r#""t":"unwatch""#));
-        // A new socket gets no watch again; a closed one frees the session at the sweep.
-        let mut next = hub.register("t");
-        assert!(texts(&mut next.outgoing).is_empty());
-        assert!(hub.unregister("t", next.id, 5));
-        hub.sweep(5 + 1000);
-        assert!(hub.links().get("t").is_none());
-    }
-
-    #[tokio::test]
-    async fn a_pending_reply_makes_its_confirmation_known_before_it_is_relayed() {
-        let hub = hub();
-        let socket = hub.register("t");
-        let reply = r#"{"status":"pending-confirmation","confirmId":"c"}"#;
-        let frame = ClientFrame::RpcReply {
-            id: "unknown".into(),
-            result: serde_json::value::RawValue::from_string(reply.into()).unwrap(),
-        };
-        // A reply to no rpc in flight registers nothing.
-        hub.inbound("t", socket.id, frame, 0);
-        assert!(!hub.knows_confirm("t", "c"));
-        let rpc = hub.rpc("t", "send_message", Value::Null, Duration::from_secs(5));
-        let answer = async {
-            let id = hub.links()["t"].rpcs.keys().next().cloned().unwrap();
-            let frame = ClientFrame::RpcReply {
-                id,
-                result: serde_json::value::RawValue::from_string(reply.into()).unwrap(),
-            };
-            hub.inbound("t", socket.id, frame, 0);
-            // Known as soon as the reply is read, before the rpc's caller runs again.
-            assert!(hub.knows_confirm("t", "c"));
-        };
-        let (relayed, ()) = tokio::join!(rpc, async {
-            tokio::task::yield_now().await;
-            answer.await
-        });
-        assert_eq!(relayed.unwrap().get(), reply);
-    }
-}
+#[path = "hub_tests.rs"]
+mod tests;

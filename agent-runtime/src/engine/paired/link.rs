@@ -10,6 +10,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::frames::{null, ConfirmDecision, Hello, Raw, ServerFrame};
 use super::outbound::{Outbound, Refused};
+use crate::engine::session::progress::DispatchWatch;
 
 /// Entries kept per tid for `/recent-actions`.
 pub(crate) const LOG_RING: usize = 100;
@@ -115,6 +116,8 @@ pub(crate) struct Link {
     pub conn: Option<(u64, Outbound)>,
     pub hello: Option<Arc<Hello>>,
     pub rpcs: HashMap<String, Waiter>,
+    /// The rpcs in flight whose caller follows the progress of the work they started.
+    pub follows: HashMap<String, Arc<DispatchWatch>>,
     pub known_confirms: VecDeque<String>,
     /// What the agent proposed, for the known confirmations the relay saw proposed.
     proposals: HashMap<String, Proposal>,
@@ -138,6 +141,7 @@ impl Link {
             conn: None,
             hello: None,
             rpcs: HashMap::new(),
+            follows: HashMap::new(),
             known_confirms: VecDeque::new(),
             proposals: HashMap::new(),
             outcomes: HashMap::new(),

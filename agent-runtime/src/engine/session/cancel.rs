@@ -73,25 +73,25 @@ impl<A: App> Session<A> {
     }
 
     /// Cancels, for the agent token `tid`, the running effects `selector` names; only effects
-    /// its own messages started. `Ok` with the ids asked to stop (empty: nothing named is
-    /// running).
+    /// its own messages started. `tid` is `None` on the pairing client's session, whose one
+    /// agent is the server's (its messages carry no token of this process). `Ok` with the ids
+    /// asked to stop (empty: nothing named is running).
     pub(crate) fn cancel_agent_work(
         &self,
-        tid: &str,
+        tid: Option<&str>,
         selector: &WorkSelector,
         by: Canceller,
     ) -> Result<Vec<u64>, CancelRefused> {
+        let agents = |s: &WorkSlot| {
+            s.starter().started_by == StartedBy::Agent && s.starter().tid.as_deref() == tid
+        };
         let named = self.core.work.select(|s| match selector {
             WorkSelector::Seq(seq) => s.seq() == *seq,
-            WorkSelector::Key(key) => {
-                s.starter().tid.as_deref() == Some(tid) && s.starter().key.as_deref() == Some(key)
-            }
+            WorkSelector::Key(key) => agents(s) && s.starter().key.as_deref() == Some(key),
             WorkSelector::Work(id) => s.id() == *id,
-            WorkSelector::All => s.starter().tid.as_deref() == Some(tid),
+            WorkSelector::All => agents(s),
         });
-        let mine = |s: &Arc<WorkSlot>| {
-            s.starter().started_by == StartedBy::Agent && s.starter().tid.as_deref() == Some(tid)
-        };
+        let mine = |s: &Arc<WorkSlot>| agents(s);
         if !named.iter().all(mine) {
             return Err(CancelRefused::NotYours);
         }

@@ -112,7 +112,8 @@ impl DispatchWatch {
         self.progress.subscribe()
     }
 
-    fn report(&self, progress: Progress) {
+    /// The latest progress of the dispatch's effects (reported here, or by a paired app).
+    pub(crate) fn report(&self, progress: Progress) {
         self.progress.send_if_modified(|latest| {
             let changed = latest.as_ref() != Some(&progress);
             *latest = Some(progress);

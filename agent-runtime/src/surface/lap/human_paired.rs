@@ -126,6 +126,7 @@ async fn view<A: App>(server: &ServerState<A>, uid: &str, id: &str) -> Result<Va
             Operation::Observe.tool(),
             json!({}),
             Duration::from_millis(VIEW_OBSERVE_MS),
+            None,
         )
         .await
         .ok()

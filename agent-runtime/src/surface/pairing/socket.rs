@@ -21,7 +21,7 @@ use futures::StreamExt as _;
 
 use crate::app::App;
 use crate::engine::paired::frames::{
-    ClientFrame, ServerFrame, LAP_VERSION, MAX_FRAME_BYTES, MIN_CLIENT_VERSION,
+    ClientFrame, ServerFrame, LAP_VERSION, MAX_FRAME_BYTES, MIN_CLIENT_VERSION, SERVER_TAKES,
 };
 use crate::engine::paired::outbound::close_code;
 use crate::engine::paired::records::within_grace;
@@ -414,6 +414,7 @@ fn inbound<A: App>(
                 ServerFrame::HelloAck {
                     lap_version: LAP_VERSION,
                     min_client_version: MIN_CLIENT_VERSION,
+                    extensions: SERVER_TAKES.iter().map(|e| e.to_string()).collect(),
                 },
             );
             if version.is_some_and(|v| v < MIN_CLIENT_VERSION) {

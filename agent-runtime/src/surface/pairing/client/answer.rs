@@ -7,14 +7,17 @@
 //! `confirm-resolved`), the audit. The client adds the log entries of each `rpc` it answered
 //! (`log-append`).
 
+use std::sync::Arc;
+
 use agent_schema::protocol::{
-    LogEntry, LogKind, MessageRequest, RejectReason, SendResult, StateRequest,
+    CancelRequest, LogEntry, LogKind, MessageRequest, RejectReason, SendResult, StateRequest,
 };
 use serde_json::{json, Value};
 
 use crate::app::App;
 use crate::engine::session::progress::DispatchWatch;
 use crate::engine::session::{activity, SendError, Session};
+use crate::ops::cancel::cancel_own;
 use crate::ops::hosted::{Asking, HostedSession};
 use crate::ops::{ApiError, Operation};
 
@@ -52,23 +55,28 @@ pub(crate) fn hello<A: App>(describe: &Value, session: &Session<A>) -> Value {
         "schemaHash": field("schemaHash"),
         "annotations": field("annotations"),
         "lapVersion": crate::engine::paired::frames::LAP_VERSION,
+        "extensions": crate::engine::paired::frames::CLIENT_TAKES,
     })
 }
 
 /// The answer of `tool` with `args`, plus the log entries to append. The tool names the
 /// operation ([`Operation::from_tool`]); its arguments read as the operation's request.
+/// `follow` watches the work a `send_message` starts: its progress, and the server's
+/// `rpc-cancel` of it.
 pub(crate) async fn answer<A: App>(
     hosted: &HostedSession<A>,
     session: &Session<A>,
     id: &str,
     tool: &str,
     args: Value,
+    follow: Arc<DispatchWatch>,
 ) -> (Result<Value, ToolError>, Vec<LogEntry>) {
     let op = Operation::from_tool(tool);
     if op == Some(Operation::Message) {
-        return send_message(hosted, session, args).await;
+        return send_message(hosted, session, args, follow).await;
     }
     let result = match op {
+        Some(Operation::Cancel) => cancel_work(session, args),
         Some(op) => read(hosted, op, args),
         None => Err(unknown_tool(tool)),
     };
@@ -129,9 +137,19 @@ fn read<A: App>(hosted: &HostedSession<A>, op: Operation, args: Value) -> Result
         | Operation::Narrate
         | Operation::Pending
         | Operation::Withdraw
-        // Whose work it is is not known here (no token of this process asks).
         | Operation::Cancel => Err(unknown_tool(op.tool())),
     }
+}
+
+/// `cancel_work`: the agent's `/cancel` on this session, where the agent's work is what the
+/// messages the server relayed started (they carry no token of this process); the human's
+/// and the app's work is refused `forbidden`.
+fn cancel_work<A: App>(session: &Session<A>, args: Value) -> Result<Value, ToolError> {
+    if session.is_closed() {
+        return Err(failed(ApiError::paused()));
+    }
+    let request: CancelRequest = request(args)?;
+    to_value(cancel_own(session, None, &request).map_err(failed)?)
 }
 
 /// `send_message`: the hosted dispatch, a proposal answered pending (the server waits on it);
@@ -140,6 +158,7 @@ async fn send_message<A: App>(
     hosted: &HostedSession<A>,
     session: &Session<A>,
     args: Value,
+    follow: Arc<DispatchWatch>,
 ) -> (Result<Value, ToolError>, Vec<LogEntry>) {
     let newest = session.recent_log(1, None).first().map(|e| e.id.clone());
     let request: MessageRequest = match request(args) {
@@ -150,10 +169,7 @@ async fn send_message<A: App>(
         spec: Operation::Message.spec(),
         tid: None,
     };
-    let result = match hosted
-        .send(ask, &request.dispatch, None, DispatchWatch::new())
-        .await
-    {
+    let result = match hosted.send(ask, &request.dispatch, None, follow).await {
         Ok(r) => Ok(r),
         // As `Session::send_message` answers it: the app's own rejection.
         Err(SendError::OverBudget(e)) => Ok(SendResult::Rejected {

@@ -17,6 +17,7 @@ use super::answer::{answer, hello};
 use super::{PairingConfig, PairingStatus};
 use crate::app::App;
 use crate::engine::paired::frames::MAX_FRAME_BYTES;
+use crate::engine::session::progress::DispatchWatch;
 use crate::engine::session::Session;
 use crate::ops::hosted::HostedSession;
 
@@ -169,6 +170,21 @@ async fn claim(config: &PairingConfig) -> Result<String, String> {
 #[derive(Clone)]
 struct Out(mpsc::UnboundedSender<String>);
 
+/// The `send_message` rpcs being answered, by rpc id: the watch of the work each started (the
+/// server's `rpc-cancel` names one), and whether the server takes `progress` frames.
+#[derive(Clone, Default)]
+struct Following {
+    rpcs: Arc<parking_lot::Mutex<HashMap<String, Arc<DispatchWatch>>>>,
+    server_takes_progress: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Following {
+    fn takes_progress(&self) -> bool {
+        self.server_takes_progress
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 impl Out {
     fn frame(&self, frame: Value) {
         let _ = self.0.send(frame.to_string());
@@ -203,6 +219,7 @@ async fn serve<A: App>(
     });
     let mut tasks: Vec<JoinHandle<()>> = Vec::new();
     let mut watches: HashMap<String, JoinHandle<()>> = HashMap::new();
+    let following = Following::default();
     let ended = loop {
         tokio::select! {
             message = stream.next() => match message {
@@ -214,6 +231,13 @@ async fn serve<A: App>(
                     tasks.retain(|t| !t.is_finished());
                     match frame.get("t").and_then(Value::as_str).unwrap_or("") {
                         "hello-ack" => {
+                            let progress = frame
+                                .get("extensions")
+                                .and_then(Value::as_array)
+                                .is_some_and(|e| e.iter().any(|x| x == "progress"));
+                            following
+                                .server_takes_progress
+                                .store(progress, std::sync::atomic::Ordering::Relaxed);
                             // A re-pair within grace may have been told `active` already.
                             status.send_if_modified(|s| {
                                 let connecting = *s == PairingStatus::Connecting;
@@ -225,7 +249,14 @@ async fn serve<A: App>(
                         }
                         "active" => { status.send_replace(PairingStatus::Active); }
                         "revoked" => break Ended::Revoked,
-                        "rpc" => tasks.push(rpc(session, hosted, &out, frame)),
+                        "rpc" => tasks.push(rpc(session, hosted, &out, &following, frame)),
+                        "rpc-cancel" => {
+                            let id = frame.get("id").and_then(Value::as_str).unwrap_or("");
+                            let follow = following.rpcs.lock().get(id).cloned();
+                            if let Some(follow) = follow {
+                                follow.cancel();
+                            }
+                        }
                         "log-push" => {
                             let entry = frame.get("entry").cloned().unwrap_or(Value::Null);
                             if let Ok(e) = serde_json::from_value::<LogEntry>(entry.clone()) {
@@ -274,16 +305,19 @@ async fn serve<A: App>(
     ended
 }
 
-/// Answers one `rpc` on its own task (a `send_message` may wait for its drain).
+/// Answers one `rpc` on its own task (a `send_message` may wait for its drain, meanwhile
+/// sending the latest progress of its work as `progress` frames when the server takes them).
 fn rpc<A: App>(
     session: &Session<A>,
     hosted: &Arc<HostedSession<A>>,
     out: &Out,
+    following: &Following,
     frame: Value,
 ) -> JoinHandle<()> {
     let session = session.clone();
     let hosted = hosted.clone();
     let out = out.clone();
+    let following = following.clone();
     tokio::spawn(async move {
         let Some(id) = frame.get("id").and_then(Value::as_str).map(str::to_string) else {
             return;
@@ -295,7 +329,18 @@ fn rpc<A: App>(
             out.frame(json!({"t": "rpc-error", "id": id, "code": "schema-error"}));
             return;
         };
-        let (result, entries) = answer(&hosted, &session, &id, tool, args).await;
+        let follow = DispatchWatch::new();
+        let followed = tool == crate::ops::Operation::Message.tool();
+        if followed {
+            following.rpcs.lock().insert(id.clone(), follow.clone());
+        }
+        let answering = answer(&hosted, &session, &id, tool, args, follow.clone());
+        let (result, entries) = if followed && following.takes_progress() {
+            report_progress(&out, &id, &follow, answering).await
+        } else {
+            answering.await
+        };
+        following.rpcs.lock().remove(&id);
         match result {
             Ok(result) => {
                 let pending = (result.get("status").and_then(Value::as_str)
@@ -315,6 +360,30 @@ fn rpc<A: App>(
             }
         }
     })
+}
+
+/// Runs `answering`, sending each new progress of the work `follow` watches as a `progress`
+/// frame for rpc `id` (the latest one: reports in between are coalesced).
+async fn report_progress<T>(
+    out: &Out,
+    id: &str,
+    follow: &DispatchWatch,
+    answering: impl std::future::Future<Output = T>,
+) -> T {
+    let mut progress = follow.follow();
+    let mut answering = std::pin::pin!(answering);
+    loop {
+        tokio::select! {
+            biased;
+            answered = &mut answering => return answered,
+            Ok(()) = progress.changed() => {
+                let latest = progress.borrow_and_update().clone();
+                if let Some(latest) = latest {
+                    out.frame(json!({"t": "progress", "id": id, "progress": latest}));
+                }
+            }
+        }
+    }
 }
 
 /// Reports the human's decision on a proposal as `confirm-resolved`.
