@@ -21,6 +21,7 @@ pub(crate) const SERVER_TAKES: &[&str] = &["progress"];
 
 /// The frames beyond the reference the Rust pairing client takes from a server
 /// (`hello.extensions`).
+#[cfg_attr(not(feature = "pairing-client"), allow(dead_code))]
 pub(crate) const CLIENT_TAKES: &[&str] = &["rpc-cancel"];
 
 /// The most `extensions` a `hello` may name (more are ignored).
