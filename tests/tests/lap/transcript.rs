@@ -52,6 +52,8 @@ async fn lap_and_mcp_calls_are_recorded_and_only_the_owner_exports_them() {
         [
             (a.tid.clone(), "send_message".to_string()),
             (a.tid.clone(), "query_state".to_string()),
+            // `connect_session` observes the app: the agent got that answer too.
+            (b.tid.clone(), "observe".to_string()),
             (b.tid.clone(), "get_state".to_string()),
         ]
     );
@@ -66,7 +68,7 @@ async fn lap_and_mcp_calls_are_recorded_and_only_the_owner_exports_them() {
         .await
         .body;
     assert_eq!(only_b["tid"], b.tid.as_str());
-    assert_eq!(only_b["entries"].as_array().map(Vec::len), Some(1));
+    assert_eq!(only_b["entries"].as_array().map(Vec::len), Some(2));
     // Another owner learns nothing, an agent token is refused.
     assert_eq!(t.get(&path, Some("mallory")).await.status, 403);
     let with_bearer = t
