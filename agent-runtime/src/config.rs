@@ -77,6 +77,12 @@ pub struct HostConfig {
     /// is aborted (default [`DEFAULT_CANCEL_GRACE`], 5 seconds; `docs/semantics.md` §5.6).
     #[serde(with = "humantime_serde")]
     pub cancel_grace: Duration,
+    /// Whether sessions record their agents' calls and answers, and the human's decisions on
+    /// their proposals, in a transcript (`Session::transcript`, the console's export,
+    /// `docs/security.md` §Transcripts). Off by default: a transcript keeps in memory what the
+    /// agents sent (text they typed, possibly the user's data) for the session's owner to
+    /// export, which an app author turns on knowingly (the examples do).
+    pub transcripts: bool,
     /// Byte budgets of what a session or token keeps (see [`Budgets`]).
     pub budgets: Budgets,
 }
@@ -97,6 +103,7 @@ impl Default for HostConfig {
             session_idle: DEFAULT_SESSION_IDLE,
             stored_session_ttl: DEFAULT_STORED_SESSION_TTL,
             cancel_grace: DEFAULT_CANCEL_GRACE,
+            transcripts: false,
             budgets: Budgets::default(),
         }
     }
@@ -125,6 +132,7 @@ impl std::fmt::Debug for HostConfig {
             .field("max_sessions_per_owner", &self.max_sessions_per_owner)
             .field("session_idle", &self.session_idle)
             .field("stored_session_ttl", &self.stored_session_ttl)
+            .field("transcripts", &self.transcripts)
             .field("budgets", &self.budgets)
             .finish_non_exhaustive()
     }
@@ -187,6 +195,13 @@ pub struct Budgets {
     /// commit patches) retain in all (default [`DEFAULT_RETAINED_BYTES`], 256 MiB): past it,
     /// the oldest entries across every session go first (`docs/stores.md` §Memory).
     pub retained_bytes: usize,
+    /// Entries a session's transcript keeps (default 256); the oldest go first.
+    pub transcript_entries: usize,
+    /// Bytes a session's transcript keeps in all (default 1 MiB); the oldest entries go first.
+    pub transcript_bytes: usize,
+    /// Bytes of one recorded request or answer (default 64 KiB); a larger one is left out of
+    /// its entry (`null`), and the entry says so.
+    pub transcript_entry_bytes: usize,
 }
 
 /// Default of [`Budgets::retained_bytes`]: 256 MiB.
@@ -208,6 +223,9 @@ impl Default for Budgets {
             patch_history: 256,
             patch_history_bytes: 1024 * 1024,
             retained_bytes: DEFAULT_RETAINED_BYTES,
+            transcript_entries: 256,
+            transcript_bytes: 1024 * 1024,
+            transcript_entry_bytes: 64 * 1024,
         }
     }
 }

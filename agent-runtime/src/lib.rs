@@ -105,6 +105,7 @@ pub mod security;
 mod server;
 mod surface;
 pub mod telemetry;
+pub mod testing;
 
 pub use agent_derive::AgentMsg;
 pub use agent_schema::{self, AgentContext, AgentDocs, DispatchMode, MessageAnnotations};
@@ -123,8 +124,9 @@ pub use server::{AgentServer, AgentServerBuilder, BuildError};
 /// A hosted session: one app instance, its dispatch, confirmations, reads and events.
 pub mod session {
     pub use crate::engine::session::{
-        DispatchOptions, EditedApprovalError, LastOutcome, Published, SessionError, SessionEvent,
-        SessionHold, Subscription,
+        Decided, DispatchOptions, EditedApprovalError, LastOutcome, Published, RecordedCall,
+        RecordedDecision, SessionError, SessionEvent, SessionHold, Subscription, Transcript,
+        TranscriptApp, TranscriptEntry, TRANSCRIPT_FORMAT, TRANSCRIPT_VERSION,
     };
 }
 

@@ -337,6 +337,11 @@ impl<A: App> AgentServer<A> {
         self.state.host()
     }
 
+    /// The shared state the operations read (`crate::testing` replays through it).
+    pub(crate) fn state(&self) -> &ServerState<A> {
+        &self.state
+    }
+
     /// Marks the server as draining: from now on `GET /agent/readyz` answers 503 with
     /// `"draining": true`, so that a load balancer stops sending it new traffic, while every
     /// request keeps being served. Call it first when the process is asked to stop. It cannot

@@ -271,6 +271,15 @@ fn examples_defaults(mut table: toml::Table) -> toml::Table {
                 .or_insert(toml::Value::Boolean(true));
         }
     }
+    // The examples record their agents' runs, so the console can export them
+    // (`HostConfig::transcripts`, off in the library).
+    if let toml::Value::Table(host) = table
+        .entry("host")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+    {
+        host.entry("transcripts")
+            .or_insert(toml::Value::Boolean(true));
+    }
     table
 }
 

@@ -34,6 +34,7 @@ fn flags_read_into_the_options() {
     assert!(o.bind.ip().is_loopback());
     assert_eq!(o.server.rate_limit.to_string(), "5/second");
     assert!(o.server.allow_anonymous, "the examples mint anonymously");
+    assert!(o.host.transcripts, "the examples record transcripts");
     assert!(o.server.cors_origins.is_empty());
     assert_eq!(parse_args(args(&[]), 8787).unwrap().port(), 8787);
     // A later `--port` wins (the tests' harness puts `--port 0` first).
@@ -199,6 +200,7 @@ log_total_bytes = 65536
     assert_eq!(o.server.pairing.grace, Duration::from_secs(120));
     assert!(o.server.pairing.native_apps, "the examples' default kept");
     assert!(o.server.allow_anonymous, "the examples' default kept");
+    assert!(o.host.transcripts, "the examples' default kept");
     assert_eq!(o.host.session_idle, Duration::from_secs(45 * 60));
     assert_eq!(o.host.policy, agent_runtime::config::DispatchPolicy::Strict);
     assert_eq!(o.host.budgets.log_total_bytes, 65536);
@@ -208,13 +210,10 @@ log_total_bytes = 65536
         agent_runtime::config::Budgets::default().event_bytes
     );
 
-    let (_dir, off) = file("[server]\nallow_anonymous = false\n");
-    assert!(
-        !parse_args(args(&["--config", &off]), 1)
-            .unwrap()
-            .server
-            .allow_anonymous
-    );
+    let (_dir, off) = file("[server]\nallow_anonymous = false\n[host]\ntranscripts = false\n");
+    let o = parse_args(args(&["--config", &off]), 1).unwrap();
+    assert!(!o.server.allow_anonymous);
+    assert!(!o.host.transcripts);
 }
 
 #[test]

@@ -13,10 +13,11 @@ use agent_schema::protocol::{
 };
 use futures::future::BoxFuture;
 
-use super::context::{Call, Serialized};
+use super::context::{Call, ProposalSlot, Serialized};
 use super::error::ApiError;
 use crate::engine::session::keyed::KeyedDispatch;
 use crate::engine::session::progress::DispatchWatch;
+use crate::engine::session::RecordedCall;
 use crate::security::TokenRecord;
 
 /// A caller the gate admitted: its token record and what answers for the token's session.
@@ -27,6 +28,9 @@ pub(crate) struct Caller {
     pub(crate) backend: Arc<dyn SessionBackend>,
     /// What the surface follows of the effects the call's `/message` starts, if it does.
     pub(crate) follow: Option<Arc<DispatchWatch>>,
+    /// Where the call's dispatch writes its proposal, when the call is recorded
+    /// (`super::transcript`).
+    pub(crate) proposed: Option<ProposalSlot>,
 }
 
 /// An operation's answer, serialized, as a backend's method returns it.
@@ -104,6 +108,15 @@ pub(crate) trait SessionBackend: Send + Sync {
     /// Whether the operations are relayed to an app that runs elsewhere (a paired session),
     /// which then reads the request body as it came ([`Call::args`]).
     fn is_relay(&self) -> bool;
+
+    /// Whether the session keeps a transcript of its agents' calls (a hosted session's, when
+    /// `HostConfig::transcripts` is on; a paired app's runs elsewhere).
+    fn records_transcript(&self) -> bool {
+        false
+    }
+
+    /// Records a call in the session's transcript (`super::transcript`).
+    fn record_call(&self, _call: RecordedCall) {}
 
     /// Appends `entry` to the session's activity log when this process keeps it (a hosted
     /// session's); a paired app keeps its own log.

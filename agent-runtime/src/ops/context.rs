@@ -15,6 +15,10 @@ use crate::engine::session::activity;
 use crate::engine::session::progress::DispatchWatch;
 use crate::security::{AuditEvent, TokenRecord};
 
+/// Where a dispatch writes the `confirmId` of the proposal it made, for its call's transcript
+/// entry (`super::transcript`).
+pub(crate) type ProposalSlot = Arc<std::sync::OnceLock<String>>;
+
 /// What a backend's operation receives besides its typed request: the caller and the
 /// operation.
 pub(crate) struct Call<'a> {
@@ -29,6 +33,9 @@ pub(crate) struct Call<'a> {
     /// What the surface follows of the effects a `/message` starts (MCP's progress and
     /// `notifications/cancelled`), if it follows them.
     pub(crate) follow: Option<Arc<DispatchWatch>>,
+    /// Where a dispatch that proposes writes the proposal's `confirmId`, when the call is
+    /// recorded in a transcript.
+    pub(crate) proposed: Option<ProposalSlot>,
 }
 
 impl Call<'_> {

@@ -86,6 +86,7 @@ pub(crate) async fn caller_of<A: App>(
         record,
         backend,
         follow: None,
+        proposed: None,
     })
 }
 
@@ -196,6 +197,7 @@ async fn run<A: App, R: Send + 'static>(
         spec,
         args,
         follow: caller.follow.clone(),
+        proposed: caller.proposed.clone(),
     };
     let served = AssertUnwindSafe(handler(&*caller.backend, &call, request, key))
         .catch_unwind()

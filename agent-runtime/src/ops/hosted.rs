@@ -313,6 +313,9 @@ impl<A: App> HostedSession<A> {
         };
         let (body, audit) = match result {
             SendResult::PendingConfirmation { confirm_id } => {
+                if let Some(slot) = &call.proposed {
+                    let _ = slot.set(confirm_id.clone());
+                }
                 let audit = (
                     AuditEvent::ConfirmProposed,
                     json!({"variant": variant, "confirmId": confirm_id}),
@@ -568,6 +571,14 @@ impl<A: App> SessionBackend for HostedSession<A> {
 
     fn append_log(&self, entry: LogEntry) {
         self.session.append_log(entry);
+    }
+
+    fn records_transcript(&self) -> bool {
+        self.session.records_transcript()
+    }
+
+    fn record_call(&self, call: crate::engine::session::RecordedCall) {
+        self.session.record_call(call);
     }
 
     fn activated(&self, _: &TokenRecord) {}

@@ -210,6 +210,16 @@ impl Reply {
         }
     }
 
+    /// The status and the body as JSON, as a transcript records them (a body that is not JSON
+    /// reads as `null`).
+    pub(crate) fn recorded(&self) -> (u16, Value) {
+        match &self.answered {
+            Answered::Success(success) => (200, read_body(&success.text)),
+            Answered::Error(e) => (e.status().as_u16(), e.body()),
+            Answered::StoredError { status, body } => (status.as_u16(), read_body(body)),
+        }
+    }
+
     /// The outcome, for a surface that builds its own answer from it (MCP). A stored error
     /// is read back from its bytes: the one answer that only exists as bytes.
     #[cfg(feature = "mcp")]
@@ -296,6 +306,11 @@ impl Reply {
             headers: s.headers,
         }
     }
+}
+
+/// A body's JSON, `null` when it is not JSON.
+fn read_body(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 /// The outcome of an HTTP answer of a LAP server (the bridge's edge): a 2xx is a success with

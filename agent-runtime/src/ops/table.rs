@@ -22,6 +22,7 @@ use super::gate::{serve, Handler};
 use super::reply::Reply;
 use super::spec::{Conduct, OperationSpec, ToolHints, PLAIN};
 use super::state::ServerState;
+use super::transcript::Recording;
 use crate::app::App;
 use crate::engine::session::keyed::KeyedDispatch;
 
@@ -93,6 +94,21 @@ macro_rules! operations {
         /// Reads the typed request of `op` from `body` (400 with the spec's detail when it
         /// does not read) and runs it through the gate, on the caller's backend.
         pub(crate) async fn perform<A: App>(
+            server: &ServerState<A>,
+            mut caller: Caller,
+            op: Operation,
+            body: Value,
+        ) -> Reply {
+            let recording = Recording::start(&mut caller, op.tool(), &body, server.now());
+            let reply = run_operation(server, caller, op, body).await;
+            if let Some(recording) = recording {
+                recording.finish(&reply);
+            }
+            reply
+        }
+
+        /// [`perform`] without its recording.
+        async fn run_operation<A: App>(
             server: &ServerState<A>,
             caller: Caller,
             op: Operation,

@@ -57,6 +57,7 @@ impl Watched {
             record: self.record,
             backend: self.backend,
             follow: None,
+            proposed: None,
         }
     }
 

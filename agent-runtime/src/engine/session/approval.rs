@@ -108,6 +108,14 @@ impl<A: App> Session<A> {
         }
         self.core
             .audit(AuditEvent::ConfirmApproved, decided.tid.clone(), detail);
+        let decision = super::transcript::Decided::Approve;
+        self.core.record_decision(
+            decided.tid.as_deref(),
+            &decided.id,
+            decision,
+            edited,
+            by.as_str(),
+        );
         let envelope_origin = Origin::Approved(Box::new(Approval {
             confirm_id: decided.id.clone(),
             applied,
@@ -138,6 +146,14 @@ impl<A: App> Session<A> {
             .lock()
             .publish(EventBody::Confirm(decided.clone()));
         self.core.log_decision(&decided, "user-cancelled");
+        let decision = super::transcript::Decided::Reject;
+        self.core.record_decision(
+            decided.tid.as_deref(),
+            &decided.id,
+            decision,
+            None,
+            by.as_str(),
+        );
         self.core.audit(
             AuditEvent::ConfirmRejected,
             decided.tid.clone(),

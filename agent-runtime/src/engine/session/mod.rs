@@ -38,6 +38,7 @@ mod reads;
 mod release;
 mod retained;
 mod task;
+pub(crate) mod transcript;
 mod work;
 
 use parking_lot::{Mutex, RwLock};
@@ -68,6 +69,10 @@ pub(crate) use proposals::Withdrawal;
 pub use published::Published;
 pub(crate) use release::Release;
 pub(crate) use retained::Retained;
+pub use transcript::{
+    Decided, RecordedCall, RecordedDecision, Transcript, TranscriptApp, TranscriptEntry,
+    TRANSCRIPT_FORMAT, TRANSCRIPT_VERSION,
+};
 
 use activity::ActivityLog;
 use confirm::ConfirmStore;
@@ -130,6 +135,8 @@ pub(crate) struct SessionCore<A: App> {
     holders: Arc<AtomicUsize>,
     /// The effects running now (`docs/semantics.md` §5.6).
     work: Arc<work::WorkBoard>,
+    /// What the agents called and were answered (`transcript.rs`).
+    transcript: Arc<Mutex<transcript::TranscriptRing>>,
 }
 
 /// Keeps a session from being closed as idle while it is alive
@@ -310,6 +317,11 @@ impl<A: App> Session<A> {
                 config.budgets.patch_history_bytes,
                 retained.charge(),
             ))),
+            transcript: Arc::new(Mutex::new(transcript::TranscriptRing::new(
+                config.budgets.transcript_entries,
+                config.budgets.transcript_bytes,
+                retained.charge(),
+            ))),
             app,
             catalog,
             config,
@@ -333,6 +345,7 @@ impl<A: App> Session<A> {
         retained::attach(&core.events);
         retained::attach(&core.log);
         retained::attach(&core.patches);
+        retained::attach(&core.transcript);
         Ok((core, rx))
     }
 

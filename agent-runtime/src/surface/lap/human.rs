@@ -43,6 +43,10 @@ pub(crate) fn human_routes<A: App>(server: &ServerState<A>) -> Router {
         human_cancel(s.clone(), id, work, req)
     };
     let s = server.clone();
+    let transcript = move |Path(id): Path<String>, q: Query<TranscriptQuery>, req: Request| {
+        human_transcript(s.clone(), id, q.0, req)
+    };
+    let s = server.clone();
     let events = move |Path(id): Path<String>, q: Query<EventsQuery>, req: Request| {
         human_events(s.clone(), id, q.0, req)
     };
@@ -52,6 +56,10 @@ pub(crate) fn human_routes<A: App>(server: &ServerState<A>) -> Router {
         .route("/agent/human/sessions/{id}/dispatch", any(dispatch))
         .route("/agent/human/sessions/{id}/confirms/{confirm}", any(decide))
         .route("/agent/human/sessions/{id}/work/{work}/cancel", any(cancel))
+        .route(
+            "/agent/human/sessions/{id}/transcript",
+            get(transcript).fallback(|| async { ApiError::method_not_allowed() }),
+        )
         .route(
             "/agent/human/sessions/{id}/events",
             get(events).fallback(|| async { ApiError::method_not_allowed() }),
@@ -261,6 +269,37 @@ async fn human_cancel<A: App>(
         "not-running"
     };
     json_ok(&json!({ "status": status }))
+}
+
+/// Query of the transcript route: `tid` limits it to one agent token.
+#[derive(Debug, Deserialize)]
+pub(crate) struct TranscriptQuery {
+    tid: Option<String>,
+}
+
+/// `GET …/transcript`: the session's transcript (`docs/lap.md` §6.1), as a file the console
+/// downloads; 404 `not-found` when the session does not record one
+/// (`HostConfig::transcripts`).
+async fn human_transcript<A: App>(
+    server: ServerState<A>,
+    id: String,
+    query: TranscriptQuery,
+    req: Request,
+) -> Response {
+    let (parts, _) = req.into_parts();
+    let session = match session_access(&server, &parts, Method::GET, &id).await {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    if !session.records_transcript() {
+        return ApiError::new(ErrorCode::NotFound)
+            .with_detail("this server does not record transcripts (HostConfig::transcripts)")
+            .into_response();
+    }
+    match serde_json::to_string(&session.transcript(query.tid.as_deref())) {
+        Ok(text) => json_text_ok(text),
+        Err(e) => ApiError::internal(format!("transcript: {e}")).into_response(),
+    }
 }
 
 /// Query of the events route.
