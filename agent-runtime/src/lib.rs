@@ -124,7 +124,7 @@ pub use server::{AgentServer, AgentServerBuilder, BuildError};
 pub mod session {
     pub use crate::engine::session::{
         DispatchOptions, EditedApprovalError, LastOutcome, Published, SessionError, SessionEvent,
-        SessionHold, Subscription,
+        SessionHold, Subscription, UndoError, Undone,
     };
 }
 

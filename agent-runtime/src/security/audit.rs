@@ -43,6 +43,9 @@ pub enum AuditEvent {
     /// The proposing agent token withdrew its proposal (`/withdraw`); detail
     /// `{variant, confirmId}`.
     ConfirmWithdrawn,
+    /// The human undid an agent's commit; detail `{seq, undid, variant, by}` (`seq` the
+    /// undo's own commit, `undid` the commits it reverted).
+    CommitUndone,
     /// MCP initialize with a bad bearer; detail `{endpoint, code}`.
     AuthFailed,
     /// A stored session could not be loaded: its state no longer deserializes and
@@ -84,6 +87,7 @@ impl AuditEvent {
             AuditEvent::ConfirmApproved => "confirm-approved",
             AuditEvent::ConfirmRejected => "confirm-rejected",
             AuditEvent::ConfirmWithdrawn => "confirm-withdrawn",
+            AuditEvent::CommitUndone => "commit-undone",
             AuditEvent::AuthFailed => "auth-failed",
             AuditEvent::SessionNotMigrated => "session-not-migrated",
             AuditEvent::Claim => "claim",

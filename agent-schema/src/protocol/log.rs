@@ -23,6 +23,8 @@ pub enum LogKind {
     Error,
     /// The agent narrated.
     Narrate,
+    /// The human undid an agent's commit (or every commit back to it).
+    Undone,
 }
 
 impl LogKind {
@@ -37,6 +39,7 @@ impl LogKind {
             LogKind::Read => "read",
             LogKind::Error => "error",
             LogKind::Narrate => "narrate",
+            LogKind::Undone => "undone",
         }
     }
 }

@@ -17,4 +17,5 @@ mod restart_sqlite;
 mod sessions;
 mod shutdown;
 mod sqlite_writer;
+mod undo;
 mod upgrade;

@@ -326,7 +326,7 @@ impl<A: App> Session<A> {
         }
         match self.check_message(msg, self.core.config.policy) {
             Ok((typed, warnings)) => {
-                self.dispatch_checked(typed, warnings, opts, Origin::Plain)
+                self.dispatch_checked(typed, warnings, opts, Origin::Human)
                     .await
             }
             Err((detail, _)) => Ok(rejected(RejectReason::Invalid, Some(detail))),
@@ -339,7 +339,7 @@ impl<A: App> Session<A> {
         msg: A::Msg,
         opts: DispatchOptions,
     ) -> Result<SendResult, SessionError> {
-        self.dispatch_checked(msg, Vec::new(), opts, Origin::Plain)
+        self.dispatch_checked(msg, Vec::new(), opts, Origin::Human)
             .await
     }
 

@@ -36,6 +36,8 @@ mod reads;
 mod release;
 mod retained;
 mod task;
+mod undo;
+mod undo_record;
 
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
@@ -64,6 +66,7 @@ pub(crate) use proposals::Withdrawal;
 pub use published::Published;
 pub(crate) use release::Release;
 pub(crate) use retained::Retained;
+pub use undo::{UndoError, Undone};
 
 use activity::ActivityLog;
 use confirm::ConfirmStore;
@@ -124,6 +127,10 @@ pub(crate) struct SessionCore<A: App> {
     log_dirty: tokio::sync::Notify,
     /// Live [`SessionHold`]s: while any is alive the host never closes the session as idle.
     holders: Arc<AtomicUsize>,
+    /// Undo requests to the task (`docs/semantics.md` §12).
+    undo: mpsc::UnboundedSender<undo::UndoRequest>,
+    /// Their receiving end, taken by the task when it starts.
+    undo_rx: Mutex<Option<mpsc::UnboundedReceiver<undo::UndoRequest>>>,
 }
 
 /// Keeps a session from being closed as idle while it is alive
@@ -277,7 +284,10 @@ impl<A: App> Session<A> {
         let (confirm_changed, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
         let in_memory = persist.is_none();
+        let (undo, undo_rx) = mpsc::unbounded_channel();
         let core = Arc::new(SessionCore {
+            undo,
+            undo_rx: Mutex::new(Some(undo_rx)),
             holders: Arc::new(AtomicUsize::new(0)),
             id,
             owner,

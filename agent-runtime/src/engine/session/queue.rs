@@ -32,8 +32,10 @@ pub(crate) enum Applied {
 /// gates when its turn comes, a keyed message's commit records its key, an approved
 /// confirmation needs work after its commit.
 pub(crate) enum Origin {
-    /// The human, an effect, or an agent under advisory gates without a key.
+    /// An effect's message.
     Plain,
+    /// The human's message (`dispatch_as_human`, `dispatch_msg`).
+    Human,
     /// An agent's message (boxed, like an approval).
     Agent(Box<AgentDispatch>),
     /// A human approval of a proposal (boxed: it is rare, and it would make every queued
@@ -45,22 +47,33 @@ pub(crate) enum Origin {
 pub(crate) struct AgentDispatch {
     /// The `idempotencyKey` of a keyed `/message`: its commit records it.
     pub key: Option<KeyedDispatch>,
-    /// The sending token's id, for the `blocked` log entry of a refusal.
+    /// The sending token's id, for the `blocked` log entry of a refusal and the commit's
+    /// undo record.
     pub tid: Option<String>,
+    /// Whether the task checks the action gates again at its turn (enforced gates).
+    pub gated: bool,
 }
 
 impl Origin {
     /// A message from an agent: with the key its commit records when it has one. Under
     /// enforced action gates (`gated`) the task checks it again at its turn
-    /// (`docs/semantics.md` §5.1); a message with neither travels as [`Origin::Plain`].
+    /// (`docs/semantics.md` §5.1).
     pub(crate) fn agent(key: Option<KeyedDispatch>, gated: bool, tid: Option<&str>) -> Origin {
-        if key.is_none() && !gated {
-            return Origin::Plain;
-        }
         Origin::Agent(Box::new(AgentDispatch {
             key,
             tid: tid.map(str::to_owned),
+            gated,
         }))
+    }
+}
+
+impl Origin {
+    /// The agent's dispatch when the task must check it against the action gates.
+    pub(crate) fn gated(&self) -> Option<&AgentDispatch> {
+        match self {
+            Origin::Agent(agent) if agent.gated => Some(agent),
+            _ => None,
+        }
     }
 }
 

@@ -19,6 +19,9 @@ pub(crate) async fn run<A: App>(
     // Counted in `agent_sessions{kind="hosted"}` while the writer runs, however it ends.
     let _live = crate::telemetry::Live::hosted_session();
     let mut closed = core.closed.subscribe();
+    let Some(mut undos) = core.undo_rx.lock().take() else {
+        return;
+    };
     let mut confirms_changed = core.confirm_changed.subscribe();
     let mut expiry = tokio::time::interval(Duration::from_secs(1));
     expiry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -26,6 +29,7 @@ pub(crate) async fn run<A: App>(
         // An idle session with no confirmations has no timer: thousands of idle sessions cost
         // no wake-ups. A change to the confirmations wakes the loop to re-check.
         let sweeping = !core.confirms.lock().is_empty();
+        let mut undo = None;
         let env = tokio::select! {
             biased;
             _ = closed.wait_for(|c| *c) => break,
@@ -34,6 +38,12 @@ pub(crate) async fn run<A: App>(
                 None => break,
             },
             _ = confirms_changed.changed() => continue,
+            // Decided here, in order with the messages (the branch's value is taken below:
+            // nothing of `select!` is held across the undo's awaits).
+            Some(request) = undos.recv() => {
+                undo = Some(request);
+                None
+            }
             // Another process changed the stored session.
             _ = core.refresh.notified() => None,
             _ = expiry.tick(), if sweeping => {
@@ -41,9 +51,10 @@ pub(crate) async fn run<A: App>(
                 continue;
             }
         };
-        match env {
-            Some(env) => commit(&core, env).await,
-            None => catch_up::refresh(&core).await,
+        match (env, undo.take()) {
+            (Some(env), _) => commit(&core, env).await,
+            (None, Some(request)) => super::undo::run(&core, request).await,
+            (None, None) => catch_up::refresh(&core).await,
         }
     }
 }
@@ -51,7 +62,7 @@ pub(crate) async fn run<A: App>(
 async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
     // An agent's message is checked against the action gates again at its turn (a no-op
     // under advisory gates).
-    if let Origin::Agent(agent) = &env.origin {
+    if let Some(agent) = env.origin.gated() {
         let session = super::Session { core: core.clone() };
         if let Some(detail) = session.refuse_at_turn(&env.msg, agent.tid.as_deref()) {
             // Nothing applied: the ticket is done, its waiter reads the refusal.
@@ -65,6 +76,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
     }
     let prev = core.published.borrow().clone();
     let retry = persist::retry_copy(core, &env.msg);
+    let author = super::undo::author(core, &env);
     let (outcome, next, snapshot) = {
         let mut state = core.state.write();
         // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
@@ -75,7 +87,10 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
             .lock()
             .next(&*core.app, &state, &prev.state, &prev.gates);
         let published = next.as_ref().ok().map(|(n, _)| n.state.clone());
-        let snapshot = persist::snapshot(core, prev.seq + 1, &state, published);
+        let mut snapshot = persist::snapshot(core, prev.seq + 1, &state, published);
+        if let Some(Ok(change)) = &mut snapshot {
+            change.undo = author.record(core, change, &outcome);
+        }
         (outcome, next, snapshot)
     };
     // A state that does not serialize is reported like a panicking `update` (drain errors
@@ -105,7 +120,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
     };
     let (mut outcome, mut published) = (outcome, published);
     let (key, approval) = match env.origin {
-        Origin::Plain => (None, None),
+        Origin::Plain | Origin::Human => (None, None),
         Origin::Agent(agent) => (agent.key, None),
         Origin::Approved(approval) => (None, Some(approval)),
     };
