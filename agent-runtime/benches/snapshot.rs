@@ -98,6 +98,7 @@ const SIZES: [usize; 4] = [10, 1_000, 10_000, 50_000];
 fn app() -> TodoApp {
     TodoApp {
         save_delay: Duration::ZERO,
+        ..TodoApp::default()
     }
 }
 
@@ -183,6 +184,7 @@ fn observe<A: App>(host: &Host<A>, session: &Session<A>) -> String {
         description: host.description(),
         context: session.context().expect("context"),
         seq: Some(published.seq),
+        work: session.running_work(),
     };
     serde_json::to_string(&body).expect("observe")
 }

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+pub use agent_schema::protocol::Progress;
 pub use agent_schema::Bindings;
 use agent_schema::{AgentContext, AgentDocs, AgentMsg};
 use schemars::JsonSchema;
@@ -361,15 +362,28 @@ pub struct Region {
     pub attrs: std::collections::BTreeMap<String, String>,
 }
 
-/// Handed to [`App::run_effect`]: lets an effect send follow-up messages into its session.
+/// Handed to [`App::run_effect`]: lets an effect send follow-up messages into its session,
+/// report how far it got ([`EffectContext::progress`]) and learn that it was asked to stop
+/// ([`EffectContext::cancelled`]).
 pub struct EffectContext<M> {
     enqueue: Arc<dyn Fn(M) -> Result<(), SessionClosed> + Send + Sync>,
+    work: Arc<dyn EffectWork>,
+}
+
+/// What an effect's context reaches of its work in the session engine: where its progress goes
+/// and the signal that it was cancelled.
+pub(crate) trait EffectWork: Send + Sync {
+    /// Replaces the effect's progress (ignored once it ended).
+    fn progress(&self, progress: Progress);
+    /// The cancellation signal: `true` once the effect was asked to stop.
+    fn cancel_signal(&self) -> tokio::sync::watch::Receiver<bool>;
 }
 
 impl<M> Clone for EffectContext<M> {
     fn clone(&self) -> Self {
         EffectContext {
             enqueue: self.enqueue.clone(),
+            work: self.work.clone(),
         }
     }
 }
@@ -386,15 +400,46 @@ impl<M> std::fmt::Debug for EffectContext<M> {
 pub struct SessionClosed;
 
 impl<M> EffectContext<M> {
-    /// A context whose `dispatch` calls `enqueue`.
-    pub(crate) fn new(enqueue: Arc<dyn Fn(M) -> Result<(), SessionClosed> + Send + Sync>) -> Self {
-        EffectContext { enqueue }
+    /// A context whose `dispatch` calls `enqueue`, for the running effect `work`.
+    pub(crate) fn new(
+        enqueue: Arc<dyn Fn(M) -> Result<(), SessionClosed> + Send + Sync>,
+        work: Arc<dyn EffectWork>,
+    ) -> Self {
+        EffectContext { enqueue, work }
     }
 
     /// Queues `msg` behind everything already in the session's inbox. Effect messages are
     /// trusted (they come from the app itself): no validation, no confirmation.
     pub fn dispatch(&self, msg: M) -> Result<(), SessionClosed> {
         (self.enqueue)(msg)
+    }
+
+    /// Reports how far the effect got (`Progress::steps(30, 100).with_text("importing")`).
+    /// The report replaces the previous one: the agent waiting on the dispatch that started
+    /// the effect, `observe`, the human's event stream and the console read the latest, so a
+    /// flood of reports costs nothing more than one (`docs/semantics.md` §5.6). Ignored once
+    /// the effect ended.
+    pub fn progress(&self, progress: Progress) {
+        self.work.progress(progress);
+    }
+
+    /// Whether the effect was asked to stop (by the human, by the agent whose message started
+    /// it, or by that agent's MCP client).
+    pub fn is_cancelled(&self) -> bool {
+        *self.work.cancel_signal().borrow()
+    }
+
+    /// Resolves once the effect is asked to stop; an effect selects on it beside its work and
+    /// returns. One that does not end within the host's
+    /// [`cancel_grace`](crate::config::HostConfig::cancel_grace) has its task aborted.
+    pub fn cancelled(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut signal = self.work.cancel_signal();
+        async move {
+            if signal.wait_for(|c| *c).await.is_err() {
+                // The work is gone (the session dropped it): never resolves.
+                std::future::pending::<()>().await;
+            }
+        }
     }
 }
 

@@ -73,9 +73,16 @@ pub struct HostConfig {
     /// `docs/stores.md` §Bounds on disk.
     #[serde(with = "humantime_serde")]
     pub stored_session_ttl: Duration,
+    /// How long a cancelled effect has to end after its cancellation signal before its task
+    /// is aborted (default [`DEFAULT_CANCEL_GRACE`], 5 seconds; `docs/semantics.md` §5.6).
+    #[serde(with = "humantime_serde")]
+    pub cancel_grace: Duration,
     /// Byte budgets of what a session or token keeps (see [`Budgets`]).
     pub budgets: Budgets,
 }
+
+/// The default [`HostConfig::cancel_grace`]: 5 seconds.
+pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 impl Default for HostConfig {
     fn default() -> Self {
@@ -89,6 +96,7 @@ impl Default for HostConfig {
             max_sessions_per_owner: 16,
             session_idle: DEFAULT_SESSION_IDLE,
             stored_session_ttl: DEFAULT_STORED_SESSION_TTL,
+            cancel_grace: DEFAULT_CANCEL_GRACE,
             budgets: Budgets::default(),
         }
     }

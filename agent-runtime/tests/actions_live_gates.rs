@@ -47,7 +47,10 @@ proptest! {
         prop_assert_eq!(gates.len(), 2);
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let _guard = rt.enter();
-        let host = Host::new(TodoApp { save_delay: Duration::ZERO }).unwrap();
+        let host = Host::new(TodoApp {
+            save_delay: Duration::ZERO,
+            ..TodoApp::default()
+        }).unwrap();
         let session = host.create_session(None).unwrap();
         let mut opts = DispatchOptions::default();
         opts.wait_for = WaitFor::Idle;

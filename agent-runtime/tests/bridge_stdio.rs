@@ -1,5 +1,5 @@
 //! The built `agent-bridge` binary as a child process, driven by rmcp's own client over stdio
-//! (`docs/lap.md` §8, §11.6): the 18 tools, the `connect` prompt, the unbound text, and
+//! (`docs/lap.md` §8, §11.6): the 19 tools, the `connect` prompt, the unbound text, and
 //! `connect_session {url, token}` against a counter LAP server on a loopback port (observe,
 //! send_message with a human-only rejection and a human-approved confirmation, wait_for_change,
 //! narrate, disconnect), plus the schema-change note against a minimal LAP server of our own.
@@ -79,7 +79,7 @@ async fn tools_prompt_and_unbound_calls() {
     assert!(info.capabilities.prompts.is_some());
 
     let tools = c.list_all_tools().await.expect("tools/list");
-    assert_eq!(tools.len(), 18);
+    assert_eq!(tools.len(), 19);
     let connect = tools
         .iter()
         .find(|t| t.name == "connect_session")

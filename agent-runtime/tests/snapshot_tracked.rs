@@ -45,7 +45,10 @@ proptest! {
     ) {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let _guard = rt.enter();
-        let host = Host::new(TodoApp { save_delay: Duration::ZERO }).unwrap();
+        let host = Host::new(TodoApp {
+            save_delay: Duration::ZERO,
+            ..TodoApp::default()
+        }).unwrap();
         let session = host.create_session(None).unwrap();
         // Drained: the save effect's own commits are done before the state is compared.
         let mut opts = DispatchOptions::default();

@@ -65,9 +65,12 @@ pub struct ExampleArgs {
     /// Per-token LAP rate limit, N/second|minute|hour [default: 30/minute].
     #[arg(long, env = "AGENT_RATE_LIMIT", value_name = "N/UNIT")]
     pub rate_limit: Option<RateLimitSpec>,
-    /// A token unused this long expires (e.g. 1h; 0 = never) [default: never].
+    /// A token unused this long expires (e.g. 1h; 0 = never) [default: 1h].
     #[arg(long, env = "AGENT_SLIDING_TTL", value_name = "DURATION", value_parser = duration)]
     pub sliding_ttl: Option<Duration>,
+    /// A token expires this long after its mint, whatever its use (e.g. 7days) [default: 24h].
+    #[arg(long, env = "AGENT_HARD_EXPIRY", value_name = "DURATION", value_parser = duration)]
+    pub hard_expiry: Option<Duration>,
     /// A session unused this long is closed in memory (e.g. 30m; 0 = never) [default: 30m].
     #[arg(long, env = "AGENT_SESSION_IDLE", value_name = "DURATION", value_parser = duration)]
     pub session_idle: Option<Duration>,
@@ -215,6 +218,12 @@ pub fn resolve(args: ExampleArgs, default_port: u16) -> Result<ExampleOptions, S
     }
     if let Some(ttl) = args.sliding_ttl {
         server.sliding_ttl = (!ttl.is_zero()).then_some(ttl);
+    }
+    if let Some(expiry) = args.hard_expiry {
+        if expiry.is_zero() {
+            return Err("--hard-expiry: give a lifetime longer than zero (e.g. 24h)".into());
+        }
+        server.hard_expiry = expiry;
     }
     if let Some(idle) = args.session_idle {
         host.session_idle = idle;

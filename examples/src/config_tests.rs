@@ -66,7 +66,9 @@ fn flags_read_into_the_options() {
             "--trust-proxy",
             "2",
             "--sliding-ttl",
-            "1h",
+            "2h",
+            "--hard-expiry",
+            "7days",
             "--session-idle",
             "10m",
             "--stored-session-ttl",
@@ -82,9 +84,19 @@ fn flags_read_into_the_options() {
     );
     assert_eq!(o.server.mcp.allowed_hosts, o.server.allowed_hosts);
     assert_eq!(o.server.trust_proxy.get(), 2);
-    assert_eq!(o.server.sliding_ttl, Some(Duration::from_secs(3600)));
+    assert_eq!(o.server.sliding_ttl, Some(Duration::from_secs(7200)));
+    assert_eq!(o.server.hard_expiry, Duration::from_secs(7 * 86_400));
     assert_eq!(o.host.session_idle, Duration::from_secs(600));
     assert_eq!(o.host.stored_session_ttl, Duration::ZERO);
+    // Unsaid, the token lifetimes are the server's defaults; `--sliding-ttl 0` turns the
+    // sliding TTL off; a zero hard expiry is refused.
+    let bare = parse_args(args(&[]), 1).unwrap();
+    assert_eq!(bare.server.sliding_ttl, Some(Duration::from_secs(3600)));
+    assert_eq!(bare.server.hard_expiry, Duration::from_secs(86_400));
+    let off = parse_args(args(&["--sliding-ttl", "0"]), 1).unwrap();
+    assert_eq!(off.server.sliding_ttl, None);
+    let zero = parse_args(args(&["--hard-expiry", "0"]), 1).err().unwrap();
+    assert!(zero.contains("--hard-expiry"), "{zero}");
     let any = parse_args(args(&["--bind", "[::]:1", "--allowed-host", "*"]), 1).unwrap();
     assert!(any.server.allowed_hosts.is_empty(), "`*` accepts any Host");
     // `--bind IP` takes the example's port, `--port` overrides whatever `--bind` says.

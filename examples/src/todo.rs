@@ -5,8 +5,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use agent_runtime::app::EffectContext;
 use agent_runtime::app::{App, Bindings, EffectError, OutlineNode, Region, VisibleContent};
+use agent_runtime::app::{EffectContext, Progress};
 use agent_runtime::{AgentContext, AgentDocs, AgentMsg, TrackedVec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -159,6 +159,19 @@ pub enum Msg {
     Saved,
     /// @humanOnly @intent("rotate the API key")
     RotateKey,
+    /// @intent("import todos") @emits("todo/import")
+    /// @example({"type":"import","count":50})
+    Import {
+        /// @should("how many todos to import; they arrive 10 at a time, about 100 ms apart")
+        /// @validates("v > 0 && v <= 1000")
+        count: u32,
+    },
+    /// Sent by the import effect for each batch it brings in.
+    /// @humanOnly
+    Imported {
+        /// The titles of the batch.
+        titles: Vec<String>,
+    },
 }
 
 /// The todo app's effects.
@@ -171,21 +184,59 @@ pub enum Effect {
         /// How many todos are saved.
         count: usize,
     },
+    /// Imports `count` todos in batches of 10, one batch per `import_step`, reporting its
+    /// progress and stopping when cancelled.
+    #[serde(rename = "todo/import")]
+    Import {
+        /// How many todos to import.
+        count: u32,
+    },
 }
 
-/// The todo app; `save_delay` simulates the storage round-trip.
+/// The todo app; `save_delay` simulates the storage round-trip, `import_step` the time one
+/// batch of an import takes.
 #[derive(Debug, Clone, Copy)]
 pub struct TodoApp {
     /// How long a save takes.
     pub save_delay: Duration,
+    /// How long an import takes per batch of 10 todos (default 100 ms).
+    pub import_step: Duration,
 }
 
 impl Default for TodoApp {
     fn default() -> Self {
         TodoApp {
             save_delay: Duration::from_millis(50),
+            import_step: Duration::from_millis(100),
         }
     }
+}
+
+/// How many todos one batch of an import brings in.
+pub const IMPORT_BATCH: u32 = 10;
+
+/// The import effect: `count` todos, a batch per `step`, its progress reported after each
+/// batch; it stops at the next batch once cancelled.
+async fn import(count: u32, step: Duration, ctx: EffectContext<Msg>) -> Result<(), EffectError> {
+    let mut done = 0;
+    ctx.progress(Progress::steps(0, u64::from(count)).with_text("starting the import"));
+    while done < count {
+        tokio::select! {
+            () = ctx.cancelled() => return Ok(()),
+            () = tokio::time::sleep(step) => {}
+        }
+        let batch = IMPORT_BATCH.min(count - done);
+        let titles = (done + 1..=done + batch)
+            .map(|n| format!("imported todo {n}"))
+            .collect();
+        ctx.dispatch(Msg::Imported { titles })?;
+        done += batch;
+        ctx.progress(
+            Progress::steps(u64::from(done), u64::from(count))
+                .with_text(format!("imported {done} of {count}")),
+        );
+    }
+    Ok(())
 }
 
 impl TodoApp {
@@ -294,6 +345,13 @@ impl App for TodoApp {
                 state.saves += 1;
             }
             Msg::RotateKey => state.api_key = format!("sk-rotated-{}", state.saves),
+            Msg::Import { count } => return vec![Effect::Import { count }],
+            Msg::Imported { titles } => {
+                for title in titles {
+                    Self::push(state, title, None);
+                }
+                state.save = SaveStatus::Dirty;
+            }
         }
         Vec::new()
     }
@@ -304,6 +362,7 @@ impl App for TodoApp {
         ctx: EffectContext<Msg>,
     ) -> impl Future<Output = Result<(), EffectError>> + Send + 'static {
         let delay = self.save_delay;
+        let step = self.import_step;
         async move {
             match effect {
                 Effect::Save { .. } => {
@@ -311,6 +370,7 @@ impl App for TodoApp {
                     ctx.dispatch(Msg::Saved)?;
                     Ok(())
                 }
+                Effect::Import { count } => import(count, step, ctx).await,
             }
         }
     }
@@ -351,6 +411,7 @@ impl App for TodoApp {
             MsgKind::SetFilter,
             MsgKind::Save,
             MsgKind::RotateKey,
+            MsgKind::Import,
         ];
         if !state.todos.is_empty() {
             b.extend([MsgKind::Toggle, MsgKind::Rename, MsgKind::Delete]);

@@ -48,6 +48,7 @@ async fn server_on(stores: Option<&Stores>) -> TestServer<Counter> {
 async fn todo_on(stores: &Stores) -> TestServer<TodoApp> {
     let app = TodoApp {
         save_delay: Duration::ZERO,
+        ..TodoApp::default()
     };
     TestServer::builder(app)
         .rate_limit("1000000/second")
@@ -60,6 +61,7 @@ async fn todo_on(stores: &Stores) -> TestServer<TodoApp> {
 async fn fresh_sessions_on(stores: &Stores) -> TestServer<TodoApp> {
     let app = TodoApp {
         save_delay: Duration::ZERO,
+        ..TodoApp::default()
     };
     TestServer::builder(app)
         .rate_limit("1000000/second")

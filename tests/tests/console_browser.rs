@@ -6,6 +6,8 @@
 //! `cargo test --workspace --test console_browser -- --ignored`.
 
 use agent_examples::counter::Counter;
+use agent_examples::todo::TodoApp;
+use agent_runtime::app::App;
 use agent_tests::chromium::{click, free_port, text, wait_for, wait_text, with_browser, WAIT};
 use agent_tests::process::lap;
 use agent_tests::TestServer;
@@ -18,7 +20,7 @@ async fn anonymous_counter() -> TestServer<Counter> {
 
 /// Opens the console, starts a session and mints a token for it in the connect panel.
 /// Returns the token and the session id shown by the page.
-async fn open_and_mint(c: &Client, t: &TestServer<Counter>) -> (String, String) {
+async fn open_and_mint<A: App>(c: &Client, t: &TestServer<A>) -> (String, String) {
     c.goto(&format!("{}/agent/console", t.base))
         .await
         .expect("open the console");
@@ -530,6 +532,80 @@ async fn a_page_on_a_listed_origin_mints_across_origins() {
         })
         .await;
         assert!(read.starts_with("error: TypeError"), "{read}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver (.ci/test installs them)"]
+async fn running_work_shows_a_progress_bar_and_the_human_cancels_it() {
+    let t = TestServer::builder(TodoApp::default())
+        .anonymous()
+        .start()
+        .await;
+    let base = t.base.clone();
+    with_browser(|c| async move {
+        let (token, _) = open_and_mint(&c, &t).await;
+        // 300 todos, 10 every 100 ms: about 3 s of work.
+        let (status, answer) = lap(
+            &base,
+            &token,
+            "/message",
+            json!({"msg": {"type": "import", "count": 300}, "waitFor": "idle"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{answer}");
+        // A bar per running effect, with what started it.
+        let label = wait_text(&c, "[data-testid=work-label]", |s| !s.is_empty()).await;
+        assert!(
+            label.starts_with("import todos — started by agent token"),
+            "{label}"
+        );
+        wait_text(&c, "[data-testid=work-steps]", |s| {
+            s.split(" / ").next().and_then(|d| d.parse::<u32>().ok()) >= Some(20)
+        })
+        .await;
+        let value = c
+            .execute(
+                "return document.querySelector('[data-testid=work-progress]').value",
+                vec![],
+            )
+            .await
+            .expect("the bar's value")
+            .as_f64()
+            .expect("a number");
+        assert!(value > 0.0 && value < 1.0, "{value}");
+        assert_eq!(
+            text(&c, "[data-testid=work-count]").await.as_deref(),
+            Some("1")
+        );
+        // The human stops it from the console.
+        click(&c, "[data-testid=work-cancel]").await;
+        wait_for("the bar to go", || async {
+            c.find(Locator::Css("[data-testid=work-item]"))
+                .await
+                .is_err()
+                .then_some(())
+        })
+        .await;
+        wait_text(&c, "[data-testid=log]", |s| {
+            s.contains("cancelled by the user")
+        })
+        .await;
+        let (_, log) = lap(
+            &base,
+            &token,
+            "/recent-actions",
+            json!({"kind": "cancelled"}),
+        )
+        .await;
+        assert_eq!(
+            log["entries"][0]["detail"], "cancelled by the user",
+            "{log}"
+        );
+        let (_, state) = lap(&base, &token, "/state", json!({})).await;
+        let todos = state["state"]["todos"].as_array().expect("todos").len();
+        assert!(todos < 302, "the import stopped: {todos}");
     })
     .await;
 }

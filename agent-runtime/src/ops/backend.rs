@@ -7,15 +7,16 @@
 use std::sync::Arc;
 
 use agent_schema::protocol::{
-    ConfirmResultRequest, EmptyRequest, LogEntry, MessageRequest, NarrateRequest, QueryDomRequest,
-    QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest, WithdrawRequest,
-    WouldDispatchRequest,
+    CancelRequest, ConfirmResultRequest, EmptyRequest, LogEntry, MessageRequest, NarrateRequest,
+    QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest,
+    WithdrawRequest, WouldDispatchRequest,
 };
 use futures::future::BoxFuture;
 
 use super::context::{Call, Serialized};
 use super::error::ApiError;
 use crate::engine::session::keyed::KeyedDispatch;
+use crate::engine::session::progress::DispatchWatch;
 use crate::security::TokenRecord;
 
 /// A caller the gate admitted: its token record and what answers for the token's session.
@@ -24,6 +25,8 @@ pub(crate) struct Caller {
     pub(crate) record: TokenRecord,
     /// The session's backend: a hosted session or the relay to a paired app.
     pub(crate) backend: Arc<dyn SessionBackend>,
+    /// What the surface follows of the effects the call's `/message` starts, if it does.
+    pub(crate) follow: Option<Arc<DispatchWatch>>,
 }
 
 /// An operation's answer, serialized, as a backend's method returns it.
@@ -95,6 +98,8 @@ pub(crate) trait SessionBackend: Send + Sync {
     fn pending<'a>(&'a self, call: &'a Call<'a>, request: EmptyRequest) -> Served<'a>;
     /// `/withdraw`.
     fn withdraw<'a>(&'a self, call: &'a Call<'a>, request: WithdrawRequest) -> Served<'a>;
+    /// `/cancel`.
+    fn cancel<'a>(&'a self, call: &'a Call<'a>, request: CancelRequest) -> Served<'a>;
 
     /// Whether the operations are relayed to an app that runs elsewhere (a paired session),
     /// which then reads the request body as it came ([`Call::args`]).

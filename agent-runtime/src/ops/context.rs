@@ -6,10 +6,13 @@ use agent_schema::protocol::{LogEntry, WithdrawResponse, WithdrawnStatus};
 use serde::Serialize;
 use serde_json::Value;
 
+use std::sync::Arc;
+
 use super::error::ApiError;
 use super::reply::Success;
 use super::spec::OperationSpec;
 use crate::engine::session::activity;
+use crate::engine::session::progress::DispatchWatch;
 use crate::security::{AuditEvent, TokenRecord};
 
 /// What a backend's operation receives besides its typed request: the caller and the
@@ -23,6 +26,9 @@ pub(crate) struct Call<'a> {
     /// `rpc` arguments; `Value::Null` for a hosted session, which reads only the typed request.
     #[cfg_attr(not(feature = "pairing"), allow(dead_code))]
     pub(crate) args: Value,
+    /// What the surface follows of the effects a `/message` starts (MCP's progress and
+    /// `notifications/cancelled`), if it follows them.
+    pub(crate) follow: Option<Arc<DispatchWatch>>,
 }
 
 impl Call<'_> {

@@ -13,7 +13,7 @@ use crate::security::{
     retry_after_secs, AuthError, CrossOriginRefused, LifecycleError, RateLimited, StoreError,
 };
 
-/// An error answer `{"error":{"code","reconnect"?,"detail"?,"retryAfterMs"?}}`.
+/// An error answer `{"error":{"code","reconnect"?,"reason"?,"detail"?,"retryAfterMs"?}}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     code: ErrorCode,
@@ -23,6 +23,8 @@ pub struct ApiError {
     detail: Option<String>,
     retry_after_ms: Option<u64>,
     reconnect: Option<&'static str>,
+    /// Why a token lapsed (`expired`, `idle`) on a 401.
+    reason: Option<&'static str>,
     /// `Retry-After` (seconds) without `retryAfterMs` in the body (a paired session's 503).
     retry_after: Option<u64>,
     /// The status an HTTP answer came with, when it was read back (the bridge's edge, a
@@ -39,6 +41,7 @@ impl ApiError {
             detail: None,
             retry_after_ms: None,
             reconnect: None,
+            reason: None,
             retry_after: None,
             answered_status: None,
         }
@@ -235,6 +238,7 @@ impl ApiError {
                     None => self.code.as_str().to_string(),
                 },
                 reconnect: self.reconnect.map(str::to_string),
+                reason: self.reason.map(str::to_string),
                 detail: self.detail.clone(),
                 retry_after_ms: self.retry_after_ms,
             },
@@ -247,10 +251,17 @@ impl ApiError {
     }
 }
 
-/// A refused bearer: 401 `auth-failed`, 403 `revoked`, 500 `internal` when the store failed.
+/// A refused bearer: 401 `auth-failed` (with `reason` and a detail when the token lapsed),
+/// 403 `revoked`, 500 `internal` when the store failed.
 impl From<AuthError> for ApiError {
     fn from(e: AuthError) -> Self {
-        ApiError::new(e.code())
+        match e {
+            AuthError::Lapsed(lapse) => ApiError {
+                reason: Some(lapse.as_str()),
+                ..ApiError::new(e.code()).with_detail(lapse.detail())
+            },
+            _ => ApiError::new(e.code()),
+        }
     }
 }
 
@@ -353,6 +364,7 @@ pub(crate) fn json_text_ok(body: String) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::security::Lapse;
 
     #[test]
     fn over_budget_maps_to_413_or_429_with_the_limit() {
@@ -394,6 +406,15 @@ mod tests {
             auth_failed.body().to_string(),
             r#"{"error":{"code":"auth-failed"}}"#
         );
+        // A lapsed token says why: `expired` or `idle`.
+        for (lapse, reason) in [(Lapse::Expired, "expired"), (Lapse::Idle, "idle")] {
+            let lapsed = ApiError::from(AuthError::Lapsed(lapse));
+            assert_eq!(lapsed.status(), StatusCode::UNAUTHORIZED);
+            let body = lapsed.body();
+            assert_eq!(body["error"]["code"], "auth-failed");
+            assert_eq!(body["error"]["reason"], reason);
+            assert_eq!(body["error"]["detail"], lapse.detail());
+        }
         let revoked = ApiError::from(AuthError::Revoked);
         assert_eq!(revoked.status(), StatusCode::FORBIDDEN);
         assert_eq!(

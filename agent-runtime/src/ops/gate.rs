@@ -82,7 +82,11 @@ pub(crate) async fn caller_of<A: App>(
     record: TokenRecord,
 ) -> Result<Caller, ApiError> {
     let backend = backend_of(server, &record).await?;
-    Ok(Caller { record, backend })
+    Ok(Caller {
+        record,
+        backend,
+        follow: None,
+    })
 }
 
 /// Step 5 of the gate: the token's rate limit (429).
@@ -191,6 +195,7 @@ async fn run<A: App, R: Send + 'static>(
         record: &caller.record,
         spec,
         args,
+        follow: caller.follow.clone(),
     };
     let served = AssertUnwindSafe(handler(&*caller.backend, &call, request, key))
         .catch_unwind()

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_schema::protocol::{
-    Action, ActionsResponse, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
-    DescribeVisibleResponse, Description, DispatchRequest, EmptyRequest, LogEntry, LogKind,
-    MessageRequest, NarrateRequest, NarrateResponse, ObserveResponse, PendingResponse,
+    Action, ActionsResponse, CancelRequest, ConfirmResultRequest, ConfirmResultResponse,
+    ContextResponse, DescribeVisibleResponse, Description, DispatchRequest, EmptyRequest, LogEntry,
+    LogKind, MessageRequest, NarrateRequest, NarrateResponse, ObserveResponse, PendingResponse,
     QueryDomRequest, QueryDomResponse, QueryStateRequest, QueryStateResponse, RecentActionsRequest,
     RecentActionsResponse, SendResult, StateRequest, StateResponse, WaitRequest, WaitResponse,
     WithdrawRequest, WithdrawResponse, WouldDispatchRequest, WouldDispatchResult,
@@ -35,6 +35,7 @@ use crate::config::OverBudget;
 use crate::engine::host::Host;
 use crate::engine::session::confirm::WithdrawError;
 use crate::engine::session::keyed::KeyedDispatch;
+use crate::engine::session::progress::DispatchWatch;
 use crate::engine::session::{DispatchOptions, SendError, Session, SessionError, Withdrawal};
 use crate::security::{AuditEvent, TokenRecord};
 
@@ -149,6 +150,7 @@ impl<A: App> HostedSession<A> {
             description: self.host.observe_description(),
             context,
             seq: Some(seq),
+            work: self.session.running_work(),
         };
         Ok(read(ask.spec, body))
     }
@@ -268,11 +270,13 @@ impl<A: App> HostedSession<A> {
         ask: Asking<'_>,
         dispatch: &DispatchRequest,
         key: Option<KeyedDispatch>,
+        follow: Arc<DispatchWatch>,
     ) -> Result<SendResult, SendError> {
         let opts = dispatch_options(dispatch, ask.spec, self.max_wait_ms);
         let reason = dispatch.reason.clone();
+        let follow = Some(follow);
         self.session
-            .send_message_within_budgets(&dispatch.msg.0, reason, opts, ask.tid, key)
+            .send_message_within_budgets(&dispatch.msg.0, reason, opts, ask.tid, key, follow)
             .await
     }
 
@@ -288,7 +292,14 @@ impl<A: App> HostedSession<A> {
             dispatch_options(&req.dispatch, call.spec, self.max_wait_ms).timeout,
         );
         let variant = req.dispatch.msg.variant().to_string();
-        let result = match self.send(Asking::of(call), &req.dispatch, key).await {
+        let follow = call.follow.clone().unwrap_or_else(DispatchWatch::new);
+        if let Some(key) = &req.idempotency_key {
+            follow.set_key(key);
+        }
+        let result = match self
+            .send(Asking::of(call), &req.dispatch, key, follow)
+            .await
+        {
             Ok(r) => r,
             Err(SendError::OverBudget(e)) => return Err(e.into()),
             Err(SendError::Session(SessionError::Closed)) => return Err(ApiError::paused()),
@@ -363,7 +374,7 @@ impl<A: App> HostedSession<A> {
         let timeout = self.wait_ms(call.spec, req.timeout_ms);
         let body = self
             .session
-            .wait_for_change_since(req.path.as_deref(), req.since_seq, timeout)
+            .wait_for_change_or_work(req.path.as_deref(), req.since_seq, timeout, req.progress)
             .await
             .map_err(closed_or_internal)?;
         let detail = json!({"path": call.spec.audit_path(), "outcome": body.status.as_str()});
@@ -545,6 +556,10 @@ impl<A: App> SessionBackend for HostedSession<A> {
 
     fn withdraw<'a>(&'a self, call: &'a Call<'a>, request: WithdrawRequest) -> Served<'a> {
         served(call, self.withdraw(call, request))
+    }
+
+    fn cancel<'a>(&'a self, call: &'a Call<'a>, request: CancelRequest) -> Served<'a> {
+        served(call, super::cancel::hosted(&self.session, call, request))
     }
 
     fn is_relay(&self) -> bool {

@@ -26,6 +26,7 @@
 
 mod backend;
 pub(crate) mod budget;
+pub(crate) mod cancel;
 mod context;
 pub(crate) mod error;
 mod gate;

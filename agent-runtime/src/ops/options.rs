@@ -13,6 +13,12 @@ use crate::security::{
 /// Default per-token LAP limit.
 pub const DEFAULT_RATE_LIMIT: &str = "30/minute";
 
+/// Default of [`ServerOptions::sliding_ttl`]: one hour without use.
+const DEFAULT_SLIDING_TTL: Duration = Duration::from_secs(60 * 60);
+
+/// Default of [`ServerOptions::hard_expiry`]: a day from mint.
+const DEFAULT_HARD_EXPIRY: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// Default of [`ServerOptions::anonymous_mint_rate`]: anonymous mints per client address.
 pub(crate) const DEFAULT_ANONYMOUS_MINT_RATE: &str = "60/hour";
 
@@ -37,9 +43,16 @@ pub struct ServerOptions {
     pub tls: bool,
     /// Base path of the LAP endpoints.
     pub lap_base_path: String,
-    /// Inactivity expiry of tokens; `None` disables it.
+    /// Inactivity expiry of tokens (default 1 h; `None` or zero disables it): a token unused
+    /// this long answers 401 `auth-failed` with `reason: "idle"` (`docs/security.md` §Token
+    /// lifetimes). A call, a paired app's open socket and a claim count as use.
     #[serde(with = "humantime_serde")]
     pub sliding_ttl: Option<Duration>,
+    /// Hard lifetime of a token from its mint (default 24 h): past it the token answers 401
+    /// `auth-failed` with `reason: "expired"`, whatever its use, and a paired session can no
+    /// longer be claimed. A claim's rotated token keeps the mint's expiry.
+    #[serde(with = "humantime_serde")]
+    pub hard_expiry: Duration,
     /// Extra origins accepted for cookie-authenticated POSTs.
     pub allowed_origins: Vec<String>,
     /// Origins (exact `scheme://host[:port]`, as LLui's `corsOrigins`) whose pages may call the
@@ -83,7 +96,8 @@ impl Default for ServerOptions {
             trust_proxy: TrustProxy::default(),
             tls: false,
             lap_base_path: "/agent/lap/v1".into(),
-            sliding_ttl: None,
+            sliding_ttl: Some(DEFAULT_SLIDING_TTL),
+            hard_expiry: DEFAULT_HARD_EXPIRY,
             allowed_origins: Vec::new(),
             cors_origins: Vec::new(),
             max_wait: Duration::from_secs(120),
@@ -110,6 +124,11 @@ impl ServerOptions {
         self.sliding_ttl.map(crate::clock::millis)
     }
 
+    /// [`Self::hard_expiry`] in the clock's milliseconds.
+    pub(crate) fn hard_expiry_ms(&self) -> u64 {
+        crate::clock::millis(self.hard_expiry)
+    }
+
     /// [`Self::max_wait`] in milliseconds (the unit of a request's `timeoutMs`).
     pub(crate) fn max_wait_ms(&self) -> u64 {
         crate::clock::millis(self.max_wait)
@@ -122,6 +141,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("allow_anonymous", &self.allow_anonymous)
             .field("lap_base_path", &self.lap_base_path)
             .field("sliding_ttl", &self.sliding_ttl)
+            .field("hard_expiry", &self.hard_expiry)
             .field("max_wait", &self.max_wait)
             .field("allowed_hosts", &self.allowed_hosts)
             .finish_non_exhaustive()
@@ -216,8 +236,10 @@ pub struct PairingOptions {
     /// without `mint_paired`). Off for a server that only relays paired sessions (the `relay`
     /// example): such a mint is 400 `invalid` (default on).
     pub hosted_mints: bool,
-    /// How long a closed socket's token waits in `pending-resume` for the app to come back
-    /// (default 60 s).
+    /// How long a closed socket's app may come back with the same bearer, its buffers kept
+    /// (default 60 s). Past it, until the token's hard expiry, the session is still listed by
+    /// `/agent/resume/list` and only a claim (a rotated bearer) resumes it; zero makes every
+    /// return a claim (LLui's `pendingResumeGraceMs: 0`).
     #[serde(with = "humantime_serde")]
     pub grace: Duration,
     /// How long a forwarded read waits for the app's answer before 504 (default 15 s).
@@ -312,7 +334,8 @@ mod tests {
         let options: ServerOptions = serde_json::from_value(json!({
             "allow_anonymous": true,
             "trust_proxy": 2,
-            "sliding_ttl": "1h",
+            "sliding_ttl": "2h",
+            "hard_expiry": "7d",
             "max_wait": "30s",
             "rate_limit": "5/second",
             "allowed_hosts": ["agent.example.com"],
@@ -320,7 +343,8 @@ mod tests {
         .expect("reads");
         assert!(options.allow_anonymous);
         assert_eq!(options.trust_proxy.get(), 2);
-        assert_eq!(options.sliding_ttl, Some(Duration::from_secs(3600)));
+        assert_eq!(options.sliding_ttl, Some(Duration::from_secs(7200)));
+        assert_eq!(options.hard_expiry, Duration::from_secs(7 * 86_400));
         assert_eq!(options.max_wait, Duration::from_secs(30));
         assert_eq!(options.rate_limit.to_string(), "5/second");
         assert_eq!(options.allowed_hosts, ["agent.example.com"]);
@@ -329,6 +353,11 @@ mod tests {
         assert_eq!(options.lap_base_path, defaults.lap_base_path);
         assert_eq!(options.anonymous_mint_rate, defaults.anonymous_mint_rate);
         assert!(options.identity_key.is_none());
+        // The token lifetimes' defaults: a one-hour sliding TTL, a 24 h hard expiry.
+        assert_eq!(defaults.sliding_ttl, Some(Duration::from_secs(3600)));
+        assert_eq!(defaults.hard_expiry, Duration::from_secs(86_400));
+        let off: ServerOptions = serde_json::from_value(json!({"sliding_ttl": null})).unwrap();
+        assert_eq!(off.sliding_ttl, None);
 
         let e = serde_json::from_value::<ServerOptions>(json!({"rate_limt": "1/second"}))
             .unwrap_err()

@@ -129,7 +129,7 @@ async fn relay<A: App>(call: &Relaying<'_, A>, args: Value, ms: u64) -> Result<R
 }
 
 /// Relays the operation with `args`, within the forward timeout.
-async fn forward<A: App>(call: &Relaying<'_, A>, args: Value) -> AnswerResult<Raw> {
+pub(super) async fn forward<A: App>(call: &Relaying<'_, A>, args: Value) -> AnswerResult<Raw> {
     let ms = crate::clock::millis(call.server.pairing().options.forward_timeout);
     Ok(answer(call, relay(call, args, ms).await?))
 }

@@ -3,9 +3,9 @@
 //! as the app sent it (never canonical: the text is the app's).
 
 use agent_schema::protocol::{
-    ConfirmResultRequest, EmptyRequest, LogEntry, MessageRequest, NarrateRequest, QueryDomRequest,
-    QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest, WithdrawRequest,
-    WouldDispatchRequest,
+    CancelRequest, ConfirmResultRequest, EmptyRequest, LogEntry, MessageRequest, NarrateRequest,
+    QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest,
+    WithdrawRequest, WouldDispatchRequest,
 };
 use serde::Serialize;
 
@@ -24,6 +24,7 @@ use super::state::ServerState;
 #[cfg(feature = "mcp")]
 use super::{ApiError, Operation};
 use crate::app::App;
+use crate::engine::paired::frames::Raw;
 use crate::engine::session::keyed::KeyedDispatch;
 use crate::security::TokenRecord;
 
@@ -70,6 +71,12 @@ macro_rules! relay {
             $f(&relaying, $request).await
         })
     };
+}
+
+/// `/cancel`: relayed as the `rpc` `cancel_work` with the body as it came; the app decides
+/// (`docs/pairing.md`).
+async fn cancel<A: App>(call: &Relaying<'_, A>, _: CancelRequest) -> AnswerResult<Raw> {
+    paired::forward(call, call.args.clone()).await
 }
 
 impl<A: App> SessionBackend for PairedRelay<A> {
@@ -152,6 +159,10 @@ impl<A: App> SessionBackend for PairedRelay<A> {
 
     fn withdraw<'a>(&'a self, call: &'a Call<'a>, request: WithdrawRequest) -> Served<'a> {
         relay!(self, call, request, paired_proposals::withdraw)
+    }
+
+    fn cancel<'a>(&'a self, call: &'a Call<'a>, request: CancelRequest) -> Served<'a> {
+        relay!(self, call, request, cancel)
     }
 
     fn is_relay(&self) -> bool {

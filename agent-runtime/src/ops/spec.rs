@@ -28,7 +28,7 @@ pub(crate) const PLAIN: Conduct = Conduct {
 };
 
 /// What an MCP host is told about a tool before calling it (`docs/mcp.md` §Tool annotations):
-/// its title and the four hints, set for every tool. The 16 operations declare theirs in the
+/// its title and the four hints, set for every tool. The 17 operations declare theirs in the
 /// table, `connect_session` / `disconnect_session` beside it, and an action tool's follow from
 /// its variant's annotations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

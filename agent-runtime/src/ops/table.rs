@@ -6,12 +6,12 @@
 //! request and runs it through the gate on the caller's backend.
 
 use agent_schema::protocol::{
-    ActionsResponse, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
-    DescribeVisibleResponse, Description, EmptyRequest, MessageRequest, NarrateRequest,
-    NarrateResponse, ObserveResponse, PendingResponse, QueryDomRequest, QueryDomResponse,
-    QueryStateRequest, QueryStateResponse, RecentActionsRequest, RecentActionsResponse, SendResult,
-    StateRequest, StateResponse, WaitRequest, WaitResponse, WithdrawRequest, WithdrawResponse,
-    WouldDispatchRequest, WouldDispatchResult,
+    ActionsResponse, CancelRequest, CancelResponse, ConfirmResultRequest, ConfirmResultResponse,
+    ContextResponse, DescribeVisibleResponse, Description, EmptyRequest, MessageRequest,
+    NarrateRequest, NarrateResponse, ObserveResponse, PendingResponse, QueryDomRequest,
+    QueryDomResponse, QueryStateRequest, QueryStateResponse, RecentActionsRequest,
+    RecentActionsResponse, SendResult, StateRequest, StateResponse, WaitRequest, WaitResponse,
+    WithdrawRequest, WithdrawResponse, WouldDispatchRequest, WouldDispatchResult,
 };
 use schemars::SchemaGenerator;
 use serde_json::Value;
@@ -375,6 +375,24 @@ operations! {
             get_confirm_result then answers \"withdrawn\". Use it when the proposal is no \
             longer what you want; a decided proposal cannot be withdrawn.",
     }
+    /// `/cancel`: stop running effects the caller's own messages started.
+    Cancel {
+        lap_path: "/cancel",
+        tool: "cancel_work",
+        label: "cancel_work",
+        conduct: PLAIN,
+        hints: ToolHints::change("Cancel running work", true, true, false),
+        request: CancelRequest,
+        keyed: not_keyed,
+        response: CancelResponse,
+        handler: cancel,
+        description: "Stop long-running work your own messages started (an import, a fetch): \
+            name it by the seq of your send_message answer, by its idempotencyKey, by the id \
+            of an entry of observe's `work`, or all: true for all of it. The work is asked to \
+            stop and its send_message drain reports it under `cancelled`. Answers \
+            \"cancelled\" with the ids, or \"not-running\" when it already finished; work \
+            started by someone else is refused.",
+    }
 }
 
 impl Operation {
@@ -413,8 +431,8 @@ mod tests {
         paths.dedup();
         tools.sort_unstable();
         tools.dedup();
-        assert_eq!(paths.len(), 16);
-        assert_eq!(tools.len(), 16);
+        assert_eq!(paths.len(), 17);
+        assert_eq!(tools.len(), 17);
         for (i, op) in Operation::ALL.iter().enumerate() {
             assert_eq!(*op as usize, i, "the table follows the enum's order");
             assert_eq!(Operation::from_tool(op.tool()), Some(*op));

@@ -56,6 +56,7 @@ impl Watched {
         Caller {
             record: self.record,
             backend: self.backend,
+            follow: None,
         }
     }
 

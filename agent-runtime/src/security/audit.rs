@@ -46,6 +46,9 @@ pub enum AuditEvent {
     /// The human undid an agent's commit; detail `{seq, undid, variant, by}` (`seq` the
     /// undo's own commit, `undid` the commits it reverted).
     CommitUndone,
+    /// A running effect was cancelled; detail `{work, seq, variant, by}` (`by`: `human`,
+    /// `agent`, `mcp-client`), with `aborted: true` when it ignored the signal past the grace.
+    WorkCancelled,
     /// MCP initialize with a bad bearer; detail `{endpoint, code}`.
     AuthFailed,
     /// A stored session could not be loaded: its state no longer deserializes and
@@ -88,6 +91,7 @@ impl AuditEvent {
             AuditEvent::ConfirmRejected => "confirm-rejected",
             AuditEvent::ConfirmWithdrawn => "confirm-withdrawn",
             AuditEvent::CommitUndone => "commit-undone",
+            AuditEvent::WorkCancelled => "work-cancelled",
             AuditEvent::AuthFailed => "auth-failed",
             AuditEvent::SessionNotMigrated => "session-not-migrated",
             AuditEvent::Claim => "claim",

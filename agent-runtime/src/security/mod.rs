@@ -64,6 +64,8 @@ pub(crate) mod lifecycle {
 }
 pub(crate) use token_record::SWEEP_RETENTION_MS;
 pub(crate) use tokens::AuthError;
+#[cfg(test)]
+pub(crate) use tokens::Lapse;
 pub(crate) use tokens::{mint_token, verify_bearer};
 #[cfg(feature = "mcp")]
 pub(crate) use tokens::{sha256_hex, verify_tid};

@@ -6,7 +6,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// The hard lifetime of a token: 24 h from mint (not configurable).
+/// The hard lifetime [`TokenRecord::minted`] gives a token: 24 h from mint, the default of
+/// `ServerOptions::hard_expiry`, which a server's mint applies instead.
 pub(super) const TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// How long an expired record is kept before a mint sweeps it: 1 h.
@@ -22,13 +23,14 @@ pub(super) const UNKNOWN_LABEL: &str = "(unknown)";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(into = "&'static str", try_from = "String")]
 pub enum TokenStatus {
-    /// Minted, waiting for a browser tab (remote pairing only; not used in this phase).
+    /// Minted for a paired session, waiting for its app's socket.
     AwaitingWs,
     /// Minted, no successful LAP call yet.
     AwaitingClaude,
     /// At least one successful LAP call.
     Active,
-    /// The tab dropped and may resume (remote pairing only; not used in this phase).
+    /// A paired app's socket closed: it re-pairs with the same bearer within its grace window,
+    /// or its owner claims it (a rotated bearer) until the hard expiry.
     PendingResume,
     /// Revoked; the token answers 403 `revoked`.
     Revoked,
@@ -168,11 +170,12 @@ pub struct TokenRecord {
     pub status: TokenStatus,
     /// Mint time (ms since the epoch).
     pub created_at: u64,
-    /// Hard expiry: mint time + 24 h.
+    /// Hard expiry: mint time + the server's `hard_expiry` (24 h by default); a claim keeps it.
     pub expires_at: u64,
     /// Time of the last successful use (mint time initially).
     pub last_seen_at: u64,
-    /// Resume deadline of remote pairing; always `None` in this phase.
+    /// End of the grace window of a paired record in `pending-resume` (its app may re-pair
+    /// with the same bearer until then; past it, until the hard expiry, only a claim resumes).
     pub pending_resume_until: Option<u64>,
     /// `scheme://host[:port]` of the mint request.
     pub origin: String,
@@ -182,8 +185,9 @@ pub struct TokenRecord {
 
 impl TokenRecord {
     /// The record a mint of a hosted session creates at `now`: a fresh UUID v4 `tid`, status
-    /// `awaiting-claude`, `createdAt = lastSeenAt = now`, `expiresAt = now + 24 h`, no label.
-    /// A paired mint sets [`kind`](TokenRecord::kind) and its status after.
+    /// `awaiting-claude`, `createdAt = lastSeenAt = now`, `expiresAt = now + 24 h` (a server's
+    /// mint sets its own `hard_expiry` after), no label. A paired mint sets
+    /// [`kind`](TokenRecord::kind) and its status after.
     pub fn minted(
         token_hash: String,
         uid: Option<String>,

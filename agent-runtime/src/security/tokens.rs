@@ -70,12 +70,50 @@ pub(crate) fn sha256_hex(text: &str) -> String {
     out
 }
 
+/// Why a token that verified once no longer does (docs/lap.md §2.5): told to whoever presents
+/// it, as the `reason` of its 401 (only the holder of the token itself learns it, so it tells
+/// a prober nothing that the token does not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lapse {
+    /// Past its hard expiry (`ServerOptions::hard_expiry` after mint): `expired`.
+    Expired,
+    /// Unused longer than the sliding TTL (`ServerOptions::sliding_ttl`): `idle`.
+    Idle,
+}
+
+impl Lapse {
+    /// The wire spelling, the `reason` of the 401 (`expired` is LLui's word for it).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Lapse::Expired => "expired",
+            Lapse::Idle => "idle",
+        }
+    }
+
+    /// The detail of the 401: what happened and what the agent does about it.
+    pub(crate) fn detail(self) -> &'static str {
+        match self {
+            Lapse::Expired => {
+                "the token reached its hard expiry; ask the user for a new token (a mint)"
+            }
+            Lapse::Idle => {
+                "the token was unused longer than the server's sliding TTL; ask the user for a new \
+                 token (a mint, or the token a claim of the paired session gave)"
+            }
+        }
+    }
+}
+
 /// Why a bearer token was refused (docs/lap.md §2.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum AuthError {
-    /// Missing or malformed header, unknown, expired or idle token: 401 `auth-failed`.
+    /// Missing or malformed header, unknown token: 401 `auth-failed`.
     #[error("auth-failed")]
     AuthFailed,
+    /// A token past its hard expiry or idle past the sliding TTL: 401 `auth-failed` with the
+    /// reason.
+    #[error("auth-failed ({})", .0.as_str())]
+    Lapsed(Lapse),
     /// The token was revoked: 403 `revoked`.
     #[error("revoked")]
     Revoked,
@@ -90,10 +128,23 @@ impl AuthError {
     /// it).
     pub(crate) fn code(&self) -> ErrorCode {
         match self {
-            AuthError::AuthFailed => ErrorCode::AuthFailed,
+            AuthError::AuthFailed | AuthError::Lapsed(_) => ErrorCode::AuthFailed,
             AuthError::Revoked => ErrorCode::Revoked,
             AuthError::StoreFailed => ErrorCode::Internal,
         }
+    }
+}
+
+impl AuthError {
+    /// Whether the credential itself was refused (401 or 403), which counts against the client
+    /// address; a store failure is not the caller's. (Asked by MCP's `initialize` and the
+    /// pairing socket.)
+    #[cfg_attr(
+        not(any(feature = "mcp", feature = "pairing", feature = "pairing-client")),
+        allow(dead_code)
+    )]
+    pub(crate) fn refused_credential(&self) -> bool {
+        !matches!(self, AuthError::StoreFailed)
     }
 }
 
@@ -101,8 +152,8 @@ impl AuthError {
 /// record, as the store holds it (one lookup: callers need not find it again).
 ///
 /// First failure wins: no `Bearer ` prefix (case-sensitive), no `agt_` token, no record, hard
-/// expiry (`expiresAt <= now`), sliding TTL (`lastSeenAt + slidingTtlMs < now`) → `AuthFailed`;
-/// a revoked record → `Revoked`, so an `Ok` record is never revoked. `sliding_ttl` of `None`
+/// → `AuthFailed`; hard expiry (`expiresAt <= now`) → `Lapsed(Expired)`, sliding TTL
+/// (`lastSeenAt + slidingTtlMs < now`) → `Lapsed(Idle)`; a revoked record → `Revoked`, so an `Ok` record is never revoked. `sliding_ttl` of `None`
 /// or `Some(0)` disables the sliding TTL (a configuration of zero or less means off). Nothing
 /// is modified.
 pub(crate) async fn verify_bearer(
@@ -129,10 +180,17 @@ fn refused(reason: &'static str) -> AuthError {
     AuthError::AuthFailed
 }
 
+/// A token refused 401 `auth-failed` because it lapsed, counted under its reason.
+fn lapsed(lapse: Lapse) -> AuthError {
+    crate::telemetry::auth_failure(lapse.as_str());
+    AuthError::Lapsed(lapse)
+}
+
 /// Verifies an in-process trusted credential: the token id `tid` of a binding this server
 /// made earlier from a verified bearer (an MCP session bound with `connect_session`, rebuilt
 /// after a restart; the raw token is never stored). The same checks as [`verify_bearer`]
-/// after the lookup: no record, hard expiry, sliding TTL → `AuthFailed`; revoked → `Revoked`.
+/// after the lookup: no record → `AuthFailed`, hard expiry, sliding TTL → `Lapsed`; revoked →
+/// `Revoked`.
 #[cfg(feature = "mcp")]
 pub(crate) async fn verify_tid(
     tid: &str,
@@ -157,11 +215,11 @@ fn check_record(
 ) -> Result<TokenRecord, AuthError> {
     let record = record.ok_or_else(|| refused("unknown"))?;
     if record.expires_at <= now {
-        return Err(refused("expired"));
+        return Err(lapsed(Lapse::Expired));
     }
     if let Some(ttl) = sliding_ttl.filter(|ttl| *ttl > 0) {
         if record.last_seen_at.saturating_add(ttl) < now {
-            return Err(refused("idle"));
+            return Err(lapsed(Lapse::Idle));
         }
     }
     if record.status == TokenStatus::Revoked {
@@ -379,7 +437,7 @@ mod tests {
         assert!(verify(Some(&header), &store, TOKEN_TTL_MS - 1, None).is_ok());
         assert_eq!(
             verify(Some(&header), &store, TOKEN_TTL_MS, None),
-            Err(AuthError::AuthFailed)
+            Err(AuthError::Lapsed(Lapse::Expired))
         );
     }
 
@@ -390,7 +448,7 @@ mod tests {
         assert!(verify(Some(&header), &store, 1_500, Some(500)).is_ok());
         assert_eq!(
             verify(Some(&header), &store, 1_501, Some(500)),
-            Err(AuthError::AuthFailed)
+            Err(AuthError::Lapsed(Lapse::Idle))
         );
         // Off when unset or zero.
         assert!(verify(Some(&header), &store, 50_000, None).is_ok());
@@ -409,14 +467,14 @@ mod tests {
             verify(Some(&header), &store, 10, None),
             Err(AuthError::Revoked)
         );
-        // First failure wins: an expired revoked token is indistinguishable from unknown.
+        // First failure wins: an expired or idle revoked token says so.
         assert_eq!(
             verify(Some(&header), &store, TOKEN_TTL_MS, None),
-            Err(AuthError::AuthFailed)
+            Err(AuthError::Lapsed(Lapse::Expired))
         );
         assert_eq!(
             verify(Some(&header), &store, 5_000, Some(1_000)),
-            Err(AuthError::AuthFailed)
+            Err(AuthError::Lapsed(Lapse::Idle))
         );
     }
 
@@ -431,9 +489,12 @@ mod tests {
         assert_eq!(by_tid("unknown", 1_001, None), Err(AuthError::AuthFailed));
         assert_eq!(
             by_tid(&tid, TOKEN_TTL_MS + 1_000, None),
-            Err(AuthError::AuthFailed)
+            Err(AuthError::Lapsed(Lapse::Expired))
         );
-        assert_eq!(by_tid(&tid, 2_001, Some(1_000)), Err(AuthError::AuthFailed));
+        assert_eq!(
+            by_tid(&tid, 2_001, Some(1_000)),
+            Err(AuthError::Lapsed(Lapse::Idle))
+        );
         assert!(store.revoke(&tid));
         assert_eq!(by_tid(&tid, 1_001, None), Err(AuthError::Revoked));
     }

@@ -99,6 +99,10 @@ pub struct DrainReport {
     /// Validation warnings (strict policy), only when non-empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<ValidationIssue>,
+    /// Effects of this dispatch that were cancelled during the wait, only when non-empty
+    /// (`semantics.md` §5.6).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cancelled: Vec<super::CancelledWork>,
 }
 
 /// Why a message was refused: the `reason` of a `rejected` answer.

@@ -25,6 +25,8 @@ pub enum LogKind {
     Narrate,
     /// The human undid an agent's commit (or every commit back to it).
     Undone,
+    /// A running effect was cancelled (`detail` says by whom).
+    Cancelled,
 }
 
 impl LogKind {
@@ -40,6 +42,7 @@ impl LogKind {
             LogKind::Error => "error",
             LogKind::Narrate => "narrate",
             LogKind::Undone => "undone",
+            LogKind::Cancelled => "cancelled",
         }
     }
 }

@@ -12,6 +12,7 @@ mod log;
 pub mod requests;
 pub mod responses;
 mod validation;
+mod work;
 
 pub use actions::{Action, ActionSource};
 pub use confirm::{ConfirmEntry, ConfirmStatus};
@@ -25,3 +26,6 @@ pub use log::{LogEntry, LogKind};
 pub use requests::*;
 pub use responses::*;
 pub use validation::{IssueCode, ValidationIssue, ValidationOutcome};
+pub use work::{
+    CancelResponse, CancelStatus, CancelledWork, Progress, StartedBy, Work, PROGRESS_TEXT_CHARS,
+};

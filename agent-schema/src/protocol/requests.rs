@@ -333,6 +333,52 @@ lenient_request!(WithdrawRequest, |fields| {
     })
 });
 
+/// `/cancel {seq?, idempotencyKey?, work?, all?, reason?}` (`lap.md` §5.9): which of the
+/// caller's running effects to stop. Exactly one of `seq`, `idempotencyKey`, `work` or
+/// `all: true` names them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelRequest {
+    /// The seq of your dispatch (its answer's `seq`): the effects its commit started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "seq_schema")]
+    pub seq: Option<u64>,
+    /// The idempotencyKey of your keyed dispatch: the effects its commit started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "string_schema")]
+    pub idempotency_key: Option<String>,
+    /// One running effect by its id (the `id` of an entry of observe's `work`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "seq_schema")]
+    pub work: Option<u64>,
+    /// true: every running effect your messages started.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[schemars(schema_with = "boolean_schema")]
+    pub all: bool,
+    /// Why, for the user's activity log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "string_schema")]
+    pub reason: Option<String>,
+}
+
+lenient_request!(CancelRequest, |fields| {
+    let request = CancelRequest {
+        seq: fields.seq("seq", "seq must be a non-negative integer")?,
+        idempotency_key: fields.opt_string("idempotencyKey", "idempotencyKey must be a string")?,
+        work: fields.seq("work", "work must be a non-negative integer")?,
+        all: fields.is_true("all"),
+        reason: fields.string_or_none("reason"),
+    };
+    let named = usize::from(request.seq.is_some())
+        + usize::from(request.idempotency_key.is_some())
+        + usize::from(request.work.is_some())
+        + usize::from(request.all);
+    if named != 1 {
+        return Err("name exactly one of seq, idempotencyKey, work or all: true".into());
+    }
+    Ok(request)
+});
+
 /// `/wait {path?, sinceSeq?, timeoutMs?}` (`lap.md` §5.3, `semantics.md` §8.5).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -349,6 +395,10 @@ pub struct WaitRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "millis_schema")]
     pub timeout_ms: Option<u64>,
+    /// true: also answer (status "progress") when running work starts, ends or reports progress.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[schemars(schema_with = "boolean_schema")]
+    pub progress: bool,
 }
 
 lenient_request!(WaitRequest, |fields| {
@@ -364,6 +414,7 @@ lenient_request!(WaitRequest, |fields| {
         path,
         since_seq: fields.seq("sinceSeq", SINCE_SEQ_PROBLEM)?,
         timeout_ms: fields.millis("timeoutMs"),
+        progress: fields.is_true("progress"),
     })
 });
 

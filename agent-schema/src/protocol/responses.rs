@@ -64,6 +64,10 @@ pub struct ObserveResponse {
     /// from a paired app that does not count its commits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
+    /// The effects in flight, with their progress, only when there are any
+    /// (`semantics.md` §5.6).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub work: Vec<super::Work>,
 }
 
 /// `/state`: `{"state": V, "seq": N}`, `{"seq": N}` when the path misses; with `sinceSeq`,
@@ -265,6 +269,9 @@ pub enum WaitStatus {
     Changed,
     /// The timeout passed first.
     Timeout,
+    /// Asked with `progress: true`: running work started, ended or reported progress (see
+    /// `work`) before the state changed.
+    Progress,
 }
 
 impl WaitStatus {
@@ -273,6 +280,7 @@ impl WaitStatus {
         match self {
             WaitStatus::Changed => "changed",
             WaitStatus::Timeout => "timeout",
+            WaitStatus::Progress => "progress",
         }
     }
 }
@@ -289,6 +297,9 @@ pub struct WaitResponse {
     /// The version of `stateAfter`, on `changed` (absent from a paired app).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
+    /// The effects in flight at the answer, with their progress, only when there are any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub work: Vec<super::Work>,
 }
 
 /// `/narrate`.
@@ -307,6 +318,10 @@ pub struct ErrorDetail {
     /// `expired`, `pending`, `revoked` or `unknown` on a 503 `paused`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconnect: Option<String>,
+    /// `expired` (past its hard expiry) or `idle` (unused past the sliding TTL) on a 401
+    /// `auth-failed` for a token that verified once; absent for an unknown or malformed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// What went wrong.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,

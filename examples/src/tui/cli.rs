@@ -80,8 +80,12 @@ pub async fn run(options: TuiOptions) -> Result<(), String> {
         &status.borrow_and_update(),
     ));
     let server = options.server.clone();
+    // A claim rotates the bearer (after a sleep past the grace window): the heading shows the
+    // new one, which the person hands to the agent. The token changes before the status does.
+    let tokens = client.token();
     let follow = tokio::spawn(async move {
         while status.changed().await.is_ok() {
+            let token = tokens.borrow().clone();
             let line = heading(&server, &token, &status.borrow_and_update());
             if heading_tx.send(line).is_err() {
                 return;

@@ -45,6 +45,7 @@ async fn a_server_started_from_the_environment_alone() {
         .env("AGENT_ALLOWED_HOSTS", "127.0.0.1,agent.test")
         .env("AGENT_CORS_ORIGINS", "http://localhost:5173")
         .env("AGENT_SLIDING_TTL", "1h")
+        .env("AGENT_HARD_EXPIRY", "2h")
         .start();
     let base = server.base.clone();
     assert!(db.exists(), "AGENT_DB names the store file");
@@ -60,6 +61,16 @@ async fn a_server_started_from_the_environment_alone() {
     assert_eq!(mint.status(), 200);
     let body: serde_json::Value = mint.json().await.expect("json");
     let token = body["token"].as_str().expect("token").to_string();
+    // AGENT_HARD_EXPIRY: the token expires two hours after its mint.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let lifetime = body["expiresAt"].as_u64().expect("expiresAt") as i64 - now_ms as i64;
+    assert!(
+        (2 * 3600 * 1000 - 60_000..=2 * 3600 * 1000).contains(&lifetime),
+        "{lifetime} ms"
+    );
 
     // AGENT_RATE_LIMIT: 3 calls a minute, the 4th is 429.
     let mut statuses = Vec::new();
@@ -183,6 +194,9 @@ fn help_and_version_exit_zero() {
         "AGENT_DB",
         "--rate-limit",
         "--sliding-ttl",
+        "AGENT_SLIDING_TTL",
+        "--hard-expiry",
+        "AGENT_HARD_EXPIRY",
         "--config",
         "--metrics-bind",
     ] {

@@ -181,10 +181,15 @@ async fn expired_and_idle_tokens_are_auth_failed() {
     clock.advance(60_001);
     let a = t.lap(&m.token, "/state", &json!({})).await;
     assert_eq!(a.status, 401);
-    assert_eq!(a.body, json!({"error":{"code":"auth-failed"}}));
+    // A lapsed token says why (issue 37): idle past the sliding TTL.
+    assert_eq!(a.body["error"]["code"], "auth-failed");
+    assert_eq!(a.body["error"]["reason"], "idle", "{:?}", a.body);
     let m = t.mint("alice", None).await;
     clock.advance(24 * 3600 * 1000);
-    assert_eq!(t.lap(&m.token, "/state", &json!({})).await.status, 401);
+    let a = t.lap(&m.token, "/state", &json!({})).await;
+    assert_eq!(a.status, 401);
+    // Past its hard expiry (checked first): expired.
+    assert_eq!(a.body["error"]["reason"], "expired", "{:?}", a.body);
 }
 
 #[tokio::test]

@@ -11,3 +11,4 @@ mod human_events;
 mod pending;
 mod state_serialization;
 mod versions;
+mod work;

@@ -158,9 +158,9 @@ async fn sessionless_clients_act_through_action_tools_with_their_bearer() {
     let m = t.mint("alice", None).await;
     let client = stateless(&t, Some(&m.token)).await;
 
-    // The 18 tools, then one per available action: never the @humanOnly `signOut`.
+    // The 19 tools, then one per available action: never the @humanOnly `signOut`.
     let listed = tools(&client).await;
-    assert_eq!(listed.len(), 18 + 7, "{:?}", action_names(&listed));
+    assert_eq!(listed.len(), 19 + 7, "{:?}", action_names(&listed));
     let names = action_names(&listed);
     for name in [
         "do_inc",
@@ -262,7 +262,7 @@ async fn sessionless_clients_without_a_bearer_are_told_how_to_send_it() {
     let t = server(Counter).await;
     let client = stateless(&t, None).await;
     let listed = tools(&client).await;
-    assert_eq!(listed.len(), 18);
+    assert_eq!(listed.len(), 19);
     let text = err(&call(client.peer(), "connect_session", json!({"token": "agt_x"})).await);
     assert!(text.contains("Authorization: Bearer agt_"), "{text}");
     assert!(text.contains("claude mcp add --transport http"), "{text}");
@@ -279,7 +279,7 @@ async fn a_legacy_sessions_tool_list_stays_put_when_a_gate_opens() {
     let t = server(TodoApp::default()).await;
     let m = t.mint("alice", None).await;
     let (client, mut rx) = legacy(&t, None).await;
-    assert_eq!(tools(&client).await.len(), 18);
+    assert_eq!(tools(&client).await.len(), 19);
     let connected = ok(&call(client.peer(), "connect_session", json!({"token": m.token})).await);
     assert_eq!(connected["status"], "connected");
     // Binding is a real change of the list: announced at once.
@@ -298,7 +298,8 @@ async fn a_legacy_sessions_tool_list_stays_put_when_a_gate_opens() {
             "do_clearCompleted",
             "do_bulkAdd",
             "do_completeAll",
-            "do_save"
+            "do_save",
+            "do_import"
         ]
     );
     let clear = find(&before, "do_clearCompleted");
@@ -443,7 +444,7 @@ async fn action_tools_can_be_turned_off() {
         .await;
     let m = t.mint("alice", None).await;
     let client = stateless(&t, Some(&m.token)).await;
-    assert_eq!(tools(&client).await.len(), 18);
+    assert_eq!(tools(&client).await.len(), 19);
     assert!(client
         .peer()
         .call_tool(rmcp::model::CallToolRequestParams::new("do_inc"))

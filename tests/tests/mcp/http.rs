@@ -1,4 +1,4 @@
-//! `/agent/mcp` with rmcp's own client over Streamable HTTP (`docs/lap.md` §7): the 18 tools and
+//! `/agent/mcp` with rmcp's own client over Streamable HTTP (`docs/lap.md` §7): the 19 tools and
 //! their schemas, the unbound texts, `connect_session`, forwarded tools through the LAP gate,
 //! the confirmation flow with a human approval, long polls, narration and disconnect.
 
@@ -59,7 +59,7 @@ type ExpectedTool = (
     Vec<&'static str>,
 );
 
-/// The 18 tools of `docs/lap.md` §7.1.
+/// The 19 tools of `docs/lap.md` §7.1.
 fn expected_tools() -> Vec<ExpectedTool> {
     vec![
         ("connect_session", vec![("token", "string")], vec!["token"]),
@@ -112,6 +112,7 @@ fn expected_tools() -> Vec<ExpectedTool> {
                 ("path", "string"),
                 ("sinceSeq", "integer"),
                 ("timeoutMs", "number"),
+                ("progress", "boolean"),
             ],
             vec![],
         ),
@@ -133,12 +134,23 @@ fn expected_tools() -> Vec<ExpectedTool> {
             vec![("confirmId", "string")],
             vec!["confirmId"],
         ),
+        (
+            "cancel_work",
+            vec![
+                ("seq", "integer"),
+                ("idempotencyKey", "string"),
+                ("work", "integer"),
+                ("all", "boolean"),
+                ("reason", "string"),
+            ],
+            vec![],
+        ),
         ("disconnect_session", vec![], vec![]),
     ]
 }
 
 #[tokio::test]
-async fn initialize_and_the_eighteen_tools() {
+async fn initialize_and_the_nineteen_tools() {
     let t = server().await;
     let c = client(&t, None).await;
     let info = c.peer_info().expect("server info");
@@ -155,7 +167,7 @@ async fn initialize_and_the_eighteen_tools() {
 
     let tools = c.list_all_tools().await.expect("tools/list");
     let expected = expected_tools();
-    assert_eq!(tools.len(), 18);
+    assert_eq!(tools.len(), 19);
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     names.sort_unstable();
     let mut want: Vec<&str> = expected.iter().map(|e| e.0).collect();

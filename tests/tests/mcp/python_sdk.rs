@@ -3,7 +3,9 @@
 //! client) through the SDK's elicitation callback: approve, reject, edit, and on 2026-07-28 a
 //! tampered `requestState` refused (`tests/python/mcp_confirm.py`); the todo example's tool list,
 //! the same before and after a toggle that opens a gate, a closed tool's error, the hints on
-//! every tool (`tests/python/mcp_tool_list.py`). Ignored: they need the SDK's venv, whose
+//! every tool (`tests/python/mcp_tool_list.py`); the todo example's `import` with
+//! `notifications/progress` on the waiting call, `cancel_work` and an abandoned call
+//! (`notifications/cancelled`) stopping it (`tests/python/mcp_progress.py`). Ignored: they need the SDK's venv, whose
 //! python `.ci/mcp-python` passes as `MCP_PYTHON`.
 
 use std::time::Duration;
@@ -84,4 +86,21 @@ async fn python_sdk_sees_a_tool_list_that_does_not_move() {
     }
     let cases: Vec<&str> = cases.iter().map(String::as_str).collect();
     run_python(&t, "mcp_tool_list.py", &cases).await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Python MCP SDK: run .ci/mcp-python"]
+async fn python_sdk_sees_progress_and_stops_long_work() {
+    let t = TestServer::builder(TodoApp::default())
+        .rate_limit("100000/minute")
+        .start()
+        .await;
+    let mut cases = Vec::new();
+    for generation in ["legacy", "2026-07-28"] {
+        for case in ["progress", "cancel_work", "abandoned call cancelled"] {
+            cases.push(format!("{generation} {case}"));
+        }
+    }
+    let cases: Vec<&str> = cases.iter().map(String::as_str).collect();
+    run_python(&t, "mcp_progress.py", &cases).await;
 }

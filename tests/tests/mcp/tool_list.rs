@@ -88,6 +88,8 @@ fn expected(tool: &Tool, annotations: &Value) -> (bool, bool, bool, bool) {
         // May send any message, the destructive and effectful ones too.
         "send_message" => (false, true, false, true),
         "narrate" => (false, false, false, false),
+        // Stops work, again and again to the same end.
+        "cancel_work" => (false, true, true, false),
         "withdraw_proposal" | "connect_session" | "disconnect_session" => {
             (false, false, true, false)
         }
@@ -109,7 +111,7 @@ async fn every_tool_carries_its_hints_by_the_rule() {
         let m = t.mint("alice", None).await;
         let client = stateless(&t, Some(&m.token)).await;
         let listed = tools(&client).await;
-        assert_eq!(listed.len(), 18 + actions, "{:?}", action_names(&listed));
+        assert_eq!(listed.len(), 19 + actions, "{:?}", action_names(&listed));
         let description = read(&client, "agent://describe").await;
         for tool in &listed {
             assert!(tool.title.is_some(), "{} has a title", tool.name);
@@ -124,7 +126,7 @@ async fn every_tool_carries_its_hints_by_the_rule() {
         }
     }
     check(Counter, 7).await;
-    check(TodoApp::default(), 9).await;
+    check(TodoApp::default(), 10).await;
 }
 
 #[tokio::test]

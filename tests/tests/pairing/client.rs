@@ -199,3 +199,81 @@ async fn a_client_without_a_valid_token_claims_its_session_again() {
     );
     client.stop().await;
 }
+
+/// Issue 37 item 3: the app sleeps past its grace window; when it comes back its bearer is
+/// refused, and the client claims the session by itself (the list's offer, `pastGrace`), pairs
+/// with the rotated bearer and tells its app the new one, which the agent is handed: the same
+/// session goes on.
+#[tokio::test]
+async fn the_client_claims_its_session_back_after_a_sleep_past_the_grace() {
+    use agent_runtime::clock::ManualClock;
+    use agent_runtime::pairing::client::{Claim, PairingClient, PairingConfig, PairingStatus};
+    use agent_tests::paired::status_of;
+    use agent_tests::tab::Tab;
+    use agent_tests::USER_HEADER;
+    use std::sync::Arc;
+
+    let clock = ManualClock::new(1_000_000);
+    let server_clock = clock.clone();
+    let t = TestServer::builder(Counter)
+        .config(move |c| c.clock = Arc::new(server_clock))
+        .pairing(|p| {
+            p.native_apps = true;
+            p.mint_paired = true;
+        })
+        .start()
+        .await;
+    let minted = t
+        .post_json("/agent/mint", Some("alice"), None, &json!({}))
+        .await;
+    let token = minted.body["token"].as_str().unwrap().to_string();
+    let tid = minted.body["tid"].as_str().unwrap().to_string();
+
+    let host = Host::new(Counter).unwrap();
+    let session = host.create_session(None).unwrap();
+    let mut config = PairingConfig::new(&t.base, &token);
+    // Time to take the socket away and advance the clock before the client dials again.
+    config.backoff.initial = Duration::from_secs(3);
+    config.claim = Some(Claim {
+        tid: tid.clone(),
+        headers: vec![(USER_HEADER.to_string(), "alice".to_string())],
+    });
+    let client = PairingClient::new(&host, session, config).spawn();
+    let paired = |s: &PairingStatus| *s == PairingStatus::Paired;
+    assert_eq!(
+        client.wait_for(Duration::from_secs(10), paired).await,
+        PairingStatus::Paired
+    );
+    let a = lap(&t, &token, "/message", json!({"msg": {"type": "inc"}})).await;
+    assert_eq!(a.body["status"], "dispatched", "{:?}", a.body);
+
+    // The app's socket goes away (a stand-in socket takes it over and closes at once), and
+    // the machine sleeps past the grace window before the client dials again.
+    Tab::pair(&t.base, &token).await.close().await;
+    for _ in 0..100 {
+        if status_of(&t, &tid).await == "pending-resume" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(status_of(&t, &tid).await, "pending-resume");
+    clock.advance(5 * 60 * 1000);
+
+    // The client comes back: its bearer is refused, it claims, it pairs with the new one.
+    let mut tokens = client.token();
+    tokio::time::timeout(Duration::from_secs(10), tokens.wait_for(|t| *t != token))
+        .await
+        .expect("the client claims the session")
+        .expect("the client runs");
+    let new = tokens.borrow().clone();
+    assert_eq!(
+        client.wait_for(Duration::from_secs(10), paired).await,
+        PairingStatus::Paired
+    );
+    // The agent, handed the new bearer, finds the same session where it left it.
+    let a = lap(&t, &new, "/state", json!({})).await;
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    assert_eq!(a.body["state"]["count"], 1, "{:?}", a.body);
+    assert_eq!(lap(&t, &token, "/state", json!({})).await.status, 401);
+    client.stop().await;
+}

@@ -8,4 +8,5 @@ mod console;
 mod durable;
 mod expiry;
 mod lifecycle;
+mod resume;
 mod wire;

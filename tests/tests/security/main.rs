@@ -11,5 +11,6 @@ mod mint_diagnostics;
 mod mint_labels_audit;
 mod redaction;
 mod redaction_upgrade;
+mod token_expiry;
 #[cfg(feature = "full")]
 mod token_lifecycle;

@@ -145,5 +145,6 @@ async fn owner_close_sockets_and_claim_are_audited() {
         .find(|e| e.event == AuditEvent::Claim)
         .expect("claim audited");
     assert_eq!(entry.tid.as_deref(), Some(tid.as_str()));
+    assert_eq!(entry.detail["pastGrace"], false, "{:?}", entry.detail);
     assert_eq!(AuditEvent::Claim.as_str(), "claim");
 }

@@ -263,6 +263,7 @@ async fn a_toggle_appends_a_small_patch_not_a_snapshot() {
         .expect("store");
     let app = TodoApp {
         save_delay: Duration::ZERO,
+        ..TodoApp::default()
     };
     let host = agent_tests::host_on(app, &stores, HostConfig::default());
     let session = host.create_session(None).expect("session");

@@ -30,6 +30,15 @@ pub(crate) fn within_grace(record: &TokenRecord, now: u64) -> bool {
         && record.pending_resume_until.is_some_and(|until| until > now)
 }
 
+/// Whether the owner can still claim a paired record at `now` (`docs/pairing.md` §Token /
+/// session lifecycle): `pending-resume`, inside its grace window or past it, until its hard
+/// expiry. The sliding TTL does not bound it: it bounds the bearer, which the claim replaces.
+pub(crate) fn claimable(record: &TokenRecord, now: u64) -> bool {
+    drives_paired_session(record)
+        && record.status == TokenStatus::PendingResume
+        && record.expires_at > now
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,6 +52,23 @@ mod tests {
         assert!(!within_grace(&r, 50));
         r.status = TokenStatus::Active;
         assert!(!within_grace(&r, 49));
+    }
+
+    #[test]
+    fn a_closed_paired_record_stays_claimable_past_its_grace_until_its_hard_expiry() {
+        let mut r = TokenRecord::minted("h".into(), None, "s".into(), "http://x".into(), 0);
+        r.kind = SessionKind::Paired;
+        r.status = TokenStatus::PendingResume;
+        r.pending_resume_until = Some(50);
+        r.expires_at = 1_000;
+        assert!(claimable(&r, 49));
+        assert!(claimable(&r, 999), "past its grace");
+        assert!(!claimable(&r, 1_000), "past its hard expiry");
+        r.status = TokenStatus::Revoked;
+        assert!(!claimable(&r, 49));
+        r.status = TokenStatus::PendingResume;
+        r.kind = SessionKind::Hosted;
+        assert!(!claimable(&r, 49));
     }
 
     #[test]

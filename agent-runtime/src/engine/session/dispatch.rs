@@ -2,6 +2,7 @@
 //! confirmation flow (`docs/semantics.md` §5–§7).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use agent_schema::protocol::{
     ConfirmEntry, ConfirmResultResponse, ConfirmStatus, LogKind, RejectReason, SendResult,
@@ -17,6 +18,7 @@ use super::dispatch_options::DispatchOptions;
 use super::drain::Timing;
 use super::events::EventBody;
 use super::keyed::KeyedDispatch;
+use super::progress::DispatchWatch;
 use super::queue::Origin;
 use super::{activity, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
 use crate::algo::diff::diff;
@@ -178,7 +180,7 @@ impl<A: App> Session<A> {
         tid: Option<&str>,
     ) -> Result<SendResult, SessionError> {
         match self
-            .send_message_within_budgets(msg, reason, opts, tid, None)
+            .send_message_within_budgets(msg, reason, opts, tid, None, None)
             .await
         {
             Ok(r) => Ok(r),
@@ -195,6 +197,9 @@ impl<A: App> Session<A> {
     /// `idempotencyKey` of a keyed `/message`: the commit of the message, when it is
     /// dispatched, records it and reports back through it (`docs/stores.md` §Exactly once); a
     /// message refused or proposed drops it unrecorded.
+    ///
+    /// `follow` is what the caller follows of the effects the message starts (their ids and
+    /// progress, the `idempotencyKey` they are cancelled by: `docs/semantics.md` §5.6).
     pub(crate) async fn send_message_within_budgets(
         &self,
         msg: &Value,
@@ -202,6 +207,7 @@ impl<A: App> Session<A> {
         opts: DispatchOptions,
         tid: Option<&str>,
         key: Option<KeyedDispatch>,
+        follow: Option<Arc<DispatchWatch>>,
     ) -> Result<SendResult, SendError> {
         let Some(variant) = variant_of(msg) else {
             return Ok(rejected(RejectReason::Invalid, None));
@@ -276,7 +282,13 @@ impl<A: App> Session<A> {
         }
         let gated = self.core.config.action_gates == ActionGates::Enforced;
         let result = self
-            .dispatch_checked(typed, warnings, opts, Origin::agent(key, gated, tid))
+            .dispatch_checked(
+                typed,
+                warnings,
+                opts,
+                Origin::agent(key, gated, tid, follow.clone()),
+                follow,
+            )
             .await
             .map_err(SendError::Session)?;
         if let SendResult::Rejected { detail, .. } = &result {
@@ -326,7 +338,7 @@ impl<A: App> Session<A> {
         }
         match self.check_message(msg, self.core.config.policy) {
             Ok((typed, warnings)) => {
-                self.dispatch_checked(typed, warnings, opts, Origin::Human)
+                self.dispatch_checked(typed, warnings, opts, Origin::Plain, None)
                     .await
             }
             Err((detail, _)) => Ok(rejected(RejectReason::Invalid, Some(detail))),
@@ -339,7 +351,7 @@ impl<A: App> Session<A> {
         msg: A::Msg,
         opts: DispatchOptions,
     ) -> Result<SendResult, SessionError> {
-        self.dispatch_checked(msg, Vec::new(), opts, Origin::Human)
+        self.dispatch_checked(msg, Vec::new(), opts, Origin::Plain, None)
             .await
     }
 
@@ -351,13 +363,14 @@ impl<A: App> Session<A> {
         warnings: Vec<ValidationIssue>,
         opts: DispatchOptions,
         origin: Origin,
+        follow: Option<Arc<DispatchWatch>>,
     ) -> Result<SendResult, SessionError> {
         let timing = Timing {
             wait_for: opts.wait_for,
             quiet_ms: crate::clock::millis(opts.drain_quiet),
             cap_ms: crate::clock::millis(opts.timeout),
         };
-        let drained = self.enqueue_and_drain(msg, origin, timing).await?;
+        let drained = self.enqueue_and_drain(msg, origin, timing, follow).await?;
         if let Some(detail) = drained.refused {
             return Ok(rejected(RejectReason::Unavailable, Some(detail)));
         }

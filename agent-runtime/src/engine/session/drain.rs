@@ -1,11 +1,13 @@
 //! Enqueue a message and wait per `waitFor` (`docs/semantics.md` §5.2).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_schema::protocol::{DrainError, DrainReport, WaitFor};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::time::Instant;
 
+use super::progress::{DispatchWatch, OwnWork};
 use super::queue::{Applied, CommitNote, Origin};
 use super::{Published, Session, SessionError};
 use crate::app::App;
@@ -35,16 +37,23 @@ enum Step {
     Error(DrainError),
     /// This many notes were dropped because the waiter fell behind.
     Lagged(u64),
+    /// One of the dispatch's own effects reported progress or ended (`ended`).
+    Work {
+        ended: bool,
+    },
     Closed,
 }
 
 impl<A: App> Session<A> {
-    /// Enqueues `msg` and waits as `timing` says.
+    /// Enqueues `msg` and waits as `timing` says; a drain also waits for the effects the
+    /// message's commit started, passing their progress on to `follow`
+    /// (`docs/semantics.md` §5.6).
     pub(crate) async fn enqueue_and_drain(
         &self,
         msg: A::Msg,
         origin: Origin,
         timing: Timing,
+        follow: Option<Arc<DispatchWatch>>,
     ) -> Result<Drained, SessionError> {
         let core = &self.core;
         if self.is_closed() {
@@ -57,7 +66,9 @@ impl<A: App> Session<A> {
             timed_out: false,
             errors: Vec::new(),
             warnings: Vec::new(),
+            cancelled: Vec::new(),
         };
+        let mut own = OwnWork::default();
         if timing.wait_for == WaitFor::None {
             core.enqueue(msg, origin)
                 .map_err(|_| SessionError::Closed)?;
@@ -87,7 +98,10 @@ impl<A: App> Session<A> {
             _ = closed.wait_for(|c| *c) => return Err(SessionError::Closed),
             // An error means the task dropped the message unapplied: the session is ending.
             signal = committed => match signal {
-                Ok(Applied::Committed) => true,
+                Ok(Applied::Committed(started)) => {
+                    own = OwnWork::of(&started, follow);
+                    true
+                }
                 Ok(Applied::Refused(detail)) => {
                     report.duration_ms = t0.elapsed().as_millis() as u64;
                     return Ok(Drained {
@@ -135,11 +149,15 @@ impl<A: App> Session<A> {
                 let full = budget >= quiet;
                 let window_end = Instant::now() + budget;
                 loop {
-                    match next_step(&mut notes, &mut closed, window_end).await {
+                    match next_step(&mut notes, &mut closed, &mut own, window_end).await {
+                        // Quiet, but an effect of this message still runs: wait on.
+                        None if own.running() => continue 'drain,
                         None => {
                             report.timed_out = !full;
                             break 'drain;
                         }
+                        Some(Step::Work { ended: true }) => continue 'drain,
+                        Some(Step::Work { ended: false }) => {}
                         Some(Step::Commit) => {
                             report.effects_observed += 1;
                             continue 'drain;
@@ -160,6 +178,7 @@ impl<A: App> Session<A> {
                 report.errors.push(e);
             }
         }
+        report.cancelled = own.take_cancelled();
         report.duration_ms = t0.elapsed().as_millis() as u64;
         let after = core.published.borrow().clone();
         Ok(Drained {
@@ -174,11 +193,13 @@ impl<A: App> Session<A> {
 async fn next_step(
     notes: &mut tokio::sync::broadcast::Receiver<CommitNote>,
     closed: &mut tokio::sync::watch::Receiver<bool>,
+    own: &mut OwnWork,
     until: Instant,
 ) -> Option<Step> {
     tokio::select! {
         biased;
         _ = closed.wait_for(|c| *c) => Some(Step::Closed),
+        change = own.changed() => Some(Step::Work { ended: change.ended }),
         r = notes.recv() => Some(match r {
             Ok(CommitNote::Commit { .. }) => Step::Commit,
             Ok(CommitNote::Error(e)) => Step::Error(e),

@@ -1,4 +1,5 @@
-//! Effect tasks: each effect runs on its own tokio task and may send messages back.
+//! Effect tasks: each effect runs on its own tokio task, on the session's work board
+//! (`work.rs`), and may send messages back, report progress and be cancelled.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -6,30 +7,56 @@ use std::sync::Arc;
 use agent_schema::protocol::{DrainError, DrainErrorKind};
 use futures::FutureExt;
 
+use super::cancel;
 use super::queue::{CommitNote, Origin};
+use super::work::{End, Starter, WorkSlot};
 use super::{panic_text, SessionCore};
 use crate::app::{App, EffectContext, SessionClosed};
 
-pub(crate) fn spawn_effect<A: App>(core: &Arc<SessionCore<A>>, effect: A::Effect) {
+/// Starts `effect`, returned by the commit `seq` of `starter`'s message; `None` when it
+/// panicked before it could start (reported like a failure).
+pub(crate) fn spawn_effect<A: App>(
+    core: &Arc<SessionCore<A>>,
+    effect: A::Effect,
+    seq: u64,
+    starter: &Arc<Starter>,
+) -> Option<Arc<WorkSlot>> {
+    let slot = core.work.start(seq, starter.clone());
     let weak = Arc::downgrade(core);
-    let ctx = EffectContext::new(Arc::new(move |msg| match weak.upgrade() {
-        Some(core) => core.enqueue(msg, Origin::Plain).map(drop),
+    let enqueue = Arc::new(move |msg| match weak.upgrade() {
+        Some(core) => core.enqueue(msg, Origin::App).map(drop),
         None => Err(SessionClosed),
-    }));
+    });
+    let ctx = EffectContext::new(enqueue, slot.clone());
     let notes = core.notes.clone();
     let app = core.app.clone();
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| app.run_effect(effect, ctx)));
     match started {
         Ok(fut) => {
-            tokio::spawn(async move {
-                match AssertUnwindSafe(fut).catch_unwind().await {
+            let ended = slot.clone();
+            let weak = Arc::downgrade(core);
+            let task = tokio::spawn(async move {
+                let result = AssertUnwindSafe(fut).catch_unwind().await;
+                // An effect that returns once asked to stop was cancelled, whatever it returns.
+                if let Some(by) = ended.cancelled_by() {
+                    cancel::ended_cancelled(&weak, &ended, &by, false);
+                    return;
+                }
+                ended.finish(End::Done);
+                match result {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => report(&notes, format!("effect failed: {e}")),
                     Err(p) => report(&notes, format!("effect panicked: {}", panic_text(&*p))),
                 }
             });
+            slot.set_abort(task.abort_handle());
+            Some(slot)
         }
-        Err(p) => report(&notes, format!("effect panicked: {}", panic_text(&*p))),
+        Err(p) => {
+            slot.finish(End::Done);
+            report(&notes, format!("effect panicked: {}", panic_text(&*p)));
+            None
+        }
     }
 }
 

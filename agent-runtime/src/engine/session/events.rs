@@ -10,9 +10,10 @@ use std::sync::Arc;
 use agent_schema::protocol::{ConfirmEntry, LogEntry};
 use serde_json::value::RawValue;
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use super::retained::{self, RetainedRing, RingCharge};
+use super::work::WorkBoard;
 use super::Published;
 use crate::algo::diff::PatchOp;
 use crate::config::json_len;
@@ -61,7 +62,7 @@ struct StateEvent {
 pub struct SessionEvent {
     /// The session's event id (the snapshot's events share the newest id).
     pub id: u64,
-    /// `state`, `log` or `confirm`.
+    /// `state`, `log`, `confirm` or `work` (the running effects, `{"work": [...]}`).
     pub name: &'static str,
     /// The event's data as JSON text (a state is embedded as its snapshot's text, never
     /// serialized again).
@@ -312,6 +313,7 @@ pub(crate) fn subscribe(
         live,
         last_id: h.newest,
         last_state_sent: None,
+        work: None,
         _hold: hold,
     };
     match replay_from {
@@ -379,18 +381,51 @@ pub struct Subscription {
     last_id: u64,
     /// The commit number of the last state sent.
     last_state_sent: Option<u64>,
+    /// The session's running effects, sent as a `work` event whenever they change (coalesced:
+    /// the latest list, never a queue).
+    work: Option<WorkFeed>,
     /// A subscriber keeps the session from being closed as idle.
     _hold: SessionHold,
 }
 
+/// What a subscription follows of the session's running effects.
+#[derive(Debug)]
+struct WorkFeed {
+    board: Arc<WorkBoard>,
+    changed: watch::Receiver<u64>,
+}
+
 impl Subscription {
+    /// Follows `board`: a `work` event at once when effects are running, then at each change.
+    pub(crate) fn with_work(mut self, board: Arc<WorkBoard>) -> Self {
+        let mut changed = board.follow();
+        if !board.list().is_empty() {
+            changed.mark_changed();
+        }
+        self.work = Some(WorkFeed { board, changed });
+        self
+    }
+
     /// The next event, or `None` once the stream is over.
     pub async fn next(&mut self) -> Option<SessionEvent> {
         if let Some(e) = self.next_initial() {
             return e;
         }
         loop {
-            match self.live.recv().await {
+            let received = match &mut self.work {
+                Some(feed) => tokio::select! {
+                    biased;
+                    r = self.live.recv() => r,
+                    Ok(()) = feed.changed.changed() => {
+                        feed.changed.borrow_and_update();
+                        let work = feed.board.list();
+                        let text = serde_json::json!({ "work": work }).to_string();
+                        return Some(SessionEvent { id: self.last_id, name: "work", text });
+                    }
+                },
+                None => self.live.recv().await,
+            };
+            match received {
                 Ok(p) if p.id <= self.last_id => continue,
                 Ok(p) => {
                     self.last_id = p.id;

@@ -39,6 +39,11 @@ pub(crate) struct KeyedDispatch {
 pub(crate) struct KeyReceipt(oneshot::Receiver<KeyOutcome>);
 
 impl KeyedDispatch {
+    /// The `idempotencyKey`.
+    pub(crate) fn key(&self) -> &str {
+        &self.key
+    }
+
     /// The key `key` of token `tid` for the message `msg` (JSON text), first seen at
     /// `created_at`; the receipt reads what its commit reports.
     pub(crate) fn new(

@@ -99,7 +99,7 @@ async fn send_keyed(
     let (dispatch, receipt): (KeyedDispatch, KeyReceipt) =
         KeyedDispatch::new("t".into(), key.into(), msg.to_string(), session.now_ms());
     let result = session
-        .send_message_within_budgets(&msg, None, idle(), Some("t"), Some(dispatch))
+        .send_message_within_budgets(&msg, None, idle(), Some("t"), Some(dispatch), None)
         .await
         .unwrap();
     (result, receipt.outcome())
@@ -122,7 +122,7 @@ async fn the_commit_records_the_key_once_and_reports_it() {
     let (_, outcome) = send_keyed(&session, inc.clone(), "k2").await;
     assert_eq!(outcome, KeyOutcome::Recorded);
     session
-        .send_message_within_budgets(&inc, None, idle(), Some("t"), None)
+        .send_message_within_budgets(&inc, None, idle(), Some("t"), None, None)
         .await
         .unwrap();
     assert_eq!(session.with_state(|s| s.n), 3);

@@ -7,6 +7,7 @@
 pub(crate) mod activity;
 mod admission;
 mod approval;
+mod cancel;
 mod catch_up;
 mod commit_log;
 pub(crate) mod confirm;
@@ -29,6 +30,7 @@ mod outcome;
 mod patches;
 mod pending;
 pub(crate) mod persist;
+pub(crate) mod progress;
 mod proposals;
 mod published;
 mod queue;
@@ -38,6 +40,7 @@ mod retained;
 mod task;
 mod undo;
 mod undo_record;
+mod work;
 
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
@@ -57,6 +60,7 @@ use crate::security::{AuditEntry, AuditEvent, AuditSink};
 pub(crate) use crate::app::SessionClosed;
 #[cfg(feature = "mcp")]
 pub(crate) use approval::Decider;
+pub(crate) use cancel::{CancelRefused, Canceller, WorkSelector};
 pub use dispatch::EditedApprovalError;
 pub(crate) use dispatch::SendError;
 pub use dispatch_options::DispatchOptions;
@@ -131,6 +135,8 @@ pub(crate) struct SessionCore<A: App> {
     undo: mpsc::UnboundedSender<undo::UndoRequest>,
     /// Their receiving end, taken by the task when it starts.
     undo_rx: Mutex<Option<mpsc::UnboundedReceiver<undo::UndoRequest>>>,
+    /// The effects running now (`docs/semantics.md` §5.6).
+    work: Arc<work::WorkBoard>,
 }
 
 /// Keeps a session from being closed as idle while it is alive
@@ -332,6 +338,7 @@ impl<A: App> Session<A> {
             refresh: tokio::sync::Notify::new(),
             stored: watch::channel(in_memory).0,
             log_dirty: tokio::sync::Notify::new(),
+            work: work::WorkBoard::new(),
         });
         retained::attach(&core.events);
         retained::attach(&core.log);
@@ -354,8 +361,10 @@ impl<A: App> Session<A> {
                 persist::first_write(&core, first).await;
             }
             core.stored.send_replace(true);
+            let starter = Arc::new(work::Starter::app());
+            let seq = core.published.borrow().seq;
             for effect in effects {
-                effects::spawn_effect(&core, effect);
+                effects::spawn_effect(&core, effect, seq, &starter);
             }
             task::run(core, rx).await;
         });
@@ -425,6 +434,7 @@ impl<A: App> Session<A> {
     pub fn subscribe(&self, last_event_id: Option<&str>) -> Subscription {
         let pending = self.pending();
         events::subscribe(&self.core.events, last_event_id, pending, self.hold())
+            .with_work(self.core.work.clone())
     }
 
     /// Holds the session: the host does not close it as idle while the returned guard is

@@ -7,7 +7,11 @@ use agent_schema::protocol::DrainError;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use std::sync::Arc;
+
 use super::keyed::KeyedDispatch;
+use super::progress::DispatchWatch;
+use super::work::WorkSlot;
 
 /// A message waiting in a session's inbox.
 pub(crate) struct Envelope<M> {
@@ -19,10 +23,10 @@ pub(crate) struct Envelope<M> {
 }
 
 /// What the task did with a watched message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) enum Applied {
-    /// Applied and committed.
-    Committed,
+    /// Applied and committed; the effects its commit started.
+    Committed(Vec<Arc<WorkSlot>>),
     /// An agent's message refused when its turn came: the action was no longer offered in
     /// the state it would have been applied to (the detail says why).
     Refused(String),
@@ -32,10 +36,10 @@ pub(crate) enum Applied {
 /// gates when its turn comes, a keyed message's commit records its key, an approved
 /// confirmation needs work after its commit.
 pub(crate) enum Origin {
-    /// An effect's message.
+    /// The human.
     Plain,
-    /// The human's message (`dispatch_as_human`, `dispatch_msg`).
-    Human,
+    /// An effect (the app itself).
+    App,
     /// An agent's message (boxed, like an approval).
     Agent(Box<AgentDispatch>),
     /// A human approval of a proposal (boxed: it is rare, and it would make every queued
@@ -47,28 +51,36 @@ pub(crate) enum Origin {
 pub(crate) struct AgentDispatch {
     /// The `idempotencyKey` of a keyed `/message`: its commit records it.
     pub key: Option<KeyedDispatch>,
-    /// The sending token's id, for the `blocked` log entry of a refusal and the commit's
-    /// undo record.
+    /// The sending token's id, for the `blocked` log entry of a refusal and the effects its
+    /// commit starts.
     pub tid: Option<String>,
-    /// Whether the task checks the action gates again at its turn (enforced gates).
+    /// Checked again against the action gates at its turn (enforced gates).
     pub gated: bool,
+    /// What the caller follows of the effects its commit starts.
+    pub follow: Option<Arc<DispatchWatch>>,
 }
 
 impl Origin {
     /// A message from an agent: with the key its commit records when it has one. Under
     /// enforced action gates (`gated`) the task checks it again at its turn
-    /// (`docs/semantics.md` §5.1).
-    pub(crate) fn agent(key: Option<KeyedDispatch>, gated: bool, tid: Option<&str>) -> Origin {
+    /// (`docs/semantics.md` §5.1); its effects are the token's work (§5.6).
+    pub(crate) fn agent(
+        key: Option<KeyedDispatch>,
+        gated: bool,
+        tid: Option<&str>,
+        follow: Option<Arc<DispatchWatch>>,
+    ) -> Origin {
         Origin::Agent(Box::new(AgentDispatch {
             key,
             tid: tid.map(str::to_owned),
             gated,
+            follow,
         }))
     }
 }
 
 impl Origin {
-    /// The agent's dispatch when the task must check it against the action gates.
+    /// The agent's message, when the task checks it again at its turn.
     pub(crate) fn gated(&self) -> Option<&AgentDispatch> {
         match self {
             Origin::Agent(agent) if agent.gated => Some(agent),

@@ -202,6 +202,20 @@ impl<A: App> Session<A> {
         since: Option<u64>,
         timeout_ms: u64,
     ) -> Result<WaitResponse, SessionError> {
+        self.wait_for_change_or_work(path, since, timeout_ms, false)
+            .await
+    }
+
+    /// [`Self::wait_for_change_since`]; with `progress`, a change of the running work (an
+    /// effect started, ended, was cancelled or reported progress) answers `progress` first
+    /// (`docs/semantics.md` §5.6). Every answer carries the running work.
+    pub(crate) async fn wait_for_change_or_work(
+        &self,
+        path: Option<&str>,
+        since: Option<u64>,
+        timeout_ms: u64,
+        progress: bool,
+    ) -> Result<WaitResponse, SessionError> {
         if let Some(since) = since {
             let published = self.published();
             if published.seq != since {
@@ -215,6 +229,7 @@ impl<A: App> Session<A> {
                         status: WaitStatus::Changed,
                         state_after: published.state(),
                         seq: Some(published.seq),
+                        work: self.running_work(),
                     });
                 }
             }
@@ -229,10 +244,20 @@ impl<A: App> Session<A> {
         let mut rx = self.core.published.subscribe();
         let baseline = resolve(&rx.borrow_and_update().state);
         let mut closed = self.core.closed.subscribe();
+        let mut work = self.core.work.follow();
+        work.borrow_and_update();
         let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
         loop {
             tokio::select! {
                 _ = closed.wait_for(|c| *c) => return Err(SessionError::Closed),
+                Ok(()) = work.changed(), if progress => {
+                    return Ok(WaitResponse {
+                        status: WaitStatus::Progress,
+                        state_after: Value::Null,
+                        seq: None,
+                        work: self.running_work(),
+                    });
+                }
                 r = rx.changed() => {
                     if r.is_err() {
                         return Err(SessionError::Closed);
@@ -246,6 +271,7 @@ impl<A: App> Session<A> {
                             status: WaitStatus::Changed,
                             state_after: state.to_value(),
                             seq: Some(seq),
+                            work: self.running_work(),
                         });
                     }
                 }
@@ -254,6 +280,7 @@ impl<A: App> Session<A> {
                         status: WaitStatus::Timeout,
                         state_after: Value::Null,
                         seq: None,
+                        work: self.running_work(),
                     });
                 }
             }

@@ -4,11 +4,14 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_schema::protocol::{DrainError, DrainErrorKind, LogKind};
+use agent_schema::protocol::{DrainError, DrainErrorKind, LogKind, StartedBy};
+use agent_schema::AgentMsg as _;
 use tokio::sync::mpsc;
 
+use super::cancel::{self, Canceller};
 use super::events::EventBody;
 use super::queue::{Applied, Approval, CommitNote, Envelope, Origin};
+use super::work::Starter;
 use super::{activity, catch_up, effects, panic_text, persist, Published, SessionCore};
 use crate::app::App;
 
@@ -77,6 +80,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
     let prev = core.published.borrow().clone();
     let retry = persist::retry_copy(core, &env.msg);
     let author = super::undo::author(core, &env);
+    let variant = env.msg.variant_name();
     let (outcome, next, snapshot) = {
         let mut state = core.state.write();
         // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
@@ -119,10 +123,11 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
         }
     };
     let (mut outcome, mut published) = (outcome, published);
-    let (key, approval) = match env.origin {
-        Origin::Plain | Origin::Human => (None, None),
-        Origin::Agent(agent) => (agent.key, None),
-        Origin::Approved(approval) => (None, Some(approval)),
+    let starter = work_starter(core, &env.origin, variant);
+    let (key, approval, follow) = match env.origin {
+        Origin::Plain | Origin::App => (None, None, None),
+        Origin::Agent(agent) => (agent.key, None, agent.follow),
+        Origin::Approved(approval) => (None, Some(approval), None),
     };
     // Durable before anyone sees it, and before its effects start. Another replica may have
     // committed first: the message is then applied again on the state it stored.
@@ -167,9 +172,28 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
     core.committed_through
         .store(env.ticket, std::sync::atomic::Ordering::Release);
     core.notes.send(CommitNote::Commit { ticket: env.ticket });
+    // Started before the waiter wakes, so its drain follows them (`docs/semantics.md` §5.6).
+    let started: Vec<_> = if effects.is_empty() {
+        Vec::new()
+    } else {
+        let starter = Arc::new(starter);
+        effects
+            .into_iter()
+            .filter_map(|effect| effects::spawn_effect(core, effect, published.seq, &starter))
+            .collect()
+    };
+    if let Some(follow) = follow {
+        let weak = Arc::downgrade(core);
+        let slots = started.clone();
+        follow.arm(Box::new(move || {
+            if let Some(core) = weak.upgrade() {
+                cancel::cancel_slots(&core, &slots, Canceller::McpClient);
+            }
+        }));
+    }
     // After the note, so the waiter finds it queued when it wakes.
     if let Some(committed) = env.committed {
-        let _ = committed.send(Applied::Committed);
+        let _ = committed.send(Applied::Committed(started));
     }
     core.events
         .lock()
@@ -199,7 +223,35 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
         core.append_log(entry);
         core.confirm_changed.send_modify(|v| *v += 1);
     }
-    for effect in effects {
-        effects::spawn_effect(core, effect);
+}
+
+/// What started the effects of a message from `origin` of `variant`.
+fn work_starter<A: App>(core: &SessionCore<A>, origin: &Origin, variant: &str) -> Starter {
+    let (started_by, tid, key) = match origin {
+        Origin::Plain => (StartedBy::Human, None, None),
+        Origin::App => return Starter::app(),
+        Origin::Agent(agent) => {
+            let key = agent
+                .follow
+                .as_ref()
+                .and_then(|f| f.key().map(str::to_owned))
+                .or_else(|| agent.key.as_ref().map(|k| k.key().to_owned()));
+            (StartedBy::Agent, agent.tid.clone(), key)
+        }
+        Origin::Approved(approval) => match &approval.tid {
+            Some(tid) => (StartedBy::Agent, Some(tid.clone()), None),
+            None => (StartedBy::Human, None, None),
+        },
+    };
+    let intent = core
+        .catalog
+        .annotations(variant)
+        .and_then(|a| a.intent.clone());
+    Starter {
+        started_by,
+        tid,
+        key,
+        variant: Some(variant.to_owned()),
+        intent,
     }
 }

@@ -114,8 +114,8 @@ pub(crate) struct Authored {
 pub(crate) fn author<A: App>(core: &SessionCore<A>, env: &Envelope<A::Msg>) -> Authored {
     let _ = core;
     let (by, tid) = match &env.origin {
-        Origin::Plain => (Author::App, None),
-        Origin::Human => (Author::Human, None),
+        Origin::App => (Author::App, None),
+        Origin::Plain => (Author::Human, None),
         Origin::Agent(agent) => (Author::Agent, agent.tid.clone()),
         Origin::Approved(approval) => (Author::Agent, approval.tid.clone()),
     };

@@ -187,7 +187,7 @@ macro_rules! impl_sql_sessions {
                 $crate::engine::store::StoreResult<$crate::engine::store::Committed>,
             > {
                 use $crate::engine::store::sql_values::{
-                    to_db, Param, LOG_PATCH, SNAPSHOT_STATE,
+                    to_db, Param, LOG_PATCH, SNAPSHOT_STATE, UNDO_RECORD,
                 };
                 use $crate::engine::store::{Committed, SNAPSHOT_BYTES, SNAPSHOT_EVERY};
                 Box::pin(async move {
@@ -240,7 +240,11 @@ macro_rules! impl_sql_sessions {
                         None => Vec::new(),
                     };
                     let undo_params: Vec<Param<'_>> = match w.undo {
-                        Some(u) => vec![w.id.into(), to_db(w.seq).into(), u.into()],
+                        Some(u) => vec![
+                            w.id.into(),
+                            to_db(w.seq).into(),
+                            Param::Document(u, UNDO_RECORD),
+                        ],
                         None => Vec::new(),
                     };
                     let mut statements: Vec<(&str, &[Param<'_>], bool)> = Vec::new();
@@ -391,7 +395,7 @@ macro_rules! impl_sql_sessions {
                 use $crate::engine::store::sql_values::{from_db, to_db};
                 Box::pin(async move {
                     let rows: Vec<(i64, String)> = sqlx::query_as(
-                        "SELECT seq, record FROM agent_session_undo \
+                        "SELECT seq, CAST(record AS TEXT) FROM agent_session_undo \
                          WHERE session_id = $1 AND seq > $2 ORDER BY seq",
                     )
                     .bind(id)

@@ -278,18 +278,18 @@ fn control(conn: &Connection, sql: &str) -> Result<(), StoreError> {
 
 /// Runs one statement; answers the rows it changed.
 fn run(conn: &Connection, sql: &str, params: &[Value]) -> rusqlite::Result<u64> {
-    let piecewise = params.iter().find_map(|p| match p {
-        Value::Document(text, column) if text.len() > PIECE_BYTES => Some((text, *column)),
+    let piecewise = params.iter().enumerate().find_map(|(i, p)| match p {
+        Value::Document(text, column) if text.len() > PIECE_BYTES => Some((i, text, *column)),
         _ => None,
     });
-    let Some((text, column)) = piecewise else {
+    let Some((at, text, column)) = piecewise else {
         let mut statement = conn.prepare_cached(sql)?;
         bind(&mut statement, params, None)?;
         return Ok(u64::try_from(statement.raw_execute()?).unwrap_or(u64::MAX));
     };
     // The row the statement wrote (none: an upsert whose condition left it alone).
     let mut statement = conn.prepare_cached(&format!("{sql} RETURNING rowid"))?;
-    bind(&mut statement, params, Some(text))?;
+    bind(&mut statement, params, Some(at))?;
     let rowid: Option<i64> = {
         let mut rows = statement.raw_query();
         let rowid = match rows.next()? {
@@ -311,14 +311,14 @@ fn run(conn: &Connection, sql: &str, params: &[Value]) -> rusqlite::Result<u64> 
     for (i, piece) in text.as_bytes().chunks(PIECE_BYTES).enumerate() {
         blob.write_at(piece, i * PIECE_BYTES)?;
     }
-    Ok(1)
+    Ok(conn.changes())
 }
 
-/// Binds `params` to `$1`…; `piecewise` (one of them) as a zeroblob of its length.
+/// Binds `params` to `$1`…; the one at index `piecewise` as a zeroblob of its length.
 fn bind(
     statement: &mut rusqlite::CachedStatement<'_>,
     params: &[Value],
-    piecewise: Option<&String>,
+    piecewise: Option<usize>,
 ) -> rusqlite::Result<()> {
     for (i, param) in params.iter().enumerate() {
         let name = NAMES
@@ -328,7 +328,7 @@ fn bind(
             .parameter_index(name)?
             .ok_or_else(|| rusqlite::Error::InvalidParameterName((*name).to_owned()))?;
         match param {
-            Value::Document(v, _) if piecewise.is_some_and(|p| std::ptr::eq(p, v)) => {
+            Value::Document(v, _) if piecewise == Some(i) => {
                 let len = i32::try_from(v.len()).map_err(|_| {
                     rusqlite::Error::ToSqlConversionFailure(
                         format!("a {} byte document is over SQLite's limit", v.len()).into(),

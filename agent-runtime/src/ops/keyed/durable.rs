@@ -181,6 +181,7 @@ async fn rebuilt<S: KeyedServer>(server: &S, session: &str, seq: u64) -> StoredA
             timed_out: false,
             errors: Vec::new(),
             warnings: Vec::new(),
+            cancelled: Vec::new(),
         },
         state_after: None,
         // The commit that applied it.

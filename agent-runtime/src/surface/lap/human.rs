@@ -39,6 +39,10 @@ pub(crate) fn human_routes<A: App>(server: &ServerState<A>) -> Router {
         human_decide(s.clone(), id, confirm, req)
     };
     let s = server.clone();
+    let cancel = move |Path((id, work)): Path<(String, String)>, req: Request| {
+        human_cancel(s.clone(), id, work, req)
+    };
+    let s = server.clone();
     let events = move |Path(id): Path<String>, q: Query<EventsQuery>, req: Request| {
         human_events(s.clone(), id, q.0, req)
     };
@@ -47,6 +51,7 @@ pub(crate) fn human_routes<A: App>(server: &ServerState<A>) -> Router {
         .route("/agent/human/sessions/{id}", any(one))
         .route("/agent/human/sessions/{id}/dispatch", any(dispatch))
         .route("/agent/human/sessions/{id}/confirms/{confirm}", any(decide))
+        .route("/agent/human/sessions/{id}/work/{work}/cancel", any(cancel))
         .route(
             "/agent/human/sessions/{id}/events",
             get(events).fallback(|| async { ApiError::method_not_allowed() }),
@@ -136,6 +141,7 @@ async fn human_session<A: App>(server: ServerState<A>, id: String, req: Request)
         log: session.recent_log(usize::MAX, None),
         last_event_id: session.last_event_id(),
         agents,
+        work: session.running_work(),
     };
     match serde_json::to_string(&view) {
         Ok(text) => json_text_ok(text),
@@ -153,6 +159,8 @@ struct HumanView {
     log: Vec<agent_schema::protocol::LogEntry>,
     last_event_id: u64,
     agents: Vec<AgentSession>,
+    /// The running effects (`docs/semantics.md` §5.6).
+    work: Vec<agent_schema::protocol::Work>,
 }
 
 async fn human_dispatch<A: App>(server: ServerState<A>, id: String, req: Request) -> Response {
@@ -228,6 +236,31 @@ async fn human_decide<A: App>(
         Ok(body) => json_ok(&body),
         Err(e) => e.into_response(),
     }
+}
+
+/// `POST …/work/{work}/cancel`: the human cancels one running effect of the session
+/// (`docs/semantics.md` §5.6): `{"status": "cancelled"}`, or `{"status": "not-running"}`
+/// when it already ended.
+async fn human_cancel<A: App>(
+    server: ServerState<A>,
+    id: String,
+    work: String,
+    req: Request,
+) -> Response {
+    let (parts, _) = req.into_parts();
+    let session = match session_access(&server, &parts, Method::POST, &id).await {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    let Ok(work) = work.parse::<u64>() else {
+        return ApiError::invalid("the work id must be a non-negative integer").into_response();
+    };
+    let status = if session.cancel_work(work) {
+        "cancelled"
+    } else {
+        "not-running"
+    };
+    json_ok(&json!({ "status": status }))
 }
 
 /// Query of the events route.

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::human_access::{access, is_paired_session, NOT_YOURS};
 use crate::app::App;
 use crate::engine::paired::drives_paired_session;
-use crate::engine::paired::records::within_grace;
+use crate::engine::paired::records::claimable;
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::{Operation, ServerState};
 use crate::security::{AuditEntry, AuditEvent, TokenRecord, TokenStatus};
@@ -58,7 +58,8 @@ pub(super) async fn owner_route<A: App>(
     Some(answer.map_or_else(IntoResponse::into_response, |v| json_ok(&v)))
 }
 
-/// The live paired tokens of `uid` (a revoked token, or one past its resume grace, is gone).
+/// The live paired tokens of `uid`: a closed one while it can be claimed (until its hard
+/// expiry), so its owner sees it and can close it; a revoked one is gone.
 async fn live_records<A: App>(
     server: &ServerState<A>,
     uid: &str,
@@ -72,7 +73,7 @@ async fn live_records<A: App>(
         .filter(drives_paired_session)
         .filter(|r| match r.status {
             TokenStatus::Revoked => false,
-            TokenStatus::PendingResume => within_grace(r, now),
+            TokenStatus::PendingResume => claimable(r, now),
             _ => true,
         })
         .collect())

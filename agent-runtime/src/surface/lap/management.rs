@@ -242,6 +242,9 @@ async fn issue<A: App>(
     set_cookie: Option<String>,
     now: u64,
 ) -> Result<Response, ApiError> {
+    // The hard expiry is the server's option (`ServerOptions::hard_expiry`), from the mint.
+    let mut record = record;
+    record.expires_at = now.saturating_add(server.options().hard_expiry_ms());
     let body = json!({
         "token": token,
         "tid": record.tid,

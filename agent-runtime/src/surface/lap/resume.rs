@@ -1,6 +1,7 @@
 //! `/agent/resume/list` and `/agent/resume/claim` (`docs/pairing.md` §Token / session lifecycle):
-//! the owner of a paired session whose socket closed finds it within the grace window and
-//! claims it, which rotates the bearer (the old token then answers 401).
+//! the owner of a paired session whose socket closed finds it, within the grace window or past
+//! it until the token's hard expiry (a laptop that slept), and claims it, which rotates the
+//! bearer (the old token then answers 401).
 
 use axum::extract::Request;
 use axum::http::Method;
@@ -11,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::body::{check_content_length, read_json};
 use crate::app::App;
-use crate::engine::paired::records::within_grace;
+use crate::engine::paired::records::{claimable, within_grace};
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
 use crate::security::{lifecycle, mint_token, AuditEntry, AuditEvent, LifecycleError, TokenRecord};
@@ -60,18 +61,15 @@ async fn admit<A: App>(
     Ok((uid, body, parts))
 }
 
-/// A paired record of `uid` still inside its grace window (a store failure is an error).
+/// A paired record of `uid` its owner can claim: closed, inside its grace window or past it,
+/// before its hard expiry (a store failure is an error).
 async fn resumable<A: App>(
     server: &ServerState<A>,
     uid: &str,
     tid: &str,
 ) -> Result<Option<TokenRecord>, ApiError> {
     let found = server.tokens().find_by_tid(tid).await?;
-    Ok(found.filter(|r| {
-        crate::engine::paired::drives_paired_session(r)
-            && r.uid.as_deref() == Some(uid)
-            && within_grace(r, server.now())
-    }))
+    Ok(found.filter(|r| r.uid.as_deref() == Some(uid) && claimable(r, server.now())))
 }
 
 async fn list<A: App>(server: ServerState<A>, req: Request) -> Result<Value, ApiError> {
@@ -84,12 +82,16 @@ async fn list<A: App>(server: ServerState<A>, req: Request) -> Result<Value, Api
     for tid in tids.iter().filter_map(Value::as_str).take(MAX_LISTED) {
         if let Some(r) = resumable(&server, &uid, tid).await? {
             let session = r.to_agent_session();
+            // LLui's five keys, then ours: whether the grace window is over (only a claim
+            // resumes it then, not the same bearer) and the hard expiry that ends the offer.
             sessions.push(json!({
                 "tid": session.tid,
                 "label": session.label,
                 "status": session.status,
                 "createdAt": session.created_at,
                 "lastSeenAt": session.last_seen_at,
+                "pastGrace": !within_grace(&r, server.now()),
+                "expiresAt": r.expires_at,
             }));
         }
     }
@@ -109,6 +111,8 @@ async fn claim<A: App>(server: ServerState<A>, req: Request) -> Result<Value, Ap
         .ok_or_else(ApiError::revoked)?;
     let (token, hash) = mint_token();
     let now = server.now();
+    // Audited: a claim past the grace window resumed a session its app had left for longer.
+    let past_grace = !within_grace(&record, now);
     // The rotation is one conditional write: a revoke (or the app's return) that landed
     // first wins, and a failed write hands out no token (the old one stays the bearer).
     match lifecycle::claim(&**server.tokens(), &record.tid, hash, now).await {
@@ -126,7 +130,7 @@ async fn claim<A: App>(server: ServerState<A>, req: Request) -> Result<Value, Ap
             AuditEntry::new(
                 now,
                 AuditEvent::Claim,
-                json!({"path": "/agent/resume/claim"}),
+                json!({"path": "/agent/resume/claim", "pastGrace": past_grace}),
             )
             .with_tid(record.tid.clone())
             .with_uid(Some(uid)),

@@ -26,7 +26,7 @@ use crate::ops::ToolHints;
 
 /// Tool names are at most this long (MCP clients refuse longer ones).
 const MAX_NAME: usize = 64;
-/// Every action tool's name starts so, apart from the 18 tools.
+/// Every action tool's name starts so, apart from the 19 tools.
 const PREFIX: &str = "do_";
 
 /// One variant of the app as a tool.

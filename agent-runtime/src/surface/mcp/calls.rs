@@ -30,7 +30,7 @@ pub(crate) fn server_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
 }
 
-/// A surface's 18 tools with their input schemas, generated once.
+/// A surface's 19 tools with their input schemas, generated once.
 #[derive(Debug, Clone)]
 pub(crate) struct ToolCatalog {
     specs: Vec<ToolSpec>,

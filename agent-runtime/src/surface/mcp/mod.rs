@@ -1,4 +1,4 @@
-//! MCP (`docs/lap.md` §7, §8): the 18 tools, declared once and served by two surfaces.
+//! MCP (`docs/lap.md` §7, §8): the 19 tools, declared once and served by two surfaces.
 //!
 //! - `server`: `/agent/mcp` on the app server, MCP Streamable HTTP on rmcp's
 //!   `StreamableHttpService` behind an admission layer that bounds the sessions; a tool runs

@@ -159,7 +159,7 @@ fn operation_tool(op: &Operation) -> ToolSpec {
     }
 }
 
-/// The 18 tools of `surface`, in listing order: `connect_session`, one per operation,
+/// The 19 tools of `surface`, in listing order: `connect_session`, one per operation,
 /// `disconnect_session`.
 pub(crate) fn tools(surface: Surface) -> impl Iterator<Item = ToolSpec> {
     let connect = match surface {
@@ -183,14 +183,14 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn eighteen_tools_per_surface_with_unique_names() {
+    fn nineteen_tools_per_surface_with_unique_names() {
         for surface in [Surface::Server, Surface::Bridge] {
             let names: Vec<&str> = tools(surface).map(|t| t.name).collect();
-            assert_eq!(names.len(), 18);
+            assert_eq!(names.len(), 19);
             let mut unique = names.clone();
             unique.sort_unstable();
             unique.dedup();
-            assert_eq!(unique.len(), 18);
+            assert_eq!(unique.len(), 19);
         }
     }
 

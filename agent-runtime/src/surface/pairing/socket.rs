@@ -92,13 +92,15 @@ async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
     )
     .await;
     // A store that failed is not the caller's failure.
-    if matches!(verified, Err(AuthError::AuthFailed | AuthError::Revoked)) {
+    if matches!(verified, Err(ref e) if e.refused_credential()) {
         server.auth_failed(&address, WS_PATH, None).await;
     }
     let record = match verified {
         Ok(r) => r,
         Err(AuthError::Revoked) => return StatusCode::FORBIDDEN.into_response(),
-        Err(AuthError::AuthFailed) => return StatusCode::UNAUTHORIZED.into_response(),
+        Err(AuthError::AuthFailed | AuthError::Lapsed(_)) => {
+            return StatusCode::UNAUTHORIZED.into_response()
+        }
         Err(AuthError::StoreFailed) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     };
     if !crate::engine::paired::drives_paired_session(&record) {
@@ -275,6 +277,13 @@ async fn run<A: App>(
                         .is_none_or(|r| r.status == TokenStatus::Revoked || r.expires_at <= now),
                     Err(_) => false,
                 };
+                // The app holding its socket uses the token: the sliding TTL runs from when
+                // the socket closed, or from the agent's last call, not while the app is open.
+                if !gone && server.options().sliding_ttl_ms().is_some_and(|ttl| ttl > 0) {
+                    if let Err(e) = lifecycle::touch(&**server.tokens(), &tid, now).await {
+                        tracing::warn!(tid = %tid, "pairing: the token's use not stored: {e}");
+                    }
+                }
                 let silent = last_heard.elapsed();
                 if gone {
                     tracing::info!(tid = %tid, "pairing: the token expired or was revoked; closing");

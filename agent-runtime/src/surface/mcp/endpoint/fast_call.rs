@@ -39,7 +39,7 @@ use serde_json::Value;
 use super::bound_token::BoundToken;
 use super::client_confirm::InClient;
 use super::registry::McpSessions;
-use super::run::{BoundCall, Generation, ToolAnswer, ToolCall, ToolRunner};
+use super::run::{BoundCall, ClientAsks, Generation, ToolAnswer, ToolCall, ToolRunner};
 use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::ops::Operation;
@@ -88,7 +88,8 @@ pub(super) async fn answer<A: App>(
                 && meta.capabilities
         }
     };
-    if !meta_fits {
+    // A call that asks for progress is rmcp's: it sends the notifications.
+    if !meta_fits || meta.progress {
         return None;
     }
     if generation == Generation::Stateless && !names_tool(headers, &request.params.name) {
@@ -114,7 +115,17 @@ pub(super) async fn answer<A: App>(
     // A legacy session's cache is never read (above); a 2026-07-28 request starts with none.
     let cache = DescriptionCache::default();
     let answer = runner
-        .run(call, binding, verified, generation, &cache, &InClient::No)
+        .run(
+            call,
+            binding,
+            verified,
+            generation,
+            &cache,
+            ClientAsks {
+                in_client: &InClient::No,
+                follow: None,
+            },
+        )
         .await
         .ok()?;
     Some(json_response(request.id, answer, generation))
@@ -183,6 +194,8 @@ impl PlainParams {
 struct MetaView {
     version: Option<String>,
     capabilities: bool,
+    /// A `progressToken` is given.
+    progress: bool,
 }
 
 impl<'de> Deserialize<'de> for MetaView {
@@ -216,6 +229,10 @@ impl<'de> Visitor<'de> for MetaVisitor {
                     let value: Value = map.next_value()?;
                     view.capabilities = ClientCapabilities::deserialize(&value).is_ok();
                 }
+                MetaKey::Progress => {
+                    map.next_value::<IgnoredAny>()?;
+                    view.progress = true;
+                }
                 MetaKey::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -229,6 +246,7 @@ impl<'de> Visitor<'de> for MetaVisitor {
 enum MetaKey {
     Version,
     Capabilities,
+    Progress,
     Other,
 }
 
@@ -246,6 +264,7 @@ impl<'de> Deserialize<'de> for MetaKey {
                 Ok(match key {
                     META_VERSION => MetaKey::Version,
                     META_CAPABILITIES => MetaKey::Capabilities,
+                    "progressToken" => MetaKey::Progress,
                     _ => MetaKey::Other,
                 })
             }

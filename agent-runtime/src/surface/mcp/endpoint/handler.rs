@@ -1,5 +1,5 @@
 //! The MCP server handler of `/agent/mcp`: one per MCP session (rmcp builds it at
-//! `initialize`). It serves the 18 tools; the session's binding lives in the registry, keyed by
+//! `initialize`). It serves the 19 tools; the session's binding lives in the registry, keyed by
 //! the `mcp-session-id` of each request, and an operation's tool runs through the operation
 //! gate with the bound token as the credential, so the whole gate applies (auth, rate limit,
 //! activation, log, audit, idempotency) with no HTTP request in between.
@@ -24,8 +24,11 @@ use super::bound_token::BoundToken;
 use super::client_confirm::InClient;
 use super::disk_bounds;
 use super::notify::{self, Interest, Outlet, WatchSlot};
+use super::progress;
 use super::restore;
-use super::run::{Generation, ToolAnswer, ToolCall, ToolRunner, STATELESS_NEEDS_BEARER};
+use super::run::{
+    ClientAsks, Generation, ToolAnswer, ToolCall, ToolRunner, STATELESS_NEEDS_BEARER,
+};
 use super::McpState;
 use crate::app::App;
 use crate::ops::budget::Asked;
@@ -137,12 +140,15 @@ impl<A: App> McpHandler<A> {
         )
         .await;
         // A store that failed is not the caller's failure.
-        if matches!(verified, Err(AuthError::AuthFailed | AuthError::Revoked)) {
+        if matches!(verified, Err(ref e) if e.refused_credential()) {
             self.server.auth_failed(&address, MCP_PATH, None).await;
         }
         let record = match verified {
             Ok(record) => record,
             Err(AuthError::AuthFailed) => return failure(TOKEN_INVALID).into(),
+            Err(AuthError::Lapsed(lapse)) => {
+                return failure(format!("Token {}: {}.", lapse.as_str(), lapse.detail())).into()
+            }
             Err(e) => return failure(format!("Auth failed: {e}")).into(),
         };
         let binding = BoundToken {
@@ -233,7 +239,7 @@ impl<A: App> ServerHandler for McpHandler<A> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = self.runner.tools().list().tools;
-        // The 18 tools alone are the same for everyone.
+        // The 19 tools alone are the same for everyone.
         let mut fixed = true;
         if let Some(binding) = self.binding(parts(&context)) {
             // A session that cannot be read now (paused) lists no actions.
@@ -272,10 +278,20 @@ impl<A: App> ServerHandler for McpHandler<A> {
                     None => Generation::Stateless,
                 };
                 let binding = self.binding(parts(&context));
-                let answer =
-                    self.runner
-                        .run(call, binding, None, generation, &self.cache, &in_client);
-                return Ok(answer.await?.into_response());
+                let follow = progress::watch_of(&context);
+                let answer = self.runner.run(
+                    call,
+                    binding,
+                    None,
+                    generation,
+                    &self.cache,
+                    ClientAsks {
+                        in_client: &in_client,
+                        follow: Some(follow.clone()),
+                    },
+                );
+                let answer = progress::followed(follow, &context, answer).await?;
+                return Ok(answer.into_response());
             }
             ToolCall::Session(action, args) => (action, args),
         };

@@ -2,7 +2,7 @@
 //!
 //! rmcp's `StreamableHttpService` (stateful, `LocalSessionManager`) does the protocol; the
 //! admission layer in front of it ([`McpAdmission`]) bounds the sessions, binds them to agent
-//! tokens and answers unknown ids with 404; the handler ([`McpHandler`]) serves the 18 tools,
+//! tokens and answers unknown ids with 404; the handler ([`McpHandler`]) serves the 19 tools,
 //! running forwarded ones in-process through the LAP router with the bound token. A plain
 //! `tools/call` that rmcp would accept as it is is answered by the admission layer itself
 //! (`fast_call`, `docs/mcp.md` §Fast path), through the same code as the handler (`run`).
@@ -16,6 +16,7 @@ mod fast_call;
 mod handler;
 mod listens;
 mod notify;
+mod progress;
 mod registry;
 mod request_kind;
 mod restore;

@@ -19,6 +19,7 @@ use super::bound_token::BoundToken;
 use super::client_confirm::{self, InClient};
 use super::McpState;
 use crate::app::App;
+use crate::engine::session::progress::DispatchWatch;
 use crate::ops::budget::{bound, Asked};
 use crate::ops::traced::{Traced, Via};
 use crate::ops::watch::Watched;
@@ -58,6 +59,14 @@ impl Generation {
     }
 }
 
+/// What the client of a tool call asks beside its arguments.
+pub(super) struct ClientAsks<'a> {
+    /// Whether a message to confirm may ask the client's user (`client_confirm`).
+    pub(super) in_client: &'a InClient,
+    /// What the client follows of the effects its message starts (progress, cancellation).
+    pub(super) follow: Option<Arc<DispatchWatch>>,
+}
+
 /// A `tools/call` resolved against the endpoint's tools.
 pub(super) enum ToolCall {
     /// `connect_session` / `disconnect_session` with checked arguments: they change the MCP
@@ -69,9 +78,9 @@ pub(super) enum ToolCall {
 
 /// A call that runs for a binding, whoever took the request.
 pub(super) enum BoundCall {
-    /// One of tools 2–17 with checked arguments.
+    /// One of tools 2–18 with checked arguments.
     Run(Operation, Map<String, Value>),
-    /// Not one of the 18 tools: a `do_<action>` tool, resolved in the binding's catalog (an
+    /// Not one of the 19 tools: a `do_<action>` tool, resolved in the binding's catalog (an
     /// unknown name is an `invalid_params` error there).
     Action(CallToolRequestParams),
     /// Arguments refused by the tool's schema: answered as a tool error, nothing runs.
@@ -111,7 +120,7 @@ impl ToolAnswer {
 /// The tools of `/agent/mcp` and what runs them, built once for the endpoint.
 pub(crate) struct ToolRunner<A: App> {
     server: McpState<A>,
-    /// The 18 tools and their schemas.
+    /// The 19 tools and their schemas.
     tools: Arc<ToolCatalog>,
     /// The hosted app's variants as action tools.
     hosted: Arc<ActionCatalog>,
@@ -130,7 +139,7 @@ impl<A: App> ToolRunner<A> {
         }
     }
 
-    /// The 18 tools.
+    /// The 19 tools.
     pub(super) fn tools(&self) -> &Arc<ToolCatalog> {
         &self.tools
     }
@@ -151,7 +160,7 @@ impl<A: App> ToolRunner<A> {
             )
     }
 
-    /// Resolves a call: an unknown name among the 18 tools goes to the action tools; bad
+    /// Resolves a call: an unknown name among the 19 tools goes to the action tools; bad
     /// arguments are a refusal. Runs nothing.
     pub(super) fn resolve(&self, request: CallToolRequestParams) -> Result<ToolCall, ErrorData> {
         if !self.tools.declares(&request.name) {
@@ -169,9 +178,10 @@ impl<A: App> ToolRunner<A> {
     /// Runs `call` for `binding` (`None`: unbound, told how to bind on `generation`), with the
     /// description cache of the session (a fresh one on 2026-07-28). `verified` is the
     /// binding's token record when the admission layer verified its bearer in this request
-    /// (2026-07-28): the gate then takes it instead of verifying the bearer again. `in_client`
-    /// says whether a message to confirm may ask the client's user (`client_confirm`). An
-    /// `Err` is the JSON-RPC error of an unknown tool, answered before anything ran.
+    /// (2026-07-28): the gate then takes it instead of verifying the bearer again. `asks` says
+    /// whether a message to confirm may ask the client's user (`client_confirm`) and what the
+    /// client follows of the work its message starts. An `Err` is the JSON-RPC error of an
+    /// unknown tool, answered before anything ran.
     pub(super) async fn run(
         &self,
         call: BoundCall,
@@ -179,14 +189,15 @@ impl<A: App> ToolRunner<A> {
         verified: Option<TokenRecord>,
         generation: Generation,
         cache: &DescriptionCache,
-        in_client: &InClient,
+        asks: ClientAsks<'_>,
     ) -> Result<ToolAnswer, ErrorData> {
+        let ClientAsks { in_client, follow } = asks;
         match call {
             BoundCall::Refused(refusal) => Ok(ToolAnswer::Result(Box::new(refusal.into()))),
             BoundCall::Action(request) => {
                 let traced = Traced::start(Operation::Message, Via::mcp(generation.label()));
                 let span = traced.span().clone();
-                self.call_action(request, binding, verified, in_client, traced)
+                self.call_action(request, binding, verified, in_client, traced, follow)
                     .instrument(span)
                     .await
             }
@@ -197,6 +208,7 @@ impl<A: App> ToolRunner<A> {
                     binding,
                     verified,
                     traced,
+                    follow,
                 };
                 let run = self.run_op(op, args, call, generation, cache, in_client);
                 Ok(run.instrument(span).await)
@@ -218,6 +230,7 @@ impl<A: App> ToolRunner<A> {
             binding,
             verified,
             traced,
+            follow,
         } = call;
         match binding {
             None => {
@@ -232,7 +245,7 @@ impl<A: App> ToolRunner<A> {
                 ))
             }
             Some(binding) if op == Operation::Message && in_client.asks() => {
-                let forwarder = self.in_process(&binding, verified, Some(traced));
+                let forwarder = self.in_process(&binding, verified, Some(traced), follow);
                 let caller = match forwarder.caller().await {
                     Ok(caller) => caller,
                     Err(e) => return ToolAnswer::Result(Box::new(failed(op, &e).into())),
@@ -245,7 +258,7 @@ impl<A: App> ToolRunner<A> {
                 }
             }
             Some(binding) => {
-                let forwarder = self.in_process(&binding, verified, Some(traced));
+                let forwarder = self.in_process(&binding, verified, Some(traced), follow);
                 let asked = Asked::of(op, &args);
                 let answer = self.forward(&forwarder, op, args, cache).await;
                 self.within_budget(&asked, answer)
@@ -272,17 +285,18 @@ impl<A: App> ToolRunner<A> {
 
     /// Runs operations with `binding`'s token as the credential.
     pub(super) fn forwarder(&self, binding: &BoundToken) -> InProcess<A> {
-        self.in_process(binding, None, None)
+        self.in_process(binding, None, None, None)
     }
 
     /// [`Self::forwarder`], whose first operation takes the token record `verified` (the
     /// admission layer verified the binding's bearer to it in this request), in the trace of
-    /// `traced` when it runs a tool call.
+    /// `traced` when it runs a tool call; `follow` watches the effects its message starts.
     fn in_process(
         &self,
         binding: &BoundToken,
         verified: Option<TokenRecord>,
         traced: Option<Traced>,
+        follow: Option<Arc<DispatchWatch>>,
     ) -> InProcess<A> {
         InProcess {
             server: self.server.clone(),
@@ -290,6 +304,7 @@ impl<A: App> ToolRunner<A> {
             tid: binding.tid.clone(),
             verified: Mutex::new(verified),
             traced,
+            follow,
         }
     }
 
@@ -303,6 +318,7 @@ impl<A: App> ToolRunner<A> {
         verified: Option<TokenRecord>,
         in_client: &InClient,
         traced: Traced,
+        follow: Option<Arc<DispatchWatch>>,
     ) -> Result<ToolAnswer, ErrorData> {
         let unknown = || {
             // No such tool: no operation ran.
@@ -315,7 +331,7 @@ impl<A: App> ToolRunner<A> {
         if !self.server.options().mcp.action_tools {
             return Err(unknown());
         }
-        let forwarder = self.in_process(&binding, verified, Some(traced.clone()));
+        let forwarder = self.in_process(&binding, verified, Some(traced.clone()), follow);
         let found = match forwarder.caller().await {
             Ok(caller) => {
                 let watched = Watched::of(caller);
@@ -337,15 +353,25 @@ impl<A: App> ToolRunner<A> {
         let Some(entry) = catalog.find(&request.name) else {
             return Err(unknown());
         };
-        let body = entry.message_request(request.arguments.unwrap_or_default());
+        let mut body = entry.message_request(request.arguments.unwrap_or_default());
         if !body.is_object() {
             return Err(unknown());
         }
+        // A call that shows progress lasts as long as the work it starts, within the
+        // longest wait (`docs/mcp.md` §Progress and cancellation).
+        if forwarder
+            .follow
+            .as_ref()
+            .is_some_and(|f| f.shows_progress())
+        {
+            body["waitFor"] = Value::from("drained");
+            body["timeoutMs"] = Value::from(self.server.options().max_wait_ms());
+        }
         let op = Operation::Message;
         let reader = watched.clone();
-        let sent = self
-            .send(&forwarder, watched.into_caller(), body, in_client)
-            .await;
+        let mut caller = watched.into_caller();
+        caller.follow = forwarder.follow.clone();
+        let sent = self.send(&forwarder, caller, body, in_client).await;
         let answer = match sent {
             Sent::Answered(answer) => return Ok(answer),
             Sent::Outcome(Ok(success)) => success,
@@ -502,6 +528,8 @@ pub(super) struct InProcess<A: App> {
     verified: Mutex<Option<TokenRecord>>,
     /// The trace of the tool call it runs, if it runs one.
     traced: Option<Traced>,
+    /// What the tool call follows of the effects its message starts.
+    follow: Option<Arc<DispatchWatch>>,
 }
 
 /// A tool call's binding, the record the admission layer verified, and its trace.
@@ -509,6 +537,7 @@ struct Bound {
     binding: Option<BoundToken>,
     verified: Option<TokenRecord>,
     traced: Traced,
+    follow: Option<Arc<DispatchWatch>>,
 }
 
 impl<A: App> InProcess<A> {
@@ -536,7 +565,10 @@ impl<A: App> InProcess<A> {
                 Err(e) => traced.answered(e.status()),
             }
         }
-        found
+        found.map(|mut caller| {
+            caller.follow = self.follow.clone();
+            caller
+        })
     }
 
     /// The gate answered `status` to the tool call this runs.

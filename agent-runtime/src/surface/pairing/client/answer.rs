@@ -13,6 +13,7 @@ use agent_schema::protocol::{
 use serde_json::{json, Value};
 
 use crate::app::App;
+use crate::engine::session::progress::DispatchWatch;
 use crate::engine::session::{activity, SendError, Session};
 use crate::ops::hosted::{Asking, HostedSession};
 use crate::ops::{ApiError, Operation};
@@ -127,7 +128,9 @@ fn read<A: App>(hosted: &HostedSession<A>, op: Operation, args: Value) -> Result
         | Operation::Wait
         | Operation::Narrate
         | Operation::Pending
-        | Operation::Withdraw => Err(unknown_tool(op.tool())),
+        | Operation::Withdraw
+        // Whose work it is is not known here (no token of this process asks).
+        | Operation::Cancel => Err(unknown_tool(op.tool())),
     }
 }
 
@@ -147,7 +150,10 @@ async fn send_message<A: App>(
         spec: Operation::Message.spec(),
         tid: None,
     };
-    let result = match hosted.send(ask, &request.dispatch, None).await {
+    let result = match hosted
+        .send(ask, &request.dispatch, None, DispatchWatch::new())
+        .await
+    {
         Ok(r) => Ok(r),
         // As `Session::send_message` answers it: the app's own rejection.
         Err(SendError::OverBudget(e)) => Ok(SendResult::Rejected {

@@ -239,16 +239,21 @@ impl<A: App> PairingClient<A> {
     pub fn spawn(self) -> PairingHandle {
         let (status_tx, status) = watch::channel(PairingStatus::Connecting);
         let (stop_tx, stop_rx) = watch::channel(false);
+        let (token_tx, token) = watch::channel(self.config.token.clone());
         let task = tokio::spawn(socket::run(
             self.session,
             self.hosted,
             self.describe,
             self.config,
-            status_tx,
+            socket::Reports {
+                status: status_tx,
+                token: token_tx,
+            },
             stop_rx,
         ));
         PairingHandle {
             status,
+            token,
             stop: stop_tx,
             task,
         }
@@ -258,6 +263,7 @@ impl<A: App> PairingClient<A> {
 /// A running pairing.
 pub struct PairingHandle {
     status: watch::Receiver<PairingStatus>,
+    token: watch::Receiver<String>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -266,6 +272,15 @@ impl PairingHandle {
     /// The current status, to watch (`changed().await`).
     pub fn status(&self) -> watch::Receiver<PairingStatus> {
         self.status.clone()
+    }
+
+    /// The bearer the client pairs with, to watch: the configured one, then the one each claim
+    /// rotated it to (`docs/pairing.md` §The Rust pairing client). The app and its agent share
+    /// the bearer, and a claim ends the old one for both: when it changes, the app shows the new
+    /// one to the person, who hands it to the agent (`docs/security.md` §Resuming after the
+    /// grace window).
+    pub fn token(&self) -> watch::Receiver<String> {
+        self.token.clone()
     }
 
     /// Waits until the status satisfies `f` or `timeout` passes; answers the last status.

@@ -44,6 +44,14 @@ enum Refused {
     Unreachable(String),
 }
 
+/// What the client reports to its handle as it runs.
+pub(super) struct Reports {
+    /// Where the pairing stands.
+    pub(super) status: watch::Sender<PairingStatus>,
+    /// The bearer it pairs with (a claim rotates it).
+    pub(super) token: watch::Sender<String>,
+}
+
 /// Pairs `session` (answering through `hosted`, its operations) until revoked, refused, out of
 /// retries, or stopped.
 pub(super) async fn run<A: App>(
@@ -51,9 +59,10 @@ pub(super) async fn run<A: App>(
     hosted: Arc<HostedSession<A>>,
     describe: Value,
     mut config: PairingConfig,
-    status: watch::Sender<PairingStatus>,
+    reports: Reports,
     mut stop: watch::Receiver<bool>,
 ) {
+    let status = reports.status;
     // The agent reaches the session through this client, not the host: hold it so the host
     // never closes it as idle while the pairing runs.
     let _hold = session.hold();
@@ -85,7 +94,11 @@ pub(super) async fn run<A: App>(
                 claimed = true;
                 match claim(&config).await {
                     Ok(token) => {
-                        config.token = token;
+                        tracing::info!(
+                            "pairing: the session was claimed again; the bearer rotated"
+                        );
+                        config.token = token.clone();
+                        reports.token.send_replace(token);
                         continue;
                     }
                     Err(e) => {
