@@ -10,5 +10,6 @@ mod gate;
 mod human_events;
 mod pending;
 mod state_serialization;
+mod undo;
 mod versions;
 mod work;

@@ -18,4 +18,5 @@ mod sessions;
 mod shutdown;
 mod sqlite_writer;
 mod undo;
+mod undo_races;
 mod upgrade;

@@ -134,7 +134,10 @@ async fn a_version_1_sqlite_file_is_migrated() {
         .fetch_one(&pool)
         .await
         .expect("the undo table");
-    assert!(records > 0, "the commits after the migration keep undo records");
+    assert!(
+        records > 0,
+        "the commits after the migration keep undo records"
+    );
     pool.close().await;
 }
 

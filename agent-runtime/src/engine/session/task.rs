@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use super::cancel::{self, Canceller};
 use super::events::EventBody;
-use super::queue::{Applied, Approval, CommitNote, Envelope, Origin};
+use super::queue::{Applied, Approval, CommitMark, CommitNote, Envelope, Origin};
 use super::work::Starter;
 use super::{activity, catch_up, effects, panic_text, persist, Published, SessionCore};
 use crate::app::App;
@@ -81,6 +81,7 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
     let retry = persist::retry_copy(core, &env.msg);
     let author = super::undo::author(core, &env);
     let variant = env.msg.variant_name();
+    let no_undo;
     let (outcome, next, snapshot) = {
         let mut state = core.state.write();
         // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
@@ -92,9 +93,14 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
             .next(&*core.app, &state, &prev.state, &prev.gates);
         let published = next.as_ref().ok().map(|(n, _)| n.state.clone());
         let mut snapshot = persist::snapshot(core, prev.seq + 1, &state, published);
-        if let Some(Ok(change)) = &mut snapshot {
-            change.undo = author.record(core, change, &outcome);
-        }
+        no_undo = match &mut snapshot {
+            Some(Ok(change)) => {
+                let (text, why) = author.record(core, change, &outcome);
+                change.undo = text;
+                why
+            }
+            other => author.unrecorded(other.is_some()),
+        };
         (outcome, next, snapshot)
     };
     // A state that does not serialize is reported like a panicking `update` (drain errors
@@ -193,7 +199,11 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
     }
     // After the note, so the waiter finds it queued when it wakes.
     if let Some(committed) = env.committed {
-        let _ = committed.send(Applied::Committed(started));
+        let mark = CommitMark {
+            seq: Some(published.seq),
+            no_undo: no_undo.clone(),
+        };
+        let _ = committed.send(Applied::Committed(started, mark));
     }
     core.events
         .lock()
@@ -213,6 +223,8 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
         entry.detail = activity::payload_detail(&applied);
         entry.state_diff = Some(published.patch().to_vec());
         entry.tid = tid;
+        entry.seq = Some(published.seq);
+        entry.no_undo = no_undo;
         entry.confirm_id = Some(confirm_id.clone());
         core.confirms.lock().mark_committed(
             &confirm_id,

@@ -127,13 +127,14 @@ pub(crate) fn author<A: App>(core: &SessionCore<A>, env: &Envelope<A::Msg>) -> A
 }
 
 impl Authored {
-    /// The commit's undo record as text (the `@emits` rule applied).
+    /// The commit's undo record as text (the `@emits` rule applied), and what its log entry
+    /// says of it: why the human cannot undo it (an agent's commit only).
     pub(crate) fn record<A: App, T>(
         self,
         core: &SessionCore<A>,
         change: &Change,
         outcome: &Result<Vec<A::Effect>, T>,
-    ) -> Option<String> {
+    ) -> (Option<String>, Option<String>) {
         let emits = core
             .catalog
             .annotations(&self.variant)
@@ -146,7 +147,8 @@ impl Authored {
                     self.variant
                 )
             });
-        UndoRecord {
+        let agents = self.by == Author::Agent;
+        let (text, why) = UndoRecord {
             by: self.by,
             tid: self.tid,
             variant: Some(self.variant),
@@ -154,7 +156,20 @@ impl Authored {
             no_undo,
             undoes: Vec::new(),
         }
-        .text(SNAPSHOT_BYTES as usize)
+        .fit(SNAPSHOT_BYTES as usize);
+        (text, why.filter(|_| agents))
+    }
+
+    /// Why the human cannot undo this commit when it keeps no undo record (`stored`: the
+    /// session has a store, but the commit's change was not computed).
+    pub(crate) fn unrecorded(&self, stored: bool) -> Option<String> {
+        (self.by == Author::Agent).then(|| {
+            if stored {
+                "its change was not logged (the state failed to serialize)".to_string()
+            } else {
+                "the session keeps no undo records (it has no store)".to_string()
+            }
+        })
     }
 }
 
@@ -233,7 +248,7 @@ async fn apply<A: App>(
         }
         r.inverse.clone().ok_or_else(|| UndoError::NotUndoable {
             seq: s,
-            reason: "its inverse is not known (its commit wrote the whole state)".into(),
+            reason: super::undo_record::NO_INVERSE.into(),
         })
     };
     let mut ops = undoable(seq, Some(target))?;
@@ -353,7 +368,10 @@ fn publish<A: App>(
         list(undid)
     ));
     entry.state_diff = Some(published.patch().to_vec());
+    // The agent whose commit was undone, so it can tell its own work was reverted.
     entry.tid = target.tid.clone();
+    entry.seq = Some(seq);
+    entry.undid = undid.to_vec();
     core.append_log(entry);
     core.audit(
         AuditEvent::CommitUndone,

@@ -61,9 +61,17 @@ impl UndoRecord {
     /// The record as JSON text, or `None` past `limit` bytes: then one without its inverse
     /// (the commit cannot be undone), which is small.
     pub(crate) fn text(&self, limit: usize) -> Option<String> {
-        let text = serde_json::to_string(self).ok()?;
+        self.fit(limit).0
+    }
+
+    /// The record as JSON text within `limit` bytes (without its inverse past it), and why
+    /// the commit it was written with cannot be undone.
+    pub(crate) fn fit(&self, limit: usize) -> (Option<String>, Option<String>) {
+        let Ok(text) = serde_json::to_string(self) else {
+            return (None, Some("its undo record failed to serialize".into()));
+        };
         if text.len() <= limit {
-            return Some(text);
+            return (Some(text), self.why_not());
         }
         let small = UndoRecord {
             inverse: None,
@@ -73,6 +81,18 @@ impl UndoRecord {
             )),
             ..self.clone()
         };
-        serde_json::to_string(&small).ok()
+        (serde_json::to_string(&small).ok(), small.why_not())
+    }
+
+    /// Why the commit cannot be undone, whatever comes after it (`None`: it can).
+    pub(crate) fn why_not(&self) -> Option<String> {
+        match (&self.no_undo, &self.inverse) {
+            (Some(reason), _) => Some(reason.clone()),
+            (None, None) => Some(NO_INVERSE.into()),
+            (None, Some(_)) => None,
+        }
     }
 }
+
+/// Why a commit without an inverse cannot be undone.
+pub(crate) const NO_INVERSE: &str = "its inverse is not known (its commit wrote the whole state)";
