@@ -107,6 +107,14 @@ pub trait App: Send + Sync + Sized + 'static {
         Bindings::all()
     }
 
+    /// Whether the human may undo a commit of `variant` although its message starts effects
+    /// (its variant is tagged `@emits`, or its `update` returned effects). An undo reverts
+    /// the state only, never what the effects did (`docs/semantics.md` §12), so the default
+    /// is no: answer `true` for a variant whose effects are harmless to leave done.
+    fn undoable_with_effects(&self, _variant: &str) -> bool {
+        false
+    }
+
     /// Removes or masks, in place, what agents must not see in the serialized state, for
     /// masking that depends on values. A field agents must never see is better tagged
     /// `/// @redact` in the state type: it is never serialized at all.

@@ -126,7 +126,7 @@ pub mod session {
     pub use crate::engine::session::{
         Decided, DispatchOptions, EditedApprovalError, LastOutcome, Published, RecordedCall,
         RecordedDecision, SessionError, SessionEvent, SessionHold, Subscription, Transcript,
-        TranscriptApp, TranscriptEntry, TRANSCRIPT_FORMAT, TRANSCRIPT_VERSION,
+        TranscriptApp, TranscriptEntry, UndoError, Undone, TRANSCRIPT_FORMAT, TRANSCRIPT_VERSION,
     };
 }
 

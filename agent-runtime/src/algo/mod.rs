@@ -12,6 +12,7 @@ pub(crate) mod bounded;
 pub(crate) mod catalog;
 pub(crate) mod cel_eval;
 pub(crate) mod diff;
+pub(crate) mod inverse;
 pub(crate) mod route_gates;
 pub(crate) mod snapshot;
 pub(crate) mod state_path;

@@ -23,7 +23,7 @@ pub struct ApiError {
     detail: Option<String>,
     retry_after_ms: Option<u64>,
     reconnect: Option<&'static str>,
-    /// Why a token lapsed (`expired`, `idle`) on a 401.
+    /// Why a token lapsed (`expired`, `idle`) on a 401; which refusal of an undo.
     reason: Option<&'static str>,
     /// `Retry-After` (seconds) without `retryAfterMs` in the body (a paired session's 503).
     retry_after: Option<u64>,
@@ -84,6 +84,12 @@ impl ApiError {
     /// Adds a detail.
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());
+        self
+    }
+
+    /// Adds a `reason` (which refusal of several under one code).
+    pub(crate) fn with_reason(mut self, reason: &'static str) -> Self {
+        self.reason = Some(reason);
         self
     }
 
@@ -252,6 +258,7 @@ impl ApiError {
                 reconnect: self.reconnect.map(str::to_string),
                 reason: self.reason.map(str::to_string),
                 detail: self.detail.clone(),
+                commits: Vec::new(),
                 retry_after_ms: self.retry_after_ms,
             },
         }

@@ -43,6 +43,9 @@ pub enum AuditEvent {
     /// The proposing agent token withdrew its proposal (`/withdraw`); detail
     /// `{variant, confirmId}`.
     ConfirmWithdrawn,
+    /// The human undid an agent's commit; detail `{seq, undid, variant, by}` (`seq` the
+    /// undo's own commit, `undid` the commits it reverted).
+    CommitUndone,
     /// A running effect was cancelled; detail `{work, seq, variant, by}` (`by`: `human`,
     /// `agent`, `mcp-client`), with `aborted: true` when it ignored the signal past the grace.
     WorkCancelled,
@@ -87,6 +90,7 @@ impl AuditEvent {
             AuditEvent::ConfirmApproved => "confirm-approved",
             AuditEvent::ConfirmRejected => "confirm-rejected",
             AuditEvent::ConfirmWithdrawn => "confirm-withdrawn",
+            AuditEvent::CommitUndone => "commit-undone",
             AuditEvent::WorkCancelled => "work-cancelled",
             AuditEvent::AuthFailed => "auth-failed",
             AuditEvent::SessionNotMigrated => "session-not-migrated",

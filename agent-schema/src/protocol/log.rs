@@ -23,6 +23,8 @@ pub enum LogKind {
     Error,
     /// The agent narrated.
     Narrate,
+    /// The human undid an agent's commit (or every commit back to it).
+    Undone,
     /// A running effect was cancelled (`detail` says by whom).
     Cancelled,
 }
@@ -39,6 +41,7 @@ impl LogKind {
             LogKind::Read => "read",
             LogKind::Error => "error",
             LogKind::Narrate => "narrate",
+            LogKind::Undone => "undone",
             LogKind::Cancelled => "cancelled",
         }
     }
@@ -63,6 +66,19 @@ pub struct LogEntry {
     /// Payload summary, narration text or decision detail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The commit the entry records: on `dispatched` (when the dispatch waited for its
+    /// commit) and `confirmed`, the message's commit; on `undone`, the undo's own commit. The
+    /// number the human names to undo it (`lap.md` §6.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// On `undone`: the commits the undo reverted, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undid: Vec<u64>,
+    /// On an agent's `dispatched` or `confirmed` entry: why the human cannot undo its commit
+    /// (its message starts effects, its inverse is too big, the session keeps no undo
+    /// records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_undo: Option<String>,
     /// The diff of the commit, for `dispatched` and `confirmed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_diff: Option<Vec<PatchOp>>,

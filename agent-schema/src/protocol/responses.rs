@@ -320,11 +320,18 @@ pub struct ErrorDetail {
     pub reconnect: Option<String>,
     /// `expired` (past its hard expiry) or `idle` (unused past the sliding TTL) on a 401
     /// `auth-failed` for a token that verified once; absent for an unknown or malformed one.
+    /// On a refused undo, which refusal (`lap.md` §6.4): `unknown-commit`, `not-agents`,
+    /// `already-undone`, `not-undoable`, `later-commits`, `invalid-result`, `no-undo-records`,
+    /// `paired`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// What went wrong.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The later commits in the way of an undo, on a 409 `conflict` with reason
+    /// `later-commits` (`lap.md` §6.4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commits: Vec<u64>,
     /// How long to wait before retrying, on a 429.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,

@@ -28,6 +28,7 @@ async fn commit_patch(stores: &Stores, seq: u64) -> bool {
         schema_hash: "h",
         now: seq,
         key: None,
+        undo: None,
     };
     match s.commit(write).await.expect("commit") {
         Committed::Stored => false,
@@ -102,6 +103,7 @@ pub async fn commit_log(stores: &Stores) {
         schema_hash: "h",
         now: 301,
         key: None,
+        undo: None,
     };
     assert!(matches!(
         s.commit(write).await.expect("commit"),
@@ -167,6 +169,7 @@ pub async fn commit_keys(stores: &Stores) {
         schema_hash: "h",
         now: 110,
         key: Some(key),
+        undo: None,
     };
     assert_eq!(s.commit(write).await.expect("commit"), Committed::Stored);
     let entry = i.get_idempotent("t", "k").await.expect("get").expect("k");

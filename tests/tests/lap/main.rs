@@ -11,5 +11,6 @@ mod human_events;
 mod pending;
 mod state_serialization;
 mod transcript;
+mod undo;
 mod versions;
 mod work;

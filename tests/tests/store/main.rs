@@ -17,4 +17,6 @@ mod restart_sqlite;
 mod sessions;
 mod shutdown;
 mod sqlite_writer;
+mod undo;
+mod undo_races;
 mod upgrade;

@@ -128,7 +128,16 @@ async fn a_version_1_sqlite_file_is_migrated() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
+    // Version 5: the undo records' table (the commits after the migration write to it).
+    let (records,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_session_undo")
+        .fetch_one(&pool)
+        .await
+        .expect("the undo table");
+    assert!(
+        records > 0,
+        "the commits after the migration keep undo records"
+    );
     pool.close().await;
 }
 
@@ -189,6 +198,6 @@ async fn a_version_2_postgres_database_gets_the_delete_trigger() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     pool.close().await;
 }

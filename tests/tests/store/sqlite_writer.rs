@@ -75,6 +75,7 @@ async fn writes_from_many_tasks_all_land_in_each_tasks_order() {
                         schema_hash: HASH,
                         now: 1 + seq,
                         key: None,
+                        undo: None,
                     })
                 });
                 for done in futures::future::join_all(commits).await {

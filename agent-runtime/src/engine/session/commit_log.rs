@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::algo::diff::PatchOp;
 use crate::algo::tree::Node;
 use serde::Serialize;
 
@@ -16,6 +17,19 @@ use crate::engine::store::{snapshot_due, LogState};
 pub(crate) struct Change {
     pub patch: Option<String>,
     pub snapshot: Option<String>,
+    /// The ops that revert the commit on the whole state (`None`: not known, when the tree
+    /// was not; `docs/semantics.md` §12).
+    pub inverse: Option<Vec<PatchOp>>,
+    /// The commit's undo record as JSON text, written with it (set by the task).
+    pub undo: Option<String>,
+}
+
+impl Change {
+    /// The bytes the commit adds to the stored log: its patch and its undo record.
+    pub(crate) fn log_bytes(&self) -> u64 {
+        let len = |t: &Option<String>| t.as_ref().map_or(0, |t| t.len() as u64);
+        len(&self.patch) + len(&self.undo)
+    }
 }
 
 /// The session's commit log as this process knows it.
@@ -75,15 +89,25 @@ impl CommitLog {
         share: Option<Arc<Node>>,
     ) -> Result<Change, String> {
         if let Some(tree) = &mut self.tree {
+            // The tree before the walk (its list elements shared, not copied): what the
+            // commit's inverse reads the values it overwrites from.
+            let mut before = tree.node().clone();
             match tree.advance(state, share) {
                 Ok(patch) => {
                     let text_of_patch = serde_json::to_string(&patch.ops)
                         .map_err(|e| format!("the patch failed to serialize: {e}"))?;
-                    let due =
-                        patch.reordered || snapshot_due(self.log, seq, text_of_patch.len() as u64);
+                    let inverse = crate::algo::inverse::invert(&mut before, &patch.ops).ok();
+                    let inverse_len = inverse
+                        .as_ref()
+                        .and_then(|i| serde_json::to_string(i).ok())
+                        .map_or(0, |t| t.len() as u64);
+                    let due = patch.reordered
+                        || snapshot_due(self.log, seq, text_of_patch.len() as u64 + inverse_len);
                     return Ok(Change {
                         snapshot: due.then(|| text(tree.node())),
                         patch: Some(text_of_patch),
+                        inverse,
+                        undo: None,
                     });
                 }
                 // Half-updated: rebuilt below.
@@ -96,6 +120,8 @@ impl CommitLog {
         Ok(Change {
             patch: None,
             snapshot: Some(snapshot),
+            inverse: None,
+            undo: None,
         })
     }
 
@@ -116,8 +142,7 @@ impl CommitLog {
                 }
             }
             None => {
-                let bytes = change.patch.as_ref().map_or(0, |p| p.len() as u64);
-                self.log.log_bytes = self.log.log_bytes.saturating_add(bytes);
+                self.log.log_bytes = self.log.log_bytes.saturating_add(change.log_bytes());
             }
         }
     }
@@ -141,6 +166,11 @@ impl CommitLog {
             return None;
         }
         tree.forget_marks();
+        self.tree.as_ref().map(StoredTree::node)
+    }
+
+    /// The tree of the stored state at the newest commit (`None`: not known).
+    pub(crate) fn node(&self) -> Option<&Node> {
         self.tree.as_ref().map(StoredTree::node)
     }
 

@@ -153,18 +153,20 @@ fn snapshot_for_takes_the_stores_log() {
 
 #[test]
 fn stored_patches_count_their_bytes() {
-    // Each patch replaces a string of a third of the byte bound (plus the op around it): the
-    // third patch logged after a snapshot passes the bound, so it comes with a snapshot.
+    // Each patch replaces a string of a third of the byte bound (plus the op around it), and
+    // its inverse (the undo record) as much again: the second commit logged after a snapshot
+    // passes the bound, so it comes with a snapshot.
     let big = |c: char| json!({"text": c.to_string().repeat((SNAPSHOT_BYTES / 3) as usize)});
     let mut log = CommitLog::at(0, Some(big('a').into()));
     let mut due = Vec::new();
     for (seq, c) in (1..=6).zip(['b', 'c', 'd', 'e', 'f', 'g']) {
-        let change = log.change(seq, &big(c), None).unwrap();
+        let mut change = log.change(seq, &big(c), None).unwrap();
         assert!(change.patch.is_some());
+        change.undo = Some(serde_json::to_string(&change.inverse).unwrap());
         due.push(change.snapshot.is_some());
         log.stored(seq, &change);
     }
-    assert_eq!(due, [false, false, true, false, false, true]);
+    assert_eq!(due, [false, true, false, true, false, true]);
 }
 
 #[test]

@@ -19,7 +19,7 @@ use super::drain::Timing;
 use super::events::EventBody;
 use super::keyed::KeyedDispatch;
 use super::progress::DispatchWatch;
-use super::queue::Origin;
+use super::queue::{CommitMark, Origin};
 use super::{activity, panic_text, redact, LastOutcome, Session, SessionCore, SessionError};
 use crate::algo::diff::diff;
 use crate::algo::snapshot::serialize_redacted;
@@ -281,8 +281,8 @@ impl<A: App> Session<A> {
             return Ok(SendResult::PendingConfirmation { confirm_id: id });
         }
         let gated = self.core.config.action_gates == ActionGates::Enforced;
-        let result = self
-            .dispatch_checked(
+        let (result, mark) = self
+            .dispatch_marked(
                 typed,
                 warnings,
                 opts,
@@ -306,6 +306,8 @@ impl<A: App> Session<A> {
         } = &result
         {
             let mut entry = self.message_log_entry(LogKind::Dispatched, msg, tid);
+            entry.seq = mark.seq;
+            entry.no_undo = mark.no_undo;
             let limit = self.core.config.budgets.log_entry_bytes;
             super::activity::attach_diff(&mut entry, state_diff, limit);
             self.append_log(entry);
@@ -365,6 +367,21 @@ impl<A: App> Session<A> {
         origin: Origin,
         follow: Option<Arc<DispatchWatch>>,
     ) -> Result<SendResult, SessionError> {
+        self.dispatch_marked(msg, warnings, opts, origin, follow)
+            .await
+            .map(|(result, _)| result)
+    }
+
+    /// [`dispatch_checked`](Self::dispatch_checked), with the message's own commit as its
+    /// log entry names it (when the caller waited for it).
+    async fn dispatch_marked(
+        &self,
+        msg: A::Msg,
+        warnings: Vec<ValidationIssue>,
+        opts: DispatchOptions,
+        origin: Origin,
+        follow: Option<Arc<DispatchWatch>>,
+    ) -> Result<(SendResult, CommitMark), SessionError> {
         let timing = Timing {
             wait_for: opts.wait_for,
             quiet_ms: crate::clock::millis(opts.drain_quiet),
@@ -372,7 +389,10 @@ impl<A: App> Session<A> {
         };
         let drained = self.enqueue_and_drain(msg, origin, timing, follow).await?;
         if let Some(detail) = drained.refused {
-            return Ok(rejected(RejectReason::Unavailable, Some(detail)));
+            return Ok((
+                rejected(RejectReason::Unavailable, Some(detail)),
+                CommitMark::default(),
+            ));
         }
         let mut report = drained.report;
         report.warnings = warnings;
@@ -382,13 +402,14 @@ impl<A: App> Session<A> {
             drained.after.diff_since(&drained.prev)
         };
         let actions = self.list_actions()?;
-        Ok(SendResult::Dispatched {
+        let result = SendResult::Dispatched {
             state_diff,
             actions,
             drain: report,
             state_after: opts.include_state.then(|| drained.after.state()),
             seq: Some(drained.after.seq),
-        })
+        };
+        Ok((result, drained.commit))
     }
 
     /// `would_dispatch` (`docs/semantics.md` §6): predicts a message on a clone of the state.

@@ -8,7 +8,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::time::Instant;
 
 use super::progress::{DispatchWatch, OwnWork};
-use super::queue::{Applied, CommitNote, Origin};
+use super::queue::{Applied, CommitMark, CommitNote, Origin};
 use super::{Published, Session, SessionError};
 use crate::app::App;
 
@@ -22,6 +22,8 @@ pub(crate) struct Drained {
     /// Why the task refused the message at its turn (an agent's action no longer offered);
     /// nothing was applied.
     pub refused: Option<String>,
+    /// The message's own commit, when the caller waited for it.
+    pub commit: CommitMark,
 }
 
 /// The timing options of a dispatch.
@@ -69,6 +71,7 @@ impl<A: App> Session<A> {
             cancelled: Vec::new(),
         };
         let mut own = OwnWork::default();
+        let mut commit = CommitMark::default();
         if timing.wait_for == WaitFor::None {
             core.enqueue(msg, origin)
                 .map_err(|_| SessionError::Closed)?;
@@ -77,6 +80,7 @@ impl<A: App> Session<A> {
                 prev,
                 report,
                 refused: None,
+                commit: CommitMark::default(),
             });
         }
         // Subscribed before the enqueue, so nothing from the enqueue on is missed.
@@ -98,8 +102,9 @@ impl<A: App> Session<A> {
             _ = closed.wait_for(|c| *c) => return Err(SessionError::Closed),
             // An error means the task dropped the message unapplied: the session is ending.
             signal = committed => match signal {
-                Ok(Applied::Committed(started)) => {
+                Ok(Applied::Committed(started, mark)) => {
                     own = OwnWork::of(&started, follow);
+                    commit = mark;
                     true
                 }
                 Ok(Applied::Refused(detail)) => {
@@ -109,6 +114,7 @@ impl<A: App> Session<A> {
                         prev,
                         report,
                         refused: Some(detail),
+                        commit: CommitMark::default(),
                     });
                 }
                 Err(_) => false,
@@ -186,6 +192,7 @@ impl<A: App> Session<A> {
             after,
             report,
             refused: None,
+            commit,
         })
     }
 }

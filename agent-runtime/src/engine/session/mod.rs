@@ -39,6 +39,8 @@ mod release;
 mod retained;
 mod task;
 pub(crate) mod transcript;
+mod undo;
+mod undo_record;
 mod work;
 
 use parking_lot::{Mutex, RwLock};
@@ -73,6 +75,7 @@ pub use transcript::{
     Decided, RecordedCall, RecordedDecision, Transcript, TranscriptApp, TranscriptEntry,
     TRANSCRIPT_FORMAT, TRANSCRIPT_VERSION,
 };
+pub use undo::{UndoError, Undone};
 
 use activity::ActivityLog;
 use confirm::ConfirmStore;
@@ -133,6 +136,10 @@ pub(crate) struct SessionCore<A: App> {
     log_dirty: tokio::sync::Notify,
     /// Live [`SessionHold`]s: while any is alive the host never closes the session as idle.
     holders: Arc<AtomicUsize>,
+    /// Undo requests to the task (`docs/semantics.md` §12).
+    undo: mpsc::UnboundedSender<undo::UndoRequest>,
+    /// Their receiving end, taken by the task when it starts.
+    undo_rx: Mutex<Option<mpsc::UnboundedReceiver<undo::UndoRequest>>>,
     /// The effects running now (`docs/semantics.md` §5.6).
     work: Arc<work::WorkBoard>,
     /// What the agents called and were answered (`transcript.rs`).
@@ -290,7 +297,10 @@ impl<A: App> Session<A> {
         let (confirm_changed, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
         let in_memory = persist.is_none();
+        let (undo, undo_rx) = mpsc::unbounded_channel();
         let core = Arc::new(SessionCore {
+            undo,
+            undo_rx: Mutex::new(Some(undo_rx)),
             holders: Arc::new(AtomicUsize::new(0)),
             id,
             owner,

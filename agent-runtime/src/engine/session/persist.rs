@@ -91,6 +91,7 @@ pub(crate) async fn first_write<A: App>(core: &SessionCore<A>, first: FirstWrite
                 schema_hash: &p.schema_hash,
                 now: core.now(),
                 key: None,
+                undo: None,
             };
             p.store.commit(write).await.map(|_| ())
         }
@@ -181,6 +182,7 @@ pub(crate) async fn commit<A: App>(
             schema_hash: &p.schema_hash,
             now: core.now(),
             key: key.as_ref().map(KeyedDispatch::as_commit_key),
+            undo: change.undo.as_deref(),
         };
         match p.store.commit(write).await {
             Ok(Committed::Stored) => {
@@ -316,6 +318,7 @@ async fn reapply<A: App>(
             schema_hash: &p.schema_hash,
             now: core.now(),
             key: key.as_ref().map(KeyedDispatch::as_commit_key),
+            undo: None,
         };
         let stored = p
             .store

@@ -25,11 +25,20 @@ pub(crate) struct Envelope<M> {
 /// What the task did with a watched message.
 #[derive(Debug, Clone)]
 pub(crate) enum Applied {
-    /// Applied and committed; the effects its commit started.
-    Committed(Vec<Arc<WorkSlot>>),
+    /// Applied and committed: the effects its commit started, and the commit as its log
+    /// entry names it.
+    Committed(Vec<Arc<WorkSlot>>, CommitMark),
     /// An agent's message refused when its turn came: the action was no longer offered in
     /// the state it would have been applied to (the detail says why).
     Refused(String),
+}
+
+/// A message's own commit, as its log entry names it (`seq`, and why the human cannot undo
+/// it: `docs/semantics.md` §12).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CommitMark {
+    pub seq: Option<u64>,
+    pub no_undo: Option<String>,
 }
 
 /// Where a queued message comes from; an agent's message is checked again against the action

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use super::cancel::{self, Canceller};
 use super::events::EventBody;
-use super::queue::{Applied, Approval, CommitNote, Envelope, Origin};
+use super::queue::{Applied, Approval, CommitMark, CommitNote, Envelope, Origin};
 use super::work::Starter;
 use super::{activity, catch_up, effects, panic_text, persist, Published, SessionCore};
 use crate::app::App;
@@ -22,6 +22,9 @@ pub(crate) async fn run<A: App>(
     // Counted in `agent_sessions{kind="hosted"}` while the writer runs, however it ends.
     let _live = crate::telemetry::Live::hosted_session();
     let mut closed = core.closed.subscribe();
+    let Some(mut undos) = core.undo_rx.lock().take() else {
+        return;
+    };
     let mut confirms_changed = core.confirm_changed.subscribe();
     let mut expiry = tokio::time::interval(Duration::from_secs(1));
     expiry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -29,6 +32,7 @@ pub(crate) async fn run<A: App>(
         // An idle session with no confirmations has no timer: thousands of idle sessions cost
         // no wake-ups. A change to the confirmations wakes the loop to re-check.
         let sweeping = !core.confirms.lock().is_empty();
+        let mut undo = None;
         let env = tokio::select! {
             biased;
             _ = closed.wait_for(|c| *c) => break,
@@ -37,6 +41,12 @@ pub(crate) async fn run<A: App>(
                 None => break,
             },
             _ = confirms_changed.changed() => continue,
+            // Decided here, in order with the messages (the branch's value is taken below:
+            // nothing of `select!` is held across the undo's awaits).
+            Some(request) = undos.recv() => {
+                undo = Some(request);
+                None
+            }
             // Another process changed the stored session.
             _ = core.refresh.notified() => None,
             _ = expiry.tick(), if sweeping => {
@@ -44,9 +54,10 @@ pub(crate) async fn run<A: App>(
                 continue;
             }
         };
-        match env {
-            Some(env) => commit(&core, env).await,
-            None => catch_up::refresh(&core).await,
+        match (env, undo.take()) {
+            (Some(env), _) => commit(&core, env).await,
+            (None, Some(request)) => super::undo::run(&core, request).await,
+            (None, None) => catch_up::refresh(&core).await,
         }
     }
 }
@@ -68,7 +79,9 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
     }
     let prev = core.published.borrow().clone();
     let retry = persist::retry_copy(core, &env.msg);
+    let author = super::undo::author(core, &env);
     let variant = env.msg.variant_name();
+    let no_undo;
     let (outcome, next, snapshot) = {
         let mut state = core.state.write();
         // The panic is caught inside the lock scope, so the lock is never poisoned; whatever
@@ -79,7 +92,15 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
             .lock()
             .next(&*core.app, &state, &prev.state, &prev.gates);
         let published = next.as_ref().ok().map(|(n, _)| n.state.clone());
-        let snapshot = persist::snapshot(core, prev.seq + 1, &state, published);
+        let mut snapshot = persist::snapshot(core, prev.seq + 1, &state, published);
+        no_undo = match &mut snapshot {
+            Some(Ok(change)) => {
+                let (text, why) = author.record(core, change, &outcome);
+                change.undo = text;
+                why
+            }
+            other => author.unrecorded(other.is_some()),
+        };
         (outcome, next, snapshot)
     };
     // A state that does not serialize is reported like a panicking `update` (drain errors
@@ -178,7 +199,11 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
     }
     // After the note, so the waiter finds it queued when it wakes.
     if let Some(committed) = env.committed {
-        let _ = committed.send(Applied::Committed(started));
+        let mark = CommitMark {
+            seq: Some(published.seq),
+            no_undo: no_undo.clone(),
+        };
+        let _ = committed.send(Applied::Committed(started, mark));
     }
     core.events
         .lock()
@@ -198,6 +223,8 @@ async fn commit<A: App>(core: &Arc<SessionCore<A>>, mut env: Envelope<A::Msg>) {
         entry.detail = activity::payload_detail(&applied);
         entry.state_diff = Some(published.patch().to_vec());
         entry.tid = tid;
+        entry.seq = Some(published.seq);
+        entry.no_undo = no_undo;
         entry.confirm_id = Some(confirm_id.clone());
         core.confirms.lock().mark_committed(
             &confirm_id,

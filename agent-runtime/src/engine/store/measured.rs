@@ -98,6 +98,14 @@ impl<S: SessionStore + ?Sized> SessionStore for Measured<S> {
         self.run("load_since", |s| s.load_since(id, after))
     }
 
+    fn undo_records<'a>(
+        &'a self,
+        id: &'a str,
+        after: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<(u64, String)>>> {
+        self.run("undo_records", |s| s.undo_records(id, after))
+    }
+
     fn swap_confirms<'a>(
         &'a self,
         id: &'a str,

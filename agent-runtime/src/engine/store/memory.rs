@@ -21,6 +21,8 @@ struct Stored {
     record: SessionRecord,
     log: LogState,
     patches: std::collections::BTreeMap<u64, String>,
+    /// The commits' undo records, compacted with the patches.
+    undo: std::collections::BTreeMap<u64, String>,
 }
 
 impl Stored {
@@ -93,6 +95,7 @@ impl SessionStore for MemoryStore {
                 record,
                 log,
                 patches: Default::default(),
+                undo: Default::default(),
             },
         );
         ready(())
@@ -122,7 +125,8 @@ impl SessionStore for MemoryStore {
             return ready(Committed::Raced);
         }
         let patch_len = w.patch.map_or(0, |p| p.len() as u64);
-        if w.snapshot.is_none() && super::snapshot_due(stored.log, w.seq, patch_len) {
+        let undo_len = w.undo.map_or(0, |u| u.len() as u64);
+        if w.snapshot.is_none() && super::snapshot_due(stored.log, w.seq, patch_len + undo_len) {
             return ready(Committed::SnapshotDue(stored.log));
         }
         if let Some(k) = &w.key {
@@ -156,16 +160,20 @@ impl SessionStore for MemoryStore {
             Some(state) => {
                 let horizon = stored.log.snapshot_seq;
                 stored.patches.retain(|seq, _| *seq > horizon);
+                stored.undo.retain(|seq, _| *seq > horizon);
                 r.state = state.to_owned();
                 stored.log = LogState {
                     snapshot_seq: w.seq,
                     log_bytes: 0,
                 };
             }
-            None => stored.log.log_bytes += patch_len,
+            None => stored.log.log_bytes += patch_len + undo_len,
         }
         if let Some(p) = w.patch.filter(|_| patch_len <= super::SNAPSHOT_BYTES) {
             stored.patches.insert(w.seq, p.to_owned());
+        }
+        if let Some(u) = w.undo.filter(|_| undo_len <= super::SNAPSHOT_BYTES) {
+            stored.undo.insert(w.seq, u.to_owned());
         }
         ready(Committed::Stored)
     }
@@ -199,6 +207,22 @@ impl SessionStore for MemoryStore {
             confirms: stored.record.confirms.clone(),
             patches: patches.into_iter().map(|(_, p)| p).collect(),
         }))
+    }
+
+    fn undo_records<'a>(
+        &'a self,
+        id: &'a str,
+        after: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<(u64, String)>>> {
+        let maps = self.maps.lock();
+        let records = maps.sessions.get(id).map_or_else(Vec::new, |stored| {
+            stored
+                .undo
+                .range(after.saturating_add(1)..)
+                .map(|(s, u)| (*s, u.clone()))
+                .collect()
+        });
+        ready(records)
     }
 
     fn swap_confirms<'a>(

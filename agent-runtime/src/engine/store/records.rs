@@ -70,6 +70,10 @@ pub struct CommitWrite<'a> {
     pub now: u64,
     /// The `idempotencyKey` of the message this commit applied, recorded with it.
     pub key: Option<CommitKey<'a>>,
+    /// JSON text of the commit's undo record (who made it, and the ops that revert it;
+    /// `docs/stores.md` §The commit log), kept with the log: compacted with its patches and
+    /// counted in its bytes.
+    pub undo: Option<&'a str>,
 }
 
 /// The `idempotencyKey` a commit applied, recorded in the commit's transaction so a retry

@@ -115,6 +115,7 @@ macro_rules! impl_sql_sessions {
                         .write_all(&[
                             // A log left by an earlier session of the same id is not this one's.
                             ("DELETE FROM agent_session_log WHERE session_id = $1", delete_log),
+                            ("DELETE FROM agent_session_undo WHERE session_id = $1", delete_log),
                             (
                                 "DELETE FROM agent_session_snapshots WHERE session_id = $1",
                                 delete_log,
@@ -186,7 +187,7 @@ macro_rules! impl_sql_sessions {
                 $crate::engine::store::StoreResult<$crate::engine::store::Committed>,
             > {
                 use $crate::engine::store::sql_values::{
-                    to_db, Param, LOG_PATCH, SNAPSHOT_STATE,
+                    to_db, Param, LOG_PATCH, SNAPSHOT_STATE, UNDO_RECORD,
                 };
                 use $crate::engine::store::{Committed, SNAPSHOT_BYTES, SNAPSHOT_EVERY};
                 Box::pin(async move {
@@ -194,6 +195,7 @@ macro_rules! impl_sql_sessions {
                         return Ok(Committed::Raced);
                     };
                     let patch_len = w.patch.map_or(0, |p| p.len() as u64);
+                    let undo_len = w.undo.map_or(0, |u| u.len() as u64);
                     let key_params: Vec<Param<'_>> = match &w.key {
                         Some(k) => vec![
                             k.tid.into(),
@@ -223,7 +225,7 @@ macro_rules! impl_sql_sessions {
                             to_db(w.seq).into(),
                             w.schema_hash.into(),
                             to_db(w.now).into(),
-                            to_db(patch_len).into(),
+                            to_db(patch_len + undo_len).into(),
                             to_db(previous).into(),
                             to_db(SNAPSHOT_EVERY).into(),
                             to_db(SNAPSHOT_BYTES).into(),
@@ -234,6 +236,14 @@ macro_rules! impl_sql_sessions {
                             w.id.into(),
                             to_db(w.seq).into(),
                             Param::Document(p, LOG_PATCH),
+                        ],
+                        None => Vec::new(),
+                    };
+                    let undo_params: Vec<Param<'_>> = match w.undo {
+                        Some(u) => vec![
+                            w.id.into(),
+                            to_db(w.seq).into(),
+                            Param::Document(u, UNDO_RECORD),
                         ],
                         None => Vec::new(),
                     };
@@ -259,6 +269,12 @@ macro_rules! impl_sql_sessions {
                             // after it stay, for replicas that hold a commit since.
                             statements.push((
                                 "DELETE FROM agent_session_log WHERE session_id = $1 AND \
+                                 seq <= (SELECT snapshot_seq FROM agent_sessions WHERE id = $1)",
+                                &id_param,
+                                false,
+                            ));
+                            statements.push((
+                                "DELETE FROM agent_session_undo WHERE session_id = $1 AND \
                                  seq <= (SELECT snapshot_seq FROM agent_sessions WHERE id = $1)",
                                 &id_param,
                                 false,
@@ -299,6 +315,15 @@ macro_rules! impl_sql_sessions {
                              VALUES ($1, $2, $3) ON CONFLICT (session_id, seq) \
                              DO UPDATE SET patch = excluded.patch",
                             &log_params,
+                            false,
+                        ));
+                    }
+                    if w.undo.is_some() && undo_len <= SNAPSHOT_BYTES {
+                        statements.push((
+                            "INSERT INTO agent_session_undo (session_id, seq, record) \
+                             VALUES ($1, $2, $3) ON CONFLICT (session_id, seq) \
+                             DO UPDATE SET record = excluded.record",
+                            &undo_params,
                             false,
                         ));
                     }
@@ -356,6 +381,28 @@ macro_rules! impl_sql_sessions {
                         confirms,
                         patches: patches.into_iter().map(|(_, p)| p).collect(),
                     }))
+                })
+            }
+
+            fn undo_records<'a>(
+                &'a self,
+                id: &'a str,
+                after: u64,
+            ) -> futures::future::BoxFuture<
+                'a,
+                $crate::engine::store::StoreResult<Vec<(u64, String)>>,
+            > {
+                use $crate::engine::store::sql_values::{from_db, to_db};
+                Box::pin(async move {
+                    let rows: Vec<(i64, String)> = sqlx::query_as(
+                        "SELECT seq, CAST(record AS TEXT) FROM agent_session_undo \
+                         WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+                    )
+                    .bind(id)
+                    .bind(to_db(after))
+                    .fetch_all(&self.pool)
+                    .await?;
+                    Ok(rows.into_iter().map(|(s, r)| (from_db(s), r)).collect())
                 })
             }
 
@@ -419,11 +466,12 @@ macro_rules! impl_sql_sessions {
                         .writer
                         .write_all(&[
                             ("DELETE FROM agent_session_log WHERE session_id = $1", params),
+                            ("DELETE FROM agent_session_undo WHERE session_id = $1", params),
                             ("DELETE FROM agent_session_snapshots WHERE session_id = $1", params),
                             ("DELETE FROM agent_sessions WHERE id = $1", params),
                         ])
                         .await?;
-                    Ok(done.get(2).copied().unwrap_or(0) > 0)
+                    Ok(done.get(3).copied().unwrap_or(0) > 0)
                 })
             }
 
@@ -445,6 +493,11 @@ macro_rules! impl_sql_sessions {
                             ("DELETE FROM agent_sessions WHERE id = $1 AND updated_at < $2", row),
                             (
                                 "DELETE FROM agent_session_log WHERE session_id = $1 \
+                                 AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE id = $1)",
+                                params,
+                            ),
+                            (
+                                "DELETE FROM agent_session_undo WHERE session_id = $1 \
                                  AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE id = $1)",
                                 params,
                             ),

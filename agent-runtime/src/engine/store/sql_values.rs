@@ -77,6 +77,13 @@ pub(crate) const LOG_PATCH: DocumentColumn = DocumentColumn {
     column: "patch",
 };
 
+/// `agent_session_undo.record`: one commit's undo record (its inverse can be as big as a
+/// snapshot).
+pub(crate) const UNDO_RECORD: DocumentColumn = DocumentColumn {
+    table: "agent_session_undo",
+    column: "record",
+};
+
 impl<'a> From<&'a str> for Param<'a> {
     fn from(v: &'a str) -> Self {
         Param::Text(v)

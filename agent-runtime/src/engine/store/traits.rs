@@ -49,6 +49,7 @@ pub trait SessionStore: Send + Sync {
                 schema_hash,
                 now,
                 key: None,
+                undo: None,
             };
             Ok(self.commit(write).await? == Committed::Stored)
         })
@@ -64,6 +65,23 @@ pub trait SessionStore: Send + Sync {
     ) -> BoxFuture<'a, StoreResult<Option<SessionChanges>>> {
         let _ = after;
         Box::pin(async move { Ok(self.load_session(id).await?.map(SessionChanges::Whole)) })
+    }
+
+    /// The undo records of session `id`'s commits after commit `after`, by sequence number
+    /// ascending (JSON texts, as [`CommitWrite::undo`](super::CommitWrite::undo) wrote them);
+    /// commits the log no longer holds have none. The default refuses: a store that keeps no
+    /// undo records offers no undo.
+    fn undo_records<'a>(
+        &'a self,
+        id: &'a str,
+        after: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<(u64, String)>>> {
+        let _ = (id, after);
+        Box::pin(async {
+            Err(super::StoreError::Unsupported(
+                "this store keeps no undo records".into(),
+            ))
+        })
     }
 
     /// Replaces the JSON text of the confirmations with `confirms`, only if the stored text

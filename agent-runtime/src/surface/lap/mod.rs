@@ -10,6 +10,7 @@ mod human_access;
 mod human_close;
 #[cfg(feature = "pairing")]
 mod human_paired;
+mod human_undo;
 mod management;
 mod openapi;
 mod operations;
@@ -27,7 +28,8 @@ pub(crate) fn routes<A: App>(server: &ServerState<A>) -> Router {
         .merge(management::management_routes(server))
         .merge(operations::lap_routes(server))
         .merge(human::human_routes(server))
-        .merge(human_close::close_routes(server));
+        .merge(human_close::close_routes(server))
+        .merge(human_undo::undo_routes(server));
     #[cfg(feature = "pairing")]
     let router = router.merge(resume::resume_routes(server));
     router

@@ -3,7 +3,10 @@
 //!
 //! Every test is `#[ignore]`d so `cargo test --workspace` passes on a machine without a browser;
 //! `.ci/test` installs Debian's `chromium` and `chromium-driver` and runs them with
-//! `cargo test --workspace --test console_browser -- --ignored`.
+//! `cargo test --workspace --test console_browser -- --ignored`. One test binary; the undo
+//! scenario is a module of its own.
+
+mod undo;
 
 use agent_examples::counter::Counter;
 use agent_examples::todo::TodoApp;
