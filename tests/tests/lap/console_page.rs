@@ -107,7 +107,8 @@ async fn console_is_self_contained_and_escapes_text() {
             );
         }
     }
-    let lower = body.to_ascii_lowercase();
+    // `URL.createObjectURL` (the transcript's download, made in the page) loads nothing.
+    let lower = body.to_ascii_lowercase().replace("objecturl(", "");
     for banned in ["@import", "url(", "<link", "<iframe", "<script src"] {
         assert!(!lower.contains(banned), "the page must not load {banned}");
     }
