@@ -41,7 +41,7 @@ pub(super) use tables;
 
 /// The schema version this build reads and writes (`agent_meta`, name `schema`). A database
 /// without the row is at version 1: the tables above as version 1 created them.
-pub(super) const SCHEMA_VERSION: i64 = 4;
+pub(super) const SCHEMA_VERSION: i64 = 5;
 
 /// The migrations, each with the version it reaches, in order; each runs once, in the
 /// transaction that opens the store (`docs/stores.md` §Schema versions).
@@ -85,6 +85,12 @@ ALTER TABLE agent_idempotency ADD COLUMN claimed_at BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE agent_tokens ADD COLUMN kind TEXT NOT NULL DEFAULT 'hosted';
 UPDATE agent_tokens SET kind = 'paired' WHERE session_id LIKE 'paired-%';
 ",
+    ),
+    (
+        5,
+        // A token record carries its scopes (issue 34, `docs/authorization.md`): NULL, every
+        // scope, for the records written before, as minted `agt_` tokens always had.
+        "ALTER TABLE agent_tokens ADD COLUMN scope TEXT;",
     ),
 ];
 
