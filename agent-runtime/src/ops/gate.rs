@@ -22,7 +22,7 @@ use super::state::ServerState;
 use super::tail::{activate, with_revocation};
 use crate::app::App;
 use crate::engine::session::keyed::KeyedDispatch;
-use crate::security::{verify_bearer, AuditEntry, AuthError, Bucket, TokenRecord};
+use crate::security::{verify_bearer, AuditEntry, Bucket, TokenRecord};
 
 /// What a caller presents to the gate.
 #[derive(Debug, Clone, Copy)]
@@ -87,7 +87,7 @@ pub(crate) async fn find_caller<A: App>(
 pub(crate) async fn verify_mcp_bearer<A: App>(
     server: &ServerState<A>,
     authorization: Option<&str>,
-) -> Result<TokenRecord, AuthError> {
+) -> Result<TokenRecord, crate::security::AuthError> {
     let (tokens, now, ttl) = (
         &**server.tokens(),
         server.now(),

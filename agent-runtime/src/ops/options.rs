@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+#[cfg(feature = "oauth")]
+use crate::security::oauth::OAuthClient;
 use crate::security::{
     loopback_hosts, IdentityKey, RateLimitSpec, TrustProxy, DEFAULT_IDENTITY_COOKIE_NAME,
 };
@@ -439,7 +441,7 @@ pub struct OAuthOptions {
     /// (default `60/minute`).
     pub endpoint_rate: RateLimitSpec,
     /// Clients configured in code (besides the ones that register themselves).
-    pub clients: Vec<crate::security::oauth::OAuthClient>,
+    pub clients: Vec<OAuthClient>,
     /// Keep accepting MCP sessions without a credential (bound later by `connect_session`
     /// with a pasted `agt_` token) while OAuth is on. Default off: an MCP client starts OAuth
     /// only when its first request is answered 401, so a server that accepts tokenless

@@ -409,7 +409,7 @@ where
             match self.bearer_binding(&parts).await {
                 Ok((binding, record)) => {
                     if let Some(call) = call {
-                        let route = Route::Stateless(&binding, record);
+                        let route = Route::Stateless(&binding, Box::new(record));
                         if let Some(answer) = self.fast_call(&parts, call, route).await {
                             return answer;
                         }
