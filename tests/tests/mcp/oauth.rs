@@ -248,7 +248,7 @@ fn tool_text(a: &Http) -> String {
             .lines()
             .filter_map(|l| l.strip_prefix("data:"))
             .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .last()
+            .next_back()
             .unwrap_or(Value::Null)
     });
     body["result"]["content"][0]["text"]

@@ -103,7 +103,7 @@ macro_rules! impl_sql_tokens {
                     Some(cache) => {
                         let found = if by_tid { cache.by_tid(value) } else { cache.by_hash(value) };
                         match found {
-                            Lookup::Hit(record) => return Ok(Some(record)),
+                            Lookup::Hit(record) => return Ok(Some(*record)),
                             Lookup::Miss(generation) => Some(generation),
                         }
                     }
