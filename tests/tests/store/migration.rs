@@ -128,7 +128,7 @@ async fn a_version_1_sqlite_file_is_migrated() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     pool.close().await;
 }
 
@@ -189,6 +189,6 @@ async fn a_version_2_postgres_database_gets_the_delete_trigger() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     pool.close().await;
 }
