@@ -186,6 +186,14 @@ pub mod mcp {
     pub use crate::surface::mcp::{AtCapacity, BoundToken, McpOptions, McpSessions, MCP_PATH};
 }
 
+/// OAuth 2.1 for `/agent/mcp` (feature `oauth`, `docs/authorization.md`): the options
+/// ([`ServerOptions`]'s `oauth`) and the clients configured in code.
+#[cfg(feature = "oauth")]
+pub mod oauth {
+    pub use crate::ops::OAuthOptions;
+    pub use crate::security::oauth::OAuthClient;
+}
+
 /// Pairing (`docs/pairing.md`): the server's options for `/agent/ws`, and the client that
 /// pairs an app hosted in this process with a server (feature `pairing-client`).
 #[cfg(any(feature = "pairing", feature = "pairing-client"))]

@@ -219,6 +219,13 @@ impl<A: App> AgentServerBuilder<A> {
         #[cfg(not(feature = "mcp"))]
         let _ = mcp_bindings;
         let (revocations, _) = broadcast::channel(256);
+        #[cfg(feature = "oauth")]
+        let oauth = self
+            .options
+            .oauth
+            .build()
+            .map_err(ConfigError::InvalidOAuth)?
+            .map(Arc::new);
         #[cfg(feature = "mcp")]
         let mcp = Arc::new(
             crate::surface::mcp::McpSessions::new(&self.options.mcp)
@@ -245,6 +252,8 @@ impl<A: App> AgentServerBuilder<A> {
             ),
             #[cfg(feature = "mcp")]
             mcp_bindings,
+            #[cfg(feature = "oauth")]
+            oauth,
             options: self.options,
             host,
         });
@@ -272,6 +281,8 @@ impl<A: App> AgentServer<A> {
         let router = router.merge(crate::surface::console::console_routes(state));
         #[cfg(feature = "pairing")]
         let router = router.merge(crate::surface::pairing::socket::ws_routes(state));
+        #[cfg(feature = "oauth")]
+        let router = router.merge(crate::surface::oauth::oauth_routes(state));
         let router = router.layer(axum::middleware::from_fn(
             move |request: axum::extract::Request, next: axum::middleware::Next| {
                 let allowed = allowed.clone();

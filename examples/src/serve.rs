@@ -133,6 +133,17 @@ pub async fn run<A: App>(app: A, default_port: u16) {
     serve_until_interrupted(app, command_line(default_port)).await;
 }
 
+/// Runs `app` as [`run`] does, with OAuth on `/agent/mcp` (`docs/authorization.md`): an MCP
+/// client (Claude's connectors, Claude Code) connects by the person's consent in the browser,
+/// no token pasted. The issuer is the request's origin unless the config file names one
+/// (`[server.oauth] issuer`); `agt_` bearers keep working beside it.
+#[cfg(feature = "full")]
+pub async fn run_with_oauth<A: App>(app: A, default_port: u16) {
+    let mut opts = command_line(default_port);
+    opts.server.oauth.enabled = true;
+    serve_until_interrupted(app, opts).await;
+}
+
 /// Runs the relay example: the command line of the others, paired sessions only.
 #[cfg(feature = "full")]
 pub async fn run_relay(default_port: u16) {

@@ -175,6 +175,17 @@ impl ApiError {
         Self::new(ErrorCode::Forbidden).with_detail(detail)
     }
 
+    /// 403 `forbidden` for a credential without the scope `spec` needs (an OAuth grant of
+    /// `app:read` asked to dispatch): the detail starts with OAuth's `insufficient_scope` and
+    /// names the scope to ask for (`docs/authorization.md` §Scopes).
+    pub(crate) fn insufficient_scope(spec: &super::spec::OperationSpec) -> Self {
+        Self::forbidden(format!(
+            "insufficient_scope: {} needs the scope {}, which this token was not granted",
+            spec.tool,
+            spec.scope.as_str()
+        ))
+    }
+
     /// 403 `revoked`.
     pub fn revoked() -> Self {
         Self::new(ErrorCode::Revoked)

@@ -29,6 +29,11 @@ use crate::security::{verify_bearer, AuditEntry, Bucket, TokenRecord};
 pub(crate) enum Credential<'a> {
     /// The value of an `Authorization` header (`Bearer agt_…`), if any.
     Bearer(Option<&'a str>),
+    /// The value of an `Authorization` header presented at `/agent/mcp`: an `agt_` token, or,
+    /// with OAuth on, an access token of a grant (whose audience is `/agent/mcp` alone, so
+    /// LAP's [`Credential::Bearer`] never takes one).
+    #[cfg(feature = "mcp")]
+    McpBearer(Option<&'a str>),
     /// An in-process trusted credential: the id of a token this server verified earlier (an
     /// MCP session bound with `connect_session` and rebuilt after a restart, whose raw token
     /// is not kept). The record's expiry and status are checked as for a bearer.
@@ -69,9 +74,34 @@ pub(crate) async fn find_caller<A: App>(
     let record = match credential {
         Credential::Bearer(authorization) => verify_bearer(authorization, tokens, now, ttl).await,
         #[cfg(feature = "mcp")]
+        Credential::McpBearer(authorization) => verify_mcp_bearer(server, authorization).await,
+        #[cfg(feature = "mcp")]
         Credential::Tid(tid) => crate::security::verify_tid(tid, tokens, now, ttl).await,
     }?;
     caller_of(server, record).await
+}
+
+/// Verifies the bearer of a request to `/agent/mcp` (the value of its `Authorization`
+/// header): an OAuth access token (`Bearer oat_…`) when OAuth is on, else an `agt_` token.
+#[cfg(feature = "mcp")]
+pub(crate) async fn verify_mcp_bearer<A: App>(
+    server: &ServerState<A>,
+    authorization: Option<&str>,
+) -> Result<TokenRecord, crate::security::AuthError> {
+    let (tokens, now, ttl) = (
+        &**server.tokens(),
+        server.now(),
+        server.options().sliding_ttl_ms(),
+    );
+    #[cfg(feature = "oauth")]
+    if let Some(oauth) = server.oauth() {
+        if crate::security::oauth::is_access_token(authorization) {
+            let verified =
+                crate::security::oauth::verify_access(authorization, oauth, tokens, now, ttl);
+            return verified.await;
+        }
+    }
+    verify_bearer(authorization, tokens, now, ttl).await
 }
 
 /// Step 4 of the gate for a token record verified just before in the same request (an MCP
@@ -146,6 +176,9 @@ pub(crate) async fn serve<A: App, R: Send + 'static>(
     keyed: Option<(String, Value)>,
     handler: Handler<R>,
 ) -> Reply {
+    if !crate::security::scopes::allows(caller.record.scope.as_deref(), spec.scope) {
+        return Reply::error(ApiError::insufficient_scope(spec));
+    }
     let conduct = spec.conduct;
     if conduct.touch_on_arrival {
         let touched =

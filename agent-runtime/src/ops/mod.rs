@@ -53,8 +53,7 @@ pub(crate) use backend::Caller;
 pub use error::ApiError;
 pub(crate) use gate::admit;
 #[cfg(feature = "mcp")]
-pub(crate) use gate::{caller_of, take_rate_limit};
-pub(crate) use gate::{find_caller, Credential};
+pub(crate) use gate::{caller_of, find_caller, take_rate_limit, verify_mcp_bearer, Credential};
 pub(crate) use hosted::dispatch_options;
 #[cfg(feature = "mcp")]
 pub(crate) use hosted::message_answer;
@@ -62,6 +61,8 @@ pub(crate) use keyed::IdempotencyStore;
 pub use keyed::IDEMPOTENCY_WINDOW;
 #[cfg(feature = "mcp")]
 pub use options::McpOptions;
+#[cfg(feature = "oauth")]
+pub use options::OAuthOptions;
 #[cfg(feature = "pairing")]
 pub use options::PairingOptions;
 pub use options::{ServerOptions, DEFAULT_RATE_LIMIT};

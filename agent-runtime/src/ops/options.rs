@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+#[cfg(feature = "oauth")]
+use crate::security::oauth::OAuthClient;
 use crate::security::{
     loopback_hosts, IdentityKey, RateLimitSpec, TrustProxy, DEFAULT_IDENTITY_COOKIE_NAME,
 };
@@ -87,6 +89,9 @@ pub struct ServerOptions {
     /// `/agent/ws` and paired sessions (`docs/pairing.md`).
     #[cfg(feature = "pairing")]
     pub pairing: PairingOptions,
+    /// OAuth 2.1 for `/agent/mcp` (feature `oauth`, `docs/authorization.md`; off by default).
+    #[cfg(feature = "oauth")]
+    pub oauth: OAuthOptions,
 }
 
 impl Default for ServerOptions {
@@ -114,6 +119,8 @@ impl Default for ServerOptions {
             mcp: McpOptions::default(),
             #[cfg(feature = "pairing")]
             pairing: PairingOptions::default(),
+            #[cfg(feature = "oauth")]
+            oauth: OAuthOptions::default(),
         }
     }
 }
@@ -388,5 +395,111 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("enabeld"), "{e}");
+    }
+}
+
+#[cfg(feature = "oauth")]
+/// OAuth 2.1 for `/agent/mcp` (`docs/authorization.md`): the server is its own authorization
+/// server; a person consents in the browser (identified as in the console) and the MCP client
+/// gets short-lived access tokens for one session.
+///
+/// Off by default: the tokens name the server's public URL (the issuer and the resource), which
+/// a library cannot know, and a server that answers 401 to tokenless MCP requests changes what
+/// an MCP client sees. The examples turn it on.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct OAuthOptions {
+    /// Serve the authorization endpoints and accept access tokens on `/agent/mcp`; a request
+    /// there without a credential is answered 401 with the metadata URL (default off).
+    pub enabled: bool,
+    /// The public origin of the server (`https://app.example`), the issuer of its metadata
+    /// and the base of the resource URL. Set it on any deployment; `None` takes the request's
+    /// origin (its `Host`, which `allowed_hosts` checks), meant for local use.
+    pub issuer: Option<String>,
+    /// Lifetime of an access token (default 1 h).
+    #[serde(with = "humantime_serde")]
+    pub access_token_ttl: Duration,
+    /// Lifetime of a grant from consent: refresh tokens work until then (default 30 days);
+    /// it is also the hard expiry of the grant's agent token record.
+    #[serde(with = "humantime_serde")]
+    pub grant_ttl: Duration,
+    /// Lifetime of an authorization code (default 60 s).
+    #[serde(with = "humantime_serde")]
+    pub code_ttl: Duration,
+    /// Dynamic client registrations kept at most (default 1024).
+    pub max_registrations: usize,
+    /// A registration no grant used expires after this (default 24 h); a used one this long
+    /// after the grant's lifetime since its last use.
+    #[serde(with = "humantime_serde")]
+    pub registration_ttl: Duration,
+    /// Authorization codes waiting to be exchanged at most (default 256).
+    pub max_pending_codes: usize,
+    /// Live grants at most (default 4096).
+    pub max_grants: usize,
+    /// Requests to the token, registration and revocation endpoints per client address
+    /// (default `60/minute`).
+    pub endpoint_rate: RateLimitSpec,
+    /// Clients configured in code (besides the ones that register themselves).
+    pub clients: Vec<OAuthClient>,
+    /// Keep accepting MCP sessions without a credential (bound later by `connect_session`
+    /// with a pasted `agt_` token) while OAuth is on. Default off: an MCP client starts OAuth
+    /// only when its first request is answered 401, so a server that accepts tokenless
+    /// sessions is never connected by consent.
+    pub tokenless_sessions: bool,
+}
+
+#[cfg(feature = "oauth")]
+impl Default for OAuthOptions {
+    fn default() -> Self {
+        OAuthOptions {
+            enabled: false,
+            issuer: None,
+            access_token_ttl: Duration::from_secs(60 * 60),
+            grant_ttl: Duration::from_secs(30 * 24 * 60 * 60),
+            code_ttl: Duration::from_secs(60),
+            max_registrations: 1024,
+            registration_ttl: Duration::from_secs(24 * 60 * 60),
+            max_pending_codes: 256,
+            max_grants: 4096,
+            endpoint_rate: "60/minute".parse().expect("the default rate parses"),
+            clients: Vec::new(),
+            tokenless_sessions: false,
+        }
+    }
+}
+
+#[cfg(feature = "oauth")]
+impl OAuthOptions {
+    /// The OAuth state these options describe (`None` when off); `Err` names a configured
+    /// client that does not check.
+    pub(crate) fn build(&self) -> Result<Option<crate::security::oauth::OAuth>, String> {
+        use crate::clock::millis;
+        use crate::security::oauth::{Clients, Grants, Limits, OAuth};
+        if !self.enabled {
+            return Ok(None);
+        }
+        if let Some(issuer) = &self.issuer {
+            crate::security::oauth::check_issuer(issuer)?;
+        }
+        let clients = Clients::new(
+            &self.clients,
+            self.max_registrations,
+            millis(self.registration_ttl),
+            millis(self.grant_ttl),
+        )?;
+        let grants = Grants::new(Limits {
+            code_ttl_ms: millis(self.code_ttl),
+            access_ttl_ms: millis(self.access_token_ttl),
+            grant_ttl_ms: millis(self.grant_ttl),
+            max_codes: self.max_pending_codes,
+            max_grants: self.max_grants,
+        });
+        let limiter = crate::security::GovernorRateLimiter::new(self.endpoint_rate);
+        Ok(Some(OAuth {
+            clients,
+            grants,
+            limiter,
+        }))
     }
 }

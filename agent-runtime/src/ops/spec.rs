@@ -94,6 +94,9 @@ pub(crate) struct OperationSpec {
     /// Its MCP tool's title and hints.
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))] // read by MCP
     pub(crate) hints: ToolHints,
+    /// The scope a credential needs to run it (`docs/authorization.md` §Scopes): the reads
+    /// need `app:read`, everything that changes something `app:act`.
+    pub(crate) scope: crate::security::Scope,
     /// The schema of its request (`SchemaGenerator::subschema_for::<Request>`).
     pub(crate) request_schema: fn(&mut SchemaGenerator) -> Schema,
     /// The schema of its 200 answer.

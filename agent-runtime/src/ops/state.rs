@@ -49,6 +49,9 @@ pub(crate) struct ServerFields<A: App> {
     /// Where the MCP session ids issued are kept (durable stores only).
     #[cfg(feature = "mcp")]
     pub(crate) mcp_bindings: Option<Arc<dyn crate::engine::store::McpBindings>>,
+    /// OAuth's clients and grants, when it is on (`ServerOptions::oauth`).
+    #[cfg(feature = "oauth")]
+    pub(crate) oauth: Option<Arc<crate::security::oauth::OAuth>>,
 }
 
 /// The state shared by every operation and surface. Cheap to clone.
@@ -230,6 +233,22 @@ impl<A: App> ServerState<A> {
     #[cfg(feature = "mcp")]
     pub(crate) fn mcp_bindings(&self) -> Option<&Arc<dyn crate::engine::store::McpBindings>> {
         self.inner.mcp_bindings.as_ref()
+    }
+
+    /// OAuth's clients and grants, when it is on.
+    #[cfg(feature = "oauth")]
+    pub(crate) fn oauth(&self) -> Option<&Arc<crate::security::oauth::OAuth>> {
+        self.inner.oauth.as_ref()
+    }
+
+    /// The OAuth issuer: `OAuthOptions::issuer`, else the origin of `parts` (whose `Host`
+    /// the routes' allow-list checked).
+    #[cfg(feature = "oauth")]
+    pub(crate) fn oauth_issuer(&self, parts: &axum::http::request::Parts) -> String {
+        match &self.options().oauth.issuer {
+            Some(issuer) => issuer.clone(),
+            None => self.origin().request_origin(parts).url(""),
+        }
     }
 
     pub(crate) fn clock(&self) -> &SharedClock {

@@ -25,6 +25,7 @@ use super::state::ServerState;
 use super::transcript::Recording;
 use crate::app::App;
 use crate::engine::session::keyed::KeyedDispatch;
+use crate::security::Scope;
 
 /// A request that is not keyed.
 fn not_keyed<R>(_: &R) -> Option<(String, Value)> {
@@ -59,6 +60,7 @@ macro_rules! operations {
             label: $label:literal,
             conduct: $conduct:expr,
             hints: $hints:expr,
+            scope: $scope:expr,
             request: $req:ty,
             keyed: $keyed:ident,
             response: $resp:ty,
@@ -86,6 +88,7 @@ macro_rules! operations {
                 label: $label,
                 conduct: $conduct,
                 hints: $hints,
+                scope: $scope,
                 request_schema: SchemaGenerator::subschema_for::<$req>,
                 response_schema: SchemaGenerator::subschema_for::<$resp>,
             },
@@ -144,6 +147,7 @@ operations! {
         label: "observe",
         conduct: PLAIN,
         hints: ToolHints::read("Observe the app"),
+        scope: Scope::Read,
         request: EmptyRequest,
         keyed: not_keyed,
         response: ObserveResponse,
@@ -161,6 +165,7 @@ operations! {
         label: "describe_app",
         conduct: PLAIN,
         hints: ToolHints::read("Describe the app"),
+        scope: Scope::Read,
         request: EmptyRequest,
         keyed: not_keyed,
         response: Description,
@@ -178,6 +183,7 @@ operations! {
         label: "Read app state",
         conduct: PLAIN,
         hints: ToolHints::read("Read the state"),
+        scope: Scope::Read,
         request: StateRequest,
         keyed: not_keyed,
         response: StateResponse,
@@ -193,6 +199,7 @@ operations! {
         label: "Read state slice",
         conduct: PLAIN,
         hints: ToolHints::read("Look up a state slice"),
+        scope: Scope::Read,
         request: QueryStateRequest,
         keyed: not_keyed,
         response: QueryStateResponse,
@@ -208,6 +215,7 @@ operations! {
         label: "describe_recent_actions",
         conduct: PLAIN,
         hints: ToolHints::read("Read recent activity"),
+        scope: Scope::Read,
         request: RecentActionsRequest,
         keyed: not_keyed,
         response: RecentActionsResponse,
@@ -223,6 +231,7 @@ operations! {
         label: "would_dispatch",
         conduct: PLAIN,
         hints: ToolHints::read("Dry-run a message"),
+        scope: Scope::Read,
         request: WouldDispatchRequest,
         keyed: not_keyed,
         response: WouldDispatchResult,
@@ -238,6 +247,7 @@ operations! {
         label: "List available actions",
         conduct: PLAIN,
         hints: ToolHints::read("List available actions"),
+        scope: Scope::Read,
         request: EmptyRequest,
         keyed: not_keyed,
         response: ActionsResponse,
@@ -257,6 +267,7 @@ operations! {
             ..PLAIN
         },
         hints: ToolHints::change("Send a message", true, false, true),
+        scope: Scope::Act,
         request: MessageRequest,
         keyed: message_key,
         response: SendResult,
@@ -277,6 +288,7 @@ operations! {
         label: "get_confirm_result",
         conduct: Conduct { touch_on_arrival: true, default_timeout_ms: Some(5000), ..PLAIN },
         hints: ToolHints::read("Poll a confirmation"),
+        scope: Scope::Read,
         request: ConfirmResultRequest,
         keyed: not_keyed,
         response: ConfirmResultResponse,
@@ -292,6 +304,7 @@ operations! {
         label: "wait_for_change",
         conduct: Conduct { touch_on_arrival: true, default_timeout_ms: Some(10_000), ..PLAIN },
         hints: ToolHints::read("Wait for a change"),
+        scope: Scope::Read,
         request: WaitRequest,
         keyed: not_keyed,
         response: WaitResponse,
@@ -307,6 +320,7 @@ operations! {
         label: "Agent narrated",
         conduct: PLAIN,
         hints: ToolHints::change("Narrate to the user", false, false, false),
+        scope: Scope::Act,
         request: NarrateRequest,
         keyed: not_keyed,
         response: NarrateResponse,
@@ -322,6 +336,7 @@ operations! {
         label: "Query DOM",
         conduct: PLAIN,
         hints: ToolHints::read("Read a screen region"),
+        scope: Scope::Read,
         request: QueryDomRequest,
         keyed: not_keyed,
         response: QueryDomResponse,
@@ -337,6 +352,7 @@ operations! {
         label: "Read visible content",
         conduct: PLAIN,
         hints: ToolHints::read("Describe the screen"),
+        scope: Scope::Read,
         request: EmptyRequest,
         keyed: not_keyed,
         response: DescribeVisibleResponse,
@@ -352,6 +368,7 @@ operations! {
         label: "Read current context",
         conduct: PLAIN,
         hints: ToolHints::read("Read the context"),
+        scope: Scope::Read,
         request: EmptyRequest,
         keyed: not_keyed,
         response: ContextResponse,
@@ -366,6 +383,7 @@ operations! {
         label: "list_pending",
         conduct: PLAIN,
         hints: ToolHints::read("List your pending proposals"),
+        scope: Scope::Read,
         request: EmptyRequest,
         keyed: not_keyed,
         response: PendingResponse,
@@ -382,6 +400,7 @@ operations! {
         label: "withdraw_proposal",
         conduct: Conduct { conflicts: true, ..PLAIN },
         hints: ToolHints::change("Withdraw a proposal", false, true, false),
+        scope: Scope::Act,
         request: WithdrawRequest,
         keyed: not_keyed,
         response: WithdrawResponse,
@@ -398,6 +417,7 @@ operations! {
         label: "cancel_work",
         conduct: PLAIN,
         hints: ToolHints::change("Cancel running work", true, true, false),
+        scope: Scope::Act,
         request: CancelRequest,
         keyed: not_keyed,
         response: CancelResponse,
@@ -438,6 +458,22 @@ impl Operation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_need_the_read_scope_and_changes_the_act_scope() {
+        for spec in OPERATIONS {
+            let expected = if spec.hints.read_only {
+                Scope::Read
+            } else {
+                Scope::Act
+            };
+            assert_eq!(spec.scope, expected, "{}", spec.tool);
+        }
+        assert_eq!(Operation::Message.spec().scope, Scope::Act);
+        assert_eq!(Operation::Observe.spec().scope, Scope::Read);
+        assert_eq!(Operation::Cancel.spec().scope, Scope::Act);
+        assert_eq!(Operation::Pending.spec().scope, Scope::Read);
+    }
 
     #[test]
     fn paths_and_tools_are_unique() {

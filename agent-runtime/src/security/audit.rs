@@ -74,6 +74,21 @@ pub enum AuditEvent {
     /// A full store made room by deleting an idle stored session without a live agent
     /// (`docs/stores.md` §Bounds on disk); detail `{sessionId, lastUsedAt, reason}`.
     SessionEvicted,
+    /// An OAuth client registered itself (RFC 7591); detail `{clientId, clientName}`.
+    OauthRegistered,
+    /// A person answered a consent page; detail `{clientId, sessionId, scope, approved}`.
+    OauthConsent,
+    /// An authorization code was exchanged: a grant and its first tokens; detail
+    /// `{clientId, grant, sessionId, scope}`.
+    OauthGranted,
+    /// A refresh token was rotated; detail `{clientId, grant}`.
+    OauthRefreshed,
+    /// A grant or a token was revoked (RFC 7009, a reused refresh token or code); detail
+    /// `{clientId?, grant?, reason}`.
+    OauthRevoked,
+    /// An OAuth request was refused (a bad code, verifier, redirect, client, resource or
+    /// scope); detail `{endpoint, error, description?}`.
+    OauthRefused,
 }
 
 impl AuditEvent {
@@ -102,6 +117,12 @@ impl AuditEvent {
             AuditEvent::OwnerClose => "owner-close",
             AuditEvent::StoreFailed => "store-failed",
             AuditEvent::SessionEvicted => "session-evicted",
+            AuditEvent::OauthRegistered => "oauth-registered",
+            AuditEvent::OauthConsent => "oauth-consent",
+            AuditEvent::OauthGranted => "oauth-granted",
+            AuditEvent::OauthRefreshed => "oauth-refreshed",
+            AuditEvent::OauthRevoked => "oauth-revoked",
+            AuditEvent::OauthRefused => "oauth-refused",
         }
     }
 }

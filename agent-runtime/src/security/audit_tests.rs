@@ -87,11 +87,18 @@ fn event_spellings() {
         AuditEvent::AuthFailed,
         AuditEvent::SessionNotMigrated,
         AuditEvent::SessionEvicted,
+        AuditEvent::OauthRegistered,
+        AuditEvent::OauthConsent,
+        AuditEvent::OauthGranted,
+        AuditEvent::OauthRefreshed,
+        AuditEvent::OauthRevoked,
+        AuditEvent::OauthRefused,
     ] {
         assert_eq!(serde_json::to_value(event).unwrap(), event.as_str());
     }
     assert_eq!(AuditEvent::MsgDispatched.as_str(), "msg-dispatched");
     assert_eq!(AuditEvent::LapCall.as_str(), "lap-call");
+    assert_eq!(AuditEvent::OauthGranted.as_str(), "oauth-granted");
 }
 
 #[test]

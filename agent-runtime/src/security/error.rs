@@ -28,4 +28,8 @@ pub enum ConfigError {
         "invalid CORS origin {0:?}: expected scheme://host[:port], e.g. http://localhost:5173"
     )]
     InvalidCorsOrigin(String),
+    /// OAuth options that do not check (feature `oauth`): an issuer that is not an origin, a
+    /// configured client with a bad redirect URI.
+    #[error("invalid OAuth options: {0}")]
+    InvalidOAuth(String),
 }

@@ -12,8 +12,11 @@ mod client_addr;
 mod error;
 mod host_header;
 mod identity;
+#[cfg(feature = "oauth")]
+pub(crate) mod oauth;
 mod origin;
 mod rate_limit;
+mod scope;
 #[cfg(feature = "mcp")]
 mod sealed;
 pub(crate) mod store_error;
@@ -53,8 +56,15 @@ pub(crate) use host_header::{AllowedHosts, HOST_REFUSED_DETAIL};
 pub(crate) use identity::is_anonymous;
 pub(crate) use identity::{Identity, IdentityCookie, DEFAULT_IDENTITY_COOKIE_NAME};
 pub(crate) use origin::{CrossOriginRefused, OriginPolicy, RequestOrigin};
+pub(crate) use scope::Scope;
 #[cfg(feature = "mcp")]
 pub(crate) use sealed::Sealer;
+pub(crate) mod scopes {
+    //! Scope lists (`scope`), called as `scopes::allows` etc.
+    pub(crate) use super::scope::allows;
+    #[cfg(feature = "oauth")]
+    pub(crate) use super::scope::{parse_list, to_text};
+}
 pub(crate) use token_lifecycle::LifecycleError;
 pub(crate) mod lifecycle {
     //! The token life cycle's steps (`token_lifecycle`), called as `lifecycle::activate` etc.
@@ -62,7 +72,7 @@ pub(crate) mod lifecycle {
     #[cfg(feature = "pairing")]
     pub(crate) use super::token_lifecycle::{claim, socket_closed, socket_opened};
 }
-pub(crate) use token_record::SWEEP_RETENTION_MS;
+pub(crate) use token_record::{MAX_TOKENS_PER_SESSION, SWEEP_RETENTION_MS};
 pub(crate) use tokens::AuthError;
 #[cfg(test)]
 pub(crate) use tokens::Lapse;

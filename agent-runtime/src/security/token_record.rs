@@ -13,6 +13,10 @@ pub(super) const TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 /// How long an expired record is kept before a mint sweeps it: 1 h.
 pub(crate) const SWEEP_RETENTION_MS: u64 = 60 * 60 * 1000;
 
+/// The most live (unexpired, unrevoked) tokens one hosted session can have: a mint of one
+/// more for it (`{"session": id}`), or an OAuth grant of it, is refused until one is revoked.
+pub(crate) const MAX_TOKENS_PER_SESSION: usize = 64;
+
 /// The label a record takes on activation when it has none.
 pub(crate) const DEFAULT_ACTIVE_LABEL: &str = "agent";
 
@@ -181,6 +185,11 @@ pub struct TokenRecord {
     pub origin: String,
     /// The agent's label, set on activation.
     pub label: Option<String>,
+    /// What the token may do: a space-separated scope list (`app:read`, `app:act`;
+    /// `docs/authorization.md` §Scopes), `None` for every scope (a minted `agt_` token). The
+    /// record of an OAuth grant carries the scopes the person granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 impl TokenRecord {
@@ -208,6 +217,7 @@ impl TokenRecord {
             pending_resume_until: None,
             origin,
             label: None,
+            scope: None,
         }
     }
 

@@ -402,6 +402,7 @@ mod tests {
             pending_resume_until: None,
             origin: "http://localhost".into(),
             label: None,
+            scope: None,
         }
     }
 

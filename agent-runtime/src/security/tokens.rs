@@ -172,7 +172,7 @@ pub(crate) async fn verify_bearer(
 
 /// A credential refused 401 `auth-failed` for `reason`, counted (`docs/operations.md`
 /// §Metrics and traces).
-fn refused(reason: &'static str) -> AuthError {
+pub(super) fn refused(reason: &'static str) -> AuthError {
     crate::telemetry::auth_failure(reason);
     AuthError::AuthFailed
 }
@@ -200,12 +200,12 @@ pub(crate) async fn verify_tid(
 }
 
 /// A failed lookup: logged for the operator, answered as [`AuthError::StoreFailed`].
-fn lookup_failed(e: super::StoreError) -> AuthError {
+pub(super) fn lookup_failed(e: super::StoreError) -> AuthError {
     tracing::error!(target: "agent_runtime::store", "token lookup failed: {e}");
     AuthError::StoreFailed
 }
 
-fn check_record(
+pub(super) fn check_record(
     record: Option<TokenRecord>,
     now: u64,
     sliding_ttl: Option<u64>,

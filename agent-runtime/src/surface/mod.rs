@@ -12,5 +12,7 @@ pub(crate) mod health;
 pub(crate) mod lap;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp;
+#[cfg(feature = "oauth")]
+pub(crate) mod oauth;
 #[cfg(any(feature = "pairing", feature = "pairing-client"))]
 pub(crate) mod pairing;

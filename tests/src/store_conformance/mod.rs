@@ -24,6 +24,7 @@ fn token(tid: &str, uid: Option<&str>, session: &str, expires_at: u64) -> TokenR
         pending_resume_until: None,
         origin: "http://localhost".into(),
         label: None,
+        scope: None,
     }
 }
 
@@ -45,9 +46,11 @@ pub async fn tokens(stores: &Stores) {
         .await
         .expect("create");
     // A paired record keeps its kind whatever its session id reads like.
+    // A scoped record (an OAuth grant's) reads back with its scopes.
     let d = TokenRecord {
         kind: SessionKind::Paired,
         status: TokenStatus::AwaitingWs,
+        scope: Some("app:read".into()),
         ..token("d", Some("u1"), "s3", 10_000)
     };
     t.create(d.clone()).await.expect("create");

@@ -12,6 +12,8 @@ mod fast_call;
 mod host_quirks;
 mod http;
 mod notes;
+#[cfg(feature = "full")]
+mod oauth;
 mod python_sdk;
 mod slots;
 mod tool_list;

@@ -104,3 +104,45 @@ async fn python_sdk_sees_progress_and_stops_long_work() {
     let cases: Vec<&str> = cases.iter().map(String::as_str).collect();
     run_python(&t, "mcp_progress.py", &cases).await;
 }
+
+/// OAuth with the SDK's `OAuthClientProvider` (`tests/python/mcp_oauth.py`): discovery from
+/// the 401, dynamic registration, the consent page approved by the person (a newcomer given
+/// an identity cookie, as the console does), the code exchanged, then the tool list and a
+/// dispatch, on both generations.
+#[tokio::test]
+#[ignore = "needs the Python MCP SDK: run .ci/mcp-python"]
+async fn python_sdk_connects_by_oauth_consent() {
+    let t = TestServer::builder(TodoApp::default())
+        .rate_limit("100000/minute")
+        .cookie_identity_only()
+        .anonymous()
+        .options(|o| o.oauth.enabled = true)
+        .start()
+        .await;
+    let python = std::env::var("MCP_PYTHON")
+        .expect("MCP_PYTHON: the venv python of .ci/mcp-python, with the `mcp` package");
+    let script = format!("{}/python/mcp_oauth.py", env!("CARGO_MANIFEST_DIR"));
+    let run = tokio::process::Command::new(python)
+        .arg(script)
+        .arg(format!("{}/agent/mcp", t.base))
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the Python client ends within 2 minutes")
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    for case in [
+        "legacy consented and listed",
+        "legacy dispatched",
+        "2026-07-28 consented and listed",
+        "2026-07-28 dispatched",
+    ] {
+        assert!(
+            stdout.contains(&format!("ok {case}\n")),
+            "{case}: {stdout}\n{stderr}"
+        );
+    }
+}

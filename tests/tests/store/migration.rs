@@ -128,7 +128,7 @@ async fn a_version_1_sqlite_file_is_migrated() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     // Version 5: the undo records' table (the commits after the migration write to it).
     let (records,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_session_undo")
         .fetch_one(&pool)
@@ -138,6 +138,11 @@ async fn a_version_1_sqlite_file_is_migrated() {
         records > 0,
         "the commits after the migration keep undo records"
     );
+    // Version 6: a token record's scopes (NULL for the rows before: every scope).
+    let _: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_tokens WHERE scope IS NULL")
+        .fetch_one(&pool)
+        .await
+        .expect("the scope column");
     pool.close().await;
 }
 
@@ -198,6 +203,6 @@ async fn a_version_2_postgres_database_gets_the_delete_trigger() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     pool.close().await;
 }

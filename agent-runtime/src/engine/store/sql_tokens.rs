@@ -37,7 +37,7 @@ pub(super) use write_touches;
 macro_rules! impl_sql_tokens {
     ($store:ty, $db:ty) => {
         const TOKEN_COLUMNS: &str = "tid, token_hash, uid, session_id, kind, status, \
-             created_at, expires_at, last_seen_at, pending_resume_until, origin, label";
+             created_at, expires_at, last_seen_at, pending_resume_until, origin, label, scope";
 
         fn token_from_row(
             row: &<$db as sqlx::Database>::Row,
@@ -59,6 +59,7 @@ macro_rules! impl_sql_tokens {
                     .map(from_db),
                 origin: row.try_get("origin")?,
                 label: row.try_get("label")?,
+                scope: row.try_get("scope")?,
             })
         }
 
@@ -102,7 +103,7 @@ macro_rules! impl_sql_tokens {
                     Some(cache) => {
                         let found = if by_tid { cache.by_tid(value) } else { cache.by_hash(value) };
                         match found {
-                            Lookup::Hit(record) => return Ok(Some(record)),
+                            Lookup::Hit(record) => return Ok(Some(*record)),
                             Lookup::Miss(generation) => Some(generation),
                         }
                     }
@@ -131,7 +132,7 @@ macro_rules! impl_sql_tokens {
                 use $crate::engine::store::sql_values::to_db;
                 let insert = format!(
                     "INSERT INTO agent_tokens ({TOKEN_COLUMNS}, ord) VALUES ($1, $2, $3, $4, $5, \
-                     $6, $7, $8, $9, $10, $11, $12, \
+                     $6, $7, $8, $9, $10, $11, $12, $13, \
                      (SELECT COALESCE(MAX(ord), 0) + 1 FROM agent_tokens))"
                 );
                 let status = r.status.as_str();
@@ -148,6 +149,7 @@ macro_rules! impl_sql_tokens {
                     r.pending_resume_until.map(to_db).into(),
                     (&r.origin).into(),
                     (&r.label).into(),
+                    (&r.scope).into(),
                 ];
                 self.writer.write(&insert, inserted).await.map(|_| ())
             }

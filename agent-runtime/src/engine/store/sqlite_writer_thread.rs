@@ -43,8 +43,8 @@ pub(super) const MAX_BATCH: usize = 64;
 pub(super) const PIECE_BYTES: usize = 64 * 1024;
 
 /// Parameter names `$1`…, as the shared SQL spells them.
-const NAMES: [&str; 12] = [
-    "$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12",
+const NAMES: [&str; 13] = [
+    "$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12", "$13",
 ];
 
 /// A parameter's value, owned (a write outlives its caller's borrow once queued).

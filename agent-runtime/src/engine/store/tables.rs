@@ -41,7 +41,7 @@ pub(super) use tables;
 
 /// The schema version this build reads and writes (`agent_meta`, name `schema`). A database
 /// without the row is at version 1: the tables above as version 1 created them.
-pub(super) const SCHEMA_VERSION: i64 = 5;
+pub(super) const SCHEMA_VERSION: i64 = 6;
 
 /// The migrations, each with the version it reaches, in order; each runs once, in the
 /// transaction that opens the store (`docs/stores.md` §Schema versions).
@@ -95,6 +95,12 @@ CREATE TABLE IF NOT EXISTS agent_session_undo (
     session_id TEXT NOT NULL, seq BIGINT NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (session_id, seq));
 ",
+    ),
+    (
+        6,
+        // A token record carries its scopes (issue 34, `docs/authorization.md`): NULL, every
+        // scope, for the records written before, as minted `agt_` tokens always had.
+        "ALTER TABLE agent_tokens ADD COLUMN scope TEXT;",
     ),
 ];
 

@@ -31,7 +31,7 @@ struct Inner {
 /// What a lookup found.
 pub(crate) enum Lookup {
     /// The cached record.
-    Hit(TokenRecord),
+    Hit(Box<TokenRecord>),
     /// Not cached: read the database, then [`TokenCache::put`] with this generation.
     Miss(u64),
 }
@@ -47,7 +47,7 @@ impl TokenCache {
     pub(crate) fn by_hash(&self, hash: &str) -> Lookup {
         let inner = self.inner.lock();
         match inner.by_hash.get(hash) {
-            Some(r) => Lookup::Hit(r.clone()),
+            Some(r) => Lookup::Hit(Box::new(r.clone())),
             None => Lookup::Miss(inner.generation),
         }
     }
@@ -56,7 +56,7 @@ impl TokenCache {
     pub(crate) fn by_tid(&self, tid: &str) -> Lookup {
         let inner = self.inner.lock();
         match inner.hash_of.get(tid).and_then(|h| inner.by_hash.get(h)) {
-            Some(r) => Lookup::Hit(r.clone()),
+            Some(r) => Lookup::Hit(Box::new(r.clone())),
             None => Lookup::Miss(inner.generation),
         }
     }
@@ -122,7 +122,7 @@ mod tests {
 
     fn hit(l: Lookup) -> Option<TokenRecord> {
         match l {
-            Lookup::Hit(r) => Some(r),
+            Lookup::Hit(r) => Some(*r),
             Lookup::Miss(_) => None,
         }
     }

@@ -173,9 +173,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
     issue(server, token.expose(), record, &origin, set_cookie, now).await
 }
 
-/// The most live (unexpired, unrevoked) tokens one hosted session can have: a mint of one
-/// more for it (`{"session": id}`) answers 503 `session-capacity` until one is revoked.
-pub(crate) const MAX_TOKENS_PER_SESSION: usize = 64;
+use crate::security::MAX_TOKENS_PER_SESSION;
 
 /// The per-session token cap of a mint for an existing session.
 async fn session_token_cap<A: App>(

@@ -45,8 +45,7 @@ use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
 use crate::ops::error::ApiError;
 use crate::security::{
-    request_client_address, verify_bearer, AllowedHosts, AuditEntry, AuditEvent, AuthError, Bucket,
-    TokenRecord,
+    request_client_address, AllowedHosts, AuditEntry, AuditEvent, AuthError, Bucket, TokenRecord,
 };
 use crate::surface::mcp::MCP_PATH;
 use agent_schema::protocol::ErrorCode;
@@ -138,7 +137,18 @@ where
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let this = self.clone();
-        Box::pin(async move { Ok(this.admit(request).await) })
+        Box::pin(async move {
+            #[cfg(feature = "oauth")]
+            {
+                let (parts, body) = request.into_parts();
+                let challenge_parts = strip_body_parts(&parts);
+                let mut response = this.admit(Request::from_parts(parts, body)).await;
+                super::oauth_check::challenge_401(&this.server, &challenge_parts, &mut response);
+                Ok(response)
+            }
+            #[cfg(not(feature = "oauth"))]
+            Ok(this.admit(request).await)
+        })
     }
 }
 
@@ -227,6 +237,12 @@ where
             .headers
             .get(SESSION_HEADER)
             .map(|v| v.to_str().unwrap_or_default().to_string());
+        #[cfg(feature = "oauth")]
+        if let Some(answer) =
+            super::oauth_check::check(&self.server, &parts, &bytes, kind, session.as_deref()).await
+        {
+            return answer;
+        }
         match session {
             Some(id) => self.with_session(parts, bytes, id, call).await,
             None => match (&parts.method, kind) {
@@ -393,7 +409,7 @@ where
             match self.bearer_binding(&parts).await {
                 Ok((binding, record)) => {
                     if let Some(call) = call {
-                        let route = Route::Stateless(&binding, record);
+                        let route = Route::Stateless(&binding, Box::new(record));
                         if let Some(answer) = self.fast_call(&parts, call, route).await {
                             return answer;
                         }
@@ -462,13 +478,7 @@ where
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|a| a.to_str().ok());
-        let verified = verify_bearer(
-            authorization,
-            &**server.tokens(),
-            now,
-            server.options().sliding_ttl_ms(),
-        )
-        .await;
+        let verified = crate::ops::verify_mcp_bearer(server, authorization).await;
         match verified {
             Ok(record) => {
                 let binding = BoundToken {
@@ -573,6 +583,20 @@ fn too_many_listens(max: usize) -> Response {
              token may hold: close one before opening another"
         ))
         .into_response()
+}
+
+/// What the challenge of a 401 reads of a request (its headers and URI), kept while the
+/// request itself is handed on.
+#[cfg(feature = "oauth")]
+fn strip_body_parts(parts: &Parts) -> Parts {
+    let mut request = Request::builder()
+        .method(parts.method.clone())
+        .uri(parts.uri.clone())
+        .body(())
+        .map(|r| r.into_parts().0)
+        .unwrap_or_else(|_| Request::new(()).into_parts().0);
+    request.headers = parts.headers.clone();
+    request
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response {

@@ -62,7 +62,7 @@ pub(super) enum Route<'a> {
     Session(&'a str),
     /// On 2026-07-28, with the binding of its bearer and the token record the admission layer
     /// verified it to in this request (the gate takes it instead of verifying it again).
-    Stateless(&'a BoundToken, TokenRecord),
+    Stateless(&'a BoundToken, Box<TokenRecord>),
 }
 
 /// The answer to a `tools/call`, or `None` when rmcp must take it (nothing ran).
@@ -110,7 +110,7 @@ pub(super) async fn answer<A: App>(
             }
             (sessions.bound_token(id), None)
         }
-        Route::Stateless(binding, record) => (Some(binding.clone()), Some(record)),
+        Route::Stateless(binding, record) => (Some(binding.clone()), Some(*record)),
     };
     // A legacy session's cache is never read (above); a 2026-07-28 request starts with none.
     let cache = DescriptionCache::default();

@@ -16,6 +16,8 @@ mod fast_call;
 mod handler;
 mod listens;
 mod notify;
+#[cfg(feature = "oauth")]
+pub(crate) mod oauth_check;
 mod progress;
 mod registry;
 mod request_kind;

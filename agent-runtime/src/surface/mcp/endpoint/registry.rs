@@ -458,6 +458,28 @@ impl McpSessions {
         Some(registry.evict_token(&tid, per_token, Some(id)))
     }
 
+    /// The bearer of `id`'s bound token is now `token` (an OAuth client presents a new access
+    /// token of the same grant after a refresh): the session's calls use it from now on.
+    /// `false` when `id` is not bound to `tid`.
+    #[cfg(feature = "oauth")]
+    pub(crate) fn renew_bearer(&self, id: &str, tid: &str, token: &str) -> bool {
+        let mut registry = self.registry.lock();
+        let Some(binding) = registry
+            .sessions
+            .get_mut(id)
+            .and_then(|e| e.binding.as_mut())
+        else {
+            return false;
+        };
+        if binding.tid != tid {
+            return false;
+        }
+        if binding.token.as_deref() != Some(token) {
+            binding.token = Some(token.to_owned());
+        }
+        true
+    }
+
     /// Drops the binding of `id` at `now` (`disconnect_session`, a failed connect flow): the
     /// session is provisional again (evictable, its provisional lifetime starting now), and
     /// still counts towards the share of the token that authenticated it.

@@ -553,7 +553,7 @@ impl<A: App> InProcess<A> {
             Some(record) => ops::caller_of(&self.server, record).await,
             None => {
                 let credential = match &self.authorization {
-                    Some(authorization) => ops::Credential::Bearer(Some(authorization)),
+                    Some(authorization) => ops::Credential::McpBearer(Some(authorization)),
                     None => ops::Credential::Tid(&self.tid),
                 };
                 ops::find_caller(&self.server, credential).await

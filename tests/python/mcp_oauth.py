@@ -1,0 +1,116 @@
+"""OAuth 2.1 on `/agent/mcp` with the official Python MCP SDK's client (`OAuthClientProvider`).
+
+Run by `tests/tests/mcp/python_sdk.rs` (`.ci/mcp-python` makes the venv) against a todo server
+with OAuth on, anonymous identities and no test identity header:
+`python mcp_oauth.py <url of /agent/mcp>`. For each generation (the legacy `initialize`
+session and 2026-07-28) the SDK discovers the server from the 401, registers itself
+(RFC 7591), and sends the person to the consent page; the redirect handler acts as the person
+in a browser of their own (a cookie jar: the page gives a newcomer an identity cookie, as the
+console does), approves with the page's sealed request, and hands the redirect's `code`,
+`state` and `iss` to the callback handler. The SDK then lists the tools and dispatches.
+Prints one `ok <case>` line per case; any failure raises (exit status 1).
+"""
+
+import asyncio
+import re
+import sys
+from urllib.parse import parse_qs, urljoin, urlparse
+
+import httpx2
+from mcp import Client
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, TokenStorage
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+URL = sys.argv[1]
+REDIRECT = "http://localhost:3999/callback"
+
+
+class Memory(TokenStorage):
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+class Person:
+    """The person at the consent page: their own browser (cookies), Approve."""
+
+    def __init__(self) -> None:
+        self.browser = httpx2.AsyncClient(follow_redirects=False)
+        self.result: AuthorizationCodeResult | None = None
+        self.pages = 0
+
+    async def redirect_handler(self, authorization_url: str) -> None:
+        page = await self.browser.get(authorization_url)
+        assert page.status_code == 200, page.text
+        assert page.headers["x-frame-options"] == "DENY", page.headers
+        self.pages += 1
+        sealed = re.search(r'name="request" value="([^"]+)"', page.text).group(1)
+        action = re.search(r'<form method="post" action="([^"]+)"', page.text).group(1)
+        answer = await self.browser.post(
+            urljoin(authorization_url, action),
+            data={"request": sealed, "decision": "approve", "session": "new", "act": "1"},
+        )
+        assert answer.status_code == 303, answer.text
+        query = parse_qs(urlparse(answer.headers["location"]).query)
+        assert "error" not in query, query
+        self.result = AuthorizationCodeResult(
+            code=query["code"][0], state=query["state"][0], iss=query["iss"][0]
+        )
+
+    async def callback_handler(self) -> AuthorizationCodeResult:
+        assert self.result is not None, "the consent page was not answered"
+        return self.result
+
+
+async def cases(mode: str) -> None:
+    person = Person()
+    auth = OAuthClientProvider(
+        server_url=URL,
+        client_metadata=OAuthClientMetadata(
+            client_name=f"Python SDK ({mode})",
+            redirect_uris=[REDIRECT],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="none",
+            scope="app:read app:act",
+        ),
+        storage=Memory(),
+        redirect_handler=person.redirect_handler,
+        callback_handler=person.callback_handler,
+    )
+    http = create_mcp_http_client(auth=auth)
+    async with Client(streamable_http_client(URL, http_client=http), mode=mode) as c:
+        names = [t.name for t in (await c.list_tools()).tools]
+        assert "send_message" in names and "observe" in names, names
+        assert person.pages == 1, person.pages
+        print(f"ok {mode} consented and listed", flush=True)
+        sent = await c.call_tool("send_message", {"msg": {"type": "add", "title": "from python"}})
+        assert not sent.is_error, sent
+        assert sent.structured_content["status"] == "dispatched", sent.structured_content
+        state = (await c.call_tool("get_state", {})).structured_content["state"]
+        titles = [t["title"] for t in state["todos"]]
+        assert "from python" in titles, titles
+        print(f"ok {mode} dispatched", flush=True)
+    await person.browser.aclose()
+
+
+async def main() -> None:
+    for mode in ["legacy", "2026-07-28"]:
+        await cases(mode)
+
+
+asyncio.run(main())
