@@ -181,6 +181,8 @@ async fn a_version_2_postgres_database_gets_the_delete_trigger() {
              FOR EACH ROW EXECUTE FUNCTION agent_sessions_notify();
          ALTER TABLE agent_mcp_sessions DROP COLUMN token_hash;
          ALTER TABLE agent_tokens DROP COLUMN kind;
+         ALTER TABLE agent_tokens DROP COLUMN scope;
+         DROP TABLE agent_session_undo;
          UPDATE agent_meta SET value = 2 WHERE name = 'schema';",
     )
     .execute(&pool)
