@@ -82,7 +82,7 @@ async fn a_paired_apps_import_reports_progress_and_is_cancelled_through_the_rela
         import_step: Duration::from_millis(30),
         ..TodoApp::default()
     };
-    let t = TestServer::builder(app.clone())
+    let t = TestServer::builder(app)
         .rate_limit("100000/minute")
         .pairing(|p| {
             p.native_apps = true;
