@@ -53,7 +53,8 @@ pub(crate) use backend::Caller;
 pub use error::ApiError;
 pub(crate) use gate::admit;
 #[cfg(feature = "mcp")]
-pub(crate) use gate::{caller_of, find_caller, take_rate_limit, verify_mcp_bearer, Credential};
+pub(crate) use gate::{caller_of, take_rate_limit, verify_mcp_bearer};
+pub(crate) use gate::{find_caller, Credential};
 pub(crate) use hosted::dispatch_options;
 #[cfg(feature = "mcp")]
 pub(crate) use hosted::message_answer;
