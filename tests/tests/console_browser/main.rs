@@ -578,10 +578,7 @@ async fn running_work_shows_a_progress_bar_and_the_human_cancels_it() {
             .as_f64()
             .expect("a number");
         assert!(value > 0.0 && value < 1.0, "{value}");
-        assert_eq!(
-            text(&c, "[data-testid=work-count]").await.as_deref(),
-            Some("1")
-        );
+        wait_text(&c, "[data-testid=work-count]", |s| s == "1").await;
         // The human stops it from the console.
         click(&c, "[data-testid=work-cancel]").await;
         wait_for("the bar to go", || async {
