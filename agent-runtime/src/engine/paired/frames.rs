@@ -5,7 +5,7 @@
 // The pairing client alone (feature `pairing-client` without `pairing`) reads only its half.
 #![cfg_attr(not(feature = "pairing"), allow(dead_code))]
 
-use agent_schema::protocol::{Progress, PROGRESS_TEXT_CHARS};
+use agent_schema::protocol::Progress;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -205,12 +205,10 @@ impl ClientFrame {
 /// as [`Progress::with_text`] cuts it.
 fn within_bounds(mut progress: Progress) -> Progress {
     progress.fraction = progress.fraction.map(|f| f.clamp(0.0, 1.0));
-    if let Some(text) = &mut progress.text {
-        if let Some((cut, _)) = text.char_indices().nth(PROGRESS_TEXT_CHARS) {
-            text.truncate(cut);
-        }
+    match progress.text.take() {
+        Some(text) => progress.with_text(text),
+        None => progress,
     }
-    progress
 }
 
 /// JSON `null` as raw text.
@@ -287,6 +285,7 @@ impl ServerFrame {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent_schema::protocol::PROGRESS_TEXT_CHARS;
 
     #[test]
     fn wire_spellings() {
