@@ -61,6 +61,11 @@ impl Watched {
         }
     }
 
+    /// The scopes the token was granted (`None`: every scope, `docs/authorization.md` §Scopes).
+    pub(crate) fn scope(&self) -> Option<&str> {
+        self.record.scope.as_deref()
+    }
+
     /// Whether the session's app runs elsewhere (a paired session, its operations relayed).
     pub(crate) fn is_relayed(&self) -> bool {
         self.backend.is_relay()

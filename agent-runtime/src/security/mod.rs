@@ -62,7 +62,6 @@ pub(crate) use sealed::Sealer;
 pub(crate) mod scopes {
     //! Scope lists (`scope`), called as `scopes::allows` etc.
     pub(crate) use super::scope::allows;
-    #[cfg(feature = "oauth")]
     pub(crate) use super::scope::{parse_list, to_text};
 }
 pub(crate) use token_lifecycle::LifecycleError;

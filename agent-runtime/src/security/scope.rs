@@ -55,7 +55,6 @@ pub(crate) fn allows(granted: Option<&str>, needed: Scope) -> bool {
 /// A requested scope list read strictly: space-separated known scopes, normalized (sorted,
 /// deduplicated, `app:read` added to `app:act`). `Err` names the first unknown word; an empty
 /// list is `Ok(None)` (the caller picks its default).
-#[cfg_attr(not(feature = "oauth"), allow(dead_code))]
 pub(crate) fn parse_list(text: &str) -> Result<Option<Vec<Scope>>, String> {
     let mut scopes = Vec::new();
     for word in text.split(' ').filter(|w| !w.is_empty()) {
@@ -72,7 +71,6 @@ pub(crate) fn parse_list(text: &str) -> Result<Option<Vec<Scope>>, String> {
 }
 
 /// `scopes` as OAuth's space-separated `scope` text.
-#[cfg_attr(not(feature = "oauth"), allow(dead_code))]
 pub(crate) fn to_text(scopes: &[Scope]) -> String {
     scopes
         .iter()

@@ -232,7 +232,8 @@ impl TokenRecord {
     }
 }
 
-/// The wire form of a token record, `{tid, label, status, createdAt, lastSeenAt, sessionId}`.
+/// The wire form of a token record, `{tid, label, status, createdAt, lastSeenAt, sessionId,
+/// scope?}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSession {
@@ -248,6 +249,10 @@ pub struct AgentSession {
     pub last_seen_at: u64,
     /// The session the token drives (an addition to the reference's shape).
     pub session_id: String,
+    /// The scopes the token is limited to, space-separated (an OAuth grant's, or a mint's
+    /// `scope`); absent: every scope (an addition to the reference's shape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 impl From<&TokenRecord> for AgentSession {
@@ -262,6 +267,7 @@ impl From<&TokenRecord> for AgentSession {
             created_at: record.created_at,
             last_seen_at: record.last_seen_at,
             session_id: record.session_id.clone(),
+            scope: record.scope.clone(),
         }
     }
 }

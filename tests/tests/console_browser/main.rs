@@ -6,6 +6,8 @@
 //! `cargo test --workspace --test console_browser -- --ignored`. One test binary; the undo
 //! scenario is a module of its own.
 
+#[cfg(feature = "full")]
+mod consent;
 mod undo;
 
 use agent_examples::counter::Counter;

@@ -15,5 +15,6 @@ mod notes;
 #[cfg(feature = "full")]
 mod oauth;
 mod python_sdk;
+mod scoped_tokens;
 mod slots;
 mod tool_list;

@@ -12,6 +12,7 @@ use crate::app::App;
 use crate::engine::host::CreateSessionError;
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
+use crate::security::scopes;
 use crate::security::{
     lifecycle, mint_token, request_client_address, AgentSession, AuditEntry, Bucket,
     LifecycleError, TokenRecord, TokenStatus, SWEEP_RETENTION_MS,
@@ -63,6 +64,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
     };
     let mut paired = paired_by_default(server);
     let mut label = None;
+    let mut scope = None;
     let requested_session = if bytes.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
@@ -74,6 +76,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
                     Some(_) => return Err(bad_body()),
                 }
                 label = mint_label(o.get("label"))?;
+                scope = mint_scope(o.get("scope"))?;
                 match o.get("session") {
                     None | Some(Value::Null) => None,
                     Some(Value::String(s)) => {
@@ -124,7 +127,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
         }
     };
     if paired {
-        return mint_paired(server, uid, label, &origin, set_cookie, now).await;
+        return mint_paired(server, uid, (label, scope), &origin, set_cookie, now).await;
     }
     let for_existing_session = requested_session.is_some();
     let session = match requested_session {
@@ -170,6 +173,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
         now,
     );
     record.label = label;
+    record.scope = scope;
     issue(server, token.expose(), record, &origin, set_cookie, now).await
 }
 
@@ -205,6 +209,28 @@ async fn sweep<A: App>(server: &ServerState<A>, now: u64) {
         tracing::error!(target: "agent_runtime::store", "token sweep failed: {e}");
     }
 }
+
+/// The mint's optional `scope` (`docs/lap.md` §4.1, `docs/authorization.md` §Scopes): the
+/// scopes the token is limited to, space-separated (`app:read`, `app:act`); absent or `null`
+/// is every scope, as before scopes existed.
+fn mint_scope(value: Option<&Value>) -> Result<Option<String>, ApiError> {
+    let text = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(text)) => text,
+        Some(_) => return Err(ApiError::invalid(SCOPE_SHAPE)),
+    };
+    match scopes::parse_list(text) {
+        Ok(Some(list)) => Ok(Some(scopes::to_text(&list))),
+        Ok(None) => Err(ApiError::invalid(SCOPE_SHAPE)),
+        Err(word) => Err(ApiError::invalid(format!(
+            "{SCOPE_SHAPE}: {word:?} is not a scope"
+        ))),
+    }
+}
+
+/// What a mint's `scope` must be.
+const SCOPE_SHAPE: &str =
+    "scope must be a space-separated list of app:read, app:act (app:act implies app:read)";
 
 /// The longest mint `label`, in characters.
 const MAX_LABEL_CHARS: usize = 64;
@@ -243,7 +269,7 @@ async fn issue<A: App>(
     // The hard expiry is the server's option (`ServerOptions::hard_expiry`), from the mint.
     let mut record = record;
     record.expires_at = now.saturating_add(server.options().hard_expiry_ms());
-    let body = json!({
+    let mut body = json!({
         "token": token,
         "tid": record.tid,
         "sessionId": record.session_id,
@@ -252,6 +278,10 @@ async fn issue<A: App>(
         "expiresAt": record.expires_at,
         "lapVersion": 2,
     });
+    if let Some(scope) = &record.scope {
+        // Only a limited token says so: an unlimited one answers as LLui's does.
+        body["scope"] = json!(scope);
+    }
     let entry = AuditEntry::mint(
         now,
         &record.tid,
@@ -293,14 +323,14 @@ fn paired_by_default<A: App>(_server: &ServerState<A>) -> bool {
 async fn mint_paired<A: App>(
     server: &ServerState<A>,
     uid: String,
-    label: Option<String>,
+    (label, scope): (Option<String>, Option<String>),
     origin: &crate::security::RequestOrigin,
     set_cookie: Option<String>,
     now: u64,
 ) -> Result<Response, ApiError> {
     #[cfg(not(feature = "pairing"))]
     {
-        let _ = (server, uid, label, origin, set_cookie, now);
+        let _ = (server, uid, label, scope, origin, set_cookie, now);
         Err(ApiError::invalid(
             "this server does not pair (feature `pairing` is off)",
         ))
@@ -321,6 +351,7 @@ async fn mint_paired<A: App>(
         record.kind = crate::security::SessionKind::Paired;
         record.status = TokenStatus::AwaitingWs;
         record.label = label;
+        record.scope = scope;
         issue(server, token.expose(), record, origin, set_cookie, now).await
     }
 }

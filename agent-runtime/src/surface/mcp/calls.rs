@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 
 use super::args::check_args;
 use super::format::failure;
-use super::tools::{self, Surface, ToolSpec};
+use super::tools::{self, Surface, ToolAction, ToolSpec};
+use crate::security::scopes;
 
 #[cfg_attr(not(feature = "bridge"), allow(dead_code))] // the bridge's, declared beside the server's
 /// Every protocol version up to the newest one that still uses `initialize` (the bridge, a
@@ -56,6 +57,21 @@ impl ToolCatalog {
     /// The `tools/list` answer.
     pub(crate) fn list(&self) -> ListToolsResult {
         ListToolsResult::with_all_items(self.listed.clone())
+    }
+
+    /// The tools a credential granted `scope` may call (`None`: every scope, all of them):
+    /// the listing of a read-only grant leaves out the tools that act
+    /// (`docs/authorization.md` §Scopes).
+    pub(crate) fn listed_for(&self, scope: Option<&str>) -> Vec<Tool> {
+        self.specs
+            .iter()
+            .zip(&self.listed)
+            .filter(|(spec, _)| match spec.action {
+                ToolAction::Run(op) => scopes::allows(scope, op.spec().scope),
+                ToolAction::Connect | ToolAction::Disconnect => true,
+            })
+            .map(|(_, tool)| tool.clone())
+            .collect()
     }
 
     /// Whether `name` is one of the surface's declared tools (not an action tool).

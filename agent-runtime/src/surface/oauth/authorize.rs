@@ -96,9 +96,13 @@ fn html(status: StatusCode, text: String) -> Response {
         ),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // `same-origin`, not `no-referrer`: a browser sends `Origin: null` with a form posted
+    // from a `no-referrer` page, and the approval's origin check would refuse the person's
+    // own click. Cross-origin navigations (the redirect to the client) still carry no
+    // `Referer`, so the page's query never leaves the site.
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     response
 }

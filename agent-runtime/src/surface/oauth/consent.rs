@@ -61,7 +61,7 @@ fn page(title: &str, body: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta \
          name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta \
-         name=\"referrer\" content=\"no-referrer\">\n<title>{}</title>\n<style>{STYLE}</style>\n\
+         name=\"referrer\" content=\"same-origin\">\n<title>{}</title>\n<style>{STYLE}</style>\n\
          </head>\n<body>\n<header><h1>{}</h1></header>\n<main>\n{body}\n</main>\n</body>\n</html>\n",
         escape(title),
         escape(title)

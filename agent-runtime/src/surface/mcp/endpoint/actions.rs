@@ -10,6 +10,7 @@ use super::McpState;
 use crate::app::App;
 use crate::ops::watch::Watched;
 use crate::ops::ApiError;
+use crate::security::{scopes, Scope};
 use crate::surface::mcp::action_tools::ActionCatalog;
 
 /// What the list of the action tools stays the same with: a paired app's `schemaHash` (its
@@ -31,6 +32,9 @@ pub(crate) struct SessionTools {
     /// The list changes only with the process (a hosted app, or action tools off); a paired
     /// app's changes when it pairs again with another version.
     pub fixed: bool,
+    /// The scopes the token was granted (`None`: every scope): `tools/list` leaves out the
+    /// tools it may not call (`docs/authorization.md` §Scopes).
+    pub scope: Option<String>,
 }
 
 /// The catalog of `watched`'s app: `hosted` for a hosted session.
@@ -62,22 +66,26 @@ pub(crate) async fn list_key<A: App>(
     Ok(ListKey::Paired(hash.map(str::to_owned)))
 }
 
-/// The action tools of the token `tid` (none when action tools are off).
+/// The action tools of the token `tid` (none when action tools are off, or when the token may
+/// only read: every action tool acts).
 pub(crate) async fn session_tools<A: App>(
     server: &McpState<A>,
     tid: &str,
     hosted: &Arc<ActionCatalog>,
 ) -> Result<SessionTools, ApiError> {
-    if !server.options().mcp.action_tools {
+    let watched = Watched::open(server, tid).await?;
+    let scope = watched.scope().map(str::to_owned);
+    if !server.options().mcp.action_tools || !scopes::allows(scope.as_deref(), Scope::Act) {
         return Ok(SessionTools {
             tools: Vec::new(),
             fixed: true,
+            scope,
         });
     }
-    let watched = Watched::open(server, tid).await?;
     let catalog = catalog(&watched, hosted).await?;
     Ok(SessionTools {
         tools: catalog.tools().to_vec(),
         fixed: !watched.is_relayed(),
+        scope,
     })
 }

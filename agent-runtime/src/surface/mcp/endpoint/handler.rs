@@ -238,19 +238,23 @@ impl<A: App> ServerHandler for McpHandler<A> {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut tools = self.runner.tools().list().tools;
-        // The 19 tools alone are the same for everyone.
+        // The 19 tools alone are the same for everyone with every scope.
+        let mut tools = None;
         let mut fixed = true;
         if let Some(binding) = self.binding(parts(&context)) {
-            // A session that cannot be read now (paused) lists no actions.
+            // A session that cannot be read now (paused) lists no actions; a token lists the
+            // tools its scopes allow (the MCP revision lets a list vary by authorization).
             match session_tools(&self.server, &binding.tid, self.runner.hosted()).await {
                 Ok(actions) => {
-                    tools.extend(actions.tools);
+                    let mut own = self.runner.tools().listed_for(actions.scope.as_deref());
+                    own.extend(actions.tools);
+                    tools = Some(own);
                     fixed = actions.fixed;
                 }
                 Err(_) => fixed = false,
             }
         }
+        let tools = tools.unwrap_or_else(|| self.runner.tools().list().tools);
         // The list depends on the caller's token and its app's schema, never on the state: a
         // sessionless client may keep it while nothing can change it; a session may bind or
         // unbind (`connect_session`), a paired app pair again, so theirs stays fresh.
