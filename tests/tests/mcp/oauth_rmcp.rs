@@ -53,7 +53,7 @@ async fn rmcp_registers_gets_consent_and_calls_tools() {
     assert_eq!(page.status, 200, "{}", page.text);
     assert!(page.text.contains("rmcp agent"), "{}", page.text);
     let redirect = o.approve("alice", &page, true).await;
-    let tokens = session
+    session
         .handle_callback_with_issuer(
             &value(&redirect, "code"),
             &value(&redirect, "state"),
@@ -61,7 +61,6 @@ async fn rmcp_registers_gets_consent_and_calls_tools() {
         )
         .await
         .expect("the code exchanged");
-    drop(tokens);
     // An MCP session over rmcp's authorized HTTP client.
     let client = AuthClient::new(reqwest_rmcp::Client::default(), session.auth_manager);
     let transport = StreamableHttpClientTransport::with_client(

@@ -52,10 +52,16 @@ pub(crate) enum DocumentError {
 impl DocumentError {
     /// The OAuth error code.
     pub(crate) fn code(&self) -> &'static str {
-        match self {
-            DocumentError::Busy(_) => "temporarily_unavailable",
-            _ => "invalid_client",
+        if self.is_busy() {
+            "temporarily_unavailable"
+        } else {
+            "invalid_client"
         }
+    }
+
+    /// Whether it is a refusal for now only (`temporarily_unavailable`): the server is busy.
+    pub(crate) fn is_busy(&self) -> bool {
+        matches!(self, DocumentError::Busy(_))
     }
 
     /// The word the audit entry names the failure by.

@@ -136,9 +136,10 @@ async fn refused_client<A: App>(
                 .to_owned(),
         ),
         ClientRefused::Document(e) => {
-            let status = match e.code() {
-                "temporarily_unavailable" => StatusCode::SERVICE_UNAVAILABLE,
-                _ => StatusCode::BAD_REQUEST,
+            let status = if e.is_busy() {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::BAD_REQUEST
             };
             (status, e.code(), e.reason(), e.description())
         }

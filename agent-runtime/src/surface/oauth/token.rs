@@ -86,9 +86,11 @@ async fn client_of(
         Err(ClientRefused::Unknown) => Err(OAuthError::invalid_client(
             "the client is unknown or its registration expired",
         )),
-        Err(ClientRefused::Document(e)) if e.code() == "temporarily_unavailable" => Err(
-            OAuthError::new(StatusCode::SERVICE_UNAVAILABLE, e.code(), e.description()),
-        ),
+        Err(ClientRefused::Document(e)) if e.is_busy() => Err(OAuthError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            e.code(),
+            e.description(),
+        )),
         Err(ClientRefused::Document(e)) => Err(OAuthError::invalid_client(e.description())),
     }
 }
