@@ -140,7 +140,7 @@ impl Fetcher {
         };
         match tokio::time::timeout(FETCH_TIMEOUT, self.exchange(url)).await {
             Ok(fetched) => fetched,
-            Err(_) => Err(DocumentError::TooSlow),
+            Err(_) => Err(DocumentError::TooSlow(FETCH_TIMEOUT)),
         }
     }
 
@@ -165,7 +165,7 @@ impl Fetcher {
             .content_length()
             .is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64)
         {
-            return Err(DocumentError::TooBig);
+            return Err(DocumentError::TooBig(MAX_DOCUMENT_BYTES));
         }
         let max_age = response
             .headers()
@@ -178,7 +178,7 @@ impl Fetcher {
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(failure)? {
             if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-                return Err(DocumentError::TooBig);
+                return Err(DocumentError::TooBig(MAX_DOCUMENT_BYTES));
             }
             body.extend_from_slice(&chunk);
         }
@@ -189,7 +189,7 @@ impl Fetcher {
 /// A request's failure as the document error it is.
 fn failure(e: reqwest::Error) -> DocumentError {
     if e.is_timeout() {
-        return DocumentError::TooSlow;
+        return DocumentError::TooSlow(FETCH_TIMEOUT);
     }
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
     let mut chain = Vec::new();

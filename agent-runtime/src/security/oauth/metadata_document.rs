@@ -4,6 +4,8 @@
 //! document must hold to stand for a client; fetching is `document_fetch`, caching
 //! `client_documents`.
 
+use std::time::Duration;
+
 use serde_json::Value;
 use url::{Host, Url};
 
@@ -35,10 +37,10 @@ pub(crate) enum DocumentError {
     PrivateAddress(String),
     /// The fetch failed: no connection, a TLS failure, a status other than 200, a redirect.
     FetchFailed(String),
-    /// The document did not arrive within the fetch's time bound.
-    TooSlow,
-    /// The document is larger than the bound.
-    TooBig,
+    /// The document did not arrive within the fetch's time bound (given).
+    TooSlow(Duration),
+    /// The document is larger than the bound (given, in bytes).
+    TooBig(usize),
     /// The body is not a JSON object.
     NotJson(String),
     /// The document's `client_id` is not its URL.
@@ -70,8 +72,8 @@ impl DocumentError {
             DocumentError::InvalidUrl(_) => "invalid-url",
             DocumentError::PrivateAddress(_) => "private-address",
             DocumentError::FetchFailed(_) => "fetch-failed",
-            DocumentError::TooSlow => "too-slow",
-            DocumentError::TooBig => "too-big",
+            DocumentError::TooSlow(_) => "too-slow",
+            DocumentError::TooBig(_) => "too-big",
             DocumentError::NotJson(_) => "not-json",
             DocumentError::ClientIdMismatch => "client-id-mismatch",
             DocumentError::Metadata(_) => "invalid-metadata",
@@ -81,7 +83,6 @@ impl DocumentError {
 
     /// The `error_description`.
     pub(crate) fn description(&self) -> String {
-        use super::document_fetch::{FETCH_TIMEOUT, MAX_DOCUMENT_BYTES};
         match self {
             DocumentError::InvalidUrl(d) => {
                 format!("the client_id is not a usable metadata document URL: {d}")
@@ -93,12 +94,12 @@ impl DocumentError {
             DocumentError::FetchFailed(d) => {
                 format!("the client's metadata document could not be fetched: {d}")
             }
-            DocumentError::TooSlow => format!(
+            DocumentError::TooSlow(bound) => format!(
                 "the client's metadata document did not arrive within {} s",
-                FETCH_TIMEOUT.as_secs()
+                bound.as_secs()
             ),
-            DocumentError::TooBig => {
-                format!("the client's metadata document is over {MAX_DOCUMENT_BYTES} bytes")
+            DocumentError::TooBig(bound) => {
+                format!("the client's metadata document is over {bound} bytes")
             }
             DocumentError::NotJson(d) => {
                 format!("the client's metadata document is not a JSON object: {d}")

@@ -427,6 +427,11 @@ async fn answer<A: App>(server: &ServerState<A>, parts: &Parts, body: Body) -> R
         Ok(client) => client,
         Err(refused) => return refused_client(server, &pending.client_id, refused).await,
     };
+    // A document fetched again since the page was shown may no longer list the redirect URI.
+    if !redirect::matches(&client.redirect_uris, &pending.redirect_uri) {
+        let detail = "the client no longer lists this redirect URI: connect again from the agent";
+        return refused_page(server, StatusCode::BAD_REQUEST, "invalid_request", detail).await;
+    }
     let approved = form.decision == "approve";
     let consent = |session: Option<&str>, scope: &str| {
         AuditEntry::new(
