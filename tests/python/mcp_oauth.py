@@ -2,9 +2,11 @@
 
 Run by `tests/tests/mcp/python_sdk.rs` (`.ci/mcp-python` makes the venv) against a todo server
 with OAuth on, anonymous identities and no test identity header:
-`python mcp_oauth.py <url of /agent/mcp>`. For each generation (the legacy `initialize`
-session and 2026-07-28) the SDK discovers the server from the 401, registers itself
-(RFC 7591), and sends the person to the consent page; the redirect handler acts as the person
+`python mcp_oauth.py <url of /agent/mcp> [<client metadata document URL>]`. For each generation
+(the legacy `initialize` session and 2026-07-28) the SDK discovers the server from the 401,
+registers itself (RFC 7591) or, given a document URL, uses it as its client id (a Client ID
+Metadata Document the test serves; the server fetches it), and sends the person to the consent
+page; the redirect handler acts as the person
 in a browser of their own (a cookie jar: the page gives a newcomer an identity cookie, as the
 console does), approves with the page's sealed request, and hands the redirect's `code`,
 `state` and `iss` to the callback handler. The SDK then lists the tools and dispatches.
@@ -24,7 +26,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 URL = sys.argv[1]
+DOCUMENT = sys.argv[2] if len(sys.argv) > 2 else None
 REDIRECT = "http://localhost:3999/callback"
+PREFIX = "cimd " if DOCUMENT else ""
 
 
 class Memory(TokenStorage):
@@ -58,6 +62,9 @@ class Person:
         assert page.status_code == 200, page.text
         assert page.headers["x-frame-options"] == "DENY", page.headers
         self.pages += 1
+        if DOCUMENT:
+            # The client's name is its document's, and the host publishing it is shown.
+            assert "described by <code>localhost</code>" in page.text, page.text
         sealed = re.search(r'name="request" value="([^"]+)"', page.text).group(1)
         action = re.search(r'<form method="post" action="([^"]+)"', page.text).group(1)
         answer = await self.browser.post(
@@ -78,6 +85,7 @@ class Person:
 
 async def cases(mode: str) -> None:
     person = Person()
+    storage = Memory()
     auth = OAuthClientProvider(
         server_url=URL,
         client_metadata=OAuthClientMetadata(
@@ -88,23 +96,27 @@ async def cases(mode: str) -> None:
             token_endpoint_auth_method="none",
             scope="app:read app:act",
         ),
-        storage=Memory(),
+        storage=storage,
         redirect_handler=person.redirect_handler,
         callback_handler=person.callback_handler,
+        client_metadata_url=DOCUMENT,
     )
     http = create_mcp_http_client(auth=auth)
     async with Client(streamable_http_client(URL, http_client=http), mode=mode) as c:
         names = [t.name for t in (await c.list_tools()).tools]
         assert "send_message" in names and "observe" in names, names
         assert person.pages == 1, person.pages
-        print(f"ok {mode} consented and listed", flush=True)
+        if DOCUMENT:
+            # No registration: the document's URL is the client id.
+            assert storage.client.client_id == DOCUMENT, storage.client
+        print(f"ok {PREFIX}{mode} consented and listed", flush=True)
         sent = await c.call_tool("send_message", {"msg": {"type": "add", "title": "from python"}})
         assert not sent.is_error, sent
         assert sent.structured_content["status"] == "dispatched", sent.structured_content
         state = (await c.call_tool("get_state", {})).structured_content["state"]
         titles = [t["title"] for t in state["todos"]]
         assert "from python" in titles, titles
-        print(f"ok {mode} dispatched", flush=True)
+        print(f"ok {PREFIX}{mode} dispatched", flush=True)
     await person.browser.aclose()
 
 

@@ -447,6 +447,19 @@ pub struct OAuthOptions {
     /// only when its first request is answered 401, so a server that accepts tokenless
     /// sessions is never connected by consent.
     pub tokenless_sessions: bool,
+    /// Accept a `client_id` that is an `https` URL as a Client ID Metadata Document: the
+    /// server fetches the document there (bounded in size and time, never from a private
+    /// address) and keeps it a while (default on; `docs/authorization.md`).
+    pub client_id_metadata_documents: bool,
+    /// Test only: fetch metadata documents from loopback addresses, `http` included. Never
+    /// set it on a server others reach: it lets a caller make the server fetch from its own
+    /// machine. Not read from a configuration file.
+    #[serde(skip)]
+    pub test_loopback_documents: bool,
+    /// Test only: extra root certificates (PEM) trusted when fetching metadata documents, for
+    /// a test's throwaway certificate. Not read from a configuration file.
+    #[serde(skip)]
+    pub test_document_roots: Vec<String>,
 }
 
 #[cfg(feature = "oauth")]
@@ -465,6 +478,9 @@ impl Default for OAuthOptions {
             endpoint_rate: "60/minute".parse().expect("the default rate parses"),
             clients: Vec::new(),
             tokenless_sessions: false,
+            client_id_metadata_documents: true,
+            test_loopback_documents: false,
+            test_document_roots: Vec::new(),
         }
     }
 }
@@ -475,7 +491,9 @@ impl OAuthOptions {
     /// client that does not check.
     pub(crate) fn build(&self) -> Result<Option<crate::security::oauth::OAuth>, String> {
         use crate::clock::millis;
-        use crate::security::oauth::{Clients, Grants, Limits, OAuth};
+        use crate::security::oauth::{
+            ClientDocuments, Clients, FetchOptions, Grants, Limits, OAuth,
+        };
         if !self.enabled {
             return Ok(None);
         }
@@ -496,8 +514,17 @@ impl OAuthOptions {
             max_grants: self.max_grants,
         });
         let limiter = crate::security::GovernorRateLimiter::new(self.endpoint_rate);
+        let documents = if self.client_id_metadata_documents {
+            Some(ClientDocuments::new(&FetchOptions {
+                allow_loopback: self.test_loopback_documents,
+                root_certificates: self.test_document_roots.clone(),
+            })?)
+        } else {
+            None
+        };
         Ok(Some(OAuth {
             clients,
+            documents,
             grants,
             limiter,
         }))

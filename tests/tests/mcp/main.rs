@@ -8,12 +8,20 @@ mod bounds_durable;
 mod budget;
 mod client_confirm;
 mod default_bindings;
+#[cfg(feature = "full")]
+mod document_server;
 mod fast_call;
 mod host_quirks;
 mod http;
 mod notes;
 #[cfg(feature = "full")]
 mod oauth;
+#[cfg(feature = "full")]
+mod oauth_cimd;
+#[cfg(feature = "full")]
+mod oauth_flow;
+#[cfg(feature = "full")]
+mod oauth_rmcp;
 mod python_sdk;
 mod scoped_tokens;
 mod slots;

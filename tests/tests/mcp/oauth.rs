@@ -3,259 +3,13 @@
 //! token endpoint, and `/agent/mcp` as the resource server (401 with the metadata URL, 403
 //! `insufficient_scope`, a revoked grant 401). Each bad input is refused with its own error.
 
-use agent_examples::todo::TodoApp;
-use agent_runtime::security::{AuditEvent, MemoryAuditSink};
-use agent_tests::{TestServer, USER_HEADER};
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use reqwest::redirect::Policy;
-use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
-use std::sync::Arc;
+use agent_runtime::security::AuditEvent;
+use agent_tests::USER_HEADER;
+use serde_json::json;
 
-const REDIRECT: &str = "http://localhost:4567/callback";
-
-struct OAuthTest {
-    t: TestServer<TodoApp>,
-    /// A client that does not follow redirects.
-    http: reqwest::Client,
-    audit: Arc<MemoryAuditSink>,
-}
-
-async fn server() -> OAuthTest {
-    let audit = Arc::new(MemoryAuditSink::new());
-    let t = TestServer::builder(TodoApp::default())
-        .rate_limit("100000/minute")
-        .audit(audit.clone())
-        .options(|o| o.oauth.enabled = true)
-        .start()
-        .await;
-    let http = reqwest::Client::builder()
-        .redirect(Policy::none())
-        .build()
-        .unwrap();
-    OAuthTest { t, http, audit }
-}
-
-/// A PKCE pair: `(verifier, S256 challenge)`.
-fn pkce() -> (String, String) {
-    let verifier = format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    );
-    let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
-    (verifier, challenge)
-}
-
-/// An answer: status, headers, body text.
-struct Http {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    text: String,
-}
-
-impl Http {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.text).unwrap_or(Value::Null)
-    }
-    fn header(&self, name: &str) -> String {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned()
-    }
-}
-
-async fn send(req: reqwest::RequestBuilder) -> Http {
-    let resp = req.send().await.expect("request");
-    Http {
-        status: resp.status().as_u16(),
-        headers: resp.headers().clone(),
-        text: resp.text().await.unwrap_or_default(),
-    }
-}
-
-impl OAuthTest {
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.t.base)
-    }
-
-    async fn register(&self, redirect_uris: &[&str]) -> String {
-        let a = send(
-            self.http
-                .post(self.url("/agent/oauth/register"))
-                .json(&json!({
-                    "client_name": "Test agent", "redirect_uris": redirect_uris,
-                    "token_endpoint_auth_method": "none",
-                })),
-        )
-        .await;
-        assert_eq!(a.status, 201, "{}", a.text);
-        a.json()["client_id"].as_str().unwrap().to_owned()
-    }
-
-    /// GET the consent page as `user` with `params`.
-    async fn authorize(&self, user: &str, params: &[(&str, &str)]) -> Http {
-        send(
-            self.http
-                .get(self.url("/agent/oauth/authorize"))
-                .query(params)
-                .header(USER_HEADER, user),
-        )
-        .await
-    }
-
-    /// The consent page approved by `user` (read-only unless `act`): the redirect's query.
-    async fn consent(
-        &self,
-        user: &str,
-        client: &str,
-        challenge: &str,
-        act: bool,
-    ) -> Vec<(String, String)> {
-        let page = self
-            .authorize(
-                user,
-                &[
-                    ("response_type", "code"),
-                    ("client_id", client),
-                    ("redirect_uri", REDIRECT),
-                    ("state", "st-1"),
-                    ("code_challenge", challenge),
-                    ("code_challenge_method", "S256"),
-                    ("scope", "app:read app:act"),
-                    ("resource", &self.url("/agent/mcp")),
-                ],
-            )
-            .await;
-        assert_eq!(page.status, 200, "{}", page.text);
-        assert_eq!(page.header("x-frame-options"), "DENY");
-        assert!(page
-            .header("content-security-policy")
-            .contains("frame-ancestors 'none'"));
-        assert!(page.text.contains("Test agent") && page.text.contains("localhost"));
-        let mut form = vec![
-            ("request", sealed_of(&page.text)),
-            ("decision", "approve".to_owned()),
-            ("session", "new".to_owned()),
-        ];
-        if act {
-            form.push(("act", "1".to_owned()));
-        }
-        let answer = send(
-            self.http
-                .post(self.url("/agent/oauth/authorize"))
-                .header(USER_HEADER, user)
-                .form(&form),
-        )
-        .await;
-        assert_eq!(answer.status, 303, "{}", answer.text);
-        query_of(&answer.header("location"))
-    }
-
-    async fn token(&self, form: &[(&str, &str)]) -> Http {
-        send(self.http.post(self.url("/agent/oauth/token")).form(form)).await
-    }
-
-    /// A code exchanged: the token answer.
-    async fn exchange(&self, client: &str, code: &str, verifier: &str) -> Http {
-        self.token(&[
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", REDIRECT),
-            ("code_verifier", verifier),
-            ("client_id", client),
-            ("resource", &self.url("/agent/mcp")),
-        ])
-        .await
-    }
-
-    /// Registered, consented, exchanged: `(client, access, refresh)`.
-    async fn grant(&self, act: bool) -> (String, String, String) {
-        let client = self.register(&[REDIRECT]).await;
-        let (verifier, challenge) = pkce();
-        let redirect = self.consent("alice", &client, &challenge, act).await;
-        let code = value(&redirect, "code");
-        let a = self.exchange(&client, &code, &verifier).await;
-        assert_eq!(a.status, 200, "{}", a.text);
-        assert_eq!(a.header("cache-control"), "no-store");
-        let body = a.json();
-        (
-            client,
-            body["access_token"].as_str().unwrap().to_owned(),
-            body["refresh_token"].as_str().unwrap().to_owned(),
-        )
-    }
-
-    /// A 2026-07-28 `tools/call` with `bearer`.
-    async fn call(&self, bearer: Option<&str>, tool: &str, arguments: Value) -> Http {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": tool, "arguments": arguments, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "oauth", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }}});
-        let mut req = self
-            .http
-            .post(self.url("/agent/mcp"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", tool)
-            .body(body.to_string());
-        if let Some(bearer) = bearer {
-            req = req.header("authorization", format!("Bearer {bearer}"));
-        }
-        send(req).await
-    }
-
-    fn events(&self, event: AuditEvent) -> usize {
-        self.audit
-            .entries()
-            .iter()
-            .filter(|e| e.event == event)
-            .count()
-    }
-}
-
-fn sealed_of(page: &str) -> String {
-    let marker = "name=\"request\" value=\"";
-    let start = page.find(marker).expect("the sealed request") + marker.len();
-    page[start..].split('"').next().unwrap().to_owned()
-}
-
-fn query_of(location: &str) -> Vec<(String, String)> {
-    let url = reqwest::Url::parse(location).expect("a redirect URL");
-    url.query_pairs()
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
-}
-
-fn value(query: &[(String, String)], name: &str) -> String {
-    query
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| panic!("no {name} in {query:?}"))
-}
-
-fn tool_text(a: &Http) -> String {
-    let body: Value = serde_json::from_str(&a.text).unwrap_or_else(|_| {
-        a.text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .next_back()
-            .unwrap_or(Value::Null)
-    });
-    body["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
+use super::oauth_flow::{
+    pkce, query_of, sealed_of, send, server, server_with, tool_text, value, Http, REDIRECT,
+};
 
 #[tokio::test]
 async fn discovery_names_the_resource_and_the_server() {
@@ -284,7 +38,7 @@ async fn discovery_names_the_resource_and_the_server() {
         assert_eq!(m["issuer"], o.t.base.as_str());
         assert_eq!(m["code_challenge_methods_supported"], json!(["S256"]));
         assert_eq!(m["authorization_response_iss_parameter_supported"], true);
-        assert_eq!(m["client_id_metadata_document_supported"], false);
+        assert_eq!(m["client_id_metadata_document_supported"], true);
         assert_eq!(m["response_types_supported"], json!(["code"]));
         assert_eq!(m["token_endpoint_auth_methods_supported"], json!(["none"]));
         assert_eq!(m["registration_endpoint"], o.url("/agent/oauth/register"));
@@ -705,20 +459,10 @@ async fn every_bad_token_request_is_refused_with_its_error() {
 
 #[tokio::test]
 async fn an_expired_code_is_refused() {
-    let audit = Arc::new(MemoryAuditSink::new());
-    let t = TestServer::builder(TodoApp::default())
-        .audit(audit.clone())
-        .options(|o| {
-            o.oauth.enabled = true;
-            o.oauth.code_ttl = std::time::Duration::from_millis(1);
-        })
-        .start()
-        .await;
-    let http = reqwest::Client::builder()
-        .redirect(Policy::none())
-        .build()
-        .unwrap();
-    let o = OAuthTest { t, http, audit };
+    let o = server_with(|o| {
+        o.oauth.code_ttl = std::time::Duration::from_millis(1);
+    })
+    .await;
     let client = o.register(&[REDIRECT]).await;
     let (verifier, challenge) = pkce();
     let code = value(&o.consent("alice", &client, &challenge, true).await, "code");
@@ -734,20 +478,10 @@ async fn an_expired_code_is_refused() {
 
 #[tokio::test]
 async fn registrations_are_checked_and_bounded() {
-    let audit = Arc::new(MemoryAuditSink::new());
-    let t = TestServer::builder(TodoApp::default())
-        .audit(audit.clone())
-        .options(|o| {
-            o.oauth.enabled = true;
-            o.oauth.max_registrations = 2;
-        })
-        .start()
-        .await;
-    let http = reqwest::Client::builder()
-        .redirect(Policy::none())
-        .build()
-        .unwrap();
-    let o = OAuthTest { t, http, audit };
+    let o = server_with(|o| {
+        o.oauth.max_registrations = 2;
+    })
+    .await;
     let bad = send(o.http.post(o.url("/agent/oauth/register")).json(&json!({
         "redirect_uris": ["http://evil.example/cb"]})))
     .await;

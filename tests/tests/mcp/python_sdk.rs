@@ -119,14 +119,60 @@ async fn python_sdk_connects_by_oauth_consent() {
         .options(|o| o.oauth.enabled = true)
         .start()
         .await;
+    run_oauth(&t, None, "").await;
+}
+
+/// The same with a Client ID Metadata Document: the SDK's `client_metadata_url` is the URL
+/// of a document served here over HTTPS (a throwaway certificate the server trusts through
+/// its test options); the SDK registers nothing, the server fetches the document.
+#[cfg(feature = "full")]
+#[tokio::test]
+#[ignore = "needs the Python MCP SDK: run .ci/mcp-python"]
+async fn python_sdk_connects_by_a_client_metadata_document() {
+    use super::document_server::{document, DocumentServer, Reply};
+    use agent_runtime::security::{AuditEvent, MemoryAuditSink};
+    let docs = DocumentServer::start().await;
+    let url = docs.url("/python/client.json");
+    let doc = document(&url, "Python SDK (cimd)", "http://localhost:3999/callback");
+    docs.serve("/python/client.json", Reply::json(&doc));
+    let audit = std::sync::Arc::new(MemoryAuditSink::new());
+    let root = docs.root_pem.clone();
+    let t = TestServer::builder(TodoApp::default())
+        .rate_limit("100000/minute")
+        .cookie_identity_only()
+        .anonymous()
+        .audit(audit.clone())
+        .options(move |o| {
+            o.oauth.enabled = true;
+            o.oauth.test_loopback_documents = true;
+            o.oauth.test_document_roots = vec![root];
+        })
+        .start()
+        .await;
+    run_oauth(&t, Some(&url), "cimd ").await;
+    let count = |event| audit.entries().iter().filter(|e| e.event == event).count();
+    assert_eq!(count(AuditEvent::OauthRegistered), 0);
+    assert_eq!(count(AuditEvent::OauthGranted), 2);
+    // Kept for its max-age: fetched once for both generations.
+    assert_eq!(docs.fetches("/python/client.json"), 1);
+}
+
+/// Runs `tests/python/mcp_oauth.py` against `t` (with the document URL `document`, if any) and
+/// checks its cases, named with `prefix`.
+async fn run_oauth<A: agent_runtime::app::App>(
+    t: &TestServer<A>,
+    document: Option<&str>,
+    prefix: &str,
+) {
     let python = std::env::var("MCP_PYTHON")
         .expect("MCP_PYTHON: the venv python of .ci/mcp-python, with the `mcp` package");
     let script = format!("{}/python/mcp_oauth.py", env!("CARGO_MANIFEST_DIR"));
-    let run = tokio::process::Command::new(python)
-        .arg(script)
-        .arg(format!("{}/agent/mcp", t.base))
-        .kill_on_drop(true)
-        .output();
+    let mut command = tokio::process::Command::new(python);
+    command.arg(script).arg(format!("{}/agent/mcp", t.base));
+    if let Some(document) = document {
+        command.arg(document);
+    }
+    let run = command.kill_on_drop(true).output();
     let output = tokio::time::timeout(Duration::from_secs(120), run)
         .await
         .expect("the Python client ends within 2 minutes")
@@ -141,7 +187,7 @@ async fn python_sdk_connects_by_oauth_consent() {
         "2026-07-28 dispatched",
     ] {
         assert!(
-            stdout.contains(&format!("ok {case}\n")),
+            stdout.contains(&format!("ok {prefix}{case}\n")),
             "{case}: {stdout}\n{stderr}"
         );
     }

@@ -7,21 +7,32 @@
 //!   loopback ports);
 //! - `pkce`: S256 only (RFC 7636);
 //! - `grants`: codes, grants, access and refresh tokens (rotation, reuse detection);
-//! - `secret`: the secrets handed out, kept as hashes.
+//! - `secret`: the secrets handed out, kept as hashes;
+//! - `metadata_document`: Client ID Metadata Documents, which ids are their URLs and what a
+//!   document must hold; `document_fetch`: fetching one within bounds, never from a private
+//!   address; `client_documents`: the documents kept;
+//! - `resolve`: which client a `client_id` is (configured, registered or a document's).
 //!
 //! An access token verifies to the grant's agent token record, so everything past the
 //! credential (the gate, rate limits, audit, expiry, revocation, the console) treats an OAuth
 //! client as any agent.
 
+mod client_documents;
 mod clients;
+mod document_fetch;
 mod grants;
+mod metadata_document;
 pub(crate) mod pkce;
 pub(crate) mod redirect;
+mod resolve;
 mod secret;
 
+pub(crate) use client_documents::ClientDocuments;
 pub use clients::OAuthClient;
 pub(crate) use clients::{Clients, RegistrationError, RegistrationRequest};
+pub(crate) use document_fetch::FetchOptions;
 pub(crate) use grants::{CodeRecord, CodeTaken, Grants, Issued, Limits, Refreshed};
+pub(crate) use resolve::{resolve_client, ClientRefused, ResolvedClient};
 pub(crate) use secret::{hash_of, SecretKind};
 
 use super::token_record::TokenRecord;
@@ -39,6 +50,8 @@ pub(crate) const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-re
 /// The OAuth state of one server: its clients and its grants.
 pub(crate) struct OAuth {
     pub(crate) clients: Clients,
+    /// The clients known by their metadata documents (`None`: documents are not accepted).
+    pub(crate) documents: Option<ClientDocuments>,
     pub(crate) grants: Grants,
     /// Requests to the token, registration and revocation endpoints per client address.
     pub(crate) limiter: super::GovernorRateLimiter,

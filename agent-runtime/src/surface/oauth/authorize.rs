@@ -21,8 +21,8 @@ use super::AUTHORIZE_PATH;
 use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::ops::ServerState;
-use crate::security::oauth::{pkce, redirect, CodeRecord};
-use crate::security::{scopes, AuditEntry, AuditEvent, Scope, Sealer};
+use crate::security::oauth::{pkce, redirect, resolve_client, ClientRefused, CodeRecord};
+use crate::security::{request_client_address, scopes, AuditEntry, AuditEvent, Scope, Sealer};
 
 /// How long a consent page may be answered (ms).
 const CONSENT_TTL_MS: u64 = 10 * 60 * 1000;
@@ -123,6 +123,42 @@ async fn refused_page<A: App>(
     html(status, error_page(detail))
 }
 
+/// A refusal of the client itself shown as a page (never redirected: its redirect URIs are
+/// not trusted), audited with the client and the reason.
+async fn refused_client<A: App>(
+    server: &ServerState<A>,
+    client_id: &str,
+    refused: ClientRefused,
+) -> Response {
+    let (status, error, reason, detail) = match refused {
+        ClientRefused::Unknown => (
+            StatusCode::BAD_REQUEST,
+            "invalid_client",
+            "unknown",
+            "the client is unknown (its registration may have expired): connect again from \
+             the agent"
+                .to_owned(),
+        ),
+        ClientRefused::Document(e) => {
+            let status = if e.is_busy() {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            (status, e.code(), e.reason(), e.description())
+        }
+    };
+    let client_id: String = client_id.chars().take(300).collect();
+    let entry = AuditEntry::new(
+        server.now(),
+        AuditEvent::OauthRefused,
+        json!({"endpoint": AUTHORIZE_PATH, "error": error, "description": detail,
+            "clientId": client_id, "reason": reason}),
+    );
+    server.audit(entry).await;
+    html(status, error_page(&detail))
+}
+
 /// A redirect to the client with `params`, `state` and `iss` (RFC 9207).
 fn redirect_to(
     redirect_uri: &str,
@@ -212,12 +248,25 @@ async fn show<A: App>(server: &ServerState<A>, parts: &Parts) -> Response {
         )
         .await;
     };
-    let Some(client) = oauth.clients.find(client_id, now) else {
-        let detail = "the client is unknown (its registration may have expired): connect again from the agent";
-        return refused_page(server, StatusCode::BAD_REQUEST, "invalid_client", detail).await;
+    let address = request_client_address(parts, server.options().trust_proxy);
+    let client = match resolve_client(oauth, client_id, now, Some(&address)).await {
+        Ok(client) => client,
+        Err(refused) => return refused_client(server, client_id, refused).await,
     };
     let redirect_uri = match query.redirect_uri.as_deref() {
         Some(uri) if redirect::matches(&client.redirect_uris, uri) => uri.to_owned(),
+        Some(_) if client.document_host.is_some() => {
+            let detail = "the redirect URI is not listed in the client's metadata document";
+            let entry = AuditEntry::new(
+                now,
+                AuditEvent::OauthRefused,
+                json!({"endpoint": AUTHORIZE_PATH, "error": "invalid_request",
+                    "description": detail, "clientId": client.client_id,
+                    "reason": "redirect-not-listed"}),
+            );
+            server.audit(entry).await;
+            return html(StatusCode::BAD_REQUEST, error_page(detail));
+        }
         Some(_) => {
             let detail = "the redirect URI is not one the client registered";
             return refused_page(server, StatusCode::BAD_REQUEST, "invalid_request", detail).await;
@@ -325,6 +374,7 @@ async fn show<A: App>(server: &ServerState<A>, parts: &Parts) -> Response {
         app: &app,
         client_name: &client.client_name,
         redirect_host: &redirect::host_of(&redirect_uri),
+        document_host: client.document_host.as_deref(),
         sessions: &sessions,
         scopes: &scopes,
         sealed: &sealed,
@@ -376,10 +426,16 @@ async fn answer<A: App>(server: &ServerState<A>, parts: &Parts, body: Body) -> R
     }
     let iss = server.oauth_issuer(parts);
     let state = pending.state.as_deref();
-    let Some(client) = oauth.clients.find(&pending.client_id, now) else {
-        let detail = "the client's registration expired: connect again from the agent";
-        return refused_page(server, StatusCode::BAD_REQUEST, "invalid_client", detail).await;
+    let address = request_client_address(parts, server.options().trust_proxy);
+    let client = match resolve_client(oauth, &pending.client_id, now, Some(&address)).await {
+        Ok(client) => client,
+        Err(refused) => return refused_client(server, &pending.client_id, refused).await,
     };
+    // A document fetched again since the page was shown may no longer list the redirect URI.
+    if !redirect::matches(&client.redirect_uris, &pending.redirect_uri) {
+        let detail = "the client no longer lists this redirect URI: connect again from the agent";
+        return refused_page(server, StatusCode::BAD_REQUEST, "invalid_request", detail).await;
+    }
     let approved = form.decision == "approve";
     let consent = |session: Option<&str>, scope: &str| {
         AuditEntry::new(

@@ -8,6 +8,8 @@ pub(super) struct Consent<'a> {
     pub(super) app: &'a str,
     pub(super) client_name: &'a str,
     pub(super) redirect_host: &'a str,
+    /// The host publishing the client's metadata document, for a client known by one.
+    pub(super) document_host: Option<&'a str>,
     /// The person's own sessions: `(id, created at as text)`, newest first.
     pub(super) sessions: &'a [(String, String)],
     pub(super) scopes: &'a [Scope],
@@ -96,10 +98,16 @@ pub(super) fn consent_page(c: &Consent<'_>) -> String {
             )),
         }
     }
+    // A document's name is the client's own claim: the host that publishes it is shown too.
+    let published = c
+        .document_host
+        .map(|h| format!(" It is described by <code>{}</code>.", escape(h)))
+        .unwrap_or_default();
     let body = format!(
         "<form method=\"post\" action=\"{action}\">\n\
          <section><h2>Connect an agent</h2>\n<p><strong>{client}</strong> asks to use \
-         <strong>{app}</strong> on your behalf. Its answer goes to <code>{host}</code>.</p>\n\
+         <strong>{app}</strong> on your behalf. Its answer goes to <code>{host}</code>.\
+         {published}</p>\n\
          <p class=\"muted\">It acts as an agent: it can never approve a confirmation or send what \
          only you may send.</p></section>\n\
          <section><h2>Session</h2>\n{sessions}</section>\n\
@@ -137,6 +145,7 @@ mod tests {
             app: "todo",
             client_name: "<script>alert(1)</script>",
             redirect_host: "evil\"host",
+            document_host: Some("docs<.example"),
             sessions: &[("s-1".into(), "today".into())],
             scopes: &[Scope::Read, Scope::Act],
             sealed: "v1.abc.def",
@@ -145,6 +154,7 @@ mod tests {
         assert!(!html.contains("<script>alert"));
         assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(html.contains("evil&quot;host"));
+        assert!(html.contains("described by <code>docs&lt;.example</code>"));
         assert!(html.contains("value=\"new\" checked"));
         assert!(html.contains("value=\"s-1\""));
         assert!(html.contains("name=\"act\""));

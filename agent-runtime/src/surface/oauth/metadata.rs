@@ -85,7 +85,9 @@ pub(super) async fn server<A: App>(server: ServerState<A>, req: Request) -> Resp
         "token_endpoint_auth_methods_supported": ["none"],
         "revocation_endpoint_auth_methods_supported": ["none"],
         "code_challenge_methods_supported": ["S256"],
-        "client_id_metadata_document_supported": false,
+        "client_id_metadata_document_supported": server
+            .oauth()
+            .is_some_and(|o| o.documents.is_some()),
         "authorization_response_iss_parameter_supported": true,
     }))
 }

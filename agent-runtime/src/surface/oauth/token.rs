@@ -14,7 +14,10 @@ use super::TOKEN_PATH;
 use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::ops::ServerState;
-use crate::security::oauth::{hash_of, pkce, CodeTaken, Issued, OAuth, Refreshed, SecretKind};
+use crate::security::oauth::{
+    hash_of, pkce, resolve_client, ClientRefused, CodeTaken, Issued, OAuth, Refreshed,
+    ResolvedClient, SecretKind,
+};
 use crate::security::{
     lifecycle, mint_token, scopes, AuditEntry, AuditEvent, TokenRecord, TokenStatus,
     MAX_TOKENS_PER_SESSION,
@@ -68,16 +71,28 @@ pub(super) async fn token<A: App>(server: ServerState<A>, req: Request) -> Respo
     }
 }
 
-/// The client of a token request: 401 `invalid_client` when it is missing or unknown.
-fn client_of(oauth: &OAuth, client_id: Option<&str>, now: u64) -> Result<String, OAuthError> {
+/// The client of a token request: 401 `invalid_client` when it is missing or unknown, or its
+/// metadata document does not stand for a client (503 `temporarily_unavailable` when the
+/// document cannot be fetched now).
+async fn client_of(
+    oauth: &OAuth,
+    client_id: Option<&str>,
+    now: u64,
+) -> Result<ResolvedClient, OAuthError> {
     let id = client_id.ok_or_else(|| OAuthError::invalid_client("client_id is missing"))?;
-    oauth
-        .clients
-        .find(id, now)
-        .map(|c| c.client_id)
-        .ok_or_else(|| {
-            OAuthError::invalid_client("the client is unknown or its registration expired")
-        })
+    // The request was counted against the endpoint's rate already.
+    match resolve_client(oauth, id, now, None).await {
+        Ok(client) => Ok(client),
+        Err(ClientRefused::Unknown) => Err(OAuthError::invalid_client(
+            "the client is unknown or its registration expired",
+        )),
+        Err(ClientRefused::Document(e)) if e.is_busy() => Err(OAuthError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            e.code(),
+            e.description(),
+        )),
+        Err(ClientRefused::Document(e)) => Err(OAuthError::invalid_client(e.description())),
+    }
 }
 
 /// The answer handing out `issued` (RFC 6749 §5.1).
@@ -99,7 +114,8 @@ async fn exchange_code<A: App>(
     request: TokenRequest,
 ) -> Result<Response, OAuthError> {
     let now = server.now();
-    let client_id = client_of(oauth, request.client_id.as_deref(), now)?;
+    let client = client_of(oauth, request.client_id.as_deref(), now).await?;
+    let client_id = client.client_id.clone();
     let code = request
         .code
         .as_deref()
@@ -166,11 +182,7 @@ async fn exchange_code<A: App>(
     // The grant's agent token record: its bearer (an `agt_` token) is never handed out; the
     // access tokens stand for it.
     let (_, hidden_hash) = mint_token();
-    let client_name = oauth
-        .clients
-        .find(&client_id, now)
-        .map(|c| c.client_name)
-        .unwrap_or_default();
+    let client_name = client.client_name;
     let mut record = TokenRecord::minted(
         hidden_hash,
         Some(code.uid.clone()),
@@ -227,7 +239,9 @@ async fn refresh<A: App>(
     request: TokenRequest,
 ) -> Result<Response, OAuthError> {
     let now = server.now();
-    let client_id = client_of(oauth, request.client_id.as_deref(), now)?;
+    let client_id = client_of(oauth, request.client_id.as_deref(), now)
+        .await?
+        .client_id;
     let presented = request
         .refresh_token
         .as_deref()
