@@ -14,6 +14,8 @@ mod http;
 mod notes;
 #[cfg(feature = "full")]
 mod oauth;
+#[cfg(feature = "full")]
+mod oauth_durable;
 mod python_sdk;
 mod slots;
 mod tool_list;

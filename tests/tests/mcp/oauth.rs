@@ -5,6 +5,7 @@
 
 use agent_examples::todo::TodoApp;
 use agent_runtime::security::{AuditEvent, MemoryAuditSink};
+use agent_tests::server::ServerBuilder;
 use agent_tests::{TestServer, USER_HEADER};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -13,32 +14,47 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
-const REDIRECT: &str = "http://localhost:4567/callback";
+pub(super) const REDIRECT: &str = "http://localhost:4567/callback";
 
-struct OAuthTest {
-    t: TestServer<TodoApp>,
+pub(super) struct OAuthTest {
+    pub(super) t: TestServer<TodoApp>,
     /// A client that does not follow redirects.
-    http: reqwest::Client,
-    audit: Arc<MemoryAuditSink>,
+    pub(super) http: reqwest::Client,
+    pub(super) audit: Arc<MemoryAuditSink>,
 }
 
 async fn server() -> OAuthTest {
-    let audit = Arc::new(MemoryAuditSink::new());
-    let t = TestServer::builder(TodoApp::default())
-        .rate_limit("100000/minute")
-        .audit(audit.clone())
-        .options(|o| o.oauth.enabled = true)
-        .start()
-        .await;
-    let http = reqwest::Client::builder()
-        .redirect(Policy::none())
-        .build()
-        .unwrap();
-    OAuthTest { t, http, audit }
+    OAuthTest::on(
+        TestServer::builder(TodoApp::default()),
+        Arc::new(MemoryAuditSink::new()),
+    )
+    .await
+}
+
+impl OAuthTest {
+    /// `builder` with OAuth on, auditing to `audit`, served.
+    pub(super) async fn on(builder: ServerBuilder<TodoApp>, audit: Arc<MemoryAuditSink>) -> Self {
+        let t = builder
+            .rate_limit("100000/minute")
+            .audit(audit.clone())
+            .options(|o| o.oauth.enabled = true)
+            .start()
+            .await;
+        Self::serving(t, audit)
+    }
+
+    /// A test of the OAuth server `t` (built with OAuth on).
+    pub(super) fn serving(t: TestServer<TodoApp>, audit: Arc<MemoryAuditSink>) -> Self {
+        let http = reqwest::Client::builder()
+            .redirect(Policy::none())
+            .build()
+            .unwrap();
+        OAuthTest { t, http, audit }
+    }
 }
 
 /// A PKCE pair: `(verifier, S256 challenge)`.
-fn pkce() -> (String, String) {
+pub(super) fn pkce() -> (String, String) {
     let verifier = format!(
         "{}{}",
         uuid::Uuid::new_v4().simple(),
@@ -49,17 +65,17 @@ fn pkce() -> (String, String) {
 }
 
 /// An answer: status, headers, body text.
-struct Http {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    text: String,
+pub(super) struct Http {
+    pub(super) status: u16,
+    pub(super) headers: reqwest::header::HeaderMap,
+    pub(super) text: String,
 }
 
 impl Http {
-    fn json(&self) -> Value {
+    pub(super) fn json(&self) -> Value {
         serde_json::from_str(&self.text).unwrap_or(Value::Null)
     }
-    fn header(&self, name: &str) -> String {
+    pub(super) fn header(&self, name: &str) -> String {
         self.headers
             .get(name)
             .and_then(|v| v.to_str().ok())
@@ -68,7 +84,7 @@ impl Http {
     }
 }
 
-async fn send(req: reqwest::RequestBuilder) -> Http {
+pub(super) async fn send(req: reqwest::RequestBuilder) -> Http {
     let resp = req.send().await.expect("request");
     Http {
         status: resp.status().as_u16(),
@@ -78,11 +94,11 @@ async fn send(req: reqwest::RequestBuilder) -> Http {
 }
 
 impl OAuthTest {
-    fn url(&self, path: &str) -> String {
+    pub(super) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.t.base)
     }
 
-    async fn register(&self, redirect_uris: &[&str]) -> String {
+    pub(super) async fn register(&self, redirect_uris: &[&str]) -> String {
         let a = send(
             self.http
                 .post(self.url("/agent/oauth/register"))
@@ -97,7 +113,7 @@ impl OAuthTest {
     }
 
     /// GET the consent page as `user` with `params`.
-    async fn authorize(&self, user: &str, params: &[(&str, &str)]) -> Http {
+    pub(super) async fn authorize(&self, user: &str, params: &[(&str, &str)]) -> Http {
         send(
             self.http
                 .get(self.url("/agent/oauth/authorize"))
@@ -108,7 +124,7 @@ impl OAuthTest {
     }
 
     /// The consent page approved by `user` (read-only unless `act`): the redirect's query.
-    async fn consent(
+    pub(super) async fn consent(
         &self,
         user: &str,
         client: &str,
@@ -155,12 +171,12 @@ impl OAuthTest {
         query_of(&answer.header("location"))
     }
 
-    async fn token(&self, form: &[(&str, &str)]) -> Http {
+    pub(super) async fn token(&self, form: &[(&str, &str)]) -> Http {
         send(self.http.post(self.url("/agent/oauth/token")).form(form)).await
     }
 
     /// A code exchanged: the token answer.
-    async fn exchange(&self, client: &str, code: &str, verifier: &str) -> Http {
+    pub(super) async fn exchange(&self, client: &str, code: &str, verifier: &str) -> Http {
         self.token(&[
             ("grant_type", "authorization_code"),
             ("code", code),
@@ -173,7 +189,7 @@ impl OAuthTest {
     }
 
     /// Registered, consented, exchanged: `(client, access, refresh)`.
-    async fn grant(&self, act: bool) -> (String, String, String) {
+    pub(super) async fn grant(&self, act: bool) -> (String, String, String) {
         let client = self.register(&[REDIRECT]).await;
         let (verifier, challenge) = pkce();
         let redirect = self.consent("alice", &client, &challenge, act).await;
@@ -190,7 +206,7 @@ impl OAuthTest {
     }
 
     /// A 2026-07-28 `tools/call` with `bearer`.
-    async fn call(&self, bearer: Option<&str>, tool: &str, arguments: Value) -> Http {
+    pub(super) async fn call(&self, bearer: Option<&str>, tool: &str, arguments: Value) -> Http {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": tool, "arguments": arguments, "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -212,7 +228,7 @@ impl OAuthTest {
         send(req).await
     }
 
-    fn events(&self, event: AuditEvent) -> usize {
+    pub(super) fn events(&self, event: AuditEvent) -> usize {
         self.audit
             .entries()
             .iter()
@@ -234,7 +250,7 @@ fn query_of(location: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn value(query: &[(String, String)], name: &str) -> String {
+pub(super) fn value(query: &[(String, String)], name: &str) -> String {
     query
         .iter()
         .find(|(k, _)| k == name)

@@ -7,6 +7,8 @@
 //!   loopback ports);
 //! - `pkce`: S256 only (RFC 7636);
 //! - `grants`: codes, grants, access and refresh tokens (rotation, reuse detection);
+//! - `store`: where those records live ([`OAuthStore`]: `memory` here, the SQL stores in
+//!   `engine/store/sql_oauth`);
 //! - `secret`: the secrets handed out, kept as hashes.
 //!
 //! An access token verifies to the grant's agent token record, so everything past the
@@ -14,15 +16,23 @@
 //! client as any agent.
 
 mod clients;
+#[cfg(test)]
+pub(crate) mod conformance;
 mod grants;
+mod memory;
 pub(crate) mod pkce;
 pub(crate) mod redirect;
 mod secret;
+mod store;
 
 pub use clients::OAuthClient;
-pub(crate) use clients::{Clients, RegistrationError, RegistrationRequest};
-pub(crate) use grants::{CodeRecord, CodeTaken, Grants, Issued, Limits, Refreshed};
+pub(crate) use clients::{ClientRecord, Clients, RegistrationError, RegistrationRequest};
+pub(crate) use grants::{
+    AccessRecord, CodeRecord, CodeTaken, GrantError, GrantRecord, Grants, Issued, Limits, Refreshed,
+};
+pub(crate) use memory::MemoryOAuthStore;
 pub(crate) use secret::{hash_of, SecretKind};
+pub(crate) use store::{NewGrant, OAuthStore, Rotation, ACCESS_PER_GRANT, RETIRED_PER_GRANT};
 
 use super::token_record::TokenRecord;
 use super::token_store::TokenStore;
@@ -89,6 +99,8 @@ pub(crate) async fn verify_access(
     let access = oauth
         .grants
         .access(&hash, now)
+        .await
+        .map_err(lookup_failed)?
         .ok_or_else(|| refused("unknown"))?;
     let record = tokens
         .find_by_tid(&access.tid)

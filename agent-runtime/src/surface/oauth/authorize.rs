@@ -21,7 +21,7 @@ use super::AUTHORIZE_PATH;
 use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::ops::ServerState;
-use crate::security::oauth::{pkce, redirect, CodeRecord};
+use crate::security::oauth::{pkce, redirect, CodeRecord, GrantError};
 use crate::security::{scopes, AuditEntry, AuditEvent, Scope, Sealer};
 
 /// How long a consent page may be answered (ms).
@@ -119,6 +119,22 @@ async fn refused_page<A: App>(
     html(status, error_page(detail))
 }
 
+/// 500 `server_error` as a page: the store failed (its text logged only).
+async fn store_failed_page<A: App>(
+    server: &ServerState<A>,
+    e: &crate::security::StoreError,
+) -> Response {
+    tracing::error!(target: "agent_runtime::store", "oauth: {e}");
+    let detail = "the server's store failed: try again";
+    refused_page(
+        server,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server_error",
+        detail,
+    )
+    .await
+}
+
 /// A redirect to the client with `params`, `state` and `iss` (RFC 9207).
 fn redirect_to(
     redirect_uri: &str,
@@ -208,9 +224,13 @@ async fn show<A: App>(server: &ServerState<A>, parts: &Parts) -> Response {
         )
         .await;
     };
-    let Some(client) = oauth.clients.find(client_id, now) else {
-        let detail = "the client is unknown (its registration may have expired): connect again from the agent";
-        return refused_page(server, StatusCode::BAD_REQUEST, "invalid_client", detail).await;
+    let client = match oauth.clients.find(client_id, now).await {
+        Ok(Some(client)) => client,
+        Ok(None) => {
+            let detail = "the client is unknown (its registration may have expired): connect again from the agent";
+            return refused_page(server, StatusCode::BAD_REQUEST, "invalid_client", detail).await;
+        }
+        Err(e) => return store_failed_page(server, &e).await,
     };
     let redirect_uri = match query.redirect_uri.as_deref() {
         Some(uri) if redirect::matches(&client.redirect_uris, uri) => uri.to_owned(),
@@ -372,9 +392,13 @@ async fn answer<A: App>(server: &ServerState<A>, parts: &Parts, body: Body) -> R
     }
     let iss = server.oauth_issuer(parts);
     let state = pending.state.as_deref();
-    let Some(client) = oauth.clients.find(&pending.client_id, now) else {
-        let detail = "the client's registration expired: connect again from the agent";
-        return refused_page(server, StatusCode::BAD_REQUEST, "invalid_client", detail).await;
+    let client = match oauth.clients.find(&pending.client_id, now).await {
+        Ok(Some(client)) => client,
+        Ok(None) => {
+            let detail = "the client's registration expired: connect again from the agent";
+            return refused_page(server, StatusCode::BAD_REQUEST, "invalid_client", detail).await;
+        }
+        Err(e) => return store_failed_page(server, &e).await,
     };
     let approved = form.decision == "approve";
     let consent = |session: Option<&str>, scope: &str| {
@@ -446,9 +470,10 @@ async fn answer<A: App>(server: &ServerState<A>, parts: &Parts, body: Body) -> R
         resource: pending.resource.clone(),
         expires_at: now.saturating_add(oauth.grants.limits().code_ttl_ms),
     };
-    let secret = match oauth.grants.add_code(code, now) {
+    let secret = match oauth.grants.add_code(code, now).await {
         Ok(secret) => secret,
-        Err(full) => {
+        Err(GrantError::Store(e)) => return store_failed_page(server, &e).await,
+        Err(GrantError::Full(full)) => {
             let description = format!(
                 "{} consents wait to be exchanged, the most kept: try again shortly",
                 full.0
