@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
+use super::records::ClientRecord;
 use super::redirect;
 use super::store::OAuthStore;
 use crate::security::store_error::{StoreError, StoreResult};
@@ -45,19 +46,6 @@ impl OAuthClient {
             redirect_uris: redirect_uris.into_iter().map(Into::into).collect(),
         }
     }
-}
-
-/// A client as the server keeps it (a registration in its [`OAuthStore`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct ClientRecord {
-    pub(crate) client_id: String,
-    pub(crate) client_name: String,
-    pub(crate) redirect_uris: Vec<String>,
-    /// When it registered (ms); 0 for a configured client.
-    pub(crate) registered_at: u64,
-    /// When it expires (ms): `registration_ttl` after it registered, then `grant_ttl` after
-    /// its last use; never (`u64::MAX`) for a configured client.
-    pub(crate) expires_at: u64,
 }
 
 /// The body of a registration (RFC 7591 §2): what this server reads of it. Unknown metadata

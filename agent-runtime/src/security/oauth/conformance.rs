@@ -6,7 +6,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::clients::{Clients, RegistrationError, RegistrationRequest};
-use super::grants::{CodeRecord, CodeTaken, GrantError, Grants, Issued, Limits, Refreshed};
+use super::grants::{GrantError, Grants, Issued, Limits, Refreshed};
+use super::records::{CodeRecord, CodeTaken};
 use super::secret::{hash_of, SecretKind};
 use super::store::{OAuthStore, RETIRED_PER_GRANT};
 

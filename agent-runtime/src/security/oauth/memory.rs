@@ -6,8 +6,7 @@ use std::collections::HashMap;
 use futures::future::{ready, BoxFuture};
 use parking_lot::Mutex;
 
-use super::clients::ClientRecord;
-use super::grants::{AccessRecord, CodeRecord, CodeTaken, GrantRecord};
+use super::records::{AccessRecord, ClientRecord, CodeRecord, CodeTaken, GrantRecord};
 use super::store::{NewGrant, OAuthStore, Rotation, ACCESS_PER_GRANT, RETIRED_PER_GRANT};
 use crate::security::store_error::StoreResult;
 

@@ -7,6 +7,7 @@
 //!   loopback ports);
 //! - `pkce`: S256 only (RFC 7636);
 //! - `grants`: codes, grants, access and refresh tokens (rotation, reuse detection);
+//! - `records`: the records of both, as plain data;
 //! - `store`: where those records live ([`OAuthStore`]: `memory` here, the SQL stores in
 //!   `engine/store/sql_oauth`);
 //! - `secret`: the secrets handed out, kept as hashes.
@@ -21,16 +22,16 @@ pub(crate) mod conformance;
 mod grants;
 mod memory;
 pub(crate) mod pkce;
+mod records;
 pub(crate) mod redirect;
 mod secret;
 mod store;
 
 pub use clients::OAuthClient;
-pub(crate) use clients::{ClientRecord, Clients, RegistrationError, RegistrationRequest};
-pub(crate) use grants::{
-    AccessRecord, CodeRecord, CodeTaken, GrantError, GrantRecord, Grants, Issued, Limits, Refreshed,
-};
+pub(crate) use clients::{Clients, RegistrationError, RegistrationRequest};
+pub(crate) use grants::{GrantError, Grants, Issued, Limits, Refreshed};
 pub(crate) use memory::MemoryOAuthStore;
+pub(crate) use records::{AccessRecord, ClientRecord, CodeRecord, CodeTaken, GrantRecord};
 pub(crate) use secret::{hash_of, SecretKind};
 pub(crate) use store::{NewGrant, OAuthStore, Rotation, ACCESS_PER_GRANT, RETIRED_PER_GRANT};
 

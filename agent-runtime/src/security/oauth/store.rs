@@ -12,8 +12,7 @@
 
 use futures::future::BoxFuture;
 
-use super::clients::ClientRecord;
-use super::grants::{AccessRecord, CodeRecord, CodeTaken, GrantRecord};
+use super::records::{AccessRecord, ClientRecord, CodeRecord, CodeTaken, GrantRecord};
 use crate::security::store_error::StoreResult;
 
 /// Retired refresh tokens remembered per grant (a reuse of one revokes the grant).
