@@ -223,7 +223,7 @@ impl<A: App> AgentServerBuilder<A> {
         let oauth = self
             .options
             .oauth
-            .build()
+            .build(stores.oauth.clone())
             .map_err(ConfigError::InvalidOAuth)?
             .map(Arc::new);
         #[cfg(feature = "mcp")]

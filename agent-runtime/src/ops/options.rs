@@ -487,12 +487,16 @@ impl Default for OAuthOptions {
 
 #[cfg(feature = "oauth")]
 impl OAuthOptions {
-    /// The OAuth state these options describe (`None` when off); `Err` names a configured
-    /// client that does not check.
-    pub(crate) fn build(&self) -> Result<Option<crate::security::oauth::OAuth>, String> {
+    /// The OAuth state these options describe (`None` when off), its records in `store`
+    /// (a durable store's), else in memory; `Err` names a configured client that does not
+    /// check.
+    pub(crate) fn build(
+        &self,
+        store: Option<std::sync::Arc<dyn crate::security::oauth::OAuthStore>>,
+    ) -> Result<Option<crate::security::oauth::OAuth>, String> {
         use crate::clock::millis;
         use crate::security::oauth::{
-            ClientDocuments, Clients, FetchOptions, Grants, Limits, OAuth,
+            ClientDocuments, Clients, FetchOptions, Grants, Limits, MemoryOAuthStore, OAuth,
         };
         if !self.enabled {
             return Ok(None);
@@ -500,19 +504,24 @@ impl OAuthOptions {
         if let Some(issuer) = &self.issuer {
             crate::security::oauth::check_issuer(issuer)?;
         }
+        let store = store.unwrap_or_else(|| std::sync::Arc::new(MemoryOAuthStore::new()));
         let clients = Clients::new(
             &self.clients,
+            store.clone(),
             self.max_registrations,
             millis(self.registration_ttl),
             millis(self.grant_ttl),
         )?;
-        let grants = Grants::new(Limits {
-            code_ttl_ms: millis(self.code_ttl),
-            access_ttl_ms: millis(self.access_token_ttl),
-            grant_ttl_ms: millis(self.grant_ttl),
-            max_codes: self.max_pending_codes,
-            max_grants: self.max_grants,
-        });
+        let grants = Grants::new(
+            store,
+            Limits {
+                code_ttl_ms: millis(self.code_ttl),
+                access_ttl_ms: millis(self.access_token_ttl),
+                grant_ttl_ms: millis(self.grant_ttl),
+                max_codes: self.max_pending_codes,
+                max_grants: self.max_grants,
+            },
+        );
         let limiter = crate::security::GovernorRateLimiter::new(self.endpoint_rate);
         let documents = if self.client_id_metadata_documents {
             Some(ClientDocuments::new(&FetchOptions {

@@ -19,6 +19,8 @@ mod oauth;
 #[cfg(feature = "full")]
 mod oauth_cimd;
 #[cfg(feature = "full")]
+mod oauth_durable;
+#[cfg(feature = "full")]
 mod oauth_flow;
 #[cfg(feature = "full")]
 mod oauth_rmcp;

@@ -38,11 +38,18 @@ pub(crate) async fn server_with(change: impl FnOnce(&mut ServerOptions)) -> OAut
         })
         .start()
         .await;
-    let http = reqwest::Client::builder()
-        .redirect(Policy::none())
-        .build()
-        .unwrap();
-    OAuthTest { t, http, audit }
+    OAuthTest::serving(t, audit)
+}
+
+impl OAuthTest {
+    /// A test of the OAuth server `t` (built with OAuth on, auditing to `audit`).
+    pub(crate) fn serving(t: TestServer<TodoApp>, audit: Arc<MemoryAuditSink>) -> Self {
+        let http = reqwest::Client::builder()
+            .redirect(Policy::none())
+            .build()
+            .unwrap();
+        OAuthTest { t, http, audit }
+    }
 }
 
 /// A PKCE pair: `(verifier, S256 challenge)`.

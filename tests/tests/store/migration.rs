@@ -13,6 +13,26 @@ use agent_tests::host_on;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
 
+/// Version 7: the OAuth records' tables, empty (on a pool of either database).
+macro_rules! oauth_tables_exist {
+    ($pool:expr) => {
+        for table in [
+            "agent_oauth_clients",
+            "agent_oauth_codes",
+            "agent_oauth_grants",
+            "agent_oauth_refresh",
+            "agent_oauth_access",
+        ] {
+            let sql = format!("SELECT COUNT(*) FROM {table}");
+            let (rows,): (i64,) = sqlx::query_as(&sql)
+                .fetch_one($pool)
+                .await
+                .unwrap_or_else(|e| panic!("{table}: {e}"));
+            assert_eq!(rows, 0, "{table}");
+        }
+    };
+}
+
 /// Version 1's tables, as that version created them.
 fn v1_tables(bytes: &str) -> String {
     format!(
@@ -128,7 +148,7 @@ async fn a_version_1_sqlite_file_is_migrated() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
     // Version 5: the undo records' table (the commits after the migration write to it).
     let (records,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_session_undo")
         .fetch_one(&pool)
@@ -143,6 +163,7 @@ async fn a_version_1_sqlite_file_is_migrated() {
         .fetch_one(&pool)
         .await
         .expect("the scope column");
+    oauth_tables_exist!(&pool);
     pool.close().await;
 }
 
@@ -183,6 +204,8 @@ async fn a_version_2_postgres_database_gets_the_delete_trigger() {
          ALTER TABLE agent_tokens DROP COLUMN kind;
          ALTER TABLE agent_tokens DROP COLUMN scope;
          DROP TABLE agent_session_undo;
+         DROP TABLE agent_oauth_clients, agent_oauth_codes, agent_oauth_grants,
+             agent_oauth_refresh, agent_oauth_access;
          UPDATE agent_meta SET value = 2 WHERE name = 'schema';",
     )
     .execute(&pool)
@@ -205,6 +228,7 @@ async fn a_version_2_postgres_database_gets_the_delete_trigger() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
+    oauth_tables_exist!(&pool);
     pool.close().await;
 }

@@ -22,6 +22,8 @@ mod traits;
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql;
+#[cfg(all(feature = "oauth", any(feature = "sqlite", feature = "postgres")))]
+pub(crate) mod sql_oauth;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql_sessions;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -94,6 +96,29 @@ fn stored_key(bytes: Vec<u8>) -> Result<IdentityKey, StoreError> {
         .map_err(|e| StoreError::Database(format!("the stored signing key is unusable: {e}")))
 }
 
+/// The OAuth records of `store` when it is one of this crate's SQL stores. The OAuth store
+/// trait is the crate's own (its records are internal), so a store of the caller's cannot
+/// implement it: the two known types are recognised instead, and any other keeps the OAuth
+/// records in the server's memory.
+#[cfg(feature = "oauth")]
+fn oauth_store_of<S: Send + Sync + 'static>(
+    store: Arc<S>,
+) -> Option<Arc<dyn crate::security::oauth::OAuthStore>> {
+    let any: Arc<dyn std::any::Any + Send + Sync> = store;
+    #[cfg(feature = "sqlite")]
+    let any = match any.downcast::<SqliteStore>() {
+        Ok(sqlite) => return Some(sqlite),
+        Err(other) => other,
+    };
+    #[cfg(feature = "postgres")]
+    let any = match any.downcast::<PostgresStore>() {
+        Ok(postgres) => return Some(postgres),
+        Err(other) => other,
+    };
+    let _ = any;
+    None
+}
+
 /// Which implementation a [`Stores`] bundle holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
@@ -121,6 +146,10 @@ pub struct Stores {
     pub keys: Arc<dyn SigningKeys>,
     /// Which implementation this is.
     pub kind: StoreKind,
+    /// The OAuth records (feature `oauth`), when the implementation keeps them: the SQLite
+    /// and PostgreSQL stores do; `None` keeps them in the server's memory.
+    #[cfg(feature = "oauth")]
+    pub(crate) oauth: Option<Arc<dyn crate::security::oauth::OAuthStore>>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -149,6 +178,8 @@ impl Stores {
             mcp: measured,
             keys: store,
             kind: StoreKind::Memory,
+            #[cfg(feature = "oauth")]
+            oauth: None,
         }
     }
 
@@ -164,6 +195,8 @@ impl Stores {
             sessions: measured.clone(),
             idempotency: measured.clone(),
             mcp: measured,
+            #[cfg(feature = "oauth")]
+            oauth: oauth_store_of(store.clone()),
             keys: store,
             kind,
         }

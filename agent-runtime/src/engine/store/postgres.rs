@@ -286,3 +286,5 @@ impl PgWriter {
 }
 
 impl_sql_store!(PostgresStore, sqlx::Postgres, changes);
+#[cfg(feature = "oauth")]
+super::sql_oauth::impl_sql_oauth!(PostgresStore, sqlx::Postgres);

@@ -88,3 +88,5 @@ impl SqliteStore {
 }
 
 impl_sql_store!(SqliteStore, sqlx::Sqlite);
+#[cfg(feature = "oauth")]
+super::sql_oauth::impl_sql_oauth!(SqliteStore, sqlx::Sqlite);

@@ -41,7 +41,7 @@ pub(super) use tables;
 
 /// The schema version this build reads and writes (`agent_meta`, name `schema`). A database
 /// without the row is at version 1: the tables above as version 1 created them.
-pub(super) const SCHEMA_VERSION: i64 = 6;
+pub(super) const SCHEMA_VERSION: i64 = 7;
 
 /// The migrations, each with the version it reaches, in order; each runs once, in the
 /// transaction that opens the store (`docs/stores.md` §Schema versions).
@@ -101,6 +101,35 @@ CREATE TABLE IF NOT EXISTS agent_session_undo (
         // A token record carries its scopes (issue 34, `docs/authorization.md`): NULL, every
         // scope, for the records written before, as minted `agt_` tokens always had.
         "ALTER TABLE agent_tokens ADD COLUMN scope TEXT;",
+    ),
+    (
+        7,
+        // Durable OAuth (`docs/authorization.md` §Where the records live): registrations,
+        // codes, grants, and their refresh and access tokens, every secret as its SHA-256.
+        // Created whether or not the build has the feature `oauth`, so one database serves
+        // every build.
+        "
+CREATE TABLE IF NOT EXISTS agent_oauth_clients (
+    client_id TEXT PRIMARY KEY, client_name TEXT NOT NULL, redirect_uris TEXT NOT NULL,
+    registered_at BIGINT NOT NULL, expires_at BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS agent_oauth_codes (
+    hash TEXT PRIMARY KEY, client_id TEXT NOT NULL, redirect_uri TEXT NOT NULL,
+    challenge TEXT NOT NULL, scope TEXT NOT NULL, uid TEXT NOT NULL, session_id TEXT NOT NULL,
+    resource TEXT NOT NULL, expires_at BIGINT NOT NULL, spent BOOLEAN NOT NULL,
+    grant_id TEXT);
+CREATE TABLE IF NOT EXISTS agent_oauth_grants (
+    id TEXT PRIMARY KEY, client_id TEXT NOT NULL, tid TEXT NOT NULL, uid TEXT NOT NULL,
+    session_id TEXT NOT NULL, scope TEXT NOT NULL, resource TEXT NOT NULL,
+    created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, refresh_hash TEXT NOT NULL,
+    generation BIGINT NOT NULL, revoked BOOLEAN NOT NULL);
+CREATE TABLE IF NOT EXISTS agent_oauth_refresh (
+    hash TEXT PRIMARY KEY, grant_id TEXT NOT NULL, generation BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS agent_oauth_refresh_grant ON agent_oauth_refresh (grant_id);
+CREATE TABLE IF NOT EXISTS agent_oauth_access (
+    hash TEXT PRIMARY KEY, grant_id TEXT NOT NULL, tid TEXT NOT NULL,
+    expires_at BIGINT NOT NULL, generation BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS agent_oauth_access_grant ON agent_oauth_access (grant_id);
+",
     ),
 ];
 

@@ -3,11 +3,14 @@
 //! Every client is public (`token_endpoint_auth_method: "none"`): PKCE binds its codes.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
+use super::records::ClientRecord;
 use super::redirect;
+use super::store::OAuthStore;
+use crate::security::store_error::{StoreError, StoreResult};
 
 /// The longest client name accepted, in characters.
 pub(crate) const MAX_CLIENT_NAME_CHARS: usize = 100;
@@ -45,20 +48,6 @@ impl OAuthClient {
     }
 }
 
-/// A client as the server keeps it (plain data, so a durable store can keep it later).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct ClientRecord {
-    pub(crate) client_id: String,
-    pub(crate) client_name: String,
-    pub(crate) redirect_uris: Vec<String>,
-    /// When it registered (ms); 0 for a configured client.
-    pub(crate) registered_at: u64,
-    /// When a grant or a token was last made for it (ms), if ever.
-    pub(crate) last_used_at: Option<u64>,
-    /// Registered over RFC 7591 (it expires), not configured.
-    pub(crate) dynamic: bool,
-}
-
 /// The body of a registration (RFC 7591 §2): what this server reads of it. Unknown metadata
 /// is ignored, as §2 asks.
 #[derive(Debug, Deserialize)]
@@ -84,6 +73,14 @@ pub(crate) enum RegistrationError {
     Metadata(String),
     /// Every slot is taken by a registration that has not expired.
     Full(usize),
+    /// The store failed.
+    Store(StoreError),
+}
+
+impl From<StoreError> for RegistrationError {
+    fn from(e: StoreError) -> Self {
+        RegistrationError::Store(e)
+    }
 }
 
 impl RegistrationError {
@@ -93,6 +90,7 @@ impl RegistrationError {
             RegistrationError::RedirectUri(_) => "invalid_redirect_uri",
             RegistrationError::Metadata(_) => "invalid_client_metadata",
             RegistrationError::Full(_) => "temporarily_unavailable",
+            RegistrationError::Store(_) => "server_error",
         }
     }
 
@@ -104,6 +102,7 @@ impl RegistrationError {
                 "the server holds {max} client registrations, the most it keeps: try again \
                  once unused ones expired"
             ),
+            RegistrationError::Store(_) => "the store failed; try again".to_owned(),
         }
     }
 }
@@ -134,7 +133,12 @@ impl RegistrationRequest {
     /// The client this registration describes, checked: redirect URIs as
     /// [`redirect::check_registrable`], a public client (auth method `none`) using the code
     /// and refresh grants and the `code` response type only.
-    fn into_record(self, client_id: String, now: u64) -> Result<ClientRecord, RegistrationError> {
+    fn into_record(
+        self,
+        client_id: String,
+        now: u64,
+        expires_at: u64,
+    ) -> Result<ClientRecord, RegistrationError> {
         let redirect_uris = self.redirect_uris.unwrap_or_default();
         let client_name = self
             .client_name
@@ -167,16 +171,15 @@ impl RegistrationRequest {
             client_name: client_name.trim().to_owned(),
             redirect_uris,
             registered_at: now,
-            last_used_at: None,
-            dynamic: true,
+            expires_at,
         })
     }
 }
 
-/// The clients of one server.
+/// The clients of one server: the configured ones, and the registrations in its store.
 pub(crate) struct Clients {
     configured: HashMap<String, ClientRecord>,
-    registered: Mutex<HashMap<String, ClientRecord>>,
+    store: Arc<dyn OAuthStore>,
     max_registered: usize,
     /// How long a registration never used is kept (ms).
     unused_ttl_ms: u64,
@@ -186,9 +189,10 @@ pub(crate) struct Clients {
 
 impl Clients {
     /// The clients configured in code (refused when one does not check) and room for
-    /// `max_registered` registrations.
+    /// `max_registered` registrations in `store`.
     pub(crate) fn new(
         configured: &[OAuthClient],
+        store: Arc<dyn OAuthStore>,
         max_registered: usize,
         unused_ttl_ms: u64,
         idle_ttl_ms: u64,
@@ -205,8 +209,7 @@ impl Clients {
                 client_name: c.client_name.clone(),
                 redirect_uris: c.redirect_uris.clone(),
                 registered_at: 0,
-                last_used_at: None,
-                dynamic: false,
+                expires_at: u64::MAX,
             };
             if map.insert(c.client_id.clone(), record).is_some() {
                 return Err(format!(
@@ -217,132 +220,114 @@ impl Clients {
         }
         Ok(Clients {
             configured: map,
-            registered: Mutex::new(HashMap::new()),
+            store,
             max_registered,
             unused_ttl_ms,
             idle_ttl_ms,
         })
     }
 
-    /// Registers the client `request` describes at `now`, after dropping the expired
-    /// registrations.
-    pub(crate) fn register(
+    /// Registers the client `request` describes at `now` (the expired registrations are
+    /// dropped first).
+    pub(crate) async fn register(
         &self,
         request: RegistrationRequest,
         now: u64,
     ) -> Result<ClientRecord, RegistrationError> {
-        let record = request.into_record(uuid::Uuid::new_v4().to_string(), now)?;
-        let mut registered = self.registered.lock();
-        registered.retain(|_, c| !self.expired(c, now));
-        if registered.len() >= self.max_registered {
+        let expires_at = now.saturating_add(self.unused_ttl_ms);
+        let record = request.into_record(uuid::Uuid::new_v4().to_string(), now, expires_at)?;
+        let max = self.max_registered as u64;
+        if !self.store.register_client(record.clone(), max, now).await? {
             return Err(RegistrationError::Full(self.max_registered));
         }
-        registered.insert(record.client_id.clone(), record.clone());
         Ok(record)
     }
 
-    fn expired(&self, client: &ClientRecord, now: u64) -> bool {
-        let until = match client.last_used_at {
-            None => client.registered_at.saturating_add(self.unused_ttl_ms),
-            Some(used) => used.saturating_add(self.idle_ttl_ms),
-        };
-        client.dynamic && until <= now
-    }
-
     /// The client `client_id`, unless it is unknown or its registration expired.
-    pub(crate) fn find(&self, client_id: &str, now: u64) -> Option<ClientRecord> {
+    pub(crate) async fn find(
+        &self,
+        client_id: &str,
+        now: u64,
+    ) -> StoreResult<Option<ClientRecord>> {
         if let Some(c) = self.configured.get(client_id) {
-            return Some(c.clone());
+            return Ok(Some(c.clone()));
         }
-        let registered = self.registered.lock();
-        registered
-            .get(client_id)
-            .filter(|c| !self.expired(c, now))
-            .cloned()
+        // A registration's id is a UUID: anything longer is not looked up.
+        if client_id.len() > 64 {
+            return Ok(None);
+        }
+        self.store.find_client(client_id, now).await
     }
 
     /// A grant or a token was made for `client_id` at `now`: its registration is in use.
-    pub(crate) fn used(&self, client_id: &str, now: u64) {
-        if let Some(c) = self.registered.lock().get_mut(client_id) {
-            c.last_used_at = Some(now);
+    pub(crate) async fn used(&self, client_id: &str, now: u64) -> StoreResult<()> {
+        if self.configured.contains_key(client_id) {
+            return Ok(());
         }
+        let until = now.saturating_add(self.idle_ttl_ms);
+        self.store.client_used(client_id, until).await
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::memory::MemoryOAuthStore;
     use super::*;
+
+    fn memory() -> Arc<dyn OAuthStore> {
+        Arc::new(MemoryOAuthStore::new())
+    }
 
     fn request(json: serde_json::Value) -> RegistrationRequest {
         serde_json::from_value(json).unwrap()
     }
 
-    #[test]
-    fn a_registration_is_checked_bounded_and_expires_unused() {
-        let clients = Clients::new(&[], 2, 1_000, 10_000).unwrap();
-        let ok = serde_json::json!({
-            "redirect_uris": ["http://localhost:1/cb"],
-            "client_name": "Test",
-            "token_endpoint_auth_method": "none",
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "logo_uri": "ignored",
-        });
-        let a = clients.register(request(ok.clone()), 0).unwrap();
-        assert_eq!(a.client_name, "Test");
-        assert!(clients.find(&a.client_id, 999).is_some());
-        let b = clients.register(request(ok.clone()), 500).unwrap();
+    #[tokio::test]
+    async fn bad_metadata_is_refused_with_its_code() {
+        let clients = Clients::new(&[], memory(), 8, 1_000, 1_000).unwrap();
+        let refused = |json| {
+            let request = request(json);
+            let clients = &clients;
+            async move { clients.register(request, 0).await.unwrap_err().code() }
+        };
+        assert_eq!(refused(serde_json::json!({})).await, "invalid_redirect_uri");
         assert_eq!(
-            clients.register(request(ok.clone()), 900),
-            Err(RegistrationError::Full(2))
-        );
-        // `a` expires unused at 1000, `b` is used and kept.
-        clients.used(&b.client_id, 900);
-        assert!(clients.find(&a.client_id, 1_000).is_none());
-        assert!(clients.register(request(ok), 1_600).is_ok());
-        assert!(clients.find(&b.client_id, 1_600).is_some());
-        assert!(clients.find(&b.client_id, 10_900).is_none());
-    }
-
-    #[test]
-    fn bad_metadata_is_refused_with_its_code() {
-        let clients = Clients::new(&[], 8, 1_000, 1_000).unwrap();
-        let refused = |json| clients.register(request(json), 0).unwrap_err().code();
-        assert_eq!(refused(serde_json::json!({})), "invalid_redirect_uri");
-        assert_eq!(
-            refused(serde_json::json!({"redirect_uris": ["http://evil.example/cb"]})),
+            refused(serde_json::json!({"redirect_uris": ["http://evil.example/cb"]})).await,
             "invalid_redirect_uri"
         );
         assert_eq!(
             refused(
                 serde_json::json!({"redirect_uris": ["https://a.example/cb"],
                 "token_endpoint_auth_method": "client_secret_basic"})
-            ),
+            )
+            .await,
             "invalid_client_metadata"
         );
         assert_eq!(
             refused(
                 serde_json::json!({"redirect_uris": ["https://a.example/cb"],
                 "grant_types": ["implicit"]})
-            ),
+            )
+            .await,
             "invalid_client_metadata"
         );
         assert_eq!(
             refused(
                 serde_json::json!({"redirect_uris": ["https://a.example/cb"],
                 "client_name": "a\u{1b}[31m"})
-            ),
+            )
+            .await,
             "invalid_client_metadata"
         );
     }
 
-    #[test]
-    fn configured_clients_are_checked_and_never_expire() {
+    #[tokio::test]
+    async fn configured_clients_are_checked_and_never_expire() {
         let good = OAuthClient::new("cli", "CLI", ["http://127.0.0.1/cb"]);
-        let clients = Clients::new(std::slice::from_ref(&good), 0, 1, 1).unwrap();
-        assert!(clients.find("cli", u64::MAX).is_some());
+        let clients = Clients::new(std::slice::from_ref(&good), memory(), 0, 1, 1).unwrap();
+        assert!(clients.find("cli", u64::MAX).await.unwrap().is_some());
         let bad = OAuthClient::new("x", "X", ["http://example.com/cb"]);
-        assert!(Clients::new(&[bad], 0, 1, 1).is_err());
-        assert!(Clients::new(&[good.clone(), good], 0, 1, 1).is_err());
+        assert!(Clients::new(&[bad], memory(), 0, 1, 1).is_err());
+        assert!(Clients::new(&[good.clone(), good], memory(), 0, 1, 1).is_err());
     }
 }

@@ -7,6 +7,9 @@
 //!   loopback ports);
 //! - `pkce`: S256 only (RFC 7636);
 //! - `grants`: codes, grants, access and refresh tokens (rotation, reuse detection);
+//! - `records`: the records of both, as plain data;
+//! - `store`: where those records live ([`OAuthStore`]: `memory` here, the SQL stores in
+//!   `engine/store/sql_oauth`);
 //! - `secret`: the secrets handed out, kept as hashes;
 //! - `metadata_document`: Client ID Metadata Documents, which ids are their URLs and what a
 //!   document must hold; `document_fetch`: fetching one within bounds, never from a private
@@ -19,21 +22,29 @@
 
 mod client_documents;
 mod clients;
+#[cfg(test)]
+pub(crate) mod conformance;
 mod document_fetch;
 mod grants;
+mod memory;
 mod metadata_document;
 pub(crate) mod pkce;
+mod records;
 pub(crate) mod redirect;
 mod resolve;
 mod secret;
+mod store;
 
 pub(crate) use client_documents::ClientDocuments;
 pub use clients::OAuthClient;
 pub(crate) use clients::{Clients, RegistrationError, RegistrationRequest};
 pub(crate) use document_fetch::FetchOptions;
-pub(crate) use grants::{CodeRecord, CodeTaken, Grants, Issued, Limits, Refreshed};
+pub(crate) use grants::{GrantError, Grants, Issued, Limits, Refreshed};
+pub(crate) use memory::MemoryOAuthStore;
+pub(crate) use records::{AccessRecord, ClientRecord, CodeRecord, CodeTaken, GrantRecord};
 pub(crate) use resolve::{resolve_client, ClientRefused, ResolvedClient};
 pub(crate) use secret::{hash_of, SecretKind};
+pub(crate) use store::{NewGrant, OAuthStore, Rotation, ACCESS_PER_GRANT, RETIRED_PER_GRANT};
 
 use super::token_record::TokenRecord;
 use super::token_store::TokenStore;
@@ -102,6 +113,8 @@ pub(crate) async fn verify_access(
     let access = oauth
         .grants
         .access(&hash, now)
+        .await
+        .map_err(lookup_failed)?
         .ok_or_else(|| refused("unknown"))?;
     let record = tokens
         .find_by_tid(&access.tid)

@@ -23,6 +23,8 @@ pub(crate) enum ClientRefused {
     Unknown,
     /// Its metadata document does not stand for a client.
     Document(DocumentError),
+    /// The store of registrations could not be read (an error, never "unknown").
+    Store(String),
 }
 
 /// The client `client_id` at `now`. A document not kept is fetched; `fetcher` (the client
@@ -34,7 +36,12 @@ pub(crate) async fn resolve_client(
     now: u64,
     fetcher: Option<&str>,
 ) -> Result<ResolvedClient, ClientRefused> {
-    if let Some(c) = oauth.clients.find(client_id, now) {
+    let registered = oauth
+        .clients
+        .find(client_id, now)
+        .await
+        .map_err(|e| ClientRefused::Store(e.to_string()))?;
+    if let Some(c) = registered {
         return Ok(ResolvedClient {
             client_id: c.client_id,
             client_name: c.client_name,

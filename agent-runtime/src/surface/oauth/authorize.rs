@@ -21,7 +21,9 @@ use super::AUTHORIZE_PATH;
 use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::ops::ServerState;
-use crate::security::oauth::{pkce, redirect, resolve_client, ClientRefused, CodeRecord};
+use crate::security::oauth::{
+    pkce, redirect, resolve_client, ClientRefused, CodeRecord, GrantError,
+};
 use crate::security::{request_client_address, scopes, AuditEntry, AuditEvent, Scope, Sealer};
 
 /// How long a consent page may be answered (ms).
@@ -147,6 +149,15 @@ async fn refused_client<A: App>(
             };
             (status, e.code(), e.reason(), e.description())
         }
+        ClientRefused::Store(e) => {
+            tracing::error!(target: "agent_runtime::store", "oauth: {e}");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "server_error",
+                "store-failed",
+                "the server's store failed: try again".to_owned(),
+            )
+        }
     };
     let client_id: String = client_id.chars().take(300).collect();
     let entry = AuditEntry::new(
@@ -157,6 +168,22 @@ async fn refused_client<A: App>(
     );
     server.audit(entry).await;
     html(status, error_page(&detail))
+}
+
+/// 500 `server_error` as a page: the store failed (its text logged only).
+async fn store_failed_page<A: App>(
+    server: &ServerState<A>,
+    e: &crate::security::StoreError,
+) -> Response {
+    tracing::error!(target: "agent_runtime::store", "oauth: {e}");
+    let detail = "the server's store failed: try again";
+    refused_page(
+        server,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server_error",
+        detail,
+    )
+    .await
 }
 
 /// A redirect to the client with `params`, `state` and `iss` (RFC 9207).
@@ -506,9 +533,10 @@ async fn answer<A: App>(server: &ServerState<A>, parts: &Parts, body: Body) -> R
         resource: pending.resource.clone(),
         expires_at: now.saturating_add(oauth.grants.limits().code_ttl_ms),
     };
-    let secret = match oauth.grants.add_code(code, now) {
+    let secret = match oauth.grants.add_code(code, now).await {
         Ok(secret) => secret,
-        Err(full) => {
+        Err(GrantError::Store(e)) => return store_failed_page(server, &e).await,
+        Err(GrantError::Full(full)) => {
             let description = format!(
                 "{} consents wait to be exchanged, the most kept: try again shortly",
                 full.0

@@ -11,7 +11,7 @@ use super::REGISTER_PATH;
 use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::ops::ServerState;
-use crate::security::oauth::RegistrationRequest;
+use crate::security::oauth::{RegistrationError, RegistrationRequest};
 use crate::security::{AuditEntry, AuditEvent};
 
 pub(super) async fn register<A: App>(server: ServerState<A>, req: Request) -> Response {
@@ -40,12 +40,14 @@ pub(super) async fn register<A: App>(server: ServerState<A>, req: Request) -> Re
         }
     };
     let now = server.now();
-    let client = match oauth.clients.register(request, now) {
+    let client = match oauth.clients.register(request, now).await {
         Ok(client) => client,
         Err(e) => {
-            let status = match e {
-                crate::security::oauth::RegistrationError::Full(_) => {
-                    StatusCode::SERVICE_UNAVAILABLE
+            let status = match &e {
+                RegistrationError::Full(_) => StatusCode::SERVICE_UNAVAILABLE,
+                RegistrationError::Store(e) => {
+                    tracing::error!(target: "agent_runtime::store", "oauth: {e}");
+                    StatusCode::INTERNAL_SERVER_ERROR
                 }
                 _ => StatusCode::BAD_REQUEST,
             };

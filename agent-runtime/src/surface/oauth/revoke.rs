@@ -59,8 +59,10 @@ pub(super) async fn revoke<A: App>(server: ServerState<A>, req: Request) -> Resp
         // Not a token of ours: nothing to revoke (§2.2).
         (None, None) => return no_store(StatusCode::OK, &json!({})),
     };
-    let Some(grant) = oauth.grants.grant_of_token(&hash) else {
-        return no_store(StatusCode::OK, &json!({}));
+    let grant = match oauth.grants.grant_of_token(&hash).await {
+        Ok(Some(grant)) => grant,
+        Ok(None) => return no_store(StatusCode::OK, &json!({})),
+        Err(e) => return store_failed(&server, &e).await,
     };
     if grant.client_id != client_id {
         return OAuthError::bad(
@@ -75,7 +77,11 @@ pub(super) async fn revoke<A: App>(server: ServerState<A>, req: Request) -> Resp
             revoke_grant(&server, &oauth, &grant.id, "revocation-endpoint").await
         }
         _ => {
-            if oauth.grants.revoke_access(&hash) {
+            let revoked = match oauth.grants.revoke_access(&hash).await {
+                Ok(revoked) => revoked,
+                Err(e) => return store_failed(&server, &e).await,
+            };
+            if revoked {
                 let detail = json!({"clientId": grant.client_id, "grant": grant.id,
                     "reason": "access-token-revoked"});
                 let entry = AuditEntry::new(server.now(), AuditEvent::OauthRevoked, detail)
@@ -85,4 +91,19 @@ pub(super) async fn revoke<A: App>(server: ServerState<A>, req: Request) -> Resp
         }
     }
     no_store(StatusCode::OK, &json!({}))
+}
+
+/// 500 `server_error`: the store failed, nothing was revoked (the client may try again).
+async fn store_failed<A: App>(
+    server: &ServerState<A>,
+    e: &crate::security::StoreError,
+) -> Response {
+    tracing::error!(target: "agent_runtime::store", "oauth: {e}");
+    OAuthError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server_error",
+        "the store failed; try again",
+    )
+    .audited(server, REVOKE_PATH)
+    .await
 }

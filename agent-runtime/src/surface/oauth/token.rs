@@ -15,7 +15,7 @@ use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::ops::ServerState;
 use crate::security::oauth::{
-    hash_of, pkce, resolve_client, ClientRefused, CodeTaken, Issued, OAuth, Refreshed,
+    hash_of, pkce, resolve_client, ClientRefused, CodeTaken, GrantError, Issued, OAuth, Refreshed,
     ResolvedClient, SecretKind,
 };
 use crate::security::{
@@ -92,6 +92,7 @@ async fn client_of(
             e.description(),
         )),
         Err(ClientRefused::Document(e)) => Err(OAuthError::invalid_client(e.description())),
+        Err(ClientRefused::Store(e)) => Err(server_error(&e)),
     }
 }
 
@@ -126,7 +127,8 @@ async fn exchange_code<A: App>(
         .ok_or_else(|| OAuthError::invalid_request("code_verifier is missing: PKCE is required"))?;
     let hash = hash_of(SecretKind::Code, code)
         .ok_or_else(|| OAuthError::invalid_grant("the code is not one this server made"))?;
-    let code = match oauth.grants.take_code(&hash, now) {
+    let taken = oauth.grants.take_code(&hash, now).await;
+    let code = match taken.map_err(|e| server_error(&e.to_string()))? {
         CodeTaken::Fresh(code) => code,
         CodeTaken::Expired => return Err(OAuthError::invalid_grant("the code expired")),
         CodeTaken::Unknown => return Err(OAuthError::invalid_grant("the code is unknown")),
@@ -210,19 +212,29 @@ async fn exchange_code<A: App>(
             .await;
         return Err(server_error(&e.to_string()));
     }
-    let issued = match oauth.grants.create_grant(&hash, code, tid.clone(), now) {
+    let issued = match oauth
+        .grants
+        .create_grant(&hash, code, tid.clone(), now)
+        .await
+    {
         Ok(issued) => issued,
-        Err(full) => {
+        Err(e) => {
             // The record never stood for anything handed out.
             let _ = lifecycle::revoke(&**server.tokens(), &tid).await;
-            return Err(OAuthError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "temporarily_unavailable",
-                format!("the server holds {} grants, the most it keeps", full.0),
-            ));
+            return Err(match e {
+                GrantError::Full(full) => OAuthError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "temporarily_unavailable",
+                    format!("the server holds {} grants, the most it keeps", full.0),
+                ),
+                GrantError::Store(e) => server_error(&e.to_string()),
+            });
         }
     };
-    oauth.clients.used(&client_id, now);
+    if let Err(e) = oauth.clients.used(&client_id, now).await {
+        // The grant stands; the registration may expire early (then ask for consent again).
+        tracing::error!(target: "agent_runtime::store", "oauth: client use not stored: {e}");
+    }
     let detail = json!({"clientId": client_id, "grant": issued.grant.id, "sessionId": session_id,
         "scope": scope});
     let entry = AuditEntry::new(now, AuditEvent::OauthGranted, detail)
@@ -256,7 +268,8 @@ async fn refresh<A: App>(
             format!("this server is the resource {resource}"),
         ));
     }
-    let issued = match oauth.grants.refresh(&hash, &client_id, now) {
+    let refreshed = oauth.grants.refresh(&hash, &client_id, now).await;
+    let issued = match refreshed.map_err(|e| server_error(&e.to_string()))? {
         Refreshed::Rotated(issued) => issued,
         Refreshed::Refused(why) => return Err(OAuthError::invalid_grant(why)),
         Refreshed::Reused(grant) => {
@@ -282,9 +295,12 @@ async fn refresh<A: App>(
             .iter()
             .any(|s| !scopes::allows(Some(&issued.grant.scope), *s))
         {
-            oauth.grants.revoke_access(
-                &hash_of(SecretKind::Access, issued.access.expose()).unwrap_or_default(),
-            );
+            let access = hash_of(SecretKind::Access, issued.access.expose()).unwrap_or_default();
+            oauth
+                .grants
+                .revoke_access(&access)
+                .await
+                .map_err(|e| server_error(&e.to_string()))?;
             return Err(OAuthError::bad(
                 "invalid_scope",
                 "the scope asked is more than the grant holds",
@@ -300,7 +316,11 @@ async fn refresh<A: App>(
     match record {
         Some(r) if r.status != TokenStatus::Revoked && r.expires_at > now => {}
         _ => {
-            oauth.grants.revoke(&issued.grant.id);
+            oauth
+                .grants
+                .revoke(&issued.grant.id)
+                .await
+                .map_err(|e| server_error(&e.to_string()))?;
             return Err(OAuthError::invalid_grant("the grant was revoked or ended"));
         }
     }
@@ -333,8 +353,14 @@ pub(super) async fn revoke_grant<A: App>(
     id: &str,
     reason: &str,
 ) {
-    if let Some(grant) = oauth.grants.revoke(id) {
-        revoke_record(server, &grant.tid, &grant.client_id, &grant.id, reason).await;
+    match oauth.grants.revoke(id).await {
+        Ok(Some(grant)) => {
+            revoke_record(server, &grant.tid, &grant.client_id, &grant.id, reason).await
+        }
+        Ok(None) => {}
+        Err(e) => {
+            tracing::error!(target: "agent_runtime::store", "oauth: revoking {id} failed: {e}")
+        }
     }
 }
 
