@@ -17,3 +17,4 @@ mod oauth;
 mod python_sdk;
 mod slots;
 mod tool_list;
+mod undo;
