@@ -4,8 +4,9 @@
 //! Every test is `#[ignore]`d so `cargo test --workspace` passes on a machine without a browser;
 //! `.ci/test` installs Debian's `chromium` and `chromium-driver` and runs them with
 //! `cargo test --workspace --test console_browser -- --ignored`. One test binary; the undo
-//! scenario is a module of its own.
+//! and transcript-export scenarios are modules of their own.
 
+mod transcript;
 mod undo;
 
 use agent_examples::counter::Counter;
