@@ -1,11 +1,9 @@
 //! The inverse of a commit's patch (`docs/semantics.md` §12): the ops that bring the state
 //! after a patch back to the state before it. What undo applies.
 //!
-//! A commit's inverse is read from the values its walk overwrote ([`Olds`], recorded where the
-//! walk emits each op), so it costs what the commit changed, not the state's size; [`invert`]
-//! reads them from a whole tree (an undo's own commit).
-
-use std::collections::BTreeMap;
+//! A commit's inverse comes with its patch from the stored tree's walk (the values it
+//! overwrote, `algo::snapshot::olds`), so it costs what the commit changed; [`invert`] reads
+//! them from a whole tree (an undo's own commit).
 
 use serde_json::Value;
 
@@ -71,58 +69,6 @@ pub(crate) fn invert(tree: &mut Node, ops: &[PatchOp]) -> Result<Vec<PatchOp>, M
     }
     inverse.reverse();
     Ok(inverse)
-}
-
-/// The values a walk overwrote or removed, each at the RFC 6901 pointer where the walk emitted
-/// its ops (the node itself, or an ancestor whose ops a diff gave). A patch's paths name the
-/// places of the tree before it (the diff never shifts an index or key an op after it uses),
-/// so each op's old value is found under the nearest recorded ancestor of its path.
-#[derive(Debug, Default)]
-pub(crate) struct Olds {
-    at: BTreeMap<String, Value>,
-}
-
-impl Olds {
-    /// `old` stood at `path` before the walk changed it.
-    pub(crate) fn record(&mut self, path: &str, old: Value) {
-        self.at.insert(path.to_owned(), old);
-    }
-
-    /// The value at `path` before the walk (`None`: there was none).
-    fn before(&self, path: &str) -> Option<&Value> {
-        let mut at = path;
-        loop {
-            if let Some(old) = self.at.get(at) {
-                return old.pointer(&path[at.len()..]);
-            }
-            at = &at[..at.rfind('/')?];
-        }
-    }
-
-    /// The inverse of `ops`, the walk's patch (in the order to apply them), or a [`Misfit`]
-    /// when an op replaces or removes a value the walk did not record.
-    pub(crate) fn inverse(&self, ops: &[PatchOp]) -> Result<Vec<PatchOp>, Misfit> {
-        ops.iter()
-            .rev()
-            .map(|op| {
-                let path = op_path(op).to_owned();
-                Ok(match (op, self.before(&path)) {
-                    (PatchOp::Add { .. }, None) => PatchOp::Remove { path },
-                    (PatchOp::Add { .. }, Some(value)) | (PatchOp::Replace { .. }, Some(value)) => {
-                        PatchOp::Replace {
-                            path,
-                            value: value.clone(),
-                        }
-                    }
-                    (PatchOp::Remove { .. }, Some(value)) => PatchOp::Add {
-                        path,
-                        value: value.clone(),
-                    },
-                    (_, None) => return Err(Misfit),
-                })
-            })
-            .collect()
-    }
 }
 
 /// Whether two paths touch the same data: equal, or one inside the other (whole segments).

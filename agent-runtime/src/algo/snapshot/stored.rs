@@ -9,9 +9,9 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::marks::Marks;
+use super::olds::Olds;
 use super::{failed, walk};
 use crate::algo::diff::PatchOp;
-use crate::algo::inverse::Olds;
 use crate::algo::tree::Node;
 
 /// A session's whole state as JSON, one commit at a time.
@@ -66,7 +66,7 @@ impl StoredTree {
         walk::walk(state, &mut self.tree, None, &mut ctx).map_err(failed)?;
         ctx.marks.settle(&ctx.ops, std::mem::take(&mut ctx.fresh));
         self.marks = ctx.marks;
-        let inverse = ctx.olds.and_then(|olds| olds.inverse(&ctx.ops).ok());
+        let inverse = ctx.olds.and_then(|olds| olds.inverse(&ctx.ops));
         Ok(StoredPatch {
             ops: ctx.ops,
             reordered: ctx.reordered,

@@ -14,10 +14,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::olds::Olds;
 use super::walk::{build, walk, Ctx};
 use super::{apply_patch, Snapshots};
 use crate::algo::diff::diff;
-use crate::algo::inverse::Olds;
 use crate::algo::tree::Node;
 
 /// Every redacted value holds this marker, and nothing else does.

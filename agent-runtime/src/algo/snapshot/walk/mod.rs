@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use super::marks::{Mark, Marks};
 use crate::algo::diff::{diff_into, push_key, PatchOp};
-use crate::algo::inverse::Olds;
+use crate::algo::snapshot::olds::Olds;
 use crate::algo::tracked::handshake::{self, Held};
 use crate::algo::tree::{find, Node, NodeMap};
 
