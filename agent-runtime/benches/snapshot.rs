@@ -6,7 +6,9 @@
 //!   (with its `stateDiff` and actions) serialized as LAP sends it. `incremental` is the fast
 //!   path; `full` is the same app with an [`App::redact`] override (a no-op), which takes the
 //!   full path — the whole state serialized, hooked and diffed at every commit, the cost of
-//!   every commit before issue 12 — as the baseline.
+//!   every commit before issue 12 — as the baseline. `stored` is the incremental path on a
+//!   host with a [`MemoryStore`]: each commit also walks the stored (unredacted) tree and
+//!   writes its patch and its undo record (the inverse, `docs/semantics.md` §12).
 //! - `actions/<n>`: `list_actions` on a snapshot whose actions the answer already computed
 //!   (kept per snapshot in a compact form and rendered from the variants' templates; the
 //!   route gates they need are advanced along each commit's patch, which the `toggle`
@@ -22,11 +24,15 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::future::Future;
 use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_examples::todo::{Msg, MsgKind, NewTodo, State, TodoApp};
 use agent_runtime::app::{App, Bindings, EffectContext, EffectError};
+use agent_runtime::config::HostConfig;
+use agent_runtime::security::TracingAuditSink;
 use agent_runtime::session::DispatchOptions;
+use agent_runtime::store::MemoryStore;
 use agent_runtime::Host;
 use agent_runtime::Session;
 use agent_schema::protocol::{ObserveResponse, WaitFor};
@@ -151,6 +157,13 @@ fn bench_toggle(c: &mut Criterion) {
     let _guard = rt.enter();
     let fast = Host::new(app()).expect("host");
     let full = Host::new(FullPath(app())).expect("host");
+    let stored = Host::with_store(
+        app(),
+        HostConfig::default(),
+        Arc::new(TracingAuditSink),
+        Arc::new(MemoryStore::new()),
+    )
+    .expect("host");
     let mut group = c.benchmark_group("toggle");
     group.sample_size(20);
     group.warm_up_time(Duration::from_millis(500));
@@ -166,6 +179,11 @@ fn bench_toggle(c: &mut Criterion) {
             b.iter(|| s.list_actions().expect("actions"))
         });
         rt.block_on(fast.close_session(s.id())).expect("closed");
+        let s = session_with(&rt, &stored, n);
+        group.bench_with_input(BenchmarkId::new("stored", n), &n, |b, _| {
+            b.iter(|| rt.block_on(toggle(&s)))
+        });
+        rt.block_on(stored.close_session(s.id())).expect("closed");
         let s = session_with(&rt, &full, n);
         group.bench_with_input(BenchmarkId::new("full", n), &n, |b, _| {
             b.iter(|| rt.block_on(toggle(&s)))

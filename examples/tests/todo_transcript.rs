@@ -81,6 +81,44 @@ async fn a_recorded_run_replays_as_it_was() {
     insta::assert_json_snapshot!(report);
 }
 
+/// The README's example (§An agent's run, replayed as a test), line for line: a run recorded
+/// by [`record_run`] and kept beside the tests ([`record_the_kept_run_again`] writes it).
+#[tokio::test]
+async fn a_run_kept_beside_the_tests_replays() -> Result<(), ReplayError> {
+    let transcript = agent_runtime::testing::read_transcript(include_str!("runs/clear.json"))?;
+    let report = agent_runtime::testing::replay(TodoApp::default(), &transcript).await?;
+    insta::assert_json_snapshot!(report);
+    assert!(report.matches(), "{:?}", report.differences());
+    Ok(())
+}
+
+/// The README's example is the test above, as it is written there.
+#[test]
+fn the_readme_shows_the_kept_runs_test() {
+    let readme = include_str!("../../README.md");
+    let example = readme
+        .split("### An agent's run, replayed as a test")
+        .nth(1)
+        .and_then(|section| section.split("```rust\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's example");
+    let indented: String = example.lines().map(|l| format!("    {l}\n")).collect();
+    assert!(
+        include_str!("todo_transcript.rs").contains(&indented),
+        "the README's example is not the body of a test here:\n{example}"
+    );
+}
+
+/// Records the run kept in `runs/clear.json` again (after a change the run should show):
+/// `cargo test -p agent-examples --test todo_transcript -- --ignored record_the_kept_run_again`,
+/// then review the file and the snapshot.
+#[tokio::test]
+#[ignore = "writes tests/runs/clear.json"]
+async fn record_the_kept_run_again() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/runs/clear.json");
+    std::fs::write(path, record_run().await + "\n").expect("written");
+}
+
 #[tokio::test]
 async fn the_report_changes_when_update_does() {
     let transcript = testing::read_transcript(&record_run().await).unwrap();

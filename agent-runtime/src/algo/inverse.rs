@@ -1,5 +1,9 @@
 //! The inverse of a commit's patch (`docs/semantics.md` §12): the ops that bring the state
-//! after a patch back to the state before it, read from the tree before it. What undo applies.
+//! after a patch back to the state before it. What undo applies.
+//!
+//! A commit's inverse comes with its patch from the stored tree's walk (the values it
+//! overwrote, `algo::snapshot::olds`), so it costs what the commit changed; [`invert`] reads
+//! them from a whole tree (an undo's own commit).
 
 use serde_json::Value;
 

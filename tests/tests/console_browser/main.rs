@@ -3,11 +3,12 @@
 //!
 //! Every test is `#[ignore]`d so `cargo test --workspace` passes on a machine without a browser;
 //! `.ci/test` installs Debian's `chromium` and `chromium-driver` and runs them with
-//! `cargo test --workspace --test console_browser -- --ignored`. One test binary; the undo
-//! scenario is a module of its own.
+//! `cargo test --workspace --test console_browser -- --ignored`. One test binary; the undo,
+//! transcript-export and OAuth consent scenarios are modules of their own.
 
 #[cfg(feature = "full")]
 mod consent;
+mod transcript;
 mod undo;
 
 use agent_examples::counter::Counter;

@@ -28,3 +28,4 @@ mod python_sdk;
 mod scoped_tokens;
 mod slots;
 mod tool_list;
+mod undo;

@@ -32,6 +32,7 @@
 //! the previous tree: the cost of the full re-serialization, as before issue 12.
 
 mod marks;
+pub(crate) mod olds;
 mod patch;
 mod stored;
 pub(crate) mod walk;

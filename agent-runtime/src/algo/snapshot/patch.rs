@@ -36,7 +36,8 @@ pub(crate) fn apply_sharing(
     Ok(())
 }
 
-fn op_path(op: &PatchOp) -> &str {
+/// The path an op changes.
+pub(super) fn op_path(op: &PatchOp) -> &str {
     match op {
         PatchOp::Add { path, .. } | PatchOp::Remove { path } | PatchOp::Replace { path, .. } => {
             path

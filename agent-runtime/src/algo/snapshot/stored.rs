@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::marks::Marks;
+use super::olds::Olds;
 use super::{failed, walk};
 use crate::algo::diff::PatchOp;
 use crate::algo::tree::Node;
@@ -26,6 +27,9 @@ pub(crate) struct StoredPatch {
     pub ops: Vec<PatchOp>,
     /// The walk reordered object keys: the ops alone do not give the new tree's key order.
     pub reordered: bool,
+    /// The ops that bring the new tree back to the previous one, read from the values the
+    /// walk overwrote (`None`: an op's old value was not recorded; the commit has no undo).
+    pub inverse: Option<Vec<PatchOp>>,
 }
 
 impl StoredTree {
@@ -56,14 +60,17 @@ impl StoredTree {
         let mut ctx = walk::Ctx {
             share,
             marks: std::mem::take(&mut self.marks),
+            olds: Some(Olds::default()),
             ..walk::Ctx::default()
         };
         walk::walk(state, &mut self.tree, None, &mut ctx).map_err(failed)?;
         ctx.marks.settle(&ctx.ops, std::mem::take(&mut ctx.fresh));
         self.marks = ctx.marks;
+        let inverse = ctx.olds.and_then(|olds| olds.inverse(&ctx.ops));
         Ok(StoredPatch {
             ops: ctx.ops,
             reordered: ctx.reordered,
+            inverse,
         })
     }
 
@@ -112,11 +119,15 @@ mod tests {
             }
             s.items.push(round);
             s.secret = format!("secret {round}");
+            let before = replica.clone();
             let patch = tree.advance(&s, None).unwrap();
             assert!(!patch.reordered);
             apply_patch(&mut replica, &patch.ops).unwrap();
             assert_eq!(replica.to_value(), serde_json::to_value(&s).unwrap());
             assert_eq!(tree.node(), &replica);
+            let mut undone = replica.clone();
+            apply_patch(&mut undone, &patch.inverse.unwrap()).unwrap();
+            assert_eq!(undone.to_value(), before.to_value());
         }
         assert_eq!(replica.to_value()["secret"], json!("secret 4"));
     }

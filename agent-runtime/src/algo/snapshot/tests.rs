@@ -14,6 +14,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::olds::Olds;
 use super::walk::{build, walk, Ctx};
 use super::{apply_patch, Snapshots};
 use crate::algo::diff::diff;
@@ -183,9 +184,17 @@ fn no_secret(what: &str, text: &str) -> Result<(), TestCaseError> {
 fn check_step(plan: &RedactPlan, tree: &mut Node, next: &State) -> Result<(), TestCaseError> {
     let before = tree.to_value();
     let expected = build(next, plan.root()).unwrap();
-    let mut ctx = Ctx::default();
+    let mut ctx = Ctx {
+        olds: Some(Olds::default()),
+        ..Ctx::default()
+    };
     walk(next, tree, plan.root(), &mut ctx).unwrap();
     prop_assert_eq!(&ctx.ops, &diff(&before, &expected));
+    // The inverse read from the values the walk overwrote takes the new tree back.
+    let inverse = ctx.olds.as_ref().unwrap().inverse(&ctx.ops).unwrap();
+    let mut undone = tree.clone();
+    apply_patch(&mut undone, &inverse).unwrap();
+    prop_assert_eq!(undone.to_value(), before.clone());
     // Same bytes: same values and the same key order.
     prop_assert_eq!(
         serde_json::to_string(tree).unwrap(),

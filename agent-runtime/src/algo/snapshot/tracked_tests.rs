@@ -282,6 +282,34 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The stored tree's walk (unredacted, sparse on tracked collections) gives with each
+    /// patch its inverse, which takes the new tree back to the one before.
+    #[test]
+    fn the_stored_walk_inverts_its_patch(
+        steps in prop::collection::vec(
+            prop::collection::vec((0u8..29, 0usize..64, 0usize..64), 1..4),
+            1..16,
+        ),
+    ) {
+        let mut s = board();
+        let mut tree = super::StoredTree::new(&s).unwrap();
+        for edits in steps {
+            let before = tree.node().to_value();
+            for (what, a, b) in edits {
+                edit(&mut s, what, a, b);
+            }
+            let patch = tree.advance(&s, None).unwrap();
+            prop_assert_eq!(&tree.node().to_value(), &serde_json::to_value(&s).unwrap());
+            let mut undone = tree.node().clone();
+            super::apply_patch(&mut undone, &patch.inverse.unwrap()).unwrap();
+            prop_assert_eq!(undone.to_value(), before);
+        }
+    }
+}
+
 /// Snapshots of `s` after a first walk, which sees its tracked collections whole and marks
 /// them: the snapshots and the published tree.
 fn marked(s: &mut Board) -> (Snapshots, Arc<Node>) {

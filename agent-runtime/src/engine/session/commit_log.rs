@@ -89,14 +89,12 @@ impl CommitLog {
         share: Option<Arc<Node>>,
     ) -> Result<Change, String> {
         if let Some(tree) = &mut self.tree {
-            // The tree before the walk (its list elements shared, not copied): what the
-            // commit's inverse reads the values it overwrites from.
-            let mut before = tree.node().clone();
+            // The walk keeps the values it overwrites: the inverse costs the change.
             match tree.advance(state, share) {
                 Ok(patch) => {
                     let text_of_patch = serde_json::to_string(&patch.ops)
                         .map_err(|e| format!("the patch failed to serialize: {e}"))?;
-                    let inverse = crate::algo::inverse::invert(&mut before, &patch.ops).ok();
+                    let inverse = patch.inverse;
                     let inverse_len = inverse
                         .as_ref()
                         .and_then(|i| serde_json::to_string(i).ok())

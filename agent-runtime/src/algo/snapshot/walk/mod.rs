@@ -31,6 +31,7 @@ use serde_json::Value;
 
 use super::marks::{Mark, Marks};
 use crate::algo::diff::{diff_into, push_key, PatchOp};
+use crate::algo::snapshot::olds::Olds;
 use crate::algo::tracked::handshake::{self, Held};
 use crate::algo::tree::{find, Node, NodeMap};
 
@@ -61,6 +62,9 @@ pub(crate) struct Ctx {
     /// A tree whose list elements this walk's new elements share when their text is the
     /// same (the stored tree shares the published one's).
     pub share: Option<Arc<Node>>,
+    /// When kept (the stored tree's walk, for the commit's inverse): the values the walk
+    /// overwrites or removes, recorded before it does.
+    pub olds: Option<Olds>,
 }
 
 impl Ctx {
@@ -75,6 +79,14 @@ impl Ctx {
                 _ => Node::Packed(raw),
             },
             (node, _) => node,
+        }
+    }
+
+    /// Keeps `old()`, the value at the current path the walk is about to overwrite or
+    /// remove, when the walk keeps [`Self::olds`].
+    fn record(&mut self, old: impl FnOnce() -> Value) {
+        if let Some(olds) = &mut self.olds {
+            olds.record(&self.path, old());
         }
     }
 
@@ -118,7 +130,9 @@ impl Ctx {
     /// Records the ops from `target` to `new` and puts `new` in place (packed when it is a
     /// container standing in an array).
     fn settle(&mut self, target: &mut Node, new: Value, in_array: bool) {
-        diff_into(&target.to_value(), &new, &mut self.path, &mut self.ops);
+        let old = target.to_value();
+        diff_into(&old, &new, &mut self.path, &mut self.ops);
+        self.record(|| old);
         *target = if in_array {
             self.element(&new)
         } else {
@@ -218,6 +232,7 @@ struct Walker<'a, 'c, 'p> {
 impl<'a, 'c, 'p> Walker<'a, 'c, 'p> {
     fn scalar(self, new: Value) -> Result<Done, Error> {
         if !self.target.same_as(&new) {
+            self.ctx.record(|| self.target.to_value());
             self.ctx.replace(new.clone());
             *self.target = Node::from_value(new);
         }

@@ -170,7 +170,7 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
                     Some(rest) => rest,
                     None => {
                         // Trailing old keys the new value does not have.
-                        let mut gone: Vec<&String> = Vec::new();
+                        let mut gone: Vec<(&String, &Node)> = Vec::new();
                         match (sparse, ahead) {
                             (_, None) => return Ok(Done::Same),
                             // A sparse walk: the old entries up to the new length stay as
@@ -182,20 +182,23 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
                                     return Ok(Done::Same);
                                 }
                                 gone.extend(
-                                    (len..held).filter_map(|_| iter.next_back()).map(|(k, _)| k),
+                                    (len..held)
+                                        .filter_map(|_| iter.next_back())
+                                        .map(|(k, v)| (k, &*v)),
                                 );
                                 gone.reverse();
                                 kept = len;
                             }
                             (_, Some(first)) => {
-                                gone.push(first.0);
-                                gone.extend(iter.map(|(k, _)| k));
+                                gone.push((first.0, &*first.1));
+                                gone.extend(iter.map(|(k, v)| (k, &*v)));
                             }
                         }
                         let gone: Vec<PatchOp> = gone
                             .into_iter()
-                            .map(|k| {
+                            .map(|(k, old)| {
                                 push_key(&mut ctx.path, k);
+                                ctx.record(|| old.to_value());
                                 let path = ctx.path.clone();
                                 ctx.path.truncate(base);
                                 PatchOp::Remove { path }
@@ -228,8 +231,9 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
                     .prev
                     .iter()
                     .filter(|(k, _)| !next_keys.contains(k.as_str()))
-                    .map(|(k, _)| {
+                    .map(|(k, old)| {
                         push_key(&mut ctx.path, k);
+                        ctx.record(|| old.to_value());
                         let path = ctx.path.clone();
                         ctx.path.truncate(base);
                         PatchOp::Remove { path }
@@ -241,6 +245,7 @@ impl<'a, 'c, 'p> ObjWalk<'a, 'c, 'p> {
                         Some(&i) => {
                             let old = rest.prev[i].1.to_value();
                             diff_into(&old, n, &mut ctx.path, &mut ctx.ops);
+                            ctx.record(|| old);
                         }
                         None => ctx.ops.push(PatchOp::Add {
                             path: ctx.path.clone(),

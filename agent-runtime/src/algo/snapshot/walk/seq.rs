@@ -97,6 +97,7 @@ impl SeqWalk<'_, '_, '_> {
                 let base = ctx.path.len();
                 for i in (index..prev_len).rev() {
                     push_index(&mut ctx.path, i);
+                    ctx.record(|| vec[i].to_value());
                     ctx.ops.push(PatchOp::Remove {
                         path: ctx.path.clone(),
                     });
@@ -237,6 +238,7 @@ fn packed<T: Serialize + ?Sized>(
         return Ok(());
     }
     diff_into(&old, &new, &mut ctx.path, &mut ctx.ops);
+    ctx.record(|| old);
     *slot = ctx.element(&new);
     Ok(())
 }
