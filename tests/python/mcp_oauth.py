@@ -9,11 +9,14 @@ Metadata Document the test serves; the server fetches it), and sends the person 
 page; the redirect handler acts as the person
 in a browser of their own (a cookie jar: the page gives a newcomer an identity cookie, as the
 console does), approves with the page's sealed request, and hands the redirect's `code`,
-`state` and `iss` to the callback handler. The SDK then lists the tools and dispatches.
+`state` and `iss` to the callback handler. With `OAUTH_PERSON=browser` the person is the test's
+Chromium instead: the script prints `authorize <url>`, the test approves the page in the browser
+and writes back the URL it landed on (the redirect URI is then `OAUTH_REDIRECT`). The SDK then lists the tools and dispatches.
 Prints one `ok <case>` line per case; any failure raises (exit status 1).
 """
 
 import asyncio
+import os
 import re
 import sys
 from urllib.parse import parse_qs, urljoin, urlparse
@@ -27,7 +30,10 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 
 URL = sys.argv[1]
 DOCUMENT = sys.argv[2] if len(sys.argv) > 2 else None
-REDIRECT = "http://localhost:3999/callback"
+# `OAUTH_PERSON=browser`: the person is the test's Chromium. The script prints
+# `authorize <url>` and reads back the URL the browser landed on (OAUTH_REDIRECT's page).
+IN_BROWSER = os.environ.get("OAUTH_PERSON") == "browser"
+REDIRECT = os.environ.get("OAUTH_REDIRECT", "http://localhost:3999/callback")
 PREFIX = "cimd " if DOCUMENT else ""
 
 
@@ -58,6 +64,9 @@ class Person:
         self.pages = 0
 
     async def redirect_handler(self, authorization_url: str) -> None:
+        if IN_BROWSER:
+            await self.approve_in_browser(authorization_url)
+            return
         page = await self.browser.get(authorization_url)
         assert page.status_code == 200, page.text
         assert page.headers["x-frame-options"] == "DENY", page.headers
@@ -73,6 +82,17 @@ class Person:
         )
         assert answer.status_code == 303, answer.text
         query = parse_qs(urlparse(answer.headers["location"]).query)
+        assert "error" not in query, query
+        self.result = AuthorizationCodeResult(
+            code=query["code"][0], state=query["state"][0], iss=query["iss"][0]
+        )
+
+    async def approve_in_browser(self, authorization_url: str) -> None:
+        print(f"authorize {authorization_url}", flush=True)
+        landed = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        assert landed.startswith(REDIRECT), landed
+        self.pages += 1
+        query = parse_qs(urlparse(landed.strip()).query)
         assert "error" not in query, query
         self.result = AuthorizationCodeResult(
             code=query["code"][0], state=query["state"][0], iss=query["iss"][0]

@@ -165,3 +165,32 @@ pub async fn wait_text(c: &Client, css: &str, ok: impl Fn(&str) -> bool) -> Stri
     })
     .await
 }
+
+/// A page at `http://127.0.0.1:<free port>/callback` for an OAuth client's redirect URI, so the
+/// browser lands somewhere after the consent; answers its URL.
+pub async fn landing_page() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the landing page");
+    let port = listener.local_addr().expect("its address").port();
+    let app = axum::Router::new().route(
+        "/callback",
+        axum::routing::get(|| async { "back in the client" }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://127.0.0.1:{port}/callback")
+}
+
+/// The person approves the consent page at `authorization_url` as it comes (a new session
+/// preselected, the scopes asked for ticked): one click on Approve. Answers the URL the
+/// browser lands on, which starts with `redirect`.
+pub async fn approve_consent(c: &Client, authorization_url: &str, redirect: &str) -> String {
+    c.goto(authorization_url).await.expect("the consent page");
+    click(c, "button[name=decision][value=approve]").await;
+    wait_for("the redirect back to the client", || async {
+        let url = c.current_url().await.ok()?;
+        let url = url.as_str().to_owned();
+        url.starts_with(redirect).then_some(url)
+    })
+    .await
+}

@@ -3,28 +3,16 @@
 //! session preselected), the client's token works, the console lists the grant with its scopes,
 //! and Revoke there ends it: the next MCP call answers 401.
 
-use std::net::SocketAddr;
-
 use agent_examples::todo::TodoApp;
-use agent_tests::chromium::{click, free_port, text, wait_for, wait_text, with_browser};
+use agent_tests::chromium::{
+    approve_consent, click, landing_page, text, wait_for, wait_text, with_browser,
+};
 use agent_tests::TestServer;
-use axum::routing::get;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use fantoccini::Locator;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-
-/// A page for the client's redirect URI, so the browser lands somewhere after the consent.
-async fn redirect_target() -> String {
-    let port = free_port();
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port)))
-        .await
-        .expect("bind the redirect target");
-    let app = axum::Router::new().route("/callback", get(|| async { "back in the client" }));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://127.0.0.1:{port}/callback")
-}
 
 /// A 2026-07-28 `tools/call` with an access token: status and body.
 async fn mcp_call(base: &str, access: &str, tool: &str, arguments: Value) -> (u16, Value) {
@@ -59,7 +47,7 @@ async fn the_person_approves_a_client_and_revokes_it_in_the_console() {
         .start()
         .await;
     let base = t.base.clone();
-    let redirect = redirect_target().await;
+    let redirect = landing_page().await;
     let http = reqwest::Client::new();
     with_browser(|c| async move {
         // The console says how to connect by consent: the connector URL, no token.
@@ -129,12 +117,8 @@ async fn the_person_approves_a_client_and_revokes_it_in_the_console() {
             new_session.prop("checked").await.unwrap().as_deref(),
             Some("true")
         );
-        click(&c, "button[name=decision][value=approve]").await;
-        let landed = wait_for("the redirect back to the client", || async {
-            let url = c.current_url().await.ok()?;
-            url.as_str().starts_with(&redirect).then_some(url)
-        })
-        .await;
+        let landed = approve_consent(&c, authorize.as_str(), &redirect).await;
+        let landed = reqwest::Url::parse(&landed).expect("a URL");
         let query: Vec<(String, String)> = landed
             .query_pairs()
             .map(|(k, v)| (k.into_owned(), v.into_owned()))

@@ -192,3 +192,82 @@ async fn run_oauth<A: agent_runtime::app::App>(
         );
     }
 }
+
+/// The SDK connected by consent given in a real browser: its redirect handler hands the
+/// authorization URL to this test, whose Chromium approves the page with one click (a new
+/// session preselected), and the URL the browser lands on goes back to the SDK, which exchanges
+/// the code, lists the tools and dispatches, on both generations. `.ci/mcp-python` runs it
+/// after `.ci/test` installed Chromium.
+#[cfg(feature = "full")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Python MCP SDK and Chromium: run .ci/mcp-python"]
+async fn python_sdk_is_approved_in_chromium() {
+    use agent_tests::chromium::{approve_consent, landing_page, with_browser};
+    use std::process::Stdio;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let python = std::env::var("MCP_PYTHON")
+        .expect("MCP_PYTHON: the venv python of .ci/mcp-python, with the `mcp` package");
+    let t = TestServer::builder(TodoApp::default())
+        .rate_limit("100000/minute")
+        .cookie_identity_only()
+        .anonymous()
+        .options(|o| o.oauth.enabled = true)
+        .start()
+        .await;
+    let redirect = landing_page().await;
+    let mut child = tokio::process::Command::new(python)
+        .arg(format!(
+            "{}/python/mcp_oauth.py",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg(format!("{}/agent/mcp", t.base))
+        .env("OAUTH_PERSON", "browser")
+        .env("OAUTH_REDIRECT", &redirect)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python runs");
+    let mut answers = child.stdin.take().expect("its stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("its stdout")).lines();
+    with_browser(|c| async move {
+        let run = async {
+            let (mut approved, mut printed) = (0, Vec::new());
+            while let Some(line) = lines.next_line().await.expect("its output") {
+                let Some(authorization_url) = line.strip_prefix("authorize ") else {
+                    printed.push(line);
+                    continue;
+                };
+                let landed = approve_consent(&c, authorization_url, &redirect).await;
+                approved += 1;
+                answers
+                    .write_all(format!("{landed}\n").as_bytes())
+                    .await
+                    .expect("the landing URL handed back");
+                answers.flush().await.expect("flushed");
+            }
+            (approved, printed)
+        };
+        let (approved, printed) = tokio::time::timeout(Duration::from_secs(120), run)
+            .await
+            .expect("the Python client ends within 2 minutes");
+        let status = child.wait().await.expect("python ends");
+        assert!(status.success(), "{printed:?}");
+        // One consent per generation, each approved in the browser.
+        assert_eq!(approved, 2, "{printed:?}");
+        for case in [
+            "legacy consented and listed",
+            "legacy dispatched",
+            "2026-07-28 consented and listed",
+            "2026-07-28 dispatched",
+        ] {
+            assert!(
+                printed.iter().any(|line| line == &format!("ok {case}")),
+                "{case}: {printed:?}"
+            );
+        }
+    })
+    .await;
+}
