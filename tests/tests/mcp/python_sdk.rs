@@ -157,6 +157,15 @@ async fn python_sdk_connects_by_a_client_metadata_document() {
     assert_eq!(docs.fetches("/python/client.json"), 1);
 }
 
+/// What `tests/python/mcp_oauth.py` prints (after `ok ` and its prefix) when each generation
+/// consented, listed the tools and dispatched.
+const OAUTH_CASES: [&str; 4] = [
+    "legacy consented and listed",
+    "legacy dispatched",
+    "2026-07-28 consented and listed",
+    "2026-07-28 dispatched",
+];
+
 /// Runs `tests/python/mcp_oauth.py` against `t` (with the document URL `document`, if any) and
 /// checks its cases, named with `prefix`.
 async fn run_oauth<A: agent_runtime::app::App>(
@@ -180,12 +189,7 @@ async fn run_oauth<A: agent_runtime::app::App>(
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    for case in [
-        "legacy consented and listed",
-        "legacy dispatched",
-        "2026-07-28 consented and listed",
-        "2026-07-28 dispatched",
-    ] {
+    for case in OAUTH_CASES {
         assert!(
             stdout.contains(&format!("ok {prefix}{case}\n")),
             "{case}: {stdout}\n{stderr}"
@@ -257,12 +261,7 @@ async fn python_sdk_is_approved_in_chromium() {
         assert!(status.success(), "{printed:?}");
         // One consent per generation, each approved in the browser.
         assert_eq!(approved, 2, "{printed:?}");
-        for case in [
-            "legacy consented and listed",
-            "legacy dispatched",
-            "2026-07-28 consented and listed",
-            "2026-07-28 dispatched",
-        ] {
+        for case in OAUTH_CASES {
             assert!(
                 printed.iter().any(|line| line == &format!("ok {case}")),
                 "{case}: {printed:?}"

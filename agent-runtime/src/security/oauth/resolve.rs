@@ -24,7 +24,7 @@ pub(crate) enum ClientRefused {
     /// Its metadata document does not stand for a client.
     Document(DocumentError),
     /// The store of registrations could not be read (an error, never "unknown").
-    Store(String),
+    Store(crate::security::StoreError),
 }
 
 /// The client `client_id` at `now`. A document not kept is fetched; `fetcher` (the client
@@ -40,7 +40,7 @@ pub(crate) async fn resolve_client(
         .clients
         .find(client_id, now)
         .await
-        .map_err(|e| ClientRefused::Store(e.to_string()))?;
+        .map_err(ClientRefused::Store)?;
     if let Some(c) = registered {
         return Ok(ResolvedClient {
             client_id: c.client_id,

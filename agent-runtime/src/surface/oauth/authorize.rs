@@ -149,15 +149,7 @@ async fn refused_client<A: App>(
             };
             (status, e.code(), e.reason(), e.description())
         }
-        ClientRefused::Store(e) => {
-            tracing::error!(target: "agent_runtime::store", "oauth: {e}");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "server_error",
-                "store-failed",
-                "the server's store failed: try again".to_owned(),
-            )
-        }
+        ClientRefused::Store(e) => return store_failed_page(server, &e).await,
     };
     let client_id: String = client_id.chars().take(300).collect();
     let entry = AuditEntry::new(

@@ -92,7 +92,7 @@ async fn client_of(
             e.description(),
         )),
         Err(ClientRefused::Document(e)) => Err(OAuthError::invalid_client(e.description())),
-        Err(ClientRefused::Store(e)) => Err(server_error(&e)),
+        Err(ClientRefused::Store(e)) => Err(server_error(&e.to_string())),
     }
 }
 
