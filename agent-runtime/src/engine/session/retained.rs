@@ -8,9 +8,11 @@
 //! place in the host's order of oldest entries, a map keyed by `(stamp of its oldest entry,
 //! ring)`. A ring's key may be older than its oldest entry (it dropped entries on its own
 //! since); a stale key is brought up to date when it reaches the front. A ring whose lock is
-//! taken at that moment (it is being pushed to elsewhere) ends the round: its own push
-//! settles the total right after, so the total exceeds the budget by at most the entries
-//! being added at that instant.
+//! taken at that moment (it is being pushed to elsewhere) is passed over and the next-oldest
+//! entries go instead: its holder may have settled already, so waiting for its push to settle
+//! the total could leave it over the budget for good. A push thus leaves the total within the
+//! budget unless every other ring holding entries is locked; the total exceeds the budget by
+//! at most the entries being added at that instant.
 
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::BTreeMap;
@@ -203,13 +205,15 @@ pub(crate) fn attach<R: RetainedRing>(ring: &Arc<Mutex<R>>) {
 }
 
 /// After a push to `ring` (locked by the caller): while the host's total is over its budget,
-/// drops the oldest entries across all rings, `ring`'s own included.
+/// drops the oldest entries across all rings, `ring`'s own included; rings locked elsewhere
+/// are passed over (and keep their place).
 pub(crate) fn settle(ring: &mut dyn RetainedRing) {
     let shared = ring.charge().shared.clone();
     let own = ring.charge().id;
+    let mut passed_over = Vec::new();
     while shared.total.load(Ordering::Relaxed) > shared.budget {
         let Some(((key, id), weak)) = shared.order().pop_first() else {
-            return;
+            break;
         };
         let trimmed = if id == own {
             trim_ring(ring, key)
@@ -220,15 +224,15 @@ pub(crate) fn settle(ring: &mut dyn RetainedRing) {
             }
         };
         match trimmed {
-            Trimmed::Busy => {
-                shared.order().insert((key, id), weak);
-                return;
-            }
+            Trimmed::Busy => passed_over.push(((key, id), weak)),
             Trimmed::Empty => {}
             Trimmed::Next(next) => {
                 shared.order().insert((next, id), weak);
             }
         }
+    }
+    if !passed_over.is_empty() {
+        shared.order().extend(passed_over);
     }
 }
 
@@ -303,5 +307,32 @@ mod tests {
         push(&b, 200); // over the budget on its own: dropped too
         assert_eq!(held(&b), Vec::<usize>::new());
         assert_eq!(retained.total(), 0);
+    }
+
+    /// A ring locked elsewhere after its own push settled (its session is still busy with it)
+    /// is passed over: the next-oldest entries go, and the push that went over the budget
+    /// leaves the total within it (it used to stop there and stay over the budget for good).
+    #[test]
+    fn a_ring_locked_elsewhere_is_passed_over() {
+        let retained = Retained::new(100);
+        let (a, b, c) = (ring(&retained), ring(&retained), ring(&retained));
+        push(&b, 30); // b1, the oldest
+        push(&c, 30); // c1
+        push(&c, 30); // c2
+        let busy = b.lock();
+        push(&a, 30); // total 120: b1 is out of reach, c1 goes
+        assert_eq!(retained.total(), 90);
+        drop(busy);
+        assert_eq!(
+            (held(&a), held(&b), held(&c)),
+            (vec![30], vec![30], vec![30])
+        );
+        // b kept its place: it is the oldest and goes first now.
+        push(&a, 20);
+        assert_eq!(
+            (held(&a), held(&b), held(&c)),
+            (vec![30, 20], vec![], vec![30])
+        );
+        assert_eq!(retained.total(), 80);
     }
 }
