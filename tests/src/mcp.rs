@@ -167,6 +167,37 @@ pub struct RawAnswer {
     pub body: Value,
 }
 
+/// A `tools/call` of `tool` on `{base}/agent/mcp` in the stateless generation (2026-07-28:
+/// no session, the protocol in `_meta` and headers), with `bearer` when given; `client` names
+/// the caller in `clientInfo`.
+pub fn stateless_tool_call(
+    http: &reqwest::Client,
+    base: &str,
+    bearer: Option<&str>,
+    client: &str,
+    tool: &str,
+    arguments: Value,
+) -> reqwest::RequestBuilder {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": tool, "arguments": arguments, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }}});
+    let req = http
+        .post(format!("{base}/agent/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .body(body.to_string());
+    match bearer {
+        Some(bearer) => req.header("authorization", format!("Bearer {bearer}")),
+        None => req,
+    }
+}
+
 /// Sends `req` and reads its answer, which must end within 10 s.
 pub async fn send_raw(req: reqwest::RequestBuilder) -> RawAnswer {
     let resp = req.send().await.expect("request");

@@ -475,3 +475,42 @@ async fn operations_and_store_calls_run_in_spans() {
         );
     }
 }
+
+/// The OAuth records' store calls are measured like every other store call, in memory and on
+/// SQLite: a registration is counted under `op="register_client"` of its store.
+#[tokio::test]
+async fn oauth_store_calls_are_measured() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    recorder();
+    let db = TempDir::new("observability-oauth");
+    let store_count = format!("{}_count", telemetry::STORE_OPERATION_DURATION_SECONDS);
+    for (kind, stores) in [
+        ("memory", Stores::in_memory()),
+        (
+            "sqlite",
+            Stores::open(&db.file("o.db")).await.expect("store"),
+        ),
+    ] {
+        let op = &[("store", kind), ("op", "register_client")];
+        let before = Scrape::now().value(&store_count, op);
+        let t = TestServer::builder(Counter)
+            .stores(&stores)
+            .options(|o| o.oauth.enabled = true)
+            .start()
+            .await;
+        let registered = reqwest::Client::new()
+            .post(format!("{}/agent/oauth/register", t.base))
+            .json(&json!({
+                "client_name": "Measured", "redirect_uris": ["http://127.0.0.1/cb"],
+                "token_endpoint_auth_method": "none",
+            }))
+            .send()
+            .await
+            .expect("register");
+        assert_eq!(registered.status(), 201);
+        eventually(&format!("register_client counted on {kind}"), |s| {
+            s.value(&store_count, op) >= before + 1.0
+        })
+        .await;
+    }
+}

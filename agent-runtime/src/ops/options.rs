@@ -437,8 +437,8 @@ pub struct OAuthOptions {
     pub max_pending_codes: usize,
     /// Live grants at most (default 4096).
     pub max_grants: usize,
-    /// Requests to the token, registration and revocation endpoints per client address
-    /// (default `60/minute`).
+    /// Requests to the token, registration and revocation endpoints and the consent page
+    /// (its view and its answer) per client address, one rate for all (default `60/minute`).
     pub endpoint_rate: RateLimitSpec,
     /// Clients configured in code (besides the ones that register themselves).
     pub clients: Vec<OAuthClient>,
@@ -504,7 +504,12 @@ impl OAuthOptions {
         if let Some(issuer) = &self.issuer {
             crate::security::oauth::check_issuer(issuer)?;
         }
-        let store = store.unwrap_or_else(|| std::sync::Arc::new(MemoryOAuthStore::new()));
+        let store = store.unwrap_or_else(|| {
+            crate::engine::store::Measured::new(
+                std::sync::Arc::new(MemoryOAuthStore::new()),
+                crate::engine::store::StoreKind::Memory,
+            )
+        });
         let clients = Clients::new(
             &self.clients,
             store.clone(),

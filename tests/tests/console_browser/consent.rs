@@ -7,6 +7,7 @@ use agent_examples::todo::TodoApp;
 use agent_tests::chromium::{
     approve_consent, click, landing_page, text, wait_for, wait_text, with_browser,
 };
+use agent_tests::mcp::{send_raw, stateless_tool_call};
 use agent_tests::TestServer;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -14,28 +15,19 @@ use fantoccini::Locator;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-/// A 2026-07-28 `tools/call` with an access token: status and body.
+/// A stateless `tools/call` with the access token `access`: its status and answer.
 async fn mcp_call(base: &str, access: &str, tool: &str, arguments: Value) -> (u16, Value) {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-    "name": tool, "arguments": arguments, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "consent", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }}});
-    let answer = reqwest::Client::new()
-        .post(format!("{base}/agent/mcp"))
-        .header("authorization", format!("Bearer {access}"))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", tool)
-        .json(&body)
-        .send()
-        .await
-        .expect("the MCP call");
-    let status = answer.status().as_u16();
-    let text = answer.text().await.unwrap_or_default();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    let http = reqwest::Client::new();
+    let answer = send_raw(stateless_tool_call(
+        &http,
+        base,
+        Some(access),
+        "consent",
+        tool,
+        arguments,
+    ))
+    .await;
+    (answer.status, answer.body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

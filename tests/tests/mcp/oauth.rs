@@ -502,6 +502,45 @@ async fn registrations_are_checked_and_bounded() {
     assert_eq!(o.events(AuditEvent::OauthRegistered), 2);
 }
 
+/// The consent page and the endpoints share one rate per client address: past it the page
+/// is a 429 page (HTML, `retry-after`) and the token endpoint a 429 JSON error, each audited.
+#[tokio::test]
+async fn the_consent_page_and_the_endpoints_share_the_rate_per_address() {
+    let o = server_with(|o| {
+        o.oauth.endpoint_rate = "3/minute".parse().unwrap();
+    })
+    .await;
+    let client = o.register(&[REDIRECT]).await;
+    let (_, challenge) = pkce();
+    for _ in 0..2 {
+        o.consent_page("alice", &client, &challenge).await;
+    }
+    let limited = o
+        .authorize(
+            "alice",
+            &[("response_type", "code"), ("client_id", &client)],
+        )
+        .await;
+    assert_eq!(limited.status, 429, "{}", limited.text);
+    assert!(limited.header("content-type").starts_with("text/html"));
+    assert!(
+        limited.text.contains("Too many requests"),
+        "{}",
+        limited.text
+    );
+    assert!(limited.header("retry-after").parse::<u64>().unwrap() > 0);
+    assert_eq!(limited.header("x-frame-options"), "DENY");
+    let token = send(
+        o.http
+            .post(o.url("/agent/oauth/token"))
+            .form(&[("grant_type", "authorization_code"), ("code", "x")]),
+    )
+    .await;
+    assert_eq!(token.status, 429, "{}", token.text);
+    assert_eq!(token.json()["error"], "temporarily_unavailable");
+    assert_eq!(o.events(AuditEvent::RateLimited), 2);
+}
+
 #[tokio::test]
 async fn agent_tokens_keep_working_beside_oauth() {
     let o = server().await;

@@ -5,6 +5,7 @@
 use agent_examples::todo::TodoApp;
 use agent_runtime::security::{AuditEvent, MemoryAuditSink};
 use agent_runtime::ServerOptions;
+use agent_tests::mcp::stateless_tool_call;
 use agent_tests::{TestServer, USER_HEADER};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -225,25 +226,15 @@ impl OAuthTest {
 
     /// A 2026-07-28 `tools/call` with `bearer`.
     pub(crate) async fn call(&self, bearer: Option<&str>, tool: &str, arguments: Value) -> Http {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": tool, "arguments": arguments, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "oauth", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }}});
-        let mut req = self
-            .http
-            .post(self.url("/agent/mcp"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", tool)
-            .body(body.to_string());
-        if let Some(bearer) = bearer {
-            req = req.header("authorization", format!("Bearer {bearer}"));
-        }
-        send(req).await
+        send(stateless_tool_call(
+            &self.http,
+            &self.t.base,
+            bearer,
+            "oauth",
+            tool,
+            arguments,
+        ))
+        .await
     }
 
     pub(crate) fn events(&self, event: AuditEvent) -> usize {

@@ -4,6 +4,9 @@
 //! [`Stores`](super::Stores) wraps the stores it bundles, so memory, SQLite and PostgreSQL go
 //! through this one code path.
 
+#[cfg(feature = "oauth")]
+mod oauth;
+
 use std::sync::Arc;
 use std::time::Instant;
 

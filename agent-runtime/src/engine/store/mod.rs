@@ -68,7 +68,7 @@ pub use sqlite::SqliteStore;
 pub use traits::{ChangesListener, IdempotencyRecords, McpBindings, SessionStore, SigningKeys};
 
 use crate::security::IdentityKey;
-use measured::Measured;
+pub(crate) use measured::Measured;
 
 /// A snapshot is written at the latest every this many commits: the log holds at most this
 /// many patches after the newest snapshot (`docs/stores.md` §The commit log).
@@ -96,25 +96,27 @@ fn stored_key(bytes: Vec<u8>) -> Result<IdentityKey, StoreError> {
         .map_err(|e| StoreError::Database(format!("the stored signing key is unusable: {e}")))
 }
 
-/// The OAuth records of `store` when it is one of this crate's SQL stores. The OAuth store
-/// trait is the crate's own (its records are internal), so a store of the caller's cannot
-/// implement it: the two known types are recognised instead, and any other keeps the OAuth
-/// records in the server's memory.
+/// The OAuth records of `store` when it is one of this crate's SQL stores, measured. The
+/// OAuth store trait is the crate's own (its records are internal), so a store of the
+/// caller's cannot implement it: the two known types are recognised instead, and any other
+/// keeps the OAuth records in the server's memory.
 #[cfg(feature = "oauth")]
 fn oauth_store_of<S: Send + Sync + 'static>(
     store: Arc<S>,
+    kind: StoreKind,
 ) -> Option<Arc<dyn crate::security::oauth::OAuthStore>> {
     let any: Arc<dyn std::any::Any + Send + Sync> = store;
     #[cfg(feature = "sqlite")]
     let any = match any.downcast::<SqliteStore>() {
-        Ok(sqlite) => return Some(sqlite),
+        Ok(sqlite) => return Some(Measured::new(sqlite, kind)),
         Err(other) => other,
     };
     #[cfg(feature = "postgres")]
     let any = match any.downcast::<PostgresStore>() {
-        Ok(postgres) => return Some(postgres),
+        Ok(postgres) => return Some(Measured::new(postgres, kind)),
         Err(other) => other,
     };
+    let _ = kind;
     let _ = any;
     None
 }
@@ -196,7 +198,7 @@ impl Stores {
             idempotency: measured.clone(),
             mcp: measured,
             #[cfg(feature = "oauth")]
-            oauth: oauth_store_of(store.clone()),
+            oauth: oauth_store_of(store.clone(), kind),
             keys: store,
             kind,
         }

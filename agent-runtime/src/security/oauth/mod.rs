@@ -64,7 +64,8 @@ pub(crate) struct OAuth {
     /// The clients known by their metadata documents (`None`: documents are not accepted).
     pub(crate) documents: Option<ClientDocuments>,
     pub(crate) grants: Grants,
-    /// Requests to the token, registration and revocation endpoints per client address.
+    /// Requests to the token, registration and revocation endpoints and the consent page per
+    /// client address.
     pub(crate) limiter: super::GovernorRateLimiter,
 }
 

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::consent::{consent_page, error_page, Consent};
-use super::reply::{read_form, resource_url};
+use super::reply::{check_rate, read_form, resource_url, with_retry_after, Refused};
 use super::AUTHORIZE_PATH;
 use crate::app::App;
 use crate::ops::error::ApiError;
@@ -75,6 +75,19 @@ fn sealer<A: App>(server: &ServerState<A>) -> Sealer {
 
 pub(super) async fn authorize<A: App>(server: ServerState<A>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
+    // The page and the answer count against the endpoints' rate per address, like the token
+    // endpoint: each may fetch a client's metadata document or write a code.
+    match check_rate(&server, &parts, AUTHORIZE_PATH).await {
+        Ok(()) => {}
+        Err(Refused::Limited(secs)) => {
+            let detail = format!("Too many requests from this address; retry in {secs} s.");
+            return with_retry_after(
+                html(StatusCode::TOO_MANY_REQUESTS, error_page(&detail)),
+                secs,
+            );
+        }
+        Err(off) => return off.json(),
+    }
     match parts.method {
         Method::GET => show(&server, &parts).await,
         Method::POST => answer(&server, &parts, body).await,

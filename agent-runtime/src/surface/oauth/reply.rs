@@ -146,18 +146,52 @@ pub(super) async fn read_form<T: DeserializeOwned>(
         .map_err(|e| OAuthError::invalid_request(format!("the form does not read: {e}")))
 }
 
-/// The endpoints' rate limit per client address (`OAuthOptions::endpoint_rate`): 429 with
-/// `retry-after` past it.
-pub(super) async fn limit<A: App>(
+/// A request the endpoints' rate limit refused.
+pub(super) enum Refused {
+    /// OAuth is off: there is no endpoint.
+    Off,
+    /// Past the rate: retry in this many seconds.
+    Limited(u64),
+}
+
+impl Refused {
+    /// The answer of an endpoint a client calls: a JSON error (429 with `retry-after`).
+    pub(super) fn json(self) -> Response {
+        match self {
+            Refused::Off => {
+                OAuthError::new(StatusCode::NOT_FOUND, "invalid_request", "OAuth is off")
+                    .into_response()
+            }
+            Refused::Limited(secs) => with_retry_after(
+                OAuthError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "temporarily_unavailable",
+                    format!("too many requests from this address; retry in {secs} s"),
+                )
+                .into_response(),
+                secs,
+            ),
+        }
+    }
+}
+
+/// `response` with `retry-after: secs`.
+pub(super) fn with_retry_after(mut response: Response, secs: u64) -> Response {
+    if let Ok(v) = HeaderValue::try_from(secs.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    response
+}
+
+/// The endpoints' rate limit per client address (`OAuthOptions::endpoint_rate`), shared by
+/// every endpoint and the consent page; a refusal is counted and audited.
+pub(super) async fn check_rate<A: App>(
     server: &ServerState<A>,
     parts: &Parts,
     endpoint: &str,
-) -> Result<(), Response> {
+) -> Result<(), Refused> {
     let Some(oauth) = server.oauth() else {
-        return Err(
-            OAuthError::new(StatusCode::NOT_FOUND, "invalid_request", "OAuth is off")
-                .into_response(),
-        );
+        return Err(Refused::Off);
     };
     let address = request_client_address(parts, server.options().trust_proxy);
     if let Err(limited) = oauth.limiter.check(&address, Bucket::Identity) {
@@ -165,21 +199,20 @@ pub(super) async fn limit<A: App>(
         server
             .audit(AuditEntry::rate_limited(server.now(), None, endpoint))
             .await;
-        let mut response = OAuthError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "temporarily_unavailable",
-            format!(
-                "too many requests from this address; retry in {} s",
-                limited.retry_after_secs()
-            ),
-        )
-        .into_response();
-        if let Ok(v) = HeaderValue::try_from(limited.retry_after_secs().to_string()) {
-            response.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        return Err(response);
+        return Err(Refused::Limited(limited.retry_after_secs()));
     }
     Ok(())
+}
+
+/// [`check_rate`] for an endpoint a client calls: a refusal is its JSON answer.
+pub(super) async fn limit<A: App>(
+    server: &ServerState<A>,
+    parts: &Parts,
+    endpoint: &str,
+) -> Result<(), Response> {
+    check_rate(server, parts, endpoint)
+        .await
+        .map_err(Refused::json)
 }
 
 /// The resource URL of this server: the issuer and `/agent/mcp`.
