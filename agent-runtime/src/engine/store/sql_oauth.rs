@@ -43,6 +43,29 @@ macro_rules! impl_sql_oauth {
         }
 
         impl $store {
+            /// A spent code presented again: the reuse is recorded on the code first (so a
+            /// grant not stored yet never will be), then the grant it made, if stored, is
+            /// read to be revoked.
+            async fn code_reused(
+                &self,
+                hash: &str,
+            ) -> $crate::security::StoreResult<$crate::security::oauth::CodeTaken> {
+                self.writer
+                    .write(
+                        "UPDATE agent_oauth_codes SET reused = TRUE WHERE hash = $1",
+                        &[hash.into()],
+                    )
+                    .await?;
+                let grant: Option<(Option<String>,)> =
+                    sqlx::query_as("SELECT grant_id FROM agent_oauth_codes WHERE hash = $1")
+                        .bind(hash)
+                        .fetch_optional(&self.pool)
+                        .await?;
+                Ok($crate::security::oauth::CodeTaken::Reused(
+                    grant.and_then(|(g,)| g),
+                ))
+            }
+
             /// The grant whose token table `table` (`agent_oauth_refresh`,
             /// `agent_oauth_access`) holds `hash`; `None` for `id` … the grant of that id.
             async fn oauth_grant_where(
@@ -235,10 +258,9 @@ macro_rules! impl_sql_oauth {
                     String,
                     i64,
                     bool,
-                    Option<String>,
                 );
                 const READ: &str = "SELECT client_id, redirect_uri, challenge, scope, uid, \
-                     session_id, resource, expires_at, spent, grant_id \
+                     session_id, resource, expires_at, spent \
                      FROM agent_oauth_codes WHERE hash = $1";
                 Box::pin(async move {
                     let row: Option<Row> = sqlx::query_as(READ)
@@ -250,9 +272,9 @@ macro_rules! impl_sql_oauth {
                     };
                     let (client_id, redirect_uri, challenge, scope, uid, session_id) =
                         (row.0, row.1, row.2, row.3, row.4, row.5);
-                    let (resource, expires_at, spent, grant_id) = (row.6, from_db(row.7), row.8, row.9);
+                    let (resource, expires_at, spent) = (row.6, from_db(row.7), row.8);
                     if spent {
-                        return Ok(CodeTaken::Reused(grant_id));
+                        return self.code_reused(hash).await;
                     }
                     // The one conditional write that spends it: a concurrent taker loses.
                     let won = self
@@ -264,13 +286,7 @@ macro_rules! impl_sql_oauth {
                         )
                         .await?;
                     if won == 0 {
-                        let grant: Option<(Option<String>,)> = sqlx::query_as(
-                            "SELECT grant_id FROM agent_oauth_codes WHERE hash = $1",
-                        )
-                        .bind(hash)
-                        .fetch_optional(&self.pool)
-                        .await?;
-                        return Ok(CodeTaken::Reused(grant.and_then(|(g,)| g)));
+                        return self.code_reused(hash).await;
                     }
                     if expires_at <= now {
                         return Ok(CodeTaken::Expired);
@@ -293,7 +309,10 @@ macro_rules! impl_sql_oauth {
                 new: $crate::security::oauth::NewGrant,
                 max: u64,
                 now: u64,
-            ) -> futures::future::BoxFuture<'_, $crate::security::StoreResult<bool>> {
+            ) -> futures::future::BoxFuture<
+                '_,
+                $crate::security::StoreResult<$crate::security::oauth::GrantStored>,
+            > {
                 use $crate::engine::store::sql_values::{to_db, Param};
                 Box::pin(async move {
                     let g = &new.grant;
@@ -319,6 +338,8 @@ macro_rules! impl_sql_oauth {
                         to_db(new.access_expires_at).into(),
                     ];
                     let code: &[Param<'_>] = &[(&new.code_hash).into(), (&g.id).into()];
+                    // The code is named first: its row lock orders this against a reuse
+                    // being recorded (`code_reused`), and a reuse recorded first stops it.
                     let stopped = self
                         .writer
                         .write_checked(
@@ -345,6 +366,12 @@ macro_rules! impl_sql_oauth {
                                     false,
                                 ),
                                 (
+                                    "UPDATE agent_oauth_codes SET grant_id = $2 \
+                                     WHERE hash = $1 AND reused = FALSE",
+                                    code,
+                                    true,
+                                ),
+                                (
                                     "INSERT INTO agent_oauth_grants (id, client_id, tid, uid, \
                                      session_id, scope, resource, created_at, expires_at, \
                                      refresh_hash, generation, revoked) \
@@ -365,16 +392,15 @@ macro_rules! impl_sql_oauth {
                                     access,
                                     false,
                                 ),
-                                (
-                                    "UPDATE agent_oauth_codes SET grant_id = $2 WHERE hash = $1",
-                                    code,
-                                    false,
-                                ),
                             ],
                             None,
                         )
                         .await?;
-                    Ok(stopped.is_none())
+                    Ok(match stopped {
+                        None => $crate::security::oauth::GrantStored::Stored,
+                        Some(3) => $crate::security::oauth::GrantStored::CodeNotHeld,
+                        Some(_) => $crate::security::oauth::GrantStored::Full,
+                    })
                 })
             }
 

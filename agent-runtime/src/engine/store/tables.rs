@@ -116,7 +116,7 @@ CREATE TABLE IF NOT EXISTS agent_oauth_codes (
     hash TEXT PRIMARY KEY, client_id TEXT NOT NULL, redirect_uri TEXT NOT NULL,
     challenge TEXT NOT NULL, scope TEXT NOT NULL, uid TEXT NOT NULL, session_id TEXT NOT NULL,
     resource TEXT NOT NULL, expires_at BIGINT NOT NULL, spent BOOLEAN NOT NULL,
-    grant_id TEXT);
+    reused BOOLEAN NOT NULL DEFAULT FALSE, grant_id TEXT);
 CREATE TABLE IF NOT EXISTS agent_oauth_grants (
     id TEXT PRIMARY KEY, client_id TEXT NOT NULL, tid TEXT NOT NULL, uid TEXT NOT NULL,
     session_id TEXT NOT NULL, scope TEXT NOT NULL, resource TEXT NOT NULL,

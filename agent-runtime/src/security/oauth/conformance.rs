@@ -33,7 +33,11 @@ fn code(expires_at: u64) -> CodeRecord {
 }
 
 async fn issue(grants: &Grants, now: u64) -> Issued {
-    let secret = grants.add_code(code(now + 60_000), now).await.unwrap();
+    let secret = grants
+        .add_code(code(now + 60_000), now)
+        .await
+        .unwrap()
+        .unwrap();
     let hash = hash_of(SecretKind::Code, secret.expose()).unwrap();
     let CodeTaken::Fresh(code) = grants.take_code(&hash, now).await.unwrap() else {
         panic!("fresh")
@@ -68,12 +72,9 @@ where
 
 async fn codes_are_single_use_short_lived_and_bounded(store: Arc<dyn OAuthStore>) {
     let grants = Grants::new(store, LIMITS);
-    let a = grants.add_code(code(100), 0).await.unwrap();
-    let _b = grants.add_code(code(100), 0).await.unwrap();
-    assert!(matches!(
-        grants.add_code(code(100), 0).await,
-        Err(GrantError::Full(_))
-    ));
+    let a = grants.add_code(code(100), 0).await.unwrap().unwrap();
+    let _b = grants.add_code(code(100), 0).await.unwrap().unwrap();
+    assert!(matches!(grants.add_code(code(100), 0).await, Ok(Err(_))));
     let hash = hash_of(SecretKind::Code, a.expose()).unwrap();
     assert_eq!(
         grants.take_code(&hash, 50).await.unwrap(),
@@ -88,14 +89,14 @@ async fn codes_are_single_use_short_lived_and_bounded(store: Arc<dyn OAuthStore>
         CodeTaken::Unknown
     );
     // Expired codes make room and are refused.
-    let c = grants.add_code(code(200), 150).await.unwrap();
+    let c = grants.add_code(code(200), 150).await.unwrap().unwrap();
     let hash = hash_of(SecretKind::Code, c.expose()).unwrap();
     assert_eq!(
         grants.take_code(&hash, 200).await.unwrap(),
         CodeTaken::Expired
     );
     // A code that made a grant names it when presented again.
-    let secret = grants.add_code(code(1_000), 300).await.unwrap();
+    let secret = grants.add_code(code(1_000), 300).await.unwrap().unwrap();
     let hash = hash_of(SecretKind::Code, secret.expose()).unwrap();
     let CodeTaken::Fresh(c) = grants.take_code(&hash, 300).await.unwrap() else {
         panic!("fresh")
@@ -107,6 +108,25 @@ async fn codes_are_single_use_short_lived_and_bounded(store: Arc<dyn OAuthStore>
     assert_eq!(
         grants.take_code(&hash, 301).await.unwrap(),
         CodeTaken::Reused(Some(issued.grant.id))
+    );
+    // A code presented again after it was taken and before its grant was stored (a replica
+    // racing the exchange): the grant is never stored.
+    let secret = grants.add_code(code(1_000), 400).await.unwrap().unwrap();
+    let hash = hash_of(SecretKind::Code, secret.expose()).unwrap();
+    let CodeTaken::Fresh(c) = grants.take_code(&hash, 400).await.unwrap() else {
+        panic!("fresh")
+    };
+    assert_eq!(
+        grants.take_code(&hash, 401).await.unwrap(),
+        CodeTaken::Reused(None)
+    );
+    assert!(matches!(
+        grants.create_grant(&hash, c, "t".into(), 402).await,
+        Err(GrantError::CodeReused)
+    ));
+    assert_eq!(
+        grants.take_code(&hash, 403).await.unwrap(),
+        CodeTaken::Reused(None)
     );
 }
 
@@ -187,7 +207,7 @@ async fn access_tokens_expire_and_grants_are_bounded(store: Arc<dyn OAuthStore>)
         .unwrap()
         .is_none());
     let two = issue(&grants, 0).await;
-    let secret = grants.add_code(code(60_000), 0).await.unwrap();
+    let secret = grants.add_code(code(60_000), 0).await.unwrap().unwrap();
     let code_hash = hash_of(SecretKind::Code, secret.expose()).unwrap();
     let CodeTaken::Fresh(c) = grants.take_code(&code_hash, 0).await.unwrap() else {
         panic!("fresh")

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::records::{AccessRecord, CodeRecord, CodeTaken, GrantRecord};
 use super::secret::{Secret, SecretKind};
-use super::store::{NewGrant, OAuthStore, Rotation};
+use super::store::{GrantStored, NewGrant, OAuthStore, Rotation};
 use crate::security::store_error::StoreResult;
 
 /// The lifetimes and bounds of a server's grants.
@@ -52,10 +52,12 @@ pub(crate) enum Refreshed {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Full(pub(crate) usize);
 
-/// A refusal or a store failure.
+/// Why a grant was not made: a refusal or a store failure.
 #[derive(Debug)]
 pub(crate) enum GrantError {
     Full(Full),
+    /// The code was presented again before its grant was stored: nothing was granted.
+    CodeReused,
     Store(crate::security::StoreError),
 }
 
@@ -82,13 +84,17 @@ impl Grants {
 
     /// Keeps a new code (its text is handed to the client once); `Full` when the pending
     /// codes are at their bound.
-    pub(crate) async fn add_code(&self, code: CodeRecord, now: u64) -> Result<Secret, GrantError> {
+    pub(crate) async fn add_code(
+        &self,
+        code: CodeRecord,
+        now: u64,
+    ) -> StoreResult<Result<Secret, Full>> {
         let (secret, hash) = Secret::new(SecretKind::Code);
         let max = self.limits.max_codes as u64;
-        match self.store.add_code(hash, code, max, now).await? {
+        Ok(match self.store.add_code(hash, code, max, now).await? {
             true => Ok(secret),
-            false => Err(GrantError::Full(Full(self.limits.max_codes))),
-        }
+            false => Err(Full(self.limits.max_codes)),
+        })
     }
 
     /// Spends the code of hash `hash` (single use: a second presentation is `Reused`).
@@ -128,8 +134,10 @@ impl Grants {
             access_expires_at,
         };
         let max = self.limits.max_grants as u64;
-        if !self.store.create_grant(new, max, now).await? {
-            return Err(GrantError::Full(Full(self.limits.max_grants)));
+        match self.store.create_grant(new, max, now).await? {
+            GrantStored::Stored => {}
+            GrantStored::Full => return Err(GrantError::Full(Full(self.limits.max_grants))),
+            GrantStored::CodeNotHeld => return Err(GrantError::CodeReused),
         }
         Ok(Issued {
             access,

@@ -7,13 +7,16 @@ use futures::future::{ready, BoxFuture};
 use parking_lot::Mutex;
 
 use super::records::{AccessRecord, ClientRecord, CodeRecord, CodeTaken, GrantRecord};
-use super::store::{NewGrant, OAuthStore, Rotation, ACCESS_PER_GRANT, RETIRED_PER_GRANT};
+use super::store::{
+    GrantStored, NewGrant, OAuthStore, Rotation, ACCESS_PER_GRANT, RETIRED_PER_GRANT,
+};
 use crate::security::store_error::StoreResult;
 
-/// A code and whether it was spent, with the grant it made.
+/// A code and whether it was spent (and presented again since), with the grant it made.
 struct Code {
     code: CodeRecord,
     spent: bool,
+    reused: bool,
     grant_id: Option<String>,
 }
 
@@ -109,6 +112,7 @@ impl OAuthStore for MemoryOAuthStore {
             let code = Code {
                 code,
                 spent: false,
+                reused: false,
                 grant_id: None,
             };
             inner.codes.insert(hash, code);
@@ -120,7 +124,10 @@ impl OAuthStore for MemoryOAuthStore {
         let mut inner = self.inner.lock();
         let taken = match inner.codes.get_mut(hash) {
             None => CodeTaken::Unknown,
-            Some(c) if c.spent => CodeTaken::Reused(c.grant_id.clone()),
+            Some(c) if c.spent => {
+                c.reused = true;
+                CodeTaken::Reused(c.grant_id.clone())
+            }
             Some(c) => {
                 c.spent = true;
                 if c.code.expires_at <= now {
@@ -133,14 +140,22 @@ impl OAuthStore for MemoryOAuthStore {
         Box::pin(ready(Ok(taken)))
     }
 
-    fn create_grant(&self, new: NewGrant, max: u64, now: u64) -> BoxFuture<'_, StoreResult<bool>> {
+    fn create_grant(
+        &self,
+        new: NewGrant,
+        max: u64,
+        now: u64,
+    ) -> BoxFuture<'_, StoreResult<GrantStored>> {
         let mut inner = self.inner.lock();
+        if inner.codes.get(&new.code_hash).is_none_or(|c| c.reused) {
+            return Box::pin(ready(Ok(GrantStored::CodeNotHeld)));
+        }
         inner.access.retain(|_, (a, _)| a.expires_at > now);
         inner.grants.retain(|_, g| g.expires_at > now && !g.revoked);
         let grants: std::collections::HashSet<String> = inner.grants.keys().cloned().collect();
         inner.drop_grant_tokens(|id| grants.contains(id));
         if inner.grants.len() as u64 >= max {
-            return Box::pin(ready(Ok(false)));
+            return Box::pin(ready(Ok(GrantStored::Full)));
         }
         let grant = new.grant;
         let owned = Owned {
@@ -158,7 +173,7 @@ impl OAuthStore for MemoryOAuthStore {
             code.grant_id = Some(grant.id.clone());
         }
         inner.grants.insert(grant.id.clone(), grant);
-        Box::pin(ready(Ok(true)))
+        Box::pin(ready(Ok(GrantStored::Stored)))
     }
 
     fn rotate(&self, r: Rotation, now: u64) -> BoxFuture<'_, StoreResult<bool>> {

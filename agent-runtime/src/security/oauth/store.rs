@@ -47,6 +47,19 @@ pub(crate) struct Rotation {
     pub(crate) access_expires_at: u64,
 }
 
+/// What [`OAuthStore::create_grant`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GrantStored {
+    /// The grant and its first tokens are stored; the code names the grant.
+    Stored,
+    /// `max` grants are stored already: nothing was.
+    Full,
+    /// The code was presented again (or swept, expired) after it was taken and before the
+    /// grant was stored: nothing was stored (RFC 6749 §4.1.2: a code used twice grants
+    /// nothing that lasts).
+    CodeNotHeld,
+}
+
 /// Where the OAuth records live (`docs/authorization.md` §Where the records live).
 pub(crate) trait OAuthStore: Send + Sync {
     /// Stores a dynamic registration after dropping the expired ones, unless `max` live ones
@@ -84,14 +97,22 @@ pub(crate) trait OAuthStore: Send + Sync {
     ) -> BoxFuture<'_, StoreResult<bool>>;
 
     /// Spends the code of hash `hash`, atomically: of two callers presenting it (on two
-    /// replicas), one gets it `Fresh` (or `Expired`), the other `Reused`.
+    /// replicas), one gets it `Fresh` (or `Expired`), the other `Reused`. A reuse is recorded
+    /// on the code before its grant is read, so a grant not stored yet never will be
+    /// ([`GrantStored::CodeNotHeld`]) and one stored already is named (to be revoked).
     fn take_code<'a>(&'a self, hash: &'a str, now: u64) -> BoxFuture<'a, StoreResult<CodeTaken>>;
 
-    /// Stores a grant with its first tokens, after dropping the grants past their end or
-    /// revoked (with their tokens), unless `max` grants are stored already: answers whether
-    /// it was stored.
-    fn create_grant(&self, grant: NewGrant, max: u64, now: u64)
-        -> BoxFuture<'_, StoreResult<bool>>;
+    /// Stores a grant with its first tokens and names it on its code, after dropping the
+    /// grants past their end or revoked (with their tokens), unless `max` grants are stored
+    /// already or the code was reused since it was taken (in one transaction: a reuse
+    /// recorded at the same time either comes first and nothing is stored, or after and
+    /// reads the grant's id).
+    fn create_grant(
+        &self,
+        grant: NewGrant,
+        max: u64,
+        now: u64,
+    ) -> BoxFuture<'_, StoreResult<GrantStored>>;
 
     /// Applies `rotation` if the grant is unrevoked, unexpired at `now` and its refresh token
     /// is still `rotation.old_hash`: the new refresh token becomes current, the old one is

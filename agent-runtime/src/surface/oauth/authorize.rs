@@ -21,9 +21,7 @@ use super::AUTHORIZE_PATH;
 use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::ops::ServerState;
-use crate::security::oauth::{
-    pkce, redirect, resolve_client, ClientRefused, CodeRecord, GrantError,
-};
+use crate::security::oauth::{pkce, redirect, resolve_client, ClientRefused, CodeRecord};
 use crate::security::{request_client_address, scopes, AuditEntry, AuditEvent, Scope, Sealer};
 
 /// How long a consent page may be answered (ms).
@@ -539,9 +537,9 @@ async fn answer<A: App>(server: &ServerState<A>, parts: &Parts, body: Body) -> R
         expires_at: now.saturating_add(oauth.grants.limits().code_ttl_ms),
     };
     let secret = match oauth.grants.add_code(code, now).await {
-        Ok(secret) => secret,
-        Err(GrantError::Store(e)) => return store_failed_page(server, &e).await,
-        Err(GrantError::Full(full)) => {
+        Ok(Ok(secret)) => secret,
+        Err(e) => return store_failed_page(server, &e).await,
+        Ok(Err(full)) => {
             let description = format!(
                 "{} consents wait to be exchanged, the most kept: try again shortly",
                 full.0

@@ -227,6 +227,9 @@ async fn exchange_code<A: App>(
                     "temporarily_unavailable",
                     format!("the server holds {} grants, the most it keeps", full.0),
                 ),
+                GrantError::CodeReused => OAuthError::invalid_grant(
+                    "the code was presented again before its grant was made: nothing is granted",
+                ),
                 GrantError::Store(e) => server_error(&e.to_string()),
             });
         }

@@ -6,7 +6,8 @@ use futures::future::BoxFuture;
 
 use super::Measured;
 use crate::security::oauth::{
-    AccessRecord, ClientRecord, CodeRecord, CodeTaken, GrantRecord, NewGrant, OAuthStore, Rotation,
+    AccessRecord, ClientRecord, CodeRecord, CodeTaken, GrantRecord, GrantStored, NewGrant,
+    OAuthStore, Rotation,
 };
 use crate::security::store_error::StoreResult;
 
@@ -55,7 +56,7 @@ impl<S: OAuthStore + ?Sized> OAuthStore for Measured<S> {
         grant: NewGrant,
         max: u64,
         now: u64,
-    ) -> BoxFuture<'_, StoreResult<bool>> {
+    ) -> BoxFuture<'_, StoreResult<GrantStored>> {
         self.run("create_grant", |s| s.create_grant(grant, max, now))
     }
 
