@@ -24,6 +24,15 @@ macro_rules! counter_server {
     };
 }
 
+/// The test crate's `todo-server` binary (`cargo run --example todo`'s command line, OAuth
+/// on) as a [`Launch`].
+#[macro_export]
+macro_rules! todo_server {
+    () => {
+        $crate::process::Launch::new(env!("CARGO_BIN_EXE_todo-server"))
+    };
+}
+
 /// How to start a server process: its binary, arguments and extra environment. `--port 0`
 /// comes first (a later `--port` wins).
 #[derive(Debug, Clone)]

@@ -2,7 +2,8 @@
 //! HTTP: a grant made on a server on a SQLite file still works after that server is stopped
 //! and a new one started on the same file; two replicas on one real PostgreSQL share every
 //! grant, see a revoke made on the other at once, and of two refreshes of one token racing
-//! on both, never both win; a store that fails answers `server_error`, never a token.
+//! on both, never both win; a store that fails answers `server_error`, never a token. The todo
+//! example's own process, killed with SIGKILL, refreshes a grant it made once started again.
 
 use std::sync::Arc;
 
@@ -14,7 +15,12 @@ use agent_tests::temp::TempDir;
 use agent_tests::{TestServer, USER_HEADER};
 use serde_json::json;
 
-use super::oauth_flow::{pkce, send, value, Http, OAuthTest, REDIRECT};
+use agent_tests::mcp::stateless_tool_call;
+use agent_tests::todo_server;
+
+use super::oauth_flow::{
+    pkce, query_of, sealed_of, send, tool_text, value, Http, OAuthTest, REDIRECT,
+};
 
 /// A server with OAuth on, its records in `stores`, and the task serving it.
 async fn start(stores: &Stores) -> (OAuthTest, tokio::task::JoinHandle<()>) {
@@ -208,4 +214,117 @@ async fn replicas_on_postgres_share_grants_and_see_revokes_at_once() {
     let refused = refresh(&a, &client, &refresh_token).await;
     assert_eq!(refused.status, 400, "{}", refused.text);
     assert_eq!(refused.json()["error"], "invalid_grant");
+}
+
+/// The todo example as its own process (`cargo run --example todo`'s command line) on a SQLite
+/// file, killed with SIGKILL mid-grant and started again on the same port and file: the grant
+/// made before is refreshed, and the new access token calls a tool that acts.
+#[tokio::test]
+async fn a_refresh_works_after_the_process_is_killed() {
+    let dir = TempDir::new("oauth-sigkill");
+    let db = dir.file("todo.db");
+    let first = todo_server!().args(["--db", &db]).start();
+    let base = first.base.clone();
+    let url = |path: &str| format!("{base}{path}");
+    let person = reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    // The person's identity cookie, as the console hands it out.
+    assert_eq!(send(person.get(url("/agent/console"))).await.status, 200);
+    let registered = send(person.post(url("/agent/oauth/register")).json(&json!({
+        "client_name": "Restarted agent", "redirect_uris": [REDIRECT],
+        "token_endpoint_auth_method": "none",
+    })))
+    .await;
+    assert_eq!(registered.status, 201, "{}", registered.text);
+    let client = registered.json()["client_id"].as_str().unwrap().to_owned();
+    let (verifier, challenge) = pkce();
+    let resource = url("/agent/mcp");
+    let page = send(person.get(url("/agent/oauth/authorize")).query(&[
+        ("response_type", "code"),
+        ("client_id", &client),
+        ("redirect_uri", REDIRECT),
+        ("state", "st"),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+        ("scope", "app:read app:act"),
+        ("resource", &resource),
+    ]))
+    .await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    let approved = send(person.post(url("/agent/oauth/authorize")).form(&[
+        ("request", sealed_of(&page.text).as_str()),
+        ("decision", "approve"),
+        ("session", "new"),
+        ("act", "1"),
+    ]))
+    .await;
+    assert_eq!(approved.status, 303, "{}", approved.text);
+    let code = value(&query_of(&approved.header("location")), "code");
+    // No kept connections: the first process's die with it.
+    let agent = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let token = |form: Vec<(&'static str, String)>| {
+        let req = agent.post(url("/agent/oauth/token")).form(&form);
+        async move { send(req).await }
+    };
+    let (access, refresh_token) = tokens_of(
+        &token(vec![
+            ("grant_type", "authorization_code".into()),
+            ("code", code),
+            ("redirect_uri", REDIRECT.into()),
+            ("code_verifier", verifier),
+            ("client_id", client.clone()),
+            ("resource", resource.clone()),
+        ])
+        .await,
+    );
+    let call = |bearer: String, tool: &'static str, args: serde_json::Value| {
+        let req = stateless_tool_call(&agent, &base, Some(&bearer), "restarted", tool, args);
+        async move { send(req).await }
+    };
+    let added = call(
+        access.clone(),
+        "send_message",
+        json!({"msg": {"type": "add", "title": "before the crash"}}),
+    )
+    .await;
+    assert_eq!(added.status, 200, "{}", added.text);
+    assert_ne!(added.json()["result"]["isError"], true, "{}", added.text);
+
+    let second = first.restart();
+    assert_eq!(second.base, base);
+    let (new_access, _) = tokens_of(
+        &token(vec![
+            ("grant_type", "refresh_token".into()),
+            ("refresh_token", refresh_token),
+            ("client_id", client),
+        ])
+        .await,
+    );
+    assert_ne!(new_access, access);
+    let state = call(new_access.clone(), "get_state", json!({})).await;
+    assert_eq!(state.status, 200, "{}", state.text);
+    assert!(
+        tool_text(&state).contains("before the crash"),
+        "{}",
+        state.text
+    );
+    let added = call(
+        new_access,
+        "send_message",
+        json!({"msg": {"type": "add", "title": "after the restart"}}),
+    )
+    .await;
+    assert_eq!(added.status, 200, "{}", added.text);
+    assert_ne!(added.json()["result"]["isError"], true, "{}", added.text);
+    assert!(
+        tool_text(&added).contains("after the restart"),
+        "{}",
+        added.text
+    );
 }
