@@ -1,6 +1,7 @@
-//! A session hosted in this process as a [`SessionBackend`]: one method per operation
-//! (`docs/lap.md` §5.3), the typed request in, the typed answer plus what to log and audit out.
-//! The gate around them is in [`super::gate`].
+//! A session hosted in this process as a [`SessionBackend`](super::backend::SessionBackend):
+//! one method per operation (`docs/lap.md` §5.3), the typed request in, the typed answer plus
+//! what to log and audit out. The trait's impl that calls them is in `super::hosted_backend`;
+//! the gate around them is in [`super::gate`].
 //!
 //! The reads and the dispatch take an [`Asking`] (the operation and the token that asks, if
 //! any), not a whole call: the pairing client answers a server's `rpc` frames through them on
@@ -11,21 +12,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_schema::protocol::{
-    Action, ActionsResponse, CancelRequest, ConfirmResultRequest, ConfirmResultResponse,
-    ContextResponse, DescribeVisibleResponse, Description, DispatchRequest, EmptyRequest, LogEntry,
-    LogKind, MessageRequest, NarrateRequest, NarrateResponse, ObserveResponse, PendingResponse,
-    QueryDomRequest, QueryDomResponse, QueryStateRequest, QueryStateResponse, RecentActionsRequest,
-    RecentActionsResponse, SendResult, StateRequest, StateResponse, WaitRequest, WaitResponse,
-    WithdrawRequest, WithdrawResponse, WouldDispatchRequest, WouldDispatchResult,
+    Action, ActionsResponse, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
+    DescribeVisibleResponse, Description, DispatchRequest, LogKind, MessageRequest, NarrateRequest,
+    NarrateResponse, ObserveResponse, PendingResponse, QueryDomRequest, QueryDomResponse,
+    QueryStateRequest, QueryStateResponse, RecentActionsRequest, RecentActionsResponse, SendResult,
+    StateRequest, StateResponse, WaitRequest, WaitResponse, WithdrawRequest, WithdrawResponse,
+    WouldDispatchRequest, WouldDispatchResult,
 };
 use agent_schema::AgentContext;
-#[cfg(feature = "mcp")]
-use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::backend::{Served, SessionBackend};
 use super::context::{log_entry, AnswerResult, Answered, Call};
 use super::error::ApiError;
 use super::spec::OperationSpec;
@@ -37,12 +35,12 @@ use crate::engine::session::confirm::WithdrawError;
 use crate::engine::session::keyed::KeyedDispatch;
 use crate::engine::session::progress::DispatchWatch;
 use crate::engine::session::{DispatchOptions, SendError, Session, SessionError, Withdrawal};
-use crate::security::{AuditEvent, TokenRecord};
+use crate::security::AuditEvent;
 
 /// A session of `host`, answering the operations of the tokens that drive it.
 pub(crate) struct HostedSession<A: App> {
-    session: Session<A>,
-    host: Host<A>,
+    pub(super) session: Session<A>,
+    pub(super) host: Host<A>,
     /// The clamp of every `timeoutMs` (`ServerOptions::max_wait_ms`).
     max_wait_ms: u64,
 }
@@ -59,7 +57,7 @@ pub(crate) struct Asking<'a> {
 
 impl<'a> Asking<'a> {
     /// The asking of `call`.
-    fn of(call: &'a Call<'a>) -> Self {
+    pub(super) fn of(call: &'a Call<'a>) -> Self {
         Asking {
             spec: call.spec,
             tid: Some(call.tid()),
@@ -137,7 +135,7 @@ impl<A: App> HostedSession<A> {
         })
     }
 
-    async fn observe(&self, ask: Asking<'_>) -> AnswerResult<ObserveResponse> {
+    pub(super) async fn observe(&self, ask: Asking<'_>) -> AnswerResult<ObserveResponse> {
         let Observed {
             state,
             actions,
@@ -155,7 +153,7 @@ impl<A: App> HostedSession<A> {
         Ok(read(ask.spec, body))
     }
 
-    async fn describe(&self, ask: Asking<'_>) -> AnswerResult<Description> {
+    pub(super) async fn describe(&self, ask: Asking<'_>) -> AnswerResult<Description> {
         Ok(Answered::audited(
             self.host.description(),
             json!({"path": ask.spec.audit_path()}),
@@ -247,7 +245,7 @@ impl<A: App> HostedSession<A> {
         Ok(read(ask.spec, body))
     }
 
-    async fn recent_actions(
+    pub(super) async fn recent_actions(
         &self,
         ask: Asking<'_>,
         req: RecentActionsRequest,
@@ -281,7 +279,7 @@ impl<A: App> HostedSession<A> {
     }
 
     /// `/message`: [`Self::send`], then a proposal waited on for the dispatch's timeout.
-    async fn message(
+    pub(super) async fn message(
         &self,
         call: &Call<'_>,
         req: MessageRequest,
@@ -348,7 +346,7 @@ impl<A: App> HostedSession<A> {
         })
     }
 
-    async fn confirm_result(
+    pub(super) async fn confirm_result(
         &self,
         call: &Call<'_>,
         req: ConfirmResultRequest,
@@ -373,7 +371,11 @@ impl<A: App> HostedSession<A> {
         ))
     }
 
-    async fn wait(&self, call: &Call<'_>, req: WaitRequest) -> AnswerResult<WaitResponse> {
+    pub(super) async fn wait(
+        &self,
+        call: &Call<'_>,
+        req: WaitRequest,
+    ) -> AnswerResult<WaitResponse> {
         let timeout = self.wait_ms(call.spec, req.timeout_ms);
         let body = self
             .session
@@ -384,7 +386,11 @@ impl<A: App> HostedSession<A> {
         Ok(Answered::audited(body, detail))
     }
 
-    async fn narrate(&self, call: &Call<'_>, req: NarrateRequest) -> AnswerResult<NarrateResponse> {
+    pub(super) async fn narrate(
+        &self,
+        call: &Call<'_>,
+        req: NarrateRequest,
+    ) -> AnswerResult<NarrateResponse> {
         let session = &self.session;
         let limit = self.host.config().budgets.log_entry_bytes;
         OverBudget::check("text", req.text.len(), limit)?;
@@ -399,7 +405,7 @@ impl<A: App> HostedSession<A> {
         ))
     }
 
-    async fn pending(&self, call: &Call<'_>) -> AnswerResult<PendingResponse> {
+    pub(super) async fn pending(&self, call: &Call<'_>) -> AnswerResult<PendingResponse> {
         if self.session.is_closed() {
             return Err(ApiError::paused());
         }
@@ -409,7 +415,7 @@ impl<A: App> HostedSession<A> {
     }
 
     /// `/withdraw` (`docs/lap.md` §5.8): only the proposing token, only while undecided.
-    async fn withdraw(
+    pub(super) async fn withdraw(
         &self,
         call: &Call<'_>,
         req: WithdrawRequest,
@@ -458,165 +464,5 @@ pub(crate) fn message_answer(outcome: ConfirmResultResponse, confirm_id: String)
         },
         ConfirmResultResponse::Withdrawn => SendResult::Withdrawn,
         ConfirmResultResponse::StillPending => SendResult::PendingConfirmation { confirm_id },
-    }
-}
-
-/// A hosted answer, serialized: its text is serde_json's of values made here (canonical).
-fn served<'a, R: Serialize + Send + Sync + 'static>(
-    call: &'a Call<'a>,
-    answer: impl std::future::Future<Output = AnswerResult<R>> + Send + 'a,
-) -> Served<'a> {
-    Box::pin(async move { answer.await?.serialize(call.spec.tool, true) })
-}
-
-impl<A: App> SessionBackend for HostedSession<A> {
-    fn observe<'a>(&'a self, call: &'a Call<'a>, _: EmptyRequest) -> Served<'a> {
-        served(call, self.observe(Asking::of(call)))
-    }
-
-    fn describe<'a>(&'a self, call: &'a Call<'a>, _: EmptyRequest) -> Served<'a> {
-        served(call, self.describe(Asking::of(call)))
-    }
-
-    fn state<'a>(&'a self, call: &'a Call<'a>, request: StateRequest) -> Served<'a> {
-        served(
-            call,
-            async move { Ok(self.state(Asking::of(call), request)) },
-        )
-    }
-
-    fn query_state<'a>(&'a self, call: &'a Call<'a>, request: QueryStateRequest) -> Served<'a> {
-        served(call, async move {
-            Ok(self.query_state(Asking::of(call), request))
-        })
-    }
-
-    fn recent_actions<'a>(
-        &'a self,
-        call: &'a Call<'a>,
-        request: RecentActionsRequest,
-    ) -> Served<'a> {
-        served(call, self.recent_actions(Asking::of(call), request))
-    }
-
-    fn would_dispatch<'a>(
-        &'a self,
-        call: &'a Call<'a>,
-        request: WouldDispatchRequest,
-    ) -> Served<'a> {
-        served(call, async move {
-            self.would_dispatch(Asking::of(call), request)
-        })
-    }
-
-    fn actions<'a>(&'a self, call: &'a Call<'a>, _: EmptyRequest) -> Served<'a> {
-        served(call, async move { self.actions(Asking::of(call)) })
-    }
-
-    fn message<'a>(
-        &'a self,
-        call: &'a Call<'a>,
-        request: MessageRequest,
-        key: Option<KeyedDispatch>,
-    ) -> Served<'a> {
-        served(call, self.message(call, request, key))
-    }
-
-    fn confirm_result<'a>(
-        &'a self,
-        call: &'a Call<'a>,
-        request: ConfirmResultRequest,
-    ) -> Served<'a> {
-        served(call, self.confirm_result(call, request))
-    }
-
-    fn wait<'a>(&'a self, call: &'a Call<'a>, request: WaitRequest) -> Served<'a> {
-        served(call, self.wait(call, request))
-    }
-
-    fn narrate<'a>(&'a self, call: &'a Call<'a>, request: NarrateRequest) -> Served<'a> {
-        served(call, self.narrate(call, request))
-    }
-
-    fn query_dom<'a>(&'a self, call: &'a Call<'a>, request: QueryDomRequest) -> Served<'a> {
-        served(
-            call,
-            async move { self.query_dom(Asking::of(call), request) },
-        )
-    }
-
-    fn describe_visible<'a>(&'a self, call: &'a Call<'a>, _: EmptyRequest) -> Served<'a> {
-        served(call, async move { self.describe_visible(Asking::of(call)) })
-    }
-
-    fn context<'a>(&'a self, call: &'a Call<'a>, _: EmptyRequest) -> Served<'a> {
-        served(call, async move { self.context(Asking::of(call)) })
-    }
-
-    fn pending<'a>(&'a self, call: &'a Call<'a>, _: EmptyRequest) -> Served<'a> {
-        served(call, self.pending(call))
-    }
-
-    fn withdraw<'a>(&'a self, call: &'a Call<'a>, request: WithdrawRequest) -> Served<'a> {
-        served(call, self.withdraw(call, request))
-    }
-
-    fn cancel<'a>(&'a self, call: &'a Call<'a>, request: CancelRequest) -> Served<'a> {
-        served(call, super::cancel::hosted(&self.session, call, request))
-    }
-
-    fn is_relay(&self) -> bool {
-        false
-    }
-
-    fn append_log(&self, entry: LogEntry) {
-        self.session.append_log(entry);
-    }
-
-    fn records_transcript(&self) -> bool {
-        self.session.records_transcript()
-    }
-
-    fn record_call(&self, call: crate::engine::session::RecordedCall) {
-        self.session.record_call(call);
-    }
-
-    fn activated(&self, _: &TokenRecord) {}
-
-    #[cfg(feature = "mcp")]
-    fn next_change<'a>(
-        &'a self,
-        _: &'a TokenRecord,
-        timeout: std::time::Duration,
-    ) -> BoxFuture<'a, Result<super::backend::Change, ApiError>> {
-        use super::backend::Change;
-        Box::pin(async move {
-            let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-            match self.session.wait_for_change(None, ms).await {
-                Ok(w) if w.state_after.is_null() => Ok(Change::Quiet),
-                Ok(_) => Ok(Change::Changed),
-                Err(_) => Err(ApiError::paused()),
-            }
-        })
-    }
-
-    #[cfg(feature = "mcp")]
-    fn available_actions<'a>(
-        &'a self,
-        _: &'a TokenRecord,
-    ) -> BoxFuture<'a, Result<Vec<Action>, ApiError>> {
-        let actions = self.session.list_actions().map_err(|e| match e {
-            SessionError::Closed => ApiError::paused(),
-            other => ApiError::internal(other.to_string()),
-        });
-        Box::pin(std::future::ready(actions))
-    }
-
-    #[cfg(feature = "mcp")]
-    fn description<'a>(
-        &'a self,
-        _: &'a TokenRecord,
-    ) -> BoxFuture<'a, Result<serde_json::Value, ApiError>> {
-        Box::pin(std::future::ready(Ok(self.host.describe().clone())))
     }
 }

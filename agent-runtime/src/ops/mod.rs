@@ -10,9 +10,9 @@
 //! - `keyed`: a keyed `/message` claimed and answered once, its key passed to the commit that
 //!   records it.
 //! - `backend`: [`backend::SessionBackend`], what answers a token's session, one method per
-//!   operation: `hosted` (a session of this process; the pairing client answers a server's
-//!   `rpc` frames through it too) and `paired_backend` (the relay to a paired app, `paired` and
-//!   `paired_proposals`).
+//!   operation: `hosted_backend` (a session of this process, `hosted`; the pairing client
+//!   answers a server's `rpc` frames through it too) and `paired_backend` (the relay to a paired
+//!   app, `paired` and `paired_proposals`).
 //! - `context`: what one call carries to its backend and back (`Call`,
 //!   `Answered`, `Serialized`).
 //! - `state`: the shared state they read; `options`: the server's options; `error`: `ApiError`.
@@ -31,6 +31,7 @@ mod context;
 pub(crate) mod error;
 mod gate;
 pub(crate) mod hosted;
+mod hosted_backend;
 mod keyed;
 mod options;
 #[cfg(feature = "pairing")]

@@ -4,17 +4,19 @@
 //! Every test is `#[ignore]`d so `cargo test --workspace` passes on a machine without a browser;
 //! `.ci/test` installs Debian's `chromium` and `chromium-driver` and runs them with
 //! `cargo test --workspace --test console_browser -- --ignored`. One test binary; the undo,
-//! transcript-export and OAuth consent scenarios are modules of their own.
+//! transcript-export, OAuth consent, cross-origin minting and running-work scenarios are modules
+//! of their own.
 
 #[cfg(feature = "full")]
 mod consent;
+mod cross_origin;
 mod transcript;
 mod undo;
+mod work;
 
 use agent_examples::counter::Counter;
-use agent_examples::todo::TodoApp;
 use agent_runtime::app::App;
-use agent_tests::chromium::{click, free_port, text, wait_for, wait_text, with_browser, WAIT};
+use agent_tests::chromium::{click, text, wait_for, wait_text, with_browser, WAIT};
 use agent_tests::process::lap;
 use agent_tests::TestServer;
 use fantoccini::{Client, Locator};
@@ -442,174 +444,6 @@ async fn a_paired_app_in_the_browser() {
         app.abort();
         let (status, _) = lap(&base, &token, "/state", json!({})).await;
         assert_eq!(status, 403);
-    })
-    .await;
-}
-
-/// Serves `html` at `/` on a free loopback port; answers its origin (`http://127.0.0.1:<port>`).
-async fn serve_page(html: String) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let origin = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = axum::Router::new().route(
-        "/",
-        axum::routing::get(move || {
-            let html = html.clone();
-            async move { axum::response::Html(html) }
-        }),
-    );
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    origin
-}
-
-/// A page that mints a session on `agent` with its cookie, observes it with the bearer, then
-/// lists its sessions, and writes what it read (or the error) into `#out`.
-fn minting_page(agent: &str) -> String {
-    format!(
-        r#"<!doctype html><html><body><p id="out">…</p><script>
-const agent = "{agent}";
-const out = document.getElementById("out");
-(async () => {{
-  try {{
-    const minted = await fetch(agent + "/agent/mint", {{
-      method: "POST", credentials: "include",
-      headers: {{"content-type": "application/json"}}, body: "{{}}",
-    }}).then(r => r.json());
-    // A LAP call with the bearer (a preflighted request) activates the token...
-    const observed = await fetch(agent + "/agent/lap/v1/observe", {{
-      method: "POST",
-      headers: {{"content-type": "application/json", "authorization": "Bearer " + minted.token}},
-      body: "{{}}",
-    }}).then(r => r.json());
-    // ...so the identity cookie's session list shows it.
-    const listed = await fetch(agent + "/agent/sessions", {{credentials: "include"}})
-      .then(r => r.json());
-    out.textContent = "minted " + minted.token.slice(0, 4) + ", observed " + observed.state.count
-      + ", sessions " + listed.sessions.length;
-  }} catch (e) {{
-    out.textContent = "error: " + e;
-  }}
-}})();
-</script></body></html>"#
-    )
-}
-
-/// LLui's cross-origin setup: an app page on its own dev server (another port) calls mint and
-/// the sessions list of the agent server, which lists the page's origin in `cors_origins`;
-/// a page on an origin it does not list cannot read the answers.
-#[tokio::test]
-#[ignore = "needs chromium and chromedriver (.ci/test installs them)"]
-async fn a_page_on_a_listed_origin_mints_across_origins() {
-    // The pages come first (the agent server lists one of their origins), on a port picked
-    // for the agent server now.
-    let agent_port = free_port();
-    let agent = format!("http://127.0.0.1:{agent_port}");
-    let listed = serve_page(minting_page(&agent)).await;
-    let unlisted = serve_page(minting_page(&agent)).await;
-    let server = TestServer::builder(Counter)
-        .anonymous()
-        .options(|o| o.cors_origins = vec![listed.clone()])
-        .cookie_identity_only()
-        .build()
-        .await;
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", agent_port))
-        .await
-        .expect("bind the agent port");
-    let app = server
-        .router()
-        .into_make_service_with_connect_info::<std::net::SocketAddr>();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-
-    with_browser(|c| async move {
-        c.goto(&listed).await.expect("open the listed page");
-        let read = wait_text(&c, "#out", |s| {
-            s.starts_with("minted") || s.starts_with("error")
-        })
-        .await;
-        assert_eq!(read, "minted agt_, observed 0, sessions 1");
-        c.goto(&unlisted).await.expect("open the unlisted page");
-        let read = wait_text(&c, "#out", |s| {
-            s.starts_with("minted") || s.starts_with("error")
-        })
-        .await;
-        assert!(read.starts_with("error: TypeError"), "{read}");
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs chromium and chromedriver (.ci/test installs them)"]
-async fn running_work_shows_a_progress_bar_and_the_human_cancels_it() {
-    let t = TestServer::builder(TodoApp::default())
-        .anonymous()
-        .start()
-        .await;
-    let base = t.base.clone();
-    with_browser(|c| async move {
-        let (token, _) = open_and_mint(&c, &t).await;
-        // 1000 todos, 10 every 100 ms: about 10 s of work, so a loaded machine still sees it
-        // running when the human reaches the Cancel button.
-        let (status, answer) = lap(
-            &base,
-            &token,
-            "/message",
-            json!({"msg": {"type": "import", "count": 1000}, "waitFor": "idle"}),
-        )
-        .await;
-        assert_eq!(status, 200, "{answer}");
-        // A bar per running effect, with what started it.
-        let label = wait_text(&c, "[data-testid=work-label]", |s| !s.is_empty()).await;
-        assert!(
-            label.starts_with("import todos — started by agent token"),
-            "{label}"
-        );
-        wait_text(&c, "[data-testid=work-steps]", |s| {
-            s.split(" / ").next().and_then(|d| d.parse::<u32>().ok()) >= Some(20)
-        })
-        .await;
-        let value = c
-            .execute(
-                "return document.querySelector('[data-testid=work-progress]').value",
-                vec![],
-            )
-            .await
-            .expect("the bar's value")
-            .as_f64()
-            .expect("a number");
-        assert!(value > 0.0 && value < 1.0, "{value}");
-        wait_text(&c, "[data-testid=work-count]", |s| s == "1").await;
-        // The human stops it from the console.
-        click(&c, "[data-testid=work-cancel]").await;
-        wait_for("the bar to go", || async {
-            c.find(Locator::Css("[data-testid=work-item]"))
-                .await
-                .is_err()
-                .then_some(())
-        })
-        .await;
-        wait_text(&c, "[data-testid=log]", |s| {
-            s.contains("cancelled by the user")
-        })
-        .await;
-        let (_, log) = lap(
-            &base,
-            &token,
-            "/recent-actions",
-            json!({"kind": "cancelled"}),
-        )
-        .await;
-        assert_eq!(
-            log["entries"][0]["detail"], "cancelled by the user",
-            "{log}"
-        );
-        let (_, state) = lap(&base, &token, "/state", json!({})).await;
-        let todos = state["state"]["todos"].as_array().expect("todos").len();
-        assert!(todos < 1002, "the import stopped: {todos}");
     })
     .await;
 }

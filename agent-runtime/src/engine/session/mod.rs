@@ -37,6 +37,7 @@ mod queue;
 mod reads;
 mod release;
 mod retained;
+mod start;
 mod task;
 pub(crate) mod transcript;
 mod undo;
@@ -54,7 +55,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::algo::catalog::Catalog;
 use crate::algo::snapshot::Snapshots;
-use crate::app::{overrides_redact, App};
+use crate::app::App;
 use crate::config::HostConfig;
 use crate::security::{AuditEntry, AuditEvent, AuditSink};
 
@@ -78,8 +79,7 @@ pub use transcript::{
 pub use undo::{UndoError, Undone};
 
 use activity::ActivityLog;
-use confirm::ConfirmStore;
-use events::{EventBody, EventHub};
+use events::EventBody;
 use queue::{Applied, Envelope, Origin};
 
 /// Why a session operation failed.
@@ -171,12 +171,6 @@ impl Drop for SessionHold {
     }
 }
 
-/// The receiving end of a session's inbox, handed to its task.
-type Inbox<M> = mpsc::UnboundedReceiver<Envelope<M>>;
-
-/// A session's shared core and its inbox, before the task starts.
-type Built<A> = (Arc<SessionCore<A>>, Inbox<<A as App>::Msg>);
-
 /// What every session of a host shares: the app, its checked schema, the options and the
 /// audit sink.
 pub(crate) struct Parts<A: App> {
@@ -225,164 +219,6 @@ pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl<A: App> Session<A> {
-    /// Starts a new session from the app's `init`; must be called inside a tokio runtime.
-    /// With `persist`, the session is written to the store before its first commit.
-    pub(crate) fn start(
-        id: String,
-        owner: Option<String>,
-        parts: Parts<A>,
-        persist: Option<persist::Persistence>,
-    ) -> Result<Self, SessionError> {
-        let (state, effects) =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parts.app.init())).map_err(
-                |p| SessionError::Internal(format!("init panicked: {}", panic_text(&*p))),
-            )?;
-        let created_at = parts.config.clock.now_ms();
-        let first = match &persist {
-            Some(p) => Some(persist::FirstWrite::Insert(p.new_record(
-                &id,
-                owner.clone(),
-                created_at,
-                &state,
-            )?)),
-            None => None,
-        };
-        let (core, rx) = Self::core(id, owner, created_at, 0, state, parts, persist)?;
-        let session = Session { core };
-        session.spawn(rx, first, effects);
-        Ok(session)
-    }
-
-    /// Rebuilds a session from its stored record (see [`persist::restore`]); must be called
-    /// inside a tokio runtime.
-    pub(crate) fn restore(
-        record: crate::engine::store::SessionRecord,
-        parts: Parts<A>,
-        persist: persist::Persistence,
-    ) -> Result<Self, SessionError> {
-        persist::restore(record, parts, persist)
-    }
-
-    fn core(
-        id: String,
-        owner: Option<String>,
-        created_at: u64,
-        seq: u64,
-        state: A::State,
-        parts: Parts<A>,
-        persist: Option<persist::Persistence>,
-    ) -> Result<Built<A>, SessionError> {
-        let Parts {
-            app,
-            catalog,
-            config,
-            audit,
-            release,
-            retained,
-        } = parts;
-        let snapshots = Snapshots::new(
-            catalog.redact_plan().clone(),
-            overrides_redact(&*app),
-            catalog.gates().clone(),
-        );
-        let redacted = Arc::new(
-            snapshots
-                .initial(&*app, &state)
-                .map_err(SessionError::Internal)?,
-        );
-        let (inbox, rx) = mpsc::unbounded_channel();
-        let first = Published::new(seq, redacted, Arc::from([]), snapshots.unknown_gates());
-        let (published, _) = watch::channel(first.clone());
-        let notes = notes::Notes::new();
-        let (confirm_changed, _) = watch::channel(0);
-        let (closed, _) = watch::channel(false);
-        let in_memory = persist.is_none();
-        let (undo, undo_rx) = mpsc::unbounded_channel();
-        let core = Arc::new(SessionCore {
-            undo,
-            undo_rx: Mutex::new(Some(undo_rx)),
-            holders: Arc::new(AtomicUsize::new(0)),
-            id,
-            owner,
-            created_at,
-            confirms: pending::Confirms::new(ConfirmStore::with_budgets(
-                crate::clock::millis(config.confirm_max_age),
-                config.budgets.max_pending_confirms,
-                config.budgets.pending_confirm_bytes,
-            )),
-            events: Arc::new(Mutex::new(EventHub::with_budgets(
-                config.event_history,
-                config.budgets.event_bytes,
-                config.budgets.event_history_bytes,
-                first,
-                retained.charge(),
-            ))),
-            log: Arc::new(Mutex::new(ActivityLog::new(
-                config.budgets.log_total_bytes,
-                retained.charge(),
-            ))),
-            release,
-            patches: Arc::new(Mutex::new(patches::PatchRing::new(
-                config.budgets.patch_history,
-                config.budgets.patch_history_bytes,
-                retained.charge(),
-            ))),
-            transcript: Arc::new(Mutex::new(transcript::TranscriptRing::new(
-                config.budgets.transcript_entries,
-                config.budgets.transcript_bytes,
-                retained.charge(),
-            ))),
-            app,
-            catalog,
-            config,
-            audit,
-            state: RwLock::new(state),
-            snapshots: Mutex::new(snapshots),
-            inbox,
-            published,
-            notes,
-            confirm_changed,
-            outcomes: Mutex::new(HashMap::new()),
-            closed,
-            next_ticket: Mutex::new(1),
-            committed_through: AtomicU64::new(0),
-            persist,
-            refresh: tokio::sync::Notify::new(),
-            stored: watch::channel(in_memory).0,
-            log_dirty: tokio::sync::Notify::new(),
-            work: work::WorkBoard::new(),
-        });
-        retained::attach(&core.events);
-        retained::attach(&core.log);
-        retained::attach(&core.patches);
-        retained::attach(&core.transcript);
-        Ok((core, rx))
-    }
-
-    /// Starts the session task (after writing `record`, when given) and the initial effects.
-    fn spawn(
-        &self,
-        rx: Inbox<A::Msg>,
-        first: Option<persist::FirstWrite>,
-        effects: Vec<A::Effect>,
-    ) {
-        let core = self.core.clone();
-        decisions::spawn_confirm_saver(&core);
-        persist::spawn_log_saver(&core);
-        tokio::spawn(async move {
-            if let Some(first) = first {
-                persist::first_write(&core, first).await;
-            }
-            core.stored.send_replace(true);
-            let starter = Arc::new(work::Starter::app());
-            let seq = core.published.borrow().seq;
-            for effect in effects {
-                effects::spawn_effect(&core, effect, seq, &starter);
-            }
-            task::run(core, rx).await;
-        });
-    }
-
     /// The session id.
     pub fn id(&self) -> &str {
         &self.core.id

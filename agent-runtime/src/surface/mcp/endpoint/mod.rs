@@ -14,6 +14,7 @@ mod client_confirm;
 mod disk_bounds;
 mod fast_call;
 mod handler;
+mod in_process;
 mod listens;
 mod notify;
 #[cfg(feature = "oauth")]

@@ -6,7 +6,7 @@
 //! credential ([`InProcess`]); a `do_<action>` tool sends its message as `send_message` would.
 //! `connect_session` and `disconnect_session` change the MCP session and stay the handler's.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::http::StatusCode;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
@@ -17,20 +17,21 @@ use tracing::Instrument as _;
 use super::actions::catalog;
 use super::bound_token::BoundToken;
 use super::client_confirm::{self, InClient};
+use super::in_process::InProcess;
 use super::McpState;
 use crate::app::App;
 use crate::engine::session::progress::DispatchWatch;
 use crate::ops::budget::{bound, Asked};
 use crate::ops::traced::{Traced, Via};
 use crate::ops::watch::Watched;
-use crate::ops::{self, ApiError, Operation};
+use crate::ops::{self, Operation};
 use crate::security::TokenRecord;
 use crate::surface::mcp::action_tools::ActionCatalog;
 use crate::surface::mcp::calls::{ResolvedCall, ToolCatalog};
 use crate::surface::mcp::format::{
     failure, forwarded_failure, success, success_with_text, NOT_CONNECTED_SERVER,
 };
-use crate::surface::mcp::forward::{failed, forward_tool, passes_on, DescriptionCache, Forwarder};
+use crate::surface::mcp::forward::{failed, forward_tool, passes_on, DescriptionCache};
 use crate::surface::mcp::tools::ToolAction;
 
 /// What a sessionless client without a bearer is told, by `connect_session` and every tool.
@@ -298,14 +299,7 @@ impl<A: App> ToolRunner<A> {
         traced: Option<Traced>,
         follow: Option<Arc<DispatchWatch>>,
     ) -> InProcess<A> {
-        InProcess {
-            server: self.server.clone(),
-            authorization: binding.token.as_ref().map(|t| format!("Bearer {t}")),
-            tid: binding.tid.clone(),
-            verified: Mutex::new(verified),
-            traced,
-            follow,
-        }
+        InProcess::new(self.server.clone(), binding, verified, traced, follow)
     }
 
     /// `do_<action>`: sends the action's message as `send_message` would. The token's
@@ -516,89 +510,10 @@ fn passed_on(op: Operation, reply: ops::Reply) -> ToolAnswer {
     }
 }
 
-/// Runs operations through the gate in-process, with the bound token as the credential.
-pub(super) struct InProcess<A: App> {
-    server: McpState<A>,
-    /// `Bearer agt_…`; `None` for a binding rebuilt without the raw token.
-    authorization: Option<String>,
-    /// The bound token's id: the trusted credential when the raw token is not known.
-    tid: String,
-    /// The token's record as the admission layer verified the bearer in this request: taken
-    /// by the first operation instead of verifying the bearer again.
-    verified: Mutex<Option<TokenRecord>>,
-    /// The trace of the tool call it runs, if it runs one.
-    traced: Option<Traced>,
-    /// What the tool call follows of the effects its message starts.
-    follow: Option<Arc<DispatchWatch>>,
-}
-
 /// A tool call's binding, the record the admission layer verified, and its trace.
 struct Bound {
     binding: Option<BoundToken>,
     verified: Option<TokenRecord>,
     traced: Traced,
     follow: Option<Arc<DispatchWatch>>,
-}
-
-impl<A: App> InProcess<A> {
-    /// The caller of the gate: the credential verified (or the record verified in this
-    /// request) and its session found, without the rate limit.
-    async fn caller(&self) -> Result<ops::Caller, ApiError> {
-        let verified = self
-            .verified
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        let found = match verified {
-            Some(record) => ops::caller_of(&self.server, record).await,
-            None => {
-                let credential = match &self.authorization {
-                    Some(authorization) => ops::Credential::McpBearer(Some(authorization)),
-                    None => ops::Credential::Tid(&self.tid),
-                };
-                ops::find_caller(&self.server, credential).await
-            }
-        };
-        if let Some(traced) = &self.traced {
-            match &found {
-                Ok(caller) => traced.caller(&caller.record),
-                Err(e) => traced.answered(e.status()),
-            }
-        }
-        found.map(|mut caller| {
-            caller.follow = self.follow.clone();
-            caller
-        })
-    }
-
-    /// The gate answered `status` to the tool call this runs.
-    fn answered(&self, status: StatusCode) {
-        if let Some(traced) = &self.traced {
-            traced.answered(status);
-        }
-    }
-
-    /// The operation's reply, as the gate answers it.
-    async fn reply(&self, op: Operation, body: Value) -> ops::Reply {
-        match self.caller().await {
-            Ok(caller) => self.call(caller, op, body).await,
-            Err(e) => ops::Reply::error(e),
-        }
-    }
-
-    /// `op` for `caller`, from the rate limit on.
-    async fn call(&self, caller: ops::Caller, op: Operation, body: Value) -> ops::Reply {
-        let reply = match ops::take_rate_limit(&self.server, &caller).await {
-            Ok(()) => ops::perform(&self.server, caller, op, body).await,
-            Err(e) => ops::Reply::error(e),
-        };
-        self.answered(reply.status());
-        reply
-    }
-}
-
-impl<A: App> Forwarder for InProcess<A> {
-    async fn post(&self, op: Operation, body: Value) -> ops::Outcome {
-        self.reply(op, body).await.into_outcome()
-    }
 }

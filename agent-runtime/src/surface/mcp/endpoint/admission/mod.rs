@@ -16,6 +16,12 @@
 //!   its bearer verified (admitted AND bound; the token's LRU sessions make room), a slot
 //!   reserved (provisional LRU eviction, else 503 `session-capacity`), the session built and
 //!   registered. The reservation is released exactly once on every path.
+//!
+//! `caller` holds the address's rate limit and the bearer's verification; `initialize` the
+//! `initialize` path.
+
+mod caller;
+mod initialize;
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};
@@ -30,7 +36,6 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::json;
 use tower::{Layer, Service, ServiceExt as _};
 
-use super::bound_token::BoundToken;
 use super::disk_bounds;
 use super::fast_call::{self, PlainCall, Route};
 use super::request_kind::{
@@ -44,10 +49,7 @@ use super::McpState;
 use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
 use crate::ops::error::ApiError;
-use crate::security::{
-    request_client_address, AllowedHosts, AuditEntry, AuditEvent, AuthError, Bucket, TokenRecord,
-};
-use crate::surface::mcp::MCP_PATH;
+use crate::security::AllowedHosts;
 use agent_schema::protocol::ErrorCode;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -437,140 +439,6 @@ where
                 }))
             }),
             None => response,
-        }
-    }
-
-    /// The client address's rate limit (bucket `identity`): 429 with `retry-after`, audited.
-    async fn limit_address(&self, parts: &Parts) -> Result<(), Box<Response>> {
-        let server = &self.server;
-        let address = request_client_address(parts, server.options().trust_proxy);
-        if let Err(limited) = server.limiter().check(&address, Bucket::Identity).await {
-            crate::telemetry::rate_limited(Bucket::Identity.as_str());
-            server
-                .audit(AuditEntry::rate_limited(server.now(), None, MCP_PATH))
-                .await;
-            let mut response = ApiError::from(limited).into_response();
-            insert_header(
-                &mut response,
-                header::RETRY_AFTER,
-                limited.retry_after_secs(),
-            );
-            return Err(Box::new(response));
-        }
-        Ok(())
-    }
-
-    /// The binding of the request's `Authorization` bearer and the token record it verified
-    /// to: 401 `auth-failed` / 403 `revoked` (audited, and counted against the client
-    /// address) when it does not verify; 429 before any lookup while the address is blocked
-    /// for failing too often.
-    async fn bearer_binding(
-        &self,
-        parts: &Parts,
-    ) -> Result<(BoundToken, TokenRecord), Box<Response>> {
-        let server = &self.server;
-        let now = server.now();
-        let address = request_client_address(parts, server.options().trust_proxy);
-        if let Err(limited) = server.auth_blocked(&address) {
-            return Err(Box::new(ApiError::from(limited).into_response()));
-        }
-        let authorization = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|a| a.to_str().ok());
-        let verified = crate::ops::verify_mcp_bearer(server, authorization).await;
-        match verified {
-            Ok(record) => {
-                let binding = BoundToken {
-                    tid: record.tid.clone(),
-                    token_hash: record.token_hash.clone(),
-                    token: authorization
-                        .and_then(|a| a.strip_prefix("Bearer "))
-                        .map(str::to_owned),
-                };
-                Ok((binding, record))
-            }
-            Err(AuthError::StoreFailed) => Err(Box::new(
-                ApiError::from(AuthError::StoreFailed).into_response(),
-            )),
-            Err(e) => {
-                let detail = json!({"endpoint": MCP_PATH, "code": e.code().as_str()});
-                let entry = AuditEntry::new(now, AuditEvent::AuthFailed, detail);
-                server.auth_failed(&address, MCP_PATH, Some(entry)).await;
-                Err(Box::new(ApiError::from(e).into_response()))
-            }
-        }
-    }
-
-    async fn initialize(&self, parts: Parts, bytes: Bytes) -> Response {
-        let server = &self.server;
-        if server.is_stopping() {
-            // No new session on a server that is going away (`docs/operations.md` §Shutdown).
-            return ApiError::shutting_down().into_response();
-        }
-        let now = server.now();
-        if let Err(response) = self.limit_address(&parts).await {
-            return *response;
-        }
-        let mut binding = None;
-        if parts.headers.contains_key(header::AUTHORIZATION) {
-            match self.bearer_binding(&parts).await {
-                Ok((b, _)) => binding = Some(b),
-                Err(response) => return *response,
-            }
-        }
-        let sessions = server.mcp_sessions().clone();
-        if let Some(b) = &binding {
-            let evicted = sessions.make_room_for_token(&b.tid);
-            sessions.close(evicted).await;
-        }
-        let reservation = match sessions.reserve(binding.is_none()) {
-            Ok((reservation, evicted)) => {
-                sessions.close(evicted).await;
-                reservation
-            }
-            Err(_) => {
-                let detail = json!({"endpoint": MCP_PATH, "reason": "session-capacity"});
-                server
-                    .audit(AuditEntry::new(now, AuditEvent::RateLimited, detail))
-                    .await;
-                let error = ApiError::new(ErrorCode::SessionCapacity);
-                let mut response = error.into_response();
-                insert_header(&mut response, header::RETRY_AFTER, 30);
-                return response;
-            }
-        };
-        // Built on its own task: a client that goes away mid-build cannot leave an rmcp
-        // session behind without a registry entry.
-        let this = self.clone();
-        let build = tokio::spawn(async move {
-            let response = this.pass(parts, bytes).await;
-            let id = response
-                .headers()
-                .get(SESSION_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            match id {
-                Some(id) if response.status() == StatusCode::OK => {
-                    if let (Some(store), Some(b)) = (this.durable(), &binding) {
-                        restore::remember(store, &id, b, this.server.now()).await;
-                    }
-                    let tid = binding.as_ref().map(|b| b.tid.clone());
-                    reservation.commit(id, this.server.now(), binding);
-                    if let Some(store) = this.durable() {
-                        let sessions = this.server.mcp_sessions();
-                        disk_bounds::trim(store, sessions, tid.as_deref()).await;
-                    }
-                }
-                _ => drop(reservation),
-            }
-            response
-        });
-        match build.await {
-            Ok(response) => response,
-            Err(e) => {
-                ApiError::internal(format!("building the MCP session failed: {e}")).into_response()
-            }
         }
     }
 }
