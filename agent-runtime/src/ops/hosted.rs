@@ -262,7 +262,8 @@ impl<A: App> HostedSession<A> {
     /// `/message`'s dispatch through the session's gates, validation and confirmation, for the
     /// asking token: a proposal is answered `pending-confirmation` at once, not waited on (a
     /// server's `/message` waits on it; a paired app's server follows it with
-    /// `confirm-resolved`). `key` as in [`SessionBackend::message`].
+    /// `confirm-resolved`). `key` as in
+    /// [`SessionBackend::message`](super::backend::SessionBackend::message).
     pub(crate) async fn send(
         &self,
         ask: Asking<'_>,

@@ -3,7 +3,7 @@
 //! replay adds. Each surface renders it without reading it back: LAP as an HTTP response
 //! ([`IntoResponse`]), MCP as a tool result from its [`Outcome`] ([`Reply::into_outcome`]),
 //! and the bridge converts an HTTP answer into the same [`Outcome`] at its edge
-//! ([`from_http`]). An idempotent answer is kept as bytes ([`StoredAnswer`]) so that a repeat
+//! (`from_http`, feature `bridge`). An idempotent answer is kept as bytes ([`StoredAnswer`]) so that a repeat
 //! replays it exactly; only such a replay starts from bytes.
 
 use std::fmt;

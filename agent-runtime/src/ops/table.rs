@@ -1,6 +1,6 @@
 //! The operation table: every LAP operation declared once, with its LAP path, its MCP tool
 //! name and the description the model reads, its request and response types, and the
-//! [`SessionBackend`] method that answers it (a hosted session's or a paired app's relay, the
+//! [`SessionBackend`](super::backend::SessionBackend) method that answers it (a hosted session's or a paired app's relay, the
 //! same name for both). The LAP router, the MCP tool lists and input schemas and the OpenAPI
 //! document are all generated from [`OPERATIONS`]; [`perform`] reads an operation's typed
 //! request and runs it through the gate on the caller's backend.

@@ -23,7 +23,7 @@ pub(super) fn host_allowed(parts: &axum::http::request::Parts, allowed: &[String
     AllowedHosts::new(allowed).allows(&parts.headers, parts.uri.authority())
 }
 
-/// A `Host` allow-list with its entries parsed once (the rule of [`host_allowed`]).
+/// A `Host` allow-list with its entries parsed once (the rule of `host_allowed`).
 #[derive(Debug, Clone)]
 pub(crate) struct AllowedHosts {
     /// The list was empty: every host is allowed.

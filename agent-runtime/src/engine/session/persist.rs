@@ -29,7 +29,7 @@ pub(crate) struct Persistence {
     /// or read back from another process's change), so none is written back needlessly.
     pub(super) stored_confirms: Arc<parking_lot::Mutex<String>>,
     /// Held by the confirmation saver from reading the entries to recording what it wrote,
-    /// and by [`refresh`] from loading the record to merging it: a load that started before
+    /// and by [`refresh`](super::catch_up::refresh) from loading the record to merging it: a load that started before
     /// one of this process's writes can then never be taken for another process's change.
     pub(super) confirms_io: Arc<tokio::sync::Mutex<()>>,
 }

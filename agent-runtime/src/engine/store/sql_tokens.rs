@@ -154,7 +154,7 @@ macro_rules! impl_sql_tokens {
                 self.writer.write(&insert, inserted).await.map(|_| ())
             }
 
-            /// Starts the task writing pending touches every [`TOUCH_FLUSH`] (it ends with the
+            /// Starts the task writing pending touches every [`TOUCH_FLUSH`]($crate::engine::store::touches::TOUCH_FLUSH) (it ends with the
             /// store).
             fn start_touch_flusher(&self) {
                 let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -174,7 +174,7 @@ macro_rules! impl_sql_tokens {
             }
 
 
-            /// The conditional write of a [`TokenChange`]: `UPDATE … WHERE tid = $1 AND status
+            /// The conditional write of a [`TokenChange`]($crate::security::TokenChange): `UPDATE … WHERE tid = $1 AND status
             /// IN (…)`, the affected rows counted. The statuses are the code's own spellings,
             /// never caller text.
             async fn change_token(

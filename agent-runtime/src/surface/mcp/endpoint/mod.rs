@@ -1,7 +1,7 @@
 //! `/agent/mcp` (`docs/lap.md` §7.3): MCP Streamable HTTP on the app server.
 //!
 //! rmcp's `StreamableHttpService` (stateful, `LocalSessionManager`) does the protocol; the
-//! admission layer in front of it ([`McpAdmission`]) bounds the sessions, binds them to agent
+//! admission layer in front of it ([`McpAdmission`](admission::McpAdmission)) bounds the sessions, binds them to agent
 //! tokens and answers unknown ids with 404; the handler ([`McpHandler`]) serves the 19 tools,
 //! running forwarded ones in-process through the LAP router with the bound token. A plain
 //! `tools/call` that rmcp would accept as it is is answered by the admission layer itself

@@ -3,16 +3,12 @@
 //! reserved (provisional LRU eviction, else 503 `session-capacity`), the session built by rmcp on
 //! its own task and registered. The reservation is released exactly once on every path.
 
-use std::convert::Infallible;
-
-use axum::body::{Body, HttpBody};
-use axum::http::{header, request::Parts, Request, StatusCode};
+use axum::http::{header, request::Parts, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::json;
-use tower::Service;
 
-use super::{insert_header, McpAdmission, SESSION_HEADER};
+use super::{insert_header, McpAdmission, McpService, SESSION_HEADER};
 use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::security::{AuditEntry, AuditEvent};
@@ -20,18 +16,7 @@ use crate::surface::mcp::endpoint::{disk_bounds, restore};
 use crate::surface::mcp::MCP_PATH;
 use agent_schema::protocol::ErrorCode;
 
-impl<A, S, B> McpAdmission<A, S>
-where
-    A: App,
-    S: Service<Request<Body>, Response = axum::http::Response<B>, Error = Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
-    B: HttpBody<Data = Bytes> + Send + 'static,
-    B::Error: Into<axum::BoxError>,
-{
+impl<A: App, S: McpService> McpAdmission<A, S> {
     pub(super) async fn initialize(&self, parts: Parts, bytes: Bytes) -> Response {
         let server = &self.server;
         if server.is_stopping() {

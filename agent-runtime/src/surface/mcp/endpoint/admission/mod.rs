@@ -26,7 +26,7 @@ mod initialize;
 use std::convert::Infallible;
 use std::task::{Context, Poll};
 
-use axum::body::{Body, HttpBody};
+use axum::body::Body;
 use axum::http::{header, request::Parts, HeaderValue, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -53,6 +53,26 @@ use crate::security::AllowedHosts;
 use agent_schema::protocol::ErrorCode;
 
 const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The service the layer wraps (rmcp's `StreamableHttpService`): the bounds every impl of
+/// [`McpAdmission`] needs, named once.
+pub(crate) trait McpService:
+    Service<Request<Body>, Response: IntoResponse, Error = Infallible, Future: Send + 'static>
+    + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> McpService for S where
+    S: Service<Request<Body>, Response: IntoResponse, Error = Infallible, Future: Send + 'static>
+        + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
 
 /// Builds [`McpAdmission`] around rmcp's service.
 pub(crate) struct McpAdmissionLayer<A: App> {
@@ -117,18 +137,7 @@ impl<A: App, S> Clone for McpAdmission<A, S> {
     }
 }
 
-impl<A, S, B> Service<Request<Body>> for McpAdmission<A, S>
-where
-    A: App,
-    S: Service<Request<Body>, Response = axum::http::Response<B>, Error = Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
-    B: HttpBody<Data = Bytes> + Send + 'static,
-    B::Error: Into<axum::BoxError>,
-{
+impl<A: App, S: McpService> Service<Request<Body>> for McpAdmission<A, S> {
     type Response = Response;
     type Error = Infallible;
     type Future = BoxFuture<'static, Result<Response, Infallible>>;
@@ -154,22 +163,11 @@ where
     }
 }
 
-impl<A, S, B> McpAdmission<A, S>
-where
-    A: App,
-    S: Service<Request<Body>, Response = axum::http::Response<B>, Error = Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
-    B: HttpBody<Data = Bytes> + Send + 'static,
-    B::Error: Into<axum::BoxError>,
-{
+impl<A: App, S: McpService> McpAdmission<A, S> {
     async fn pass(&self, parts: Parts, body: Bytes) -> Response {
         let request = Request::from_parts(parts, Body::from(body));
         match S::clone(&self.inner).oneshot(request).await {
-            Ok(response) => response.map(Body::new),
+            Ok(response) => response.into_response(),
             Err(never) => match never {},
         }
     }
