@@ -566,29 +566,6 @@ macro_rules! impl_sql_oauth {
 
 pub(super) use impl_sql_oauth;
 
-#[cfg(all(test, feature = "sqlite"))]
-mod tests {
-    use std::sync::Arc;
-
-    use crate::engine::store::SqliteStore;
-    use crate::security::oauth::{conformance, OAuthStore};
-
-    #[tokio::test]
-    async fn the_sqlite_store_conforms() {
-        let dir = std::env::temp_dir().join(format!("agent-oauth-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let n = std::sync::atomic::AtomicUsize::new(0);
-        conformance::all(|| {
-            let path = dir.join(format!(
-                "{}.db",
-                n.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            ));
-            async move {
-                let store = SqliteStore::open(path).await.unwrap();
-                Arc::new(store) as Arc<dyn OAuthStore>
-            }
-        })
-        .await;
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
+#[cfg(test)]
+#[path = "sql_oauth_tests.rs"]
+mod tests;

@@ -50,7 +50,11 @@ pub(crate) enum Param<'a> {
     /// A text that can be big (a state snapshot, a patch), inserted into `column` of an
     /// `INSERT` (or upsert) of one row. PostgreSQL binds it as text; the SQLite writer writes
     /// a big one in pieces (`sqlite_writer_thread`).
-    Document(&'a str, DocumentColumn),
+    Document(
+        &'a str,
+        // Read by the SQLite writer only.
+        #[cfg_attr(not(feature = "sqlite"), allow(dead_code))] DocumentColumn,
+    ),
     MaybeText(Option<&'a str>),
     Int(i64),
     Int32(i32),

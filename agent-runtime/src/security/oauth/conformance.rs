@@ -1,6 +1,7 @@
 //! What every [`OAuthStore`] must do, as test bodies run against each implementation (memory
-//! here, SQLite in `engine/store/sql_oauth`): bounds, single-use codes, rotation as a
-//! compare-and-set, reuse revoking the grant, expiry. Each body takes a fresh store.
+//! here, SQLite and a real PostgreSQL in `engine/store/sql_oauth_tests`): bounds, single-use
+//! codes (a reuse before the grant is stored grants nothing), rotation as a compare-and-set,
+//! reuse revoking the grant, expiry. Each body takes a fresh store.
 
 use std::future::Future;
 use std::sync::Arc;

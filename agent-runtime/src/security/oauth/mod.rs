@@ -44,9 +44,9 @@ pub(crate) use memory::MemoryOAuthStore;
 pub(crate) use records::{AccessRecord, ClientRecord, CodeRecord, CodeTaken, GrantRecord};
 pub(crate) use resolve::{resolve_client, ClientRefused, ResolvedClient};
 pub(crate) use secret::{hash_of, SecretKind};
-pub(crate) use store::{
-    GrantStored, NewGrant, OAuthStore, Rotation, ACCESS_PER_GRANT, RETIRED_PER_GRANT,
-};
+pub(crate) use store::{GrantStored, NewGrant, OAuthStore, Rotation};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use store::{ACCESS_PER_GRANT, RETIRED_PER_GRANT};
 
 use super::token_record::TokenRecord;
 use super::token_store::TokenStore;
