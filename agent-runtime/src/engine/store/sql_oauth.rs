@@ -43,6 +43,27 @@ macro_rules! impl_sql_oauth {
         }
 
         impl $store {
+            /// Drops the expired rows (`sweep`, its `$1` = `now`), then runs `insert`, an
+            /// `INSERT … SELECT … WHERE (SELECT COUNT(*) …) < max`, in one transaction:
+            /// answers whether the row was inserted (false: the bound is reached).
+            async fn swept_bounded_insert(
+                &self,
+                sweep: &str,
+                now: u64,
+                insert: &str,
+                params: &[$crate::engine::store::sql_values::Param<'_>],
+            ) -> $crate::security::StoreResult<bool> {
+                use $crate::engine::store::sql_values::to_db;
+                let stopped = self
+                    .writer
+                    .write_checked(
+                        &[(sweep, &[to_db(now).into()], false), (insert, params, true)],
+                        None,
+                    )
+                    .await?;
+                Ok(stopped.is_none())
+            }
+
             /// A spent code presented again: the reuse is recorded on the code first (so a
             /// grant not stored yet never will be), then the grant it made, if stored, is
             /// read to be revoked.
@@ -101,7 +122,6 @@ macro_rules! impl_sql_oauth {
                 Box::pin(async move {
                     let uris = serde_json::to_string(&c.redirect_uris)
                         .map_err(|e| $crate::security::StoreError::Database(e.to_string()))?;
-                    let sweep: &[Param<'_>] = &[to_db(now).into()];
                     let insert: &[Param<'_>] = &[
                         (&c.client_id).into(),
                         (&c.client_name).into(),
@@ -110,28 +130,16 @@ macro_rules! impl_sql_oauth {
                         to_db(c.expires_at).into(),
                         to_db(max).into(),
                     ];
-                    let stopped = self
-                        .writer
-                        .write_checked(
-                            &[
-                                (
-                                    "DELETE FROM agent_oauth_clients WHERE expires_at <= $1",
-                                    sweep,
-                                    false,
-                                ),
-                                (
-                                    "INSERT INTO agent_oauth_clients (client_id, client_name, \
-                                     redirect_uris, registered_at, expires_at) \
-                                     SELECT $1, $2, $3, $4, $5 \
-                                     WHERE (SELECT COUNT(*) FROM agent_oauth_clients) < $6",
-                                    insert,
-                                    true,
-                                ),
-                            ],
-                            None,
-                        )
-                        .await?;
-                    Ok(stopped.is_none())
+                    self.swept_bounded_insert(
+                        "DELETE FROM agent_oauth_clients WHERE expires_at <= $1",
+                        now,
+                        "INSERT INTO agent_oauth_clients (client_id, client_name, \
+                         redirect_uris, registered_at, expires_at) \
+                         SELECT $1, $2, $3, $4, $5 \
+                         WHERE (SELECT COUNT(*) FROM agent_oauth_clients) < $6",
+                        insert,
+                    )
+                    .await
                 })
             }
 
@@ -198,7 +206,6 @@ macro_rules! impl_sql_oauth {
             ) -> futures::future::BoxFuture<'_, $crate::security::StoreResult<bool>> {
                 use $crate::engine::store::sql_values::{to_db, Param};
                 Box::pin(async move {
-                    let sweep: &[Param<'_>] = &[to_db(now).into()];
                     let insert: &[Param<'_>] = &[
                         (&hash).into(),
                         (&c.client_id).into(),
@@ -211,30 +218,16 @@ macro_rules! impl_sql_oauth {
                         to_db(c.expires_at).into(),
                         to_db(max).into(),
                     ];
-                    let stopped = self
-                        .writer
-                        .write_checked(
-                            &[
-                                (
-                                    "DELETE FROM agent_oauth_codes WHERE expires_at <= $1",
-                                    sweep,
-                                    false,
-                                ),
-                                (
-                                    "INSERT INTO agent_oauth_codes (hash, client_id, \
-                                     redirect_uri, challenge, scope, uid, session_id, resource, \
-                                     expires_at, spent) \
-                                     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, FALSE \
-                                     WHERE (SELECT COUNT(*) FROM agent_oauth_codes \
-                                     WHERE spent = FALSE) < $10",
-                                    insert,
-                                    true,
-                                ),
-                            ],
-                            None,
-                        )
-                        .await?;
-                    Ok(stopped.is_none())
+                    self.swept_bounded_insert(
+                        "DELETE FROM agent_oauth_codes WHERE expires_at <= $1",
+                        now,
+                        "INSERT INTO agent_oauth_codes (hash, client_id, redirect_uri, \
+                         challenge, scope, uid, session_id, resource, expires_at, spent) \
+                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, FALSE \
+                         WHERE (SELECT COUNT(*) FROM agent_oauth_codes WHERE spent = FALSE) < $10",
+                        insert,
+                    )
+                    .await
                 })
             }
 
