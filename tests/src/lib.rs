@@ -6,6 +6,7 @@ pub mod architecture;
 pub mod chromium;
 pub mod example;
 pub mod mcp;
+pub mod oauth;
 #[cfg(feature = "full")]
 pub mod paired;
 pub mod postgres;

@@ -8,12 +8,10 @@ use agent_tests::chromium::{
     approve_consent, click, landing_page, text, wait_for, wait_text, with_browser,
 };
 use agent_tests::mcp::{send_raw, stateless_tool_call};
+use agent_tests::oauth::pkce;
 use agent_tests::TestServer;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
 use fantoccini::Locator;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 /// A stateless `tools/call` with the access token `access`: its status and answer.
 async fn mcp_call(base: &str, access: &str, tool: &str, arguments: Value) -> (u16, Value) {
@@ -74,12 +72,7 @@ async fn the_person_approves_a_client_and_revokes_it_in_the_console() {
             .as_str()
             .expect("registered")
             .to_owned();
-        let verifier = format!(
-            "{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        );
-        let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+        let (verifier, challenge) = pkce();
         let authorize = reqwest::Url::parse_with_params(
             &format!("{base}/agent/oauth/authorize"),
             &[

@@ -46,6 +46,14 @@ async fn open_and_mint<A: App>(c: &Client, t: &TestServer<A>) -> (String, String
     (token, session_id)
 }
 
+/// The agent of `token` toggles todo `id` through LAP: its `/message` answer (a 200).
+async fn agent_toggles(base: &str, token: &str, id: &Value) -> Value {
+    let msg = json!({"msg": {"type": "toggle", "id": id}});
+    let (status, sent) = lap(base, token, "/message", msg).await;
+    assert_eq!(status, 200, "{sent}");
+    sent
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromium and chromedriver (.ci/test installs them)"]
 async fn mint_approve_and_narrate_in_the_browser() {

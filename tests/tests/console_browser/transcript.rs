@@ -43,14 +43,7 @@ async fn the_human_exports_an_agents_transcript_from_the_console() {
         let (status, observed) = lap(&base, &token, "/observe", json!({})).await;
         assert_eq!(status, 200, "{observed}");
         let id = observed["state"]["todos"][0]["id"].clone();
-        let (status, sent) = lap(
-            &base,
-            &token,
-            "/message",
-            json!({"msg": {"type": "toggle", "id": id}}),
-        )
-        .await;
-        assert_eq!(status, 200, "{sent}");
+        let sent = super::agent_toggles(&base, &token, &id).await;
 
         c.execute(CATCH_DOWNLOAD, vec![])
             .await

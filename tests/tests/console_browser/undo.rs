@@ -24,14 +24,7 @@ async fn the_human_undoes_an_agents_toggle_in_the_console() {
         let (token, session_id) = super::open_and_mint(&c, &t).await;
         let (_, observed) = lap(&base, &token, "/observe", json!({})).await;
         let id = observed["state"]["todos"][0]["id"].clone();
-        let (status, sent) = lap(
-            &base,
-            &token,
-            "/message",
-            json!({"msg": {"type": "toggle", "id": id}}),
-        )
-        .await;
-        assert_eq!(status, 200, "{sent}");
+        super::agent_toggles(&base, &token, &id).await;
         let (_, log) = lap(&base, &token, "/recent-actions", json!({"n": 1})).await;
         let seq = log["entries"][0]["seq"].as_u64().expect("the commit");
         let (_, observed) = lap(&base, &token, "/observe", json!({})).await;
@@ -60,13 +53,7 @@ async fn the_human_undoes_an_agents_toggle_in_the_console() {
         assert_eq!(log["entries"][0]["undid"], json!([seq]), "{log}");
 
         // A later commit in the way: the console offers to undo back to it.
-        let (_, _) = lap(
-            &base,
-            &token,
-            "/message",
-            json!({"msg": {"type": "toggle", "id": id}}),
-        )
-        .await;
+        super::agent_toggles(&base, &token, &id).await;
         let (_, log) = lap(&base, &token, "/recent-actions", json!({"n": 1})).await;
         let toggled = log["entries"][0]["seq"].as_u64().expect("the commit");
         // The human toggles it back, from the page (the console's identity).

@@ -6,12 +6,10 @@ use agent_examples::todo::TodoApp;
 use agent_runtime::security::{AuditEvent, MemoryAuditSink};
 use agent_runtime::ServerOptions;
 use agent_tests::mcp::stateless_tool_call;
+pub(crate) use agent_tests::oauth::pkce;
 use agent_tests::{TestServer, USER_HEADER};
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
 use reqwest::redirect::Policy;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 pub(crate) const REDIRECT: &str = "http://localhost:4567/callback";
@@ -51,17 +49,6 @@ impl OAuthTest {
             .unwrap();
         OAuthTest { t, http, audit }
     }
-}
-
-/// A PKCE pair: `(verifier, S256 challenge)`.
-pub(crate) fn pkce() -> (String, String) {
-    let verifier = format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    );
-    let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
-    (verifier, challenge)
 }
 
 /// An answer: status, headers, body text.
