@@ -19,7 +19,7 @@ use super::actions::{action_names, legacy, read, server, stateless, tools};
 const JSON_AND_SSE: &str = "application/json, text/event-stream";
 
 /// A raw POST to `/agent/mcp` with `headers`.
-fn post<A: App>(
+pub(super) fn post<A: App>(
     t: &TestServer<A>,
     body: &Value,
     headers: &[(&str, &str)],

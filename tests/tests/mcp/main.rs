@@ -12,6 +12,8 @@ mod default_bindings;
 mod document_server;
 mod fast_call;
 mod host_quirks;
+#[cfg(feature = "full")]
+mod hosts;
 mod http;
 mod notes;
 #[cfg(feature = "full")]
@@ -24,6 +26,7 @@ mod oauth_durable;
 mod oauth_flow;
 #[cfg(feature = "full")]
 mod oauth_rmcp;
+mod priming;
 mod python_sdk;
 mod scoped_tokens;
 mod slots;

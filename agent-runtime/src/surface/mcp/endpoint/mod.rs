@@ -19,6 +19,7 @@ mod listens;
 mod notify;
 #[cfg(feature = "oauth")]
 pub(crate) mod oauth_check;
+mod priming;
 mod progress;
 mod registry;
 mod request_kind;

@@ -21,6 +21,9 @@ pub(super) struct Peek<'a> {
 struct PeekParams<'a> {
     #[serde(rename = "_meta", borrow, default)]
     meta: Option<PeekMeta<'a>>,
+    /// An `initialize`'s requested revision.
+    #[serde(rename = "protocolVersion", borrow, default)]
+    protocol_version: Option<std::borrow::Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -32,6 +35,11 @@ struct PeekMeta<'a> {
 impl Peek<'_> {
     pub(super) fn version(&self) -> Option<&str> {
         self.params.as_ref()?.meta.as_ref()?.version.as_deref()
+    }
+
+    /// The revision an `initialize` asks for (`params.protocolVersion`).
+    pub(super) fn requested_version(&self) -> Option<&str> {
+        self.params.as_ref()?.protocol_version.as_deref()
     }
 
     pub(super) fn kind(&self) -> Kind {

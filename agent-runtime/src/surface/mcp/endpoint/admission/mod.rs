@@ -38,6 +38,7 @@ use tower::{Layer, Service, ServiceExt as _};
 
 use super::disk_bounds;
 use super::fast_call::{self, PlainCall, Route};
+use super::priming::ClientRevision;
 use super::request_kind::{
     accepts_json_and_sse, declared_length, header_names_stateless_revision, is_json,
     is_stateless_revision, Kind, Peek,
@@ -172,7 +173,16 @@ impl<A: App, S: McpService> McpAdmission<A, S> {
         }
     }
 
+    /// The admission rules, and the answer shaped for the client's revision (`priming`).
     async fn admit(&self, request: Request<Body>) -> Response {
+        let mut revision = ClientRevision::from_headers(request.headers());
+        let response = self.route(request, &mut revision).await;
+        revision.shape(response)
+    }
+
+    /// Admits `request` and routes it; an `initialize` sets `revision` to the one it
+    /// negotiates.
+    async fn route(&self, request: Request<Body>, revision: &mut ClientRevision) -> Response {
         let (parts, body) = request.into_parts();
         if declared_length(&parts.headers).is_some_and(|n| n > MAX_BODY_BYTES as u64) {
             return ApiError::payload_too_large().into_response();
@@ -224,9 +234,16 @@ impl<A: App, S: McpService> McpAdmission<A, S> {
                     Ok(peek) => {
                         stateless |= peek.version().is_some_and(is_stateless_revision);
                         kind = peek.kind();
+                        if kind == Kind::Initialize {
+                            *revision = ClientRevision::at_initialize(peek.requested_version());
+                        }
                     }
                 }
             }
+        }
+        if stateless {
+            // Its `_meta` may name the revision that its headers do not.
+            *revision = ClientRevision::SESSIONLESS;
         }
         let sessions = self.server.mcp_sessions();
         let expired = sessions.sweep(self.server.now());
