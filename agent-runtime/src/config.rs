@@ -192,8 +192,15 @@ pub struct Budgets {
     /// it on its own is not kept (a `sinceSeq` before it gets the whole state).
     pub patch_history_bytes: usize,
     /// Bytes the rings of all the host's sessions (event histories, activity logs, recent
-    /// commit patches) retain in all (default [`DEFAULT_RETAINED_BYTES`], 256 MiB): past it,
-    /// the oldest entries across every session go first (`docs/stores.md` §Memory).
+    /// commit patches, transcripts) retain in all, counted as what their entries take on the
+    /// heap: past it, the oldest entries across every session go first, and one session's
+    /// rings hold at most an eighth of it (past that, its own oldest go first;
+    /// `docs/stores.md` §Memory).
+    ///
+    /// The default follows the machine: an eighth of the memory the process may use (the
+    /// cgroup's limit when there is one, else the machine's `MemTotal`), at most
+    /// [`DEFAULT_RETAINED_BYTES`] (256 MiB, the default on a machine of 2 GiB or more) and at
+    /// least 16 MiB; 256 MiB where neither can be read.
     pub retained_bytes: usize,
     /// Entries a session's transcript keeps (default 256); the oldest go first.
     pub transcript_entries: usize,
@@ -204,8 +211,55 @@ pub struct Budgets {
     pub transcript_entry_bytes: usize,
 }
 
-/// Default of [`Budgets::retained_bytes`]: 256 MiB.
+/// Default of [`Budgets::retained_bytes`] on a machine of 2 GiB or more, and its ceiling
+/// below that: 256 MiB.
 pub const DEFAULT_RETAINED_BYTES: usize = 256 * 1024 * 1024;
+
+/// The least default of [`Budgets::retained_bytes`], on a small machine: 16 MiB.
+const LEAST_RETAINED_BYTES: usize = 16 * 1024 * 1024;
+
+/// The default of [`Budgets::retained_bytes`] on this machine: an eighth of
+/// [`memory_limit`], within [`LEAST_RETAINED_BYTES`] ..= [`DEFAULT_RETAINED_BYTES`] (read once).
+fn default_retained_bytes() -> usize {
+    static DEFAULT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *DEFAULT.get_or_init(|| retained_for(memory_limit()))
+}
+
+/// An eighth of `memory` (bytes), within the least and the default; the default when unknown.
+fn retained_for(memory: Option<u64>) -> usize {
+    match memory {
+        Some(bytes) => usize::try_from(bytes / 8)
+            .unwrap_or(usize::MAX)
+            .clamp(LEAST_RETAINED_BYTES, DEFAULT_RETAINED_BYTES),
+        None => DEFAULT_RETAINED_BYTES,
+    }
+}
+
+/// The memory this process may use: the lower of its cgroup's limit (v2 `memory.max`, v1
+/// `memory.limit_in_bytes`) and the machine's `MemTotal`; `None` where neither reads.
+fn memory_limit() -> Option<u64> {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let total = read("/proc/meminfo").and_then(|text| {
+        text.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().strip_suffix("kB"))
+            .and_then(|kb| kb.trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    });
+    let cgroup = [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .find_map(|path| read(path))
+    // "max" (v2) or a huge number (v1) when unlimited: not a limit.
+    .and_then(|text| text.trim().parse::<u64>().ok())
+    .filter(|&limit| limit < (1 << 60));
+    match (total, cgroup) {
+        (Some(t), Some(c)) => Some(t.min(c)),
+        (t, c) => t.or(c),
+    }
+}
 
 impl Default for Budgets {
     fn default() -> Self {
@@ -222,7 +276,7 @@ impl Default for Budgets {
             idempotency_sweep: Duration::from_secs(30),
             patch_history: 256,
             patch_history_bytes: 1024 * 1024,
-            retained_bytes: DEFAULT_RETAINED_BYTES,
+            retained_bytes: default_retained_bytes(),
             transcript_entries: 256,
             transcript_bytes: 1024 * 1024,
             transcript_entry_bytes: 64 * 1024,
@@ -312,6 +366,20 @@ pub(crate) fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_default_retained_budget_follows_the_machine() {
+        const MIB: u64 = 1024 * 1024;
+        assert_eq!(retained_for(None), DEFAULT_RETAINED_BYTES);
+        assert_eq!(retained_for(Some(24 * 1024 * MIB)), DEFAULT_RETAINED_BYTES);
+        assert_eq!(retained_for(Some(2048 * MIB)), DEFAULT_RETAINED_BYTES);
+        assert_eq!(retained_for(Some(1024 * MIB)), 128 * MIB as usize);
+        assert_eq!(retained_for(Some(512 * MIB)), 64 * MIB as usize);
+        assert_eq!(retained_for(Some(64 * MIB)), LEAST_RETAINED_BYTES);
+        let here = Budgets::default().retained_bytes;
+        assert!((LEAST_RETAINED_BYTES..=DEFAULT_RETAINED_BYTES).contains(&here));
+        assert_eq!(here, retained_for(memory_limit()));
+    }
 
     #[test]
     fn the_host_config_deserializes_with_defaults() {

@@ -21,8 +21,12 @@ pub struct ExampleWorld<A: App> {
 impl<A: App> ExampleWorld<A> {
     /// Starts `app` with `--port 0` and mints a token anonymously, as a newcomer would.
     pub async fn start(app: A) -> Self {
-        let opts =
-            parse_args(["--port", "0", "--memory"].map(String::from), 8787).expect("options");
+        Self::start_with(app, &["--port", "0", "--memory"]).await
+    }
+
+    /// [`Self::start`] with the example's command line `args`.
+    pub async fn start_with(app: A, args: &[&str]) -> Self {
+        let opts = parse_args(args.iter().map(|a| a.to_string()), 8787).expect("options");
         let example = start(app, &opts).await.expect("the example starts");
         let human = crate::browser();
         let minted: Value = human

@@ -3,8 +3,10 @@
 
 pub mod app;
 pub mod architecture;
+pub mod busy;
 pub mod chromium;
 pub mod example;
+pub mod load;
 pub mod mcp;
 pub mod oauth;
 #[cfg(feature = "full")]

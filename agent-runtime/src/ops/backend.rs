@@ -17,7 +17,7 @@ use super::context::{Call, ProposalSlot, Serialized};
 use super::error::ApiError;
 use crate::engine::session::keyed::KeyedDispatch;
 use crate::engine::session::progress::DispatchWatch;
-use crate::engine::session::RecordedCall;
+use crate::engine::session::CallRecord;
 use crate::security::TokenRecord;
 
 /// A caller the gate admitted: its token record and what answers for the token's session.
@@ -116,7 +116,7 @@ pub(crate) trait SessionBackend: Send + Sync {
     }
 
     /// Records a call in the session's transcript (`super::transcript`).
-    fn record_call(&self, _call: RecordedCall) {}
+    fn record_call(&self, _call: CallRecord) {}
 
     /// Appends `entry` to the session's activity log when this process keeps it (a hosted
     /// session's); a paired app keeps its own log.

@@ -141,7 +141,7 @@ impl<A: App> SessionBackend for HostedSession<A> {
         self.session.records_transcript()
     }
 
-    fn record_call(&self, call: crate::engine::session::RecordedCall) {
+    fn record_call(&self, call: crate::engine::session::CallRecord) {
         self.session.record_call(call);
     }
 

@@ -210,7 +210,25 @@ impl Reply {
         }
     }
 
-    /// The status and the body as JSON, as a transcript records them (a body that is not JSON
+    /// The status and the body's JSON text, as a transcript keeps them: the success's text as
+    /// it was serialized, never parsed again.
+    pub(crate) fn recorded_text(&self) -> (u16, Box<str>) {
+        match &self.answered {
+            Answered::Success(success) => (200, success.text.as_str().into()),
+            Answered::Error(e) => (e.status().as_u16(), e.body().to_string().into()),
+            // The one body this process did not write as JSON itself: checked (a transcript
+            // writes the text in as it is), `null` when it is not JSON.
+            Answered::StoredError { status, body } => {
+                let json = serde_json::from_str::<serde::de::IgnoredAny>(body).is_ok();
+                (
+                    status.as_u16(),
+                    if json { body.as_str() } else { "null" }.into(),
+                )
+            }
+        }
+    }
+
+    /// The status and the body as JSON, as a replay compares them (a body that is not JSON
     /// reads as `null`).
     pub(crate) fn recorded(&self) -> (u16, Value) {
         match &self.answered {

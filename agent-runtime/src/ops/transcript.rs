@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::backend::{Caller, SessionBackend};
 use super::context::ProposalSlot;
 use super::reply::Reply;
-use crate::engine::session::RecordedCall;
+use crate::engine::session::CallRecord;
 
 /// A call being recorded: what is known when it arrives.
 pub(crate) struct Recording {
@@ -20,7 +20,8 @@ pub(crate) struct Recording {
     tid: String,
     at: u64,
     op: &'static str,
-    request: Value,
+    /// The request's JSON text.
+    request: Box<str>,
     proposed: ProposalSlot,
 }
 
@@ -43,22 +44,15 @@ impl Recording {
             tid: caller.record.tid.clone(),
             at: now,
             op,
-            request: body.clone(),
+            request: body.to_string().into_boxed_str(),
             proposed,
         })
     }
 
     /// Records the call with `reply`, its answer.
     pub(crate) fn finish(self, reply: &Reply) {
-        let (status, answer) = reply.recorded();
-        let mut call = RecordedCall::new(
-            self.tid,
-            self.at,
-            self.op.to_string(),
-            self.request,
-            status,
-            answer,
-        );
+        let (status, answer) = reply.recorded_text();
+        let mut call = CallRecord::new(self.tid, self.at, self.op, self.request, status, answer);
         call.proposed = self.proposed.get().cloned();
         self.backend.record_call(call);
     }

@@ -4,6 +4,7 @@
 //! time ([`SERIAL`]) so their figures and latencies do not mix, as they did in processes of
 //! their own.
 
+mod busy_sessions;
 mod hostile_memory;
 mod load;
 mod session_memory;

@@ -47,7 +47,8 @@ struct HostInner<A: App> {
     refused: RememberedIds,
     /// Gives the memory of its sessions' big commits back, one release per burst.
     release: Release,
-    /// What its sessions' rings retain in all, within `Budgets::retained_bytes`.
+    /// What its sessions' rings retain in all, within `Budgets::retained_bytes` (one
+    /// session's at most a [`SESSION_SHARE`]th of it).
     retained: Retained,
     /// Sessions deleted from the store (closed here, or announced by another process): a
     /// load that read the record before the delete never brings one back. At most
@@ -66,6 +67,11 @@ pub(crate) struct Refused {
 
 /// Refused sessions remembered so each is audited once (a bound, not a guarantee).
 const MAX_REFUSED_AUDITED: usize = 1024;
+
+/// One session's rings hold at most this fraction of the host's budget of what sessions
+/// retain (`docs/stores.md` §Memory): a flooded session sheds its own oldest entries before it
+/// pushes out other sessions'.
+const SESSION_SHARE: usize = 8;
 
 /// Deleted sessions remembered against loads in flight.
 const MAX_DELETED_REMEMBERED: usize = 4096;
@@ -178,7 +184,7 @@ impl<A: App> Host<A> {
                 listener: Once::new(),
                 refused: RememberedIds::new(MAX_REFUSED_AUDITED),
                 release: Release::default(),
-                retained: Retained::new(config_budget),
+                retained: Retained::with_share(config_budget, config_budget / SESSION_SHARE),
                 deleted: RememberedIds::new(MAX_DELETED_REMEMBERED),
             }),
         })
@@ -577,8 +583,8 @@ impl<A: App> Host<A> {
         }
     }
 
-    /// Bytes the sessions' rings (event histories, activity logs, recent commit patches)
-    /// retain in all, as the JSON size of their entries: at most
+    /// Bytes the sessions' rings (event histories, activity logs, recent commit patches,
+    /// transcripts) retain in all, as what their entries take on the heap: at most
     /// [`Budgets::retained_bytes`](crate::config::Budgets::retained_bytes), beyond the entries
     /// being added at that instant (`docs/stores.md` §Memory).
     pub fn retained_bytes(&self) -> usize {

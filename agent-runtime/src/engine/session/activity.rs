@@ -2,6 +2,7 @@
 //! summaries they carry.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use agent_schema::protocol::{LogEntry, LogKind, PatchOp};
 use serde_json::Value;
@@ -15,12 +16,29 @@ pub(crate) const LOG_CAPACITY: usize = 100;
 /// Characters a message's variant or intent keeps in a log entry.
 pub(crate) const LABEL_CHARS: usize = 128;
 
-/// A ring of the newest [`LOG_CAPACITY`] entries holding at most `total_bytes`, and giving
-/// way to the host's budget of what sessions retain (`retained.rs`).
+/// One kept entry: its kind (for the filter) and its compact JSON text (its tree would take
+/// several times its text on the heap), with its stamp.
+#[derive(Debug)]
+struct Kept {
+    kind: LogKind,
+    /// Shared with the event that published the entry.
+    text: Arc<str>,
+    stamp: u64,
+}
+
+impl Kept {
+    fn cost(&self) -> usize {
+        retained::text_cost(self.text.len(), std::mem::size_of::<Kept>())
+    }
+}
+
+/// A ring of the newest [`LOG_CAPACITY`] entries holding at most `total_bytes` (of their
+/// JSON), and giving way to the host's budget of what sessions retain (`retained.rs`,
+/// charged what each entry takes on the heap).
 #[derive(Debug)]
 pub(crate) struct ActivityLog {
-    /// Entries oldest first, each with its encoded size and its stamp.
-    entries: VecDeque<(LogEntry, usize, u64)>,
+    /// Entries oldest first.
+    entries: VecDeque<Kept>,
     bytes: usize,
     total_bytes: usize,
     charge: RingCharge,
@@ -37,13 +55,13 @@ impl Default for ActivityLog {
 
 impl RetainedRing for ActivityLog {
     fn oldest_stamp(&self) -> Option<u64> {
-        self.entries.front().map(|e| e.2)
+        self.entries.front().map(|e| e.stamp)
     }
 
     fn drop_oldest(&mut self) {
-        if let Some((_, size, _)) = self.entries.pop_front() {
-            self.bytes -= size;
-            self.charge.sub(size);
+        if let Some(old) = self.entries.pop_front() {
+            self.bytes -= old.text.len();
+            self.charge.sub(old.cost());
         }
     }
 
@@ -67,10 +85,23 @@ impl ActivityLog {
     /// log is over its count or bytes, then the oldest across the host's sessions while they
     /// retain more than the host's budget.
     pub(crate) fn push(&mut self, entry: LogEntry) {
-        let size = json_len(&entry);
-        self.bytes += size;
-        let stamp = self.charge.add(size);
-        self.entries.push_back((entry, size, stamp));
+        let Ok(text) = serde_json::to_string(&entry) else {
+            return;
+        };
+        self.push_text(entry.kind, Arc::from(text));
+    }
+
+    /// [`Self::push`] of an entry of `kind` already serialized to `text` (serialized once
+    /// for the log and the event that publishes it).
+    pub(crate) fn push_text(&mut self, kind: LogKind, text: Arc<str>) {
+        self.bytes += text.len();
+        let mut kept = Kept {
+            kind,
+            text,
+            stamp: 0,
+        };
+        kept.stamp = self.charge.add(kept.cost());
+        self.entries.push_back(kept);
         while self.entries.len() > LOG_CAPACITY
             || (self.bytes > self.total_bytes && self.entries.len() > 1)
         {
@@ -84,10 +115,9 @@ impl ActivityLog {
         self.entries
             .iter()
             .rev()
-            .map(|(e, _, _)| e)
             .filter(|e| kind.is_none_or(|k| e.kind.as_str() == k))
             .take(n)
-            .cloned()
+            .filter_map(|e| serde_json::from_str(&e.text).ok())
             .collect()
     }
 

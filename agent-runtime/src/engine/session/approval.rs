@@ -100,7 +100,7 @@ impl<A: App> Session<A> {
         self.core
             .events
             .lock()
-            .publish(EventBody::Confirm(decided.clone()));
+            .publish(EventBody::Confirm(Box::new(decided.clone())));
         let mut detail =
             json!({"variant": decided.variant, "confirmId": decided.id, "by": by.as_str()});
         if edited.is_some() {
@@ -144,7 +144,7 @@ impl<A: App> Session<A> {
         self.core
             .events
             .lock()
-            .publish(EventBody::Confirm(decided.clone()));
+            .publish(EventBody::Confirm(Box::new(decided.clone())));
         self.core.log_decision(&decided, "user-cancelled");
         let decision = super::transcript::Decided::Reject;
         self.core.record_decision(

@@ -272,7 +272,10 @@ impl<A: App> Session<A> {
                     .lock()
                     .propose(entry.clone(), now)
                     .map_err(SendError::OverBudget)?;
-                self.core.events.lock().publish(EventBody::Confirm(entry));
+                self.core
+                    .events
+                    .lock()
+                    .publish(EventBody::Confirm(Box::new(entry)));
             }
             self.core.confirm_changed.send_modify(|v| *v += 1);
             let mut proposed = self.message_log_entry(LogKind::Proposed, msg, tid);
@@ -522,7 +525,7 @@ impl<A: App> SessionCore<A> {
         {
             let mut events = self.events.lock();
             for e in expired {
-                events.publish(EventBody::Confirm(e.clone()));
+                events.publish(EventBody::Confirm(Box::new(e.clone())));
             }
         }
         for e in expired {

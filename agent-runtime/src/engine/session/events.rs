@@ -7,7 +7,7 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use agent_schema::protocol::{ConfirmEntry, LogEntry};
+use agent_schema::protocol::ConfirmEntry;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
@@ -16,7 +16,6 @@ use super::retained::{self, RetainedRing, RingCharge};
 use super::work::WorkBoard;
 use super::Published;
 use crate::algo::diff::PatchOp;
-use crate::config::json_len;
 
 /// Capacity of the live channel: a subscriber that falls further behind (it does not read) is
 /// dropped, its stream ends, and a reconnect with `Last-Event-ID` replays or snapshots.
@@ -27,18 +26,23 @@ const LIVE_CAPACITY: usize = 256;
 pub(crate) enum EventBody {
     /// The snapshot a commit published.
     State(Published),
-    /// A new log entry.
-    Log(LogEntry),
-    /// A proposal or a status change.
-    Confirm(ConfirmEntry),
+    /// A new log entry, as its JSON text (the activity log keeps the same allocation).
+    Log(Arc<str>),
+    /// A proposal or a status change (boxed: the other variants are a few words).
+    Confirm(Box<ConfirmEntry>),
 }
 
-/// An event as kept and sent live: the history and the live channel share one allocation.
+/// An event as kept and sent live: the history and the live channel share one allocation, a
+/// log or confirm entry's JSON text (what a subscriber is sent; a tree of it would take
+/// several times its text on the heap).
 #[derive(Debug, Clone)]
 enum Kept {
     State(Arc<StateEvent>),
-    Log(Arc<LogEntry>),
-    Confirm(Arc<ConfirmEntry>),
+    /// A `state` event in the history: no data (a replay sends the state captured when it
+    /// starts), no allocation.
+    StateMark,
+    Log(Arc<str>),
+    Confirm(Arc<str>),
 }
 
 /// An event with its id, as the history keeps it and the live channel carries it.
@@ -92,6 +96,20 @@ fn state_text(state: &str, diff: Option<&[PatchOp]>, snapshot: bool) -> String {
     text
 }
 
+/// An entry's JSON text, shared by the history and the live channel.
+fn entry_text<T: serde::Serialize>(entry: &T) -> Arc<str> {
+    Arc::from(serde_json::to_string(entry).unwrap_or_else(|_| "null".into()))
+}
+
+/// What a kept event costs the host on the heap: its slot in the history, and its text.
+fn history_cost(body: &Kept) -> usize {
+    let slot = std::mem::size_of::<(NumberedEvent, usize, u64)>();
+    match body {
+        Kept::Log(text) | Kept::Confirm(text) => retained::text_cost(text.len(), slot),
+        Kept::State(_) | Kept::StateMark => slot,
+    }
+}
+
 /// The publishing side: numbers events and keeps the recent history, within a count and a
 /// byte budget. Kept ids are always consecutive, ending at the newest id.
 #[derive(Debug)]
@@ -118,9 +136,9 @@ impl RetainedRing for EventHub {
     }
 
     fn drop_oldest(&mut self) {
-        if let Some((_, size, _)) = self.history.pop_front() {
+        if let Some((event, size, _)) = self.history.pop_front() {
             self.history_bytes -= size;
-            self.charge.sub(size);
+            self.charge.sub(history_cost(&event.body));
         }
     }
 
@@ -205,13 +223,14 @@ impl EventHub {
                 self.latest_state = s;
                 (Kept::State(Arc::new(event)), 0)
             }
-            EventBody::Log(e) => {
-                let size = json_len(&e);
-                (Kept::Log(Arc::new(e)), size)
+            EventBody::Log(text) => {
+                let size = text.len();
+                (Kept::Log(text), size)
             }
             EventBody::Confirm(e) => {
-                let size = json_len(&e);
-                (Kept::Confirm(Arc::new(e)), size)
+                let text = entry_text(&e);
+                let size = text.len();
+                (Kept::Confirm(text), size)
             }
         };
         let published = NumberedEvent {
@@ -227,14 +246,14 @@ impl EventHub {
             // History keeps `state` events without their data: a replay sends the state
             // captured when it starts.
             let kept = match &published.body {
-                Kept::State(_) => Kept::State(Arc::new(StateEvent {
-                    seq: 0,
-                    json: None,
-                    patch: Arc::from([]),
-                })),
+                Kept::State(_) => Kept::StateMark,
                 other => other.clone(),
             };
-            let stamp = self.charge.add(size);
+            // Room first: the history never holds more than its count, nor its slots.
+            while self.history.len() >= self.history_cap {
+                self.drop_oldest();
+            }
+            let stamp = self.charge.add(history_cost(&kept));
             self.history.push_back((
                 NumberedEvent {
                     id: self.newest,
@@ -323,7 +342,7 @@ pub(crate) fn subscribe(
                 .iter()
                 .rev()
                 .take_while(|(p, _, _)| p.id > l)
-                .find(|(p, _, _)| matches!(p.body, Kept::State(_)))
+                .find(|(p, _, _)| matches!(p.body, Kept::State(_) | Kept::StateMark))
                 .map(|(p, _, _)| p.id);
             sub.replay = Some(Replay {
                 cursor: l,
@@ -340,11 +359,11 @@ pub(crate) fn subscribe(
     sub
 }
 
-fn log_event(id: u64, e: &LogEntry) -> SessionEvent {
+fn log_event(id: u64, text: &str) -> SessionEvent {
     SessionEvent {
         id,
         name: "log",
-        text: serde_json::to_string(e).unwrap_or_else(|_| "null".into()),
+        text: text.to_owned(),
     }
 }
 
@@ -353,6 +372,14 @@ fn confirm_event(id: u64, e: &ConfirmEntry) -> SessionEvent {
         id,
         name: "confirm",
         text: serde_json::to_string(e).unwrap_or_else(|_| "null".into()),
+    }
+}
+
+fn confirm_text_event(id: u64, text: &str) -> SessionEvent {
+    SessionEvent {
+        id,
+        name: "confirm",
+        text: text.to_owned(),
     }
 }
 
@@ -466,7 +493,7 @@ impl Subscription {
             };
             replay.cursor = p.id;
             let event = match &p.body {
-                Kept::State(_) if Some(p.id) == replay.newest_state => {
+                Kept::State(_) | Kept::StateMark if Some(p.id) == replay.newest_state => {
                     let state = replay.state.clone();
                     let text = state_text(state.json().get(), None, false);
                     self.last_state_sent = Some(state.seq);
@@ -476,9 +503,9 @@ impl Subscription {
                         text,
                     }
                 }
-                Kept::State(_) => continue,
-                Kept::Log(e) => log_event(p.id, e),
-                Kept::Confirm(e) => confirm_event(p.id, e),
+                Kept::State(_) | Kept::StateMark => continue,
+                Kept::Log(text) => log_event(p.id, text),
+                Kept::Confirm(text) => confirm_text_event(p.id, text),
             };
             return Some(Some(event));
         }
@@ -505,8 +532,14 @@ impl Subscription {
                     text,
                 }
             }
-            Kept::Log(e) => log_event(p.id, &e),
-            Kept::Confirm(e) => confirm_event(p.id, &e),
+            // Never sent live (the history's own mark).
+            Kept::StateMark => SessionEvent {
+                id: p.id,
+                name: "state",
+                text: "null".into(),
+            },
+            Kept::Log(text) => log_event(p.id, &text),
+            Kept::Confirm(text) => confirm_text_event(p.id, &text),
         }
     }
 }

@@ -24,9 +24,14 @@ fn state(seq: u64, n: i64) -> EventBody {
     EventBody::State(snap(seq, n))
 }
 
+/// A log entry of `kind` at `at`, as the session publishes it: its JSON text.
+fn log_text(kind: LogKind, at: u64) -> Arc<str> {
+    Arc::from(serde_json::to_string(&entry(kind, at)).unwrap())
+}
+
 fn narrate(hub: &SharedHub, at: u64) -> u64 {
     hub.lock()
-        .publish(EventBody::Log(entry(LogKind::Narrate, at)))
+        .publish(EventBody::Log(log_text(LogKind::Narrate, at)))
 }
 
 fn shared(hub: EventHub) -> SharedHub {
@@ -36,7 +41,7 @@ fn shared(hub: EventHub) -> SharedHub {
 fn big_narration(at: u64, bytes: usize) -> EventBody {
     let mut e = entry(LogKind::Narrate, at);
     e.detail = Some("x".repeat(bytes));
-    EventBody::Log(e)
+    EventBody::Log(Arc::from(serde_json::to_string(&e).unwrap()))
 }
 
 #[tokio::test]

@@ -72,6 +72,7 @@ pub(crate) use proposals::Withdrawal;
 pub use published::Published;
 pub(crate) use release::Release;
 pub(crate) use retained::Retained;
+pub(crate) use transcript::CallRecord;
 pub use transcript::{
     Decided, RecordedCall, RecordedDecision, Transcript, TranscriptApp, TranscriptEntry,
     TRANSCRIPT_FORMAT, TRANSCRIPT_VERSION,
@@ -349,9 +350,14 @@ impl<A: App> SessionCore<A> {
 
     fn append_log(&self, mut entry: LogEntry) {
         activity::bound_entry(&mut entry, self.config.budgets.log_entry_bytes);
+        // Serialized once: the log and the event history share the text.
+        let text: Arc<str> = match serde_json::to_string(&entry) {
+            Ok(text) => Arc::from(text),
+            Err(_) => return,
+        };
         let mut log = self.log.lock();
-        log.push(entry.clone());
-        self.events.lock().publish(EventBody::Log(entry));
+        log.push_text(entry.kind, text.clone());
+        self.events.lock().publish(EventBody::Log(text));
         if self.persist.is_some() {
             self.log_dirty.notify_one();
         }

@@ -20,6 +20,8 @@ struct Entry {
     to: u64,
     ops: Arc<[PatchOp]>,
     bytes: usize,
+    /// What it costs on the heap, as charged to the host (`retained::ops_cost`).
+    cost: usize,
     /// Its stamp in the host's order of what sessions retain (`retained.rs`).
     stamp: u64,
 }
@@ -51,7 +53,7 @@ impl RetainedRing for PatchRing {
     fn drop_oldest(&mut self) {
         if let Some(old) = self.entries.pop_front() {
             self.bytes -= old.bytes;
-            self.charge.sub(old.bytes);
+            self.charge.sub(old.cost);
         }
     }
 
@@ -74,9 +76,9 @@ impl PatchRing {
     }
 
     fn clear(&mut self) {
-        self.entries.clear();
-        self.charge.sub(self.bytes);
-        self.bytes = 0;
+        while !self.entries.is_empty() {
+            self.drop_oldest();
+        }
     }
 
     /// Records the ops that took the state from version `from` to `to`; answers their size
@@ -96,12 +98,14 @@ impl PatchRing {
             self.drop_oldest();
         }
         self.bytes += bytes;
-        let stamp = self.charge.add(bytes);
+        let cost = retained::ops_cost(&ops, std::mem::size_of::<Entry>());
+        let stamp = self.charge.add(cost);
         self.entries.push_back(Entry {
             from,
             to,
             ops,
             bytes,
+            cost,
             stamp,
         });
         retained::settle(self);

@@ -123,7 +123,7 @@ impl<A: App> Session<A> {
         self.core
             .events
             .lock()
-            .publish(EventBody::Confirm(withdrawn.clone()));
+            .publish(EventBody::Confirm(Box::new(withdrawn.clone())));
         self.core.log_decision(&withdrawn, "withdrawn");
         self.core.confirm_changed.send_modify(|v| *v += 1);
         Ok(withdrawn)

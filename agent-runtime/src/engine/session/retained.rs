@@ -1,8 +1,16 @@
 //! What a host's sessions retain in all (`docs/stores.md` §Memory). Each session's rings (the
-//! event history, the activity log, the recent commit patches) are bounded in bytes on their
-//! own; [`Retained`], one per host and handed to each session, bounds their sum
+//! event history, the activity log, the recent commit patches, the transcript) are bounded in
+//! bytes on their own; [`Retained`], one per host and handed to each session, bounds their sum
 //! (`Budgets::retained_bytes`): when a push takes the total over it, the oldest entries across
-//! every ring of every session give way first.
+//! every ring of every session give way first. One session's rings together hold at most its
+//! share of the budget (`Retained::with_share`): past it, that session's own oldest entries
+//! give way, not other sessions'.
+//!
+//! The bytes counted are what an entry costs on the heap, not its JSON length: the text rings
+//! keep their entries as compact JSON text ([`text_cost`]: the text's allocation plus the
+//! ring's slot), the commit ring its ops as trees ([`ops_cost`], an estimate of their
+//! allocations). So the budget bounds the memory the rings hold, within the allocator's own
+//! overhead.
 //!
 //! Every ring holds a [`RingCharge`]: the bytes it holds (counted in the host's total) and its
 //! place in the host's order of oldest entries, a map keyed by `(stamp of its oldest entry,
@@ -33,6 +41,10 @@ pub(crate) trait RetainedRing: Send + 'static {
 trait Trim: Send + Sync {
     /// [`trim_ring`] on the ring, or `Busy` when its lock is taken.
     fn trim(&self, key: u64) -> Trimmed;
+    /// The stamp of its oldest entry (`None`: empty, or its lock is taken).
+    fn oldest(&self) -> Option<u64>;
+    /// Drops its oldest entry when its stamp is `stamp`; whether it did.
+    fn drop_at(&self, stamp: u64) -> bool;
 }
 
 impl<R: RetainedRing> Trim for Mutex<R> {
@@ -41,6 +53,21 @@ impl<R: RetainedRing> Trim for Mutex<R> {
             return Trimmed::Busy;
         };
         trim_ring(&mut *ring, key)
+    }
+
+    fn oldest(&self) -> Option<u64> {
+        self.try_lock()?.oldest_stamp()
+    }
+
+    fn drop_at(&self, stamp: u64) -> bool {
+        let Some(mut ring) = self.try_lock() else {
+            return false;
+        };
+        let here = ring.oldest_stamp() == Some(stamp);
+        if here {
+            ring.drop_oldest();
+        }
+        here
     }
 }
 
@@ -67,8 +94,64 @@ fn trim_ring(ring: &mut dyn RetainedRing, key: u64) -> Trimmed {
 
 type Order = BTreeMap<(u64, u64), Weak<dyn Trim>>;
 
+/// Bytes the allocator takes for a block of `n` bytes: glibc's chunk (an 8-byte header,
+/// 16-byte steps, 32 bytes at least); 0 for nothing allocated.
+pub(crate) fn block(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        (n + 8).div_ceil(16).max(2) * 16
+    }
+}
+
+/// What an entry kept as `len` bytes of text (a `Box<str>`, or an `Arc<str>` and its two
+/// counts) costs, with its ring's slot of `slot` bytes.
+pub(crate) fn text_cost(len: usize, slot: usize) -> usize {
+    block(len + 16) + slot
+}
+
+/// An estimate of the heap a JSON tree holds (its strings, arrays and maps; its own node is
+/// its parent's).
+pub(crate) fn value_cost(value: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    const NODE: usize = std::mem::size_of::<Value>();
+    match value {
+        Value::String(s) => block(s.capacity()),
+        Value::Array(a) => block(a.capacity() * NODE) + a.iter().map(value_cost).sum::<usize>(),
+        Value::Object(m) => {
+            // An insertion-ordered map: its entries (hash, key, value) and its index table.
+            let entries = m.len() * (8 + std::mem::size_of::<String>() + NODE);
+            let index = m.len().next_power_of_two() * 9 + 16;
+            block(entries)
+                + block(index)
+                + m.iter()
+                    .map(|(k, v)| block(k.capacity()) + value_cost(v))
+                    .sum::<usize>()
+        }
+        _ => 0,
+    }
+}
+
+/// An estimate of the heap a commit's ops hold as the commit ring keeps them (an
+/// `Arc<[PatchOp]>`), with its slot of `slot` bytes.
+pub(crate) fn ops_cost(ops: &[crate::algo::diff::PatchOp], slot: usize) -> usize {
+    use crate::algo::diff::PatchOp;
+    let each = ops
+        .iter()
+        .map(|op| match op {
+            PatchOp::Add { path, value } | PatchOp::Replace { path, value } => {
+                block(path.capacity()) + value_cost(value)
+            }
+            PatchOp::Remove { path } => block(path.capacity()),
+        })
+        .sum::<usize>();
+    block(16 + std::mem::size_of_val(ops)) + each + slot
+}
+
 struct Shared {
     budget: usize,
+    /// What one session's rings hold at most together.
+    share: usize,
     total: AtomicUsize,
     next_stamp: AtomicU64,
     next_ring: AtomicU64,
@@ -98,11 +181,17 @@ impl std::fmt::Debug for Retained {
 }
 
 impl Retained {
-    /// Rings holding at most `budget` bytes in all.
+    /// Rings holding at most `budget` bytes in all, a session's rings any part of it.
     pub(crate) fn new(budget: usize) -> Self {
+        Self::with_share(budget, budget)
+    }
+
+    /// Rings holding at most `budget` bytes in all, a session's rings at most `share` of it.
+    pub(crate) fn with_share(budget: usize, share: usize) -> Self {
         Retained {
             shared: Arc::new(Shared {
                 budget,
+                share,
                 total: AtomicUsize::new(0),
                 next_stamp: AtomicU64::new(0),
                 next_ring: AtomicU64::new(0),
@@ -121,10 +210,48 @@ impl Retained {
         self.shared.total.load(Ordering::Relaxed)
     }
 
-    /// The charge of a new ring.
+    /// What one session's rings may hold together.
+    #[cfg(test)]
+    pub(crate) fn session_share(&self) -> usize {
+        self.shared.share
+    }
+
+    /// The account of a new session: its rings' charges share its total.
+    pub(crate) fn session(&self) -> SessionRetained {
+        SessionRetained {
+            shared: self.shared.clone(),
+            account: Arc::new(Account {
+                total: AtomicUsize::new(0),
+                rings: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The charge of a new ring, a session of its own.
+    pub(crate) fn charge(&self) -> RingCharge {
+        self.session().charge()
+    }
+}
+
+/// One session's part of the host's total: what its rings hold together, and the rings.
+struct Account {
+    total: AtomicUsize,
+    /// The session's rings (by id), once attached.
+    rings: Mutex<Vec<(u64, Weak<dyn Trim>)>>,
+}
+
+/// A session's account, handing out its rings' charges.
+pub(crate) struct SessionRetained {
+    shared: Arc<Shared>,
+    account: Arc<Account>,
+}
+
+impl SessionRetained {
+    /// The charge of a new ring of this session.
     pub(crate) fn charge(&self) -> RingCharge {
         RingCharge {
             shared: self.shared.clone(),
+            account: self.account.clone(),
             id: self.shared.next_ring.fetch_add(1, Ordering::Relaxed),
             bytes: 0,
             key: None,
@@ -137,6 +264,7 @@ impl Retained {
 /// Dropping it (with its ring) refunds its bytes.
 pub(crate) struct RingCharge {
     shared: Arc<Shared>,
+    account: Arc<Account>,
     id: u64,
     bytes: usize,
     /// The ring's key in the order (the stamp of its oldest entry or older), while it has one.
@@ -161,6 +289,7 @@ impl RingCharge {
         let stamp = self.shared.next_stamp.fetch_add(1, Ordering::Relaxed);
         self.bytes += bytes;
         self.shared.total.fetch_add(bytes, Ordering::Relaxed);
+        self.account.total.fetch_add(bytes, Ordering::Relaxed);
         if self.key.is_none() {
             if let Some(ring) = &self.ring {
                 self.shared.order().insert((stamp, self.id), ring.clone());
@@ -175,12 +304,15 @@ impl RingCharge {
         let bytes = bytes.min(self.bytes);
         self.bytes -= bytes;
         self.shared.total.fetch_sub(bytes, Ordering::Relaxed);
+        self.account.total.fetch_sub(bytes, Ordering::Relaxed);
     }
 }
 
 impl Drop for RingCharge {
     fn drop(&mut self) {
         self.shared.total.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.account.total.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.account.rings.lock().retain(|(id, _)| *id != self.id);
         if let Some(key) = self.key {
             self.shared.order().remove(&(key, self.id));
         }
@@ -201,6 +333,7 @@ pub(crate) fn attach<R: RetainedRing>(ring: &Arc<Mutex<R>>) {
             .insert((stamp, charge.id), weak.clone());
         charge.key = Some(stamp);
     }
+    charge.account.rings.lock().push((charge.id, weak.clone()));
     charge.ring = Some(weak);
 }
 
@@ -210,6 +343,7 @@ pub(crate) fn attach<R: RetainedRing>(ring: &Arc<Mutex<R>>) {
 pub(crate) fn settle(ring: &mut dyn RetainedRing) {
     let shared = ring.charge().shared.clone();
     let own = ring.charge().id;
+    within_share(ring, shared.share);
     let mut passed_over = Vec::new();
     while shared.total.load(Ordering::Relaxed) > shared.budget {
         let Some(((key, id), weak)) = shared.order().pop_first() else {
@@ -233,6 +367,45 @@ pub(crate) fn settle(ring: &mut dyn RetainedRing) {
     }
     if !passed_over.is_empty() {
         shared.order().extend(passed_over);
+    }
+}
+
+/// While the session of `ring` (locked by the caller) holds more than `share`, drops the
+/// oldest entry among its rings (those locked elsewhere passed over). Their keys in the
+/// host's order may go stale (older than their oldest entry): they are brought up to date
+/// when they reach the front.
+fn within_share(ring: &mut dyn RetainedRing, share: usize) {
+    let account = ring.charge().account.clone();
+    if account.total.load(Ordering::Relaxed) <= share {
+        return;
+    }
+    let own = ring.charge().id;
+    let others: Vec<Arc<dyn Trim>> = account
+        .rings
+        .lock()
+        .iter()
+        .filter(|(id, _)| *id != own)
+        .filter_map(|(_, weak)| weak.upgrade())
+        .collect();
+    while account.total.load(Ordering::Relaxed) > share {
+        let mut oldest: Option<(u64, Option<&Arc<dyn Trim>>)> =
+            ring.oldest_stamp().map(|stamp| (stamp, None));
+        for other in &others {
+            if let Some(stamp) = other.oldest() {
+                if oldest.is_none_or(|(o, _)| stamp < o) {
+                    oldest = Some((stamp, Some(other)));
+                }
+            }
+        }
+        match oldest {
+            None => break,
+            Some((_, None)) => ring.drop_oldest(),
+            Some((stamp, Some(other))) => {
+                if !other.drop_at(stamp) {
+                    break;
+                }
+            }
+        }
     }
 }
 
@@ -334,5 +507,53 @@ mod tests {
             (vec![30, 20], vec![], vec![30])
         );
         assert_eq!(retained.total(), 80);
+    }
+
+    /// One session's rings together hold at most its share: past it, the session's own
+    /// oldest entries go (across its rings), never another session's.
+    #[test]
+    fn a_session_keeps_within_its_share() {
+        let retained = Retained::with_share(1_000, 100);
+        assert_eq!(retained.session_share(), 100);
+        let other = ring(&retained);
+        push(&other, 50); // another session's, the oldest of all
+        let session = retained.session();
+        let attached = |retained: &SessionRetained| {
+            let ring = Arc::new(Mutex::new(Ring {
+                entries: VecDeque::new(),
+                charge: retained.charge(),
+            }));
+            attach(&ring);
+            ring
+        };
+        let (a, b) = (attached(&session), attached(&session));
+        push(&a, 40); // a1
+        push(&b, 40); // b1
+        push(&b, 40); // b2: the session holds 120, a1 (its oldest) goes
+        assert_eq!((held(&a), held(&b)), (vec![], vec![40, 40]));
+        push(&a, 30); // a2: 110, b1 goes
+        assert_eq!((held(&a), held(&b)), (vec![30], vec![40]));
+        // The other session kept its entry: the host is within its budget.
+        assert_eq!(held(&other), vec![50]);
+        assert_eq!(retained.total(), 120);
+        // A session's entries refunded when its rings go.
+        drop((a, b));
+        assert_eq!(retained.total(), 50);
+    }
+
+    #[test]
+    fn costs_follow_the_allocator() {
+        assert_eq!(block(0), 0);
+        assert_eq!(block(1), 32);
+        assert_eq!(block(24), 32);
+        assert_eq!(block(25), 48);
+        assert_eq!(text_cost(2_000, 40), block(2_016) + 40);
+        // A tree costs many times its text.
+        let v = serde_json::json!({"a": [1, 2, {"b": "c"}], "d": "e"});
+        assert!(
+            value_cost(&v) > 4 * v.to_string().len(),
+            "{}",
+            value_cost(&v)
+        );
     }
 }

@@ -99,6 +99,7 @@ impl<A: App> Session<A> {
         let (confirm_changed, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
         let in_memory = persist.is_none();
+        let retained = retained.session();
         let (undo, undo_rx) = mpsc::unbounded_channel();
         let core = Arc::new(SessionCore {
             undo,

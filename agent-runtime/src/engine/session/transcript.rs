@@ -14,7 +14,6 @@ use serde_json::Value;
 use super::retained::{self, RetainedRing, RingCharge};
 use super::Session;
 use crate::app::App;
-use crate::config::json_len;
 
 /// The `format` of a transcript file.
 pub const TRANSCRIPT_FORMAT: &str = "agent-transcript";
@@ -128,6 +127,96 @@ impl RecordedCall {
     }
 }
 
+/// An agent's call as the ring keeps it: the request and the answer as the JSON texts that
+/// were sent (copied, never parsed: recording is on every call's path), read into values only
+/// when a transcript is asked for. Its size in memory is the texts' lengths and a few words.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CallRecord {
+    pub(crate) tid: String,
+    pub(crate) at: u64,
+    pub(crate) op: &'static str,
+    /// The request's JSON text; `null` when left out for its size.
+    pub(crate) request: Box<str>,
+    pub(crate) status: u16,
+    /// The answer's JSON text; `null` when left out for its size.
+    pub(crate) answer: Box<str>,
+    pub(crate) proposed: Option<String>,
+    pub(crate) omitted: Option<String>,
+}
+
+impl CallRecord {
+    /// A call of `op` by `tid` at `at`, with the texts of its request and answer.
+    pub(crate) fn new(
+        tid: String,
+        at: u64,
+        op: &'static str,
+        request: Box<str>,
+        status: u16,
+        answer: Box<str>,
+    ) -> Self {
+        CallRecord {
+            tid,
+            at,
+            op,
+            request,
+            status,
+            answer,
+            proposed: None,
+            omitted: None,
+        }
+    }
+
+    /// The call as a transcript file holds it (a [`TranscriptEntry::Call`]), as one JSON
+    /// text: its request and answer written in as the texts they are (JSON this process
+    /// wrote), never parsed.
+    fn into_text(self) -> String {
+        use std::io::Write as _;
+        let mut out = Vec::with_capacity(
+            self.request.len() + self.answer.len() + self.tid.len() + self.op.len() + 128,
+        );
+        // Writing to a Vec and JSON strings of Rust strings never fail.
+        let _ = write!(out, r#"{{"kind":"call","tid":"#);
+        let _ = serde_json::to_writer(&mut out, &self.tid);
+        let _ = write!(out, r#","at":{},"op":"#, self.at);
+        let _ = serde_json::to_writer(&mut out, self.op);
+        let _ = write!(
+            out,
+            r#","request":{},"status":{},"answer":"#,
+            self.request, self.status
+        );
+        out.extend_from_slice(self.answer.as_bytes());
+        for (name, value) in [("proposed", &self.proposed), ("omitted", &self.omitted)] {
+            if let Some(value) = value {
+                let _ = write!(out, r#","{name}":"#);
+                let _ = serde_json::to_writer(&mut out, value);
+            }
+        }
+        out.push(b'}');
+        // Every piece is UTF-8.
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+/// An entry as the ring is handed it.
+enum Kept {
+    Call(CallRecord),
+    Decision(RecordedDecision),
+}
+
+impl Kept {
+    /// The entry's JSON text, as a transcript file holds it: one allocation on the heap,
+    /// whose size is what the ring counts.
+    fn into_text(self) -> Box<str> {
+        match self {
+            Kept::Call(c) => c.into_text(),
+            Kept::Decision(d) => {
+                serde_json::to_string(&TranscriptEntry::Decision(d)).unwrap_or_default()
+            }
+        }
+        .into_boxed_str()
+    }
+}
+
 /// A decision on an agent's proposal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -158,10 +247,20 @@ pub enum Decided {
     Reject,
 }
 
-/// The ring of a session's transcript: the newest entries within a count and a byte total.
+/// One slot of the ring: an entry's JSON text, what the host is charged for it on the heap
+/// (`retained.rs`), and its stamp.
+struct Slot {
+    text: Box<str>,
+    cost: usize,
+    stamp: u64,
+}
+
+/// The ring of a session's transcript: the newest entries within a count and a byte total
+/// (of their JSON), each kept as its text; the host's budget is charged what an entry takes on
+/// the heap.
 pub(crate) struct TranscriptRing {
-    /// Entries oldest first, with their encoded size and their stamp.
-    entries: VecDeque<(TranscriptEntry, usize, u64)>,
+    /// Entries oldest first.
+    entries: VecDeque<Slot>,
     bytes: usize,
     max_entries: usize,
     max_bytes: usize,
@@ -171,14 +270,14 @@ pub(crate) struct TranscriptRing {
 
 impl RetainedRing for TranscriptRing {
     fn oldest_stamp(&self) -> Option<u64> {
-        self.entries.front().map(|e| e.2)
+        self.entries.front().map(|e| e.stamp)
     }
 
     fn drop_oldest(&mut self) {
-        if let Some((_, size, _)) = self.entries.pop_front() {
-            self.bytes -= size;
+        if let Some(old) = self.entries.pop_front() {
+            self.bytes -= old.text.len();
             self.dropped += 1;
-            self.charge.sub(size);
+            self.charge.sub(old.cost);
         }
     }
 
@@ -203,15 +302,20 @@ impl TranscriptRing {
     /// Appends `entry`, then drops the oldest while over the count or the bytes (the newest
     /// stays, even alone over the bytes: [`bound_call`] keeps an entry within its own limit),
     /// then gives way to the host's budget.
-    pub(crate) fn push(&mut self, entry: TranscriptEntry) {
+    fn push(&mut self, entry: Kept) {
         if self.max_entries == 0 {
             self.dropped += 1;
             return;
         }
-        let size = json_len(&entry);
-        self.bytes += size;
-        let stamp = self.charge.add(size);
-        self.entries.push_back((entry, size, stamp));
+        let text = entry.into_text();
+        let cost = retained::text_cost(text.len(), std::mem::size_of::<Slot>());
+        // Room first: the ring never holds more than its count, nor its slots.
+        while self.entries.len() >= self.max_entries {
+            self.drop_oldest();
+        }
+        self.bytes += text.len();
+        let stamp = self.charge.add(cost);
+        self.entries.push_back(Slot { text, cost, stamp });
         while self.entries.len() > self.max_entries
             || (self.bytes > self.max_bytes && self.entries.len() > 1)
         {
@@ -221,19 +325,18 @@ impl TranscriptRing {
     }
 
     /// The entries, oldest first, of `tid` only when given (a decision is its proposer's),
-    /// and how many the ring dropped.
+    /// and how many the ring dropped (for its bounds or the host's budget).
     pub(crate) fn entries(&self, tid: Option<&str>) -> (Vec<TranscriptEntry>, u64) {
         let entries = self
             .entries
             .iter()
-            .map(|(e, _, _)| e)
+            .filter_map(|slot| serde_json::from_str::<TranscriptEntry>(&slot.text).ok())
             .filter(|e| {
                 tid.is_none_or(|t| match e {
                     TranscriptEntry::Call(c) => c.tid == t,
                     TranscriptEntry::Decision(d) => d.tid == t,
                 })
             })
-            .cloned()
             .collect();
         (entries, self.dropped)
     }
@@ -248,12 +351,12 @@ impl TranscriptRing {
 /// Keeps `call` within `limit` bytes of request and answer each: one over it is replaced by
 /// `null`, and `omitted` says what went and why (a replay then cannot repeat a call whose
 /// request went, and says so).
-pub(crate) fn bound_call(call: &mut RecordedCall, limit: usize) {
+pub(crate) fn bound_call(call: &mut CallRecord, limit: usize) {
     let mut notes = Vec::new();
-    for (what, value) in [("request", &mut call.request), ("answer", &mut call.answer)] {
-        let bytes = json_len(value);
+    for (what, text) in [("request", &mut call.request), ("answer", &mut call.answer)] {
+        let bytes = text.len();
         if bytes > limit {
-            *value = Value::Null;
+            *text = "null".into();
             notes.push(format!("{what} of {bytes} bytes; the limit is {limit}"));
         }
     }
@@ -298,15 +401,12 @@ impl<A: App> Session<A> {
     /// Records an agent's call (the gate, `ops/transcript.rs`), bounded first
     /// ([`Budgets::transcript_entry_bytes`](crate::config::Budgets::transcript_entry_bytes));
     /// nothing when transcripts are off.
-    pub(crate) fn record_call(&self, mut call: RecordedCall) {
+    pub(crate) fn record_call(&self, mut call: CallRecord) {
         if !self.records_transcript() {
             return;
         }
         bound_call(&mut call, self.core.config.budgets.transcript_entry_bytes);
-        self.core
-            .transcript
-            .lock()
-            .push(TranscriptEntry::Call(call));
+        self.core.transcript.lock().push(Kept::Call(call));
     }
 }
 
@@ -324,7 +424,7 @@ impl<A: App> super::SessionCore<A> {
         let Some(tid) = tid.filter(|_| self.config.transcripts) else {
             return;
         };
-        let entry = TranscriptEntry::Decision(RecordedDecision {
+        let entry = Kept::Decision(RecordedDecision {
             tid: tid.to_string(),
             at: self.now(),
             confirm_id: confirm_id.to_string(),
@@ -342,14 +442,14 @@ mod tests {
     use crate::engine::session::Retained;
     use serde_json::json;
 
-    fn call(n: u64, text: &str) -> TranscriptEntry {
-        TranscriptEntry::Call(RecordedCall::new(
+    fn call(n: u64, text: &str) -> Kept {
+        Kept::Call(CallRecord::new(
             "t".into(),
             n,
-            "narrate".into(),
-            json!({"text": text}),
+            "narrate",
+            json!({"text": text}).to_string().into(),
             200,
-            json!({"ok": true}),
+            json!({"ok": true}).to_string().into(),
         ))
     }
 
@@ -390,15 +490,18 @@ mod tests {
 
     #[test]
     fn a_call_over_the_entry_limit_says_what_it_left_out() {
-        let mut c = RecordedCall::new(
+        let mut c = CallRecord::new(
             "t".into(),
             1,
-            "get_state".into(),
-            json!({}),
+            "get_state",
+            "{}".into(),
             200,
-            json!({"state": "y".repeat(1000)}),
+            json!({"state": "y".repeat(1000)}).to_string().into(),
         );
         bound_call(&mut c, 100);
+        let TranscriptEntry::Call(c) = serde_json::from_str(&c.into_text()).unwrap() else {
+            panic!("a call");
+        };
         assert_eq!(c.request, json!({}));
         assert_eq!(c.answer, Value::Null);
         let note = c.omitted.unwrap();
@@ -412,7 +515,7 @@ mod tests {
     fn entries_filter_by_token() {
         let mut ring = TranscriptRing::new(10, 1 << 20, Retained::unbounded().charge());
         ring.push(call(1, "a"));
-        ring.push(TranscriptEntry::Decision(RecordedDecision {
+        ring.push(Kept::Decision(RecordedDecision {
             tid: "other".into(),
             at: 2,
             confirm_id: "c".into(),
