@@ -198,7 +198,7 @@ fn observe<A: App>(host: &Host<A>, session: &Session<A>) -> String {
     let published = session.published();
     let body = ObserveResponse {
         state: published.json(),
-        actions: session.list_actions().expect("actions"),
+        actions: session.action_list().expect("actions"),
         description: host.description(),
         context: session.context().expect("context"),
         seq: Some(published.seq),

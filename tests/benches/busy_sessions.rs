@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_tests::busy::{self, Busy};
+use agent_tests::load::env_or;
 use agent_tests::resident::MIB;
 
 /// The system allocator, counting the bytes allocated now.
@@ -47,13 +48,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn busy() -> Busy {
     let d = Busy::default();

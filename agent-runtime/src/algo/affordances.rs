@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use agent_schema::protocol::{Action, ActionSource};
+use agent_schema::protocol::{Action, ActionList, ActionSource};
 use agent_schema::synth::{field_hints, payload_hint};
 use agent_schema::{Bindings, DispatchMode, MsgModel};
 use serde_json::{Map, Value};
@@ -69,7 +69,7 @@ impl fmt::Debug for Affordances {
 /// One entry of a `list_actions` answer, kept without what its variant's template holds
 /// (a session keeps the list of its current snapshot in this form; [`Affordances::render`]
 /// makes the actions).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Listed {
     entry: u32,
     source: ActionSource,
@@ -78,8 +78,18 @@ pub(crate) struct Listed {
     open: bool,
 }
 
+/// A session's `list_actions` on one snapshot: the compact list and its JSON text, made by
+/// the snapshot's first reader.
+#[derive(Debug)]
+pub(crate) struct Listing {
+    /// The compact list.
+    pub(crate) listed: Box<[Listed]>,
+    /// The actions, serialized.
+    pub(crate) text: ActionList,
+}
+
 /// The `payloadHint` of a listed action.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 enum Hint {
     Null,
     /// The variant's synthesized hint.
@@ -226,6 +236,19 @@ impl Affordances {
                 action
             })
             .collect()
+    }
+
+    /// The listing of `listed`: its text shared with `previous` when both lists are the same
+    /// (most commits leave the actions as they were), else rendered and serialized once.
+    pub(crate) fn listing(&self, listed: Vec<Listed>, previous: Option<&Listing>) -> Listing {
+        let text = match previous {
+            Some(previous) if *previous.listed == *listed => previous.text.clone(),
+            _ => ActionList::new(&self.render(&listed)),
+        };
+        Listing {
+            listed: listed.into_boxed_slice(),
+            text,
+        }
     }
 
     /// Whether `listed` offers the variant `wire_name`.

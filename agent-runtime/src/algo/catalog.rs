@@ -159,6 +159,15 @@ impl Catalog {
         self.affordances.render(listed)
     }
 
+    /// The listing of a compact list (see [`Affordances::listing`]).
+    pub(crate) fn listing(
+        &self,
+        listed: Vec<Listed>,
+        previous: Option<&crate::algo::affordances::Listing>,
+    ) -> crate::algo::affordances::Listing {
+        self.affordances.listing(listed, previous)
+    }
+
     /// Whether a compact list offers the variant `wire_name` (see [`Affordances::offer`]).
     pub(crate) fn offer(&self, listed: &[Listed], wire_name: &str) -> Offer {
         self.affordances.offer(listed, wire_name)

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_schema::protocol::{
-    Action, ActionsResponse, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
+    ActionList, ActionsResponse, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
     DescribeVisibleResponse, Description, DispatchRequest, LogKind, MessageRequest, NarrateRequest,
     NarrateResponse, ObserveResponse, PendingResponse, QueryDomRequest, QueryDomResponse,
     QueryStateRequest, QueryStateResponse, RecentActionsRequest, RecentActionsResponse, SendResult,
@@ -70,7 +70,7 @@ impl<'a> Asking<'a> {
 #[derive(Debug, Serialize)]
 pub(crate) struct Observed {
     state: Arc<RawValue>,
-    actions: Vec<Action>,
+    actions: ActionList,
     context: Option<AgentContext>,
     seq: u64,
 }
@@ -129,7 +129,7 @@ impl<A: App> HostedSession<A> {
         let published = self.session.published();
         Ok(Observed {
             state: published.json(),
-            actions: self.session.list_actions().map_err(closed_or_internal)?,
+            actions: self.session.action_list().map_err(closed_or_internal)?,
             context: self.session.context().map_err(closed_or_internal)?,
             seq: published.seq,
         })
@@ -189,7 +189,7 @@ impl<A: App> HostedSession<A> {
 
     /// `/actions`.
     pub(crate) fn actions(&self, ask: Asking<'_>) -> AnswerResult<ActionsResponse> {
-        let actions = self.session.list_actions().map_err(closed_or_internal)?;
+        let actions = self.session.action_list().map_err(closed_or_internal)?;
         Ok(read(ask.spec, ActionsResponse { actions }))
     }
 

@@ -212,7 +212,7 @@ impl<A: App> SessionBackend for PairedRelay<A> {
             let call = self.watching(record, Operation::Actions);
             let answer = paired::actions(&call, EmptyRequest {}).await?;
             serde_json::from_str::<ActionsResponse>(answer.body.get())
-                .map(|r| r.actions)
+                .map(|r| r.actions.actions())
                 .map_err(|e| ApiError::internal(format!("the app's actions: {e}")))
         })
     }

@@ -2,7 +2,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Action, ValidationIssue};
+use super::{ActionList, ValidationIssue};
 
 /// One JSON Patch operation (the RFC 6902 subset the state diff produces).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -146,7 +146,7 @@ pub enum SendResult {
         /// Diff from the state at enqueue to the state at return.
         state_diff: Vec<PatchOp>,
         /// `list_actions` after the drain.
-        actions: Vec<Action>,
+        actions: ActionList,
         /// The drain report.
         drain: DrainReport,
         /// The redacted state at return, only with `includeState: true`.

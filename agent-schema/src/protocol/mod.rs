@@ -14,7 +14,7 @@ pub mod responses;
 mod validation;
 mod work;
 
-pub use actions::{Action, ActionSource};
+pub use actions::{Action, ActionList, ActionSource};
 pub use confirm::{ConfirmEntry, ConfirmStatus};
 pub use dispatch::{
     DrainError, DrainErrorKind, DrainReport, PatchOp, RejectReason, SendResult, WaitFor,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{Action, LogEntry, PatchOp, RejectReason};
+use super::{ActionList, LogEntry, PatchOp, RejectReason};
 use crate::AgentContext;
 
 fn any_schema(_: &mut SchemaGenerator) -> Schema {
@@ -54,7 +54,7 @@ pub struct ObserveResponse {
     #[schemars(schema_with = "any_schema")]
     pub state: Arc<RawValue>,
     /// The actions available now.
-    pub actions: Vec<Action>,
+    pub actions: ActionList,
     /// The app description, lean: `annotations` are left out (each action carries its own;
     /// `/describe` has them).
     pub description: Description,
@@ -148,7 +148,7 @@ impl QueryStateResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ActionsResponse {
     /// The actions available now.
-    pub actions: Vec<Action>,
+    pub actions: ActionList,
 }
 
 /// One element of a `/query-dom` answer.

@@ -18,6 +18,7 @@ use agent_examples::counter::Counter;
 use agent_runtime::config::HostConfig;
 use agent_runtime::testing::Agent;
 use agent_runtime::{AgentServer, Operation};
+use agent_tests::load::env_or;
 use agent_tests::resident::{resident_bytes, MIB};
 use serde_json::json;
 
@@ -26,13 +27,6 @@ const SESSIONS: usize = 1_000;
 /// idle), the allocator's slack (freed memory it keeps in pages that still hold live
 /// entries), the test's own agents.
 const SLACK: u64 = 64 * MIB;
-
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_busy_sessions_stay_within_the_budget() {

@@ -404,7 +404,7 @@ impl<A: App> Session<A> {
         } else {
             drained.after.diff_since(&drained.prev)
         };
-        let actions = self.list_actions()?;
+        let actions = self.action_list()?;
         let result = SendResult::Dispatched {
             state_diff,
             actions,

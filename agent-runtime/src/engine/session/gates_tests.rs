@@ -259,3 +259,30 @@ async fn a_gate_closed_while_the_message_waited_in_the_queue_refuses_it() {
     assert_eq!(session.published().seq, 3);
     assert!(session.with_state(|s| s.notes.is_empty()));
 }
+
+/// The serialized actions a commit's answer embeds are those `list_actions` renders, whether
+/// the commit changed the list (a gate opened, a binding appeared) or left it as it was (the
+/// text is then the previous listing's).
+#[tokio::test]
+async fn the_serialized_actions_follow_every_change_of_the_list() {
+    let (session, _release) = session_with(ActionGates::Enforced);
+    let steps = [
+        json!({"type": "add", "text": "milk"}),
+        json!({"type": "add", "text": "eggs"}),
+        json!({"type": "showArchive"}),
+        json!({"type": "archive"}),
+        json!({"type": "clearAll"}),
+    ];
+    let mut lists = vec![session.action_list().unwrap()];
+    for step in steps {
+        let SendResult::Dispatched { actions, .. } = send(&session, step.clone()).await else {
+            panic!("{step} was not dispatched");
+        };
+        assert_eq!(actions.actions(), session.list_actions().unwrap(), "{step}");
+        assert_eq!(actions, session.action_list().unwrap(), "{step}");
+        lists.push(actions);
+    }
+    // The gate opened with the first note, the archive button appeared, the gate closed.
+    let changed: Vec<bool> = lists.windows(2).map(|w| w[0] != w[1]).collect();
+    assert_eq!(changed, [true, false, true, false, true]);
+}

@@ -116,6 +116,9 @@ pub(crate) struct SessionCore<A: App> {
     confirms: pending::Confirms,
     confirm_changed: watch::Sender<u64>,
     log: Arc<Mutex<ActivityLog>>,
+    /// The newest listing made, whose text the next one shares when the actions did not
+    /// change (see [`Session::action_list`]).
+    last_listing: Mutex<Option<Arc<crate::algo::affordances::Listing>>>,
     /// Recent commit patches (`docs/semantics.md` §8.7).
     patches: Arc<Mutex<patches::PatchRing>>,
     /// Gives the memory of big commits back (`docs/stores.md` §Memory).

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::algo::affordances::Listed;
+use crate::algo::affordances::Listing;
 use crate::algo::diff::PatchOp;
 use crate::algo::route_gates::GateValues;
 use crate::algo::tree::Node;
@@ -37,8 +37,8 @@ pub struct Published {
     pub(super) patch: Arc<[PatchOp]>,
     /// The state serialized, made by the first reader of this snapshot (see [`Self::json`]).
     pub(super) json: Arc<Mutex<JsonCache>>,
-    /// `list_actions` on this snapshot (compact), made by its first reader.
-    pub(super) actions: Arc<OnceLock<Box<[Listed]>>>,
+    /// `list_actions` on this snapshot (compact, and serialized), made by its first reader.
+    pub(super) actions: Arc<OnceLock<Arc<Listing>>>,
     /// The route gate results on this state (see [`crate::algo::route_gates`]).
     pub(super) gates: GateValues,
 }

@@ -5,7 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use agent_schema::protocol::{
-    Action, ContextResponse, DescribeVisibleResponse, DomElement, QueryDomResponse,
+    Action, ActionList, ContextResponse, DescribeVisibleResponse, DomElement, QueryDomResponse,
     QueryStateResponse, StateResponse, WaitResponse, WaitStatus,
 };
 use agent_schema::{AgentContext, VariantKind as _};
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::patches::Since;
 use super::{Session, SessionError};
-use crate::algo::affordances::Listed;
+use crate::algo::affordances::{Listed, Listing};
 use crate::algo::state_path::{
     get_state_response, query_state, query_state_page, query_state_response, Page,
 };
@@ -39,20 +39,34 @@ impl<A: App> Session<A> {
         self.with_listed(|listed| self.core.catalog.render_actions(listed))
     }
 
-    /// Runs `f` on the compact `list_actions` of the current state, computing and keeping it
-    /// when no caller did yet (see [`Self::list_actions`]).
+    /// [`Self::list_actions`] as the JSON text answers embed: serialized once per distinct
+    /// list, shared by every read until the list changes.
+    pub fn action_list(&self) -> Result<ActionList, SessionError> {
+        Ok(self.listing()?.text.clone())
+    }
+
+    /// Runs `f` on the compact `list_actions` of the current state (see [`Self::listing`]).
     pub(crate) fn with_listed<R>(&self, f: impl FnOnce(&[Listed]) -> R) -> Result<R, SessionError> {
+        Ok(f(&self.listing()?.listed))
+    }
+
+    /// The listing of the current state, computed and kept by the snapshot's first reader
+    /// (see [`Self::list_actions`]); its text is the previous listing's when the list did not
+    /// change.
+    fn listing(&self) -> Result<Arc<Listing>, SessionError> {
         let published = self.published();
-        if let Some(listed) = published.actions.get() {
-            return Ok(f(listed));
+        if let Some(listing) = published.actions.get() {
+            return Ok(listing.clone());
         }
         let listed = self.compute_actions(&published)?;
-        let answer = f(&listed);
+        let mut last = self.core.last_listing.lock();
+        let listing = Arc::new(self.core.catalog.listing(listed, last.as_deref()));
         // Kept only when no commit was published meanwhile (the hooks read the newest state).
         if self.core.published.borrow().seq == published.seq {
-            let _ = published.actions.set(listed.into_boxed_slice());
+            let _ = published.actions.set(listing.clone());
+            *last = Some(listing.clone());
         }
-        Ok(answer)
+        Ok(listing)
     }
 
     fn compute_actions(&self, published: &super::Published) -> Result<Vec<Listed>, SessionError> {

@@ -124,6 +124,7 @@ impl<A: App> Session<A> {
                 config.budgets.log_total_bytes,
                 retained.charge(),
             ))),
+            last_listing: Mutex::new(None),
             release,
             patches: Arc::new(Mutex::new(patches::PatchRing::new(
                 config.budgets.patch_history,

@@ -174,7 +174,7 @@ async fn rebuilt<S: KeyedServer>(server: &S, session: &str, seq: u64) -> StoredA
     let actions = server.actions_now(session).await;
     let result = SendResult::Dispatched {
         state_diff: Vec::new(),
-        actions,
+        actions: actions.into(),
         drain: DrainReport {
             effects_observed: 1,
             duration_ms: 0,
