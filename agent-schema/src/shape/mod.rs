@@ -54,6 +54,7 @@ pub mod pointer;
 mod resolve;
 mod resolver;
 mod startup;
+mod typecheck;
 mod union;
 mod wire;
 
