@@ -60,6 +60,7 @@ mod wire;
 
 pub use constraints::Constraints;
 pub use error::SchemaError;
+pub use startup::StartupNote;
 pub use model::{
     BranchModel, FieldModel, MsgModel, ObjectModel, TagSource, TypeKind, TypeNode, UnionModel,
     VariantModel,
