@@ -151,7 +151,7 @@ impl Catalog {
         &self,
         bindings: &Bindings<&str>,
         hook: Option<&[Value]>,
-        gate: &mut dyn FnMut(usize) -> bool,
+        gate: &mut dyn FnMut(usize) -> crate::algo::route_gates::Verdict,
     ) -> Vec<Listed> {
         self.affordances.pick(bindings, hook, gate)
     }
