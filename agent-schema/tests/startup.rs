@@ -403,3 +403,84 @@ fn enum_literals_kinds_and_validates_are_checked_all_at_once() {
         "{errors}"
     );
 }
+
+// The gates and validations of README.md (§Annotating your `Msg`) and docs/guide.md (the notes
+// app), restated over the states they read; `doc_expressions_are_the_ones_restated` keeps
+// the restatement in step with the documents.
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Todo {
+    title: String,
+    done: bool,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct TodoState {
+    todos: Vec<Todo>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum ReadmeMsg {
+    /// @routeGated("state.todos.exists(t, t.done)", "nothing is completed yet")
+    ClearCompleted,
+    SetCount {
+        /// @validates("v >= 0 && v <= 1000")
+        value: i64,
+    },
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Note {
+    id: u32,
+    text: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct NotesState {
+    notes: Vec<Note>,
+    next_id: u32,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum GuideMsg {
+    Add {
+        /// @validates("size(v) > 0 && size(v) <= 200")
+        text: String,
+    },
+    /// @routeGated("size(state.notes) > 0", "there are no notes to clear")
+    ClearAll,
+}
+
+const RESTATED: [&str; 4] = [
+    "state.todos.exists(t, t.done)",
+    "v >= 0 && v <= 1000",
+    "size(v) > 0 && size(v) <= 200",
+    "size(state.notes) > 0",
+];
+
+#[test]
+fn the_docs_gates_and_validations_type_check() {
+    describe::<ReadmeMsg, TodoState>("readme", "1", None).unwrap();
+    describe::<GuideMsg, NotesState>("guide", "1", None).unwrap();
+}
+
+#[test]
+fn doc_expressions_are_the_ones_restated() {
+    for doc in [
+        include_str!("../../README.md"),
+        include_str!("../../docs/guide.md"),
+    ] {
+        for line in doc.lines().filter(|l| l.trim_start().starts_with("///")) {
+            for tag in ["@routeGated(\"", "@validates(\""] {
+                let Some(start) = line.find(tag) else {
+                    continue;
+                };
+                let rest = &line[start + tag.len()..];
+                let expr = &rest[..rest.find('"').unwrap()];
+                assert!(RESTATED.contains(&expr), "restate `{expr}` in this test");
+            }
+        }
+    }
+}

@@ -60,11 +60,11 @@ mod wire;
 
 pub use constraints::Constraints;
 pub use error::SchemaError;
-pub use startup::StartupNote;
 pub use model::{
     BranchModel, FieldModel, MsgModel, ObjectModel, TagSource, TypeKind, TypeNode, UnionModel,
     VariantModel,
 };
+pub use startup::StartupNote;
 
 #[cfg(test)]
 mod tests;

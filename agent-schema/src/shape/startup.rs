@@ -87,7 +87,10 @@ impl std::fmt::Display for StartupNote {
         match self {
             StartupNote::Warning { variant, text } => write!(f, "variant \"{variant}\": {text}"),
             StartupNote::Dynamic { variant, tag, path } => {
-                write!(f, "variant \"{variant}\": `{tag}` reads `{path}` (not checked below)")
+                write!(
+                    f,
+                    "variant \"{variant}\": `{tag}` reads `{path}` (not checked below)"
+                )
             }
         }
     }
@@ -115,7 +118,12 @@ impl Site<'_> {
         for finding in report.warnings {
             notes.push(StartupNote::Warning {
                 variant: self.variant.wire_name.clone(),
-                text: format!("`{}` {}\nhelp: {}", self.tag, on(finding.problem), finding.fix),
+                text: format!(
+                    "`{}` {}\nhelp: {}",
+                    self.tag,
+                    on(finding.problem),
+                    finding.fix
+                ),
             });
         }
         for path in report.dynamic {

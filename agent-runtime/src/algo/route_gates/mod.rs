@@ -247,22 +247,6 @@ impl GateBook {
         GateValues::fresh(&self.set, self.logged.clone())
     }
 
-    /// The gates of the app.
-    #[cfg(test)]
-    pub(crate) fn set_for_tests(&self) -> &GateSet {
-        &self.set
-    }
-
-    /// No result known yet, for a snapshot of this book's session.
-    pub(crate) fn unknown(&self) -> GateValues {
-        GateValues::fresh(&self.set, self.logged.clone())
-    }
-
-    /// The gates of the app.
-    pub(crate) fn set(&self) -> &Arc<GateSet> {
-        &self.set
-    }
-
     /// The published state changed outside [`Self::advance`]: rebuild at the next commit.
     pub(crate) fn invalidate(&mut self) {
         self.stale = true;

@@ -235,7 +235,11 @@ proptest! {
 #[test]
 fn a_gate_that_cannot_be_evaluated_fails_not_closes() {
     let cache = PredicateCache::new();
-    let sources = ["state.todos.exists(t, t.done)", "state.count > 1", "state.count >"];
+    let sources = [
+        "state.todos.exists(t, t.done)",
+        "state.count > 1",
+        "state.count >",
+    ];
     let set = GateSet::new(sources, &cache);
     // The state does not match the schema the gates were checked against.
     let tree = Node::from_value(json!({"todos": [{"title": "x"}], "count": "many"}));
@@ -251,6 +255,9 @@ fn a_gate_that_cannot_be_evaluated_fails_not_closes() {
     let book = GateBook::new(Arc::new(GateSet::new(sources, &cache)));
     let first = book.unknown();
     let tree = Node::from_value(json!({"count": "many"}));
-    assert_eq!(first.verdict(book.set_for_tests(), 1, &tree), Verdict::Failed);
+    assert_eq!(
+        first.verdict(book.set_for_tests(), 1, &tree),
+        Verdict::Failed
+    );
     assert!(book.unknown().logged[1].load(std::sync::atomic::Ordering::Relaxed));
 }

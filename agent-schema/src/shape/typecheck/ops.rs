@@ -139,7 +139,11 @@ impl<'a> Checker<'a, '_> {
                 }
                 Ty::Bool
             }
-            ("int" | "uint" | "double" | "string" | "bool" | "bytes" | "dyn" | "type", None, [a]) => {
+            (
+                "int" | "uint" | "double" | "string" | "bool" | "bytes" | "dyn" | "type",
+                None,
+                [a],
+            ) => {
                 self.ty(a);
                 match name {
                     "int" => Ty::Int,
@@ -184,11 +188,17 @@ impl<'a> Checker<'a, '_> {
             .filter(|n| !n.is_empty() && *n != "and" && *n != "the" && *n != "macros")
             .collect();
         let fix = match closest(name, &names) {
-            Some(i) => format!("did you mean `{}`? The functions are: {FUNCTIONS}", names[i]),
+            Some(i) => format!(
+                "did you mean `{}`? The functions are: {FUNCTIONS}",
+                names[i]
+            ),
             None => format!("the functions are: {FUNCTIONS}"),
         };
         self.error(
-            format!("`{}` calls `{name}`, which CEL here does not have", self.source),
+            format!(
+                "`{}` calls `{name}`, which CEL here does not have",
+                self.source
+            ),
             fix,
         );
     }
@@ -255,7 +265,8 @@ impl<'a> Checker<'a, '_> {
     ) {
         let (sa, sb) = (self.solid(ta), self.solid(tb));
         for (side, ty, other) in [(a, &sa, b), (b, &sb, a)] {
-            if let (Ty::Enum(values), Some(literal @ Value::String(_))) = (ty, literal_json(other)) {
+            if let (Ty::Enum(values), Some(literal @ Value::String(_))) = (ty, literal_json(other))
+            {
                 if kind(ty) == Kind::Text && !values.contains(&literal) {
                     self.not_in_enum(side, values, &literal);
                     return;
@@ -312,9 +323,8 @@ impl<'a> Checker<'a, '_> {
         };
         let numeric = |t: &Ty<'_>| matches!(t, Ty::Int | Ty::Uint | Ty::Double);
         match (&sa, &sb) {
-            (Ty::Dyn | Ty::OneOf(_) | Ty::Enum(_), _) | (_, Ty::Dyn | Ty::OneOf(_) | Ty::Enum(_)) => {
-                Ty::Dyn
-            }
+            (Ty::Dyn | Ty::OneOf(_) | Ty::Enum(_), _)
+            | (_, Ty::Dyn | Ty::OneOf(_) | Ty::Enum(_)) => Ty::Dyn,
             (x, y) if numeric(x) && numeric(y) => {
                 if std::mem::discriminant(x) == std::mem::discriminant(y) {
                     x.clone()
@@ -358,7 +368,12 @@ impl<'a> Checker<'a, '_> {
         match self.solid(ta) {
             Ty::List(item) => {
                 if !matches!(kind(&ti), Kind::Number | Kind::Any) {
-                    self.wrong_operand(index, &ti, "indexes a list with", "a list index is a number");
+                    self.wrong_operand(
+                        index,
+                        &ti,
+                        "indexes a list with",
+                        "a list index is a number",
+                    );
                 }
                 *item
             }

@@ -123,15 +123,27 @@ const VALID: [&str; 48] = [
 ];
 
 const INVALID: [(&str, &str); 44] = [
-    ("state.cards.exists(c, c.colum == 'doing')", "did you mean `column`?"),
-    ("state.cards.exists(c, c.column == 'doin')", "did you mean 'doing'?"),
-    ("state.cards.exists(c, c.column == 'archived')", "not one of its values"),
+    (
+        "state.cards.exists(c, c.colum == 'doing')",
+        "did you mean `column`?",
+    ),
+    (
+        "state.cards.exists(c, c.column == 'doin')",
+        "did you mean 'doing'?",
+    ),
+    (
+        "state.cards.exists(c, c.column == 'archived')",
+        "not one of its values",
+    ),
     ("state.cardz.size() > 0", "did you mean `cards`?"),
     ("state.cards.length > 0", "use size(state.cards)"),
     ("state.name.length > 0", "use size(state.name)"),
     ("state.count.value > 0", "`state.count` is a number"),
     ("state.archived.x", "`state.archived` is a boolean"),
-    ("state.count == 'three'", "compares `state.count` (a number) with `'three'`"),
+    (
+        "state.count == 'three'",
+        "compares `state.count` (a number) with `'three'`",
+    ),
     ("state.name == 3", "compares"),
     ("state.archived == 'yes'", "compares"),
     ("state.name > 3", "orders"),
@@ -139,15 +151,27 @@ const INVALID: [(&str, &str); 44] = [
     ("size(state.count) > 0", "takes size() of `state.count`"),
     ("state.count.size() > 0", "takes size() of"),
     ("size(state.archived) == 0", "takes size() of"),
-    ("state.count.startsWith('1')", "calls startsWith() with `state.count`"),
+    (
+        "state.count.startsWith('1')",
+        "calls startsWith() with `state.count`",
+    ),
     ("state.name.contains(3)", "calls contains() with `3`"),
-    ("state.count && state.archived", "uses as a condition `state.count`"),
+    (
+        "state.count && state.archived",
+        "uses as a condition `state.count`",
+    ),
     ("!state.name", "uses as a condition"),
-    ("state.cards.exists(c, c.title)", "uses as a condition `c.title`"),
+    (
+        "state.cards.exists(c, c.title)",
+        "uses as a condition `c.title`",
+    ),
     ("state.cards.all(c, c.id)", "uses as a condition"),
     ("state.count.exists(x, x > 0)", "ranges over `state.count`"),
     ("state.name + 1 == 'a1'", "adds"),
-    ("state.ratio + 1 > 2.0", "CEL does not mix int, uint and double"),
+    (
+        "state.ratio + 1 > 2.0",
+        "CEL does not mix int, uint and double",
+    ),
     ("state.count * 2.5 > 1.0", "does not mix"),
     ("state.count - 'a' > 0", "subtracts"),
     ("-state.name == 'x'", "negates"),
@@ -155,18 +179,30 @@ const INVALID: [(&str, &str); 44] = [
     ("state.name[0] == 'a'", "indexes `state.name`"),
     ("'x' in state.name", "use state.name.contains(…)"),
     ("3 in state.columns", "looks for"),
-    ("state.cards.exists(c, c.tags.exists(t, t.size > 2))", "use size(t)"),
+    (
+        "state.cards.exists(c, c.tags.exists(t, t.size > 2))",
+        "use size(t)",
+    ),
     ("state.focus.titel == 'x'", "did you mean `title`?"),
     ("state.filter.kind == 'byTags'", "did you mean 'byTag'?"),
     ("state.filter.tags == 'x'", "did you mean `tag`?"),
     ("state.owner.nmae == 'x'", "did you mean `name`?"),
-    ("state.members.exists(m, m.emial == 'x')", "did you mean `email`?"),
+    (
+        "state.members.exists(m, m.emial == 'x')",
+        "did you mean `email`?",
+    ),
     ("state.cards[0].column == 'doin'", "did you mean 'doing'?"),
-    ("state.cards[0].column in ['todo', 'doin']", "did you mean 'doing'?"),
+    (
+        "state.cards[0].column in ['todo', 'doin']",
+        "did you mean 'doing'?",
+    ),
     ("max(state.count, 3) > 2", "calls `max`"),
     ("state.name.lower() == 'x'", "calls `lower`"),
     ("state.count", "gives a number, not a boolean"),
-    ("state.cards.map(c, c.id).exists(i, i == 'x')", "compares `i` (a number)"),
+    (
+        "state.cards.map(c, c.id).exists(i, i == 'x')",
+        "compares `i` (a number)",
+    ),
 ];
 
 #[test]
@@ -217,7 +253,12 @@ fn unguarded_reads_through_options_warn() {
         "`state.focus.title == 'x'` reads `state.focus.title`, but `state.focus` may be null \
          or absent"
     );
-    assert!(report("state.cards.exists(c, c.assignee.name == 'x')").warnings.len() == 1);
+    assert!(
+        report("state.cards.exists(c, c.assignee.name == 'x')")
+            .warnings
+            .len()
+            == 1
+    );
     assert!(report("has(state.focus) && state.focus.title == 'x'")
         .warnings
         .is_empty());
@@ -231,8 +272,12 @@ fn dynamic_parts_are_listed_not_checked() {
     assert!(found.errors.is_empty(), "{found:?}");
     assert_eq!(found.dynamic, ["state.extra", "state.extra.a"]);
     // A state whose schema is `true` (a custom JsonSchema) checks nothing.
-    assert!(check_gate("state.x.y == 1", &Value::Bool(true)).errors.is_empty());
-    assert!(check_gate("state.x.y == 1", &serde_json::json!({})).errors.is_empty());
+    assert!(check_gate("state.x.y == 1", &Value::Bool(true))
+        .errors
+        .is_empty());
+    assert!(check_gate("state.x.y == 1", &serde_json::json!({}))
+        .errors
+        .is_empty());
 }
 
 #[test]
@@ -241,4 +286,67 @@ fn too_deep_or_broken_expressions_give_no_report() {
     assert_eq!(report(&deep), Report::default());
     assert_eq!(report("state."), Report::default());
     assert_eq!(report(""), Report::default());
+}
+
+/// Random CEL-ish text: tokens of the language, names of the state, brackets, quotes.
+fn cel_ish() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let token = prop_oneof![
+        Just("state".to_owned()),
+        Just(".".to_owned()),
+        Just("cards".to_owned()),
+        Just("column".to_owned()),
+        Just("c".to_owned()),
+        Just("exists(".to_owned()),
+        Just("map(".to_owned()),
+        Just("has(".to_owned()),
+        Just("size(".to_owned()),
+        Just(",".to_owned()),
+        Just("(".to_owned()),
+        Just(")".to_owned()),
+        Just("[".to_owned()),
+        Just("]".to_owned()),
+        Just("{".to_owned()),
+        Just("}".to_owned()),
+        Just(" == ".to_owned()),
+        Just(" && ".to_owned()),
+        Just(" + ".to_owned()),
+        Just(" in ".to_owned()),
+        Just("!".to_owned()),
+        Just("-".to_owned()),
+        Just("?".to_owned()),
+        Just(":".to_owned()),
+        Just("'doing'".to_owned()),
+        Just("\"".to_owned()),
+        Just("1".to_owned()),
+        Just("2.5".to_owned()),
+        Just("null".to_owned()),
+        "[a-z_]{1,6}",
+        "\\PC{1,3}",
+    ];
+    proptest::collection::vec(token, 0..40).prop_map(|tokens| tokens.concat())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+    /// The checker never panics, whatever the text: it reports, or gives up quietly on what
+    /// does not parse.
+    #[test]
+    fn never_panics_on_cel_ish_text(source in cel_ish()) {
+        let schema = state_schema::<Board>();
+        // The public path (a panic there would be swallowed by its thread and give no
+        // report), then the checker itself on this thread, where a panic fails the test.
+        let _ = check_gate(&source, &schema);
+        if let Ok(expr) = cel::parser::Parser::new().parse(&source) {
+            let mut checker = super::check::Checker::new(
+                &source,
+                &schema,
+                "state",
+                super::ty::Ty::Schema(&schema),
+            );
+            checker.run(&expr);
+            let _ = checker.into_report();
+        }
+    }
 }

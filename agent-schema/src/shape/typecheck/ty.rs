@@ -169,7 +169,11 @@ fn from_schema<'a>(root: &'a Value, node: &'a Value) -> Ty<'a> {
         let target = reference
             .strip_prefix("#/$defs/")
             .map(|n| ("$defs", n))
-            .or_else(|| reference.strip_prefix("#/definitions/").map(|n| ("definitions", n)))
+            .or_else(|| {
+                reference
+                    .strip_prefix("#/definitions/")
+                    .map(|n| ("definitions", n))
+            })
             .and_then(|(defs, name)| root.get(defs)?.get(name));
         let ty = match target {
             Some(target) => Ty::Schema(target),
