@@ -431,14 +431,14 @@ enum ReadmeMsg {
 }
 
 #[derive(Serialize, Deserialize, JsonSchema)]
-struct Note {
+struct GuideNote {
     id: u32,
     text: String,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema)]
 struct NotesState {
-    notes: Vec<Note>,
+    notes: Vec<GuideNote>,
     next_id: u32,
 }
 
