@@ -134,6 +134,16 @@ impl Catalog {
         self.validator.validate(msg, policy)
     }
 
+    /// [`Catalog::validate`], with the `@validates` sources that could not be evaluated (see
+    /// [`Validator::validate_reporting`]).
+    pub(crate) fn validate_reporting(
+        &self,
+        msg: &Value,
+        policy: DispatchPolicy,
+    ) -> (ValidationOutcome, Vec<String>) {
+        self.validator.validate_reporting(msg, policy)
+    }
+
     /// `list_actions` for a state (`docs/semantics.md` §4); `bindings` as wire names, `state`
     /// the redacted JSON state.
     pub fn list_actions(

@@ -281,6 +281,17 @@ impl PredicateCache {
         self.evaluate(src, VALUE_VAR, value)
     }
 
+    /// Evaluates the `@validates` predicate `src` with `v` bound to `value`: `Some(true)` or
+    /// `Some(false)` for a boolean result, `None` when it could not be evaluated (an
+    /// evaluation error, a non-boolean result, a program that does not compile, a panic in the
+    /// interpreter). Fail-closed callers treat `None` as a failure they report as such.
+    pub(crate) fn decide_validates(&self, src: &str, value: &Value) -> Option<bool> {
+        match self.program(src) {
+            Ok(compiled) => compiled.decide_with(VALUE_VAR, || json_to_val(value)),
+            Err(_) => None,
+        }
+    }
+
     /// Binds `state` once, to evaluate several route gates against the same state without
     /// converting it again for each.
     pub fn gate_scope<'c, 's>(&'c self, state: &'s Value) -> GateScope<'c, 's> {
