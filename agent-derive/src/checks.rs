@@ -1,13 +1,14 @@
 //! Reading and checking the tags of every variant and field, collecting every error with the
 //! span of the doc line that holds it.
 
+use agent_schema::shape::TypeNode;
 use agent_schema::tags::{
     cel_sources, check_enum_doc, parse_field_doc, parse_variant_doc, written_tags, Tag, TagError,
     TagErrorKind,
 };
 use agent_schema::{FieldTags, MessageAnnotations};
 
-use crate::cel_check::cel_error;
+use crate::cel_check::{cel_error, cel_type_errors};
 use crate::docs::Docs;
 use crate::errors::Errors;
 use crate::model::{Field, Model, Variant};
@@ -83,6 +84,9 @@ fn check_field(field: &Field, errors: &mut Errors) -> Option<(String, FieldTags)
         return None;
     };
     check_cel(docs, Tag::Validates, &field.tokens, errors);
+    if let Some(ty) = &field.plain {
+        check_cel_types(docs, ty, &field.tokens, errors);
+    }
     Some((wire_name.clone(), tags))
 }
 
@@ -94,6 +98,25 @@ fn check_cel(docs: &Docs, tag: Tag, fallback: &dyn quote::ToTokens, errors: &mut
             continue;
         }
         if let Some(kind) = cel_error(tag, &source.source) {
+            let error = TagError::new(source.offset, kind);
+            errors.push(docs.tag_error(&error, fallback));
+        }
+    }
+}
+
+/// E28: every `@validates` expression in `docs` that can be used type-checks against the
+/// field's type `ty` (one error per problem, on the expression's doc line).
+fn check_cel_types(
+    docs: &Docs,
+    ty: &TypeNode,
+    fallback: &dyn quote::ToTokens,
+    errors: &mut Errors,
+) {
+    for source in cel_sources(docs.as_str()) {
+        if source.tag != Tag::Validates || cel_error(Tag::Validates, &source.source).is_some() {
+            continue;
+        }
+        for kind in cel_type_errors(&source.source, ty) {
             let error = TagError::new(source.offset, kind);
             errors.push(docs.tag_error(&error, fallback));
         }

@@ -16,7 +16,12 @@ use crate::model::Model;
 ///
 /// A generic enum gets the bounds the trait needs on the enum type itself, so it implements
 /// `AgentMsg` exactly for the parameters serde and schemars support.
-pub(crate) fn emit(model: &Model, records: &[Record<'_>]) -> TokenStream {
+///
+/// `beside_errors`: the impl goes with `compile_error!`s. It then also gets the trait's
+/// supertraits as a higher-ranked where clause, which the compiler checks only where the
+/// impl is used (a plain one on a non-generic type it checks at once): an enum with tag
+/// errors that does not derive serde's and schemars' traits (yet) gets no error about them.
+pub(crate) fn emit(model: &Model, records: &[Record<'_>], beside_errors: bool) -> TokenStream {
     let path = &model.krate;
     let krate: Path = syn::parse_quote!(__agent_schema);
     let krate = &krate;
@@ -27,6 +32,16 @@ pub(crate) fn emit(model: &Model, records: &[Record<'_>]) -> TokenStream {
         let clause = where_clause.get_or_insert_with(|| syn::parse_quote!(where));
         clause.predicates.push(syn::parse_quote! {
             #ident #ty_generics: #krate::__private::serde::Serialize
+                + #krate::__private::serde::de::DeserializeOwned
+                + #krate::__private::schemars::JsonSchema
+                + ::core::marker::Send
+                + 'static
+        });
+    }
+    if beside_errors {
+        let clause = where_clause.get_or_insert_with(|| syn::parse_quote!(where));
+        clause.predicates.push(syn::parse_quote! {
+            for<'__agent> #ident #ty_generics: #krate::__private::serde::Serialize
                 + #krate::__private::serde::de::DeserializeOwned
                 + #krate::__private::schemars::JsonSchema
                 + ::core::marker::Send

@@ -56,6 +56,11 @@ pub fn derive_agent_msg(input: TokenStream) -> TokenStream {
 
 /// The expansion: the impl, or every error found. Every path consumes the collector with
 /// [`Errors::check`] (dropping it unchecked panics).
+///
+/// With errors in the tags of an enum the derive could read, the impl is emitted too (the
+/// records of the variants in error without their tags), under a where clause the compiler
+/// only checks where the impl is used: the `compile_error!`s are then the only diagnostics,
+/// with no second "`Msg: AgentMsg` is not satisfied" at the app's `type Msg = Msg;`.
 fn expand(input: &DeriveInput) -> proc_macro2::TokenStream {
     let mut errors = Errors::new();
     let Some(model) = Model::build(input, &mut errors) else {
@@ -63,7 +68,10 @@ fn expand(input: &DeriveInput) -> proc_macro2::TokenStream {
     };
     let records = checks::check(&model, &mut errors);
     match errors.check() {
-        Ok(()) => emit::emit(&model, &records),
-        Err(compile_errors) => compile_errors,
+        Ok(()) => emit::emit(&model, &records, false),
+        Err(mut compile_errors) => {
+            compile_errors.extend(emit::emit(&model, &records, true));
+            compile_errors
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! attributes (`serde_derive_internals`, as schemars uses). Building it reports the
 //! structural errors (E12 … E16, E22 … E25).
 
+use agent_schema::shape::TypeNode;
 use agent_schema::tags::TagErrorKind;
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
@@ -58,6 +59,9 @@ pub(crate) struct Field {
     pub(crate) docs: Docs,
     /// The field (for error spans without a doc line).
     pub(crate) tokens: TokenStream,
+    /// Its JSON type when the derive can read it from the Rust type (a plain type without
+    /// `with` attributes); `@validates` is then type-checked at compile time (E28).
+    pub(crate) plain: Option<TypeNode>,
 }
 
 impl Model {
@@ -236,6 +240,7 @@ fn build_variant(
                 wire_name: None,
                 docs: Docs::from_attrs(&field.attrs),
                 tokens: field.to_token_stream(),
+                plain: None,
             }]
         }
         Style::Tuple => {
@@ -267,10 +272,24 @@ fn build_field(field: &ast::Field<'_>, original: &syn::Field) -> Field {
     } else {
         Some(field.attrs.name().deserialize_name().value.clone())
     };
+    // `with` attributes give the field another schema than its Rust type's.
+    let rewritten = original.attrs.iter().any(|a| {
+        (a.path().is_ident("serde") || a.path().is_ident("schemars"))
+            && a.meta.to_token_stream().into_iter().any(|t| {
+                ["with", "deserialize_with", "serialize_with", "schema_with"]
+                    .iter()
+                    .any(|key| contains_ident(&t, key))
+            })
+    });
     Field {
         wire_name,
         docs: Docs::from_attrs(&original.attrs),
         tokens: original.to_token_stream(),
+        plain: if rewritten {
+            None
+        } else {
+            crate::cel_check::plain_type(&original.ty)
+        },
     }
 }
 

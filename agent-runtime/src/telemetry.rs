@@ -59,6 +59,16 @@ pub const COMMIT_PATCH_BYTES: &str = "agent_commit_patch_bytes";
 /// Counter: times PostgreSQL's `LISTEN` connection was lost and reconnecting began.
 pub const LISTENER_RECONNECTS_TOTAL: &str = "agent_listener_reconnects_total";
 
+/// Counter: route gates that could not be evaluated (an evaluation error, e.g. a state that
+/// does not match its schema), once per gate and session: the gate stays closed and agents
+/// are told it could not be evaluated.
+pub const GATE_EVALUATION_FAILURES_TOTAL: &str = "agent_gate_evaluation_failures_total";
+
+/// Counter: `@validates` predicates that could not be evaluated on a message's value (an
+/// evaluation error), once per predicate and session: the message is refused and its sender
+/// is told the validation could not be evaluated.
+pub const VALIDATION_EVALUATION_FAILURES_TOTAL: &str = "agent_validation_evaluation_failures_total";
+
 /// Counter: audit lines the JSON-lines audit sink failed to append.
 pub const AUDIT_WRITE_FAILURES_TOTAL: &str = "agent_audit_write_failures_total";
 
@@ -131,6 +141,16 @@ pub fn describe_metrics() {
         LISTENER_RECONNECTS_TOTAL,
         Unit::Count,
         "Times the PostgreSQL LISTEN connection was lost."
+    );
+    describe_counter!(
+        GATE_EVALUATION_FAILURES_TOTAL,
+        Unit::Count,
+        "Route gates that could not be evaluated, once per gate and session."
+    );
+    describe_counter!(
+        VALIDATION_EVALUATION_FAILURES_TOTAL,
+        Unit::Count,
+        "@validates predicates that could not be evaluated, once per predicate and session."
     );
     describe_counter!(
         AUDIT_WRITE_FAILURES_TOTAL,
@@ -257,6 +277,16 @@ pub(crate) fn commit_patch(bytes: usize) {
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) fn listener_reconnect() {
     metrics::counter!(LISTENER_RECONNECTS_TOTAL).increment(1);
+}
+
+/// A route gate could not be evaluated (logged once per gate and session).
+pub(crate) fn gate_evaluation_failed() {
+    metrics::counter!(GATE_EVALUATION_FAILURES_TOTAL).increment(1);
+}
+
+/// A `@validates` could not be evaluated (logged once per predicate and session).
+pub(crate) fn validation_evaluation_failed() {
+    metrics::counter!(VALIDATION_EVALUATION_FAILURES_TOTAL).increment(1);
 }
 
 /// The audit sink failed to append a line.

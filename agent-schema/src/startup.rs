@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::describe::state_schema;
 use crate::msg::AgentMsg;
 use crate::redact::{strip_schema, RedactError, RedactPlan};
-use crate::shape::{MsgModel, SchemaError};
+use crate::shape::{MsgModel, SchemaError, StartupNote};
 
 /// One error found at start-up: what is wrong and where (variant, field, tag, or the JSON
 /// Pointer of a property).
@@ -118,6 +118,9 @@ pub struct CheckedTypes {
     /// Every error found, in check order: the `Msg` schema and nested tags, the state's
     /// `@redact` tags, then each variant's examples and expressions.
     pub errors: Vec<StartupError>,
+    /// What the type checks of the expressions found that is not an error: warnings and
+    /// the dynamic parts of the schemas they could not check (the runtime logs them).
+    pub notes: Vec<StartupNote>,
 }
 
 impl CheckedTypes {
@@ -143,15 +146,18 @@ impl CheckedTypes {
         // Agents never see `@redact` fields, nor gates reading them (they read the redacted
         // state): the schema they are checked against and shown is the stripped one.
         strip_schema(&mut state);
+        let mut notes = Vec::new();
         if let Some(model) = &model {
-            let found = model.startup_errors::<M>(&state);
+            let (found, found_notes) = model.startup_check::<M>(&state);
             errors.extend(found.into_iter().map(StartupError::Msg));
+            notes = found_notes;
         }
         CheckedTypes {
             model,
             redact_plan,
             state_schema: state,
             errors,
+            notes,
         }
     }
 

@@ -161,7 +161,7 @@ fn a_validates_path_that_does_not_exist_fails() {
         error_of::<FieldPaths>(),
         "variant \"setRange\": `@validates` on `range`: `v.min <= v.maximum` reads `v.maximum`, \
          which is not in the schema\n\
-         help: the fields of `v` are: min, max"
+         help: did you mean `max`? the fields of `v` are: min, max"
     );
 }
 
@@ -316,4 +316,171 @@ fn malformed_redact_tags_fail_describe() {
         })
         .collect();
     assert_eq!(pointers, ["/properties/key", "/properties/token"]);
+}
+
+// Issue 51: gates and validations typed against the schemas, comprehensions included.
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+enum Column {
+    Todo,
+    Doing,
+    Done,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Card {
+    title: String,
+    column: Column,
+    points: u32,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Kanban {
+    cards: Vec<Card>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum KanbanTypo {
+    /// @routeGated("state.cards.exists(c, c.colum == 'doing')", "no card is in doing")
+    Finish,
+}
+
+#[test]
+fn a_typo_in_a_comprehension_is_a_startup_error_with_a_suggestion() {
+    let error = describe::<KanbanTypo, Kanban>("kanban", "1", None)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        error,
+        "variant \"finish\": `@routeGated` `state.cards.exists(c, c.colum == 'doing')` reads \
+         `c.colum`, which is not in the schema\n\
+         help: did you mean `column`? the fields of `c` are: title, column, points"
+    );
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum KanbanTypes {
+    /// @routeGated("state.cards.exists(c, c.column == 'doin')")
+    Finish,
+    /// @routeGated("state.cards.all(c, c.points != 'many')")
+    Estimate,
+    /// @routeGated("state.cards.exists(c, c.column == 'doing' && c.points > 3)")
+    Split,
+    Rename {
+        /// @validates("v.all(c, size(c.titel) > 0)")
+        cards: Vec<Card>,
+        /// @validates("v.points > 0 && v.column != 'todo'")
+        card: Card,
+    },
+}
+
+#[test]
+fn enum_literals_kinds_and_validates_are_checked_all_at_once() {
+    let errors = describe::<KanbanTypes, Kanban>("kanban", "1", None).unwrap_err();
+    let lines: Vec<String> = errors
+        .errors()
+        .iter()
+        .map(|e| e.to_string().lines().next().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "variant \"finish\": `@routeGated` `state.cards.exists(c, c.column == 'doin')` \
+             compares `c.column` with 'doin', which is not one of its values",
+            "variant \"estimate\": `@routeGated` `state.cards.all(c, c.points != 'many')` \
+             compares `c.points` (a number) with `'many'` (a string)",
+            "variant \"rename\": `@validates` on `cards`: `v.all(c, size(c.titel) > 0)` reads \
+             `c.titel`, which is not in the schema",
+        ]
+    );
+    assert!(
+        errors.to_string().contains(
+            "help: did you mean 'doing'? the values of `c.column` are: 'todo', 'doing', 'done'"
+        ),
+        "{errors}"
+    );
+}
+
+// The gates and validations of README.md (§Annotating your `Msg`) and docs/guide.md (the notes
+// app), restated over the states they read; `doc_expressions_are_the_ones_restated` keeps
+// the restatement in step with the documents.
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Todo {
+    title: String,
+    done: bool,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct TodoState {
+    todos: Vec<Todo>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum ReadmeMsg {
+    /// @routeGated("state.todos.exists(t, t.done)", "nothing is completed yet")
+    ClearCompleted,
+    SetCount {
+        /// @validates("v >= 0 && v <= 1000")
+        value: i64,
+    },
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct GuideNote {
+    id: u32,
+    text: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct NotesState {
+    notes: Vec<GuideNote>,
+    next_id: u32,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum GuideMsg {
+    Add {
+        /// @validates("size(v) > 0 && size(v) <= 200")
+        text: String,
+    },
+    /// @routeGated("size(state.notes) > 0", "there are no notes to clear")
+    ClearAll,
+}
+
+const RESTATED: [&str; 4] = [
+    "state.todos.exists(t, t.done)",
+    "v >= 0 && v <= 1000",
+    "size(v) > 0 && size(v) <= 200",
+    "size(state.notes) > 0",
+];
+
+#[test]
+fn the_docs_gates_and_validations_type_check() {
+    describe::<ReadmeMsg, TodoState>("readme", "1", None).unwrap();
+    describe::<GuideMsg, NotesState>("guide", "1", None).unwrap();
+}
+
+#[test]
+fn doc_expressions_are_the_ones_restated() {
+    for doc in [
+        include_str!("../../README.md"),
+        include_str!("../../docs/guide.md"),
+    ] {
+        for line in doc.lines().filter(|l| l.trim_start().starts_with("///")) {
+            for tag in ["@routeGated(\"", "@validates(\""] {
+                let Some(start) = line.find(tag) else {
+                    continue;
+                };
+                let rest = &line[start + tag.len()..];
+                let expr = &rest[..rest.find('"').unwrap()];
+                assert!(RESTATED.contains(&expr), "restate `{expr}` in this test");
+            }
+        }
+    }
 }

@@ -33,10 +33,16 @@ use agent_schema::{Bindings, DispatchMode, MsgModel};
 use serde_json::{Map, Value};
 
 use crate::algo::cel_eval::PredicateCache;
-use crate::algo::route_gates::{GateSet, GateValues};
+use crate::algo::route_gates::{GateSet, GateValues, Verdict};
 
 /// The `unavailableReason` of a closed route gate without a reason of its own.
 pub(crate) const DEFAULT_UNAVAILABLE_REASON: &str = "not available in the current state";
+
+/// The `unavailableReason` of an action whose route gate could not be evaluated (instead of
+/// the app's own reason, which would not be true).
+pub(crate) const GATE_FAILED_REASON: &str =
+    "its route gate could not be evaluated on the current state (an error in the app, \
+     reported to its operator), so it stays closed";
 
 /// What `list_actions` needs to know about one variant.
 #[derive(Debug)]
@@ -74,8 +80,8 @@ pub(crate) struct Listed {
     entry: u32,
     source: ActionSource,
     hint: Hint,
-    /// The route gate is open (or there is none).
-    open: bool,
+    /// The route gate's verdict (`Open` when there is none).
+    gate: Verdict,
 }
 
 /// A session's `list_actions` on one snapshot: the compact list and its JSON text, made by
@@ -103,8 +109,10 @@ enum Hint {
 pub(crate) enum Offer {
     /// Listed, its route gate open (or it has none).
     Open,
-    /// Listed, its route gate closed (or failed to evaluate: fail-closed).
+    /// Listed, its route gate closed.
     GateClosed,
+    /// Listed, its route gate could not be evaluated (fail-closed).
+    GateFailed,
     /// Not listed in this state.
     NotListed,
 }
@@ -199,7 +207,7 @@ impl Affordances {
         let values = GateValues::unknown(&self.gates);
         let state = crate::algo::tree::Node::from_value(state.clone());
         self.list_with(bindings, hook, &mut |id| {
-            values.passes(&self.gates, id, &state)
+            values.verdict(&self.gates, id, &state)
         })
     }
 
@@ -209,7 +217,7 @@ impl Affordances {
         &self,
         bindings: &Bindings<&str>,
         hook: Option<&[Value]>,
-        gate: &mut dyn FnMut(usize) -> bool,
+        gate: &mut dyn FnMut(usize) -> Verdict,
     ) -> Vec<Action> {
         self.render(&self.pick(bindings, hook, gate))
     }
@@ -227,7 +235,10 @@ impl Affordances {
                     Hint::Synthesized => Some(entry.synthesized.clone()),
                     Hint::Given(v) => Some((**v).clone()),
                 };
-                if !l.open {
+                if l.gate == Verdict::Failed {
+                    action.available = Some(false);
+                    action.unavailable_reason = Some(GATE_FAILED_REASON.to_owned());
+                } else if !l.gate.is_open() {
                     let reason = entry.gate.as_ref().and_then(|(_, r)| r.clone());
                     action.available = Some(false);
                     action.unavailable_reason =
@@ -257,8 +268,11 @@ impl Affordances {
             return Offer::NotListed;
         };
         match listed.iter().find(|l| l.entry as usize == i) {
-            Some(l) if l.open => Offer::Open,
-            Some(_) => Offer::GateClosed,
+            Some(l) => match l.gate {
+                Verdict::Open => Offer::Open,
+                Verdict::Closed => Offer::GateClosed,
+                Verdict::Failed => Offer::GateFailed,
+            },
             None => Offer::NotListed,
         }
     }
@@ -268,7 +282,7 @@ impl Affordances {
         &self,
         bindings: &Bindings<&str>,
         hook: Option<&[Value]>,
-        gate: &mut dyn FnMut(usize) -> bool,
+        gate: &mut dyn FnMut(usize) -> Verdict,
     ) -> Vec<Listed> {
         let n = self.entries.len();
         let mut seen = vec![false; n];
@@ -380,10 +394,10 @@ impl Affordances {
                 entry: pick.entry as u32,
                 source: pick.source,
                 hint: pick.hint,
-                open: self.entries[pick.entry]
+                gate: self.entries[pick.entry]
                     .gate
                     .as_ref()
-                    .is_none_or(|(id, _)| gate(*id)),
+                    .map_or(Verdict::Open, |(id, _)| gate(*id)),
             })
             .collect()
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use agent_schema::describe::DescribeDocument;
 use agent_schema::protocol::{Action, ValidationOutcome};
 use agent_schema::redact::RedactPlan;
+use agent_schema::shape::StartupNote;
 use agent_schema::startup::{CheckedTypes, StartupError, StartupErrors};
 use agent_schema::{Bindings, MessageAnnotations, MsgModel};
 use serde_json::value::RawValue;
@@ -70,6 +71,7 @@ impl Catalog {
     /// [`Catalog::build`], with the describe document.
     fn checked<A: App>(app: &A) -> Result<(Catalog, DescribeDocument), CatalogError> {
         let mut checked = CheckedTypes::of::<A::Msg, A::State>();
+        log_notes(app.name(), &checked.notes);
         let effect_plan = match app.effect_preview().into_schema() {
             Some(schema) => RedactPlan::from_schema(&schema)
                 .map_err(|e| {
@@ -132,6 +134,16 @@ impl Catalog {
         self.validator.validate(msg, policy)
     }
 
+    /// [`Catalog::validate`], with the `@validates` sources that could not be evaluated (see
+    /// [`Validator::validate_reporting`]).
+    pub(crate) fn validate_reporting(
+        &self,
+        msg: &Value,
+        policy: DispatchPolicy,
+    ) -> (ValidationOutcome, Vec<String>) {
+        self.validator.validate_reporting(msg, policy)
+    }
+
     /// `list_actions` for a state (`docs/semantics.md` §4); `bindings` as wire names, `state`
     /// the redacted JSON state.
     pub fn list_actions(
@@ -149,7 +161,7 @@ impl Catalog {
         &self,
         bindings: &Bindings<&str>,
         hook: Option<&[Value]>,
-        gate: &mut dyn FnMut(usize) -> bool,
+        gate: &mut dyn FnMut(usize) -> crate::algo::route_gates::Verdict,
     ) -> Vec<Listed> {
         self.affordances.pick(bindings, hook, gate)
     }
@@ -221,4 +233,26 @@ fn raw(value: &Value) -> Arc<RawValue> {
     serde_json::value::to_raw_value(value)
         .unwrap_or_else(|_| RawValue::NULL.to_owned())
         .into()
+}
+
+/// Logs what the type checks of the expressions found that is not an error: each warning at
+/// WARN, and the dynamic parts of the schemas (not checked) on one INFO line.
+fn log_notes(app: &str, notes: &[StartupNote]) {
+    let mut dynamic = Vec::new();
+    for note in notes {
+        match note {
+            StartupNote::Warning { .. } => {
+                tracing::warn!(app, "CEL expression may fail at run time: {note}");
+            }
+            _ => dynamic.push(note.to_string()),
+        }
+    }
+    if !dynamic.is_empty() {
+        tracing::info!(
+            app,
+            "CEL expressions read parts of the state or message schemas the type checker does \
+             not understand (dynamic, not checked): {}",
+            dynamic.join("; ")
+        );
+    }
 }

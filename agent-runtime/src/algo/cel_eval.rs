@@ -95,11 +95,13 @@ pub(crate) fn context_with<'v>(var: &str, value: Box<dyn Val + 'v>) -> Context<'
     context
 }
 
-/// Runs `program`: `Some(b)` for a boolean result, `None` for anything else (an error,
-/// another type, a panic inside the interpreter).
+/// Runs `program`: `Some(b)` for a boolean result, `Some(false)` for a value of another type
+/// (it was evaluated, and it is not `true`: `docs/semantics.md` §11.3, case 12), `None` when it
+/// could not be evaluated (an evaluation error, a panic inside the interpreter).
 pub(crate) fn decide(program: &Program, context: &Context<'_, '_>) -> Option<bool> {
     match catch_unwind(AssertUnwindSafe(|| program.execute(context))) {
         Ok(Ok(cel::Value::Bool(b))) => Some(b),
+        Ok(Ok(_)) => Some(false),
         _ => None,
     }
 }
@@ -279,6 +281,17 @@ impl PredicateCache {
     /// the result is the boolean `true`.
     pub fn evaluate_validates(&self, src: &str, value: &Value) -> bool {
         self.evaluate(src, VALUE_VAR, value)
+    }
+
+    /// Evaluates the `@validates` predicate `src` with `v` bound to `value`: `Some(true)` for
+    /// the boolean `true`, `Some(false)` for any other value, `None` when it could not be
+    /// evaluated (an evaluation error, a program that does not compile, a panic in the
+    /// interpreter). Fail-closed callers treat `None` as a failure they report as such.
+    pub(crate) fn decide_validates(&self, src: &str, value: &Value) -> Option<bool> {
+        match self.program(src) {
+            Ok(compiled) => compiled.decide_with(VALUE_VAR, || json_to_val(value)),
+            Err(_) => None,
+        }
     }
 
     /// Binds `state` once, to evaluate several route gates against the same state without

@@ -54,6 +54,7 @@ pub mod pointer;
 mod resolve;
 mod resolver;
 mod startup;
+mod typecheck;
 mod union;
 mod wire;
 
@@ -63,6 +64,24 @@ pub use model::{
     BranchModel, FieldModel, MsgModel, ObjectModel, TagSource, TypeKind, TypeNode, UnionModel,
     VariantModel,
 };
+pub use startup::StartupNote;
+
+/// The type errors of the `@validates` expression `source` with `v` bound to a value of type
+/// `ty` (the checks of `docs/annotations.md` §7.9), each as (what is wrong, how to fix it).
+/// Empty when it type-checks, and for an expression that does not parse or is too deep (the
+/// CEL checks of [`crate::tags::cel`] report those). Warnings (reads through a nullable value
+/// without a guard) are not errors and are left out: the start-up checks report them.
+///
+/// `#[derive(AgentMsg)]` calls it on fields whose Rust type it can read (`String`, numbers,
+/// `bool`, `Vec<_>`, `Option<_>`), so such a `@validates` fails to compile where it is
+/// written.
+pub fn validates_type_errors(source: &str, ty: &TypeNode) -> Vec<(String, String)> {
+    typecheck::check_validates(source, ty)
+        .errors
+        .into_iter()
+        .map(|finding| (finding.problem, finding.fix))
+        .collect()
+}
 
 #[cfg(test)]
 mod tests;

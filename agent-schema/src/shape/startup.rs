@@ -3,18 +3,22 @@
 //!
 //! - every `@example` deserializes as the `Msg` type and passes the `@validates` of the
 //!   variant's own fields;
-//! - every field path a `@routeGated` expression reads from `state` exists in the state's
-//!   JSON Schema, and every path a `@validates` expression reads from `v` exists in the
-//!   field's type; `.length` on a list or a string is reported with "use size(…)";
+//! - every `@routeGated` expression type-checks against the state's JSON Schema, and every
+//!   `@validates` against its field's type (see `typecheck`: unknown fields with a
+//!   did-you-mean, enum literals, comparisons, arithmetic and functions on the wrong kinds;
+//!   `.length` on a list or a string is reported with "use size(…)"); its warnings (nullable
+//!   reads without a guard) and the dynamic parts of the schema it could not check are
+//!   [`StartupNote`]s, for the runtime's log;
 //! - every `@validates`, nested ones included, passes the compile-time CEL checks (syntax,
 //!   depth, only `v` in scope).
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::model::{FieldModel, MsgModel, ObjectModel, TypeKind, TypeNode, VariantModel};
+use super::model::{FieldModel, MsgModel, ObjectModel, TypeKind, VariantModel};
+use super::typecheck::{check_gate, check_validates, Report};
 use super::SchemaError;
-use crate::tags::cel::{analyze, check_expression, evaluate};
+use crate::tags::cel::{check_expression, evaluate};
 use crate::tags::Tag;
 
 impl MsgModel {
@@ -23,24 +27,72 @@ impl MsgModel {
     /// agents see). Returns every error found, in variant order (examples, then the route
     /// gate, then the `@validates` of the fields); empty when all pass.
     pub fn startup_errors<M: DeserializeOwned>(&self, state_schema: &Value) -> Vec<SchemaError> {
+        self.startup_check::<M>(state_schema).0
+    }
+
+    /// [`MsgModel::startup_errors`], with the notes of the type checks that are not errors:
+    /// reads through a nullable value without a guard (warnings), and the expressions that
+    /// read a part of a schema the checker does not understand (dynamic, not checked below).
+    pub fn startup_check<M: DeserializeOwned>(
+        &self,
+        state_schema: &Value,
+    ) -> (Vec<SchemaError>, Vec<StartupNote>) {
         let mut errors = Vec::new();
+        let mut notes = Vec::new();
         for variant in &self.variants {
             check_examples::<M>(variant, &mut errors);
             if let Some(gate) = &variant.annotations.route_gate {
-                for (root, path) in reads_of(gate, "state") {
-                    if let Err(problem) = schema_path(state_schema, state_schema, &path) {
-                        let at = Site {
-                            variant,
-                            field: None,
-                            tag: Tag::RouteGated,
-                        };
-                        errors.push(path_error(&at, gate, &root, &path, problem));
-                    }
-                }
+                let at = Site {
+                    variant,
+                    field: None,
+                    tag: Tag::RouteGated,
+                };
+                at.record(check_gate(gate, state_schema), &mut errors, &mut notes);
             }
-            check_field_paths(variant, &variant.payload, "", &mut errors);
+            check_fields(variant, &variant.payload, "", &mut errors, &mut notes);
         }
-        errors
+        (errors, notes)
+    }
+}
+
+/// What the start-up type checks found that is not an error (the runtime logs them once at
+/// start-up).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StartupNote {
+    /// A read that may fail at run time (a field read through a value that may be null or
+    /// absent, without `has(…)` or a `null` comparison guarding it); the gate or check
+    /// then stays closed. Logged at WARN.
+    Warning {
+        /// The variant's wire name.
+        variant: String,
+        /// What may fail, and how to guard it.
+        text: String,
+    },
+    /// An expression reads `path` through a part of the schema the checker does not
+    /// understand (a `serde_json::Value`, a custom `JsonSchema`): nothing below it is
+    /// checked. Logged at INFO.
+    Dynamic {
+        /// The variant's wire name.
+        variant: String,
+        /// The tag whose expression it is.
+        tag: Tag,
+        /// The path, as the expression writes it (`state.extra`).
+        path: String,
+    },
+}
+
+impl std::fmt::Display for StartupNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartupNote::Warning { variant, text } => write!(f, "variant \"{variant}\": {text}"),
+            StartupNote::Dynamic { variant, tag, path } => {
+                write!(
+                    f,
+                    "variant \"{variant}\": `{tag}` reads `{path}` (not checked below)"
+                )
+            }
+        }
     }
 }
 
@@ -53,6 +105,36 @@ struct Site<'m> {
 }
 
 impl Site<'_> {
+    /// Adds what the type checker found in this site's expression: errors, warnings and
+    /// dynamic paths.
+    fn record(&self, report: Report, errors: &mut Vec<SchemaError>, notes: &mut Vec<StartupNote>) {
+        let on = |text: String| match &self.field {
+            Some(field) => format!("on `{field}`: {text}"),
+            None => text,
+        };
+        for finding in report.errors {
+            errors.push(self.error(on(finding.problem), finding.fix));
+        }
+        for finding in report.warnings {
+            notes.push(StartupNote::Warning {
+                variant: self.variant.wire_name.clone(),
+                text: format!(
+                    "`{}` {}\nhelp: {}",
+                    self.tag,
+                    on(finding.problem),
+                    finding.fix
+                ),
+            });
+        }
+        for path in report.dynamic {
+            notes.push(StartupNote::Dynamic {
+                variant: self.variant.wire_name.clone(),
+                tag: self.tag,
+                path,
+            });
+        }
+    }
+
     /// The error at this site.
     fn error(&self, problem: String, fix: String) -> SchemaError {
         SchemaError::Startup {
@@ -63,20 +145,6 @@ impl Site<'_> {
             fix,
         }
     }
-}
-
-/// The paths an expression reads from `var` (empty when it does not parse: syntax is
-/// checked elsewhere).
-fn reads_of(source: &str, var: &str) -> Vec<(String, Vec<String>)> {
-    analyze(source)
-        .map(|reads| {
-            reads
-                .paths
-                .into_iter()
-                .filter(|(root, _)| root == var)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Every `@example` of `variant`: it deserializes as `M` and passes the fields'
@@ -161,14 +229,15 @@ fn with_type(object: Map<String, Value>, wire_name: &str) -> Map<String, Value> 
     message
 }
 
-/// The `v` paths of every `@validates` in `object` (nested objects, arrays and unions
-/// included) exist in the field's type; `prefix` is the path of `object` in the payload
-/// (`""` or `limits.`).
-fn check_field_paths(
+/// Every `@validates` in `object` (nested objects, arrays and unions included) passes the
+/// CEL checks and type-checks against its field's type; `prefix` is the path of `object`
+/// in the payload (`""` or `limits.`).
+fn check_fields(
     variant: &VariantModel,
     object: &ObjectModel,
     prefix: &str,
     errors: &mut Vec<SchemaError>,
+    notes: &mut Vec<StartupNote>,
 ) {
     for field in &object.fields {
         let path = format!("{prefix}{}", field.name);
@@ -185,15 +254,11 @@ fn check_field_paths(
                     kind.help().unwrap_or_default(),
                 ));
             } else {
-                for (root, read) in reads_of(src, "v") {
-                    if let Err(problem) = node_path(&field.ty, &read, 0) {
-                        errors.push(path_error(&at, src, &root, &read, problem));
-                    }
-                }
+                at.record(check_validates(src, &field.ty), errors, notes);
             }
         }
         for nested in objects_in(field) {
-            check_field_paths(variant, nested, &format!("{path}."), errors);
+            check_fields(variant, nested, &format!("{path}."), errors, notes);
         }
     }
 }
@@ -209,219 +274,4 @@ fn objects_in(field: &FieldModel) -> Vec<&ObjectModel> {
         TypeKind::Union(union) => union.branches.iter().map(|b| &b.payload).collect(),
         _ => Vec::new(),
     }
-}
-
-/// What is wrong with a path, at segment `at`.
-#[derive(Debug)]
-enum PathProblem {
-    /// `.length` (or `.size`) on a list or a string.
-    Length { at: usize, what: &'static str },
-    /// A field that does not exist; `known` are the fields there.
-    NoField { at: usize, known: Vec<String> },
-    /// A field read from a value that has none.
-    NotAnObject { at: usize, what: &'static str },
-}
-
-/// The start-up error for `problem` in `source` of the tag at `site` (a `@validates` names
-/// its field).
-fn path_error(
-    site: &Site<'_>,
-    source: &str,
-    root: &str,
-    path: &[String],
-    problem: PathProblem,
-) -> SchemaError {
-    let upto = |at: usize| format!("{root}.{}", path[..at].join("."));
-    let whole = |at: usize| format!("{root}.{}", path[..=at].join("."));
-    let (problem, fix) = match problem {
-        PathProblem::Length { at, what } => (
-            format!("`{source}` reads `{}` of {what}", whole(at)),
-            format!("CEL has no `.{}`: use size({})", path[at], upto(at)),
-        ),
-        PathProblem::NoField { at, known } => (
-            format!(
-                "`{source}` reads `{}`, which is not in the schema",
-                whole(at)
-            ),
-            if known.is_empty() {
-                format!("`{}` has no fields", upto(at).trim_end_matches('.'))
-            } else {
-                format!(
-                    "the fields of `{}` are: {}",
-                    upto(at).trim_end_matches('.'),
-                    known.join(", ")
-                )
-            },
-        ),
-        PathProblem::NotAnObject { at, what } => (
-            format!(
-                "`{source}` reads `{}`, but `{}` is {what}",
-                whole(at),
-                upto(at).trim_end_matches('.')
-            ),
-            "read fields only from objects".into(),
-        ),
-    };
-    let problem = match &site.field {
-        Some(field) => format!("on `{field}`: {problem}"),
-        None => problem,
-    };
-    site.error(problem, fix)
-}
-
-/// Checks `path[at..]` against a model node. Unknown nodes accept any path.
-fn node_path(node: &TypeNode, path: &[String], at: usize) -> Result<(), PathProblem> {
-    let Some(segment) = path.get(at) else {
-        return Ok(());
-    };
-    match &node.kind {
-        TypeKind::Unknown => Ok(()),
-        TypeKind::Array(_) => Err(list_problem(segment, at, "a list")),
-        TypeKind::String => Err(list_problem(segment, at, "a string")),
-        TypeKind::Number { .. } => Err(PathProblem::NotAnObject {
-            at,
-            what: "a number",
-        }),
-        TypeKind::Boolean => Err(PathProblem::NotAnObject {
-            at,
-            what: "a boolean",
-        }),
-        TypeKind::Enum(_) => Err(PathProblem::NotAnObject {
-            at,
-            what: "an enum value",
-        }),
-        TypeKind::Object(object) => object_path(object, path, at),
-        TypeKind::Union(union) => {
-            if segment == &union.discriminant {
-                return Ok(());
-            }
-            let mut first = None;
-            for branch in &union.branches {
-                match object_path(&branch.payload, path, at) {
-                    Ok(()) => return Ok(()),
-                    Err(problem) => {
-                        first.get_or_insert(problem);
-                    }
-                }
-            }
-            first.map_or(Ok(()), Err)
-        }
-    }
-}
-
-/// [`node_path`] on an object's fields.
-fn object_path(object: &ObjectModel, path: &[String], at: usize) -> Result<(), PathProblem> {
-    match object.fields.iter().find(|f| f.name == path[at]) {
-        Some(field) => node_path(&field.ty, path, at + 1),
-        None => Err(PathProblem::NoField {
-            at,
-            known: object.fields.iter().map(|f| f.name.clone()).collect(),
-        }),
-    }
-}
-
-/// `.length`/`.size` on a list or string is the JavaScript habit; any other field is none.
-fn list_problem(segment: &str, at: usize, what: &'static str) -> PathProblem {
-    if segment == "length" || segment == "size" {
-        PathProblem::Length { at, what }
-    } else {
-        PathProblem::NotAnObject { at, what }
-    }
-}
-
-/// Checks `path` against a raw JSON Schema node (the state schema). Anything this does not
-/// understand accepts the path; `$ref` hops are bounded.
-fn schema_path(root: &Value, node: &Value, path: &[String]) -> Result<(), PathProblem> {
-    schema_at(root, node, path, 0, 0)
-}
-
-/// See [`schema_path`].
-fn schema_at(
-    root: &Value,
-    node: &Value,
-    path: &[String],
-    at: usize,
-    hops: usize,
-) -> Result<(), PathProblem> {
-    let Some(segment) = path.get(at) else {
-        return Ok(());
-    };
-    let Value::Object(schema) = node else {
-        return Ok(());
-    };
-    if hops > 16 {
-        return Ok(());
-    }
-    if let Some(Value::String(reference)) = schema.get("$ref") {
-        let name = reference
-            .strip_prefix("#/$defs/")
-            .or_else(|| reference.strip_prefix("#/definitions/"));
-        let target = name.and_then(|n| root.get("$defs").or(root.get("definitions"))?.get(n));
-        return match target {
-            Some(target) => schema_at(root, target, path, at, hops + 1),
-            None => Ok(()),
-        };
-    }
-    for key in ["allOf", "anyOf", "oneOf"] {
-        if let Some(Value::Array(members)) = schema.get(key) {
-            let members: Vec<&Value> = members.iter().filter(|m| !is_null_schema(m)).collect();
-            let mut first = None;
-            for member in &members {
-                match schema_at(root, member, path, at, hops + 1) {
-                    Ok(()) => return Ok(()),
-                    Err(problem) => {
-                        first.get_or_insert(problem);
-                    }
-                }
-            }
-            return first.map_or(Ok(()), Err);
-        }
-    }
-    let types: Vec<&str> = match schema.get("type") {
-        Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|t| *t != "null")
-            .collect(),
-        _ => Vec::new(),
-    };
-    if let Some(Value::Object(properties)) = schema.get("properties") {
-        if let Some(property) = properties.get(segment) {
-            return schema_at(root, property, path, at + 1, hops);
-        }
-        let open = schema.contains_key("patternProperties")
-            || schema
-                .get("additionalProperties")
-                .is_some_and(|a| a != &Value::Bool(false));
-        if open {
-            return Ok(());
-        }
-        return Err(PathProblem::NoField {
-            at,
-            known: properties.keys().cloned().collect(),
-        });
-    }
-    match types.as_slice() {
-        ["array"] => Err(list_problem(segment, at, "a list")),
-        ["string"] => Err(list_problem(segment, at, "a string")),
-        ["integer"] | ["number"] => Err(PathProblem::NotAnObject {
-            at,
-            what: "a number",
-        }),
-        ["boolean"] => Err(PathProblem::NotAnObject {
-            at,
-            what: "a boolean",
-        }),
-        ["object"] => match schema.get("additionalProperties") {
-            Some(values @ Value::Object(_)) => schema_at(root, values, path, at + 1, hops),
-            _ => Ok(()),
-        },
-        _ => Ok(()),
-    }
-}
-
-/// `{"type":"null"}` (a nullable wrapper's null part).
-fn is_null_schema(schema: &Value) -> bool {
-    schema.get("type") == Some(&Value::String("null".into()))
 }

@@ -136,6 +136,43 @@ pub fn evaluate(source: &str, var: &str, value: &serde_json::Value) -> bool {
     })
 }
 
+/// Runs `f` on the parsed expression of `source`, on a thread with a big stack (so `f` may
+/// recurse over the tree, whose depth is at most [`MAX_AST_DEPTH`]); the same refusals as
+/// [`analyze`] (empty, syntax, too deep). A panic in the parser or in `f` is a syntax problem.
+pub(crate) fn with_parsed<R: Send>(
+    source: &str,
+    f: impl FnOnce(&Expression) -> R + Send,
+) -> Result<R, CelProblem> {
+    if source.trim().is_empty() {
+        return Err(CelProblem::Syntax(
+            "ERROR: <input>:1:1: Syntax error: the expression is empty".to_owned(),
+        ));
+    }
+    if bracket_depth(source) > MAX_CEL_DEPTH {
+        return Err(CelProblem::TooDeep);
+    }
+    let failed = || {
+        CelProblem::Syntax("ERROR: <input>: the CEL parser failed on this expression".to_owned())
+    };
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("cel-typecheck".into())
+            .stack_size(PARSE_STACK)
+            .spawn_scoped(scope, || {
+                let parsed = Parser::new()
+                    .parse(source)
+                    .map_err(|e| CelProblem::Syntax(first_line(&e.to_string()).to_owned()))?;
+                if ast_depth(&parsed) > MAX_AST_DEPTH {
+                    return Err(CelProblem::TooDeep);
+                }
+                Ok(f(&parsed))
+            })
+            .map_err(|_| failed())?
+            .join()
+            .unwrap_or_else(|_| Err(failed()))
+    })
+}
+
 /// [`analyze`] on the current thread.
 fn analyze_here(source: &str) -> Result<CelReads, CelProblem> {
     let parsed = Parser::new()

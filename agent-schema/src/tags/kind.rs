@@ -157,10 +157,21 @@ pub enum TagErrorKind {
         /// The state field tag.
         tag: Tag,
     },
+    /// E28: a `@validates` expression does not type-check against the Rust type of its field
+    /// (the derive checks fields of plain types: `String`, numbers, `bool`, `Vec<_>`,
+    /// `Option<_>`; `docs/annotations.md` §7.9).
+    CelType {
+        /// [`Tag::Validates`].
+        tag: Tag,
+        /// What is wrong (the type checker's text, starting with the expression).
+        problem: String,
+        /// How to fix it.
+        fix: String,
+    },
 }
 
 impl TagErrorKind {
-    /// The code of this error (`D1` … `D9` for malformed calls, `E1` … `E26` otherwise; E22 is
+    /// The code of this error (`D1` … `D9` for malformed calls, `E1` … `E28` otherwise; E22 is
     /// unused: generic enums are supported).
     pub fn code(&self) -> &'static str {
         match self {
@@ -194,6 +205,7 @@ impl TagErrorKind {
             TagErrorKind::DuplicateWireName { .. } => "E25",
             TagErrorKind::CratePath { .. } => "E26",
             TagErrorKind::StateTagInMsg { .. } => "E27",
+            TagErrorKind::CelType { .. } => "E28",
         }
     }
 
@@ -294,6 +306,7 @@ impl TagErrorKind {
             TagErrorKind::StateTagInMsg { tag } => {
                 format!("`{tag}` marks a field of the app's state, not part of a message")
             }
+            TagErrorKind::CelType { problem, .. } => shorten(problem, 100),
         }
     }
 
@@ -391,6 +404,11 @@ impl TagErrorKind {
             TagErrorKind::StateTagInMsg { tag } => format!(
                 "put `{tag}` on the field of the state (or of a struct inside it) to hide from agents"
             ),
+            // The whole problem when the first line had to cut it.
+            TagErrorKind::CelType { problem, fix, .. } if problem.chars().count() > 100 => {
+                format!("{problem}; {fix}")
+            }
+            TagErrorKind::CelType { fix, .. } => fix.clone(),
         };
         Some(text)
     }

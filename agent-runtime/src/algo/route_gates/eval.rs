@@ -10,12 +10,13 @@ use serde_json::Value;
 
 use super::shape::{Reads, Shape};
 use super::table::Outcome;
+use super::Verdict;
 use crate::algo::cel_eval::{context_with, decide, json_to_val, CompiledPredicate, STATE_VAR};
 use crate::algo::tree::Node;
 
 /// Evaluates `compiled` on `state` (fail-closed): only the chains in `reads` are converted
 /// for the interpreter, the rest of the state cannot be observed by the gate.
-pub(super) fn full(compiled: &CompiledPredicate, reads: &Reads, state: &Node) -> bool {
+pub(super) fn full(compiled: &CompiledPredicate, reads: &Reads, state: &Node) -> Verdict {
     let value = match reads {
         Reads::Whole => state.to_value(),
         Reads::Chains(chains) => {
@@ -23,7 +24,7 @@ pub(super) fn full(compiled: &CompiledPredicate, reads: &Reads, state: &Node) ->
             pruned(state, &chains)
         }
     };
-    compiled.decide_with(STATE_VAR, || json_to_val(&value)) == Some(true)
+    Verdict::of(compiled.decide_with(STATE_VAR, || json_to_val(&value)))
 }
 
 /// `node` with, at each level, only the object fields a chain goes through; a value at the

@@ -36,6 +36,7 @@ pub(crate) mod table;
 #[cfg(test)]
 mod tests;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::algo::cel_eval::{CompiledPredicate, PredicateCache};
@@ -44,9 +45,39 @@ use crate::algo::tree::Node;
 use shape::{Reads, Shape};
 use table::{Moved, Table};
 
+/// A gate's result on one state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The expression is the boolean `false` (or another value than `true`).
+    Closed,
+    /// The expression is the boolean `true`.
+    Open,
+    /// The expression could not be evaluated (an evaluation error, a program that does not
+    /// compile, a panic in the interpreter): closed, and the agent is told so.
+    Failed,
+}
+
+impl Verdict {
+    /// True when the gate is open.
+    pub(crate) fn is_open(self) -> bool {
+        self == Verdict::Open
+    }
+
+    /// The verdict of an interpreter's answer (`None`: it could not decide).
+    pub(crate) fn of(decided: Option<bool>) -> Verdict {
+        match decided {
+            Some(true) => Verdict::Open,
+            Some(false) => Verdict::Closed,
+            None => Verdict::Failed,
+        }
+    }
+}
+
 /// One route gate of an app, analysed.
 #[derive(Debug)]
 struct Gate {
+    /// The expression (for the log line of a gate that could not be evaluated).
+    source: Box<str>,
     /// The compiled program (`None`: it does not compile, so it always fails).
     compiled: Option<Arc<CompiledPredicate>>,
     reads: Reads,
@@ -79,6 +110,7 @@ impl GateSet {
                     None => (Reads::Chains(Vec::new()), None),
                 };
                 Gate {
+                    source: src.into(),
                     compiled,
                     reads,
                     shape,
@@ -94,34 +126,78 @@ impl GateSet {
     }
 
     /// Evaluates gate `id` against the whole `state` (fail-closed).
-    pub(crate) fn evaluate(&self, id: usize, state: &Node) -> bool {
+    pub(crate) fn evaluate(&self, id: usize, state: &Node) -> Verdict {
         let gate = &self.gates[id];
-        gate.compiled
-            .as_ref()
-            .is_some_and(|c| eval::full(c, &gate.reads, state))
+        match &gate.compiled {
+            Some(c) => eval::full(c, &gate.reads, state),
+            None => Verdict::Failed,
+        }
+    }
+
+    /// Flags "logged" of a new session: none of its gates has failed yet.
+    fn fresh_flags(&self) -> Arc<[AtomicBool]> {
+        self.gates.iter().map(|_| AtomicBool::new(false)).collect()
     }
 }
 
 /// The results of an app's gates on one snapshot: known ones, the rest computed by their
 /// first reader. Cheap to clone (shared).
 #[derive(Debug, Clone)]
-pub(crate) struct GateValues(Arc<[OnceLock<bool>]>);
+pub(crate) struct GateValues {
+    values: Arc<[OnceLock<Verdict>]>,
+    /// Per gate: a failure was already logged in this session (shared by its snapshots).
+    logged: Arc<[AtomicBool]>,
+}
 
 impl GateValues {
-    /// No result known yet for `set`'s gates.
+    /// No result known yet for `set`'s gates, outside a session's line of snapshots.
     pub(crate) fn unknown(set: &GateSet) -> Self {
-        GateValues((0..set.len()).map(|_| OnceLock::new()).collect())
+        GateValues::fresh(set, set.fresh_flags())
+    }
+
+    /// No result known yet, with the session's flags.
+    fn fresh(set: &GateSet, logged: Arc<[AtomicBool]>) -> Self {
+        GateValues {
+            values: (0..set.len()).map(|_| OnceLock::new()).collect(),
+            logged,
+        }
     }
 
     /// Whether gate `id` passes on `state` (the snapshot's state), evaluating it on first
     /// use.
+    #[cfg(test)]
     pub(crate) fn passes(&self, set: &GateSet, id: usize, state: &Node) -> bool {
-        *self.0[id].get_or_init(|| set.evaluate(id, state))
+        self.verdict(set, id, state).is_open()
+    }
+
+    /// Gate `id`'s verdict on `state` (the snapshot's state), evaluating it on first use. A
+    /// gate that could not be evaluated is logged at WARN and counted
+    /// (`agent_gate_evaluation_failures_total`) once per gate and session.
+    pub(crate) fn verdict(&self, set: &GateSet, id: usize, state: &Node) -> Verdict {
+        let verdict = *self.values[id].get_or_init(|| set.evaluate(id, state));
+        if verdict == Verdict::Failed {
+            self.failed(set, id);
+        }
+        verdict
     }
 
     /// The result of gate `id`, when known.
-    fn known(&self, id: usize) -> Option<bool> {
-        self.0.get(id).and_then(|v| v.get().copied())
+    fn known(&self, id: usize) -> Option<Verdict> {
+        self.values.get(id).and_then(|v| v.get().copied())
+    }
+
+    /// Logs gate `id`'s failure once per session.
+    #[cold]
+    fn failed(&self, set: &GateSet, id: usize) {
+        if !self.logged[id].swap(true, Ordering::Relaxed) {
+            crate::telemetry::gate_evaluation_failed();
+            tracing::warn!(
+                gate = &*set.gates[id].source,
+                "a route gate could not be evaluated on the session's state (does the state \
+                 match its schema?): it stays closed, and agents are told it could not be \
+                 evaluated"
+            );
+        }
     }
 }
 
@@ -142,6 +218,8 @@ pub(crate) struct GateBook {
     tracks: Vec<Option<Track>>,
     /// The tables do not follow the published state: rebuild them at the next commit.
     stale: bool,
+    /// The session's "failure logged" flags (see [`GateValues::verdict`]).
+    logged: Arc<[AtomicBool]>,
 }
 
 impl GateBook {
@@ -149,16 +227,24 @@ impl GateBook {
     /// first commit.
     pub(crate) fn new(set: Arc<GateSet>) -> Self {
         let tracks = set.gates.iter().map(|_| None).collect();
+        let logged = set.fresh_flags();
         GateBook {
             set,
             tracks,
             stale: true,
+            logged,
         }
     }
 
     /// The gates of the app.
-    pub(crate) fn set(&self) -> &Arc<GateSet> {
+    #[cfg(test)]
+    pub(crate) fn set_for_tests(&self) -> &GateSet {
         &self.set
+    }
+
+    /// No result known yet, for a snapshot of this book's session.
+    pub(crate) fn unknown(&self) -> GateValues {
+        GateValues::fresh(&self.set, self.logged.clone())
     }
 
     /// The published state changed outside [`Self::advance`]: rebuild at the next commit.
@@ -174,7 +260,7 @@ impl GateBook {
         tree: &Node,
         patch: &[PatchOp],
     ) -> GateValues {
-        let next = GateValues::unknown(&self.set);
+        let next = self.unknown();
         let stale = std::mem::replace(&mut self.stale, false);
         for (id, gate) in self.set.gates.iter().enumerate() {
             if let (Some(shape), Some(compiled)) = (&gate.shape, &gate.compiled) {
@@ -184,13 +270,13 @@ impl GateBook {
                     _ => Moved::Rebuild,
                 };
                 if let Some(passes) = fold_result(track, moved, shape, compiled, tree) {
-                    let _ = next.0[id].set(passes);
+                    let _ = next.values[id].set(passes);
                     continue;
                 }
             }
             if !touched(&gate.reads, patch) {
                 if let Some(v) = prev.known(id) {
-                    let _ = next.0[id].set(v);
+                    let _ = next.values[id].set(v);
                 }
             }
         }
@@ -208,7 +294,7 @@ fn fold_result(
     shape: &Shape,
     compiled: &CompiledPredicate,
     tree: &Node,
-) -> Option<bool> {
+) -> Option<Verdict> {
     let items = match table::at(tree, &shape.path) {
         Some(Node::Array(items)) => Some(items),
         _ => None,
@@ -233,7 +319,7 @@ fn fold_result(
             t.settle(i, outcome);
         }
     }
-    t.passes(shape.fold, shape.negated)
+    t.verdict(shape.fold, shape.negated)
 }
 
 /// True when an op of `patch` is at, under or above a chain `reads` lists.

@@ -137,6 +137,24 @@ impl Table {
     /// with the macro semantics of the `cel` interpreter: `exists` and `all` absorb errors
     /// beside a deciding element (`true` for `exists`, `false` for `all`), `exists_one` fails
     /// on any error. `None` while entries are dirty.
+    pub(crate) fn verdict(&self, fold: Fold, negated: bool) -> Option<super::Verdict> {
+        let passes = self.passes(fold, negated)?;
+        let (t, f, o) = (self.trues, self.falses, self.others);
+        // The macro's own result is an error when no element decides it and one failed.
+        let failed = o > 0
+            && match fold {
+                Fold::Exists => t == 0,
+                Fold::All => f == 0,
+                Fold::ExistsOne => true,
+            };
+        Some(match (passes, failed) {
+            (true, _) => super::Verdict::Open,
+            (false, true) => super::Verdict::Failed,
+            (false, false) => super::Verdict::Closed,
+        })
+    }
+
+    /// Whether the gate passes; see [`Table::verdict`].
     pub(crate) fn passes(&self, fold: Fold, negated: bool) -> Option<bool> {
         if self.dirty > 0 {
             return None;

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::shape::{self, Fold, Reads};
-use super::{GateBook, GateSet, GateValues};
+use super::{GateBook, GateSet, GateValues, Verdict};
 use crate::algo::cel_eval::PredicateCache;
 use crate::algo::diff::diff;
 use crate::algo::tree::Node;
@@ -221,7 +221,43 @@ proptest! {
                 }
                 let full = cache.evaluate_gate(src, &state);
                 prop_assert_eq!(values.passes(&set, id, &tree), full, "{} on {}", src, state);
+                // A failure is the same failure whether the book folded it or not.
+                prop_assert_eq!(
+                    values.verdict(&set, id, &tree) == Verdict::Failed,
+                    set.evaluate(id, &tree) == Verdict::Failed,
+                    "{} on {}", src, state
+                );
             }
         }
     }
+}
+
+#[test]
+fn a_gate_that_cannot_be_evaluated_fails_not_closes() {
+    let cache = PredicateCache::new();
+    let sources = [
+        "state.todos.exists(t, t.done)",
+        "state.count > 1",
+        "state.count >",
+    ];
+    let set = GateSet::new(sources, &cache);
+    // The state does not match the schema the gates were checked against.
+    let tree = Node::from_value(json!({"todos": [{"title": "x"}], "count": "many"}));
+    let values = GateValues::unknown(&set);
+    assert_eq!(values.verdict(&set, 0, &tree), Verdict::Failed);
+    assert_eq!(values.verdict(&set, 1, &tree), Verdict::Failed);
+    assert_eq!(values.verdict(&set, 2, &tree), Verdict::Failed);
+    let tree = Node::from_value(json!({"todos": [{"done": false}], "count": 0}));
+    let values = GateValues::unknown(&set);
+    assert_eq!(values.verdict(&set, 0, &tree), Verdict::Closed);
+    assert_eq!(values.verdict(&set, 1, &tree), Verdict::Closed);
+    // Logged once per gate and session: the flag stays set across the session's snapshots.
+    let book = GateBook::new(Arc::new(GateSet::new(sources, &cache)));
+    let first = book.unknown();
+    let tree = Node::from_value(json!({"count": "many"}));
+    assert_eq!(
+        first.verdict(book.set_for_tests(), 1, &tree),
+        Verdict::Failed
+    );
+    assert!(book.unknown().logged[1].load(std::sync::atomic::Ordering::Relaxed));
 }

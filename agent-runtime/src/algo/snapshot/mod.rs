@@ -125,7 +125,7 @@ impl Snapshots {
 
     /// No route gate result known for a snapshot made outside [`Self::next`].
     pub(crate) fn unknown_gates(&self) -> GateValues {
-        GateValues::unknown(self.gates.set())
+        self.gates.unknown()
     }
 
     /// The first snapshot of a session.

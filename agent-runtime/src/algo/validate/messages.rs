@@ -150,6 +150,15 @@ pub(crate) fn validates_failed(src: &str) -> String {
     format!("value violates `@validates(\"{src}\")`")
 }
 
+/// M13e: the predicate could not be evaluated on the value (an evaluation error, not the
+/// predicate's answer).
+pub(crate) fn validates_unevaluable(src: &str) -> String {
+    format!(
+        "`@validates(\"{src}\")` could not be evaluated on this value (an evaluation error, \
+         not the predicate's answer): the message is refused"
+    )
+}
+
 /// Writes `value` as compact JSON with the number rule, without recursion (the value may be
 /// nested arbitrarily deep).
 fn write_compact(value: &Value, out: &mut String) {

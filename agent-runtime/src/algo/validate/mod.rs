@@ -126,23 +126,39 @@ impl Validator {
 
     /// Validates `msg` under `policy`.
     pub fn validate(&self, msg: &Value, policy: DispatchPolicy) -> ValidationOutcome {
+        self.validate_reporting(msg, policy).0
+    }
+
+    /// [`Validator::validate`], with the sources of the `@validates` predicates that could not
+    /// be evaluated on their values (each also an error of the outcome, saying so): the
+    /// caller logs and counts them. Empty, without allocating, on the normal path.
+    pub(crate) fn validate_reporting(
+        &self,
+        msg: &Value,
+        policy: DispatchPolicy,
+    ) -> (ValidationOutcome, Vec<String>) {
         let Some(map) = msg.as_object() else {
-            return single(
+            let outcome = single(
                 "",
                 IssueCode::NotObject,
                 messages::MSG_NOT_OBJECT.to_owned(),
             );
+            return (outcome, Vec::new());
         };
         let Some(variant) = map.get("type").and_then(Value::as_str) else {
-            return single(
+            let outcome = single(
                 "type",
                 IssueCode::Missing,
                 messages::TYPE_MISSING.to_owned(),
             );
+            return (outcome, Vec::new());
         };
         let Some(&index) = self.tree.index.get(variant) else {
             let message = messages::unknown_variant(variant, &self.tree.legal_variants);
-            return single("type", IssueCode::UnknownVariant, message);
+            return (
+                single("type", IssueCode::UnknownVariant, message),
+                Vec::new(),
+            );
         };
         let mut walk = Walk::new(policy == DispatchPolicy::Strict, &self.predicates);
         walk.object(&self.tree.variants[index], map, Some("type"));
@@ -190,6 +206,63 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn a_validation_that_cannot_be_evaluated_says_so() {
+        use agent_schema::{StaticAnnotations, StaticFieldTags, VariantDescriptor};
+        use serde_json::json;
+
+        let schema = json!({"oneOf": [{
+            "type": "object",
+            "properties": {"type": {"const": "set"}, "any": true, "n": {"type": "integer"}},
+            "required": ["type", "any", "n"],
+        }]});
+        const FIELDS: &[StaticFieldTags] = &[
+            StaticFieldTags {
+                wire_name: "any",
+                hint: None,
+                validates: Some("size(v) > 0"),
+            },
+            StaticFieldTags {
+                wire_name: "n",
+                hint: None,
+                validates: Some("v > 0"),
+            },
+        ];
+        let descriptors = [VariantDescriptor {
+            wire_name: "set",
+            annotations: StaticAnnotations::DEFAULT,
+            fields: FIELDS,
+        }];
+        let model = MsgModel::from_schema(&schema, &descriptors).unwrap();
+        let validator = Validator::new(&model, Arc::new(PredicateCache::new())).unwrap();
+        let lenient = DispatchPolicy::Lenient;
+
+        // The normal path: nothing to report.
+        let (ok, failed) =
+            validator.validate_reporting(&json!({"type": "set", "any": "x", "n": 1}), lenient);
+        assert!(ok.is_ok() && failed.is_empty());
+        // A value that decides `false`: the usual message.
+        let (outcome, failed) =
+            validator.validate_reporting(&json!({"type": "set", "any": [1], "n": 0}), lenient);
+        assert!(failed.is_empty());
+        assert_eq!(
+            outcome.errors[0].message,
+            "value violates `@validates(\"v > 0\")`"
+        );
+        // `size` of a number is an evaluation error: refused, and said so.
+        let (outcome, failed) =
+            validator.validate_reporting(&json!({"type": "set", "any": 5, "n": 1}), lenient);
+        assert_eq!(failed, ["size(v) > 0"]);
+        assert_eq!(outcome.errors.len(), 1);
+        assert_eq!(outcome.errors[0].code, IssueCode::ValidatesFailed);
+        assert_eq!(outcome.errors[0].path, "any");
+        assert!(
+            outcome.errors[0].message.contains("could not be evaluated"),
+            "{}",
+            outcome.errors[0].message
+        );
+    }
 
     #[test]
     fn validator_is_shareable() {

@@ -31,6 +31,8 @@ pub(crate) struct Walk<'a> {
     predicates: &'a PredicateCache,
     path: Vec<Seg<'a>>,
     outcome: ValidationOutcome,
+    /// The `@validates` sources that could not be evaluated (empty on the normal path).
+    unevaluable: Vec<String>,
 }
 
 impl<'a> Walk<'a> {
@@ -40,11 +42,13 @@ impl<'a> Walk<'a> {
             predicates,
             path: Vec::with_capacity(8),
             outcome: ValidationOutcome::default(),
+            unevaluable: Vec::new(),
         }
     }
 
-    pub(crate) fn finish(self) -> ValidationOutcome {
-        self.outcome
+    /// The outcome, and the `@validates` sources that could not be evaluated.
+    pub(crate) fn finish(self) -> (ValidationOutcome, Vec<String>) {
+        (self.outcome, self.unevaluable)
     }
 
     /// The current path, plus `last` when given.
@@ -118,10 +122,18 @@ impl<'a> Walk<'a> {
                     let before = self.outcome.errors.len();
                     self.check(&field.ty, present);
                     if let Some(src) = &field.validates {
-                        if self.outcome.errors.len() == before
-                            && !self.predicates.evaluate_validates(src, present)
-                        {
-                            self.error(IssueCode::ValidatesFailed, m::validates_failed(src));
+                        if self.outcome.errors.len() == before {
+                            match self.predicates.decide_validates(src, present) {
+                                Some(true) => {}
+                                Some(false) => {
+                                    self.error(IssueCode::ValidatesFailed, m::validates_failed(src))
+                                }
+                                None => {
+                                    self.unevaluable.push(src.clone());
+                                    let message = m::validates_unevaluable(src);
+                                    self.error(IssueCode::ValidatesFailed, message);
+                                }
+                            }
                         }
                     }
                 }

@@ -7,7 +7,7 @@ use agent_schema::{AgentMsg as _, MessageAnnotations};
 use serde_json::json;
 
 use super::{Session, SessionError};
-use crate::algo::affordances::{Offer, DEFAULT_UNAVAILABLE_REASON};
+use crate::algo::affordances::{Offer, DEFAULT_UNAVAILABLE_REASON, GATE_FAILED_REASON};
 use crate::app::App;
 use crate::config::ActionGates;
 
@@ -48,6 +48,12 @@ impl<A: App> Session<A> {
                 let gate = annotations.route_gate.as_deref().unwrap_or_default();
                 Some(format!(
                     "{label} is not available now: {reason} (routeGate: {gate})"
+                ))
+            }
+            Offer::GateFailed => {
+                let gate = annotations.route_gate.as_deref().unwrap_or_default();
+                Some(format!(
+                    "{label} is not available now: {GATE_FAILED_REASON} (routeGate: {gate})"
                 ))
             }
             Offer::NotListed => Some(format!(

@@ -112,7 +112,10 @@ impl<A: App> Session<A> {
         msg: &Value,
         policy: DispatchPolicy,
     ) -> Result<(A::Msg, Vec<ValidationIssue>), Rejection> {
-        let outcome = self.core.catalog.validate(msg, policy);
+        let (outcome, unevaluable) = self.core.catalog.validate_reporting(msg, policy);
+        for src in unevaluable {
+            self.validates_unevaluable(&src);
+        }
         if !outcome.is_ok() {
             return Err((outcome.detail(), outcome.errors));
         }
@@ -122,6 +125,22 @@ impl<A: App> Session<A> {
         match A::Msg::deserialize(msg) {
             Ok(m) => Ok((m, outcome.warnings)),
             Err(e) => Err((format!("msg does not deserialize: {e}"), Vec::new())),
+        }
+    }
+
+    /// Logs at WARN and counts (`agent_validation_evaluation_failures_total`) a `@validates`
+    /// that could not be evaluated, once per predicate and session.
+    #[cold]
+    fn validates_unevaluable(&self, src: &str) {
+        if self.core.validates_logged.lock().insert(src.into()) {
+            crate::telemetry::validation_evaluation_failed();
+            tracing::warn!(
+                session = %self.core.id,
+                validates = src,
+                "a `@validates` could not be evaluated on a message's value (does the value \
+                 match the field's schema?): the message is refused, and the sender is told \
+                 it could not be evaluated"
+            );
         }
     }
 

@@ -42,10 +42,12 @@ mod task;
 pub(crate) mod transcript;
 mod undo;
 mod undo_record;
+#[cfg(test)]
+mod validates_tests;
 mod work;
 
 use parking_lot::{Mutex, RwLock};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -125,6 +127,9 @@ pub(crate) struct SessionCore<A: App> {
     release: Release,
     events: events::SharedHub,
     outcomes: Mutex<HashMap<String, LastOutcome>>,
+    /// The `@validates` sources that could not be evaluated in this session and were logged
+    /// (each is logged and counted once per session).
+    validates_logged: Mutex<HashSet<Box<str>>>,
     closed: watch::Sender<bool>,
     /// The next ticket; held while a message is queued so tickets reach the inbox in order.
     next_ticket: Mutex<u64>,

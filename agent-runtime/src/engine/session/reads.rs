@@ -82,7 +82,7 @@ impl<A: App> Session<A> {
         let catalog = &self.core.catalog;
         let gates = catalog.gates();
         Ok(catalog.pick_actions(&bindings, hook.as_deref(), &mut |id| {
-            published.gates.passes(gates, id, &published.state)
+            published.gates.verdict(gates, id, &published.state)
         }))
     }
 

@@ -2,7 +2,7 @@
 //! a new one from the app's `init` or one rebuilt from its stored record, and the task spawned
 //! with the initial effects.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
@@ -147,6 +147,7 @@ impl<A: App> Session<A> {
             notes,
             confirm_changed,
             outcomes: Mutex::new(HashMap::new()),
+            validates_logged: Mutex::new(HashSet::new()),
             closed,
             next_ticket: Mutex::new(1),
             committed_through: AtomicU64::new(0),
