@@ -10,7 +10,9 @@
 //! heap.
 //!
 //! `BUSY_SESSIONS`, `BUSY_MESSAGES` (each), `BUSY_CONCURRENCY`, `BUSY_SECONDS` (the time limit)
-//! change the load; `BUSY_ARGS` (space-separated) adds server arguments.
+//! change the load; `BUSY_ARGS` (space-separated) adds server arguments. With `BUSY_MAX_MIB`
+//! the run fails when the process's resident size after the load is over that many MiB (the
+//! benchmark gate's memory bound, `.ci/bench-gate`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -81,6 +83,18 @@ fn main() {
             figures.idle.saturating_sub(figures.started) / MIB,
             figures.after.saturating_sub(figures.started) / MIB
         );
+        // The gate's bound (`.ci/bench-gate`): the resident size after the load.
+        if let Some(bound) = std::env::var("BUSY_MAX_MIB")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            let after = figures.after / MIB;
+            if after > bound {
+                eprintln!("FAIL: resident after the load {after} MiB, over its bound {bound} MiB");
+                std::process::exit(1);
+            }
+            println!("resident after the load {after} MiB, within its bound {bound} MiB");
+        }
     }
 }
 
