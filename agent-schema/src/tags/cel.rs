@@ -25,7 +25,7 @@ pub const MAX_AST_DEPTH: usize = 4 * MAX_CEL_DEPTH;
 const PARSE_STACK: usize = 64 * 1024 * 1024;
 
 /// Identifiers every expression may read besides its variable: CEL's type names.
-const TYPE_NAMES: [&str; 10] = [
+pub(crate) const TYPE_NAMES: [&str; 10] = [
     "int",
     "uint",
     "double",

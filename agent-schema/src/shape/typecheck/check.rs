@@ -7,22 +7,8 @@ use serde_json::Value;
 
 use super::ty::{Open, Ty};
 use super::{Finding, Report};
-use crate::tags::cel::{children, select_chain};
+use crate::tags::cel::{children, select_chain, TYPE_NAMES};
 use crate::tags::suggest::closest;
-
-/// CEL's type names, readable as identifiers.
-const TYPE_NAMES: [&str; 10] = [
-    "int",
-    "uint",
-    "double",
-    "bool",
-    "string",
-    "bytes",
-    "list",
-    "map",
-    "null_type",
-    "type",
-];
 
 /// The state of one check.
 pub(crate) struct Checker<'a, 's> {
