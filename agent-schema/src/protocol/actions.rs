@@ -67,14 +67,6 @@ impl ActionList {
         Self::from_serialized(text)
     }
 
-    /// The list a JSON value holds when it is an array (a paired app's answer), else empty.
-    pub fn from_value(value: &Value) -> Self {
-        match value {
-            Value::Array(_) => Self::from_serialized(value.to_string()),
-            _ => Self::from_serialized("[]".into()),
-        }
-    }
-
     /// `text`, written by serde_json from an array.
     fn from_serialized(text: String) -> Self {
         // SAFETY: every caller passes text serde_json wrote from one array value
@@ -202,11 +194,6 @@ mod tests {
     fn a_list_is_an_array_or_an_error() {
         let err = serde_json::from_str::<ActionList>("{\"variant\":\"inc\"}").unwrap_err();
         assert!(err.to_string().contains("expected an array"), "{err}");
-        assert!(ActionList::from_value(&json!({"a": 1})).is_empty());
-        assert_eq!(
-            ActionList::from_value(&json!([serde_json::to_value(action("inc")).unwrap()])),
-            ActionList::new(&[action("inc")])
-        );
     }
 
     #[test]

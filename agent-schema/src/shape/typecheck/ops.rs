@@ -71,7 +71,7 @@ impl<'a> Checker<'a, '_> {
             }
             ("_==_" | "_!=_", None, [a, b]) => {
                 let (ta, tb) = (self.ty(a), self.ty(b));
-                self.equality(expr, a, &ta, b, &tb);
+                self.equality(a, &ta, b, &tb);
                 Ty::Bool
             }
             ("_<_" | "_<=_" | "_>_" | "_>=_", None, [a, b]) => {
@@ -82,13 +82,13 @@ impl<'a> Checker<'a, '_> {
                     && (kb == Kind::Any || ordered(kb))
                     && (ka == kb || ka == Kind::Any || kb == Kind::Any);
                 if !fine {
-                    self.mismatch(expr, "orders", a, &ta, b, &tb);
+                    self.mismatch("orders", a, &ta, b, &tb);
                 }
                 Ty::Bool
             }
             ("_+_" | "_-_" | "_*_" | "_/_" | "_%_", None, [a, b]) => {
                 let (ta, tb) = (self.ty(a), self.ty(b));
-                self.arithmetic(expr, name, a, &ta, b, &tb)
+                self.arithmetic(name, a, &ta, b, &tb)
             }
             ("-_", None, [a]) => {
                 let ta = self.ty(a);
@@ -109,7 +109,7 @@ impl<'a> Checker<'a, '_> {
             ("@in", None, [item, collection]) => {
                 let ti = self.ty(item);
                 let tc = self.ty(collection);
-                self.membership(expr, item, &ti, collection, &tc);
+                self.membership(item, &ti, collection, &tc);
                 Ty::Bool
             }
             ("size", None, [a]) | ("size", Some(a), []) => {
@@ -231,15 +231,7 @@ impl<'a> Checker<'a, '_> {
     }
 
     /// Two operands of kinds `verb` does not combine.
-    fn mismatch(
-        &mut self,
-        _expr: &Expression,
-        verb: &str,
-        a: &Expression,
-        ta: &Ty<'a>,
-        b: &Expression,
-        tb: &Ty<'a>,
-    ) {
+    fn mismatch(&mut self, verb: &str, a: &Expression, ta: &Ty<'a>, b: &Expression, tb: &Ty<'a>) {
         let (ta, tb) = (self.solid(ta), self.solid(tb));
         self.error(
             format!(
@@ -255,14 +247,7 @@ impl<'a> Checker<'a, '_> {
     }
 
     /// `a == b`: same kinds, and a literal compared with an enum is one of its values.
-    fn equality(
-        &mut self,
-        expr: &Expression,
-        a: &Expression,
-        ta: &Ty<'a>,
-        b: &Expression,
-        tb: &Ty<'a>,
-    ) {
+    fn equality(&mut self, a: &Expression, ta: &Ty<'a>, b: &Expression, tb: &Ty<'a>) {
         let (sa, sb) = (self.solid(ta), self.solid(tb));
         for (side, ty, other) in [(a, &sa, b), (b, &sb, a)] {
             if let (Ty::Enum(values), Some(literal @ Value::String(_))) = (ty, literal_json(other))
@@ -275,7 +260,7 @@ impl<'a> Checker<'a, '_> {
         }
         let (ka, kb) = (kind(&sa), kind(&sb));
         if ka != kb && ka != Kind::Any && kb != Kind::Any {
-            self.mismatch(expr, "compares", a, ta, b, tb);
+            self.mismatch("compares", a, ta, b, tb);
         }
     }
 
@@ -306,7 +291,6 @@ impl<'a> Checker<'a, '_> {
     /// `a + b` and the other arithmetic operators.
     fn arithmetic(
         &mut self,
-        expr: &Expression,
         op: &str,
         a: &Expression,
         ta: &Ty<'a>,
@@ -349,7 +333,7 @@ impl<'a> Checker<'a, '_> {
             (Ty::String, Ty::String) | (Ty::Bytes, Ty::Bytes) if op == "_+_" => sa.clone(),
             (Ty::List(_), Ty::List(_)) if op == "_+_" => self.join(&sa, &sb),
             _ => {
-                self.mismatch(expr, verb, a, ta, b, tb);
+                self.mismatch(verb, a, ta, b, tb);
                 Ty::Dyn
             }
         }
@@ -391,34 +375,27 @@ impl<'a> Checker<'a, '_> {
     }
 
     /// `item in collection`.
-    fn membership(
-        &mut self,
-        expr: &Expression,
-        item: &Expression,
-        ti: &Ty<'a>,
-        collection: &Expression,
-        tc: &Ty<'a>,
-    ) {
+    fn membership(&mut self, item: &Expression, ti: &Ty<'a>, collection: &Expression, tc: &Ty<'a>) {
         match self.solid(tc) {
             Ty::List(element) => {
                 if let Expr::List(list) = &collection.expr {
                     for element in &list.elements {
                         let te = literal_json(element).map_or(Ty::Dyn, |l| literal_kind(&l));
-                        self.equality(expr, item, ti, element, &te);
+                        self.equality(item, ti, element, &te);
                     }
                 } else {
                     let si = self.solid(ti);
                     let se = self.solid(&element);
                     let (ki, ke) = (kind(&si), kind(&se));
                     if ki != ke && ki != Kind::Any && ke != Kind::Any {
-                        self.mismatch(expr, "looks for", item, ti, collection, tc);
+                        self.mismatch("looks for", item, ti, collection, tc);
                     }
                 }
             }
             Ty::Map(_) | Ty::Object(..) => {
                 let si = self.solid(ti);
                 if !matches!(kind(&si), Kind::Text | Kind::Any) {
-                    self.mismatch(expr, "looks for", item, ti, collection, tc);
+                    self.mismatch("looks for", item, ti, collection, tc);
                 }
             }
             Ty::String => self.error(
