@@ -4,12 +4,13 @@
 //! Every test is `#[ignore]`d so `cargo test --workspace` passes on a machine without a browser;
 //! `.ci/test` installs Debian's `chromium` and `chromium-driver` and runs them with
 //! `cargo test --workspace --test console_browser -- --ignored`. One test binary; the undo,
-//! transcript-export, OAuth consent, cross-origin minting and running-work scenarios are modules
+//! transcript-export, OAuth consent, cross-origin minting, running-work and owner's-own-data scenarios are modules
 //! of their own.
 
 #[cfg(feature = "full")]
 mod consent;
 mod cross_origin;
+mod owner_view;
 mod transcript;
 mod undo;
 mod work;

@@ -388,3 +388,115 @@ fn a_route_gate_cannot_read_a_redacted_field() {
     let error = Host::new(GatedApp).expect_err("the gate reads a redacted field");
     assert!(error.to_string().contains("apiKey"), "{error}");
 }
+
+/// The rule's other side (`docs/security.md` §The owner sees their own data): the session's
+/// owner reads and changes their own state whole, `@redact` values marked as hidden from
+/// agents, while the agent of the same session still never gets one, whatever the owner did.
+#[tokio::test]
+async fn the_owner_sees_their_own_data_and_the_agent_still_does_not() {
+    let t = TestServer::builder(VaultApp)
+        .rate_limit("100000/minute")
+        .start()
+        .await;
+    let m = t.mint("alice", None).await;
+    for msg in [
+        json!({"type": "add", "label": "mail"}),
+        json!({"type": "lock"}),
+    ] {
+        let a = t
+            .lap(
+                &m.token,
+                "/message",
+                &json!({"msg": msg, "waitFor": "idle"}),
+            )
+            .await;
+        assert_eq!(a.body["status"], "dispatched", "{}", a.body);
+    }
+    let view_path = format!("/agent/human/sessions/{}", m.session_id);
+
+    // The owner's view: the whole state, and where agents see less.
+    let view = t.get(&view_path, Some("alice")).await;
+    assert_eq!(view.status, 200, "{}", view.body);
+    let state = &view.body["state"];
+    assert_eq!(state["apiKey"], format!("{SECRET}-key-0"), "{state}");
+    assert_eq!(state["entries"][0]["password"], format!("{SECRET}-pw-1"));
+    assert_eq!(
+        state["byLabel"]["mail"]["password"],
+        format!("{SECRET}-pw-1")
+    );
+    assert_eq!(state["mode"]["pin"], format!("{SECRET}-pin-2"), "{state}");
+    assert_eq!(view.body["redacts"], true);
+    assert_eq!(
+        view.body["hiddenFromAgents"],
+        json!([
+            "/apiKey",
+            "/byLabel/mail/password",
+            "/entries/0/password",
+            "/mode/pin"
+        ])
+    );
+
+    // The owner's dispatch answers the change of their own data.
+    let path = format!("{view_path}/dispatch");
+    let body = json!({"msg": {"type": "rotate"}, "waitFor": "idle", "includeState": true});
+    let rotated = t.post_json(&path, Some("alice"), None, &body).await;
+    assert_eq!(rotated.status, 200, "{}", rotated.body);
+    assert_eq!(rotated.body["status"], "dispatched", "{}", rotated.body);
+    let changed: Vec<&str> = rotated.body["stateDiff"]
+        .as_array()
+        .expect("a diff")
+        .iter()
+        .map(|op| op["path"].as_str().unwrap_or_default())
+        .collect();
+    for path in ["/count", "/apiKey", "/entries/0/password", "/mode/pin"] {
+        assert!(changed.contains(&path), "{path} not in {changed:?}");
+    }
+    assert_eq!(
+        rotated.body["stateAfter"]["apiKey"],
+        format!("{SECRET}-key-3")
+    );
+
+    // Another person, and the agent's own bearer, get nothing of it.
+    let other = t.get(&view_path, Some("bob")).await;
+    assert_eq!(other.status, 403, "{}", other.body);
+    assert!(!other.body.to_string().contains(SECRET), "{}", other.body);
+    let as_agent = t
+        .send(
+            t.request(reqwest::Method::GET, &view_path)
+                .bearer_auth(&m.token),
+        )
+        .await;
+    assert!(
+        matches!(as_agent.status, 401 | 403),
+        "{}: {}",
+        as_agent.status,
+        as_agent.body
+    );
+    assert_clean("the human view with an agent's bearer", &as_agent.body);
+
+    // The agent after the owner's dispatch: its state, the log entry of the owner's commit,
+    // the change it waits on, and MCP, all without a redacted value.
+    let since = t.lap(&m.token, "/state", &json!({"sinceSeq": 2})).await;
+    assert_eq!(since.status, 200, "{}", since.body);
+    assert_clean("/state sinceSeq", &since.body);
+    for (tail, body) in [
+        ("/observe", json!({})),
+        ("/state", json!({})),
+        ("/recent-actions", json!({"n": 10})),
+        ("/wait", json!({"timeoutMs": 10})),
+    ] {
+        let a = t.lap(&m.token, tail, &body).await;
+        assert_eq!(a.status, 200, "{tail}: {}", a.body);
+        assert_clean(tail, &a.body);
+    }
+    let agent = McpAgent::connect(&t.base, &m.token).await;
+    for (tool, args) in [
+        ("observe", json!({})),
+        ("get_state", json!({})),
+        ("describe_recent_actions", json!({"n": 10})),
+    ] {
+        let out = agent.call(tool, args).await;
+        assert_clean(tool, &out);
+    }
+    agent.close().await;
+}

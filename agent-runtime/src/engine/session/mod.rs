@@ -27,6 +27,7 @@ mod keyed_tests;
 pub(crate) mod migrate;
 mod notes;
 mod outcome;
+mod owner;
 mod patches;
 mod pending;
 pub(crate) mod persist;

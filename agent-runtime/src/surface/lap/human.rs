@@ -24,7 +24,7 @@ use crate::ops::ServerState;
 use crate::ops::{dispatch_options, Operation};
 use crate::security::{AgentSession, TokenRecord, TokenStatus};
 use agent_schema::protocol::ErrorCode;
-use agent_schema::protocol::{DispatchRequest, Fields};
+use agent_schema::protocol::{DispatchRequest, Fields, SendResult, WaitFor};
 
 /// The human routes.
 pub(crate) fn human_routes<A: App>(server: &ServerState<A>) -> Router {
@@ -142,8 +142,15 @@ async fn human_session<A: App>(server: ServerState<A>, id: String, req: Request)
         Ok(a) => a,
         Err(e) => return internal(e).into_response(),
     };
+    // The owner's own data, whole (`docs/security.md` §The owner sees their own data).
+    let owner = match session.owner_state() {
+        Ok(owner) => owner,
+        Err(e) => return internal(e).into_response(),
+    };
     let view = HumanView {
-        state: session.published().json(),
+        state: owner.state,
+        hidden_from_agents: owner.hidden_from_agents,
+        redacts: session.redacts(),
         actions,
         pending: session.pending(),
         log: session.recent_log(usize::MAX, None),
@@ -157,11 +164,16 @@ async fn human_session<A: App>(server: ServerState<A>, id: String, req: Request)
     }
 }
 
-/// The human's view of a session; the state is the snapshot's text, embedded as is.
+/// The owner's view of a session: the whole state, `@redact` fields included.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct HumanView {
-    state: std::sync::Arc<serde_json::value::RawValue>,
+    state: serde_json::Value,
+    /// JSON Pointers of the values in `state` that agents do not see.
+    hidden_from_agents: Vec<String>,
+    /// Whether agents see less than `state` at all (the app redacts): the event stream's
+    /// states are then the agents' view, and a console reads this view again on each.
+    redacts: bool,
     actions: Vec<agent_schema::protocol::Action>,
     pending: Vec<agent_schema::protocol::ConfirmEntry>,
     log: Vec<agent_schema::protocol::LogEntry>,
@@ -185,10 +197,33 @@ async fn human_dispatch<A: App>(server: ServerState<A>, id: String, req: Request
             Operation::Message.spec(),
             server.options().max_wait_ms(),
         );
-        let result = session
+        // The owner's answer shows their own data: with a redacting app, the diff and the
+        // state after are the whole state's, read when the call arrives and when it answers.
+        let whole = session.redacts() && opts.wait_for != WaitFor::None;
+        let before = if whole {
+            Some(session.whole_state().map_err(internal)?)
+        } else {
+            None
+        };
+        let mut result = session
             .dispatch_as_human(&request.msg.0, opts)
             .await
             .map_err(internal)?;
+        if let (
+            Some(before),
+            SendResult::Dispatched {
+                state_diff,
+                state_after,
+                ..
+            },
+        ) = (before, &mut result)
+        {
+            let after = session.whole_state().map_err(internal)?;
+            *state_diff = crate::algo::diff::diff(&before, &after);
+            if state_after.is_some() {
+                *state_after = Some(after);
+            }
+        }
         Ok::<_, ApiError>(serde_json::to_value(result).unwrap_or_default())
     }
     .await;
