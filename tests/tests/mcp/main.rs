@@ -1,5 +1,6 @@
 //! MCP over `/agent/mcp`: the actions (and the default bindings that offer them), its bounds (in
-//! memory and on the stores), the fast call path, the HTTP transport and the listen slots. One
+//! memory and on the stores), the fast call path, the HTTP transport and the listen slots; the
+//! guide's clients of the notes app (`guide_clients`: curl, the Python and TypeScript SDKs). One
 //! test binary; each module was a test file of its own.
 
 mod actions;
@@ -11,6 +12,7 @@ mod default_bindings;
 #[cfg(feature = "full")]
 mod document_server;
 mod fast_call;
+mod guide_clients;
 mod host_quirks;
 #[cfg(feature = "full")]
 mod hosts;
