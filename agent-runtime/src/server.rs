@@ -14,9 +14,9 @@ use crate::engine::host::Host;
 use crate::engine::store::Stores;
 use crate::ops::{IdempotencyStore, ServerFields, ServerOptions, ServerState};
 use crate::security::{
-    AllowedHosts, AuditSink, ConfigError, GovernorRateLimiter, Identity, IdentityCookie,
-    IdentityKey, IdentityResolver, OriginPolicy, RateLimiter, StderrAuditSink, StoreError,
-    TokenStore, TracingAuditSink, HOST_REFUSED_DETAIL,
+    AllowedHosts, AuditSink, ConfigError, GovernorRateLimiter, HostCheckLayer, Identity,
+    IdentityCookie, IdentityKey, IdentityResolver, OriginPolicy, RateLimiter, StderrAuditSink,
+    StoreError, TokenStore, TracingAuditSink, HOST_REFUSED_DETAIL,
 };
 
 /// The HTTP surface of a host. Cheap to clone (shared).
@@ -283,20 +283,11 @@ impl<A: App> AgentServer<A> {
         let router = router.merge(crate::surface::pairing::socket::ws_routes(state));
         #[cfg(feature = "oauth")]
         let router = router.merge(crate::surface::oauth::oauth_routes(state));
-        let router = router.layer(axum::middleware::from_fn(
-            move |request: axum::extract::Request, next: axum::middleware::Next| {
-                let allowed = allowed.clone();
-                async move {
-                    if allowed.allows(request.headers(), request.uri().authority()) {
-                        next.run(request).await
-                    } else {
-                        axum::response::IntoResponse::into_response(
-                            crate::ops::ApiError::forbidden(HOST_REFUSED_DETAIL),
-                        )
-                    }
-                }
-            },
-        ));
+        let router = router.layer(HostCheckLayer::new(allowed, || {
+            axum::response::IntoResponse::into_response(crate::ops::ApiError::forbidden(
+                HOST_REFUSED_DETAIL,
+            ))
+        }));
         // The probes answer whatever the `Host`: an orchestrator asks on the pod's address.
         let router = router.merge(crate::surface::health::health_routes(state));
         #[cfg(feature = "mcp")]

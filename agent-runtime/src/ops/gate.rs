@@ -275,10 +275,12 @@ async fn success_tail<A: App>(
         let entry = log_entry(LogKind::Read, intent, &record.tid, server.now());
         caller.backend.append_log(entry);
     }
-    let (event, detail) = served.audit;
-    let entry = AuditEntry::new(server.now(), event, detail)
-        .with_tid(record.tid.clone())
-        .with_uid(record.uid.clone());
-    server.audit(entry).await;
+    if server.audit_sink().enabled() {
+        let (event, detail) = served.audit;
+        let entry = AuditEntry::new(server.now(), event, detail)
+            .with_tid(record.tid.clone())
+            .with_uid(record.uid.clone());
+        server.audit(entry).await;
+    }
     Reply::ok(served.body)
 }

@@ -160,6 +160,15 @@ impl<A: App> ServerState<A> {
         self.inner.auth_throttle.check(address, self.now())
     }
 
+    /// [`Self::auth_blocked`], the address made by `address` only when some address is
+    /// blocked (the hot path's check: no address formatted while none is).
+    pub(crate) fn auth_blocked_by(
+        &self,
+        address: impl FnOnce() -> String,
+    ) -> Result<(), RateLimited> {
+        self.inner.auth_throttle.check_by(address, self.now())
+    }
+
     /// A credential from client `address` failed at `endpoint`: counted in the address's
     /// `auth-failure` bucket. While the bucket lasts, `audit` (the failure's own entry, if
     /// any) is written; the failure that empties it blocks the address and writes one

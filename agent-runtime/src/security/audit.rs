@@ -218,6 +218,14 @@ pub trait AuditSink: Send + Sync {
     /// Records one entry.
     fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()>;
 
+    /// Whether an entry written now would be recorded; `true` by default. The server builds no
+    /// entry of a successful call while it is `false` (one is written per LAP call, so a sink
+    /// that drops them, as [`TracingAuditSink`] does without a subscriber for its target, saves
+    /// their building); a refusal's entry is always written.
+    fn enabled(&self) -> bool {
+        true
+    }
+
     /// Completes when every entry written so far is stored (a shutdown waits for it,
     /// `docs/operations.md` §Shutdown); at once by default.
     fn flush(&self) -> BoxFuture<'static, ()> {
@@ -228,6 +236,10 @@ pub trait AuditSink: Send + Sync {
 impl<T: AuditSink + ?Sized> AuditSink for Arc<T> {
     fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()> {
         (**self).write(entry)
+    }
+
+    fn enabled(&self) -> bool {
+        (**self).enabled()
     }
 
     fn flush(&self) -> BoxFuture<'static, ()> {
@@ -243,10 +255,14 @@ pub struct TracingAuditSink;
 impl AuditSink for TracingAuditSink {
     fn write(&self, entry: AuditEntry) -> BoxFuture<'static, ()> {
         // Built only when a subscriber records it: audit runs on every LAP call.
-        if tracing::enabled!(target: AUDIT_TARGET, tracing::Level::INFO) {
+        if self.enabled() {
             tracing::info!(target: AUDIT_TARGET, entry = %entry.to_json());
         }
         future::ready(()).boxed()
+    }
+
+    fn enabled(&self) -> bool {
+        tracing::enabled!(target: AUDIT_TARGET, tracing::Level::INFO)
     }
 }
 

@@ -47,8 +47,21 @@ impl AuthThrottle {
     /// Before a credential of `address` is looked up at `now`: 429 while the address is
     /// blocked (the refusal is counted, not audited).
     pub(crate) fn check(&self, address: &str, now: u64) -> Result<(), RateLimited> {
+        self.check_by(|| address.to_owned(), now)
+    }
+
+    /// [`Self::check`] with the address made by `address` only when some address is blocked:
+    /// the usual call, with nothing blocked, neither formats nor looks one up.
+    pub(crate) fn check_by(
+        &self,
+        address: impl FnOnce() -> String,
+        now: u64,
+    ) -> Result<(), RateLimited> {
         let mut blocked = self.blocked.lock();
-        match blocked.get_mut(address) {
+        if blocked.is_empty() {
+            return Ok(());
+        }
+        match blocked.get_mut(&address()) {
             Some(block) if block.until > now => {
                 block.refused += 1;
                 crate::telemetry::rate_limited(Bucket::AuthFailure.as_str());

@@ -240,6 +240,17 @@ pub(crate) fn bound_entry(entry: &mut LogEntry, limit: usize) -> usize {
     size
 }
 
+/// `entry`'s JSON text within `limit` bytes: serialized once when it fits (the usual case),
+/// else brought within it by [`bound_entry`] first and serialized again.
+pub(crate) fn bounded_text(entry: &mut LogEntry, limit: usize) -> serde_json::Result<String> {
+    let text = serde_json::to_string(entry)?;
+    if text.len() <= limit {
+        return Ok(text);
+    }
+    bound_entry(entry, limit);
+    serde_json::to_string(entry)
+}
+
 /// A fresh log entry of `kind` at `at` with every optional key absent.
 pub(crate) fn entry(kind: LogKind, at: u64) -> LogEntry {
     let id = match kind {
@@ -332,6 +343,17 @@ mod tests {
         let mut e = entry(LogKind::Blocked, 1);
         e.variant = Some("v".repeat(1 << 20));
         assert!(bound_entry(&mut e, 16 * 1024) <= 16 * 1024);
+        // The text of one that fits is its plain serialization; of one that does not, the
+        // bounded entry's.
+        let mut fits = entry(LogKind::Read, 1);
+        fits.intent = Some("read the state".into());
+        let text = bounded_text(&mut fits, 16 * 1024).unwrap();
+        assert_eq!(text, serde_json::to_string(&fits).unwrap());
+        let mut over = entry(LogKind::Blocked, 1);
+        over.variant = Some("v".repeat(1 << 20));
+        let text = bounded_text(&mut over, 16 * 1024).unwrap();
+        assert!(text.len() <= 16 * 1024, "{}", text.len());
+        assert_eq!(text, serde_json::to_string(&over).unwrap());
     }
 
     #[test]

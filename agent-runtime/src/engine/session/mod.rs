@@ -358,12 +358,13 @@ impl<A: App> SessionCore<A> {
     }
 
     fn append_log(&self, mut entry: LogEntry) {
-        activity::bound_entry(&mut entry, self.config.budgets.log_entry_bytes);
-        // Serialized once: the log and the event history share the text.
-        let text: Arc<str> = match serde_json::to_string(&entry) {
-            Ok(text) => Arc::from(text),
-            Err(_) => return,
-        };
+        // Serialized once (when within its budget): the log and the event history share the
+        // text.
+        let text: Arc<str> =
+            match activity::bounded_text(&mut entry, self.config.budgets.log_entry_bytes) {
+                Ok(text) => Arc::from(text),
+                Err(_) => return,
+            };
         let mut log = self.log.lock();
         log.push_text(entry.kind, text.clone());
         self.events.lock().publish(EventBody::Log(text));

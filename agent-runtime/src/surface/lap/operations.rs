@@ -117,14 +117,16 @@ async fn admitted<A: App>(server: &ServerState<A>, parts: &Parts) -> Result<Call
         .headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let address = request_client_address(parts, server.options().trust_proxy);
-    server.auth_blocked(&address)?;
+    // The client address is made only when it is needed: an address is blocked, or the
+    // credential failed.
+    let address = || request_client_address(parts, server.options().trust_proxy);
+    server.auth_blocked_by(address)?;
     match ops::admit(server, authorization).await {
         Ok(caller) => Ok(caller),
         Err(e) => {
             let refused = matches!(e.code(), ErrorCode::AuthFailed | ErrorCode::Revoked);
             if refused && authorization.is_some() {
-                server.auth_failed(&address, parts.uri.path(), None).await;
+                server.auth_failed(&address(), parts.uri.path(), None).await;
             }
             Err(e)
         }

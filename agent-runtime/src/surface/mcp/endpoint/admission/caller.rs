@@ -46,8 +46,8 @@ impl<A: App, S> McpAdmission<A, S> {
     ) -> Result<(BoundToken, TokenRecord), Box<Response>> {
         let server = &self.server;
         let now = server.now();
-        let address = request_client_address(parts, server.options().trust_proxy);
-        if let Err(limited) = server.auth_blocked(&address) {
+        let address = || request_client_address(parts, server.options().trust_proxy);
+        if let Err(limited) = server.auth_blocked_by(address) {
             return Err(Box::new(ApiError::from(limited).into_response()));
         }
         let authorization = parts
@@ -72,7 +72,7 @@ impl<A: App, S> McpAdmission<A, S> {
             Err(e) => {
                 let detail = json!({"endpoint": MCP_PATH, "code": e.code().as_str()});
                 let entry = AuditEntry::new(now, AuditEvent::AuthFailed, detail);
-                server.auth_failed(&address, MCP_PATH, Some(entry)).await;
+                server.auth_failed(&address(), MCP_PATH, Some(entry)).await;
                 Err(Box::new(ApiError::from(e).into_response()))
             }
         }
