@@ -103,11 +103,13 @@ async fn nested_filter_redaction_and_human_only_key_rotation() {
     assert_eq!(bad["status"], "rejected", "{bad}");
     assert!(bad["detail"].as_str().unwrap().contains("tag"), "{bad}");
 
-    // The secret never reaches the agent, nor the human console's state.
+    // The secret never reaches the agent; its owner sees it, marked as hidden from agents
+    // (`docs/security.md` §The owner sees their own data).
     let state = w.state().await;
     assert!(state.get("apiKey").is_none(), "{state}");
     let human_view = w.human(reqwest::Method::GET, "", None).await;
-    assert!(human_view["state"].get("apiKey").is_none());
+    assert_eq!(human_view["state"]["apiKey"], "sk-demo-secret");
+    assert_eq!(human_view["hiddenFromAgents"], json!(["/apiKey"]));
 
     let refused = w.send(json!({"type": "rotateKey"})).await;
     assert_eq!(refused["reason"], "human-only", "{refused}");
@@ -121,9 +123,12 @@ async fn nested_filter_redaction_and_human_only_key_rotation() {
     assert_eq!(rotated["status"], "dispatched", "{rotated}");
     assert_eq!(
         rotated["stateDiff"],
-        json!([]),
-        "the rotated key is redacted too"
+        json!([{"op": "replace", "path": "/apiKey", "value": "sk-rotated-0"}]),
+        "the owner's answer shows the owner's change"
     );
+    // The agent's view did not change: nothing it can read differs.
+    let after = w.state().await;
+    assert_eq!(after, state, "{after}");
 }
 
 #[tokio::test]
