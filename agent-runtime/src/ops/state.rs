@@ -155,13 +155,8 @@ impl<A: App> ServerState<A> {
     }
 
     /// Before a credential from client `address` is looked up: 429 `rate-limited` while the
-    /// address is blocked for failing too often (`docs/security.md` §Rate limits).
-    pub(crate) fn auth_blocked(&self, address: &str) -> Result<(), RateLimited> {
-        self.inner.auth_throttle.check(address, self.now())
-    }
-
-    /// [`Self::auth_blocked`], the address made by `address` only when some address is
-    /// blocked (the hot path's check: no address formatted while none is).
+    /// address is blocked for failing too often (`docs/security.md` §Rate limits). `address`
+    /// is made only when some address is blocked (no address formatted while none is).
     pub(crate) fn auth_blocked_by(
         &self,
         address: impl FnOnce() -> String,

@@ -45,13 +45,9 @@ pub(crate) struct AuthThrottle {
 
 impl AuthThrottle {
     /// Before a credential of `address` is looked up at `now`: 429 while the address is
-    /// blocked (the refusal is counted, not audited).
-    pub(crate) fn check(&self, address: &str, now: u64) -> Result<(), RateLimited> {
-        self.check_by(|| address.to_owned(), now)
-    }
-
-    /// [`Self::check`] with the address made by `address` only when some address is blocked:
-    /// the usual call, with nothing blocked, neither formats nor looks one up.
+    /// blocked (the refusal is counted, not audited). `address` is called only when some
+    /// address is blocked: the usual call, with nothing blocked, neither formats nor looks one
+    /// up.
     pub(crate) fn check_by(
         &self,
         address: impl FnOnce() -> String,
@@ -128,10 +124,10 @@ mod tests {
         let limiter = GovernorRateLimiter::new("3/minute".parse().expect("spec"));
         let throttle = AuthThrottle::default();
         for _ in 0..3 {
-            assert_eq!(throttle.check("a", 0), Ok(()));
+            assert_eq!(throttle.check_by(|| "a".into(), 0), Ok(()));
             assert_eq!(throttle.failed(&limiter, "a", 0).await, Failure::Counted);
         }
-        assert_eq!(throttle.check("a", 0), Ok(()));
+        assert_eq!(throttle.check_by(|| "a".into(), 0), Ok(()));
         let Failure::Blocked {
             retry_after_ms,
             refused: 0,
@@ -141,11 +137,11 @@ mod tests {
         };
         assert!((1..=20_000).contains(&retry_after_ms), "{retry_after_ms}");
         for _ in 0..5 {
-            assert!(throttle.check("a", 10).is_err());
+            assert!(throttle.check_by(|| "a".into(), 10).is_err());
         }
-        assert_eq!(throttle.check("b", 10), Ok(()));
+        assert_eq!(throttle.check_by(|| "b".into(), 10), Ok(()));
         // The block ends with the wait; the refusals meanwhile are reported with the next one.
-        assert_eq!(throttle.check("a", retry_after_ms), Ok(()));
+        assert_eq!(throttle.check_by(|| "a".into(), retry_after_ms), Ok(()));
         let next = throttle.failed(&limiter, "a", retry_after_ms).await;
         assert!(
             matches!(next, Failure::Blocked { refused: 5, .. }),

@@ -77,7 +77,7 @@ async fn upgrade<A: App>(server: ServerState<A>, req: Request) -> Response {
     let now = server.now();
     // An address that failed too often is refused before its token is looked up.
     let address = request_client_address(&parts, server.options().trust_proxy);
-    if let Err(limited) = server.auth_blocked(&address) {
+    if let Err(limited) = server.auth_blocked_by(|| address.clone()) {
         return limited.into_response();
     }
     let bearer = format!("Bearer {token}");

@@ -125,7 +125,7 @@ impl<A: App> McpHandler<A> {
         let address = parts(context)
             .map(|p| request_client_address(p, self.server.options().trust_proxy))
             .unwrap_or_default();
-        if let Err(limited) = self.server.auth_blocked(&address) {
+        if let Err(limited) = self.server.auth_blocked_by(|| address.clone()) {
             let wait = limited.retry_after_secs();
             return failure(format!(
                 "Too many failed authentications from this address: retry in {wait} s."

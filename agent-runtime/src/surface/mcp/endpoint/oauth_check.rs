@@ -138,7 +138,7 @@ pub(super) async fn check<A: App>(
         return None;
     }
     let address = request_client_address(parts, server.options().trust_proxy);
-    if let Err(limited) = server.auth_blocked(&address) {
+    if let Err(limited) = server.auth_blocked_by(|| address.clone()) {
         return Some(crate::ops::ApiError::from(limited).into_response());
     }
     let record = match crate::ops::verify_mcp_bearer(server, Some(authorization)).await {

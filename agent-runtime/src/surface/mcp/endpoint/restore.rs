@@ -148,7 +148,9 @@ pub(crate) async fn admit_stored<A: App>(
     id: &str,
 ) -> Result<BoundToken, Refused> {
     let address = request_client_address(parts, server.options().trust_proxy);
-    server.auth_blocked(&address).map_err(Refused::Limited)?;
+    server
+        .auth_blocked_by(|| address.clone())
+        .map_err(Refused::Limited)?;
     match verdict(server, store, parts, id).await {
         Verdict::Rebuild(binding) => Ok(binding),
         Verdict::Refused => {
