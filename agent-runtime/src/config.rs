@@ -191,11 +191,13 @@ pub struct Budgets {
     /// Bytes those patches hold in all (default 1 MiB); the oldest go first, and a patch over
     /// it on its own is not kept (a `sinceSeq` before it gets the whole state).
     pub patch_history_bytes: usize,
-    /// Bytes the rings of all the host's sessions (event histories, activity logs, recent
-    /// commit patches, transcripts) retain in all, counted as what their entries take on the
-    /// heap: past it, the oldest entries across every session go first, and one session's
-    /// rings hold at most an eighth of it (past that, its own oldest go first;
-    /// `docs/stores.md` §Memory).
+    /// Bytes all the host's sessions retain in all: their rings (event histories, activity
+    /// logs, recent commit patches, transcripts) and the answers of keyed `/message`s, counted
+    /// as what their entries take on the heap with the allocator's slack: past it, the oldest
+    /// entries across every session go first, and one session's rings hold at most an eighth
+    /// of it (past that, its own oldest go first). Pending confirmations, running work and
+    /// keyed calls still running count too, but are never shed: the rings give way to them
+    /// (`docs/stores.md` §Memory).
     ///
     /// The default follows the machine: an eighth of the memory the process may use (the
     /// cgroup's limit when there is one, else the machine's `MemTotal`), at most

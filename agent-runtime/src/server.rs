@@ -239,7 +239,7 @@ impl<A: App> AgentServerBuilder<A> {
             anonymous_mints: GovernorRateLimiter::new(self.options.anonymous_mint_rate),
             auth_throttle: Default::default(),
             origin,
-            idempotency: IdempotencyStore::new(host.config()),
+            idempotency: IdempotencyStore::new(host.config(), host.retained().clone()),
             durable_idempotency,
             durable_idempotency_swept: Default::default(),
             revocations,

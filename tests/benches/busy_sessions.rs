@@ -129,9 +129,37 @@ async fn in_process(busy: Busy) {
     );
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
+        /// glibc's `struct mallinfo2`.
+        #[repr(C)]
+        #[derive(Default)]
+        struct MallInfo2 {
+            arena: usize,
+            ordblks: usize,
+            smblks: usize,
+            hblks: usize,
+            hblkhd: usize,
+            usmblks: usize,
+            fsmblks: usize,
+            uordblks: usize,
+            fordblks: usize,
+            keepcost: usize,
+        }
         extern "C" {
             fn malloc_trim(pad: usize) -> i32;
+            fn mallinfo2() -> MallInfo2;
         }
+        // SAFETY: glibc's mallinfo2 only reads the allocator's statistics.
+        let info = unsafe { mallinfo2() };
+        println!(
+            "glibc: {} MiB from the system in its arenas ({} MiB mmapped blocks), {} MiB in use, \
+             {} MiB free in {} free chunks ({} MiB in fast bins)",
+            info.arena / MIB as usize,
+            info.hblkhd / MIB as usize,
+            info.uordblks / MIB as usize,
+            info.fordblks / MIB as usize,
+            info.ordblks,
+            info.fsmblks / MIB as usize,
+        );
         // SAFETY: glibc's malloc_trim takes a padding and only returns free pages.
         unsafe { malloc_trim(0) };
         println!(

@@ -6,6 +6,7 @@
 
 mod busy_sessions;
 mod hostile_memory;
+mod keyed_flood;
 mod load;
 mod session_memory;
 

@@ -583,12 +583,26 @@ impl<A: App> Host<A> {
         }
     }
 
-    /// Bytes the sessions' rings (event histories, activity logs, recent commit patches,
-    /// transcripts) retain in all, as what their entries take on the heap: at most
+    /// Bytes the sessions retain in all, as what their entries take on the heap: their rings
+    /// (event histories, activity logs, recent commit patches, transcripts), the answers of
+    /// keyed `/message`s, and what cannot be shed ([`Host::held_bytes`]). At most
     /// [`Budgets::retained_bytes`](crate::config::Budgets::retained_bytes), beyond the entries
-    /// being added at that instant (`docs/stores.md` §Memory).
+    /// being added at that instant, unless what cannot be shed is over it on its own
+    /// (`docs/stores.md` §Memory).
     pub fn retained_bytes(&self) -> usize {
         self.inner.retained.total()
+    }
+
+    /// The part of [`Host::retained_bytes`] that is never shed for the budget: pending and
+    /// recently decided confirmations, running work, and keyed `/message` records still in
+    /// flight or whose answers were shed (`docs/stores.md` §Memory).
+    pub fn held_bytes(&self) -> usize {
+        self.inner.retained.held()
+    }
+
+    /// The host's account of what its sessions retain (`engine/session/retained.rs`).
+    pub(crate) fn retained(&self) -> &Retained {
+        &self.inner.retained
     }
 
     /// Number of open sessions.

@@ -306,6 +306,36 @@ impl ConfirmStore {
         self.slots.clear();
     }
 
+    /// What the entries, pending and decided, take on the heap (an estimate of their
+    /// allocations: strings, payload trees, an approved entry's state text), charged to the
+    /// host's budget of what sessions retain and never shed for it (`docs/stores.md` §Memory).
+    pub(crate) fn heap_cost(&self) -> usize {
+        use super::retained::{block, value_cost, with_slack};
+        let text = |s: &str| block(s.len());
+        let slots = block(self.slots.capacity() * std::mem::size_of::<Slot>());
+        with_slack(
+            slots
+                + self
+                    .slots
+                    .iter()
+                    .map(|s| {
+                        let e = &s.entry;
+                        text(&e.id)
+                            + text(&e.variant)
+                            + text(&e.intent)
+                            + e.reason.as_deref().map_or(0, text)
+                            + e.tid.as_deref().map_or(0, text)
+                            + value_cost(&e.payload)
+                            + e.edited_payload.as_ref().map_or(0, value_cost)
+                            + s.committed.as_ref().map_or(0, |c| {
+                                block(c.state_after.get().len() + 16)
+                                    + c.msg.as_ref().map_or(0, value_cost)
+                            })
+                    })
+                    .sum::<usize>(),
+        )
+    }
+
     /// How many entries are pending.
     pub(crate) fn pending_count(&self) -> usize {
         self.slots

@@ -254,3 +254,35 @@ fn a_decision_past_the_maximum_age_is_refused_as_expired() {
     );
     assert_eq!(store.sweep(1001, true).len(), 1);
 }
+
+/// The confirmations are charged to the host's budget whenever they change (held: never shed),
+/// an approved entry's state text included, and refunded when they go.
+#[test]
+fn confirmations_are_charged_to_the_host() {
+    let retained = super::retained::Retained::new(10_000_000);
+    let confirms =
+        super::pending::Confirms::new(ConfirmStore::new(600_000), retained.session().held());
+    let empty = retained.total();
+    {
+        let mut store = confirms.lock();
+        store.propose(entry("a", 0), 0).unwrap();
+        store.propose(entry("b", 0), 0).unwrap();
+    }
+    let two = retained.total();
+    assert!(two > empty + 2 * 32, "{two}");
+    assert_eq!(retained.held(), two);
+    assert_eq!(two, confirms.lock().heap_cost());
+    // Reading changes nothing.
+    assert_eq!(confirms.lock().pending().len(), 2);
+    assert_eq!(retained.total(), two);
+    {
+        let mut store = confirms.lock();
+        store.approve("a", None, 1).unwrap();
+        store.mark_committed("a", text(json!({"count": "x".repeat(50_000)})), None, 1);
+    }
+    assert!(retained.total() > two + 50_000, "{}", retained.total());
+    confirms.lock().clear();
+    assert!(retained.total() < two);
+    drop(confirms);
+    assert_eq!((retained.total(), retained.held()), (0, 0));
+}

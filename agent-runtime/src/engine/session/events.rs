@@ -106,7 +106,7 @@ fn history_cost(body: &Kept) -> usize {
     let slot = std::mem::size_of::<(NumberedEvent, usize, u64)>();
     match body {
         Kept::Log(text) | Kept::Confirm(text) => retained::text_cost(text.len(), slot),
-        Kept::State(_) | Kept::StateMark => slot,
+        Kept::State(_) | Kept::StateMark => retained::with_slack(slot),
     }
 }
 
@@ -239,9 +239,10 @@ impl EventHub {
         };
         if size > self.event_bytes {
             // Not kept: a replay across it would miss it, so none reaches back before it.
-            self.history.clear();
-            self.charge.sub(self.history_bytes);
-            self.history_bytes = 0;
+            // Each entry refunds what it was charged (its heap cost, not its JSON size).
+            while !self.history.is_empty() {
+                self.drop_oldest();
+            }
         } else {
             // History keeps `state` events without their data: a replay sends the state
             // captured when it starts.

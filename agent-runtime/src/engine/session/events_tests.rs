@@ -46,12 +46,13 @@ fn big_narration(at: u64, bytes: usize) -> EventBody {
 
 #[tokio::test]
 async fn the_history_keeps_its_byte_budget_and_skips_oversized_events() {
+    let retained = crate::engine::session::retained::Retained::unbounded();
     let hub = shared(EventHub::with_budgets(
         256,
         20_000,
         100_000,
         snap(0, 0),
-        crate::engine::session::retained::Retained::unbounded().charge(),
+        retained.charge(),
     ));
     for i in 0..50 {
         hub.lock().publish(big_narration(i, 10_000));
@@ -64,8 +65,11 @@ async fn the_history_keeps_its_byte_budget_and_skips_oversized_events() {
     let mut sub = subscribe(&hub, Some("45"), vec![], SessionHold::unheld());
     assert_eq!(sub.next().await.unwrap().id, 46);
     // An event over the per-event budget is not kept: nothing replays across it.
+    assert!(retained.total() > 0);
     hub.lock().publish(big_narration(99, 30_000));
     assert_eq!(hub.lock().history_bytes(), 0);
+    // Every dropped entry refunded what it was charged (it used to refund its JSON size).
+    assert_eq!(retained.total(), 0);
     let mut sub = subscribe(&hub, Some("45"), vec![], SessionHold::unheld());
     assert_eq!(sub.next().await.unwrap().data()["snapshot"], json!(true));
 }

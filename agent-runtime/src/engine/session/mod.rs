@@ -37,7 +37,7 @@ mod published;
 mod queue;
 mod reads;
 mod release;
-mod retained;
+pub(crate) mod retained;
 mod start;
 mod task;
 pub(crate) mod transcript;

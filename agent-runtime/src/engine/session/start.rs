@@ -108,11 +108,14 @@ impl<A: App> Session<A> {
             id,
             owner,
             created_at,
-            confirms: pending::Confirms::new(ConfirmStore::with_budgets(
-                crate::clock::millis(config.confirm_max_age),
-                config.budgets.max_pending_confirms,
-                config.budgets.pending_confirm_bytes,
-            )),
+            confirms: pending::Confirms::new(
+                ConfirmStore::with_budgets(
+                    crate::clock::millis(config.confirm_max_age),
+                    config.budgets.max_pending_confirms,
+                    config.budgets.pending_confirm_bytes,
+                ),
+                retained.held(),
+            ),
             events: Arc::new(Mutex::new(EventHub::with_budgets(
                 config.event_history,
                 config.budgets.event_bytes,
@@ -155,7 +158,7 @@ impl<A: App> Session<A> {
             refresh: tokio::sync::Notify::new(),
             stored: watch::channel(in_memory).0,
             log_dirty: tokio::sync::Notify::new(),
-            work: work::WorkBoard::new(),
+            work: work::WorkBoard::new(retained.held()),
         });
         retained::attach(&core.events);
         retained::attach(&core.log);

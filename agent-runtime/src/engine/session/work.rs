@@ -3,6 +3,9 @@
 //! the handle that aborts it. A slot is on the board from the effect's start to its end; the
 //! board's version changes whenever a slot starts, ends, is cancelled or reports progress, so
 //! readers (the event streams, `/wait`) follow it through one `watch`, never a queue.
+//!
+//! Each slot is charged to the host's budget of what sessions retain while it is on the board
+//! ([`slot_cost`], held: running work is never shed for the budget, `docs/stores.md` §Memory).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +16,29 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
+use super::retained::{block, with_slack, HeldCharge};
 use crate::app::EffectWork;
+
+/// What a slot on the board takes on the heap, as charged to the host's budget: the slot, its
+/// two channels, what started it (shared by the effects of one message, charged to each) and
+/// the longest progress text it may report.
+pub(crate) fn slot_cost(starter: &Starter) -> usize {
+    // A `watch` channel's shared part: its value, lock, version and notifiers.
+    const CHANNEL: usize = 160;
+    let text = |s: &Option<String>| s.as_ref().map_or(0, |s| block(s.len()));
+    with_slack(
+        block(16 + std::mem::size_of::<WorkSlot>())
+        + 2 * block(CHANNEL + std::mem::size_of::<SlotState>())
+        + block(16 + std::mem::size_of::<Starter>())
+        + text(&starter.tid)
+        + text(&starter.key)
+        + text(&starter.variant)
+        + text(&starter.intent)
+        + block(4 * agent_schema::protocol::PROGRESS_TEXT_CHARS)
+        // Its node in the board's map.
+        + 2 * std::mem::size_of::<(u64, Arc<WorkSlot>)>(),
+    )
+}
 
 /// What started a running effect: the message whose commit returned it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +96,8 @@ pub(crate) struct WorkSlot {
     state: watch::Sender<SlotState>,
     abort: Mutex<Option<AbortHandle>>,
     board: Weak<WorkBoard>,
+    /// What it is charged ([`slot_cost`]).
+    cost: usize,
 }
 
 impl std::fmt::Debug for WorkSlot {
@@ -150,6 +177,7 @@ impl WorkSlot {
         if ended {
             if let Some(board) = self.board.upgrade() {
                 board.running.lock().remove(&self.id);
+                board.held.lock().sub(self.cost);
                 board.bump();
             }
         }
@@ -212,21 +240,31 @@ pub(crate) struct WorkBoard {
     running: Mutex<BTreeMap<u64, Arc<WorkSlot>>>,
     next_id: AtomicU64,
     version: watch::Sender<u64>,
+    /// What the slots on the board are charged, together.
+    held: Mutex<HeldCharge>,
 }
 
 impl WorkBoard {
-    /// An empty board.
-    pub(crate) fn new() -> Arc<Self> {
+    /// An empty board, its slots charged to `held`.
+    pub(crate) fn new(held: HeldCharge) -> Arc<Self> {
         Arc::new(WorkBoard {
             running: Mutex::new(BTreeMap::new()),
             next_id: AtomicU64::new(1),
             version: watch::channel(0).0,
+            held: Mutex::new(held),
         })
+    }
+
+    /// Bytes the slots on the board are charged.
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.held.lock().bytes()
     }
 
     /// Puts a new effect on the board, started by the commit `seq` of `starter`'s message.
     pub(crate) fn start(self: &Arc<Self>, seq: u64, starter: Arc<Starter>) -> Arc<WorkSlot> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let cost = slot_cost(&starter);
         let slot = Arc::new(WorkSlot {
             id,
             seq,
@@ -236,8 +274,10 @@ impl WorkBoard {
             state: watch::channel(SlotState::default()).0,
             abort: Mutex::new(None),
             board: Arc::downgrade(self),
+            cost,
         });
         self.running.lock().insert(id, slot.clone());
+        self.held.lock().add(cost);
         self.bump();
         slot
     }
@@ -275,7 +315,11 @@ mod tests {
 
     #[test]
     fn progress_is_coalesced_and_ignored_after_the_end() {
-        let board = WorkBoard::new();
+        let board = WorkBoard::new(
+            crate::engine::session::Retained::unbounded()
+                .session()
+                .held(),
+        );
         let slot = board.start(3, Arc::new(Starter::app()));
         let mut follow = slot.follow();
         for i in 0..10_000 {
@@ -299,7 +343,11 @@ mod tests {
 
     #[test]
     fn a_cancel_is_asked_once() {
-        let board = WorkBoard::new();
+        let board = WorkBoard::new(
+            crate::engine::session::Retained::unbounded()
+                .session()
+                .held(),
+        );
         let slot = board.start(1, Arc::new(Starter::app()));
         let signal = slot.cancel_signal();
         assert!(slot.request_cancel("agent"));
@@ -307,5 +355,32 @@ mod tests {
         assert!(*signal.borrow());
         assert_eq!(slot.cancelled_by().as_deref(), Some("agent"));
         assert!(board.list()[0].cancelling);
+    }
+
+    /// Running work is charged to the host's budget while it is on the board, refunded when
+    /// it ends, and never shed: the rings give way to it.
+    #[test]
+    fn running_work_is_charged_and_refunded() {
+        let retained = crate::engine::session::Retained::new(100_000);
+        let session = retained.session();
+        let board = WorkBoard::new(session.held());
+        let starter = Arc::new(Starter {
+            tid: Some("t".repeat(40)),
+            ..Starter::app()
+        });
+        let cost = slot_cost(&starter);
+        assert!(cost > std::mem::size_of::<WorkSlot>() + 4 * 200, "{cost}");
+        let a = board.start(1, starter.clone());
+        let b = board.start(1, starter);
+        assert_eq!(board.held_bytes(), 2 * cost);
+        assert_eq!((retained.total(), retained.held()), (2 * cost, 2 * cost));
+        assert!(a.finish(End::Done));
+        assert!(!a.finish(End::Done));
+        assert_eq!(retained.total(), cost);
+        drop(b);
+        // Still on the board (its task holds it elsewhere): still charged.
+        assert_eq!(retained.total(), cost);
+        drop(board);
+        assert_eq!((retained.total(), retained.held()), (0, 0));
     }
 }

@@ -9,7 +9,9 @@ use std::future::Future;
 use axum::http::StatusCode;
 use serde_json::Value;
 
-use super::durable::{answered, claim_or_replay, different_message, store_answer, Durable};
+use super::durable::{
+    answer_not_kept, answered, claim_or_replay, different_message, store_answer, Durable,
+};
 use super::idempotency::Claim;
 use super::KeyedServer;
 use crate::engine::session::keyed::{KeyOutcome, KeyReceipt, KeyedDispatch};
@@ -38,11 +40,18 @@ where
             return replay;
         }
     }
-    let first = match &keyed {
+    let mut first = match &keyed {
         None => None,
         Some((key, msg)) => match server.idempotency().claim(&tid, key, msg, server.now()) {
             Err(over) => return Reply::error(over.into()),
-            Ok(Claim::First(tx)) => Some(tx),
+            Ok(Claim::First(first)) => Some(first),
+            Ok(Claim::Shed(shed)) => {
+                return Reply::error(if shed.same_message(msg) {
+                    answer_not_kept(key)
+                } else {
+                    different_message(key)
+                });
+            }
             Ok(Claim::Repeat(first)) => {
                 if !first.same_message(msg) {
                     return Reply::error(different_message(key));
@@ -68,12 +77,14 @@ where
     };
     // First in this process: the store says whether it is first anywhere.
     let mut durable = false;
-    if let (Some(tx), Some((key, msg))) = (&first, &keyed) {
+    if let (Some(_), Some((key, msg))) = (&first, &keyed) {
         match claim_or_replay(server, record, key, msg).await {
             Durable::Claimed => durable = true,
             Durable::Unavailable => {}
             Durable::Replay(reply) => {
-                tx.send_replace(Some(reply.clone().into_stored()));
+                if let Some(first) = first.take() {
+                    first.answer(reply.clone().into_stored());
+                }
                 return reply;
             }
         }
@@ -92,7 +103,7 @@ where
     let task_record = record.clone();
     let task = tokio::spawn(async move {
         let reply = work.await;
-        let Some(tx) = first else {
+        let Some(first) = first else {
             return reply;
         };
         let mut reply = reply;
@@ -124,7 +135,7 @@ where
                 .await;
             }
         }
-        tx.send_replace(Some(stored));
+        first.answer(stored);
         reply
     });
     server

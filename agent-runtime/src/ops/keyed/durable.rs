@@ -50,6 +50,18 @@ pub(super) fn different_message(key: &str) -> ApiError {
     ))
 }
 
+/// 409: the key's first call ran in this process, but its answer was shed for the host's
+/// budget of what sessions retain (`docs/lap.md` §5.7): the message is not applied again.
+pub(super) fn answer_not_kept(key: &str) -> ApiError {
+    ApiError::new(ErrorCode::Conflict)
+        .with_reason("answer-not-kept")
+        .with_detail(format!(
+            "idempotencyKey {key} was used for this message, whose answer is no longer kept \
+             (shed for the server's memory budget); it is not applied again: read the state \
+             for its effect"
+        ))
+}
+
 /// The first call's stored answer under `(record.tid, key)`, replayed (409 for another
 /// message under the key); `None` when there is none yet, or no durable store.
 pub(super) async fn answered<S: KeyedServer>(

@@ -4,9 +4,19 @@
 //! Records are bounded per record (key and message) and per token (bytes, answers included);
 //! expired records are dropped by a periodic sweep owned by the store, not only on the next
 //! keyed call.
+//!
+//! Each token's records are a ring of the host's budget of what sessions retain
+//! (`engine/session/retained.rs`, `docs/stores.md` §Memory). A record is charged what it takes
+//! on the heap. While its first call runs it cannot be shed (held bytes). Once answered it is
+//! sheddable, oldest answer first, like any ring's entry: shedding keeps the key, its creation
+//! time and a digest of its message, and drops the message and the answer. A repeat of a shed
+//! record is answered 409 `conflict`, reason `answer-not-kept` (409 "different message" when
+//! its message differs), never run again: the message was applied once and the key stays
+//! bound until the window ends.
 
 use parking_lot::Mutex;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -15,6 +25,9 @@ use tokio::sync::watch;
 
 use crate::clock::SharedClock;
 use crate::config::{json_len, HostConfig, OverBudget};
+use crate::engine::session::retained::{
+    self, block, value_cost, with_slack, HeldCharge, Retained, RetainedRing, RingCharge,
+};
 use crate::ops::reply::StoredAnswer;
 
 /// How long a key stays bound to its first answer.
@@ -28,7 +41,6 @@ const MAX_RECORDS_PER_TOKEN: usize = 1024;
 /// One key's record.
 #[derive(Debug)]
 pub(crate) struct Record {
-    created_at: u64,
     msg: Value,
     /// Bytes of the key and the message.
     request_bytes: usize,
@@ -54,18 +66,221 @@ impl Record {
     }
 }
 
+/// A record whose message and answer were shed for the host's budget: its key stays bound.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ShedRecord {
+    digest: u64,
+}
+
+impl ShedRecord {
+    /// Whether `msg` is (as far as a 64-bit digest tells) JSON-equal to the first call's.
+    pub(crate) fn same_message(&self, msg: &Value) -> bool {
+        digest(msg) == self.digest
+    }
+}
+
+/// A digest of a message that JSON-equal messages share (object keys in sorted order).
+fn digest(msg: &Value) -> u64 {
+    fn feed(v: &Value, h: &mut std::collections::hash_map::DefaultHasher) {
+        match v {
+            Value::Null => 0u8.hash(h),
+            Value::Bool(b) => (1u8, b).hash(h),
+            Value::Number(n) => (2u8, n.to_string()).hash(h),
+            Value::String(s) => (3u8, s).hash(h),
+            Value::Array(a) => {
+                (4u8, a.len()).hash(h);
+                a.iter().for_each(|v| feed(v, h));
+            }
+            Value::Object(m) => {
+                (5u8, m.len()).hash(h);
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                for k in keys {
+                    k.hash(h);
+                    feed(&m[k], h);
+                }
+            }
+        }
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    feed(msg, &mut h);
+    h.finish()
+}
+
 /// What a call with a key is.
 #[derive(Debug)]
 pub(crate) enum Claim {
-    /// The first call: it must store its answer through the sender.
-    First(watch::Sender<Option<StoredAnswer>>),
+    /// The first call: it must store its answer through [`FirstCall::answer`].
+    First(FirstCall),
     /// A repeat of a live record.
     Repeat(Arc<Record>),
+    /// A repeat of a record whose answer was shed for the host's budget.
+    Shed(ShedRecord),
 }
 
-/// One token's live records, oldest first, each under its idempotency key.
-type TokenRecords = VecDeque<(String, Arc<Record>)>;
-type Records = Mutex<HashMap<String, TokenRecords>>;
+/// A first call's hold on its record: hands its answer to the repeats and charges it.
+#[derive(Debug)]
+pub(crate) struct FirstCall {
+    tx: watch::Sender<Option<StoredAnswer>>,
+    ring: Weak<Mutex<TokenRing>>,
+    id: u64,
+}
+
+impl FirstCall {
+    /// Stores the first call's answer: repeats get it, and the record, charged its answer
+    /// too, becomes sheddable.
+    pub(crate) fn answer(self, answer: StoredAnswer) {
+        let answer_cost = with_slack(
+            block(answer.body.len())
+                + answer
+                    .headers
+                    .iter()
+                    .map(|(k, v)| block(k.len()) + block(v.len()))
+                    .sum::<usize>()
+                + block(answer.headers.capacity() * std::mem::size_of::<(String, String)>()),
+        );
+        self.tx.send_replace(Some(answer));
+        if let Some(ring) = self.ring.upgrade() {
+            ring.lock().answered(self.id, answer_cost);
+        }
+    }
+}
+
+/// What a kept record is.
+#[derive(Debug)]
+enum State {
+    /// Its first call runs: held, not sheddable.
+    Running(Arc<Record>),
+    /// Answered: sheddable, stamped in the host's order.
+    Answered(Arc<Record>, u64),
+    /// Shed: its key and the digest of its message, held.
+    Shed(ShedRecord),
+}
+
+/// One record of a token.
+#[derive(Debug)]
+struct Kept {
+    id: u64,
+    key: String,
+    created_at: u64,
+    /// What it is charged now (held while running or shed, else sheddable).
+    cost: usize,
+    state: State,
+}
+
+impl Kept {
+    /// Bytes counted against the token's budget (`idempotency_token_bytes`).
+    fn bytes(&self) -> usize {
+        match &self.state {
+            State::Running(r) | State::Answered(r, _) => r.bytes(),
+            State::Shed(_) => self.key.len(),
+        }
+    }
+}
+
+/// What a record shed to its key costs: its slot and its key.
+fn shed_cost(key: &str) -> usize {
+    with_slack(std::mem::size_of::<Kept>() + block(key.len()))
+}
+
+/// One token's live records, oldest first, and their charges.
+#[derive(Debug)]
+pub(crate) struct TokenRing {
+    records: VecDeque<Kept>,
+    /// The answered records, by stamp: the sheddable ones.
+    answered: BTreeMap<u64, u64>,
+    next_id: u64,
+    charge: RingCharge,
+    held: HeldCharge,
+}
+
+impl RetainedRing for TokenRing {
+    fn oldest_stamp(&self) -> Option<u64> {
+        self.answered.first_key_value().map(|(stamp, _)| *stamp)
+    }
+
+    fn drop_oldest(&mut self) {
+        let Some((_, id)) = self.answered.pop_first() else {
+            return;
+        };
+        let Some(kept) = self.records.iter_mut().find(|k| k.id == id) else {
+            return;
+        };
+        let State::Answered(record, _) = &kept.state else {
+            return;
+        };
+        let shed = ShedRecord {
+            digest: digest(&record.msg),
+        };
+        self.charge.sub(kept.cost);
+        kept.cost = shed_cost(&kept.key);
+        kept.state = State::Shed(shed);
+        self.held.add(kept.cost);
+    }
+
+    fn charge(&mut self) -> &mut RingCharge {
+        &mut self.charge
+    }
+}
+
+impl TokenRing {
+    fn new(retained: &Retained) -> Arc<Mutex<Self>> {
+        let account = retained.session();
+        let ring = Arc::new(Mutex::new(TokenRing {
+            records: VecDeque::new(),
+            answered: BTreeMap::new(),
+            next_id: 0,
+            charge: account.charge(),
+            held: account.held(),
+        }));
+        retained::attach(&ring);
+        ring
+    }
+
+    /// Refunds and forgets `kept`.
+    fn refund(&mut self, kept: &Kept) {
+        match &kept.state {
+            State::Answered(_, stamp) => {
+                self.answered.remove(stamp);
+                self.charge.sub(kept.cost);
+            }
+            State::Running(_) | State::Shed(_) => self.held.sub(kept.cost),
+        }
+    }
+
+    /// Drops the records created before `now - WINDOW_MS`.
+    fn expire(&mut self, now: u64) {
+        while let Some(front) = self.records.front() {
+            if front.created_at + WINDOW_MS > now {
+                break;
+            }
+            let kept = self.records.pop_front().expect("front");
+            self.refund(&kept);
+        }
+    }
+
+    /// Record `id` was answered, its answer costing `answer_cost`: sheddable from now on.
+    fn answered(&mut self, id: u64, answer_cost: usize) {
+        let Some(index) = self.records.iter().position(|k| k.id == id) else {
+            return;
+        };
+        let held = self.records[index].cost;
+        let State::Running(record) = &self.records[index].state else {
+            return;
+        };
+        let record = record.clone();
+        self.held.sub(held);
+        let cost = held + answer_cost;
+        let stamp = self.charge.add(cost);
+        self.answered.insert(stamp, id);
+        let kept = &mut self.records[index];
+        kept.cost = cost;
+        kept.state = State::Answered(record, stamp);
+        retained::settle(self);
+    }
+}
+
+type Records = Mutex<HashMap<String, Arc<Mutex<TokenRing>>>>;
 
 /// Aborts the sweep task when the store goes.
 #[derive(Debug)]
@@ -84,6 +299,7 @@ pub(crate) struct IdempotencyStore {
     record_bytes: usize,
     token_bytes: usize,
     sweep_every: Duration,
+    retained: Retained,
     /// Started by the first claim (inside the runtime); stopped when the store is dropped.
     sweeper: OnceLock<Sweeper>,
 }
@@ -100,15 +316,17 @@ impl std::fmt::Debug for IdempotencyStore {
 /// Drops every expired record, and the tokens left without any.
 fn sweep(records: &Records, now: u64) {
     let mut map = records.lock();
-    for list in map.values_mut() {
-        list.retain(|(_, r)| r.created_at + WINDOW_MS > now);
-    }
-    map.retain(|_, list| !list.is_empty());
+    map.retain(|_, ring| {
+        let mut ring = ring.lock();
+        ring.expire(now);
+        !ring.records.is_empty()
+    });
 }
 
 impl IdempotencyStore {
-    /// A store with the budgets and clock of `config`.
-    pub(crate) fn new(config: &HostConfig) -> Self {
+    /// A store with the budgets and clock of `config`, charging the host's budget of what
+    /// sessions retain through `retained`.
+    pub(crate) fn new(config: &HostConfig, retained: Retained) -> Self {
         IdempotencyStore {
             by_token: Arc::default(),
             clock: config.clock.clone(),
@@ -118,6 +336,7 @@ impl IdempotencyStore {
                 .budgets
                 .idempotency_sweep
                 .max(Duration::from_millis(1)),
+            retained,
             sweeper: OnceLock::new(),
         }
     }
@@ -156,14 +375,22 @@ impl IdempotencyStore {
     ) -> Result<Claim, OverBudget> {
         self.start_sweeper();
         let mut map = self.by_token.lock();
-        let records = map.entry(tid.to_string()).or_default();
-        records.retain(|(_, r)| r.created_at + WINDOW_MS > now);
-        if let Some((_, r)) = records.iter().find(|(k, _)| k == key) {
-            return Ok(Claim::Repeat(r.clone()));
+        let token = map
+            .entry(tid.to_string())
+            .or_insert_with(|| TokenRing::new(&self.retained))
+            .clone();
+        let weak = Arc::downgrade(&token);
+        let mut ring = token.lock();
+        ring.expire(now);
+        if let Some(kept) = ring.records.iter().find(|k| k.key == key) {
+            return Ok(match &kept.state {
+                State::Running(r) | State::Answered(r, _) => Claim::Repeat(r.clone()),
+                State::Shed(shed) => Claim::Shed(*shed),
+            });
         }
         let request_bytes = key.len() + json_len(msg);
         if request_bytes > self.record_bytes {
-            if records.is_empty() {
+            if ring.records.is_empty() {
                 map.remove(tid);
             }
             return Err(OverBudget::too_large(
@@ -172,11 +399,12 @@ impl IdempotencyStore {
                 self.record_bytes,
             ));
         }
-        let held: usize = records.iter().map(|(_, r)| r.bytes()).sum();
+        let held: usize = ring.records.iter().map(Kept::bytes).sum();
         if held + request_bytes > self.token_bytes {
-            let retry = records
+            let retry = ring
+                .records
                 .front()
-                .map(|(_, r)| (r.created_at + WINDOW_MS).saturating_sub(now));
+                .map(|k| (k.created_at + WINDOW_MS).saturating_sub(now));
             return Err(OverBudget::full(
                 "this token's idempotency records",
                 held + request_bytes,
@@ -185,19 +413,34 @@ impl IdempotencyStore {
             ));
         }
         let (tx, rx) = watch::channel(None);
-        records.push_back((
-            key.to_string(),
-            Arc::new(Record {
-                created_at: now,
-                msg: msg.clone(),
+        let msg = msg.clone();
+        // The record and its channel, its key and its message.
+        let cost = with_slack(
+            std::mem::size_of::<Kept>()
+                + block(16 + std::mem::size_of::<Record>())
+                + block(160)
+                + block(key.len())
+                + value_cost(&msg),
+        );
+        let id = ring.next_id;
+        ring.next_id += 1;
+        ring.held.add(cost);
+        ring.records.push_back(Kept {
+            id,
+            key: key.to_string(),
+            created_at: now,
+            cost,
+            state: State::Running(Arc::new(Record {
+                msg,
                 request_bytes,
                 answer: rx,
-            }),
-        ));
-        if records.len() > MAX_RECORDS_PER_TOKEN {
-            records.pop_front();
+            })),
+        });
+        if ring.records.len() > MAX_RECORDS_PER_TOKEN {
+            let oldest = ring.records.pop_front().expect("over the count");
+            ring.refund(&oldest);
         }
-        Ok(Claim::First(tx))
+        Ok(Claim::First(FirstCall { tx, ring: weak, id }))
     }
 
     /// Forgets every record of `tid` (revoked, or its session closed).
@@ -208,134 +451,14 @@ impl IdempotencyStore {
     /// Records kept in all.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.by_token.lock().values().map(VecDeque::len).sum()
+        self.by_token
+            .lock()
+            .values()
+            .map(|r| r.lock().records.len())
+            .sum()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use axum::http::StatusCode;
-    use serde_json::json;
-
-    fn store() -> IdempotencyStore {
-        IdempotencyStore::new(&HostConfig::default())
-    }
-
-    #[tokio::test]
-    async fn repeats_get_the_first_answer_within_the_window() {
-        let store = store();
-        let msg = json!({"type":"inc"});
-        let Claim::First(tx) = store.claim("t", "k1", &msg, 0).unwrap() else {
-            panic!("first call expected")
-        };
-        let Claim::Repeat(rec) = store.claim("t", "k1", &msg, 10).unwrap() else {
-            panic!("repeat expected")
-        };
-        assert!(rec.same_message(&msg));
-        assert!(!rec.same_message(&json!({"type":"dec"})));
-        let answer = StoredAnswer {
-            status: StatusCode::OK,
-            body: "{}".into(),
-            headers: vec![],
-        };
-        tx.send_replace(Some(answer.clone()));
-        assert_eq!(rec.answer().await, Some(answer));
-        // Another token is a different scope.
-        assert!(matches!(
-            store.claim("u", "k1", &msg, 10),
-            Ok(Claim::First(_))
-        ));
-        // After the window the key is free again.
-        assert!(matches!(
-            store.claim("t", "k1", &msg, WINDOW_MS),
-            Ok(Claim::First(_))
-        ));
-    }
-
-    #[tokio::test]
-    async fn a_dead_first_call_answers_none() {
-        let store = store();
-        let msg = json!({"type":"inc"});
-        let Claim::First(tx) = store.claim("t", "k", &msg, 0).unwrap() else {
-            panic!()
-        };
-        let Claim::Repeat(rec) = store.claim("t", "k", &msg, 1).unwrap() else {
-            panic!()
-        };
-        drop(tx);
-        assert_eq!(rec.answer().await, None);
-    }
-
-    #[test]
-    fn at_most_1024_records_per_token() {
-        let store = store();
-        let msg = json!({"type":"inc"});
-        for i in 0..=MAX_RECORDS_PER_TOKEN {
-            let _ = store.claim("t", &format!("k{i}"), &msg, 0);
-        }
-        // k0 was dropped: claiming it again is a first call.
-        assert!(matches!(
-            store.claim("t", "k0", &msg, 0),
-            Ok(Claim::First(_))
-        ));
-    }
-
-    #[test]
-    fn records_are_bounded_in_bytes() {
-        let mut config = HostConfig::default();
-        config.budgets.idempotency_record_bytes = 1000;
-        config.budgets.idempotency_token_bytes = 3000;
-        let store = IdempotencyStore::new(&config);
-        let big = json!({"type":"x","s":"y".repeat(2000)});
-        let err = store.claim("t", "k", &big, 0).unwrap_err();
-        assert_eq!(err.limit, 1000);
-        assert!(!err.full);
-        assert_eq!(store.len(), 0);
-        let msg = json!({"type":"x","s":"y".repeat(900)});
-        for i in 0..3 {
-            let Ok(Claim::First(tx)) = store.claim("t", &format!("k{i}"), &msg, i) else {
-                panic!("first call expected")
-            };
-            tx.send_replace(Some(StoredAnswer {
-                status: StatusCode::OK,
-                body: "{}".into(),
-                headers: vec![],
-            }));
-        }
-        let err = store.claim("t", "k9", &msg, 10).unwrap_err();
-        assert!(err.full);
-        assert_eq!(err.limit, 3000);
-        assert_eq!(err.retry_after_ms, Some(WINDOW_MS - 10));
-        // Another token has its own budget.
-        assert!(store.claim("u", "k9", &msg, 10).is_ok());
-    }
-
-    #[tokio::test]
-    async fn expired_records_are_swept_on_a_timer() {
-        let clock = Arc::new(crate::clock::ManualClock::new(0));
-        let mut config = HostConfig {
-            clock: clock.clone(),
-            ..HostConfig::default()
-        };
-        config.budgets.idempotency_sweep = Duration::from_millis(20);
-        let store = IdempotencyStore::new(&config);
-        let _ = store.claim("t", "k", &json!({"type":"inc"}), 0).unwrap();
-        assert_eq!(store.len(), 1);
-        clock.set(WINDOW_MS);
-        // A 20 ms sweep on a loaded machine: wait for it (at most 10 s), never for a fixed time.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while store.len() != 0 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert_eq!(store.len(), 0);
-        // The sweep task ends with the store.
-        let weak = Arc::downgrade(&store.by_token);
-        drop(store);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while weak.upgrade().is_some() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(weak.upgrade().is_none());
-    }
-}
+#[path = "idempotency_tests.rs"]
+mod tests;
