@@ -46,7 +46,7 @@ pub(crate) async fn hosted<A: App>(
     Ok(Answered {
         body,
         read: None,
-        audit: (AuditEvent::LapCall, detail),
+        audit: (AuditEvent::LapCall, detail.into()),
     })
 }
 

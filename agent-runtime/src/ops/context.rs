@@ -55,7 +55,40 @@ pub(crate) struct Answered<R> {
     /// The intent of the `read` log entry to write, if the operation logs its reads.
     pub(crate) read: Option<String>,
     /// The audit entry `(event, detail)`.
-    pub(crate) audit: (AuditEvent, Value),
+    pub(crate) audit: (AuditEvent, AuditDetail),
+}
+
+/// The detail of a call's audit entry, made into JSON only when the audit sink records
+/// ([`AuditDetail::into_value`]): a read's `{"tool": …}` was built on every read before.
+#[derive(Debug)]
+pub(crate) enum AuditDetail {
+    /// `{"tool": tool}`.
+    Tool(&'static str),
+    /// Any detail.
+    Value(Value),
+}
+
+impl AuditDetail {
+    /// The detail as JSON.
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            AuditDetail::Tool(tool) => serde_json::json!({ "tool": tool }),
+            AuditDetail::Value(value) => value,
+        }
+    }
+
+    /// Adds `key: value` to the detail.
+    pub(crate) fn insert(&mut self, key: &str, value: Value) {
+        let mut detail = std::mem::replace(self, AuditDetail::Value(Value::Null)).into_value();
+        detail[key] = value;
+        *self = AuditDetail::Value(detail);
+    }
+}
+
+impl From<Value> for AuditDetail {
+    fn from(value: Value) -> Self {
+        AuditDetail::Value(value)
+    }
 }
 
 impl Answered<WithdrawResponse> {
@@ -67,7 +100,7 @@ impl Answered<WithdrawResponse> {
                 status: WithdrawnStatus::Withdrawn,
             },
             read: None,
-            audit: (AuditEvent::ConfirmWithdrawn, detail),
+            audit: (AuditEvent::ConfirmWithdrawn, detail.into()),
         }
     }
 }
@@ -78,16 +111,16 @@ impl<R: Serialize> Answered<R> {
         Answered {
             body,
             read: None,
-            audit: (AuditEvent::LapCall, detail),
+            audit: (AuditEvent::LapCall, detail.into()),
         }
     }
 
     /// An answer that logs a read with `intent` and is audited as `lap-call {tool}`.
-    pub(crate) fn read(body: R, intent: impl Into<String>, tool: &str) -> Self {
+    pub(crate) fn read(body: R, intent: impl Into<String>, tool: &'static str) -> Self {
         Answered {
             body,
             read: Some(intent.into()),
-            audit: (AuditEvent::LapCall, serde_json::json!({ "tool": tool })),
+            audit: (AuditEvent::LapCall, AuditDetail::Tool(tool)),
         }
     }
 
@@ -117,7 +150,7 @@ pub(crate) struct Serialized {
     /// The intent of the `read` log entry, if any.
     pub(crate) read: Option<String>,
     /// The audit entry.
-    pub(crate) audit: (AuditEvent, Value),
+    pub(crate) audit: (AuditEvent, AuditDetail),
 }
 
 /// A log entry of `kind` for the caller `tid`.

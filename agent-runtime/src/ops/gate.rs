@@ -277,7 +277,7 @@ async fn success_tail<A: App>(
     }
     if server.audit_sink().enabled() {
         let (event, detail) = served.audit;
-        let entry = AuditEntry::new(server.now(), event, detail)
+        let entry = AuditEntry::new(server.now(), event, detail.into_value())
             .with_tid(record.tid.clone())
             .with_uid(record.uid.clone());
         server.audit(entry).await;

@@ -340,10 +340,11 @@ impl<A: App> HostedSession<A> {
                 ),
             ),
         };
+        let (event, detail) = audit;
         Ok(Answered {
             body,
             read: None,
-            audit,
+            audit: (event, detail.into()),
         })
     }
 

@@ -33,7 +33,7 @@ pub(super) async fn pending<A: App>(
         })
         .collect();
     let mut body = answer(call, PendingResponse { pending });
-    body.audit.1["count"] = json!(body.body.pending.len());
+    body.audit.1.insert("count", json!(body.body.pending.len()));
     Ok(body)
 }
 

@@ -13,6 +13,7 @@ use agent_schema::protocol::{
     RecentActionsResponse, SendResult, StateRequest, StateResponse, WaitRequest, WaitResponse,
     WithdrawRequest, WithdrawResponse, WouldDispatchRequest, WouldDispatchResult,
 };
+use futures::future::BoxFuture;
 use schemars::SchemaGenerator;
 use serde_json::Value;
 
@@ -110,13 +111,15 @@ macro_rules! operations {
             reply
         }
 
-        /// [`perform`] without its recording.
-        async fn run_operation<A: App>(
+        /// [`perform`] without its recording: the typed request read here, then the
+        /// operation's own future, boxed. Unboxed, every call's future would be as large as
+        /// the largest operation's (7 KB) and copied whole each time it moves.
+        fn run_operation<A: App>(
             server: &ServerState<A>,
             caller: Caller,
             op: Operation,
             body: Value,
-        ) -> Reply {
+        ) -> BoxFuture<'_, Reply> {
             // A paired session relays the body as it came as the `rpc` arguments.
             let args = match &body {
                 _ if !caller.backend.is_relay() => Value::Null,
@@ -130,9 +133,12 @@ macro_rules! operations {
                         let handler: Handler<$req> = |backend, call, request, key| {
                             handle!($keyed, $method, backend, call, request, key)
                         };
-                        serve(server, caller, op.spec(), request, args, keyed, handler).await
+                        Box::pin(serve(server, caller, op.spec(), request, args, keyed, handler))
                     }
-                    Err(e) => Reply::error(ApiError::invalid(e.to_string())),
+                    Err(e) => {
+                        let refused = Reply::error(ApiError::invalid(e.to_string()));
+                        Box::pin(std::future::ready(refused))
+                    }
                 },
             )*}
         }

@@ -44,7 +44,10 @@ impl Recording {
             tid: caller.record.tid.clone(),
             at: now,
             op,
-            request: body.to_string().into_boxed_str(),
+            // Not `Display`: its formatter adapter cost more than the writing itself.
+            request: serde_json::to_string(body)
+                .unwrap_or_default()
+                .into_boxed_str(),
             proposed,
         })
     }

@@ -104,9 +104,15 @@ pub(crate) async fn store_minted(
     Ok(())
 }
 
+/// A success within this long of the `lastSeenAt` its caller's record had is not written
+/// (`docs/lap.md` §2.4): the sliding expiry is kept to the second, and a busy token costs the
+/// store one write a second instead of one per call.
+pub(crate) const TOUCH_EVERY_MS: u64 = 1_000;
+
 /// The success tail of a call: `awaiting-claude` → `active` (with its label) on the first
-/// success, a touch otherwise. Answers whether this call activated the token (a paired app is
-/// then told). A token revoked meanwhile stays revoked: [`LifecycleError::Revoked`].
+/// success, a touch otherwise (unless the record was seen within [`TOUCH_EVERY_MS`]). Answers
+/// whether this call activated the token (a paired app is then told). A token revoked
+/// meanwhile stays revoked: [`LifecycleError::Revoked`].
 pub(crate) async fn activate(
     tokens: &dyn TokenStore,
     record: &TokenRecord,
@@ -124,7 +130,9 @@ pub(crate) async fn activate(
             Err(e) => return Err(e),
         }
     }
-    touch(tokens, &record.tid, now).await?;
+    if now.saturating_sub(record.last_seen_at) >= TOUCH_EVERY_MS {
+        touch(tokens, &record.tid, now).await?;
+    }
     Ok(false)
 }
 
@@ -227,11 +235,30 @@ mod tests {
         let (tokens, record) = minted(TokenStatus::AwaitingClaude);
         assert_eq!(activate(&tokens, &record, 5).await, Ok(true));
         // A second call that read the record before the first activation only touches.
-        assert_eq!(activate(&tokens, &record, 9).await, Ok(false));
+        assert_eq!(activate(&tokens, &record, 1_009).await, Ok(false));
         let stored = tokens.find_by_tid(&record.tid).unwrap();
         assert_eq!(stored.status, TokenStatus::Active);
         assert_eq!(stored.label.as_deref(), Some("agent"));
-        assert_eq!(stored.last_seen_at, 9);
+        assert_eq!(stored.last_seen_at, 1_009);
+    }
+
+    /// A success within a second of the `lastSeenAt` the caller's record had writes nothing;
+    /// one a second later touches.
+    #[tokio::test]
+    async fn touches_are_written_at_most_once_a_second() {
+        let (tokens, mut record) = minted(TokenStatus::Active);
+        record.last_seen_at = 10_000;
+        tokens.touch(&record.tid, 10_000);
+        assert_eq!(activate(&tokens, &record, 10_999).await, Ok(false));
+        assert_eq!(
+            tokens.find_by_tid(&record.tid).unwrap().last_seen_at,
+            10_000
+        );
+        assert_eq!(activate(&tokens, &record, 11_000).await, Ok(false));
+        assert_eq!(
+            tokens.find_by_tid(&record.tid).unwrap().last_seen_at,
+            11_000
+        );
     }
 
     #[tokio::test]

@@ -332,6 +332,12 @@ impl<A: App> Host<A> {
         if let Some(session) = self.session(id) {
             return Ok(Some(session));
         }
+        // Boxed: the rebuild's future is large, and every call's gate awaits this one.
+        Box::pin(self.reload_session(id)).await
+    }
+
+    /// [`Host::try_load_session`] for a session not open in memory.
+    async fn reload_session(&self, id: &str) -> Result<Option<Session<A>>, Refused> {
         let Some(store) = self.inner.store.as_ref() else {
             return Ok(None);
         };
