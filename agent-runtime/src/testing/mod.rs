@@ -21,6 +21,8 @@
 //! back), proposals that expired.
 
 mod agent;
+#[cfg(feature = "explore")]
+pub mod explore;
 mod normalise;
 mod report;
 
