@@ -173,10 +173,14 @@ impl<A: App> Explorer<A> {
         let mut runner =
             TestRunner::new_with_rng(proptest, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
         let steps_run = Cell::new(0u64);
+        let checks = Cell::new([0u64; 8]);
         let last: RefCell<Option<Violation>> = RefCell::new(None);
         let outcome = runner.run(&plan::runs(self.steps), |plans| {
             let case = runtime.block_on(ctx.case(&plans, false));
             steps_run.set(steps_run.get() + case.steps);
+            let mut sum = checks.get();
+            sum.iter_mut().zip(case.checks).for_each(|(s, c)| *s += c);
+            checks.set(sum);
             match case.violation {
                 None => Ok(()),
                 Some(v) => {
@@ -213,6 +217,7 @@ impl<A: App> Explorer<A> {
             skipped,
             failure,
             steps_run: steps_run.get(),
+            checks: Property::ALL.into_iter().zip(checks.get()).collect(),
         })
     }
 }
@@ -271,3 +276,6 @@ fn write_transcript(source: &str, failure: &ExploreFailure) {
         eprintln!("explore: the failing run's transcript was not written to {path:?}: {e}");
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -139,12 +139,23 @@ pub struct ExploreReport {
     /// The steps run in all, shrinking included (for a measure of speed; not serialized).
     #[serde(skip)]
     pub steps_run: u64,
+    /// How many times each property was checked, shrinking included (not serialized).
+    #[serde(skip)]
+    pub checks: Vec<(Property, u64)>,
 }
 
 impl ExploreReport {
     /// Whether every case passed.
     pub fn passed(&self) -> bool {
         self.failure.is_none()
+    }
+
+    /// How many times `property` was checked.
+    pub fn checked(&self, property: Property) -> u64 {
+        self.checks
+            .iter()
+            .find(|(p, _)| *p == property)
+            .map_or(0, |(_, n)| *n)
     }
 
     /// Panics with the failure (its property, step, minimal run and transcript) when a case

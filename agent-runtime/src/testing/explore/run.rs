@@ -43,6 +43,8 @@ pub(crate) struct CaseRun {
     /// The run's transcript, when asked for.
     pub(crate) transcript: Option<Transcript>,
     pub(crate) steps: u64,
+    /// How many times each property was checked (indexed as `Property::ALL`).
+    pub(crate) checks: [u64; 8],
 }
 
 impl<A: App> Ctx<A> {
@@ -107,6 +109,7 @@ impl<A: App> Ctx<A> {
             last_agent: None,
             lines: Vec::new(),
             canaries: 0,
+            checks: [0; 8],
         };
         let mut violation = case.refresh(0).err();
         if violation.is_none() {
@@ -130,6 +133,7 @@ impl<A: App> Ctx<A> {
             lines: case.lines,
             transcript,
             steps,
+            checks: case.checks,
         }
     }
 }
@@ -144,6 +148,7 @@ fn setup_failed(why: String) -> CaseRun {
         lines: Vec::new(),
         transcript: None,
         steps: 0,
+        checks: [0; 8],
     }
 }
 
@@ -171,13 +176,22 @@ struct Case<'c, A: App> {
     last_agent: Option<(u64, Value)>,
     lines: Vec<String>,
     canaries: u32,
+    checks: [u64; 8],
 }
 
 impl<A: App> Case<'_, A> {
+    /// Counts a check of `property`.
+    fn checked(&mut self, property: Property) {
+        if let Some(i) = Property::ALL.iter().position(|p| *p == property) {
+            self.checks[i] += 1;
+        }
+    }
+
     /// Calls `op` as the agent; a secret in the answer breaks its property.
     async fn call(&mut self, step: usize, op: Operation, body: Value) -> Result<(u16, Value), Violation> {
         let (status, answer) = self.agent.reply(op, body).await.recorded();
         if !self.secrets.is_empty() {
+            self.checked(Property::NoRedactedValueReachesTheAgent);
             let text = answer.to_string();
             if let Some(secret) = check::leaked(&self.secrets, &text) {
                 return Err(violation(
@@ -246,9 +260,11 @@ impl<A: App> Case<'_, A> {
                 .map(|r| format!(" {r}"))
                 .unwrap_or_default()
         ));
+        self.checked(Property::UpdateNeverPanics);
         if let Some(p) = check::panics(&answer) {
             return Err(violation(Property::UpdateNeverPanics, step, p));
         }
+        self.checked(Property::GateTellsTheTruth);
         check::gate(&expect, status, &answer)
             .map_err(|why| violation(Property::GateTellsTheTruth, step, why))?;
         match outcome {
@@ -352,6 +368,7 @@ impl<A: App> Case<'_, A> {
         if observed >= 1 {
             self.last_agent = Some((prev_seq + 1, self.whole.clone()));
         }
+        self.checked(Property::StateDiffApplies);
         let (Some(diff), Some(after)) = (answer.get("stateDiff"), answer.get("stateAfter")) else {
             return Err(violation(
                 Property::StateDiffApplies,
@@ -468,6 +485,7 @@ impl<A: App> Case<'_, A> {
             "the human dispatches {} → {outcome}",
             generated.msg
         ));
+        self.checked(Property::UpdateNeverPanics);
         if let Some(p) = check::panics(&value) {
             return Err(violation(Property::UpdateNeverPanics, step, format!("{p} (the human's dispatch)")));
         }
@@ -486,6 +504,7 @@ impl<A: App> Case<'_, A> {
             Ok(_) => {
                 self.lines.push(format!("the human undoes the agent's last commit"));
                 self.settle().await;
+                self.checked(Property::UndoRestores);
                 let now = self.session.with_state(|s| serde_json::to_value(s).ok());
                 if now.as_ref() != Some(&before) {
                     return Err(violation(
@@ -542,6 +561,8 @@ impl<A: App> Case<'_, A> {
         self.seq = published.seq;
         self.view = published.state();
         let app = self.ctx.server.host().app();
+        self.checked(Property::StateRoundTrips);
+        self.checked(Property::InvariantHolds);
         let whole = self.session.with_state(|s| -> Result<Value, Violation> {
             let fail = |why: String| violation(Property::StateRoundTrips, step, why);
             let v = serde_json::to_value(s).map_err(|e| fail(format!("does not serialize: {e}")))?;
@@ -563,6 +584,7 @@ impl<A: App> Case<'_, A> {
     async fn close(&mut self, step: usize) -> Result<(), Violation> {
         let id = self.session.id().to_string();
         let _ = self.ctx.server.host().close_session(&id).await;
+        self.checked(Property::NoEffectOutlivesItsSession);
         let deadline = tokio::time::Instant::now() + self.ctx.cancel_grace + Duration::from_millis(100);
         loop {
             let running = self.session.running_work();
