@@ -5,7 +5,7 @@
 //! `proptest-regressions/`, the shrunk run's transcript beside them.
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::testing::explore::{explore, Property};
+use agent_runtime::testing::{explore, Property};
 
 #[test]
 fn an_agent_that_tries_everything_finds_nothing() {

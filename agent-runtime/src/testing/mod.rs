@@ -22,11 +22,13 @@
 
 mod agent;
 #[cfg(feature = "explore")]
-pub mod explore;
+mod explore;
 mod normalise;
 mod report;
 
 pub use agent::Agent;
+#[cfg(feature = "explore")]
+pub use explore::{explore, ExploreError, ExploreFailure, ExploreReport, Explorer, Property};
 pub use report::{ReplayError, ReplayReport, ReplayStep, ReplayedCall, ReplayedDecision};
 
 use std::collections::{HashMap, HashSet};

@@ -5,7 +5,7 @@ use notes_app::Notes;
 
 #[test]
 fn an_agent_that_tries_everything_finds_nothing() {
-    let report = agent_runtime::testing::explore::explore(Notes)
+    let report = agent_runtime::testing::explore(Notes)
         .cases(12)
         .steps(30)
         .persist(file!())

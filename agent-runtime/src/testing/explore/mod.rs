@@ -1,5 +1,5 @@
 //! An agent that tries everything (`docs/guide.md` §Let an agent try everything; feature
-//! `explore`): [`explore`] runs an app in this process (no socket; every agent call through the
+//! `explore`), re-exported by `testing`: [`explore`] runs an app in this process (no socket; every agent call through the
 //! same operation table and gate as LAP and MCP) under a generated agent, for a number of
 //! cases of up to N steps each. At each step the agent reads the actions listed now and sends
 //! one (sometimes one listed unavailable, or not listed, or `@humanOnly`, or with a payload just
@@ -16,8 +16,8 @@
 //! transcript, which `testing::replay` runs.
 //!
 //! ```no_run
-//! # fn t<A: agent_runtime::app::App>(app: A) -> Result<(), agent_runtime::testing::explore::ExploreError> {
-//! let report = agent_runtime::testing::explore::explore(app).cases(10).steps(30).run()?;
+//! # fn t<A: agent_runtime::app::App>(app: A) -> Result<(), agent_runtime::testing::ExploreError> {
+//! let report = agent_runtime::testing::explore(app).cases(10).steps(30).run()?;
 //! report.assert_passed();
 //! # Ok(()) }
 //! ```
@@ -118,9 +118,10 @@ impl<A: App> Explorer<A> {
         self
     }
 
-    /// Keeps failing seeds in `proptest-regressions/`, beside the crate's `src` or `tests`
-    /// folder of `source_file` (pass `file!()`), replayed first by the next run, and writes
-    /// the shrunk run's transcript beside them (`<file>.transcript.json`).
+    /// Keeps failing seeds in `proptest-regressions/<name of source_file>.txt` under the
+    /// working directory (the crate's, under `cargo test`; pass `file!()`), replayed first by
+    /// the next run, and writes the shrunk run's transcript beside them
+    /// (`<name>.transcript.json`).
     pub fn persist(mut self, source_file: &'static str) -> Self {
         self.persist = Some(source_file);
         self
@@ -163,9 +164,9 @@ impl<A: App> Explorer<A> {
             ..Config::default()
         };
         if let Some(source) = self.persist {
-            proptest.failure_persistence = Some(Box::new(FileFailurePersistence::SourceParallel(
-                "proptest-regressions",
-            )));
+            // proptest names the file by a `&'static str`: one short path per exploration.
+            let path: &'static str = Box::leak(regressions(source, "txt").into_boxed_str());
+            proptest.failure_persistence = Some(Box::new(FileFailurePersistence::Direct(path)));
             proptest.source_file = Some(source);
         }
         let mut seed = [0u8; 32];
@@ -260,17 +261,22 @@ fn paired(options: &ServerOptions) -> Result<(), ExploreError> {
     Ok(())
 }
 
-/// Writes the shrunk run's transcript to `proptest-regressions/<source file's name>.transcript.json`
-/// under the working directory (the crate's, under `cargo test`). A failure to write is
-/// reported on standard error: the report holds the transcript anyway.
-fn write_transcript(source: &str, failure: &ExploreFailure) {
+/// `proptest-regressions/<source file's name>.<extension>`, under the working directory (the
+/// crate's, under `cargo test`).
+fn regressions(source: &str, extension: &str) -> String {
     let stem = std::path::Path::new(source)
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("explore");
-    let dir = std::path::Path::new("proptest-regressions");
-    let path = dir.join(format!("{stem}.transcript.json"));
-    let written = std::fs::create_dir_all(dir)
+    format!("proptest-regressions/{stem}.{extension}")
+}
+
+/// Writes the shrunk run's transcript to `proptest-regressions/<source file's name>.transcript.json`
+/// under the working directory (the crate's, under `cargo test`). A failure to write is
+/// reported on standard error: the report holds the transcript anyway.
+fn write_transcript(source: &str, failure: &ExploreFailure) {
+    let path = regressions(source, "transcript.json");
+    let written = std::fs::create_dir_all("proptest-regressions")
         .and_then(|()| std::fs::write(&path, failure.transcript_json() + "\n"));
     if let Err(e) = written {
         eprintln!("explore: the failing run's transcript was not written to {path:?}: {e}");

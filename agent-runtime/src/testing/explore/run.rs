@@ -234,7 +234,7 @@ impl<A: App> Case<'_, A> {
         let confirm = variant.annotations.requires_confirm;
         let request = |msg: &Value| {
             json!({
-                "msg": msg, "reason": "explore", "waitFor": "drained", "drainQuietMs": 0,
+                "msg": msg, "reason": "explore", "waitFor": "drained", "drainQuietMs": 1,
                 "includeState": true, "timeoutMs": if confirm { 0 } else { 60_000 },
             })
         };
@@ -468,7 +468,7 @@ impl<A: App> Case<'_, A> {
             return Ok(());
         };
         let mut opts = DispatchOptions::waiting_for(WaitFor::Drained);
-        opts.drain_quiet = Duration::ZERO;
+        opts.drain_quiet = Duration::from_millis(1);
         opts.timeout = Duration::from_secs(60);
         let answer = self.session.dispatch_as_human(&generated.msg, opts).await;
         let (outcome, value) = match answer {
