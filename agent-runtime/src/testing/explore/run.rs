@@ -502,7 +502,8 @@ impl<A: App> Case<'_, A> {
         };
         match self.session.undo(seq, false).await {
             Ok(_) => {
-                self.lines.push(format!("the human undoes the agent's last commit"));
+                self.lines
+                    .push("the human undoes the agent's last commit".to_string());
                 self.settle().await;
                 self.checked(Property::UndoRestores);
                 let now = self.session.with_state(|s| serde_json::to_value(s).ok());

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{explore, ExploreError, ExploreReport, Property};
 use crate::app::App;
 use crate::config::{ActionGates, HostConfig};
+#[cfg(feature = "pairing")]
 use crate::ops::ServerOptions;
 use crate::AgentMsg;
 
@@ -186,8 +187,9 @@ fn the_same_seed_makes_the_same_report() {
     );
 }
 
+#[cfg(feature = "pairing")]
 #[test]
-fn a_paired_app_and_a_call_inside_a_runtime_are_refused() {
+fn a_paired_app_is_refused() {
     let mut options = ServerOptions::default();
     options.pairing.mint_paired = true;
     let err = explore(NotesApp(Bug::None))
@@ -196,6 +198,17 @@ fn a_paired_app_and_a_call_inside_a_runtime_are_refused() {
         .unwrap_err();
     assert!(matches!(err, ExploreError::Paired(_)), "{err}");
     assert!(err.to_string().contains("runs the app in this process"), "{err}");
+    let mut relay = ServerOptions::default();
+    relay.pairing.hosted_mints = false;
+    let err = explore(NotesApp(Bug::None))
+        .server_options(relay)
+        .run()
+        .unwrap_err();
+    assert!(err.to_string().contains("only relays paired apps"), "{err}");
+}
+
+#[test]
+fn a_call_inside_a_runtime_is_refused() {
     let inside = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap()
