@@ -234,7 +234,7 @@ impl<A: App> Case<'_, A> {
         let confirm = variant.annotations.requires_confirm;
         let request = |msg: &Value| {
             json!({
-                "msg": msg, "reason": "explore", "waitFor": "drained", "drainQuietMs": 1,
+                "msg": msg, "reason": "explore", "waitFor": "drained",
                 "includeState": true, "timeoutMs": if confirm { 0 } else { 60_000 },
             })
         };
@@ -468,7 +468,6 @@ impl<A: App> Case<'_, A> {
             return Ok(());
         };
         let mut opts = DispatchOptions::waiting_for(WaitFor::Drained);
-        opts.drain_quiet = Duration::from_millis(1);
         opts.timeout = Duration::from_secs(60);
         let answer = self.session.dispatch_as_human(&generated.msg, opts).await;
         let (outcome, value) = match answer {
@@ -524,20 +523,26 @@ impl<A: App> Case<'_, A> {
         Ok(())
     }
 
-    /// Lets the session finish what the step started: its queue and its effects.
+    /// Lets the session finish what the step started: its effects (followed on the work
+    /// board; their timers run on the paused clock) and the messages they queued.
     async fn settle(&self) {
+        let mut work = self.session.follow_work();
         let mut last = u64::MAX;
-        for _ in 0..10_000 {
+        for _ in 0..100_000 {
             for _ in 0..4 {
                 tokio::task::yield_now().await;
             }
-            let seq = self.session.published().seq;
-            if self.session.running_work().is_empty() && seq == last {
-                return;
+            if self.session.running_work().is_empty() {
+                let seq = self.session.published().seq;
+                if seq == last {
+                    return;
+                }
+                last = seq;
+                continue;
             }
-            last = seq;
-            if !self.session.running_work().is_empty() {
-                tokio::time::sleep(Duration::from_millis(1)).await;
+            tokio::select! {
+                changed = work.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(Duration::from_secs(3600)) => return,
             }
         }
     }

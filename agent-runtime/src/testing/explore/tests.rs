@@ -260,3 +260,87 @@ fn a_schema_the_generator_does_not_understand_takes_examples_or_is_skipped() {
         report.skipped
     );
 }
+
+/// Leaks its `@redact` key through the affordances hook (whose output reaches agents as it is),
+/// or starts an effect that never ends.
+struct Leaky {
+    effect_never_ends: bool,
+}
+
+impl App for Leaky {
+    type State = Notes;
+    type Msg = Msg;
+    type Effect = ();
+
+    fn init(&self) -> (Notes, Vec<()>) {
+        NotesApp(Bug::None).init()
+    }
+
+    fn update(&self, state: &mut Notes, msg: Msg) -> Vec<()> {
+        let started = matches!(msg, Msg::Add { .. }) && self.effect_never_ends;
+        NotesApp(Bug::None).update(state, msg);
+        match started {
+            true => vec![()],
+            false => vec![],
+        }
+    }
+
+    fn run_effect(
+        &self,
+        _: (),
+        _: crate::app::EffectContext<Msg>,
+    ) -> impl std::future::Future<Output = Result<(), crate::app::EffectError>> + Send + 'static
+    {
+        // Deaf to its cancellation and to its session's end.
+        async {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }
+    }
+
+    fn affordances(&self, state: &Notes) -> Option<Vec<Msg>> {
+        (!self.effect_never_ends).then(|| {
+            vec![Msg::Add {
+                title: state.key.clone(),
+            }]
+        })
+    }
+}
+
+#[test]
+fn a_redacted_value_leaked_by_a_hook_is_found() {
+    let report = explore(Leaky {
+        effect_never_ends: false,
+    })
+    .cases(8)
+    .steps(8)
+    .run()
+    .unwrap();
+    let failure = failure_of(&report);
+    assert_eq!(
+        failure.property,
+        Property::NoRedactedValueReachesTheAgent,
+        "{failure}"
+    );
+    assert!(failure.detail.contains("sk-initial-secret"), "{failure}");
+    assert!(failure.run.len() <= 3, "{failure}");
+}
+
+#[test]
+fn an_effect_that_outlives_its_session_is_found() {
+    let report = explore(Leaky {
+        effect_never_ends: true,
+    })
+    .cases(8)
+    .steps(8)
+    .run()
+    .unwrap();
+    let failure = failure_of(&report);
+    assert_eq!(
+        failure.property,
+        Property::NoEffectOutlivesItsSession,
+        "{failure}"
+    );
+    assert!(failure.run.len() <= 3, "{failure}");
+}
