@@ -33,7 +33,8 @@ pub(crate) fn gate(expect: &Expect, status: u16, answer: &Value) -> Result<(), S
         Expect::Accepted { exact } => {
             // The schema does not say an integer's width: one past a narrower Rust integer
             // passes validation and is refused by serde (`docs/semantics.md` §2.3).
-            let validates = detail.contains("@validates(") || detail.starts_with("msg does not deserialize");
+            let validates =
+                detail.contains("@validates(") || detail.starts_with("msg does not deserialize");
             if accepted || refused("invalid") && (!exact || validates) {
                 return Ok(());
             }
@@ -131,7 +132,10 @@ pub(crate) fn apply_patch(doc: &Value, ops: &Value) -> Result<Value, String> {
     let mut doc = doc.clone();
     let ops = ops.as_array().ok_or("stateDiff is not an array")?;
     for op in ops {
-        let path = op.get("path").and_then(Value::as_str).ok_or("op without path")?;
+        let path = op
+            .get("path")
+            .and_then(Value::as_str)
+            .ok_or("op without path")?;
         match op.get("op").and_then(Value::as_str) {
             Some("add") => add(&mut doc, path, value_of(op)?)?,
             Some("replace") => {
@@ -142,12 +146,18 @@ pub(crate) fn apply_patch(doc: &Value, ops: &Value) -> Result<Value, String> {
                 remove(&mut doc, path)?;
             }
             Some("move") => {
-                let from = op.get("from").and_then(Value::as_str).ok_or("move without from")?;
+                let from = op
+                    .get("from")
+                    .and_then(Value::as_str)
+                    .ok_or("move without from")?;
                 let v = remove(&mut doc, from)?;
                 add(&mut doc, path, v)?;
             }
             Some("copy") => {
-                let from = op.get("from").and_then(Value::as_str).ok_or("copy without from")?;
+                let from = op
+                    .get("from")
+                    .and_then(Value::as_str)
+                    .ok_or("copy without from")?;
                 let v = doc.pointer(from).cloned().ok_or(format!("no {from}"))?;
                 add(&mut doc, path, v)?;
             }
@@ -163,7 +173,9 @@ pub(crate) fn apply_patch(doc: &Value, ops: &Value) -> Result<Value, String> {
 }
 
 fn value_of(op: &Value) -> Result<Value, String> {
-    op.get("value").cloned().ok_or_else(|| format!("op without value: {op}"))
+    op.get("value")
+        .cloned()
+        .ok_or_else(|| format!("op without value: {op}"))
 }
 
 /// `path` split into its parent pointer and its last token (unescaped).
@@ -188,7 +200,8 @@ fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
             let i = if last == "-" {
                 a.len()
             } else {
-                last.parse::<usize>().map_err(|_| format!("bad index {path}"))?
+                last.parse::<usize>()
+                    .map_err(|_| format!("bad index {path}"))?
             };
             if i > a.len() {
                 return Err(format!("index out of bounds at {path}"));

@@ -111,14 +111,13 @@ pub(crate) fn message(
     };
     let mut out = Map::new();
     out.insert("type".into(), Value::from(variant.wire_name.as_str()));
-    gen.fields(&variant.payload, &mut out, 0)
-        .map_err(|field| {
-            format!(
-                "{}: field `{field}` has a schema the generator does not understand \
+    gen.fields(&variant.payload, &mut out, 0).map_err(|field| {
+        format!(
+            "{}: field `{field}` has a schema the generator does not understand \
                  (serde_json::Value or alike) and no @example gives it a value",
-                variant.wire_name
-            )
-        })?;
+            variant.wire_name
+        )
+    })?;
     Ok(Generated {
         msg: Value::Object(out),
         exact: gen.exact,
@@ -187,11 +186,8 @@ impl Gen<'_, '_> {
         }
         match &node.kind {
             TypeKind::Unknown => {
-                let from_examples: Vec<&Value> = self
-                    .examples
-                    .iter()
-                    .filter_map(|e| e.get(name))
-                    .collect();
+                let from_examples: Vec<&Value> =
+                    self.examples.iter().filter_map(|e| e.get(name)).collect();
                 if from_examples.is_empty() {
                     return None;
                 }
@@ -217,7 +213,9 @@ impl Gen<'_, '_> {
                     self.exact = false;
                 }
                 let lo = c.min_items.unwrap_or(0) as usize;
-                let hi = c.max_items.map_or(MAX_ITEMS, |m| (m as usize).min(MAX_ITEMS));
+                let hi = c
+                    .max_items
+                    .map_or(MAX_ITEMS, |m| (m as usize).min(MAX_ITEMS));
                 // 0: as synthesized (one element), then 0, 2, 3, … elements.
                 let lens: Vec<usize> = std::iter::once(1)
                     .chain(std::iter::once(0))
@@ -320,15 +318,24 @@ impl Gen<'_, '_> {
             choices.extend(self.pool.number_ids.iter().cloned());
         }
         let mut push = |f: f64| {
-            let inside = f >= lo
-                && f <= hi
-                && ex_lo.is_none_or(|m| f > m)
-                && ex_hi.is_none_or(|m| f < m);
+            let inside =
+                f >= lo && f <= hi && ex_lo.is_none_or(|m| f > m) && ex_hi.is_none_or(|m| f < m);
             if inside {
                 choices.push(number(f, integer));
             }
         };
-        for f in [0.0, 1.0, -1.0, 2.0, 100.0, lo, hi, lo + 1.0, hi - 1.0, 9_007_199_254_740_992.0] {
+        for f in [
+            0.0,
+            1.0,
+            -1.0,
+            2.0,
+            100.0,
+            lo,
+            hi,
+            lo + 1.0,
+            hi - 1.0,
+            9_007_199_254_740_992.0,
+        ] {
             push(f);
         }
         if !integer {
@@ -407,7 +414,10 @@ pub(crate) fn outside(
     let broken = match &field.ty.kind {
         TypeKind::String if c.max_length.is_some_and(|m| m < 4096) && draws.below(2) == 0 => {
             let max = c.max_length.unwrap_or(0) as usize;
-            (Value::String("z".repeat(max + 1)), "one character over maxLength")
+            (
+                Value::String("z".repeat(max + 1)),
+                "one character over maxLength",
+            )
         }
         TypeKind::Number { .. } if c.maximum.is_some() && draws.below(2) == 0 => {
             let max = c.maximum.as_ref().and_then(Number::as_f64).unwrap_or(0.0);
@@ -519,10 +529,17 @@ mod tests {
 
     #[test]
     fn outside_breaks_one_thing() {
-        let v = variant(vec![field("title", TypeNode::new(TypeKind::String))], vec![]);
+        let v = variant(
+            vec![field("title", TypeNode::new(TypeKind::String))],
+            vec![],
+        );
         let valid = serde_json::json!({"type": "v", "title": "a"});
         let (msg, what) = outside(&v, &valid, &mut Draws::new(&[0, 1]));
-        assert_eq!(msg, serde_json::json!({"type": "v", "title": 12345}), "{what}");
+        assert_eq!(
+            msg,
+            serde_json::json!({"type": "v", "title": 12345}),
+            "{what}"
+        );
         let (msg, what) = outside(&v, &valid, &mut Draws::new(&[0, 0, 0]));
         assert_eq!(msg, serde_json::json!({"type": "v"}), "{what}");
     }

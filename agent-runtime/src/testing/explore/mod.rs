@@ -157,7 +157,7 @@ impl<A: App> Explorer<A> {
         }
         let mut proptest = Config {
             cases: self.cases,
-            max_shrink_iters: 4096,
+            max_shrink_iters: 1024,
             max_shrink_time: 120_000,
             failure_persistence: None,
             source_file: None,

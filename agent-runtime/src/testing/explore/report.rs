@@ -84,7 +84,11 @@ pub(crate) struct Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at step {}: {}", self.property, self.step, self.detail)
+        write!(
+            f,
+            "{} at step {}: {}",
+            self.property, self.step, self.detail
+        )
     }
 }
 

@@ -20,6 +20,10 @@ use crate::engine::session::{DispatchOptions, Session, Transcript};
 use crate::ops::{Operation, ServerState};
 use crate::testing::agent::Agent;
 
+/// How long (on the paused clock) a step waits for the effects it started: past it, they run
+/// on into the next steps.
+const SETTLE: Duration = Duration::from_secs(30);
+
 /// The start of every value the human seeds into their own dispatches.
 const CANARY: &str = "⟦explore-secret-";
 
@@ -57,15 +61,15 @@ impl<A: App> Ctx<A> {
             .model()
             .variants
             .iter()
-            .filter(|v| {
-                match generate::message(v, &mut Draws::new(&[]), &Pool::default()) {
+            .filter(
+                |v| match generate::message(v, &mut Draws::new(&[]), &Pool::default()) {
                     Ok(_) => true,
                     Err(why) => {
                         skipped.push(why);
                         false
                     }
-                }
-            })
+                },
+            )
             .cloned()
             .collect();
         let config = host.config();
@@ -188,7 +192,12 @@ impl<A: App> Case<'_, A> {
     }
 
     /// Calls `op` as the agent; a secret in the answer breaks its property.
-    async fn call(&mut self, step: usize, op: Operation, body: Value) -> Result<(u16, Value), Violation> {
+    async fn call(
+        &mut self,
+        step: usize,
+        op: Operation,
+        body: Value,
+    ) -> Result<(u16, Value), Violation> {
         let (status, answer) = self.agent.reply(op, body).await.recorded();
         if !self.secrets.is_empty() {
             self.checked(Property::NoRedactedValueReachesTheAgent);
@@ -216,7 +225,12 @@ impl<A: App> Case<'_, A> {
     }
 
     /// The agent reads the actions, picks one of `kind` and sends it.
-    async fn send(&mut self, step: usize, kind: StepKind, plan: &StepPlan) -> Result<(), Violation> {
+    async fn send(
+        &mut self,
+        step: usize,
+        kind: StepKind,
+        plan: &StepPlan,
+    ) -> Result<(), Violation> {
         let (_, list) = self.call(step, Operation::Actions, json!({})).await?;
         let listed: Vec<&Value> = list
             .get("actions")
@@ -228,14 +242,15 @@ impl<A: App> Case<'_, A> {
         let Some((variant, expect, msg)) = self.choose(kind, plan, &listed, &pool, &mut draws)
         else {
             self.call(step, Operation::Observe, json!({})).await?;
-            self.lines.push("the agent observes (nothing to send)".into());
+            self.lines
+                .push("the agent observes (nothing to send)".into());
             return Ok(());
         };
         let confirm = variant.annotations.requires_confirm;
         let request = |msg: &Value| {
             json!({
                 "msg": msg, "reason": "explore", "waitFor": "drained",
-                "includeState": true, "timeoutMs": if confirm { 0 } else { 60_000 },
+                "includeState": true, "timeoutMs": if confirm { 0 } else { 30_000 },
             })
         };
         let mut body = request(&msg);
@@ -249,7 +264,10 @@ impl<A: App> Case<'_, A> {
         }
         let (prev_seq, prev_view) = (self.seq, self.view.clone());
         let (status, answer) = self.call(step, Operation::Message, body.clone()).await?;
-        let outcome = answer.get("status").and_then(Value::as_str).unwrap_or("error");
+        let outcome = answer
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("error");
         self.lines.push(format!(
             "the agent sends {} ({}) → {status} {outcome}{}",
             body["msg"],
@@ -306,7 +324,11 @@ impl<A: App> Case<'_, A> {
                             .variants
                             .iter()
                             .filter(|v| v.annotations.dispatch_mode != DispatchMode::HumanOnly)
-                            .filter(|v| !listed.iter().any(|a| name(a).as_deref() == Some(&v.wire_name)))
+                            .filter(|v| {
+                                !listed
+                                    .iter()
+                                    .any(|a| name(a).as_deref() == Some(&v.wire_name))
+                            })
                             .map(|v| (v.wire_name.clone(), None)),
                     )
                     .filter(|(n, _)| self.ctx.variant(n).is_some())
@@ -435,7 +457,8 @@ impl<A: App> Case<'_, A> {
         let poll = json!({"confirmId": id, "timeoutMs": 60_000});
         let (_, result) = self.call(step, Operation::ConfirmResult, poll).await?;
         let status = result.get("status").and_then(Value::as_str).unwrap_or("");
-        self.lines.push(format!("the agent reads the outcome: {status}"));
+        self.lines
+            .push(format!("the agent reads the outcome: {status}"));
         if status == "confirmed" {
             let seq = result.get("seq").and_then(Value::as_u64).unwrap_or(0);
             if seq == before.0 + 1 {
@@ -486,15 +509,18 @@ impl<A: App> Case<'_, A> {
         ));
         self.checked(Property::UpdateNeverPanics);
         if let Some(p) = check::panics(&value) {
-            return Err(violation(Property::UpdateNeverPanics, step, format!("{p} (the human's dispatch)")));
+            return Err(violation(
+                Property::UpdateNeverPanics,
+                step,
+                format!("{p} (the human's dispatch)"),
+            ));
         }
         Ok(())
     }
 
     /// The human undoes the agent's last commit, when it is the newest one.
     async fn undo(&mut self, step: usize) -> Result<(), Violation> {
-        let Some((seq, before)) = self.last_agent.take().filter(|(seq, _)| *seq == self.seq)
-        else {
+        let Some((seq, before)) = self.last_agent.take().filter(|(seq, _)| *seq == self.seq) else {
             self.call(step, Operation::Observe, json!({})).await?;
             self.lines.push("the agent observes".into());
             return Ok(());
@@ -542,7 +568,7 @@ impl<A: App> Case<'_, A> {
             }
             tokio::select! {
                 changed = work.changed() => if changed.is_err() { return },
-                () = tokio::time::sleep(Duration::from_secs(3600)) => return,
+                () = tokio::time::sleep(SETTLE) => return,
             }
         }
     }
@@ -571,7 +597,8 @@ impl<A: App> Case<'_, A> {
         self.checked(Property::InvariantHolds);
         let whole = self.session.with_state(|s| -> Result<Value, Violation> {
             let fail = |why: String| violation(Property::StateRoundTrips, step, why);
-            let v = serde_json::to_value(s).map_err(|e| fail(format!("does not serialize: {e}")))?;
+            let v =
+                serde_json::to_value(s).map_err(|e| fail(format!("does not serialize: {e}")))?;
             let back: A::State = serde_json::from_value(v.clone())
                 .map_err(|e| fail(format!("{v} does not deserialize: {e}")))?;
             let again = serde_json::to_value(&back).map_err(|e| fail(e.to_string()))?;
@@ -591,7 +618,8 @@ impl<A: App> Case<'_, A> {
         let id = self.session.id().to_string();
         let _ = self.ctx.server.host().close_session(&id).await;
         self.checked(Property::NoEffectOutlivesItsSession);
-        let deadline = tokio::time::Instant::now() + self.ctx.cancel_grace + Duration::from_millis(100);
+        let deadline =
+            tokio::time::Instant::now() + self.ctx.cancel_grace + Duration::from_millis(100);
         loop {
             let running = self.session.running_work();
             if running.is_empty() {

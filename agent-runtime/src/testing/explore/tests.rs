@@ -109,13 +109,21 @@ fn failure_of(report: &ExploreReport) -> &super::ExploreFailure {
 
 #[test]
 fn a_sound_app_passes_every_property() {
-    let report = explore(NotesApp(Bug::None)).cases(12).steps(24).run().unwrap();
+    let report = explore(NotesApp(Bug::None))
+        .cases(12)
+        .steps(24)
+        .run()
+        .unwrap();
     report.assert_passed();
     assert_eq!(report.properties, Property::ALL.to_vec());
     assert!(report.steps_run >= 12, "{}", report.steps_run);
     // Every property was put to the test, not only listed.
     for property in Property::ALL {
-        assert!(report.checked(property) > 0, "{property} never checked: {:?}", report.checks);
+        assert!(
+            report.checked(property) > 0,
+            "{property} never checked: {:?}",
+            report.checks
+        );
     }
 }
 
@@ -143,7 +151,10 @@ fn an_update_that_panics_on_an_empty_title_is_found_and_shrunk() {
         .unwrap();
     assert!(replayed.matches(), "{:?}", replayed.differences());
     let text = serde_json::to_string(&replayed).unwrap();
-    assert!(text.contains("update panicked: a note needs a title"), "{text}");
+    assert!(
+        text.contains("update panicked: a note needs a title"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -164,7 +175,11 @@ fn a_gate_that_lets_an_unavailable_dispatch_through_is_found_and_shrunk() {
 
 #[test]
 fn a_broken_invariant_is_found_and_shrunk() {
-    let report = explore(NotesApp(Bug::DuplicateIds)).cases(32).steps(16).run().unwrap();
+    let report = explore(NotesApp(Bug::DuplicateIds))
+        .cases(32)
+        .steps(16)
+        .run()
+        .unwrap();
     let failure = failure_of(&report);
     assert_eq!(failure.property, Property::InvariantHolds, "{failure}");
     assert!(failure.run.len() <= 3, "{failure}");
@@ -197,7 +212,10 @@ fn a_paired_app_is_refused() {
         .run()
         .unwrap_err();
     assert!(matches!(err, ExploreError::Paired(_)), "{err}");
-    assert!(err.to_string().contains("runs the app in this process"), "{err}");
+    assert!(
+        err.to_string().contains("runs the app in this process"),
+        "{err}"
+    );
     let mut relay = ServerOptions::default();
     relay.pairing.hosted_mints = false;
     let err = explore(NotesApp(Bug::None))
@@ -255,7 +273,8 @@ fn a_schema_the_generator_does_not_understand_takes_examples_or_is_skipped() {
     report.assert_passed();
     assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
     assert!(
-        report.skipped[0].starts_with("put: field `value` has a schema the generator does not understand"),
+        report.skipped[0]
+            .starts_with("put: field `value` has a schema the generator does not understand"),
         "{:?}",
         report.skipped
     );
@@ -332,8 +351,8 @@ fn an_effect_that_outlives_its_session_is_found() {
     let report = explore(Leaky {
         effect_never_ends: true,
     })
-    .cases(8)
-    .steps(8)
+    .cases(2)
+    .steps(4)
     .run()
     .unwrap();
     let failure = failure_of(&report);
