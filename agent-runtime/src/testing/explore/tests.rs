@@ -159,9 +159,11 @@ fn an_update_that_panics_on_an_empty_title_is_found_and_shrunk() {
 
 #[test]
 fn a_gate_that_lets_an_unavailable_dispatch_through_is_found_and_shrunk() {
-    let mut config = HostConfig::default();
     // The planted bug: the gate only advises, so `clear` is listed unavailable and applied.
-    config.action_gates = ActionGates::Advisory;
+    let config = HostConfig {
+        action_gates: ActionGates::Advisory,
+        ..HostConfig::default()
+    };
     let report = explore(NotesApp(Bug::None))
         .host_config(config)
         .cases(32)
@@ -304,13 +306,14 @@ impl App for Leaky {
         }
     }
 
+    // Deaf to its cancellation and to its session's end.
+    #[allow(clippy::manual_async_fn)]
     fn run_effect(
         &self,
         _: (),
         _: crate::app::EffectContext<Msg>,
     ) -> impl std::future::Future<Output = Result<(), crate::app::EffectError>> + Send + 'static
     {
-        // Deaf to its cancellation and to its session's end.
         async {
             loop {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
