@@ -27,6 +27,7 @@
 
 mod check;
 mod generate;
+mod human;
 mod plan;
 mod report;
 mod run;
