@@ -157,6 +157,15 @@ pub trait App: Send + Sync + Sized + 'static {
     ) -> Result<Self::State, MigrationError> {
         fill_missing_fields(&self.init().0, stored)
     }
+
+    /// What must hold of every state the app reaches, beyond what its type says (ids unique,
+    /// a counter ahead of every id it numbered, …): `Err` says what does not. The runtime
+    /// never calls it while serving; `testing::explore` (feature `explore`) checks it after
+    /// every step of its runs (`docs/guide.md` §Let an agent try everything). The default
+    /// holds for every state.
+    fn invariant(&self, _state: &Self::State) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// `path::to::Type<Args>` → `Type`.

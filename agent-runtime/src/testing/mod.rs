@@ -21,10 +21,14 @@
 //! back), proposals that expired.
 
 mod agent;
+#[cfg(feature = "explore")]
+mod explore;
 mod normalise;
 mod report;
 
 pub use agent::Agent;
+#[cfg(feature = "explore")]
+pub use explore::{explore, ExploreError, ExploreFailure, ExploreReport, Explorer, Property};
 pub use report::{ReplayError, ReplayReport, ReplayStep, ReplayedCall, ReplayedDecision};
 
 use std::collections::{HashMap, HashSet};

@@ -1,0 +1,36 @@
+//! `testing::explore` on the todo example (feature `explore`): steps per second of a generated
+//! agent through the gate, every property checked at every step (goal: 5,000 steps/s in
+//! release on the project's 2-core machine). One iteration is a whole exploration of 8 cases
+//! of up to 64 steps (its server, runtime and sessions included); the throughput is its
+//! steps, counted by a first run (the same seed makes the same runs).
+//!
+//! `cargo bench -p agent-runtime --features explore --bench explore`
+
+use std::hint::black_box;
+
+use agent_examples::todo::TodoApp;
+use agent_runtime::testing::explore;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+fn run() -> u64 {
+    let report = explore(TodoApp::default())
+        .cases(8)
+        .steps(64)
+        .seed(1)
+        .run()
+        .expect("the exploration runs");
+    report.assert_passed();
+    report.steps_run
+}
+
+fn bench(c: &mut Criterion) {
+    let steps = run();
+    let mut group = c.benchmark_group("explore");
+    group.throughput(Throughput::Elements(steps));
+    group.sample_size(10);
+    group.bench_function("todo", |b| b.iter(|| black_box(run())));
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
