@@ -112,7 +112,9 @@ async fn sigterm_answers_what_is_in_flight_and_loses_nothing(db: &str) {
     let events = tokio::spawn(read_to_end(events));
     let paired = process::mint(&human, &base, json!({"paired": true})).await;
     let mut tab = Tab::pair(&base, paired["token"].as_str().expect("paired token")).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Past the second within which a success writes no touch (`docs/lap.md` §2.4; the long
+    // poll touched on arrival), so the call below touches and the store holds that touch back.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
 
     // The last touch of the token, then at once the stop signal.
     let touched_at = now_ms();
