@@ -78,6 +78,7 @@ impl AuditDetail {
     }
 
     /// Adds `key: value` to the detail.
+    #[cfg_attr(not(feature = "pairing"), allow(dead_code))]
     pub(crate) fn insert(&mut self, key: &str, value: Value) {
         let mut detail = std::mem::replace(self, AuditDetail::Value(Value::Null)).into_value();
         detail[key] = value;
