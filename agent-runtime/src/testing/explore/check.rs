@@ -22,7 +22,8 @@ pub(crate) enum Expect {
 }
 
 /// Checks the gate's `answer` (status, body) to a message sent expecting `expect`: why it
-/// broke [`Property::GateTellsTheTruth`], if it did.
+/// broke [`Property::GateTellsTheTruth`](super::report::Property::GateTellsTheTruth), if it
+/// did.
 pub(crate) fn gate(expect: &Expect, status: u16, answer: &Value) -> Result<(), String> {
     let outcome = answer.get("status").and_then(Value::as_str).unwrap_or("");
     let reason = answer.get("reason").and_then(Value::as_str).unwrap_or("");
