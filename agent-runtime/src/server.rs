@@ -243,6 +243,9 @@ impl<A: App> AgentServerBuilder<A> {
             durable_idempotency,
             durable_idempotency_swept: Default::default(),
             revocations,
+            request_metrics: Arc::new(crate::telemetry::RequestMetrics::new(
+                crate::ops::Operation::ALL.len(),
+            )),
             draining: Default::default(),
             stopping: tokio::sync::watch::channel(false).0,
             #[cfg(feature = "pairing")]

@@ -12,7 +12,9 @@
 //! records through it (the security layer's refusals, the engine's stores and sessions, the
 //! operation gate, the surfaces); it imports nothing of the crate.
 
-use metrics::{describe_counter, describe_gauge, describe_histogram, Gauge, Unit};
+use metrics::{
+    describe_counter, describe_gauge, describe_histogram, Counter, Gauge, Histogram, Unit,
+};
 
 /// Counter: operations answered, by `operation` (the tool name: `observe`, `send_message`, …),
 /// `surface` (`lap`, `mcp`) and `status` (the HTTP status of the answer, `200`, `429`, …; on
@@ -232,21 +234,78 @@ impl Drop for PendingProposals {
     }
 }
 
-/// An operation was answered with `status` after `seconds`.
-pub(crate) fn request(operation: &'static str, surface: &'static str, status: u16, seconds: f64) {
-    metrics::counter!(
-        REQUESTS_TOTAL,
-        "operation" => operation,
-        "surface" => surface,
-        "status" => status_label(status),
-    )
-    .increment(1);
-    metrics::histogram!(
-        REQUEST_DURATION_SECONDS,
-        "operation" => operation,
-        "surface" => surface,
-    )
-    .record(seconds);
+/// The handles of metrics recorded on every call, each registered with the recorder at its
+/// first use and reused after: building a metric's key and finding it in the recorder at each
+/// call showed in the profile of every read. Slot `i` holds the handle of the `i`-th label set
+/// of the caller's numbering. The recorder installed when a handle is first used is the one it
+/// records to (install it before serving, as `metrics` asks).
+#[derive(Debug)]
+pub(crate) struct Handles<H>(Box<[std::sync::OnceLock<H>]>);
+
+impl<H> Handles<H> {
+    /// Room for `slots` label sets, none registered yet.
+    pub(crate) fn new(slots: usize) -> Self {
+        Handles((0..slots).map(|_| std::sync::OnceLock::new()).collect())
+    }
+
+    /// The handle of label set `slot`, registered by `register` the first time.
+    pub(crate) fn get(&self, slot: usize, register: impl FnOnce() -> H) -> &H {
+        self.0[slot].get_or_init(register)
+    }
+}
+
+/// The surfaces an operation comes in on, as `surface` labels.
+pub(crate) const SURFACES: [&str; 2] = ["lap", "mcp"];
+
+/// `agent_requests_total` and `agent_request_duration_seconds`, for `operations` operations
+/// numbered by the caller (`docs/operations.md` §Metrics and traces).
+#[derive(Debug)]
+pub(crate) struct RequestMetrics {
+    totals: Handles<Counter>,
+    durations: Handles<Histogram>,
+}
+
+impl RequestMetrics {
+    /// The metrics of `operations` operations.
+    pub(crate) fn new(operations: usize) -> Self {
+        RequestMetrics {
+            totals: Handles::new(operations * SURFACES.len() * STATUS_LABELS.len()),
+            durations: Handles::new(operations * SURFACES.len()),
+        }
+    }
+
+    /// Operation number `index`, named `operation`, came in on `surface` and was answered
+    /// with `status` after `seconds`.
+    pub(crate) fn request(
+        &self,
+        (index, operation): (usize, &'static str),
+        surface: &'static str,
+        status: u16,
+        seconds: f64,
+    ) {
+        let on = SURFACES.iter().position(|s| *s == surface).unwrap_or(0);
+        let label = status_label_index(status);
+        let slot = (index * SURFACES.len() + on) * STATUS_LABELS.len() + label;
+        self.totals
+            .get(slot, || {
+                metrics::counter!(
+                    REQUESTS_TOTAL,
+                    "operation" => operation,
+                    "surface" => surface,
+                    "status" => STATUS_LABELS[label],
+                )
+            })
+            .increment(1);
+        self.durations
+            .get(index * SURFACES.len() + on, || {
+                metrics::histogram!(
+                    REQUEST_DURATION_SECONDS,
+                    "operation" => operation,
+                    "surface" => surface,
+                )
+            })
+            .record(seconds);
+    }
 }
 
 /// A call was refused 429 by the rate limit's `bucket` (`Bucket::as_str`).
@@ -260,12 +319,22 @@ pub(crate) fn auth_failure(reason: &'static str) {
 }
 
 /// A store call `op` on `store` took `seconds`, and failed when `failed`.
-pub(crate) fn store_call(store: &'static str, op: &'static str, seconds: f64, failed: bool) {
-    metrics::histogram!(STORE_OPERATION_DURATION_SECONDS, "store" => store, "op" => op)
-        .record(seconds);
+pub(crate) fn store_call(
+    duration: &Histogram,
+    store: &'static str,
+    op: &'static str,
+    seconds: f64,
+    failed: bool,
+) {
+    duration.record(seconds);
     if failed {
         metrics::counter!(STORE_ERRORS_TOTAL, "store" => store, "op" => op).increment(1);
     }
+}
+
+/// The `agent_store_operation_duration_seconds` handle of `op` on `store`, for [`store_call`].
+pub(crate) fn store_duration(store: &'static str, op: &'static str) -> Histogram {
+    metrics::histogram!(STORE_OPERATION_DURATION_SECONDS, "store" => store, "op" => op)
 }
 
 /// A commit wrote a patch of `bytes`.
@@ -294,37 +363,50 @@ pub(crate) fn audit_write_failed() {
     metrics::counter!(AUDIT_WRITE_FAILURES_TOTAL).increment(1);
 }
 
-/// `status` as a label value, without allocating for the statuses the runtime answers.
-pub(crate) fn status_label(status: u16) -> &'static str {
+/// The label values of statuses: the statuses the runtime answers, then each class.
+const STATUS_LABELS: [&str; 27] = [
+    "200", "201", "202", "204", "400", "401", "403", "404", "405", "408", "409", "410", "412",
+    "413", "415", "422", "429", "499", "500", "502", "503", "504", "1xx", "2xx", "3xx", "4xx",
+    "5xx",
+];
+
+/// `status` as a label value.
+#[cfg(test)]
+fn status_label(status: u16) -> &'static str {
+    STATUS_LABELS[status_label_index(status)]
+}
+
+/// The index in [`STATUS_LABELS`] of `status`'s label.
+fn status_label_index(status: u16) -> usize {
     match status {
-        200 => "200",
-        201 => "201",
-        202 => "202",
-        204 => "204",
-        400 => "400",
-        401 => "401",
-        403 => "403",
-        404 => "404",
-        405 => "405",
-        408 => "408",
-        409 => "409",
-        410 => "410",
-        412 => "412",
-        413 => "413",
-        415 => "415",
-        422 => "422",
-        429 => "429",
-        499 => "499",
-        500 => "500",
-        502 => "502",
-        503 => "503",
-        504 => "504",
+        200 => 0,
+        201 => 1,
+        202 => 2,
+        204 => 3,
+        400 => 4,
+        401 => 5,
+        403 => 6,
+        404 => 7,
+        405 => 8,
+        408 => 9,
+        409 => 10,
+        410 => 11,
+        412 => 12,
+        413 => 13,
+        415 => 14,
+        422 => 15,
+        429 => 16,
+        499 => 17,
+        500 => 18,
+        502 => 19,
+        503 => 20,
+        504 => 21,
         _ => match status / 100 {
-            1 => "1xx",
-            2 => "2xx",
-            3 => "3xx",
-            4 => "4xx",
-            _ => "5xx",
+            1 => 22,
+            2 => 23,
+            3 => 24,
+            4 => 25,
+            _ => 26,
         },
     }
 }
@@ -332,6 +414,14 @@ pub(crate) fn status_label(status: u16) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_listed_status_is_its_own_label() {
+        for label in &STATUS_LABELS[..22] {
+            let status: u16 = label.parse().unwrap();
+            assert_eq!(status_label(status), *label);
+        }
+    }
 
     #[test]
     fn status_labels_are_the_status_or_its_class() {

@@ -29,6 +29,8 @@ pub(crate) struct ServerFields<A: App> {
     pub(crate) anonymous_mints: GovernorRateLimiter,
     /// The client addresses blocked for failing to authenticate too often.
     pub(crate) auth_throttle: AuthThrottle,
+    /// The per-call metrics' handles.
+    pub(crate) request_metrics: Arc<crate::telemetry::RequestMetrics>,
     pub(crate) origin: OriginPolicy,
     pub(crate) options: ServerOptions,
     pub(crate) idempotency: IdempotencyStore,
@@ -118,6 +120,11 @@ impl<A: App> ServerState<A> {
             // anyone waits, and would mean the server is gone: stop too.
             let _ = stopping.wait_for(|stopping| *stopping).await;
         }
+    }
+
+    /// The per-call metrics' handles, for [`super::traced::Traced::start`].
+    pub(crate) fn request_metrics(&self) -> &Arc<crate::telemetry::RequestMetrics> {
+        &self.inner.request_metrics
     }
 
     /// The options.

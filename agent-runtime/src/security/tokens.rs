@@ -61,13 +61,7 @@ pub(super) fn token_hash_of(token: &str) -> Option<String> {
 
 /// Lowercase hex SHA-256 of `text`.
 pub(crate) fn sha256_hex(text: &str) -> String {
-    let digest = Sha256::digest(text.as_bytes());
-    let mut out = String::with_capacity(64);
-    for byte in digest {
-        out.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
-        out.push(char::from_digit(u32::from(byte & 0x0f), 16).unwrap_or('0'));
-    }
-    out
+    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 /// Why a token that verified once no longer does (docs/lap.md §2.5): told to whoever presents

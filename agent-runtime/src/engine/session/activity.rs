@@ -243,12 +243,16 @@ pub(crate) fn bound_entry(entry: &mut LogEntry, limit: usize) -> usize {
 /// `entry`'s JSON text within `limit` bytes: serialized once when it fits (the usual case),
 /// else brought within it by [`bound_entry`] first and serialized again.
 pub(crate) fn bounded_text(entry: &mut LogEntry, limit: usize) -> serde_json::Result<String> {
-    let text = serde_json::to_string(entry)?;
-    if text.len() <= limit {
-        return Ok(text);
+    // Room for a usual entry (an id, a kind, an intent, a token id) at once: serde_json's
+    // 128 bytes to start with grew once for nearly every entry.
+    let mut text = Vec::with_capacity(256);
+    serde_json::to_writer(&mut text, entry)?;
+    if text.len() > limit {
+        bound_entry(entry, limit);
+        text.clear();
+        serde_json::to_writer(&mut text, entry)?;
     }
-    bound_entry(entry, limit);
-    serde_json::to_string(entry)
+    String::from_utf8(text).map_err(<serde_json::Error as serde::ser::Error>::custom)
 }
 
 /// A fresh log entry of `kind` at `at` with every optional key absent.

@@ -35,7 +35,7 @@ pub(crate) fn lap_routes<A: App>(server: &ServerState<A>) -> Router {
             &format!("{base}{}", spec.lap_path),
             any(
                 move |State(server): State<ServerState<A>>, req: Request| async move {
-                    let traced = Traced::start(op, Via::LAP);
+                    let traced = Traced::start(op, Via::LAP, server.request_metrics());
                     let reply = answer(&server, op, req, &traced)
                         .instrument(traced.span().clone())
                         .await;

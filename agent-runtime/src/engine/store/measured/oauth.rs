@@ -4,7 +4,7 @@
 
 use futures::future::BoxFuture;
 
-use super::Measured;
+use super::{Measured, StoreOp};
 use crate::security::oauth::{
     AccessRecord, ClientRecord, CodeRecord, CodeTaken, GrantRecord, GrantStored, NewGrant,
     OAuthStore, Rotation,
@@ -18,7 +18,9 @@ impl<S: OAuthStore + ?Sized> OAuthStore for Measured<S> {
         max: u64,
         now: u64,
     ) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run("register_client", |s| s.register_client(client, max, now))
+        self.run(StoreOp::register_client, |s| {
+            s.register_client(client, max, now)
+        })
     }
 
     fn find_client<'a>(
@@ -26,7 +28,7 @@ impl<S: OAuthStore + ?Sized> OAuthStore for Measured<S> {
         client_id: &'a str,
         now: u64,
     ) -> BoxFuture<'a, StoreResult<Option<ClientRecord>>> {
-        self.run("find_client", |s| s.find_client(client_id, now))
+        self.run(StoreOp::find_client, |s| s.find_client(client_id, now))
     }
 
     fn client_used<'a>(
@@ -34,7 +36,9 @@ impl<S: OAuthStore + ?Sized> OAuthStore for Measured<S> {
         client_id: &'a str,
         expires_at: u64,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        self.run("client_used", |s| s.client_used(client_id, expires_at))
+        self.run(StoreOp::client_used, |s| {
+            s.client_used(client_id, expires_at)
+        })
     }
 
     fn add_code(
@@ -44,11 +48,11 @@ impl<S: OAuthStore + ?Sized> OAuthStore for Measured<S> {
         max: u64,
         now: u64,
     ) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run("add_code", |s| s.add_code(hash, code, max, now))
+        self.run(StoreOp::add_code, |s| s.add_code(hash, code, max, now))
     }
 
     fn take_code<'a>(&'a self, hash: &'a str, now: u64) -> BoxFuture<'a, StoreResult<CodeTaken>> {
-        self.run("take_code", |s| s.take_code(hash, now))
+        self.run(StoreOp::take_code, |s| s.take_code(hash, now))
     }
 
     fn create_grant(
@@ -57,25 +61,25 @@ impl<S: OAuthStore + ?Sized> OAuthStore for Measured<S> {
         max: u64,
         now: u64,
     ) -> BoxFuture<'_, StoreResult<GrantStored>> {
-        self.run("create_grant", |s| s.create_grant(grant, max, now))
+        self.run(StoreOp::create_grant, |s| s.create_grant(grant, max, now))
     }
 
     fn rotate(&self, rotation: Rotation, now: u64) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run("rotate", |s| s.rotate(rotation, now))
+        self.run(StoreOp::rotate, |s| s.rotate(rotation, now))
     }
 
     fn grant_by_refresh<'a>(
         &'a self,
         hash: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<GrantRecord>>> {
-        self.run("grant_by_refresh", |s| s.grant_by_refresh(hash))
+        self.run(StoreOp::grant_by_refresh, |s| s.grant_by_refresh(hash))
     }
 
     fn grant_by_access<'a>(
         &'a self,
         hash: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<GrantRecord>>> {
-        self.run("grant_by_access", |s| s.grant_by_access(hash))
+        self.run(StoreOp::grant_by_access, |s| s.grant_by_access(hash))
     }
 
     fn access<'a>(
@@ -83,14 +87,14 @@ impl<S: OAuthStore + ?Sized> OAuthStore for Measured<S> {
         hash: &'a str,
         now: u64,
     ) -> BoxFuture<'a, StoreResult<Option<AccessRecord>>> {
-        self.run("access", |s| s.access(hash, now))
+        self.run(StoreOp::access, |s| s.access(hash, now))
     }
 
     fn revoke_grant<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<GrantRecord>>> {
-        self.run("revoke_grant", |s| s.revoke_grant(id))
+        self.run(StoreOp::revoke_grant, |s| s.revoke_grant(id))
     }
 
     fn revoke_access<'a>(&'a self, hash: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        self.run("revoke_access", |s| s.revoke_access(hash))
+        self.run(StoreOp::revoke_access, |s| s.revoke_access(hash))
     }
 }

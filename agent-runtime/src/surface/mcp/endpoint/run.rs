@@ -196,14 +196,22 @@ impl<A: App> ToolRunner<A> {
         match call {
             BoundCall::Refused(refusal) => Ok(ToolAnswer::Result(Box::new(refusal.into()))),
             BoundCall::Action(request) => {
-                let traced = Traced::start(Operation::Message, Via::mcp(generation.label()));
+                let traced = Traced::start(
+                    Operation::Message,
+                    Via::mcp(generation.label()),
+                    self.server.request_metrics(),
+                );
                 let span = traced.span().clone();
                 self.call_action(request, binding, verified, in_client, traced, follow)
                     .instrument(span)
                     .await
             }
             BoundCall::Run(op, args) => {
-                let traced = Traced::start(op, Via::mcp(generation.label()));
+                let traced = Traced::start(
+                    op,
+                    Via::mcp(generation.label()),
+                    self.server.request_metrics(),
+                );
                 let span = traced.span().clone();
                 let call = Bound {
                     binding,
