@@ -337,9 +337,9 @@ pub(crate) fn store_duration(store: &'static str, op: &'static str) -> Histogram
     metrics::histogram!(STORE_OPERATION_DURATION_SECONDS, "store" => store, "op" => op)
 }
 
-/// A commit wrote a patch of `bytes`.
-pub(crate) fn commit_patch(bytes: usize) {
-    metrics::histogram!(COMMIT_PATCH_BYTES).record(bytes as f64);
+/// The histogram of the patches commits wrote, in bytes (a session keeps the handle).
+pub(crate) fn commit_patch_bytes() -> Histogram {
+    metrics::histogram!(COMMIT_PATCH_BYTES)
 }
 
 /// PostgreSQL's `LISTEN` connection was lost: reconnecting.

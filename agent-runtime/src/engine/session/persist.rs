@@ -32,6 +32,8 @@ pub(crate) struct Persistence {
     /// and by [`refresh`](super::catch_up::refresh) from loading the record to merging it: a load that started before
     /// one of this process's writes can then never be taken for another process's change.
     pub(super) confirms_io: Arc<tokio::sync::Mutex<()>>,
+    /// `agent_commit_patch_bytes`, recorded at each stored commit.
+    patch_bytes: metrics::Histogram,
 }
 
 impl Persistence {
@@ -42,6 +44,7 @@ impl Persistence {
             log: Arc::default(),
             stored_confirms: Arc::new(parking_lot::Mutex::new("[]".into())),
             confirms_io: Arc::default(),
+            patch_bytes: crate::telemetry::commit_patch_bytes(),
         }
     }
 
@@ -187,7 +190,7 @@ pub(crate) async fn commit<A: App>(
         match p.store.commit(write).await {
             Ok(Committed::Stored) => {
                 if let Some(patch) = &change.patch {
-                    crate::telemetry::commit_patch(patch.len());
+                    p.patch_bytes.record(patch.len() as f64);
                 }
                 p.log.lock().stored(seq, &change);
                 if let Some(k) = key {
