@@ -127,7 +127,7 @@ macro_rules! operations {
                 _ => Value::Object(Default::default()),
             };
             match op {$(
-                Operation::$op => match serde_json::from_value::<$req>(body) {
+                Operation::$op => match <$req>::from_body(body) {
                     Ok(request) => {
                         let keyed = $keyed(&request);
                         let handler: Handler<$req> = |backend, call, request, key| {
@@ -136,7 +136,7 @@ macro_rules! operations {
                         Box::pin(serve(server, caller, op.spec(), request, args, keyed, handler))
                     }
                     Err(e) => {
-                        let refused = Reply::error(ApiError::invalid(e.to_string()));
+                        let refused = Reply::error(ApiError::invalid(e));
                         Box::pin(std::future::ready(refused))
                     }
                 },

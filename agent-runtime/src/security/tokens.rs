@@ -61,7 +61,12 @@ pub(super) fn token_hash_of(token: &str) -> Option<String> {
 
 /// Lowercase hex SHA-256 of `text`.
 pub(crate) fn sha256_hex(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
+    // Into a buffer of its size: `hex::encode` collects characters one by one.
+    let mut hex = [0u8; 64];
+    match hex::encode_to_slice(Sha256::digest(text.as_bytes()), &mut hex) {
+        Ok(()) => String::from_utf8_lossy(&hex).into_owned(),
+        Err(_) => unreachable!("a SHA-256 digest is 32 bytes, 64 hex digits"),
+    }
 }
 
 /// Why a token that verified once no longer does (docs/lap.md §2.5): told to whoever presents

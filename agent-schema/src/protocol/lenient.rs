@@ -106,17 +106,26 @@ impl Fields {
     }
 }
 
-/// Implements `Deserialize` for a request type through [`Fields`] and a reading function that
-/// answers the spec's 400 detail as its error.
+/// Implements `from_body` (the reading of a parsed body) and `Deserialize` for a request type
+/// through [`Fields`] and a reading function that answers the spec's 400 detail as its error.
 macro_rules! lenient_request {
     ($ty:ty, |$fields:ident| $body:expr) => {
-        impl<'de> serde::Deserialize<'de> for $ty {
-            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        impl $ty {
+            /// Reads an already parsed body as LAP reads bodies (`lap.md` §5.1): the same
+            /// reading as `Deserialize`, without going through a deserializer (which would
+            /// rebuild the parsed object first).
+            pub fn from_body(body: serde_json::Value) -> Result<Self, String> {
                 fn read($fields: &mut $crate::protocol::Fields) -> Result<$ty, String> {
                     $body
                 }
-                let mut fields = $crate::protocol::Fields::deserialize(deserializer)?;
-                read(&mut fields).map_err(<D::Error as serde::de::Error>::custom)
+                read(&mut $crate::protocol::Fields::from_body(body))
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let body = serde_json::Value::deserialize(deserializer)?;
+                Self::from_body(body).map_err(<D::Error as serde::de::Error>::custom)
             }
         }
     };
