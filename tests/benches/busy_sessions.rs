@@ -76,6 +76,7 @@ fn main() {
     if std::env::var("BUSY_INPROCESS").is_ok_and(|v| v == "1") {
         runtime.block_on(in_process(busy));
     } else {
+        let expected = busy.sessions * busy.messages_each;
         let figures = runtime.block_on(busy::run(&agent_tests::counter_server!(), busy));
         println!("counter process: {figures}");
         println!(
@@ -89,6 +90,15 @@ fn main() {
             .and_then(|v| v.parse::<u64>().ok())
         {
             let after = figures.after / MIB;
+            // A load cut short (the time limit, refused messages) would pass the bound on a
+            // lighter load than it names.
+            if figures.sent < expected {
+                eprintln!(
+                    "FAIL: {} of the {expected} messages were sent within the time limit",
+                    figures.sent
+                );
+                std::process::exit(1);
+            }
             if after > bound {
                 eprintln!("FAIL: resident after the load {after} MiB, over its bound {bound} MiB");
                 std::process::exit(1);
