@@ -29,10 +29,14 @@ async fn seeded() -> (TestServer<TodoApp>, Minted) {
         let todos: Vec<Value> = (0..n)
             .map(|i| json!({"title": format!("todo {}", added + i)}))
             .collect();
-        let body = json!({"msg": {"type": "bulkAdd", "todos": todos}, "waitFor": "idle"});
+        // A commit of 10,000 todos can take past the default timeout on a loaded machine
+        // (a debug build): waited for up to a minute, so the session holds them all after.
+        let body = json!({"msg": {"type": "bulkAdd", "todos": todos}, "waitFor": "idle",
+                          "timeoutMs": 60_000});
         let a = t.lap(&m.token, "/message", &body).await;
         assert_eq!(a.status, 200, "{}", a.body);
         assert_eq!(a.body["status"], "dispatched", "{}", a.body["reason"]);
+        assert_eq!(a.body["drain"]["timedOut"], false, "{}", a.body["drain"]);
         added += n;
     }
     (t, m)
