@@ -196,8 +196,12 @@ impl<A: App> AgentServerBuilder<A> {
                 rate: self
                     .limiter
                     .is_none()
-                    .then(|| FleetLimiter::new(self.options.rate_limit, budgets.clone())),
-                anonymous_mints: FleetLimiter::new(self.options.anonymous_mint_rate, budgets),
+                    .then(|| FleetLimiter::new("rate", self.options.rate_limit, budgets.clone())),
+                anonymous_mints: FleetLimiter::new(
+                    "anonymous-mint",
+                    self.options.anonymous_mint_rate,
+                    budgets,
+                ),
             });
         let limiter = self
             .limiter

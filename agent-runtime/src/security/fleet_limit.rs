@@ -1,5 +1,6 @@
 //! Rate limits that hold for a fleet of replicas on one PostgreSQL store (`docs/stores.md`
-//! §Limits across replicas): each `"<bucket>:<key>"` has one shared token bucket in the store
+//! §Limits across replicas): each `"<limit>:<bucket>:<key>"` has one shared token bucket in the
+//! store
 //! (the same bucket as [`super::GovernorRateLimiter`]'s: capacity = the count, continuous
 //! refill of count per window), and a replica takes tokens from it in **slices**: one store
 //! round trip leases up to a slice (a 64th of the count, at least one), spent locally, call by
@@ -87,6 +88,9 @@ struct Local {
 
 /// A rate limit shared by the replicas of a fleet through [`RateBudgets`].
 pub(crate) struct FleetLimiter {
+    /// Which limit this is (`rate`, `anonymous-mint`): the first part of its buckets' names,
+    /// so two limits on the same bucket and key never share a row.
+    limit: &'static str,
     spec: RateLimitSpec,
     store: Arc<dyn RateBudgets>,
     slice: u32,
@@ -115,10 +119,11 @@ pub(crate) fn slice_of(spec: RateLimitSpec) -> u32 {
 }
 
 impl FleetLimiter {
-    /// A limiter for `spec` drawing from `store`.
-    pub(crate) fn new(spec: RateLimitSpec, store: Arc<dyn RateBudgets>) -> Self {
+    /// Limit `limit` of `spec`, drawing from `store`.
+    pub(crate) fn new(limit: &'static str, spec: RateLimitSpec, store: Arc<dyn RateBudgets>) -> Self {
         let now = Instant::now();
         FleetLimiter {
+            limit,
             spec,
             store,
             slice: slice_of(spec),
@@ -130,11 +135,13 @@ impl FleetLimiter {
         }
     }
 
-    /// Takes one token of `"<bucket>:<key>"`: from this replica's lease when it has one,
-    /// else from the shared bucket (one round trip, leasing a slice).
+    /// Takes one token of `"<limit>:<bucket>:<key>"`: from this replica's lease when it has
+    /// one, else from the shared bucket (one round trip, leasing a slice).
     pub(crate) async fn check(&self, key: &str, bucket: Bucket) -> Result<(), Refusal> {
         let bucket = bucket.as_str();
-        let mut name = String::with_capacity(bucket.len() + 1 + key.len());
+        let mut name = String::with_capacity(self.limit.len() + bucket.len() + 2 + key.len());
+        name.push_str(self.limit);
+        name.push(':');
         name.push_str(bucket);
         name.push(':');
         name.push_str(key);
@@ -295,7 +302,7 @@ mod tests {
     async fn three_replicas_share_one_allowance() {
         let store = Arc::new(Budgets::default());
         let replicas: Vec<FleetLimiter> = (0..3)
-            .map(|_| FleetLimiter::new(spec("640/minute"), store.clone()))
+            .map(|_| FleetLimiter::new("rate", spec("640/minute"), store.clone()))
             .collect();
         let mut allowed = 0;
         for i in 0..3000 {
@@ -315,7 +322,7 @@ mod tests {
     #[tokio::test]
     async fn a_refusal_says_when_and_is_kept_locally() {
         let store = Arc::new(Budgets::default());
-        let limiter = FleetLimiter::new(spec("2/minute"), store.clone());
+        let limiter = FleetLimiter::new("rate", spec("2/minute"), store.clone());
         assert!(limiter.check("k", Bucket::Mint).await.is_ok());
         assert!(limiter.check("k", Bucket::Mint).await.is_ok());
         let Err(Refusal::Limited(limited)) = limiter.check("k", Bucket::Mint).await else {
@@ -331,7 +338,7 @@ mod tests {
     #[tokio::test]
     async fn an_unreachable_store_refuses() {
         let store = Arc::new(Budgets::default());
-        let limiter = FleetLimiter::new(spec("100/minute"), store.clone());
+        let limiter = FleetLimiter::new("rate", spec("100/minute"), store.clone());
         assert!(limiter.check("k", Bucket::Token).await.is_ok());
         store.down.store(true, Ordering::SeqCst);
         // Its slice of one is spent: the next call needs the store, and is refused.
