@@ -45,7 +45,7 @@ impl<A: App> SessionBackend for HostedSession<A> {
     fn state<'a>(&'a self, call: &'a Call<'a>, request: StateRequest) -> Served<'a> {
         served(
             call,
-            async move { Ok(self.state(Asking::of(call), request)) },
+            async move { Ok(self.state_anywhere(Asking::of(call), request).await) },
         )
     }
 

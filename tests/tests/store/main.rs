@@ -10,6 +10,7 @@ mod commit_log;
 mod conformance;
 mod fleet_limits;
 mod fleet_postgres;
+mod fleet_resume;
 mod health;
 mod migration;
 mod postgres_tls;
