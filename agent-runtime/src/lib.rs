@@ -148,7 +148,7 @@ pub mod store {
         StoreResult, Stores, TokenStore,
     };
     #[cfg(feature = "postgres")]
-    pub use crate::engine::store::{PostgresOptions, PostgresStore, CHANGES_CHANNEL, MCP_CHANNEL};
+    pub use crate::engine::store::{PostgresOptions, PostgresStore, CHANGES_CHANNEL};
 }
 
 /// Payload validation (`docs/semantics.md` §2).

@@ -178,10 +178,7 @@ impl<A: App> HostedSession<A> {
         req: StateRequest,
     ) -> Answered<StateResponse> {
         match req.since_seq {
-            Some(since) => read(
-                ask.spec,
-                self.session.get_state_since_anywhere(since).await,
-            ),
+            Some(since) => read(ask.spec, self.session.get_state_since_anywhere(since).await),
             None => self.state(ask, req),
         }
     }

@@ -120,7 +120,11 @@ pub(crate) fn slice_of(spec: RateLimitSpec) -> u32 {
 
 impl FleetLimiter {
     /// Limit `limit` of `spec`, drawing from `store`.
-    pub(crate) fn new(limit: &'static str, spec: RateLimitSpec, store: Arc<dyn RateBudgets>) -> Self {
+    pub(crate) fn new(
+        limit: &'static str,
+        spec: RateLimitSpec,
+        store: Arc<dyn RateBudgets>,
+    ) -> Self {
         let now = Instant::now();
         FleetLimiter {
             limit,

@@ -80,7 +80,10 @@ async fn lap_rate_limit(bases: &[String; 3]) {
         allowed * 10 <= RATE * 12,
         "{allowed} calls allowed over 3 replicas for {RATE}/minute"
     );
-    assert!(allowed * 10 >= RATE * 8, "{allowed} allowed, {refused} refused");
+    assert!(
+        allowed * 10 >= RATE * 8,
+        "{allowed} allowed, {refused} refused"
+    );
 }
 
 /// Anonymous mints per address: `ANONYMOUS_MINTS` a minute for the fleet.
@@ -111,7 +114,10 @@ async fn anonymous_mints(bases: &[String; 3]) {
         allowed * 10 <= ANONYMOUS_MINTS * 12,
         "{allowed} anonymous mints from one address over 3 replicas, for {ANONYMOUS_MINTS}/minute"
     );
-    assert!(allowed >= ANONYMOUS_MINTS - 1, "{allowed} allowed, {refused} refused");
+    assert!(
+        allowed >= ANONYMOUS_MINTS - 1,
+        "{allowed} allowed, {refused} refused"
+    );
     // Another address has its own bucket.
     let resp = reqwest::Client::new()
         .post(format!("{}/agent/mint", bases[0]))
@@ -215,7 +221,10 @@ async fn mcp_sessions(bases: &[String; 3]) {
     let (replica, id, version) = newest;
     let other = &bases[(replica + 1) % 3];
     let (status, result) = mcp_get_state(other, &token, id, version).await;
-    assert_eq!(status, 200, "a session minted on one replica is served on another");
+    assert_eq!(
+        status, 200,
+        "a session minted on one replica is served on another"
+    );
     assert_ne!(result["isError"], true, "{result}");
     assert!(result.to_string().contains("count"), "{result}");
     // And still by its own.

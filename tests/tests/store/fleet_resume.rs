@@ -102,7 +102,10 @@ async fn a_stream_and_since_seq_resume_on_another_replica() {
     let (id, event, resumed) = first_event(&human, &b.base, &session, Some(seen_id)).await;
     assert_eq!(event, "state");
     assert!(id > seen_id, "ids go on: {id} after {seen_id}");
-    assert!(resumed.get("snapshot").is_none(), "not a snapshot: {resumed}");
+    assert!(
+        resumed.get("snapshot").is_none(),
+        "not a snapshot: {resumed}"
+    );
     assert_eq!(resumed["resumed"], true, "{resumed}");
     assert_eq!(resumed["state"]["count"], 7, "{resumed}");
     let diff = &resumed["stateDiff"];
@@ -114,7 +117,10 @@ async fn a_stream_and_since_seq_resume_on_another_replica() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["seq"], 7, "{body}");
     assert!(body.get("full").is_none_or(|f| f == false), "{body}");
-    assert_eq!(patched(&seen["state"], &body["stateDiff"]), resumed["state"]);
+    assert_eq!(
+        patched(&seen["state"], &body["stateDiff"]),
+        resumed["state"]
+    );
 
     // The same id on A, which sent it: A's own history or the log, the same answer (once A
     // caught up with B's commits: NOTIFY).

@@ -36,8 +36,8 @@ mod proposals;
 mod published;
 mod queue;
 mod reads;
-mod resume;
 mod release;
+mod resume;
 pub(crate) mod retained;
 mod start;
 mod task;
@@ -301,7 +301,7 @@ impl<A: App> Session<A> {
     /// process did not send (another replica did) resumes from the store's commit log: the
     /// first event is the `state` now with the `stateDiff` from the state the client saw
     /// (`docs/lap.md` §6.6), or a snapshot when the log no longer holds those commits.
-    pub async fn subscribe_anywhere(&self, last_event_id: Option<&str>) -> Subscription {
+    pub(crate) async fn subscribe_anywhere(&self, last_event_id: Option<&str>) -> Subscription {
         if let Some(seen) = events::resume_point(&self.core.events, last_event_id) {
             if let Some((now, diff)) = resume::view_patch_since(&self.core, seen).await {
                 let (pending, hold) = (self.pending(), self.hold());

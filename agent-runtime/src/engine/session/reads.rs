@@ -127,7 +127,7 @@ impl<A: App> Session<A> {
     /// this process's recent patches (the commits were made, or the session loaded, on
     /// another replica) is answered with the patch rebuilt from the store's commit log while
     /// it still holds those commits; else the whole state, as without a store.
-    pub async fn get_state_since_anywhere(&self, since: u64) -> StateResponse {
+    pub(crate) async fn get_state_since_anywhere(&self, since: u64) -> StateResponse {
         let body = self.get_state_since(since);
         if !body.full || !self.core.events.lock().by_commit() {
             return body;

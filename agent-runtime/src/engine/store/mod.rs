@@ -58,7 +58,7 @@ pub use crate::security::store_error::{StoreError, StoreResult};
 pub use crate::security::token_store::{InMemoryTokenStore, TokenStore};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresStore, CHANGES_CHANNEL, MCP_CHANNEL};
+pub use postgres::{PostgresStore, CHANGES_CHANNEL};
 #[cfg(feature = "postgres")]
 pub use postgres_options::PostgresOptions;
 pub use records::{

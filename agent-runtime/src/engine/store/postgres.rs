@@ -21,7 +21,7 @@ pub const CHANGES_CHANNEL: &str = "agent_session_changes";
 /// The `LISTEN/NOTIFY` channel on which a deleted MCP binding is announced: the stored id
 /// (the SHA-256 hex of the `Mcp-Session-Id`), so every replica ends that session
 /// (`docs/stores.md` §Limits across replicas).
-pub const MCP_CHANNEL: &str = "agent_mcp_changes";
+pub(crate) const MCP_CHANNEL: &str = "agent_mcp_changes";
 
 /// The tables, created when missing (under an advisory lock, so replicas starting together
 /// do not race).
@@ -331,6 +331,26 @@ impl PgWriter {
         }
         tx.commit().await?;
         Ok(None)
+    }
+}
+
+/// The fleet's shared rate-limit buckets (`postgres_budgets`, `docs/stores.md` §Limits across
+/// replicas).
+impl crate::security::RateBudgets for PostgresStore {
+    fn lease<'a>(
+        &'a self,
+        name: &'a str,
+        capacity: u32,
+        window_ms: u64,
+        want: u32,
+    ) -> futures::future::BoxFuture<'a, super::StoreResult<crate::security::Lease>> {
+        Box::pin(super::postgres_budgets::lease(
+            &self.pool, name, capacity, window_ms, want,
+        ))
+    }
+
+    fn sweep_budgets(&self) -> futures::future::BoxFuture<'_, super::StoreResult<u64>> {
+        Box::pin(super::postgres_budgets::sweep(&self.pool))
     }
 }
 

@@ -72,7 +72,10 @@ pub(crate) async fn end_deleted<A: App>(server: &McpState<A>) {
     };
     let gone: Vec<String> = gone.into_iter().filter(|id| sessions.remove(id)).collect();
     if !gone.is_empty() {
-        tracing::debug!(sessions = gone.len(), "MCP sessions deleted by another replica end here");
+        tracing::debug!(
+            sessions = gone.len(),
+            "MCP sessions deleted by another replica end here"
+        );
         sessions.close(gone).await;
     }
 }
