@@ -14,9 +14,9 @@ use crate::engine::host::Host;
 use crate::engine::store::Stores;
 use crate::ops::{IdempotencyStore, ServerFields, ServerOptions, ServerState};
 use crate::security::{
-    AllowedHosts, AuditSink, ConfigError, GovernorRateLimiter, HostCheckLayer, Identity,
-    IdentityCookie, IdentityKey, IdentityResolver, OriginPolicy, RateLimiter, StderrAuditSink,
-    StoreError, TokenStore, TracingAuditSink, HOST_REFUSED_DETAIL,
+    AllowedHosts, AuditSink, ConfigError, FleetLimiter, GovernorRateLimiter, HostCheckLayer,
+    Identity, IdentityCookie, IdentityKey, IdentityResolver, OriginPolicy, RateLimiter,
+    StderrAuditSink, StoreError, TokenStore, TracingAuditSink, HOST_REFUSED_DETAIL,
 };
 
 /// The HTTP surface of a host. Cheap to clone (shared).
@@ -187,6 +187,22 @@ impl<A: App> AgentServerBuilder<A> {
             Some(k) => k.clone(),
             None => IdentityKey::random(),
         };
+        // A fleet's store (PostgreSQL) shares the limits between the replicas.
+        let fleet =
+            stores
+                .budgets
+                .clone()
+                .filter(|_| given)
+                .map(|budgets| crate::ops::FleetLimits {
+                    rate: self.limiter.is_none().then(|| {
+                        FleetLimiter::new("rate", self.options.rate_limit, budgets.clone())
+                    }),
+                    anonymous_mints: FleetLimiter::new(
+                        "anonymous-mint",
+                        self.options.anonymous_mint_rate,
+                        budgets,
+                    ),
+                });
         let limiter = self
             .limiter
             .unwrap_or_else(|| Arc::new(GovernorRateLimiter::new(self.options.rate_limit)));
@@ -237,6 +253,7 @@ impl<A: App> AgentServerBuilder<A> {
             identity,
             limiter,
             anonymous_mints: GovernorRateLimiter::new(self.options.anonymous_mint_rate),
+            fleet,
             auth_throttle: Default::default(),
             origin,
             idempotency: IdempotencyStore::new(host.config(), host.retained().clone()),

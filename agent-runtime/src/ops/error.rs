@@ -313,6 +313,23 @@ impl From<RateLimited> for ApiError {
     }
 }
 
+/// A refused call: 429 `rate-limited` when the bucket is empty; 500 `internal`, saying so,
+/// when a fleet's shared bucket could not be read (fail closed; the store's reason is logged).
+impl From<crate::security::Refusal> for ApiError {
+    fn from(refusal: crate::security::Refusal) -> Self {
+        match refusal {
+            crate::security::Refusal::Limited(limited) => limited.into(),
+            crate::security::Refusal::Unavailable(e) => {
+                tracing::error!(target: "agent_runtime::store", "the fleet's rate limit could not be read: {e}");
+                ApiError::internal(
+                    "the rate limit could not be checked: the store shared by the replicas did \
+                     not answer; the call was refused",
+                )
+            }
+        }
+    }
+}
+
 /// A refused cross-origin POST: 403 `forbidden`.
 impl From<CrossOriginRefused> for ApiError {
     fn from(e: CrossOriginRefused) -> Self {

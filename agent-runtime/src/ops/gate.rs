@@ -125,9 +125,11 @@ pub(crate) async fn take_rate_limit<A: App>(
     server: &ServerState<A>,
     caller: &Caller,
 ) -> Result<(), ApiError> {
-    let limited = server.limiter().check(&caller.record.tid, Bucket::Token);
-    if let Err(e) = limited.await {
-        crate::telemetry::rate_limited(Bucket::Token.as_str());
+    let taken = server.take_rate(&caller.record.tid, Bucket::Token);
+    if let Err(e) = taken.await {
+        if matches!(e, crate::security::Refusal::Limited(_)) {
+            crate::telemetry::rate_limited(Bucket::Token.as_str());
+        }
         return Err(e.into());
     }
     Ok(())

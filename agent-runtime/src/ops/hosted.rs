@@ -169,6 +169,20 @@ impl<A: App> HostedSession<A> {
         read(ask.spec, body)
     }
 
+    /// `/state` as the gate serves it: a `sinceSeq` this process cannot answer from its
+    /// recent patches is answered from a fleet's store when it still holds those commits
+    /// (`Session::get_state_since_anywhere`).
+    pub(crate) async fn state_anywhere(
+        &self,
+        ask: Asking<'_>,
+        req: StateRequest,
+    ) -> Answered<StateResponse> {
+        match req.since_seq {
+            Some(since) => read(ask.spec, self.session.get_state_since_anywhere(since).await),
+            None => self.state(ask, req),
+        }
+    }
+
     /// `/query-state`.
     pub(crate) fn query_state(
         &self,

@@ -43,10 +43,9 @@ impl<A: App> SessionBackend for HostedSession<A> {
     }
 
     fn state<'a>(&'a self, call: &'a Call<'a>, request: StateRequest) -> Served<'a> {
-        served(
-            call,
-            async move { Ok(self.state(Asking::of(call), request)) },
-        )
+        served(call, async move {
+            Ok(self.state_anywhere(Asking::of(call), request).await)
+        })
     }
 
     fn query_state<'a>(&'a self, call: &'a Call<'a>, request: QueryStateRequest) -> Served<'a> {

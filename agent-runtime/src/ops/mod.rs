@@ -78,7 +78,7 @@ pub(crate) use spec::OperationSpec;
 pub(crate) use spec::ToolHints;
 #[cfg(feature = "pairing")]
 pub(crate) use state::Pairing;
-pub(crate) use state::{ServerFields, ServerState};
+pub(crate) use state::{FleetLimits, ServerFields, ServerState};
 pub(crate) use table::perform;
 pub use table::Operation;
 pub(crate) use table::OPERATIONS;

@@ -15,8 +15,8 @@ use crate::engine::host::Host;
 use crate::engine::host::LiveAgents;
 use crate::engine::store::IdempotencyRecords;
 use crate::security::{
-    AuditEntry, AuditEvent, AuditSink, AuthThrottle, Failure, GovernorRateLimiter, Identity,
-    OriginPolicy, RateLimited, RateLimiter, TokenStore,
+    AuditEntry, AuditEvent, AuditSink, AuthThrottle, Bucket, Failure, FleetLimiter,
+    GovernorRateLimiter, Identity, OriginPolicy, RateLimited, RateLimiter, Refusal, TokenStore,
 };
 
 /// The fields of a [`ServerState`].
@@ -27,6 +27,10 @@ pub(crate) struct ServerFields<A: App> {
     pub(crate) limiter: Arc<dyn RateLimiter>,
     /// Anonymous mints per client address (`ServerOptions::anonymous_mint_rate`).
     pub(crate) anonymous_mints: GovernorRateLimiter,
+    /// With a fleet's store (PostgreSQL) the limits drawn from its shared buckets instead
+    /// (`docs/stores.md` §Limits across replicas): the rate limit (unless the builder was
+    /// given a limiter of its own) and the anonymous mints.
+    pub(crate) fleet: Option<FleetLimits>,
     /// The client addresses blocked for failing to authenticate too often.
     pub(crate) auth_throttle: AuthThrottle,
     /// The per-call metrics' handles.
@@ -54,6 +58,15 @@ pub(crate) struct ServerFields<A: App> {
     /// OAuth's clients and grants, when it is on (`ServerOptions::oauth`).
     #[cfg(feature = "oauth")]
     pub(crate) oauth: Option<Arc<crate::security::oauth::OAuth>>,
+}
+
+/// The limits a fleet shares through its store (`docs/stores.md` §Limits across replicas).
+pub(crate) struct FleetLimits {
+    /// `ServerOptions::rate_limit` (buckets `token`, `identity`, `mint`); `None` when the
+    /// builder was given a limiter, which is then used.
+    pub(crate) rate: Option<FleetLimiter>,
+    /// `ServerOptions::anonymous_mint_rate`.
+    pub(crate) anonymous_mints: FleetLimiter,
 }
 
 /// The state shared by every operation and surface. Cheap to clone.
@@ -137,14 +150,36 @@ impl<A: App> ServerState<A> {
         &self.inner.identity
     }
 
-    /// The rate limiter.
+    /// The rate limiter of this process (the failed-authentication throttle's buckets).
     pub(crate) fn limiter(&self) -> &Arc<dyn RateLimiter> {
         &self.inner.limiter
     }
 
-    /// The bucket of anonymous mints per client address.
-    pub(crate) fn anonymous_mints(&self) -> &GovernorRateLimiter {
-        &self.inner.anonymous_mints
+    /// Takes one call of `key` from `bucket` of the rate limit: the fleet's shared bucket
+    /// with a PostgreSQL store, else the limiter (the same bucket in this process).
+    pub(crate) async fn take_rate(&self, key: &str, bucket: Bucket) -> Result<(), Refusal> {
+        match self.inner.fleet.as_ref().and_then(|f| f.rate.as_ref()) {
+            Some(fleet) => fleet.check(key, bucket).await,
+            None => self
+                .inner
+                .limiter
+                .check(key, bucket)
+                .await
+                .map_err(Refusal::Limited),
+        }
+    }
+
+    /// Takes one anonymous mint of client address `address`: the fleet's shared bucket with
+    /// a PostgreSQL store, else this process's.
+    pub(crate) async fn take_anonymous_mint(&self, address: &str) -> Result<(), Refusal> {
+        match &self.inner.fleet {
+            Some(fleet) => fleet.anonymous_mints.check(address, Bucket::Mint).await,
+            None => self
+                .inner
+                .anonymous_mints
+                .check(address, Bucket::Mint)
+                .map_err(Refusal::Limited),
+        }
     }
 
     /// Where the host finds whether a stored session has a live agent (a full store evicts

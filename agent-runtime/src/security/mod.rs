@@ -10,6 +10,7 @@ mod audit;
 mod auth_throttle;
 mod client_addr;
 mod error;
+mod fleet_limit;
 mod host_header;
 mod identity;
 #[cfg(feature = "oauth")]
@@ -52,6 +53,9 @@ pub(crate) use token_store::TokenStore;
 pub(crate) use auth_throttle::{AuthThrottle, Failure};
 pub(crate) use client_addr::request_client_address;
 pub(crate) use error::retry_after_secs;
+#[cfg(feature = "postgres")]
+pub(crate) use fleet_limit::Lease;
+pub(crate) use fleet_limit::{FleetLimiter, RateBudgets, Refusal};
 pub(crate) use host_header::{AllowedHosts, HostCheckLayer, HOST_REFUSED_DETAIL};
 pub(crate) use identity::is_anonymous;
 pub(crate) use identity::{Identity, IdentityCookie, DEFAULT_IDENTITY_COOKIE_NAME};

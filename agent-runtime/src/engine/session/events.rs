@@ -17,6 +17,16 @@ use super::work::WorkBoard;
 use super::Published;
 use crate::algo::diff::PatchOp;
 
+/// With a fleet's store, a `state` event's id is its commit's `seq` shifted by this many bits
+/// (the other events count on from it), so any replica tells from a `Last-Event-ID` which
+/// commit the client saw (`docs/lap.md` §6.6).
+pub(crate) const COMMIT_ID_SHIFT: u32 = 20;
+
+/// The commit an event id of a fleet's session names: the newest commit the client had seen.
+pub(crate) fn commit_of(id: u64) -> u64 {
+    id >> COMMIT_ID_SHIFT
+}
+
 /// Capacity of the live channel: a subscriber that falls further behind (it does not read) is
 /// dropped, its stream ends, and a reconnect with `Last-Event-ID` replays or snapshots.
 const LIVE_CAPACITY: usize = 256;
@@ -111,10 +121,16 @@ fn history_cost(body: &Kept) -> usize {
 }
 
 /// The publishing side: numbers events and keeps the recent history, within a count and a
-/// byte budget. Kept ids are always consecutive, ending at the newest id.
+/// byte budget. Kept ids increase, end at the newest id, and miss none published after
+/// `dropped` (consecutive, unless numbered by commit).
 #[derive(Debug)]
 pub(crate) struct EventHub {
     newest: u64,
+    /// The newest id no longer kept (dropped, not kept for its size, or published before this
+    /// process): a replay must start at or after it.
+    dropped: u64,
+    /// A fleet's session: `state` events are numbered by commit ([`COMMIT_ID_SHIFT`]).
+    by_commit: bool,
     /// Events oldest first, each with its encoded size and its stamp in the host's order of
     /// what sessions retain (`retained.rs`).
     history: VecDeque<(NumberedEvent, usize, u64)>,
@@ -137,6 +153,7 @@ impl RetainedRing for EventHub {
 
     fn drop_oldest(&mut self) {
         if let Some((event, size, _)) = self.history.pop_front() {
+            self.dropped = self.dropped.max(event.id);
             self.history_bytes -= size;
             self.charge.sub(history_cost(&event.body));
         }
@@ -176,6 +193,8 @@ impl EventHub {
     ) -> Self {
         EventHub {
             newest: 0,
+            dropped: 0,
+            by_commit: false,
             history: VecDeque::new(),
             history_bytes: 0,
             history_cap: history_cap.max(1),
@@ -193,7 +212,25 @@ impl EventHub {
     pub(crate) fn continue_after(&mut self, id: u64) {
         if self.history.is_empty() {
             self.newest = self.newest.max(id);
+            self.dropped = self.newest;
         }
+    }
+
+    /// Numbers `state` events by their commit from now on (a fleet's session,
+    /// [`COMMIT_ID_SHIFT`]), after the ids of commit `seq`.
+    pub(crate) fn number_by_commit(&mut self, seq: u64) {
+        self.by_commit = true;
+        self.continue_after(seq << COMMIT_ID_SHIFT);
+    }
+
+    /// Whether `state` events are numbered by commit.
+    pub(crate) fn by_commit(&self) -> bool {
+        self.by_commit
+    }
+
+    /// Whether a replay after id `last` can be read from the history.
+    fn replays_after(&self, last: u64) -> bool {
+        last <= self.newest && last >= self.dropped
     }
 
     /// The newest event id (0 before the first event).
@@ -210,7 +247,12 @@ impl EventHub {
 
     /// Publishes an event and returns its id.
     pub(crate) fn publish(&mut self, body: EventBody) -> u64 {
-        self.newest += 1;
+        self.newest = match &body {
+            EventBody::State(s) if self.by_commit => {
+                (s.seq << COMMIT_ID_SHIFT).max(self.newest + 1)
+            }
+            _ => self.newest + 1,
+        };
         let (body, size) = match body {
             EventBody::State(s) => {
                 // Serialized only when a subscriber will read it.
@@ -243,6 +285,7 @@ impl EventHub {
             while !self.history.is_empty() {
                 self.drop_oldest();
             }
+            self.dropped = self.newest;
         } else {
             // History keeps `state` events without their data: a replay sends the state
             // captured when it starts.
@@ -282,13 +325,13 @@ impl EventHub {
         self.newest
     }
 
-    /// The kept event right after `id`, when the history still holds it.
+    /// The kept event right after `id`, when the history still holds every event after it.
     fn after(&self, id: u64) -> Option<NumberedEvent> {
-        let front = self.history.front()?.0.id;
-        let index = (id + 1).checked_sub(front)?;
-        self.history
-            .get(usize::try_from(index).ok()?)
-            .map(|(p, _, _)| p.clone())
+        if id < self.dropped {
+            return None;
+        }
+        let index = self.history.partition_point(|(p, _, _)| p.id <= id);
+        self.history.get(index).map(|(p, _, _)| p.clone())
     }
 
     /// Bytes the history holds.
@@ -320,15 +363,13 @@ pub(crate) fn subscribe(
     let replay_from = last_event_id
         .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|s| s.parse::<u64>().ok())
-        .filter(|&l| l <= h.newest)
-        .filter(|&l| {
-            // Every event in l+1 ..= newest must still be kept.
-            l == h.newest || h.history.front().is_some_and(|(f, _, _)| f.id <= l + 1)
-        });
+        // Every event after l must still be kept.
+        .filter(|&l| h.replays_after(l));
     let mut sub = Subscription {
         hub: hub.clone(),
         replay: None,
         snapshot: None,
+        resumed: None,
         pending: VecDeque::new(),
         live,
         last_id: h.newest,
@@ -358,6 +399,54 @@ pub(crate) fn subscribe(
         }
     }
     sub
+}
+
+/// The commit a fleet's session must resume a stream from, out of the store's log: when
+/// `last_event_id` names an event this process cannot replay (another replica sent it, or
+/// its history moved on), the commit it was sent after; `None` otherwise (a replay, or a
+/// snapshot).
+pub(crate) fn resume_point(hub: &SharedHub, last_event_id: Option<&str>) -> Option<u64> {
+    let h = hub.lock();
+    if !h.by_commit {
+        return None;
+    }
+    let last = last_event_id
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse::<u64>().ok())?;
+    (!h.replays_after(last)).then_some(commit_of(last))
+}
+
+/// Opens a subscription that resumes from commit `seq`'s state, seen elsewhere: its first
+/// event is the `state` of commit `now` (the newest published here) with `diff`, the patch
+/// from the state at `seq` to it; then the pending entries, then live events. `None` when
+/// the session published another commit meanwhile (the caller then opens it as usual).
+pub(crate) fn subscribe_resumed(
+    hub: &SharedHub,
+    now: u64,
+    diff: Vec<PatchOp>,
+    pending: Vec<ConfirmEntry>,
+    hold: SessionHold,
+) -> Option<Subscription> {
+    let mut h = hub.lock();
+    if h.closed || h.latest_state.seq != now {
+        return None;
+    }
+    let live = h
+        .live
+        .get_or_insert_with(|| broadcast::channel(LIVE_CAPACITY).0)
+        .subscribe();
+    Some(Subscription {
+        hub: hub.clone(),
+        replay: None,
+        snapshot: Some((h.newest, h.latest_state.clone())),
+        resumed: Some(diff),
+        pending: pending.into(),
+        live,
+        last_id: h.newest,
+        last_state_sent: None,
+        work: None,
+        _hold: hold,
+    })
 }
 
 fn log_event(id: u64, text: &str) -> SessionEvent {
@@ -403,6 +492,9 @@ pub struct Subscription {
     replay: Option<Replay>,
     /// The snapshot still to send: its id and state.
     snapshot: Option<(u64, Published)>,
+    /// With the snapshot, resuming a stream another replica sent: the patch from the state
+    /// the client saw (the snapshot is then sent as a `state` with that `stateDiff`).
+    resumed: Option<Vec<PatchOp>>,
     /// Pending entries still to send after the snapshot.
     pending: VecDeque<ConfirmEntry>,
     live: broadcast::Receiver<NumberedEvent>,
@@ -470,7 +562,16 @@ impl Subscription {
     /// the stream has to end.
     fn next_initial(&mut self) -> Option<Option<SessionEvent>> {
         if let Some((id, state)) = self.snapshot.take() {
-            let text = state_text(state.json().get(), None, true);
+            let text = match self.resumed.take() {
+                Some(diff) => {
+                    // `resumed`: the events between were not replayed (re-read the log).
+                    let mut text = state_text(state.json().get(), Some(&diff), false);
+                    text.pop();
+                    text.push_str(",\"resumed\":true}");
+                    text
+                }
+                None => state_text(state.json().get(), None, true),
+            };
             self.last_state_sent = Some(state.seq);
             return Some(Some(SessionEvent {
                 id,

@@ -156,3 +156,49 @@ async fn too_old_bad_or_future_ids_get_a_snapshot() {
     let mut sub = subscribe(&hub, Some("7"), vec![], SessionHold::unheld());
     assert_eq!(sub.next().await.unwrap().id, 8);
 }
+
+#[tokio::test]
+async fn a_fleets_session_numbers_state_events_by_commit() {
+    let hub = shared(EventHub::new(8, snap(5, 5)));
+    hub.lock().number_by_commit(5);
+    let base = 5 << COMMIT_ID_SHIFT;
+    assert_eq!(hub.lock().newest_id(), base);
+    // Nothing before the load is replayed here: ids of another replica resume from the log.
+    assert_eq!(resume_point(&hub, Some("3")), Some(0));
+    assert_eq!(resume_point(&hub, Some(&base.to_string())), None);
+    assert_eq!(narrate(&hub, 1), base + 1);
+    let six = hub.lock().publish(state(6, 6));
+    assert_eq!(six, 6 << COMMIT_ID_SHIFT);
+    assert_eq!(commit_of(six), 6);
+    // A commit other replicas made arrives as one jump: its id names the newest commit.
+    let nine = hub.lock().publish(state(9, 9));
+    assert_eq!(nine, 9 << COMMIT_ID_SHIFT);
+    assert_eq!(narrate(&hub, 2), nine + 1);
+    // A replay here reads the history across the gaps in its ids.
+    let mut sub = subscribe(&hub, Some(&base.to_string()), vec![], SessionHold::unheld());
+    assert_eq!(sub.next().await.unwrap().id, base + 1);
+    let newest_state = sub.next().await.unwrap();
+    assert_eq!((newest_state.id, newest_state.name), (nine, "state"));
+    assert_eq!(newest_state.data()["state"]["count"], json!(9));
+    assert_eq!(sub.next().await.unwrap().id, nine + 1);
+    // Another replica's id after commit 7, within what this history covers: replayed here
+    // (the newest state is after it); one past the newest resumes from the log.
+    let elsewhere = (7u64 << COMMIT_ID_SHIFT) + 3;
+    assert_eq!(resume_point(&hub, Some(&elsewhere.to_string())), None);
+    let too_new = (12u64 << COMMIT_ID_SHIFT).to_string();
+    assert_eq!(resume_point(&hub, Some(&too_new)), Some(12));
+    // A resumed subscription: the state now, its patch from the state seen, then live.
+    let diff = vec![PatchOp::Replace {
+        path: "/count".into(),
+        value: json!(9),
+    }];
+    assert!(subscribe_resumed(&hub, 8, diff.clone(), vec![], SessionHold::unheld()).is_none());
+    let mut sub = subscribe_resumed(&hub, 9, diff, vec![], SessionHold::unheld()).unwrap();
+    let first = sub.next().await.unwrap();
+    assert_eq!(first.name, "state");
+    assert_eq!(first.data()["resumed"], json!(true));
+    assert_eq!(first.data()["stateDiff"][0]["value"], json!(9));
+    assert!(first.data().get("snapshot").is_none());
+    let ten = hub.lock().publish(state(10, 10));
+    assert_eq!(sub.next().await.unwrap().id, ten);
+}

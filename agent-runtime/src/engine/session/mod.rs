@@ -37,6 +37,7 @@ mod published;
 mod queue;
 mod reads;
 mod release;
+mod resume;
 pub(crate) mod retained;
 mod start;
 mod task;
@@ -294,6 +295,24 @@ impl<A: App> Session<A> {
         let pending = self.pending();
         events::subscribe(&self.core.events, last_event_id, pending, self.hold())
             .with_work(self.core.work.clone())
+    }
+
+    /// [`Session::subscribe`], and on a fleet's store (PostgreSQL) a `last_event_id` this
+    /// process did not send (another replica did) resumes from the store's commit log: the
+    /// first event is the `state` now with the `stateDiff` from the state the client saw
+    /// (`docs/lap.md` §6.6), or a snapshot when the log no longer holds those commits.
+    pub(crate) async fn subscribe_anywhere(&self, last_event_id: Option<&str>) -> Subscription {
+        if let Some(seen) = events::resume_point(&self.core.events, last_event_id) {
+            if let Some((now, diff)) = resume::view_patch_since(&self.core, seen).await {
+                let (pending, hold) = (self.pending(), self.hold());
+                if let Some(sub) =
+                    events::subscribe_resumed(&self.core.events, now.seq, diff, pending, hold)
+                {
+                    return sub.with_work(self.core.work.clone());
+                }
+            }
+        }
+        self.subscribe(last_event_id)
     }
 
     /// Holds the session: the host does not close it as idle while the returned guard is

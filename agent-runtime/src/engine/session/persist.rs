@@ -478,7 +478,13 @@ pub(crate) fn restore<A: App>(
     // Event ids go on from the wall clock (ms): above those of the process before, so an
     // event stream reconnecting with its `Last-Event-ID` gets a snapshot, never another
     // process's events under the ids it saw.
-    core.events.lock().continue_after(core.now());
+    // (A fleet's session numbers them by commit instead: `Session::core`.)
+    {
+        let mut events = core.events.lock();
+        if !events.by_commit() {
+            events.continue_after(core.now());
+        }
+    }
     {
         let mut log = core.log.lock();
         for entry in tail {

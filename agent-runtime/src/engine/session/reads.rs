@@ -123,6 +123,25 @@ impl<A: App> Session<A> {
         }
     }
 
+    /// [`Session::get_state_since`], and on a fleet's store (PostgreSQL) a `since` older than
+    /// this process's recent patches (the commits were made, or the session loaded, on
+    /// another replica) is answered with the patch rebuilt from the store's commit log while
+    /// it still holds those commits; else the whole state, as without a store.
+    pub(crate) async fn get_state_since_anywhere(&self, since: u64) -> StateResponse {
+        let body = self.get_state_since(since);
+        if !body.full || !self.core.events.lock().by_commit() {
+            return body;
+        }
+        match super::resume::view_patch_since(&self.core, since).await {
+            Some((published, diff)) => StateResponse {
+                state_diff: Some(diff),
+                seq: Some(published.seq),
+                ..StateResponse::default()
+            },
+            None => body,
+        }
+    }
+
     /// `query_state {path}` → `{"found":true,"value"}` or `{"found":false,"detail"}`.
     pub fn query_state(&self, path: &str) -> QueryStateResponse {
         query_state_response(&self.published().state, path)

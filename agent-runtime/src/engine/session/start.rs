@@ -160,6 +160,14 @@ impl<A: App> Session<A> {
             log_dirty: tokio::sync::Notify::new(),
             work: work::WorkBoard::new(retained.held()),
         });
+        // A fleet's session numbers its events by commit, so a stream resumes on any replica
+        // (`docs/lap.md` §6.6).
+        let shared = core.persist.as_ref().is_some_and(|p| {
+            p.store.listener() != crate::engine::store::ChangesListener::NotShared
+        });
+        if shared {
+            core.events.lock().number_by_commit(seq);
+        }
         retained::attach(&core.events);
         retained::attach(&core.log);
         retained::attach(&core.patches);

@@ -390,4 +390,8 @@ impl<S: McpBindings + ?Sized> McpBindings for Measured<S> {
     fn oldest_mcp(&self, n: u64) -> BoxFuture<'_, StoreResult<Vec<String>>> {
         self.run(StoreOp::oldest_mcp, |s| s.oldest_mcp(n))
     }
+
+    fn deleted(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        self.inner.deleted()
+    }
 }

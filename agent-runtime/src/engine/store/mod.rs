@@ -40,6 +40,8 @@ pub(crate) mod touches;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
+mod postgres_budgets;
+#[cfg(feature = "postgres")]
 mod postgres_options;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -94,6 +96,21 @@ pub(crate) const PREVIOUS_IDENTITY_KEY_NAME: &str = "identity-cookie-previous";
 fn stored_key(bytes: Vec<u8>) -> Result<IdentityKey, StoreError> {
     IdentityKey::new(bytes)
         .map_err(|e| StoreError::Database(format!("the stored signing key is unusable: {e}")))
+}
+
+/// The shared rate-limit buckets of `store` when it is this crate's PostgreSQL store (the
+/// trait is the crate's own, so a store of the caller's keeps the limits in the process).
+fn budgets_of<S: Send + Sync + 'static>(
+    store: Arc<S>,
+) -> Option<Arc<dyn crate::security::RateBudgets>> {
+    let any: Arc<dyn std::any::Any + Send + Sync> = store;
+    #[cfg(feature = "postgres")]
+    if let Ok(postgres) = any.downcast::<PostgresStore>() {
+        return Some(postgres);
+    }
+    #[cfg(not(feature = "postgres"))]
+    let _ = any;
+    None
 }
 
 /// The OAuth records of `store` when it is one of this crate's SQL stores, measured. The
@@ -152,6 +169,9 @@ pub struct Stores {
     /// and PostgreSQL stores do; `None` keeps them in the server's memory.
     #[cfg(feature = "oauth")]
     pub(crate) oauth: Option<Arc<dyn crate::security::oauth::OAuthStore>>,
+    /// The rate limits' shared buckets, when the store is a fleet's (PostgreSQL):
+    /// `docs/stores.md` §Limits across replicas. `None` keeps the limits in the process.
+    pub(crate) budgets: Option<Arc<dyn crate::security::RateBudgets>>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -182,6 +202,7 @@ impl Stores {
             kind: StoreKind::Memory,
             #[cfg(feature = "oauth")]
             oauth: None,
+            budgets: None,
         }
     }
 
@@ -199,6 +220,7 @@ impl Stores {
             mcp: measured,
             #[cfg(feature = "oauth")]
             oauth: oauth_store_of(store.clone(), kind),
+            budgets: budgets_of(store.clone()),
             keys: store,
             kind,
         }

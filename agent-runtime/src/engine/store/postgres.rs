@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use sqlx::postgres::PgPoolOptions;
 
+use super::postgres_budgets::lease_function;
 use super::postgres_options::{check_tls, connect_options, PostgresOptions};
 use super::sql::impl_sql_store;
 use super::sql_values::Param;
@@ -16,6 +17,11 @@ use super::StoreError;
 /// `<session id> <sequence number> <1 if the confirmations changed, else 0>`, or
 /// `<session id> deleted` when the session was deleted (closed, or expired).
 pub const CHANGES_CHANNEL: &str = "agent_session_changes";
+
+/// The `LISTEN/NOTIFY` channel on which a deleted MCP binding is announced: the stored id
+/// (the SHA-256 hex of the `Mcp-Session-Id`), so every replica ends that session
+/// (`docs/stores.md` §Limits across replicas).
+pub(crate) const MCP_CHANNEL: &str = "agent_mcp_changes";
 
 /// The tables, created when missing (under an advisory lock, so replicas starting together
 /// do not race).
@@ -36,7 +42,17 @@ $$ LANGUAGE plpgsql;
 DROP TRIGGER IF EXISTS agent_sessions_changed ON agent_sessions;
 CREATE TRIGGER agent_sessions_changed AFTER UPDATE OR DELETE ON agent_sessions
     FOR EACH ROW EXECUTE FUNCTION agent_sessions_notify();
-"
+CREATE OR REPLACE FUNCTION agent_mcp_notify() RETURNS trigger AS $$
+BEGIN
+    PERFORM pg_notify('agent_mcp_changes', OLD.id);
+    RETURN NULL;
+END
+$$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS agent_mcp_deleted ON agent_mcp_sessions;
+CREATE TRIGGER agent_mcp_deleted AFTER DELETE ON agent_mcp_sessions
+    FOR EACH ROW EXECUTE FUNCTION agent_mcp_notify();
+",
+    lease_function!()
 );
 
 /// Notifications buffered for a slow host before the oldest are dropped (a host that lags
@@ -56,12 +72,21 @@ pub struct PostgresStore {
     /// Always `None`: other replicas write the token records.
     token_cache: Option<std::sync::Arc<super::token_cache::TokenCache>>,
     /// Fed by one `LISTEN` task, started by the first
-    /// [`SessionStore::changes`](crate::engine::store::SessionStore::changes) call.
-    changes: std::sync::Arc<std::sync::OnceLock<tokio::sync::broadcast::Sender<String>>>,
+    /// [`SessionStore::changes`](crate::engine::store::SessionStore::changes) or
+    /// [`McpBindings::deleted`](crate::engine::store::McpBindings::deleted) call.
+    changes: std::sync::Arc<std::sync::OnceLock<Channels>>,
     /// Whether that task is listening now (one of the `LISTENER_` values).
     listening: std::sync::Arc<std::sync::atomic::AtomicU8>,
     /// Set when the store closes: the `LISTEN` task ends.
     closing: tokio::sync::watch::Sender<bool>,
+}
+
+/// What the `LISTEN` task forwards: the sessions changed ([`CHANGES_CHANNEL`]) and the MCP
+/// bindings deleted ([`MCP_CHANNEL`]).
+#[derive(Debug)]
+struct Channels {
+    sessions: tokio::sync::broadcast::Sender<String>,
+    mcp: tokio::sync::broadcast::Sender<String>,
 }
 
 /// [`PostgresStore::listening`]: the `LISTEN` task has not started.
@@ -122,11 +147,27 @@ impl PostgresStore {
         })
     }
 
-    /// Starts the task that `LISTEN`s on [`CHANGES_CHANNEL`] (reconnecting after a lost
-    /// connection) and forwards each changed session id. It ends when every receiver is gone.
-    fn listen(&self) -> tokio::sync::broadcast::Sender<String> {
+    /// The receivers of what the `LISTEN` task forwards, started on first use.
+    fn channels(&self) -> &Channels {
+        self.changes.get_or_init(|| self.listen())
+    }
+
+    /// The MCP bindings other processes (and this one) delete
+    /// ([`McpBindings::deleted`](crate::engine::store::McpBindings::deleted)).
+    fn mcp_deletes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        Some(self.channels().mcp.subscribe())
+    }
+
+    /// Starts the task that `LISTEN`s on [`CHANGES_CHANNEL`] and [`MCP_CHANNEL`]
+    /// (reconnecting after a lost connection) and forwards each payload to its channel. It
+    /// ends when every receiver of both is gone.
+    fn listen(&self) -> Channels {
         let (tx, _) = tokio::sync::broadcast::channel(CHANGES_CAPACITY);
-        let sender = tx.clone();
+        let (mcp, _) = tokio::sync::broadcast::channel(CHANGES_CAPACITY);
+        let sender = Channels {
+            sessions: tx.clone(),
+            mcp: mcp.clone(),
+        };
         // A connection of its own, outside the pool (a pool of one at most could not also
         // run statements), opened with the pool's connect options: the same URL and TLS.
         let pool = PgPoolOptions::new()
@@ -142,7 +183,7 @@ impl PostgresStore {
             listen_until_closed(pool, sender, closing, set).await;
             listen_pool.close().await;
         });
-        tx
+        Channels { sessions: tx, mcp }
     }
 
     /// Ends the `LISTEN` task ([`SessionStore::close`](crate::engine::store::SessionStore::close)).
@@ -166,12 +207,12 @@ impl PostgresStore {
     }
 }
 
-/// The `LISTEN` task's loop: listens on [`CHANGES_CHANNEL`] through `pool` (reconnecting
-/// after a lost connection) and forwards each payload to `sender`, until the store closes or
-/// no receiver is left.
+/// The `LISTEN` task's loop: listens on [`CHANGES_CHANNEL`] and [`MCP_CHANNEL`] through
+/// `pool` (reconnecting after a lost connection) and forwards each payload to its channel in
+/// `sender`, until the store closes or no receiver is left.
 async fn listen_until_closed(
     pool: sqlx::PgPool,
-    sender: tokio::sync::broadcast::Sender<String>,
+    sender: Channels,
     mut closing: tokio::sync::watch::Receiver<bool>,
     set: impl Fn(u8),
 ) {
@@ -188,7 +229,7 @@ async fn listen_until_closed(
                 continue;
             }
         };
-        if let Err(e) = listener.listen(CHANGES_CHANNEL).await {
+        if let Err(e) = listener.listen_all([CHANGES_CHANNEL, MCP_CHANNEL]).await {
             tracing::error!(target: "agent_runtime::store", "LISTEN failed: {e}");
             tokio::time::sleep(Duration::from_secs(1)).await;
             continue;
@@ -201,7 +242,15 @@ async fn listen_until_closed(
             };
             match received {
                 Ok(n) => {
-                    if sender.send(n.payload().to_owned()).is_err() {
+                    let to = if n.channel() == MCP_CHANNEL {
+                        &sender.mcp
+                    } else {
+                        &sender.sessions
+                    };
+                    // A channel without receivers drops the payload; the task ends when
+                    // neither has any.
+                    let _ = to.send(n.payload().to_owned());
+                    if sender.sessions.receiver_count() == 0 && sender.mcp.receiver_count() == 0 {
                         return;
                     }
                 }
@@ -282,6 +331,26 @@ impl PgWriter {
         }
         tx.commit().await?;
         Ok(None)
+    }
+}
+
+/// The fleet's shared rate-limit buckets (`postgres_budgets`, `docs/stores.md` §Limits across
+/// replicas).
+impl crate::security::RateBudgets for PostgresStore {
+    fn lease<'a>(
+        &'a self,
+        name: &'a str,
+        capacity: u32,
+        window_ms: u64,
+        want: u32,
+    ) -> futures::future::BoxFuture<'a, super::StoreResult<crate::security::Lease>> {
+        Box::pin(super::postgres_budgets::lease(
+            &self.pool, name, capacity, window_ms, want,
+        ))
+    }
+
+    fn sweep_budgets(&self) -> futures::future::BoxFuture<'_, super::StoreResult<u64>> {
+        Box::pin(super::postgres_budgets::sweep(&self.pool))
     }
 }
 

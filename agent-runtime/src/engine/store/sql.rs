@@ -12,7 +12,7 @@ macro_rules! impl_sql_store {
     ($store:ty, $db:ty, changes) => {
         $crate::engine::store::sql::impl_sql_store!(@impl $store, $db, {
             fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
-                Some(self.changes.get_or_init(|| self.listen()).subscribe())
+                Some(self.channels().sessions.subscribe())
             }
 
             fn listener(&self) -> $crate::engine::store::ChangesListener {
@@ -300,6 +300,10 @@ macro_rules! impl_sql_store {
                     .await?;
                     Ok(ids.into_iter().map(|(id,)| id).collect())
                 })
+            }
+
+            fn deleted(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+                self.mcp_deletes()
             }
         }
 

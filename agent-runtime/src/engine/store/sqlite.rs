@@ -37,6 +37,12 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// Not shared with other processes: no MCP deletes to announce
+    /// ([`McpBindings::deleted`](crate::engine::store::McpBindings::deleted)).
+    fn mcp_deletes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
+
     /// Opens (creating when missing) the database file at `path` and its tables.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::new()

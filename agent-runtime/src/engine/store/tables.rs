@@ -41,7 +41,7 @@ pub(super) use tables;
 
 /// The schema version this build reads and writes (`agent_meta`, name `schema`). A database
 /// without the row is at version 1: the tables above as version 1 created them.
-pub(super) const SCHEMA_VERSION: i64 = 7;
+pub(super) const SCHEMA_VERSION: i64 = 8;
 
 /// The migrations, each with the version it reaches, in order; each runs once, in the
 /// transaction that opens the store (`docs/stores.md` §Schema versions).
@@ -131,7 +131,21 @@ CREATE TABLE IF NOT EXISTS agent_oauth_access (
 CREATE INDEX IF NOT EXISTS agent_oauth_access_grant ON agent_oauth_access (grant_id);
 ",
     ),
+    (8, FLEET_LIMITS_MIGRATION),
 ];
+
+/// Limits shared by a fleet (issue 50, `docs/stores.md` §Limits across replicas): one token
+/// bucket per rate-limit key, which PostgreSQL replicas lease tokens from in slices
+/// (`tokens` left at `at_ms` of the store's clock, `full_at_ms` when it is full again, then
+/// deletable; PostgreSQL's `agent_rate_lease` function takes them). Created by every build (only PostgreSQL writes it),
+/// so one database serves every build. PostgreSQL's schema, run again with this migration, also
+/// announces a deleted MCP binding on `agent_mcp_changes`.
+const FLEET_LIMITS_MIGRATION: &str = "
+CREATE TABLE IF NOT EXISTS agent_rate_budgets (
+    name TEXT PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL, at_ms BIGINT NOT NULL,
+    full_at_ms BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS agent_rate_budgets_full ON agent_rate_budgets (full_at_ms);
+";
 
 /// Whether the database behind `$pool` is at [`SCHEMA_VERSION`] already (then opening it
 /// takes no lock and runs no DDL: a replica starting under load does not queue behind the

@@ -250,6 +250,14 @@ pub trait McpBindings: Send + Sync {
 
     /// The ids of the `n` oldest MCP sessions, oldest first.
     fn oldest_mcp(&self, n: u64) -> BoxFuture<'_, StoreResult<Vec<String>>>;
+
+    /// A broadcast of the ids of MCP sessions deleted by any process sharing the store
+    /// (PostgreSQL: `NOTIFY` on `agent_mcp_changes`), so a replica holding one
+    /// live ends it; `None` (the default) for stores that are not shared. A store that answers
+    /// `Some` is a fleet's: `/agent/mcp` then refuses a bearer session it cannot record.
+    fn deleted(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
 }
 
 /// Where the identity cookie's signing key is kept, shared by every replica.

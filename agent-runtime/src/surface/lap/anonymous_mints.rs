@@ -9,7 +9,7 @@ use axum::http::request::Parts;
 use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::ops::ServerState;
-use crate::security::{is_anonymous, request_client_address, AuditEntry, Bucket};
+use crate::security::{is_anonymous, request_client_address, AuditEntry, Bucket, Refusal};
 
 /// Takes one anonymous mint of the caller's address when `identity` is anonymous (or none);
 /// 429 `rate-limited` with `retryAfterMs`, audited, past the bucket.
@@ -23,7 +23,10 @@ pub(super) async fn check<A: App>(
         return Ok(());
     }
     let address = request_client_address(parts, server.options().trust_proxy);
-    if let Err(limited) = server.anonymous_mints().check(&address, Bucket::Mint) {
+    if let Err(refused) = server.take_anonymous_mint(&address).await {
+        let Refusal::Limited(limited) = refused else {
+            return Err(refused.into());
+        };
         crate::telemetry::rate_limited(Bucket::Mint.as_str());
         let mut entry = AuditEntry::rate_limited(now, identity, "/agent/mint");
         entry.detail["reason"] = "anonymous mints per address".into();

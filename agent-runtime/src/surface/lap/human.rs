@@ -361,7 +361,7 @@ async fn human_events<A: App>(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let last = header_id.or(query.last_event_id);
-    let subscription = session.subscribe(last.as_deref());
+    let subscription = session.subscribe_anywhere(last.as_deref()).await;
     Sse::new(event_stream(subscription, server.stopped()))
         .keep_alive(
             KeepAlive::new()

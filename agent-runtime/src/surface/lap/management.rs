@@ -103,7 +103,10 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
     let limit_key = identity
         .clone()
         .unwrap_or_else(|| request_client_address(&parts, server.options().trust_proxy));
-    if let Err(limited) = server.limiter().check(&limit_key, Bucket::Mint).await {
+    if let Err(refused) = server.take_rate(&limit_key, Bucket::Mint).await {
+        let crate::security::Refusal::Limited(limited) = refused else {
+            return Err(refused.into());
+        };
         crate::telemetry::rate_limited(Bucket::Mint.as_str());
         server
             .audit(AuditEntry::rate_limited(

@@ -14,10 +14,21 @@ use crate::engine::store::{McpBindings, StoreResult};
 /// stored sessions that are not live here until it has at most `maxSessionsPerToken`; then the
 /// oldest stored sessions not live here until the store holds at most `maxSessions`. Live
 /// sessions are never touched here (the registry evicts them, and deletes their bindings).
-pub(crate) async fn trim(store: &Arc<dyn McpBindings>, sessions: &McpSessions, tid: Option<&str>) {
-    if let Err(e) = trim_to_caps(store, sessions, tid).await {
+/// A failure is logged and answered.
+///
+/// With a fleet's store the bindings are the fleet's registry: a replica's trim deletes the
+/// oldest sessions other replicas hold live too, and they end there (`deletions.rs`), so a
+/// token holds at most `maxSessionsPerToken` sessions across the fleet.
+pub(crate) async fn trim(
+    store: &Arc<dyn McpBindings>,
+    sessions: &McpSessions,
+    tid: Option<&str>,
+) -> StoreResult<()> {
+    let trimmed = trim_to_caps(store, sessions, tid).await;
+    if let Err(e) = &trimmed {
         tracing::error!(target: "agent_runtime::store", "trimming the stored MCP sessions failed: {e}");
     }
+    trimmed
 }
 
 async fn trim_to_caps(

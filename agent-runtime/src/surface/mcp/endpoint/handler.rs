@@ -168,8 +168,20 @@ impl<A: App> McpHandler<A> {
             Ok(result) => {
                 // Kept by token id, so the binding survives a restart (never the token).
                 if let Some(store) = self.server.mcp_bindings() {
-                    restore::remember(store, session, &binding_kept, self.server.now()).await;
-                    disk_bounds::trim(store, sessions, Some(&tid)).await;
+                    let kept = restore::remember(store, session, &binding_kept, self.server.now());
+                    let kept = kept.await;
+                    let trimmed = disk_bounds::trim(store, sessions, Some(&tid)).await;
+                    // A fleet counts its token caps in the store (`docs/mcp.md` §Sessions
+                    // across replicas): a binding it could not record there is dropped.
+                    if kept.and(trimmed).is_err() && sessions.deletions().is_shared() {
+                        sessions.unbind(session, self.server.now());
+                        self.cache.clear();
+                        return failure(
+                            "connect_session failed: the binding could not be recorded in the \
+                             store the replicas share; call connect_session again",
+                        )
+                        .into();
+                    }
                 }
                 // The client learns about the session's actions at once.
                 self.start_watch(context.peer.clone(), tid, true);

@@ -11,6 +11,7 @@ mod actions;
 mod admission;
 mod bound_token;
 mod client_confirm;
+mod deletions;
 mod disk_bounds;
 mod fast_call;
 mod handler;

@@ -15,6 +15,7 @@ use rmcp::transport::streamable_http_server::SessionManager;
 use tokio::sync::broadcast;
 
 use super::bound_token::BoundToken;
+use super::deletions::Deletions;
 use super::McpOptions;
 use crate::engine::store::McpBindings;
 
@@ -116,6 +117,8 @@ pub struct McpSessions {
     bindings: Option<Arc<dyn McpBindings>>,
     /// The server's revoked tids, read on each request: a revoked token's sessions end.
     revocations: Mutex<Option<broadcast::Receiver<String>>>,
+    /// The bindings a fleet's store deleted, read on each request: those sessions end here.
+    deletions: Deletions,
 }
 
 /// What [`McpSessions::revoked_since`] saw.
@@ -159,6 +162,7 @@ impl McpSessions {
             },
             bindings: None,
             revocations: Mutex::new(None),
+            deletions: Deletions::default(),
         }
     }
 
@@ -185,10 +189,17 @@ impl McpSessions {
         }
     }
 
-    /// The same, deleting the stored binding of every session it drops from `bindings`.
+    /// The same, deleting the stored binding of every session it drops from `bindings`, and
+    /// ending the sessions whose bindings another replica deleted when the store is shared.
     pub(crate) fn with_bindings(mut self, bindings: Option<Arc<dyn McpBindings>>) -> Self {
+        self.deletions = Deletions::new(bindings.as_ref().and_then(|b| b.deleted()));
         self.bindings = bindings;
         self
+    }
+
+    /// The bindings a fleet's store deleted (`deletions.rs`).
+    pub(crate) fn deletions(&self) -> &Deletions {
+        &self.deletions
     }
 
     /// `(maxSessionsPerToken, maxSessions)`: what the stored bindings are trimmed to.

@@ -97,8 +97,15 @@ impl SessionStore for StoredMcpSessions {
 }
 
 /// Records the token MCP session `id` is bound to, by id and hash (at `initialize` with a
-/// bearer, or by `connect_session`); rmcp stored its `initialize` already.
-pub(crate) async fn remember(store: &Arc<dyn McpBindings>, id: &str, bound: &BoundToken, now: u64) {
+/// bearer, or by `connect_session`); rmcp stored its `initialize` already. A failure is logged
+/// and answered (a fleet's replica then refuses the session: its token's cap is counted in
+/// the store).
+pub(crate) async fn remember(
+    store: &Arc<dyn McpBindings>,
+    id: &str,
+    bound: &BoundToken,
+    now: u64,
+) -> StoreResult<()> {
     let binding = McpBinding {
         id: stored_id(id),
         tid: bound.tid.clone(),
@@ -107,9 +114,11 @@ pub(crate) async fn remember(store: &Arc<dyn McpBindings>, id: &str, bound: &Bou
         created_at: now,
         deleted: false,
     };
-    if let Err(e) = store.bind_mcp(binding).await {
+    let stored = store.bind_mcp(binding).await;
+    if let Err(e) = &stored {
         tracing::error!(target: "agent_runtime::store", "storing MCP session {id} failed: {e}");
     }
+    stored
 }
 
 /// Forgets the token MCP session `id` is bound to (`disconnect_session`): after a restart

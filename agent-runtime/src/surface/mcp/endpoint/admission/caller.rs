@@ -20,7 +20,10 @@ impl<A: App, S> McpAdmission<A, S> {
     pub(super) async fn limit_address(&self, parts: &Parts) -> Result<(), Box<Response>> {
         let server = &self.server;
         let address = request_client_address(parts, server.options().trust_proxy);
-        if let Err(limited) = server.limiter().check(&address, Bucket::Identity).await {
+        if let Err(refused) = server.take_rate(&address, Bucket::Identity).await {
+            let crate::security::Refusal::Limited(limited) = refused else {
+                return Err(Box::new(ApiError::from(refused).into_response()));
+            };
             crate::telemetry::rate_limited(Bucket::Identity.as_str());
             server
                 .audit(AuditEntry::rate_limited(server.now(), None, MCP_PATH))

@@ -67,14 +67,29 @@ impl<A: App, S: McpService> McpAdmission<A, S> {
                 .map(str::to_owned);
             match id {
                 Some(id) if response.status() == StatusCode::OK => {
+                    let mut kept = Ok(());
                     if let (Some(store), Some(b)) = (this.durable(), &binding) {
-                        restore::remember(store, &id, b, this.server.now()).await;
+                        kept = restore::remember(store, &id, b, this.server.now()).await;
                     }
                     let tid = binding.as_ref().map(|b| b.tid.clone());
-                    reservation.commit(id, this.server.now(), binding);
+                    reservation.commit(id.clone(), this.server.now(), binding);
+                    let sessions = this.server.mcp_sessions();
                     if let Some(store) = this.durable() {
-                        let sessions = this.server.mcp_sessions();
-                        disk_bounds::trim(store, sessions, tid.as_deref()).await;
+                        let trimmed = disk_bounds::trim(store, sessions, tid.as_deref()).await;
+                        kept = kept.and(trimmed);
+                    }
+                    // A fleet counts its token caps in the store: a session it could not
+                    // record there is not kept (fail closed, `docs/mcp.md` §Sessions across
+                    // replicas).
+                    if kept.is_err() && tid.is_some() && sessions.deletions().is_shared() {
+                        if sessions.remove(&id) {
+                            sessions.close(vec![id]).await;
+                        }
+                        return ApiError::internal(
+                            "the MCP session could not be recorded in the store the replicas \
+                             share, so it was closed; initialize again",
+                        )
+                        .into_response();
                     }
                 }
                 _ => drop(reservation),

@@ -250,6 +250,7 @@ impl<A: App, S: McpService> McpAdmission<A, S> {
         sessions.close(expired).await;
         sessions.forget_ended().await;
         revoked::end_revoked(&self.server).await;
+        revoked::end_deleted(&self.server).await;
         let session = parts
             .headers
             .get(SESSION_HEADER)
@@ -393,7 +394,8 @@ impl<A: App, S: McpService> McpAdmission<A, S> {
         };
         let tid = binding.tid.clone();
         reservation.commit_rebuilding(id.clone(), server.now(), binding);
-        disk_bounds::trim(store, &sessions, Some(&tid)).await;
+        // (A failure is logged; the rebuilt session is a row the store already holds.)
+        let _ = disk_bounds::trim(store, &sessions, Some(&tid)).await;
         // Held until rmcp has restored the session (its answer's head comes after that), so
         // the client's other requests for this id wait for the restore (see `with_session`).
         // A POST is answered with an event stream and a GET is one, so this is not a tool's
