@@ -196,7 +196,7 @@ pub(super) struct Case<'c, A: App> {
     pub(super) checks: [u64; 8],
 }
 
-impl<A: App> Case<'_, A> {
+impl<'c, A: App> Case<'c, A> {
     /// Counts a check of `property`.
     pub(super) fn checked(&mut self, property: Property) {
         if let Some(i) = Property::ALL.iter().position(|p| *p == property) {
@@ -212,7 +212,7 @@ impl<A: App> Case<'_, A> {
         body: Value,
     ) -> Result<(u16, Value), Violation> {
         let (status, text) = self.call_text(step, op, body).await?;
-        Ok((status, read_answer(&text, &[])))
+        Ok((status, read_answer(&text)))
     }
 
     /// Calls `op` as the agent: the answer's status and its JSON text (as `Reply::recorded`
@@ -318,14 +318,14 @@ impl<A: App> Case<'_, A> {
         };
         if body.to_string().len() > limit {
             // Within the server's byte budgets: the synthesized payload instead.
-            body = request(&payload_hint(&variant));
+            body = request(&payload_hint(variant));
         }
         let (prev_seq, prev_view) = (self.seq, self.view.clone());
         let (status, text) = self
             .call_text(step, Operation::Message, body.clone())
             .await?;
         // The answer's `actions` are not read here (the agent reads them from `/actions`).
-        let answer = read_answer(&text, &["actions"]);
+        let (answer, after) = read_message(&text);
         let outcome = answer
             .get("status")
             .and_then(Value::as_str)
@@ -348,8 +348,8 @@ impl<A: App> Case<'_, A> {
         check::gate(&expect, status, &answer)
             .map_err(|why| violation(Property::GateTellsTheTruth, step, why))?;
         match outcome {
-            "dispatched" => self.dispatched(step, prev_seq, &prev_view, &answer),
-            "pending-confirmation" => self.decide(step, plan, &variant, &answer, &mut draws).await,
+            "dispatched" => self.dispatched(step, prev_seq, &prev_view, &answer, after),
+            "pending-confirmation" => self.decide(step, plan, variant, &answer, &mut draws).await,
             _ => Ok(()),
         }
     }
@@ -362,7 +362,8 @@ impl<A: App> Case<'_, A> {
         listed: &[Listed],
         pool: &Pool,
         draws: &mut Draws<'_>,
-    ) -> Option<(VariantModel, Expect, Value)> {
+    ) -> Option<(&'c VariantModel, Expect, Value)> {
+        let ctx: &'c Ctx<A> = self.ctx;
         let available: Vec<String> = listed
             .iter()
             .filter(|a| a.open)
@@ -388,7 +389,7 @@ impl<A: App> Case<'_, A> {
                     .collect();
                 if !closed.is_empty() {
                     let (n, reason) = closed[plan.pick.index(closed.len())].clone();
-                    let v = self.ctx.variant(&n)?.clone();
+                    let v = ctx.variant(&n)?;
                     let msg = generate::message(&v, draws, pool).ok()?.msg;
                     return Some((v, Expect::Unavailable { reason }, msg));
                 }
@@ -402,14 +403,14 @@ impl<A: App> Case<'_, A> {
                     .map(|v| v.wire_name.clone())
                     .collect();
                 if let Some(n) = pick(&human) {
-                    let v = self.ctx.variant(&n)?.clone();
+                    let v = ctx.variant(&n)?;
                     let msg = generate::message(&v, draws, pool).ok()?.msg;
                     return Some((v, Expect::HumanOnly, msg));
                 }
             }
             StepKind::OutsideSchema => {
                 if let Some(n) = pick(&available) {
-                    let v = self.ctx.variant(&n)?.clone();
+                    let v = ctx.variant(&n)?;
                     let valid = generate::message(&v, draws, pool).ok()?.msg;
                     let (msg, what) = generate::outside(&v, &valid, draws);
                     return Some((v, Expect::Invalid { what }, msg));
@@ -418,7 +419,7 @@ impl<A: App> Case<'_, A> {
             _ => {}
         }
         let n = pick(&available)?;
-        let v = self.ctx.variant(&n)?.clone();
+        let v = ctx.variant(&n)?;
         let g = generate::message(&v, draws, pool).ok()?;
         Some((v, Expect::Accepted { exact: g.exact }, g.msg))
     }
@@ -430,6 +431,7 @@ impl<A: App> Case<'_, A> {
         prev_seq: u64,
         prev_view: &Value,
         answer: &Value,
+        after: Option<&str>,
     ) -> Result<(), Violation> {
         let seq = answer.get("seq").and_then(Value::as_u64).unwrap_or(0);
         let observed = answer
@@ -444,7 +446,7 @@ impl<A: App> Case<'_, A> {
             self.last_agent = Some((prev_seq + 1, self.whole.clone()));
         }
         self.checked(Property::StateDiffApplies);
-        let (Some(diff), Some(after)) = (answer.get("stateDiff"), answer.get("stateAfter")) else {
+        let (Some(diff), Some(after)) = (answer.get("stateDiff"), after) else {
             return Err(violation(
                 Property::StateDiffApplies,
                 step,
@@ -452,7 +454,11 @@ impl<A: App> Case<'_, A> {
             ));
         };
         match check::apply_patch(prev_view, diff) {
-            Ok(applied) if &applied == after => {
+            // The same text is the same value; another text is compared as a value.
+            Ok(applied)
+                if serde_json::to_string(&applied).is_ok_and(|text| text == after)
+                    || serde_json::from_str::<Value>(after).is_ok_and(|v| v == applied) =>
+            {
                 // `stateAfter` is the snapshot of `seq` as the agent reads it: the view there.
                 self.fresh = Some((seq, applied));
                 Ok(())
@@ -596,7 +602,7 @@ fn round_trip<A: App>(state: &A::State) -> Result<String, String> {
 
 /// An action as the agent reads it from `/actions`.
 #[derive(Debug, Clone)]
-pub(super) struct Listed {
+struct Listed {
     variant: String,
     /// Not listed with `available: false`.
     open: bool,
@@ -653,26 +659,30 @@ fn listed_in(text: &str) -> Vec<Listed> {
         .collect()
 }
 
-/// An answer's text as a value (`null` when it is not JSON), the members of its object named
-/// in `skip` left unread.
-fn read_answer(text: &str, skip: &[&str]) -> Value {
-    if !skip.is_empty() {
-        // Read in order, each member parsed on its own (a duplicate key: the last one, as a
-        // whole parse keeps).
-        if let Ok(members) = serde_json::from_str::<IndexMap<String, &RawValue>>(text) {
-            let mut out = Map::new();
-            for (key, raw) in members {
-                if skip.contains(&key.as_str()) {
-                    continue;
-                }
-                match serde_json::from_str(raw.get()) {
-                    Ok(v) => out.insert(key, v),
-                    Err(_) => return Value::Null,
-                };
-            }
-            return Value::Object(out);
+/// A `/message` answer's text as a value (as [`read_answer`]) without its `actions` (the
+/// agent reads them from `/actions`) and its `stateAfter`, whose text is given apart (compared
+/// with the `stateDiff` applied, as text first).
+fn read_message(text: &str) -> (Value, Option<&str>) {
+    let Ok(mut members) = serde_json::from_str::<IndexMap<String, &RawValue>>(text) else {
+        // Not an object: not an answer that dispatched.
+        return (read_answer(text), None);
+    };
+    let after = members.shift_remove("stateAfter").map(RawValue::get);
+    let mut out = Map::new();
+    for (key, raw) in members {
+        if key == "actions" {
+            continue;
         }
+        match serde_json::from_str(raw.get()) {
+            Ok(v) => out.insert(key, v),
+            Err(_) => return (Value::Null, None),
+        };
     }
+    (Value::Object(out), after)
+}
+
+/// An answer's text as a value (as `Reply::recorded` reads it: `null` when it is not JSON).
+fn read_answer(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
