@@ -390,7 +390,7 @@ impl<'c, A: App> Case<'c, A> {
                 if !closed.is_empty() {
                     let (n, reason) = closed[plan.pick.index(closed.len())].clone();
                     let v = ctx.variant(&n)?;
-                    let msg = generate::message(&v, draws, pool).ok()?.msg;
+                    let msg = generate::message(v, draws, pool).ok()?.msg;
                     return Some((v, Expect::Unavailable { reason }, msg));
                 }
             }
@@ -404,15 +404,15 @@ impl<'c, A: App> Case<'c, A> {
                     .collect();
                 if let Some(n) = pick(&human) {
                     let v = ctx.variant(&n)?;
-                    let msg = generate::message(&v, draws, pool).ok()?.msg;
+                    let msg = generate::message(v, draws, pool).ok()?.msg;
                     return Some((v, Expect::HumanOnly, msg));
                 }
             }
             StepKind::OutsideSchema => {
                 if let Some(n) = pick(&available) {
                     let v = ctx.variant(&n)?;
-                    let valid = generate::message(&v, draws, pool).ok()?.msg;
-                    let (msg, what) = generate::outside(&v, &valid, draws);
+                    let valid = generate::message(v, draws, pool).ok()?.msg;
+                    let (msg, what) = generate::outside(v, &valid, draws);
                     return Some((v, Expect::Invalid { what }, msg));
                 }
             }
@@ -420,7 +420,7 @@ impl<'c, A: App> Case<'c, A> {
         }
         let n = pick(&available)?;
         let v = ctx.variant(&n)?;
-        let g = generate::message(&v, draws, pool).ok()?;
+        let g = generate::message(v, draws, pool).ok()?;
         Some((v, Expect::Accepted { exact: g.exact }, g.msg))
     }
 
