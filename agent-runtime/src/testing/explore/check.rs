@@ -2,7 +2,7 @@
 //! against what the list said, a `stateDiff` applied (by a JSON Patch applier of its own, not
 //! the runtime's), the secrets an agent must never read.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use serde_json::Value;
 
@@ -94,19 +94,21 @@ pub(crate) fn panics(answer: &Value) -> Option<String> {
 /// does not hold anywhere: the values redaction hides. Short strings are left out (they
 /// would be found by chance in any answer).
 pub(crate) fn hidden(whole: &Value, agent: &Value) -> BTreeSet<String> {
-    let mut seen = BTreeSet::new();
+    // Borrowed: only the hidden strings are copied.
+    let mut seen = HashSet::new();
     strings(agent, &mut seen);
-    let mut all = BTreeSet::new();
+    let mut all = HashSet::new();
     strings(whole, &mut all);
     all.into_iter()
-        .filter(|s| s.chars().count() >= 8 && !seen.contains(s))
+        .filter(|s| !seen.contains(s) && s.chars().count() >= 8)
+        .map(str::to_string)
         .collect()
 }
 
-fn strings(v: &Value, out: &mut BTreeSet<String>) {
+fn strings<'v>(v: &'v Value, out: &mut HashSet<&'v str>) {
     match v {
         Value::String(s) => {
-            out.insert(s.clone());
+            out.insert(s);
         }
         Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
         Value::Object(o) => o.values().for_each(|v| strings(v, out)),

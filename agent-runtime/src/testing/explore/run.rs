@@ -2,18 +2,22 @@
 //! of a run made one after the other, every property checked after each (`super::check`).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_schema::shape::VariantModel;
 use agent_schema::synth::payload_hint;
 use agent_schema::DispatchMode;
+use indexmap::IndexMap;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
 
 use super::check::{self, Expect};
 use super::generate::{self, Pool};
 use super::plan::{Draws, StepKind, StepPlan};
 use super::report::{Property, Violation};
+use crate::algo::tree::Node;
 use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
 use crate::engine::session::{Session, Transcript};
@@ -107,9 +111,11 @@ impl<A: App> Ctx<A> {
             session,
             agent,
             secrets: BTreeSet::new(),
-            whole: Value::Null,
-            view: Value::Null,
+            whole: Arc::from("null"),
+            view: Arc::new(Value::Null),
             seq: 0,
+            fresh: None,
+            read: None,
             last_agent: None,
             lines: Vec::new(),
             canaries: 0,
@@ -117,7 +123,7 @@ impl<A: App> Ctx<A> {
         };
         let mut violation = case.refresh(0).err();
         if violation.is_none() {
-            case.secrets = check::hidden(&case.whole, &case.view);
+            case.secrets = check::hidden(&case.whole_value(), &case.view);
         }
         let mut steps = 0;
         for (i, plan) in plans.iter().enumerate() {
@@ -171,19 +177,26 @@ pub(super) struct Case<'c, A: App> {
     pub(super) agent: Agent<A>,
     /// Values agents must never read.
     pub(super) secrets: BTreeSet<String>,
-    /// The whole state (as the owner sees it) after the last step.
-    pub(super) whole: Value,
+    /// The whole state (as the owner sees it) after the last step, as serde_json's compact
+    /// text (shared: kept as the state before a commit without a copy).
+    pub(super) whole: Arc<str>,
     /// The agent's view of it, and its `seq`.
-    pub(super) view: Value,
+    pub(super) view: Arc<Value>,
     pub(super) seq: u64,
-    /// The agent's last commit, and the whole state before it.
-    pub(super) last_agent: Option<(u64, Value)>,
+    /// The agent's view at a `seq` as the step's dispatched answer gave it (its `stateAfter`,
+    /// which the `stateDiff` check found equal to the previous view with the diff applied):
+    /// the view at that `seq`, read without building it again from the snapshot's tree.
+    fresh: Option<(u64, Value)>,
+    /// The actions the agent read last, and the snapshot they were read on.
+    read: Option<ActionsRead>,
+    /// The agent's last commit, and the whole state before it (as [`Case::whole`]).
+    pub(super) last_agent: Option<(u64, Arc<str>)>,
     pub(super) lines: Vec<String>,
     pub(super) canaries: u32,
     pub(super) checks: [u64; 8],
 }
 
-impl<A: App> Case<'_, A> {
+impl<'c, A: App> Case<'c, A> {
     /// Counts a check of `property`.
     pub(super) fn checked(&mut self, property: Property) {
         if let Some(i) = Property::ALL.iter().position(|p| *p == property) {
@@ -198,24 +211,72 @@ impl<A: App> Case<'_, A> {
         op: Operation,
         body: Value,
     ) -> Result<(u16, Value), Violation> {
+        let (status, text) = self.call_text(step, op, body).await?;
+        Ok((status, read_answer(&text)))
+    }
+
+    /// Calls `op` as the agent: the answer's status and its JSON text (as `Reply::recorded`
+    /// reads it, `null` when it is not JSON), checked for secrets.
+    async fn call_text(
+        &mut self,
+        step: usize,
+        op: Operation,
+        body: Value,
+    ) -> Result<(u16, Box<str>), Violation> {
         let reply = self.agent.reply(op, body).await;
-        let (status, answer) = reply.recorded();
-        if !self.secrets.is_empty() {
-            self.checked(Property::NoRedactedValueReachesTheAgent);
-            // The answer's own text (what the agent reads), not the value written again.
-            let (_, text) = reply.recorded_text();
-            if let Some(secret) = check::leaked(&self.secrets, &text) {
-                return Err(violation(
-                    Property::NoRedactedValueReachesTheAgent,
-                    step,
-                    format!(
-                        "the agent's {} answer holds the redacted value {secret:?}",
-                        op.spec().tool
-                    ),
-                ));
+        // The answer's own text (what the agent reads), not the value written again.
+        let (status, text) = reply.recorded_text();
+        self.no_secret_in(step, op, &text)?;
+        Ok((status, text))
+    }
+
+    /// [`Property::NoRedactedValueReachesTheAgent`] on the text of an answer to `op`.
+    fn no_secret_in(&mut self, step: usize, op: Operation, text: &str) -> Result<(), Violation> {
+        if self.secrets.is_empty() {
+            return Ok(());
+        }
+        self.checked(Property::NoRedactedValueReachesTheAgent);
+        match check::leaked(&self.secrets, text) {
+            None => Ok(()),
+            Some(secret) => Err(violation(
+                Property::NoRedactedValueReachesTheAgent,
+                step,
+                format!(
+                    "the agent's {} answer holds the redacted value {secret:?}",
+                    op.spec().tool
+                ),
+            )),
+        }
+    }
+
+    /// The actions listed now, as the agent reads them: through the gate, or, when no commit
+    /// was published since the agent last read them (the same snapshot: its `seq` and its
+    /// tree), the list it read then. A session lists its actions from its published snapshot
+    /// (`Published::actions`, kept per snapshot), so reading them again through the gate
+    /// would answer the same text; that text is checked again for secrets (there may be new
+    /// ones since), as the call would have been.
+    async fn actions(&mut self, step: usize) -> Result<Arc<[Listed]>, Violation> {
+        let published = self.session.published();
+        if let Some(read) = &self.read {
+            if read.seq == published.seq && Arc::ptr_eq(&read.tree, &published.state) {
+                let (listed, text) = (read.listed.clone(), read.text.clone());
+                self.no_secret_in(step, Operation::Actions, &text)?;
+                return Ok(listed);
             }
         }
-        Ok((status, answer))
+        let (status, text) = self.call_text(step, Operation::Actions, json!({})).await?;
+        let listed: Arc<[Listed]> = listed_in(&text).into();
+        let now = self.session.published();
+        self.read = (status == 200
+            && now.seq == published.seq
+            && Arc::ptr_eq(&now.state, &published.state))
+        .then(|| ActionsRead {
+            seq: published.seq,
+            tree: published.state.clone(),
+            text: text.into(),
+            listed: listed.clone(),
+        });
+        Ok(listed)
     }
 
     async fn step(&mut self, step: usize, plan: &StepPlan) -> Result<(), Violation> {
@@ -233,12 +294,7 @@ impl<A: App> Case<'_, A> {
         kind: StepKind,
         plan: &StepPlan,
     ) -> Result<(), Violation> {
-        let (_, list) = self.call(step, Operation::Actions, json!({})).await?;
-        let listed: Vec<&Value> = list
-            .get("actions")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().collect())
-            .unwrap_or_default();
+        let listed = self.actions(step).await?;
         let pool = Pool::from_state(&self.view);
         let mut draws = Draws::new(&plan.draws);
         let Some((variant, expect, msg)) = self.choose(kind, plan, &listed, &pool, &mut draws)
@@ -262,10 +318,14 @@ impl<A: App> Case<'_, A> {
         };
         if body.to_string().len() > limit {
             // Within the server's byte budgets: the synthesized payload instead.
-            body = request(&payload_hint(&variant));
+            body = request(&payload_hint(variant));
         }
         let (prev_seq, prev_view) = (self.seq, self.view.clone());
-        let (status, answer) = self.call(step, Operation::Message, body.clone()).await?;
+        let (status, text) = self
+            .call_text(step, Operation::Message, body.clone())
+            .await?;
+        // The answer's `actions` are not read here (the agent reads them from `/actions`).
+        let (answer, after) = read_message(&text);
         let outcome = answer
             .get("status")
             .and_then(Value::as_str)
@@ -288,8 +348,8 @@ impl<A: App> Case<'_, A> {
         check::gate(&expect, status, &answer)
             .map_err(|why| violation(Property::GateTellsTheTruth, step, why))?;
         match outcome {
-            "dispatched" => self.dispatched(step, prev_seq, &prev_view, &answer),
-            "pending-confirmation" => self.decide(step, plan, &variant, &answer, &mut draws).await,
+            "dispatched" => self.dispatched(step, prev_seq, &prev_view, &answer, after),
+            "pending-confirmation" => self.decide(step, plan, variant, &answer, &mut draws).await,
             _ => Ok(()),
         }
     }
@@ -299,16 +359,15 @@ impl<A: App> Case<'_, A> {
         &self,
         kind: StepKind,
         plan: &StepPlan,
-        listed: &[&Value],
+        listed: &[Listed],
         pool: &Pool,
         draws: &mut Draws<'_>,
-    ) -> Option<(VariantModel, Expect, Value)> {
-        let name = |a: &Value| a.get("variant").and_then(Value::as_str).map(str::to_string);
-        let open = |a: &&&Value| a.get("available") != Some(&Value::Bool(false));
+    ) -> Option<(&'c VariantModel, Expect, Value)> {
+        let ctx: &'c Ctx<A> = self.ctx;
         let available: Vec<String> = listed
             .iter()
-            .filter(open)
-            .filter_map(|a| name(a))
+            .filter(|a| a.open)
+            .map(|a| a.variant.clone())
             .filter(|n| self.ctx.variant(n).is_some())
             .collect();
         let pick = |names: &[String]| names.get(plan.pick.index(names.len().max(1))).cloned();
@@ -316,29 +375,22 @@ impl<A: App> Case<'_, A> {
             StepKind::Unavailable => {
                 let closed: Vec<(String, Option<String>)> = listed
                     .iter()
-                    .filter(|a| !open(a))
-                    .filter_map(|a| {
-                        let reason = a.get("unavailableReason").and_then(Value::as_str);
-                        Some((name(a)?, reason.map(str::to_string)))
-                    })
+                    .filter(|a| !a.open)
+                    .map(|a| (a.variant.clone(), a.reason.clone()))
                     .chain(
                         self.ctx
                             .variants
                             .iter()
                             .filter(|v| v.annotations.dispatch_mode != DispatchMode::HumanOnly)
-                            .filter(|v| {
-                                !listed
-                                    .iter()
-                                    .any(|a| name(a).as_deref() == Some(&v.wire_name))
-                            })
+                            .filter(|v| !listed.iter().any(|a| a.variant == v.wire_name))
                             .map(|v| (v.wire_name.clone(), None)),
                     )
                     .filter(|(n, _)| self.ctx.variant(n).is_some())
                     .collect();
                 if !closed.is_empty() {
                     let (n, reason) = closed[plan.pick.index(closed.len())].clone();
-                    let v = self.ctx.variant(&n)?.clone();
-                    let msg = generate::message(&v, draws, pool).ok()?.msg;
+                    let v = ctx.variant(&n)?;
+                    let msg = generate::message(v, draws, pool).ok()?.msg;
                     return Some((v, Expect::Unavailable { reason }, msg));
                 }
             }
@@ -351,24 +403,24 @@ impl<A: App> Case<'_, A> {
                     .map(|v| v.wire_name.clone())
                     .collect();
                 if let Some(n) = pick(&human) {
-                    let v = self.ctx.variant(&n)?.clone();
-                    let msg = generate::message(&v, draws, pool).ok()?.msg;
+                    let v = ctx.variant(&n)?;
+                    let msg = generate::message(v, draws, pool).ok()?.msg;
                     return Some((v, Expect::HumanOnly, msg));
                 }
             }
             StepKind::OutsideSchema => {
                 if let Some(n) = pick(&available) {
-                    let v = self.ctx.variant(&n)?.clone();
-                    let valid = generate::message(&v, draws, pool).ok()?.msg;
-                    let (msg, what) = generate::outside(&v, &valid, draws);
+                    let v = ctx.variant(&n)?;
+                    let valid = generate::message(v, draws, pool).ok()?.msg;
+                    let (msg, what) = generate::outside(v, &valid, draws);
                     return Some((v, Expect::Invalid { what }, msg));
                 }
             }
             _ => {}
         }
         let n = pick(&available)?;
-        let v = self.ctx.variant(&n)?.clone();
-        let g = generate::message(&v, draws, pool).ok()?;
+        let v = ctx.variant(&n)?;
+        let g = generate::message(v, draws, pool).ok()?;
         Some((v, Expect::Accepted { exact: g.exact }, g.msg))
     }
 
@@ -379,6 +431,7 @@ impl<A: App> Case<'_, A> {
         prev_seq: u64,
         prev_view: &Value,
         answer: &Value,
+        after: Option<&str>,
     ) -> Result<(), Violation> {
         let seq = answer.get("seq").and_then(Value::as_u64).unwrap_or(0);
         let observed = answer
@@ -393,7 +446,7 @@ impl<A: App> Case<'_, A> {
             self.last_agent = Some((prev_seq + 1, self.whole.clone()));
         }
         self.checked(Property::StateDiffApplies);
-        let (Some(diff), Some(after)) = (answer.get("stateDiff"), answer.get("stateAfter")) else {
+        let (Some(diff), Some(after)) = (answer.get("stateDiff"), after) else {
             return Err(violation(
                 Property::StateDiffApplies,
                 step,
@@ -401,7 +454,15 @@ impl<A: App> Case<'_, A> {
             ));
         };
         match check::apply_patch(prev_view, diff) {
-            Ok(applied) if &applied == after => Ok(()),
+            // The same text is the same value; another text is compared as a value.
+            Ok(applied)
+                if serde_json::to_string(&applied).is_ok_and(|text| text == after)
+                    || serde_json::from_str::<Value>(after).is_ok_and(|v| v == applied) =>
+            {
+                // `stateAfter` is the snapshot of `seq` as the agent reads it: the view there.
+                self.fresh = Some((seq, applied));
+                Ok(())
+            }
             Ok(applied) => Err(violation(
                 Property::StateDiffApplies,
                 step,
@@ -442,46 +503,50 @@ impl<A: App> Case<'_, A> {
     /// After a step: settled, the state read again and checked.
     async fn after(&mut self, step: usize) -> Result<(), Violation> {
         self.settle().await;
-        self.refresh(step)?;
-        if self.canaries > 0 {
-            // The human's seeded values that landed where agents do not see them.
-            let hidden = check::hidden(&self.whole, &self.view);
+        let changed = self.refresh(step)?;
+        if self.canaries > 0 && changed {
+            // The human's seeded values that landed where agents do not see them (on a state
+            // not read before: an unchanged state hides what it hid at the last read).
+            let hidden = check::hidden(&self.whole_value(), &self.view);
             self.secrets
                 .extend(hidden.into_iter().filter(|s| s.contains(CANARY)));
         }
         Ok(())
     }
 
+    /// The whole state as a value.
+    pub(super) fn whole_value(&self) -> Value {
+        serde_json::from_str(&self.whole).unwrap_or(Value::Null)
+    }
+
     /// Reads the state: the agent's view, and the whole state, which must round-trip through
-    /// serde and satisfy the app's invariant.
-    fn refresh(&mut self, step: usize) -> Result<(), Violation> {
+    /// serde and satisfy the app's invariant. Whether a commit was published since the last
+    /// read.
+    fn refresh(&mut self, step: usize) -> Result<bool, Violation> {
         let published = self.session.published();
+        let fresh = self.fresh.take();
         if step > 0 && published.seq == self.seq {
             // No commit since the last read: the state is the one already read and checked
             // (an update runs on a clone, and every change of the state is a commit).
-            return Ok(());
+            return Ok(false);
         }
         self.seq = published.seq;
-        self.view = published.state();
+        self.view = Arc::new(match fresh {
+            Some((seq, view)) if seq == published.seq => view,
+            _ => published.state(),
+        });
         let app = self.ctx.server.host().app();
         self.checked(Property::StateRoundTrips);
         self.checked(Property::InvariantHolds);
-        let whole = self.session.with_state(|s| -> Result<Value, Violation> {
-            let fail = |why: String| violation(Property::StateRoundTrips, step, why);
-            let v =
-                serde_json::to_value(s).map_err(|e| fail(format!("does not serialize: {e}")))?;
-            let back = A::State::deserialize(&v)
-                .map_err(|e| fail(format!("{v} does not deserialize: {e}")))?;
-            let again = serde_json::to_value(&back).map_err(|e| fail(e.to_string()))?;
-            if again != v {
-                return Err(fail(format!("{v} deserializes and serializes as {again}")));
-            }
+        let whole = self.session.with_state(|s| -> Result<String, Violation> {
+            let text = round_trip::<A>(s)
+                .map_err(|why| violation(Property::StateRoundTrips, step, why))?;
             app.invariant(s)
                 .map_err(|why| violation(Property::InvariantHolds, step, why))?;
-            Ok(v)
+            Ok(text)
         })?;
-        self.whole = whole;
-        Ok(())
+        self.whole = whole.into();
+        Ok(true)
     }
 
     /// Closes the session: no effect may run once the host's `cancel_grace` passed.
@@ -510,6 +575,115 @@ impl<A: App> Case<'_, A> {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+}
+
+/// `state` serialized (serde_json's compact text), deserialized and serialized again: its text,
+/// or why it does not round-trip. The same text twice is the same value twice: a text that
+/// differs (a map of another order, a float read back one unit off) is held to the check on
+/// values, `serde_json::Value`s compared.
+fn round_trip<A: App>(state: &A::State) -> Result<String, String> {
+    let fast = serde_json::to_string(state).ok().filter(|text| {
+        serde_json::from_str::<A::State>(text)
+            .ok()
+            .and_then(|back| serde_json::to_string(&back).ok())
+            .is_some_and(|again| &again == text)
+    });
+    if let Some(text) = fast {
+        return Ok(text);
+    }
+    let v = serde_json::to_value(state).map_err(|e| format!("does not serialize: {e}"))?;
+    let back = A::State::deserialize(&v).map_err(|e| format!("{v} does not deserialize: {e}"))?;
+    let again = serde_json::to_value(&back).map_err(|e| e.to_string())?;
+    if again != v {
+        return Err(format!("{v} deserializes and serializes as {again}"));
+    }
+    Ok(v.to_string())
+}
+
+/// An action as the agent reads it from `/actions`.
+#[derive(Debug, Clone)]
+struct Listed {
+    variant: String,
+    /// Not listed with `available: false`.
+    open: bool,
+    reason: Option<String>,
+}
+
+/// The actions the agent read, and the snapshot it read them on.
+struct ActionsRead {
+    seq: u64,
+    tree: Arc<Node>,
+    /// The answer's text.
+    text: Arc<str>,
+    listed: Arc<[Listed]>,
+}
+
+/// The named entries of the `actions` of an `/actions` answer's text (none when it has none).
+fn listed_in(text: &str) -> Vec<Listed> {
+    #[derive(Deserialize)]
+    struct Answer {
+        actions: Vec<Entry>,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Entry {
+        variant: String,
+        available: Option<bool>,
+        unavailable_reason: Option<String>,
+    }
+    let entry = |variant, available: Option<&Value>, reason: Option<&str>| Listed {
+        variant,
+        open: available != Some(&Value::Bool(false)),
+        reason: reason.map(str::to_string),
+    };
+    if let Ok(answer) = serde_json::from_str::<Answer>(text) {
+        let listed = answer.actions.into_iter().map(|e| Listed {
+            variant: e.variant,
+            open: e.available != Some(false),
+            reason: e.unavailable_reason,
+        });
+        return listed.collect();
+    }
+    // Any other shape read as a value: entries without a variant's name are left out.
+    let answer: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let Some(actions) = answer.get("actions").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    actions
+        .iter()
+        .filter_map(|a| {
+            let name = a.get("variant").and_then(Value::as_str)?;
+            let reason = a.get("unavailableReason").and_then(Value::as_str);
+            Some(entry(name.to_string(), a.get("available"), reason))
+        })
+        .collect()
+}
+
+/// A `/message` answer's text as a value (as [`read_answer`]) without its `actions` (the
+/// agent reads them from `/actions`) and its `stateAfter`, whose text is given apart (compared
+/// with the `stateDiff` applied, as text first).
+fn read_message(text: &str) -> (Value, Option<&str>) {
+    let Ok(mut members) = serde_json::from_str::<IndexMap<String, &RawValue>>(text) else {
+        // Not an object: not an answer that dispatched.
+        return (read_answer(text), None);
+    };
+    let after = members.shift_remove("stateAfter").map(RawValue::get);
+    let mut out = Map::new();
+    for (key, raw) in members {
+        if key == "actions" {
+            continue;
+        }
+        match serde_json::from_str(raw.get()) {
+            Ok(v) => out.insert(key, v),
+            Err(_) => return (Value::Null, None),
+        };
+    }
+    (Value::Object(out), after)
+}
+
+/// An answer's text as a value (as `Reply::recorded` reads it: `null` when it is not JSON).
+fn read_answer(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 fn expect_text(expect: &Expect) -> String {
