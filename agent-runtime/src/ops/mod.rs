@@ -29,6 +29,8 @@ pub(crate) mod budget;
 pub(crate) mod cancel;
 mod context;
 pub(crate) mod error;
+#[cfg(feature = "fleet")]
+pub(crate) mod fleet;
 mod gate;
 pub(crate) mod hosted;
 mod hosted_backend;
@@ -61,6 +63,8 @@ pub(crate) use hosted::dispatch_options;
 pub(crate) use hosted::message_answer;
 pub(crate) use keyed::IdempotencyStore;
 pub use keyed::IDEMPOTENCY_WINDOW;
+#[cfg(feature = "fleet")]
+pub use options::FleetOptions;
 #[cfg(feature = "mcp")]
 pub use options::McpOptions;
 #[cfg(feature = "oauth")]

@@ -302,6 +302,44 @@ pub struct PairingOptions {
     /// open the app's socket from a plain HTTP client (`docs/pairing.md` §Who holds the
     /// socket). Turn it on only for servers that pair native apps (the examples do).
     pub native_apps: bool,
+    /// A fleet of replicas behind one address (feature `fleet`, `docs/pairing.md` §A fleet of
+    /// replicas): off unless [`FleetOptions::address`] is set.
+    #[cfg(feature = "fleet")]
+    pub fleet: FleetOptions,
+}
+
+/// The fleet of replicas a paired session's calls are carried across (feature `fleet`,
+/// `docs/pairing.md` §A fleet of replicas): every replica on one PostgreSQL store, each
+/// reachable by the others at its own address. Off by default (no `address`): each replica
+/// answers only the sessions whose socket it holds, as a single server does.
+#[cfg(feature = "fleet")]
+#[derive(Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct FleetOptions {
+    /// The base URL other replicas reach this one at (`http://10.0.0.5:8789`): written in the
+    /// lease of every socket it holds. Set, the fleet is on; it needs the PostgreSQL store
+    /// and [`Self::secret`].
+    pub address: Option<String>,
+    /// The key every replica of the fleet shares (at least 32 characters): a hop between
+    /// replicas is signed with it (HMAC-SHA256), and a replica serves a hop only when its
+    /// signature is good. Never logged.
+    pub secret: Option<String>,
+    /// How often a replica renews its sockets' leases (default 5 s); a lease not renewed for
+    /// three periods is a dead replica's, never hopped to.
+    #[serde(with = "humantime_serde")]
+    pub heartbeat: Option<Duration>,
+}
+
+#[cfg(feature = "fleet")]
+impl std::fmt::Debug for FleetOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetOptions")
+            .field("address", &self.address)
+            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
+            .field("heartbeat", &self.heartbeat)
+            .finish()
+    }
 }
 
 #[cfg(feature = "pairing")]
@@ -327,6 +365,8 @@ impl Default for PairingOptions {
             log_bytes: 1024 * 1024,
             max_sessions_per_identity: 16,
             anonymous_mints_per_minute: 32,
+            #[cfg(feature = "fleet")]
+            fleet: FleetOptions::default(),
         }
     }
 }

@@ -148,7 +148,7 @@ async fn a_version_1_sqlite_file_is_migrated() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     // Version 5: the undo records' table (the commits after the migration write to it).
     let (records,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_session_undo")
         .fetch_one(&pool)
@@ -228,7 +228,7 @@ async fn a_version_2_postgres_database_gets_the_delete_trigger() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     oauth_tables_exist!(&pool);
     pool.close().await;
 }

@@ -184,6 +184,20 @@ impl Hub {
         current
     }
 
+    /// Tells the current socket of `tid`, if any, to close with `code` (a newer socket on
+    /// another replica of the fleet superseded it).
+    #[cfg(feature = "fleet")]
+    pub(crate) fn close_current(&self, tid: &str, code: u16) -> bool {
+        let links = self.links();
+        match links.get(tid).and_then(|l| l.conn.as_ref()) {
+            Some((_, out)) => {
+                out.close(code);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Tells the socket of `conn` (if still current) to close with `code`.
     pub(crate) fn close_conn(&self, tid: &str, conn: u64, code: u16) {
         let links = self.links();

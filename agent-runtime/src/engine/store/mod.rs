@@ -37,6 +37,8 @@ pub(crate) mod token_cache;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod touches;
 
+#[cfg(feature = "fleet")]
+pub(crate) mod fleet_leases;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
@@ -121,6 +123,14 @@ fn oauth_store_of<S: Send + Sync + 'static>(
     None
 }
 
+/// The pool of a PostgreSQL store, for the sockets' leases of a fleet (feature `fleet`).
+#[cfg(feature = "fleet")]
+fn fleet_pool_of<S: Send + Sync + 'static>(store: &Arc<S>) -> Option<sqlx::PgPool> {
+    let any: &dyn std::any::Any = &**store;
+    any.downcast_ref::<PostgresStore>()
+        .map(|pg| pg.pool().clone())
+}
+
 /// Which implementation a [`Stores`] bundle holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
@@ -152,6 +162,10 @@ pub struct Stores {
     /// and PostgreSQL stores do; `None` keeps them in the server's memory.
     #[cfg(feature = "oauth")]
     pub(crate) oauth: Option<Arc<dyn crate::security::oauth::OAuthStore>>,
+    /// The PostgreSQL pool a fleet of replicas shares (feature `fleet`): the sockets' leases
+    /// live there (`fleet_leases`); `None` for any other store.
+    #[cfg(feature = "fleet")]
+    pub(crate) fleet_pool: Option<sqlx::PgPool>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -182,6 +196,8 @@ impl Stores {
             kind: StoreKind::Memory,
             #[cfg(feature = "oauth")]
             oauth: None,
+            #[cfg(feature = "fleet")]
+            fleet_pool: None,
         }
     }
 
@@ -199,6 +215,8 @@ impl Stores {
             mcp: measured,
             #[cfg(feature = "oauth")]
             oauth: oauth_store_of(store.clone(), kind),
+            #[cfg(feature = "fleet")]
+            fleet_pool: fleet_pool_of(&store),
             keys: store,
             kind,
         }
