@@ -10,6 +10,7 @@ mod commit_log;
 mod conformance;
 mod fleet_postgres;
 mod health;
+mod lb_fleet;
 mod migration;
 mod postgres_tls;
 mod replica_decisions;

@@ -184,14 +184,20 @@ impl Hub {
         current
     }
 
-    /// Tells the current socket of `tid`, if any, to close with `code` (a newer socket on
-    /// another replica of the fleet superseded it).
+    /// The current socket of `tid`, if any, is no longer the session's (a newer socket on
+    /// another replica of the fleet took it): it is told to close with `code` and dropped at
+    /// once, so no call is relayed to it any more; its calls in flight fail with `paused` and
+    /// its own close then finds it is not the current socket (it writes no status).
     #[cfg(feature = "fleet")]
-    pub(crate) fn close_current(&self, tid: &str, code: u16) -> bool {
-        let links = self.links();
-        match links.get(tid).and_then(|l| l.conn.as_ref()) {
+    pub(crate) fn drop_current(&self, tid: &str, code: u16, now: u64) -> bool {
+        let mut links = self.links();
+        let Some(link) = links.get_mut(tid) else {
+            return false;
+        };
+        match link.conn.take() {
             Some((_, out)) => {
                 out.close(code);
+                link.disconnect(now);
                 true
             }
             None => false,

@@ -217,7 +217,7 @@ impl<A: App> ForwardedRelay<A> {
         loop {
             while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = buffer.drain(..=end).collect();
-                match serde_json::from_slice::<HopLine>(&line[..end]) {
+                match HopLine::parse(&line[..end]) {
                     Ok(HopLine::Alive) => {}
                     Ok(HopLine::Progress { progress }) => {
                         if let Some(follow) = follow {
@@ -244,7 +244,7 @@ impl<A: App> ForwardedRelay<A> {
                         }
                         return Ok(Err(ApiError::from_parts(error)));
                     }
-                    Err(e) => return Err(HopFailure::Malformed(e.to_string())),
+                    Err(e) => return Err(HopFailure::Malformed(e)),
                 }
             }
             if buffer.len() > MAX_LINE_BYTES {

@@ -39,7 +39,7 @@ pub(crate) fn spawn<A: App>(server: &ServerState<A>, fleet: Arc<Fleet>) {
                     }
                     for tid in lost {
                         tracing::info!(tid = %tid, "fleet: the socket's lease is another replica's; closing");
-                        server.pairing().hub.close_current(&tid, close_code::NORMAL);
+                        server.pairing().hub.drop_current(&tid, close_code::NORMAL, server.now());
                     }
                 }
                 Err(e) => {

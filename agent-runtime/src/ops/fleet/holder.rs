@@ -195,9 +195,7 @@ pub(crate) fn superseded<A: App>(server: &ServerState<A>, fleet: &Fleet, tid: &s
             tid,
             "fleet: a newer socket on another replica supersedes this one"
         );
-        server
-            .pairing()
-            .hub
-            .close_current(tid, crate::engine::paired::outbound::close_code::NORMAL);
+        let code = crate::engine::paired::outbound::close_code::NORMAL;
+        server.pairing().hub.drop_current(tid, code, server.now());
     }
 }

@@ -56,8 +56,9 @@ pub(crate) struct HopNote {
     pub(crate) epoch: i64,
 }
 
-/// One line of a hop's answer.
-#[derive(Debug, Serialize, Deserialize)]
+/// One line of a hop's answer (written tagged by `k`; read through [`WireLine`], since a raw
+/// body cannot be read inside a tagged enum).
+#[derive(Debug, Serialize)]
 #[serde(tag = "k", rename_all = "kebab-case")]
 pub(crate) enum HopLine {
     /// The holder still works on the call (sent every third of the ping interval).
@@ -72,7 +73,6 @@ pub(crate) enum HopLine {
         /// The 200 body, as the app sent it.
         body: Box<RawValue>,
         /// The intent of the `read` log entry, if any.
-        #[serde(default)]
         read: Option<String>,
         /// The audit entry's event.
         event: AuditEvent,
@@ -84,12 +84,65 @@ pub(crate) enum HopLine {
         /// The error, every field.
         error: ErrorParts,
         /// The replica does not hold the session's socket (any more).
-        #[serde(default)]
+        #[serde(rename = "notHolder")]
         not_holder: bool,
     },
 }
 
+/// What a line's `k` says it is.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum LineKind {
+    Alive,
+    Progress,
+    Answer,
+    Error,
+}
+
+/// A line as read: every key of every kind, optional.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireLine {
+    k: LineKind,
+    #[serde(default)]
+    progress: Option<Progress>,
+    #[serde(default)]
+    body: Option<Box<RawValue>>,
+    #[serde(default)]
+    read: Option<String>,
+    #[serde(default)]
+    event: Option<AuditEvent>,
+    #[serde(default)]
+    detail: Option<Value>,
+    #[serde(default)]
+    error: Option<ErrorParts>,
+    #[serde(default)]
+    not_holder: bool,
+}
+
 impl HopLine {
+    /// Reads one line (without its newline); the error says what is missing or wrong.
+    pub(crate) fn parse(line: &[u8]) -> Result<HopLine, String> {
+        let wire: WireLine = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+        let missing = |what: &str| format!("a line of kind {:?} without its {what}", wire.k);
+        Ok(match wire.k {
+            LineKind::Alive => HopLine::Alive,
+            LineKind::Progress => HopLine::Progress {
+                progress: wire.progress.clone().ok_or_else(|| missing("progress"))?,
+            },
+            LineKind::Answer => HopLine::Answer {
+                body: wire.body.clone().ok_or_else(|| missing("body"))?,
+                read: wire.read.clone(),
+                event: wire.event.ok_or_else(|| missing("event"))?,
+                detail: wire.detail.clone().unwrap_or(Value::Null),
+            },
+            LineKind::Error => HopLine::Error {
+                error: wire.error.clone().ok_or_else(|| missing("error"))?,
+                not_holder: wire.not_holder,
+            },
+        })
+    }
+
     /// The line's text, newline-terminated.
     pub(crate) fn to_line(&self) -> String {
         let mut text = serde_json::to_string(self).unwrap_or_else(|e| {
@@ -99,5 +152,65 @@ impl HopLine {
         });
         text.push('\n');
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::error::ApiError;
+
+    #[test]
+    fn every_line_reads_back_as_it_was_written() {
+        let body = RawValue::from_string(r#"{"state": {"n" :1}}"#.into()).unwrap();
+        let lines = [
+            HopLine::Alive,
+            HopLine::Progress {
+                progress: Progress {
+                    fraction: Some(0.5),
+                    ..Default::default()
+                },
+            },
+            HopLine::Answer {
+                body,
+                read: Some("read".into()),
+                event: AuditEvent::LapCall,
+                detail: serde_json::json!({"tool": "get_state", "paired": true}),
+            },
+            HopLine::Error {
+                error: ApiError::paused_with("pending", Some(5)).to_parts(),
+                not_holder: true,
+            },
+        ];
+        for line in lines {
+            let text = line.to_line();
+            assert!(text.ends_with('\n'));
+            let read = HopLine::parse(text.trim_end().as_bytes()).unwrap();
+            assert_eq!(read.to_line(), text);
+        }
+        // The app's text is carried byte for byte.
+        let answer = HopLine::parse(
+            br#"{"k":"answer","body":{"state": {"n" :1}},"event":"lap-call","detail":null}"#,
+        )
+        .unwrap();
+        match answer {
+            HopLine::Answer { body, .. } => assert_eq!(body.get(), r#"{"state": {"n" :1}}"#),
+            other => panic!("{other:?}"),
+        }
+        assert!(HopLine::parse(br#"{"k":"answer"}"#)
+            .unwrap_err()
+            .contains("body"));
+        assert!(HopLine::parse(br#"{"k":"nope"}"#).is_err());
+        assert!(HopLine::parse(b"not json").is_err());
+    }
+
+    #[test]
+    fn an_error_crosses_with_every_field_and_unknown_words_dropped() {
+        let e = ApiError::paused_with("pending", Some(3)).with_detail("later");
+        assert_eq!(ApiError::from_parts(e.to_parts()), e);
+        let mut parts = serde_json::to_value(e.to_parts()).unwrap();
+        parts["reconnect"] = serde_json::json!("<script>");
+        let read = ApiError::from_parts(serde_json::from_value(parts).unwrap());
+        assert!(read.headers().iter().all(|(k, _)| *k != "x-llui-reconnect"));
     }
 }
