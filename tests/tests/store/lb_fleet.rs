@@ -361,7 +361,7 @@ async fn a_rust_app_survives_the_sigkill_of_its_sockets_replica_behind_a_load_ba
     }
     assert_eq!(count(&lb.base, &token).await, 9);
 
-    // MCP through the load balancer: the stateless generation, then a session.
+    // MCP: the stateless generation through the load balancer, then a session.
     for _ in 0..3 {
         let answer = send_raw(stateless_tool_call(
             &http,
@@ -376,7 +376,11 @@ async fn a_rust_app_survives_the_sigkill_of_its_sockets_replica_behind_a_load_ba
         let content = &answer.body["result"]["structuredContent"];
         assert_eq!(content["state"]["count"], 9, "{}", answer.body);
     }
-    let agent = McpAgent::connect(&lb.base, &token).await;
+    // The session generation on a replica without the socket (its session registry is the
+    // replica's own: through a load balancer without stickiness it needs the shared registry of
+    // issue 50's second item).
+    let elsewhere = (0..3).find(|i| *i != held).expect("another replica");
+    let agent = McpAgent::connect(&fleet.base(elsewhere), &token).await;
     for _ in 0..3 {
         let read = agent.call("get_state", json!({})).await;
         assert_eq!(read["state"]["count"], 9, "{read}");
@@ -398,7 +402,7 @@ async fn a_rust_app_survives_the_sigkill_of_its_sockets_replica_behind_a_load_ba
         &fleet.base(other),
         &token,
         "/wait",
-        json!({"timeoutMs": 60000}),
+        json!({"path": "/view", "timeoutMs": 60000}),
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
     let stop = Arc::new(AtomicBool::new(false));
