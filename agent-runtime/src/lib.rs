@@ -199,8 +199,6 @@ pub mod oauth {
 /// server (feature `pairing-client`).
 #[cfg(any(feature = "pairing", feature = "pairing-client"))]
 pub mod pairing {
-    #[cfg(feature = "fleet")]
-    pub use crate::ops::FleetOptions;
     #[cfg(feature = "pairing")]
     pub use crate::ops::PairingOptions;
     #[cfg(feature = "pairing-client")]

@@ -237,13 +237,13 @@ impl<A: App> AgentServerBuilder<A> {
                 .with_revocations(revocations.subscribe()),
         );
         #[cfg(feature = "fleet")]
-        let fleet = match &self.options.pairing.fleet.address {
+        let fleet = match &self.options.pairing.fleet_address {
             Some(address) => {
-                let fleet = &self.options.pairing.fleet;
+                let pairing = &self.options.pairing;
                 let made = crate::engine::paired::fleet::Fleet::new(
                     address,
-                    fleet.secret.as_deref(),
-                    fleet.heartbeat,
+                    pairing.fleet_secret.as_deref(),
+                    pairing.fleet_heartbeat,
                     stores.fleet_pool.clone(),
                 );
                 Some(Arc::new(

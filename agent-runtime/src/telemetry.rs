@@ -75,21 +75,21 @@ pub const AUDIT_WRITE_FAILURES_TOTAL: &str = "agent_audit_write_failures_total";
 /// Counter: paired calls this replica carried to the replica holding the session's socket
 /// (feature `fleet`), by `operation` (the tool name) and `outcome` (`answered`: the holder
 /// answered, whatever its status; `failed`: the hop failed, see [`FLEET_HOP_FAILURES_TOTAL`]).
-pub const FLEET_FORWARDED_TOTAL: &str = "agent_fleet_forwarded_total";
+pub(crate) const FLEET_FORWARDED_TOTAL: &str = "agent_fleet_forwarded_total";
 
 /// Histogram (seconds): how long a forwarded call took, from the hop's start to the holder's
 /// answer (`operation`).
-pub const FLEET_FORWARD_DURATION_SECONDS: &str = "agent_fleet_forward_duration_seconds";
+pub(crate) const FLEET_FORWARD_DURATION_SECONDS: &str = "agent_fleet_forward_duration_seconds";
 
 /// Counter: hops that failed, by `reason` (`unreachable`: no connection or it broke, `silent`:
 /// nothing heard within the ping interval, `not-holder`: the replica no longer holds the
 /// socket, `refused`: the holder refused the hop (its signature, its body), `malformed`: an
 /// answer that does not parse or is over its budget), plus hops refused here for a bad signature
 /// (`bad-signature`).
-pub const FLEET_HOP_FAILURES_TOTAL: &str = "agent_fleet_hop_failures_total";
+pub(crate) const FLEET_HOP_FAILURES_TOTAL: &str = "agent_fleet_hop_failures_total";
 
 /// Counter: hops this replica served as the holder of a socket, by `operation`.
-pub const FLEET_SERVED_TOTAL: &str = "agent_fleet_served_total";
+pub(crate) const FLEET_SERVED_TOTAL: &str = "agent_fleet_served_total";
 
 /// Describes every metric (its help text and unit) to the installed recorder. Call it once,
 /// after installing the recorder (`metrics::set_global_recorder`, or an exporter's

@@ -245,10 +245,10 @@ pub fn resolve(args: ExampleArgs, default_port: u16) -> Result<ExampleOptions, S
     #[cfg(feature = "postgres")]
     {
         if let Some(address) = &args.fleet_address {
-            server.pairing.fleet.address = Some(address.clone());
+            server.pairing.fleet_address = Some(address.clone());
         }
         if let Some(secret) = &args.fleet_secret {
-            server.pairing.fleet.secret = Some(secret.clone());
+            server.pairing.fleet_secret = Some(secret.clone());
         }
     }
     if let Some(idle) = args.session_idle {

@@ -129,7 +129,7 @@ impl RelayFleet {
         let file = config.path().join("relay.toml");
         std::fs::write(
             &file,
-            format!("[server.pairing]\n{pairing}\n[server.pairing.fleet]\nheartbeat = \"{heartbeat}\"\n"),
+            format!("[server.pairing]\n{pairing}\nfleet_heartbeat = \"{heartbeat}\"\n"),
         )
         .expect("relay.toml");
         let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();

@@ -31,6 +31,8 @@ mod context;
 pub(crate) mod error;
 #[cfg(feature = "fleet")]
 pub(crate) mod fleet;
+#[cfg(feature = "fleet")]
+pub(crate) mod fleet_holder;
 mod gate;
 pub(crate) mod hosted;
 mod hosted_backend;
@@ -63,8 +65,6 @@ pub(crate) use hosted::dispatch_options;
 pub(crate) use hosted::message_answer;
 pub(crate) use keyed::IdempotencyStore;
 pub use keyed::IDEMPOTENCY_WINDOW;
-#[cfg(feature = "fleet")]
-pub use options::FleetOptions;
 #[cfg(feature = "mcp")]
 pub use options::McpOptions;
 #[cfg(feature = "oauth")]

@@ -293,7 +293,7 @@ pub(crate) struct Pairing {
     pub(crate) hub: crate::engine::paired::hub::Hub,
     pub(crate) options: super::options::PairingOptions,
     pub(crate) anonymous_mints: parking_lot::Mutex<std::collections::VecDeque<u64>>,
-    /// This replica in its fleet (feature `fleet`), when `options.fleet.address` is set.
+    /// This replica in its fleet (feature `fleet`), when `options.fleet_address` is set.
     #[cfg(feature = "fleet")]
     pub(crate) fleet: Option<Arc<crate::engine::paired::fleet::Fleet>>,
 }

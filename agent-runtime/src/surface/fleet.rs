@@ -18,10 +18,10 @@ use serde::de::DeserializeOwned;
 
 use crate::app::App;
 use crate::engine::paired::fleet::{wall_ms, Fleet, SIGNATURE_HEADER, TIME_HEADER};
-use crate::ops::fleet::holder;
 use crate::ops::fleet::wire::{
     HopCall, HopNote, ACTIVATED_PATH, CALL_PATH, CANCEL_PATH, MAX_REQUEST_BYTES, SUPERSEDE_PATH,
 };
+use crate::ops::fleet_holder as holder;
 use crate::ops::{ApiError, ServerState};
 
 /// The fleet's routes, when the fleet is on.

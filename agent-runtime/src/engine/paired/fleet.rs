@@ -34,13 +34,13 @@ pub(crate) const STALE_PERIODS: u32 = 3;
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FleetSetupError {
     /// No shared key, or one too short.
-    #[error("pairing.fleet.secret must be set to at least {MIN_SECRET_LEN} characters when pairing.fleet.address is")]
+    #[error("pairing.fleet_secret must be set to at least {MIN_SECRET_LEN} characters when pairing.fleet_address is")]
     Secret,
     /// The address is not an `http(s)://` base URL.
-    #[error("pairing.fleet.address must be an http:// or https:// base URL, got {0:?}")]
+    #[error("pairing.fleet_address must be an http:// or https:// base URL, got {0:?}")]
     Address(String),
     /// The store is not PostgreSQL.
-    #[error("a fleet (pairing.fleet.address) needs the PostgreSQL store the replicas share")]
+    #[error("a fleet (pairing.fleet_address) needs the PostgreSQL store the replicas share")]
     Store,
 }
 

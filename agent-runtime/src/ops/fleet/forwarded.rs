@@ -13,10 +13,10 @@ use agent_schema::protocol::{
     QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest,
     WithdrawRequest, WouldDispatchRequest,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::wire::{
-    HopCall, HopLine, HopNote, ACTIVATED_PATH, CALL_PATH, CANCEL_PATH, MAX_LINE_BYTES,
+    HopCall, HopLine, HopNote, Watching, ACTIVATED_PATH, CALL_PATH, CANCEL_PATH, MAX_LINE_BYTES,
 };
 use crate::app::App;
 use crate::engine::paired::fleet::{wall_ms, Fleet, SIGNATURE_HEADER, TIME_HEADER};
@@ -152,7 +152,7 @@ impl<A: App> ForwardedRelay<A> {
             ),
             HopFailure::Refused(status) => ApiError::internal(format!(
                 "the replica holding the paired socket refused this replica's hop (status \
-                 {status}): check that every replica shares pairing.fleet.secret"
+                 {status}): check that every replica shares pairing.fleet_secret"
             )),
             HopFailure::Malformed(why) => ApiError::internal(format!(
                 "the replica holding the paired socket answered what does not read: {why}"
@@ -165,16 +165,21 @@ impl<A: App> ForwardedRelay<A> {
     async fn hop(
         &self,
         record: &TokenRecord,
-        spec: &'static OperationSpec,
+        spec: Result<&'static OperationSpec, Watching>,
         args: Value,
         follow: Option<Arc<DispatchWatch>>,
     ) -> Result<Serialized, ApiError> {
         let started = Instant::now();
         let hop = uuid::Uuid::new_v4().to_string();
+        let (tool, watch, label) = match spec {
+            Ok(spec) => (spec.tool.to_owned(), None, spec.tool),
+            Err(watch) => (String::new(), Some(watch), "watch"),
+        };
         let call = HopCall {
             hop: hop.clone(),
             tid: record.tid.clone(),
-            tool: spec.tool.to_owned(),
+            tool,
+            watch,
             args,
             follow: follow.is_some(),
         };
@@ -188,7 +193,7 @@ impl<A: App> ForwardedRelay<A> {
         }
         let answered = self.exchange(&call, follow.as_deref()).await;
         let seconds = started.elapsed().as_secs_f64();
-        crate::telemetry::fleet_forwarded(spec.tool, answered.is_ok(), seconds);
+        crate::telemetry::fleet_forwarded(label, answered.is_ok(), seconds);
         match answered {
             Ok(Ok(served)) => Ok(served),
             Ok(Err(e)) => Err(e),
@@ -265,25 +270,17 @@ impl<A: App> ForwardedRelay<A> {
         }
     }
 
-    /// The hop of `call`, with its request body as it came.
+    /// The hop of `call`, with its request body as it came (the holder follows the work only
+    /// of a `/message`).
     fn carried<'a>(&'a self, call: &'a Call<'a>) -> Served<'a> {
-        // Only a `/message` sends an rpc whose work the app follows.
-        let follow = call
-            .follow
-            .clone()
-            .filter(|_| call.spec.tool == crate::ops::Operation::Message.tool());
-        Box::pin(self.hop(call.record, call.spec, call.args.clone(), follow))
+        let follow = call.follow.clone();
+        Box::pin(self.hop(call.record, Ok(call.spec), call.args.clone(), follow))
     }
 
-    /// A hop of `op` with `args` for a watcher (not a call of the gate).
+    /// A watcher's hop (not a call of the gate): the answer's value.
     #[cfg(feature = "mcp")]
-    async fn watching(
-        &self,
-        record: &TokenRecord,
-        op: crate::ops::Operation,
-        args: Value,
-    ) -> Result<Value, ApiError> {
-        let served = self.hop(record, op.spec(), args, None).await?;
+    async fn watching(&self, record: &TokenRecord, watch: Watching) -> Result<Value, ApiError> {
+        let served = self.hop(record, Err(watch), Value::Null, None).await?;
         Ok(served.body.into_parts().0)
     }
 }
@@ -384,9 +381,9 @@ impl<A: App> SessionBackend for ForwardedRelay<A> {
         timeout: Duration,
     ) -> futures::future::BoxFuture<'a, Result<crate::ops::backend::Change, ApiError>> {
         Box::pin(async move {
-            let args = json!({"timeoutMs": crate::clock::millis(timeout)});
+            let timeout_ms = crate::clock::millis(timeout);
             let waited = self
-                .watching(record, crate::ops::Operation::Wait, args)
+                .watching(record, Watching::Change { timeout_ms })
                 .await?;
             Ok(match waited.get("status").and_then(Value::as_str) {
                 Some("changed") => crate::ops::backend::Change::Changed,
@@ -401,9 +398,7 @@ impl<A: App> SessionBackend for ForwardedRelay<A> {
         record: &'a TokenRecord,
     ) -> futures::future::BoxFuture<'a, Result<Vec<agent_schema::protocol::Action>, ApiError>> {
         Box::pin(async move {
-            let actions = self
-                .watching(record, crate::ops::Operation::Actions, json!({}))
-                .await?;
+            let actions = self.watching(record, Watching::Actions).await?;
             serde_json::from_value::<agent_schema::protocol::ActionsResponse>(actions)
                 .map(|r| r.actions.actions())
                 .map_err(|e| ApiError::internal(format!("the app's actions: {e}")))
@@ -415,9 +410,6 @@ impl<A: App> SessionBackend for ForwardedRelay<A> {
         &'a self,
         record: &'a TokenRecord,
     ) -> futures::future::BoxFuture<'a, Result<Value, ApiError>> {
-        Box::pin(async move {
-            self.watching(record, crate::ops::Operation::Describe, json!({}))
-                .await
-        })
+        Box::pin(async move { self.watching(record, Watching::Description).await })
     }
 }

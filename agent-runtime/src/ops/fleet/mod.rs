@@ -5,14 +5,14 @@
 //! - `wire`: what replicas say to each other (the routes, the carried call, the answer's lines);
 //! - `forwarded`: the caller's side, [`ForwardedRelay`](forwarded::ForwardedRelay), a
 //!   `SessionBackend` whose every operation is one hop;
-//! - `holder`: the side of the replica holding the socket, which answers a hop as a local call
-//!   of its relay (the gate ran where the call arrived);
+//! - the side of the replica holding the socket, which answers a hop as a local call of its
+//!   relay (the gate ran where the call arrived), is `super::fleet_holder`: it runs operations
+//!   from the table, which this folder (imported by the gate) must not import;
 //! - `heartbeat`: the task that renews this replica's leases and closes the sockets whose
 //!   session a newer socket elsewhere took.
 
 pub(crate) mod forwarded;
 pub(crate) mod heartbeat;
-pub(crate) mod holder;
 pub(crate) mod wire;
 
 use std::sync::Arc;

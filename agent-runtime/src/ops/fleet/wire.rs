@@ -36,13 +36,34 @@ pub(crate) struct HopCall {
     pub(crate) hop: String,
     /// The caller's token id (its record is read from the store by the holder).
     pub(crate) tid: String,
-    /// The operation's MCP tool name.
+    /// The operation's MCP tool name (empty for a watcher's hop).
+    #[serde(default)]
     pub(crate) tool: String,
+    /// A watcher's hop (MCP's change notifications), instead of an operation of a call.
+    #[serde(default)]
+    pub(crate) watch: Option<Watching>,
     /// The request body as it came (an object).
     pub(crate) args: Value,
     /// The caller follows the work of this `/message` (progress, cancellation).
     #[serde(default)]
     pub(crate) follow: bool,
+}
+
+/// What a watcher asks of the holder (`SessionBackend::next_change`, `available_actions`,
+/// `description`): answered as `/wait`, `/actions` and `/describe` are.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub(crate) enum Watching {
+    /// The session's next change, waited on up to `timeoutMs`.
+    Change {
+        /// How long to wait.
+        #[serde(rename = "timeoutMs")]
+        timeout_ms: u64,
+    },
+    /// The actions available now.
+    Actions,
+    /// The app's description.
+    Description,
 }
 
 /// A hop about one token id and no more (`activated`, `supersede`, `cancel`).

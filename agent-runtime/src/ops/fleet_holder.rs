@@ -1,4 +1,4 @@
-//! The side of the replica holding a paired socket: a hop's call answered as a local call of
+//! The side of the replica holding a paired socket (feature `fleet`): a hop's call answered as a local call of
 //! its relay, as a stream of [`HopLine`]s (`alive` every third of the ping interval while the
 //! app works, the latest `progress` of a followed `/message`, then the answer).
 //!
@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::wire::{HopCall, HopLine};
+use super::fleet::wire::{HopCall, HopLine, Watching};
 use crate::app::App;
 use crate::engine::paired::fleet::Fleet;
 use crate::engine::paired::frames::ServerFrame;
@@ -95,7 +95,17 @@ async fn run<A: App>(
     call: HopCall,
     tx: &mpsc::Sender<String>,
 ) -> HopLine {
-    let Some(op) = Operation::from_tool(&call.tool) else {
+    // A watcher's hop is answered as the operation that reads the same.
+    let (op, args) = match call.watch {
+        Some(Watching::Change { timeout_ms }) => (
+            Some(Operation::Wait),
+            serde_json::json!({ "timeoutMs": timeout_ms }),
+        ),
+        Some(Watching::Actions) => (Some(Operation::Actions), Value::Null),
+        Some(Watching::Description) => (Some(Operation::Describe), Value::Null),
+        None => (Operation::from_tool(&call.tool), call.args),
+    };
+    let Some(op) = op else {
         let e = ApiError::invalid(format!("a hop names no operation: {:?}", call.tool));
         return error_line(&e, false);
     };
@@ -111,14 +121,15 @@ async fn run<A: App>(
         tracing::info!(tid = %record.tid, "fleet: a hop for a socket this replica no longer holds");
         return error_line(&e, true);
     }
-    let args = match call.args {
-        Value::Object(_) => call.args,
+    let args = match args {
+        Value::Object(_) => args,
         _ => Value::Object(Default::default()),
     };
     let follow = (call.follow && op == Operation::Message).then(DispatchWatch::new);
     let _kept = follow.as_ref().map(|w| fleet.follow(&call.hop, w.clone()));
     let mut progress = follow.as_ref().map(|w| w.follow());
     let relay = PairedRelay::new(server.clone());
+    // Only a `/message` sends an rpc whose work the app follows.
     let local = Call {
         record: &record,
         spec: op.spec(),
