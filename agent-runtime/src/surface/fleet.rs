@@ -57,11 +57,11 @@ fn signed(fleet: &Fleet, path: &str, headers: &HeaderMap, body: &[u8]) -> bool {
 }
 
 /// `body` read as `T`, or the 400 that says why.
-fn read<T: DeserializeOwned>(path: &str, body: &[u8]) -> Result<T, Response> {
+fn read<T: DeserializeOwned>(path: &str, body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| {
         crate::telemetry::fleet_hop_failed("malformed");
         tracing::warn!(path, "fleet: a hop that does not read: {e}");
-        ApiError::invalid(format!("a hop that does not read: {e}")).into_response()
+        ApiError::invalid(format!("a hop that does not read: {e}"))
     })
 }
 
@@ -88,7 +88,7 @@ fn serve<A: App>(
                 )
                     .into_response()
             }
-            Err(refused) => refused,
+            Err(refused) => refused.into_response(),
         },
         _ => match read::<HopNote>(path, body) {
             Ok(note) => {
@@ -101,7 +101,7 @@ fn serve<A: App>(
                 }
                 StatusCode::NO_CONTENT.into_response()
             }
-            Err(refused) => refused,
+            Err(refused) => refused.into_response(),
         },
     }
 }

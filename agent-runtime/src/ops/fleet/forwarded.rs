@@ -209,6 +209,10 @@ impl<A: App> ForwardedRelay<A> {
     ) -> Result<Result<Serialized, ApiError>, HopFailure> {
         let body = serde_json::to_vec(call).map_err(|e| HopFailure::Malformed(e.to_string()))?;
         let silence = self.silence();
+        // However lively the holder, no hop outlives the longest call it can carry.
+        let options = self.server.options();
+        let cap = options.max_wait + options.pairing.forward_timeout + Duration::from_secs(30);
+        let deadline = tokio::time::Instant::now() + cap;
         let request = signed_post(&self.fleet, &self.lease.address, CALL_PATH, body).send();
         let mut response = match tokio::time::timeout(silence, request).await {
             Err(_) => return Err(HopFailure::Silent),
@@ -257,7 +261,8 @@ impl<A: App> ForwardedRelay<A> {
                     "an answer line over {MAX_LINE_BYTES} bytes"
                 )));
             }
-            match tokio::time::timeout(silence, response.chunk()).await {
+            let wait = silence.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+            match tokio::time::timeout(wait, response.chunk()).await {
                 Err(_) => return Err(HopFailure::Silent),
                 Ok(Err(e)) => return Err(HopFailure::Unreachable(e.to_string())),
                 Ok(Ok(None)) => {
