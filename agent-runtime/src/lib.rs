@@ -194,8 +194,9 @@ pub mod oauth {
     pub use crate::security::oauth::OAuthClient;
 }
 
-/// Pairing (`docs/pairing.md`): the server's options for `/agent/ws`, and the client that
-/// pairs an app hosted in this process with a server (feature `pairing-client`).
+/// Pairing (`docs/pairing.md`): the server's options for `/agent/ws` (and for a fleet of
+/// replicas, feature `fleet`), and the client that pairs an app hosted in this process with a
+/// server (feature `pairing-client`).
 #[cfg(any(feature = "pairing", feature = "pairing-client"))]
 pub mod pairing {
     #[cfg(feature = "pairing")]

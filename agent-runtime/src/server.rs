@@ -91,6 +91,10 @@ pub enum BuildError {
     /// The store could not give the identity cookie's signing key.
     #[error("cannot read the identity signing key from the store: {0}")]
     Store(#[from] StoreError),
+    /// The fleet's options do not hold (feature `fleet`: an address without a shared key of
+    /// 32 characters, an address that is not a base URL, a store that is not PostgreSQL).
+    #[error("invalid fleet options: {0}")]
+    Fleet(String),
 }
 
 impl<A: App> AgentServerBuilder<A> {
@@ -248,6 +252,32 @@ impl<A: App> AgentServerBuilder<A> {
                 .with_bindings(mcp_bindings.clone())
                 .with_revocations(revocations.subscribe()),
         );
+        #[cfg(feature = "fleet")]
+        let fleet = match &self.options.pairing.fleet_address {
+            Some(address) => {
+                let pairing = &self.options.pairing;
+                let made = crate::engine::paired::fleet::Fleet::new(
+                    address,
+                    pairing.fleet_secret.as_deref(),
+                    pairing.fleet_heartbeat,
+                    stores.fleet_pool.clone(),
+                );
+                Some(Arc::new(
+                    made.map_err(|e| BuildError::Fleet(e.to_string()))?,
+                ))
+            }
+            None => None,
+        };
+        #[cfg(feature = "pairing")]
+        #[allow(unused_mut)]
+        let mut pairing = crate::ops::Pairing::new(
+            self.options.pairing.clone(),
+            host.config().budgets.log_entry_bytes,
+        );
+        #[cfg(feature = "fleet")]
+        {
+            pairing.fleet = fleet.clone();
+        }
         let state = ServerState::new(ServerFields {
             tokens: self.tokens.unwrap_or_else(|| stores.tokens.clone()),
             identity,
@@ -266,10 +296,7 @@ impl<A: App> AgentServerBuilder<A> {
             draining: Default::default(),
             stopping: tokio::sync::watch::channel(false).0,
             #[cfg(feature = "pairing")]
-            pairing: crate::ops::Pairing::new(
-                self.options.pairing.clone(),
-                host.config().budgets.log_entry_bytes,
-            ),
+            pairing,
             #[cfg(feature = "mcp")]
             mcp_bindings,
             #[cfg(feature = "oauth")]
@@ -277,6 +304,10 @@ impl<A: App> AgentServerBuilder<A> {
             options: self.options,
             host,
         });
+        #[cfg(feature = "fleet")]
+        if let Some(fleet) = fleet {
+            crate::ops::fleet::heartbeat::spawn(&state, fleet);
+        }
         Ok(AgentServer {
             state,
             cors,
@@ -310,6 +341,12 @@ impl<A: App> AgentServer<A> {
         }));
         // The probes answer whatever the `Host`: an orchestrator asks on the pod's address.
         let router = router.merge(crate::surface::health::health_routes(state));
+        // Replicas call each other at their fleet addresses, whatever the `Host`.
+        #[cfg(feature = "fleet")]
+        let router = match crate::surface::fleet::fleet_routes(state) {
+            Some(fleet) => router.merge(fleet),
+            None => router,
+        };
         #[cfg(feature = "mcp")]
         let router = router.merge(crate::surface::mcp::endpoint::mcp_routes(
             state,

@@ -74,6 +74,25 @@ pub const VALIDATION_EVALUATION_FAILURES_TOTAL: &str = "agent_validation_evaluat
 /// Counter: audit lines the JSON-lines audit sink failed to append.
 pub const AUDIT_WRITE_FAILURES_TOTAL: &str = "agent_audit_write_failures_total";
 
+/// Counter: paired calls this replica carried to the replica holding the session's socket
+/// (feature `fleet`), by `operation` (the tool name) and `outcome` (`answered`: the holder
+/// answered, whatever its status; `failed`: the hop failed, see [`FLEET_HOP_FAILURES_TOTAL`]).
+pub(crate) const FLEET_FORWARDED_TOTAL: &str = "agent_fleet_forwarded_total";
+
+/// Histogram (seconds): how long a forwarded call took, from the hop's start to the holder's
+/// answer (`operation`).
+pub(crate) const FLEET_FORWARD_DURATION_SECONDS: &str = "agent_fleet_forward_duration_seconds";
+
+/// Counter: hops that failed, by `reason` (`unreachable`: no connection or it broke, `silent`:
+/// nothing heard within the ping interval, `not-holder`: the replica no longer holds the
+/// socket, `refused`: the holder refused the hop (its signature, its body), `malformed`: an
+/// answer that does not parse or is over its budget), plus hops refused here for a bad signature
+/// (`bad-signature`).
+pub(crate) const FLEET_HOP_FAILURES_TOTAL: &str = "agent_fleet_hop_failures_total";
+
+/// Counter: hops this replica served as the holder of a socket, by `operation`.
+pub(crate) const FLEET_SERVED_TOTAL: &str = "agent_fleet_served_total";
+
 /// Describes every metric (its help text and unit) to the installed recorder. Call it once,
 /// after installing the recorder (`metrics::set_global_recorder`, or an exporter's
 /// `install`): an exporter then prints the help text and the unit with each family. Metrics
@@ -158,6 +177,26 @@ pub fn describe_metrics() {
         AUDIT_WRITE_FAILURES_TOTAL,
         Unit::Count,
         "Audit lines the JSON-lines sink failed to append."
+    );
+    describe_counter!(
+        FLEET_FORWARDED_TOTAL,
+        Unit::Count,
+        "Paired calls carried to the replica holding the socket, by operation and outcome."
+    );
+    describe_histogram!(
+        FLEET_FORWARD_DURATION_SECONDS,
+        Unit::Seconds,
+        "How long forwarded calls took, hop included, by operation."
+    );
+    describe_counter!(
+        FLEET_HOP_FAILURES_TOTAL,
+        Unit::Count,
+        "Hops between replicas that failed, by reason."
+    );
+    describe_counter!(
+        FLEET_SERVED_TOTAL,
+        Unit::Count,
+        "Hops served as the holder of a paired socket, by operation."
     );
 }
 
@@ -346,6 +385,28 @@ pub(crate) fn commit_patch_bytes() -> Histogram {
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) fn listener_reconnect() {
     metrics::counter!(LISTENER_RECONNECTS_TOTAL).increment(1);
+}
+
+/// A paired call of `operation` was forwarded to the socket's replica: `answered` or not,
+/// after `seconds`.
+#[cfg(feature = "fleet")]
+pub(crate) fn fleet_forwarded(operation: &'static str, answered: bool, seconds: f64) {
+    let outcome = if answered { "answered" } else { "failed" };
+    metrics::counter!(FLEET_FORWARDED_TOTAL, "operation" => operation, "outcome" => outcome)
+        .increment(1);
+    metrics::histogram!(FLEET_FORWARD_DURATION_SECONDS, "operation" => operation).record(seconds);
+}
+
+/// A hop failed for `reason`.
+#[cfg(feature = "fleet")]
+pub(crate) fn fleet_hop_failed(reason: &'static str) {
+    metrics::counter!(FLEET_HOP_FAILURES_TOTAL, "reason" => reason).increment(1);
+}
+
+/// This replica served a hop of `operation` as the socket's holder.
+#[cfg(feature = "fleet")]
+pub(crate) fn fleet_served(operation: &'static str) {
+    metrics::counter!(FLEET_SERVED_TOTAL, "operation" => operation).increment(1);
 }
 
 /// A route gate could not be evaluated (logged once per gate and session).

@@ -87,6 +87,23 @@ pub struct ExampleArgs {
     /// from the agent routes [default: none].
     #[arg(long, env = "AGENT_METRICS_BIND", value_name = "ADDR")]
     pub metrics_bind: Option<SocketAddr>,
+    /// The base URL the other replicas of a fleet reach this one at (e.g.
+    /// http://10.0.0.5:8789): a paired session's calls arriving on another replica are carried
+    /// here when this one holds its socket. Needs a postgres:// store and AGENT_FLEET_SECRET
+    /// (`docs/operations.md` §Several replicas behind a load balancer) [default: none].
+    #[cfg(feature = "postgres")]
+    #[arg(long, env = "AGENT_FLEET_ADDRESS", value_name = "URL")]
+    pub fleet_address: Option<String>,
+    /// The key every replica of the fleet shares (at least 32 characters); prefer the
+    /// environment variable, which `ps` does not show.
+    #[cfg(feature = "postgres")]
+    #[arg(
+        long,
+        env = "AGENT_FLEET_SECRET",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub fleet_secret: Option<String>,
     /// A TOML file of options: `[server]` (ServerOptions, with `[server.mcp]` and
     /// `[server.pairing]`) and `[host]` (HostConfig); flags win over it.
     #[arg(long, env = "AGENT_CONFIG", value_name = "FILE")]
@@ -224,6 +241,15 @@ pub fn resolve(args: ExampleArgs, default_port: u16) -> Result<ExampleOptions, S
             return Err("--hard-expiry: give a lifetime longer than zero (e.g. 24h)".into());
         }
         server.hard_expiry = expiry;
+    }
+    #[cfg(feature = "postgres")]
+    {
+        if let Some(address) = &args.fleet_address {
+            server.pairing.fleet_address = Some(address.clone());
+        }
+        if let Some(secret) = &args.fleet_secret {
+            server.pairing.fleet_secret = Some(secret.clone());
+        }
     }
     if let Some(idle) = args.session_idle {
         host.session_idle = idle;

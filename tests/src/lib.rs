@@ -6,6 +6,7 @@ pub mod architecture;
 pub mod busy;
 pub mod chromium;
 pub mod example;
+pub mod lb;
 pub mod load;
 pub mod mcp;
 pub mod oauth;

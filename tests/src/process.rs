@@ -33,6 +33,15 @@ macro_rules! todo_server {
     };
 }
 
+/// The test crate's `relay-server` binary (`cargo run --example relay`'s command line) as a
+/// [`Launch`].
+#[macro_export]
+macro_rules! relay_server {
+    () => {
+        $crate::process::Launch::new(env!("CARGO_BIN_EXE_relay-server"))
+    };
+}
+
 /// How to start a server process: its binary, arguments and extra environment. `--port 0`
 /// comes first (a later `--port` wins).
 #[derive(Debug, Clone)]

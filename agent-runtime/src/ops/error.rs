@@ -281,6 +281,81 @@ impl ApiError {
     }
 }
 
+/// An [`ApiError`] as one replica of a fleet answers it to another (feature `fleet`,
+/// `docs/pairing.md` §A fleet of replicas): every field, so the replica where the call arrived
+/// answers exactly what the holder of the socket answered.
+#[cfg(feature = "fleet")]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ErrorParts {
+    code: ErrorCode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    relayed_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    retry_after_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reconnect: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    retry_after: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answered_status: Option<u16>,
+}
+
+/// The words a `reconnect` hint or a `reason` can be (fixed words, never caller data): a word
+/// another replica sends outside them is dropped.
+#[cfg(feature = "fleet")]
+const KNOWN_WORDS: &[&str] = &[
+    "pending",
+    "expired",
+    "revoked",
+    "unknown",
+    "idle",
+    "answer-not-kept",
+    "unknown-commit",
+    "paired",
+];
+
+#[cfg(feature = "fleet")]
+fn known_word(word: Option<String>) -> Option<&'static str> {
+    let word = word?;
+    KNOWN_WORDS.iter().copied().find(|w| *w == word)
+}
+
+#[cfg(feature = "fleet")]
+impl ApiError {
+    /// The error's parts, for another replica.
+    pub(crate) fn to_parts(&self) -> ErrorParts {
+        ErrorParts {
+            code: self.code,
+            relayed_code: self.relayed_code.clone(),
+            detail: self.detail.clone(),
+            retry_after_ms: self.retry_after_ms,
+            reconnect: self.reconnect.map(str::to_owned),
+            reason: self.reason.map(str::to_owned),
+            retry_after: self.retry_after,
+            answered_status: self.answered_status,
+        }
+    }
+
+    /// The error another replica answered.
+    pub(crate) fn from_parts(parts: ErrorParts) -> Self {
+        ApiError {
+            code: parts.code,
+            relayed_code: parts.relayed_code,
+            detail: parts.detail,
+            retry_after_ms: parts.retry_after_ms,
+            reconnect: known_word(parts.reconnect),
+            reason: known_word(parts.reason),
+            retry_after: parts.retry_after,
+            answered_status: parts.answered_status,
+        }
+    }
+}
+
 /// A refused bearer: 401 `auth-failed` (with `reason` and a detail when the token lapsed),
 /// 403 `revoked`, 500 `internal` when the store failed.
 impl From<AuthError> for ApiError {

@@ -144,6 +144,13 @@ pub(super) async fn backend_of<A: App>(
 ) -> Result<Arc<dyn SessionBackend>, ApiError> {
     #[cfg(feature = "pairing")]
     if crate::engine::paired::drives_paired_session(record) {
+        // The socket on another replica of the fleet: the call is carried there.
+        #[cfg(feature = "fleet")]
+        if let Some(fleet) = &server.pairing().fleet {
+            if !server.pairing().hub.has_socket(&record.tid) {
+                return super::fleet::backend_elsewhere(server, fleet, record).await;
+            }
+        }
         super::paired::check_paired(server, record)?;
         let relay = super::paired_backend::PairedRelay::new(server.clone());
         return Ok(Arc::new(relay));

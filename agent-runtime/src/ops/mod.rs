@@ -29,6 +29,10 @@ pub(crate) mod budget;
 pub(crate) mod cancel;
 mod context;
 pub(crate) mod error;
+#[cfg(feature = "fleet")]
+pub(crate) mod fleet;
+#[cfg(feature = "fleet")]
+pub(crate) mod fleet_holder;
 mod gate;
 pub(crate) mod hosted;
 mod hosted_backend;

@@ -232,7 +232,7 @@ impl Default for McpOptions {
 
 #[cfg(feature = "pairing")]
 /// Options of pairing (`ServerOptions::pairing`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct PairingOptions {
@@ -302,6 +302,62 @@ pub struct PairingOptions {
     /// open the app's socket from a plain HTTP client (`docs/pairing.md` §Who holds the
     /// socket). Turn it on only for servers that pair native apps (the examples do).
     pub native_apps: bool,
+    /// The base URL the other replicas of a fleet reach this one at
+    /// (`http://10.0.0.5:8789`; feature `fleet`, `docs/pairing.md` §A fleet of replicas):
+    /// written in the lease of every socket it holds, so a paired session's calls arriving on
+    /// another replica are carried here. Set, the fleet is on; it needs the PostgreSQL store
+    /// and [`Self::fleet_secret`]. Default none: each replica answers only the sessions whose
+    /// socket it holds.
+    #[cfg(feature = "fleet")]
+    pub fleet_address: Option<String>,
+    /// The key every replica of the fleet shares (at least 32 characters): a hop between
+    /// replicas is signed with it (HMAC-SHA256), and a replica serves a hop only when its
+    /// signature is good. Never logged.
+    #[cfg(feature = "fleet")]
+    pub fleet_secret: Option<String>,
+    /// How often a replica renews its sockets' leases (default 5 s); a lease not renewed for
+    /// three periods is a dead replica's, never hopped to.
+    #[cfg(feature = "fleet")]
+    #[serde(with = "humantime_serde")]
+    pub fleet_heartbeat: Option<Duration>,
+}
+
+/// Every field, the fleet's key shown only as set or not.
+#[cfg(feature = "pairing")]
+impl std::fmt::Debug for PairingOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("PairingOptions");
+        d.field("mint_paired", &self.mint_paired)
+            .field("hosted_mints", &self.hosted_mints)
+            .field("native_apps", &self.native_apps)
+            .field("grace", &self.grace)
+            .field("forward_timeout", &self.forward_timeout)
+            .field("outcome_ttl", &self.outcome_ttl)
+            .field("retry_after", &self.retry_after)
+            .field("hello_timeout", &self.hello_timeout)
+            .field("ping_interval", &self.ping_interval)
+            .field("write_timeout", &self.write_timeout)
+            .field("close_grace", &self.close_grace)
+            .field("outbound_bytes", &self.outbound_bytes)
+            .field("hello_bytes", &self.hello_bytes)
+            .field("outcome_bytes", &self.outcome_bytes)
+            .field("outcomes_bytes", &self.outcomes_bytes)
+            .field("watch_bytes", &self.watch_bytes)
+            .field("log_bytes", &self.log_bytes)
+            .field("max_sessions_per_identity", &self.max_sessions_per_identity)
+            .field(
+                "anonymous_mints_per_minute",
+                &self.anonymous_mints_per_minute,
+            );
+        #[cfg(feature = "fleet")]
+        d.field("fleet_address", &self.fleet_address)
+            .field(
+                "fleet_secret",
+                &self.fleet_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("fleet_heartbeat", &self.fleet_heartbeat);
+        d.finish()
+    }
 }
 
 #[cfg(feature = "pairing")]
@@ -327,6 +383,12 @@ impl Default for PairingOptions {
             log_bytes: 1024 * 1024,
             max_sessions_per_identity: 16,
             anonymous_mints_per_minute: 32,
+            #[cfg(feature = "fleet")]
+            fleet_address: None,
+            #[cfg(feature = "fleet")]
+            fleet_secret: None,
+            #[cfg(feature = "fleet")]
+            fleet_heartbeat: None,
         }
     }
 }

@@ -140,7 +140,7 @@ impl Success {
     }
 
     /// The JSON text, owned.
-    #[cfg(feature = "mcp")]
+    #[cfg(any(feature = "mcp", feature = "fleet"))]
     pub(crate) fn into_text(self) -> String {
         self.text
     }

@@ -90,6 +90,19 @@ impl<A: App> ServerState<A> {
         }
     }
 
+    /// A handle that does not keep the server alive (a background task's: it ends with the
+    /// server).
+    #[cfg(feature = "fleet")]
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<ServerFields<A>> {
+        Arc::downgrade(&self.inner)
+    }
+
+    /// The server behind a [`Self::downgrade`]d handle, while it lives.
+    #[cfg(feature = "fleet")]
+    pub(crate) fn upgrade(weak: &std::sync::Weak<ServerFields<A>>) -> Option<Self> {
+        weak.upgrade().map(|inner| ServerState { inner })
+    }
+
     /// The host.
     pub(crate) fn host(&self) -> &Host<A> {
         &self.inner.host
@@ -322,6 +335,9 @@ pub(crate) struct Pairing {
     pub(crate) hub: crate::engine::paired::hub::Hub,
     pub(crate) options: super::options::PairingOptions,
     pub(crate) anonymous_mints: parking_lot::Mutex<std::collections::VecDeque<u64>>,
+    /// This replica in its fleet (feature `fleet`), when `options.fleet_address` is set.
+    #[cfg(feature = "fleet")]
+    pub(crate) fleet: Option<Arc<crate::engine::paired::fleet::Fleet>>,
 }
 
 #[cfg(feature = "pairing")]
@@ -341,6 +357,8 @@ impl Pairing {
             hub: crate::engine::paired::hub::Hub::new(limits),
             options,
             anonymous_mints: Default::default(),
+            #[cfg(feature = "fleet")]
+            fleet: None,
         }
     }
 

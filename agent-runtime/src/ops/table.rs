@@ -142,6 +142,30 @@ macro_rules! operations {
                 },
             )*}
         }
+
+        /// Reads the typed request of `op` from `body` (400 when it does not read) and runs
+        /// the operation's method on `backend` directly, without the gate: the side of the
+        /// replica holding a paired socket, for a call that another replica of the fleet
+        /// admitted (`super::fleet::holder`). No key: a paired app commits on its side.
+        #[cfg(feature = "fleet")]
+        pub(crate) fn run_direct<'a>(
+            backend: &'a dyn super::backend::SessionBackend,
+            call: &'a super::context::Call<'a>,
+            op: Operation,
+            body: Value,
+        ) -> super::backend::Served<'a> {
+            match op {$(
+                Operation::$op => match serde_json::from_value::<$req>(body) {
+                    Ok(request) => {
+                        let handler: Handler<$req> = |backend, call, request, key| {
+                            handle!($keyed, $method, backend, call, request, key)
+                        };
+                        handler(backend, call, request, None)
+                    }
+                    Err(e) => Box::pin(std::future::ready(Err(ApiError::invalid(e.to_string())))),
+                },
+            )*}
+        }
     };
 }
 

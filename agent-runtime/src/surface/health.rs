@@ -47,13 +47,18 @@ async fn alive() -> Response {
 async fn ready<A: App>(server: &ServerState<A>, probe: &StoreProbe) -> Response {
     let store = probe.check().await;
     let draining = server.is_draining();
-    let ready = store.answered == StoreAnswer::Ok && store.listener.is_ready() && !draining;
+    let fleet = fleet_check(server);
+    let ready = store.answered == StoreAnswer::Ok
+        && store.listener.is_ready()
+        && !draining
+        && fleet != "unreachable";
     let body = json!({
         "status": if ready { "ready" } else { "not-ready" },
         "checks": {
             "store": store.answered.as_str(),
             "listener": store.listener.as_str(),
             "draining": draining,
+            "fleet": fleet,
         },
     });
     let status = match ready {
@@ -61,6 +66,22 @@ async fn ready<A: App>(server: &ServerState<A>, probe: &StoreProbe) -> Response 
         false => StatusCode::SERVICE_UNAVAILABLE,
     };
     no_store(status, body)
+}
+
+/// Whether this replica reaches its fleet's backplane (`docs/operations.md` §Health `fleet`):
+/// `off` without a fleet, `ok` when its heartbeat renewed its leases in the shared store
+/// within three periods, `unreachable` otherwise (other replicas then stop hopping to it, and
+/// it cannot tell where other sockets are).
+fn fleet_check<A: App>(server: &ServerState<A>) -> &'static str {
+    #[cfg(feature = "fleet")]
+    if let Some(fleet) = &server.pairing().fleet {
+        return match fleet.reaches_backplane() {
+            true => "ok",
+            false => "unreachable",
+        };
+    }
+    let _ = server;
+    "off"
 }
 
 fn no_store(status: StatusCode, body: serde_json::Value) -> Response {

@@ -52,7 +52,7 @@ async fn probes_answer_on_the_pods_address_and_readiness_ends_with_draining() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body,
-        json!({"status": "ready", "checks": {"store": "ok", "listener": "not-shared", "draining": false}})
+        json!({"status": "ready", "checks": {"store": "ok", "listener": "not-shared", "draining": false, "fleet": "off"}})
     );
     // The exemption is the probes' alone: an agent route on that address is refused.
     let describe = t

@@ -12,6 +12,7 @@ mod fleet_limits;
 mod fleet_postgres;
 mod fleet_resume;
 mod health;
+mod lb_fleet;
 mod migration;
 mod postgres_tls;
 mod replica_decisions;

@@ -13,8 +13,8 @@ use agent_tests::host_on;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
 
-/// Version 7: the OAuth records' tables; version 8: the fleet's rate budgets; all empty (on a
-/// pool of either database).
+/// Version 7: the OAuth records' tables; version 8: the fleet's rate budgets; version 9: the
+/// paired sockets' leases; all empty (on a pool of either database).
 macro_rules! oauth_tables_exist {
     ($pool:expr) => {
         for table in [
@@ -24,6 +24,7 @@ macro_rules! oauth_tables_exist {
             "agent_oauth_refresh",
             "agent_oauth_access",
             "agent_rate_budgets",
+            "agent_paired_sockets",
         ] {
             let sql = format!("SELECT COUNT(*) FROM {table}");
             let (rows,): (i64,) = sqlx::query_as(&sql)
@@ -150,7 +151,7 @@ async fn a_version_1_sqlite_file_is_migrated() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     // Version 5: the undo records' table (the commits after the migration write to it).
     let (records,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_session_undo")
         .fetch_one(&pool)
@@ -230,7 +231,7 @@ async fn a_version_2_postgres_database_gets_the_delete_trigger() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     oauth_tables_exist!(&pool);
     pool.close().await;
 }

@@ -184,6 +184,26 @@ impl Hub {
         current
     }
 
+    /// The current socket of `tid`, if any, is no longer the session's (a newer socket on
+    /// another replica of the fleet took it): it is told to close with `code` and dropped at
+    /// once, so no call is relayed to it any more; its calls in flight fail with `paused` and
+    /// its own close then finds it is not the current socket (it writes no status).
+    #[cfg(feature = "fleet")]
+    pub(crate) fn drop_current(&self, tid: &str, code: u16, now: u64) -> bool {
+        let mut links = self.links();
+        let Some(link) = links.get_mut(tid) else {
+            return false;
+        };
+        match link.conn.take() {
+            Some((_, out)) => {
+                out.close(code);
+                link.disconnect(now);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Tells the socket of `conn` (if still current) to close with `code`.
     pub(crate) fn close_conn(&self, tid: &str, conn: u64, code: u16) {
         let links = self.links();

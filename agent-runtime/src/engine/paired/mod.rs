@@ -7,7 +7,11 @@
 //!   token store (durable with a durable token store).
 //! - `hub`: the live sockets and everything waiting on them; `link`: what it keeps per token,
 //!   bounded in bytes; `outbound`: a socket's queue, bounded in bytes, and its close signal.
+//! - `fleet` (feature `fleet`): this replica in a fleet: its sockets' leases in the shared
+//!   store, the key that signs hops between replicas, its heartbeat.
 
+#[cfg(feature = "fleet")]
+pub(crate) mod fleet;
 pub(crate) mod frames;
 #[cfg(feature = "pairing")]
 pub(crate) mod hub;

@@ -37,6 +37,8 @@ pub(crate) mod token_cache;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod touches;
 
+#[cfg(feature = "fleet")]
+pub(crate) mod fleet_leases;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
@@ -138,6 +140,14 @@ fn oauth_store_of<S: Send + Sync + 'static>(
     None
 }
 
+/// The pool of a PostgreSQL store, for the sockets' leases of a fleet (feature `fleet`).
+#[cfg(feature = "fleet")]
+fn fleet_pool_of<S: Send + Sync + 'static>(store: &Arc<S>) -> Option<sqlx::PgPool> {
+    let any: &dyn std::any::Any = &**store;
+    any.downcast_ref::<PostgresStore>()
+        .map(|pg| pg.pool().clone())
+}
+
 /// Which implementation a [`Stores`] bundle holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
@@ -172,6 +182,10 @@ pub struct Stores {
     /// The rate limits' shared buckets, when the store is a fleet's (PostgreSQL):
     /// `docs/stores.md` §Limits across replicas. `None` keeps the limits in the process.
     pub(crate) budgets: Option<Arc<dyn crate::security::RateBudgets>>,
+    /// The PostgreSQL pool a fleet of replicas shares (feature `fleet`): the sockets' leases
+    /// live there (`fleet_leases`); `None` for any other store.
+    #[cfg(feature = "fleet")]
+    pub(crate) fleet_pool: Option<sqlx::PgPool>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -203,6 +217,8 @@ impl Stores {
             #[cfg(feature = "oauth")]
             oauth: None,
             budgets: None,
+            #[cfg(feature = "fleet")]
+            fleet_pool: None,
         }
     }
 
@@ -221,6 +237,8 @@ impl Stores {
             #[cfg(feature = "oauth")]
             oauth: oauth_store_of(store.clone(), kind),
             budgets: budgets_of(store.clone()),
+            #[cfg(feature = "fleet")]
+            fleet_pool: fleet_pool_of(&store),
             keys: store,
             kind,
         }

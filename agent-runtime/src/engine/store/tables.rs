@@ -41,7 +41,7 @@ pub(super) use tables;
 
 /// The schema version this build reads and writes (`agent_meta`, name `schema`). A database
 /// without the row is at version 1: the tables above as version 1 created them.
-pub(super) const SCHEMA_VERSION: i64 = 8;
+pub(super) const SCHEMA_VERSION: i64 = 9;
 
 /// The migrations, each with the version it reaches, in order; each runs once, in the
 /// transaction that opens the store (`docs/stores.md` §Schema versions).
@@ -132,6 +132,7 @@ CREATE INDEX IF NOT EXISTS agent_oauth_access_grant ON agent_oauth_access (grant
 ",
     ),
     (8, FLEET_LIMITS_MIGRATION),
+    (9, PAIRED_SOCKETS_MIGRATION),
 ];
 
 /// Limits shared by a fleet (issue 50, `docs/stores.md` §Limits across replicas): one token
@@ -145,6 +146,18 @@ CREATE TABLE IF NOT EXISTS agent_rate_budgets (
     name TEXT PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL, at_ms BIGINT NOT NULL,
     full_at_ms BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS agent_rate_budgets_full ON agent_rate_budgets (full_at_ms);
+";
+
+/// Which replica of a fleet holds each paired session's socket (issue 50, `docs/pairing.md`
+/// §A fleet of replicas): one lease row per token id, the replica's id and the address other
+/// replicas reach it at, the epoch (one more at every takeover) and the replica's last
+/// heartbeat (milliseconds). Created whether or not the build has the feature `fleet`, so one
+/// database serves every build; its own constant so that a merge can renumber it.
+const PAIRED_SOCKETS_MIGRATION: &str = "
+CREATE TABLE IF NOT EXISTS agent_paired_sockets (
+    tid TEXT PRIMARY KEY, replica TEXT NOT NULL, address TEXT NOT NULL,
+    epoch BIGINT NOT NULL, heartbeat BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS agent_paired_sockets_replica ON agent_paired_sockets (replica);
 ";
 
 /// Whether the database behind `$pool` is at [`SCHEMA_VERSION`] already (then opening it

@@ -6,6 +6,8 @@
 
 #[cfg(feature = "pairing-client")]
 pub mod client;
+#[cfg(feature = "fleet")]
+mod fleet_socket;
 #[cfg(feature = "pairing")]
 pub(crate) mod socket;
 #[cfg(feature = "pairing")]

@@ -153,6 +153,18 @@ async fn run<A: App>(
     let options = &pairing.options;
     let tid = record.tid.clone();
     let lifecycle = hub.lifecycle.lock().await;
+    // In a fleet, the socket's fleet-wide lock and its lease come first (`fleet_socket`).
+    #[cfg(feature = "fleet")]
+    let opening = match &pairing.fleet {
+        Some(fleet) => match super::fleet_socket::Opening::begin(fleet, &tid).await {
+            Ok(opening) => Some(opening),
+            Err(e) => {
+                drop(lifecycle);
+                return refuse(socket, &tid, &LifecycleError::Store(e)).await;
+            }
+        },
+        None => None,
+    };
     let now = server.now();
     hub.sweep(now);
     // The record as it is now (a close handled meanwhile may have changed it); a socket is
@@ -161,6 +173,10 @@ async fn run<A: App>(
         Ok(Some(current)) => current,
         Ok(None) => record.clone(),
         Err(e) => {
+            #[cfg(feature = "fleet")]
+            if let Some(opening) = opening {
+                opening.abandon().await;
+            }
             drop(lifecycle);
             return refuse(socket, &tid, &LifecycleError::Store(e)).await;
         }
@@ -169,12 +185,22 @@ async fn run<A: App>(
     let record = match lifecycle::socket_opened(&**server.tokens(), &tid, resumed).await {
         Ok(record) => record,
         Err(refused) => {
+            #[cfg(feature = "fleet")]
+            if let Some(opening) = opening {
+                opening.abandon().await;
+            }
             drop(lifecycle);
             tracing::info!(tid = %tid, "pairing: socket refused: {refused}");
             return refuse(socket, &tid, &refused).await;
         }
     };
-    let registered = hub.register(&tid);
+    #[allow(unused_mut)]
+    let mut registered = hub.register(&tid);
+    #[cfg(feature = "fleet")]
+    if let Some(opening) = opening {
+        registered.superseded |= opening.supersedes();
+        opening.done().await;
+    }
     // Counted in `agent_paired_sockets` until this task ends.
     let _socket = crate::telemetry::Live::paired_socket();
     let conn = registered.id;
@@ -326,10 +352,20 @@ async fn run<A: App>(
     let current = hub.unregister(&tid, conn, now);
     if current {
         let until = now.saturating_add(crate::clock::millis(pairing.options.grace));
-        match lifecycle::socket_closed(&**server.tokens(), &tid, until).await {
-            Ok(()) | Err(LifecycleError::Revoked | LifecycleError::Unknown) => {}
-            Err(e) => tracing::error!(tid = %tid, "pairing: pending-resume not stored: {e}"),
+        let closed = || async {
+            match lifecycle::socket_closed(&**server.tokens(), &tid, until).await {
+                Ok(()) | Err(LifecycleError::Revoked | LifecycleError::Unknown) => {}
+                Err(e) => tracing::error!(tid = %tid, "pairing: pending-resume not stored: {e}"),
+            }
+        };
+        // In a fleet, only while this replica's lease is the session's (`fleet_socket`).
+        #[cfg(feature = "fleet")]
+        match &pairing.fleet {
+            Some(fleet) => super::fleet_socket::close(fleet, &tid, closed).await,
+            None => closed().await,
         }
+        #[cfg(not(feature = "fleet"))]
+        closed().await;
     }
     drop(lifecycle);
     // `current`: this socket was the session's (not one a newer socket superseded).
