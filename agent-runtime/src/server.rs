@@ -253,7 +253,7 @@ impl<A: App> AgentServerBuilder<A> {
                 .with_revocations(revocations.subscribe()),
         );
         #[cfg(feature = "fleet")]
-        let fleet = match &self.options.pairing.fleet_address {
+        let replica_fleet = match &self.options.pairing.fleet_address {
             Some(address) => {
                 let pairing = &self.options.pairing;
                 let made = crate::engine::paired::fleet::Fleet::new(
@@ -276,7 +276,7 @@ impl<A: App> AgentServerBuilder<A> {
         );
         #[cfg(feature = "fleet")]
         {
-            pairing.fleet = fleet.clone();
+            pairing.fleet = replica_fleet.clone();
         }
         let state = ServerState::new(ServerFields {
             tokens: self.tokens.unwrap_or_else(|| stores.tokens.clone()),
@@ -305,8 +305,8 @@ impl<A: App> AgentServerBuilder<A> {
             host,
         });
         #[cfg(feature = "fleet")]
-        if let Some(fleet) = fleet {
-            crate::ops::fleet::heartbeat::spawn(&state, fleet);
+        if let Some(replica) = replica_fleet {
+            crate::ops::fleet::heartbeat::spawn(&state, replica);
         }
         Ok(AgentServer {
             state,
