@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use agent_tests::lb::{Haproxy, RelayFleet};
+use agent_tests::lb::{mint_paired, Haproxy, RelayFleet};
 use agent_tests::paired::AppProcess;
 use serde_json::{json, Value};
 
@@ -58,17 +58,7 @@ async fn main() {
         .unwrap_or(300);
     let fleet = RelayFleet::start(env!("CARGO_BIN_EXE_relay-server"), 3, "", "1s");
     let lb = Haproxy::start(&fleet.ports);
-    let minted: Value = agent_tests::browser()
-        .post(format!("{}/agent/mint", lb.base))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("mint answer");
-    let token = minted["token"].as_str().expect("token").to_owned();
-    let tid = minted["tid"].as_str().expect("tid").to_owned();
+    let (token, tid) = mint_paired(&lb.base).await;
     let mut app = AppProcess::start(env!("CARGO_BIN_EXE_paired-counter"), &lb.base, &token);
     app.expect("status Paired").await;
     let pool = sqlx::PgPool::connect(&fleet.pg.url()).await.expect("db");

@@ -182,3 +182,20 @@ impl RelayFleet {
         self.config.path()
     }
 }
+
+/// Mints a paired session through `base` (the relay mints paired sessions): token and tid.
+pub async fn mint_paired(base: &str) -> (String, String) {
+    let minted: serde_json::Value = crate::browser()
+        .post(format!("{base}/agent/mint"))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .expect("mint")
+        .json()
+        .await
+        .expect("mint answer");
+    (
+        minted["token"].as_str().expect("token").to_owned(),
+        minted["tid"].as_str().expect("tid").to_owned(),
+    )
+}

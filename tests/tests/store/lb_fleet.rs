@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_tests::lb::{Haproxy, RelayFleet, FLEET_SECRET};
+use agent_tests::lb::{mint_paired, Haproxy, RelayFleet, FLEET_SECRET};
 use agent_tests::mcp::{send_raw, stateless_tool_call, McpAgent};
 use agent_tests::paired::AppProcess;
 use agent_tests::tab::{ws_url, Tab};
@@ -40,23 +40,6 @@ async fn lap(base: &str, token: &str, tail: &str, body: Value) -> (u16, Option<S
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     (status, reconnect, resp.json().await.unwrap_or(Value::Null))
-}
-
-/// Mints a paired session through `base` (the relay mints paired sessions): token and tid.
-async fn mint(base: &str) -> (String, String) {
-    let minted: Value = agent_tests::browser()
-        .post(format!("{base}/agent/mint"))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("mint answer");
-    (
-        minted["token"].as_str().expect("token").to_owned(),
-        minted["tid"].as_str().expect("tid").to_owned(),
-    )
 }
 
 /// The replica (index) whose lease holds `tid`'s socket, waiting up to 10 s for one that is
@@ -136,7 +119,7 @@ fn spawn_lap(
 async fn an_llui_app_is_driven_through_any_replica_behind_a_load_balancer() {
     let fleet = RelayFleet::start(env!("CARGO_BIN_EXE_relay-server"), 3, PAIRING, "1s");
     let lb = Haproxy::start(&fleet.ports);
-    let (token, tid) = mint(&lb.base).await;
+    let (token, tid) = mint_paired(&lb.base).await;
 
     // Unpaired: every replica answers 503 paused, pending.
     for i in 0..3 {
@@ -343,7 +326,7 @@ async fn count(base: &str, token: &str) -> i64 {
 async fn a_rust_app_survives_the_sigkill_of_its_sockets_replica_behind_a_load_balancer() {
     let mut fleet = RelayFleet::start(env!("CARGO_BIN_EXE_relay-server"), 3, PAIRING, "1s");
     let lb = Haproxy::start(&fleet.ports);
-    let (token, tid) = mint(&lb.base).await;
+    let (token, tid) = mint_paired(&lb.base).await;
     let mut app = AppProcess::start(env!("CARGO_BIN_EXE_paired-counter"), &lb.base, &token);
     app.expect("status Paired").await;
     let held = holder(&fleet, &tid, None).await;
