@@ -9,7 +9,9 @@
 //!   HTTP/1 it also bounds how long an idle keep-alive connection waits for its next request;
 //! - a **body-read timeout** (default 30 s): a request body that produces no data for this long
 //!   fails, the handler answers (400 `invalid`, or 413 on an over-long body) and the connection
-//!   is closed;
+//!   is closed. Its timer is armed only while the body waits for bytes: a body that came with
+//!   its head, as nearly every API call's does, costs no timer (registering one takes the
+//!   runtime's timer lock, which the worker threads contend for under load);
 //! - an **idle timeout** (default 5 min): a connection on which nothing was read or written for
 //!   this long is closed, whatever it is doing. It must exceed the longest quiet answer the app
 //!   serves (the LAP long polls wait at most `ServerOptions::max_wait`, 2 min by default; the
@@ -47,7 +49,6 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt as _;
-use tower_http::timeout::TimeoutBody;
 
 /// Default of [`Serve::header_read_timeout`].
 pub(crate) const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -238,7 +239,13 @@ impl Connection {
         let router = self.router;
         let body_timeout = self.body_read_timeout;
         let service = tower::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-            let mut request = request.map(|body| Body::new(TimeoutBody::new(body_timeout, body)));
+            let mut request = request.map(|body| {
+                Body::new(ReadTimeoutBody {
+                    body,
+                    timeout: body_timeout,
+                    sleep: None,
+                })
+            });
             request.extensions_mut().insert(ConnectInfo(peer));
             router.clone().oneshot(request)
         });
@@ -257,6 +264,65 @@ impl Connection {
                 tracing::debug!("closing connection from {peer}: idle");
             }
         }
+    }
+}
+
+/// A request body that fails when it produces no data for `timeout` while it is read.
+///
+/// The timer is armed when the body has nothing ready and dropped as soon as a frame comes,
+/// so a body already in the connection's buffer never registers one (unlike
+/// `tower_http::timeout::TimeoutBody`, which arms it before every read).
+struct ReadTimeoutBody<B> {
+    body: B,
+    timeout: Duration,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+/// The error of a request body that produced no data within the body-read timeout.
+#[derive(Debug)]
+struct BodyReadTimedOut(Duration);
+
+impl std::fmt::Display for BodyReadTimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the request body sent nothing for {:?}", self.0)
+    }
+}
+
+impl std::error::Error for BodyReadTimedOut {}
+
+impl<B> hyper::body::Body for ReadTimeoutBody<B>
+where
+    B: hyper::body::Body + Unpin,
+    B::Error: Into<axum::BoxError>,
+{
+    type Data = B::Data;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let this = &mut *self;
+        if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
+            this.sleep = None;
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        let timeout = this.timeout;
+        let sleep = this
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyReadTimedOut(timeout))))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -381,4 +447,61 @@ pub async fn shutdown_signal() {
         () = terminate => {}
     }
     tracing::info!("stop signal received: shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::poll_fn;
+
+    use axum::body::Bytes;
+    use http_body_util::Full;
+    use hyper::body::{Body as _, Frame};
+
+    use super::*;
+
+    /// A body that never produces anything: a client that stopped sending.
+    struct Stalled;
+
+    impl hyper::body::Body for Stalled {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            Poll::Pending
+        }
+    }
+
+    fn bounded<B>(body: B) -> ReadTimeoutBody<B> {
+        ReadTimeoutBody {
+            body,
+            timeout: Duration::from_millis(50),
+            sleep: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_already_read_arms_no_timer() {
+        let mut body = bounded(Full::new(Bytes::from_static(b"{\"msg\":1}")));
+        let frame = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
+        let data = frame.expect("a frame").expect("no error").into_data();
+        assert_eq!(data.expect("data").as_ref(), b"{\"msg\":1}");
+        assert!(body.sleep.is_none(), "a ready body registered a timer");
+        assert!(poll_fn(|cx| Pin::new(&mut body).poll_frame(cx))
+            .await
+            .is_none());
+        assert!(body.sleep.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_stalled_body_fails_after_the_timeout() {
+        let mut body = bounded(Stalled);
+        let started = Instant::now();
+        let frame = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
+        let error = frame.expect("an end").expect_err("a timeout");
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        assert_eq!(error.to_string(), "the request body sent nothing for 50ms");
+    }
 }
