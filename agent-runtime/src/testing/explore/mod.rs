@@ -25,6 +25,7 @@
 //! Its runtime is its own, its clock paused (effects' timers cost no wall time): call
 //! [`Explorer::run`] from a plain `#[test]`.
 
+mod answers;
 mod check;
 mod generate;
 mod human;
