@@ -6,7 +6,10 @@
 //! builder and:
 //!
 //! - a **header-read timeout** (default 30 s): the whole request head must arrive within it; on
-//!   HTTP/1 it also bounds how long an idle keep-alive connection waits for its next request;
+//!   HTTP/1 it also bounds how long an idle keep-alive connection waits for its next request.
+//!   The connection's one watchdog timer checks it (and the idle timeout) every quarter of the
+//!   shorter of the two, so a stalled connection is closed within 1.25 times its timeout and a
+//!   request arms no timer of its own;
 //! - a **body-read timeout** (default 30 s): a request body that produces no data for this long
 //!   fails, the handler answers (400 `invalid`, or 413 on an over-long body) and the connection
 //!   is closed. Its timer is armed only while the body waits for bytes: a body that came with
@@ -35,7 +38,7 @@ use std::future::{Future, IntoFuture};
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -148,10 +151,13 @@ impl Serve {
 
     async fn run(mut self) -> io::Result<()> {
         let mut builder = Builder::new(TokioExecutor::new());
+        // The header-read timeout is the connection's watchdog's (`Activity::watch`), not
+        // hyper's: hyper arms a timer for every request head, and registering one takes the
+        // runtime's timer lock, which the worker threads contend for under load.
         builder
             .http1()
             .timer(TokioTimer::new())
-            .header_read_timeout(self.header_read_timeout);
+            .header_read_timeout(None);
         builder
             .http2()
             .timer(TokioTimer::new())
@@ -182,6 +188,7 @@ impl Serve {
                 builder: builder.clone(),
                 router: self.router.clone(),
                 body_read_timeout: self.body_read_timeout,
+                header_read_timeout: self.header_read_timeout,
                 idle_timeout: self.idle_timeout,
                 watcher: graceful.watcher(),
             };
@@ -224,6 +231,7 @@ struct Connection {
     builder: Arc<Builder<TokioExecutor>>,
     router: Router,
     body_read_timeout: Duration,
+    header_read_timeout: Duration,
     idle_timeout: Duration,
     /// Tells the connection to finish when the server shuts down gracefully.
     watcher: hyper_util::server::graceful::Watcher,
@@ -238,7 +246,11 @@ impl Connection {
         });
         let router = self.router;
         let body_timeout = self.body_read_timeout;
+        let requests = activity.clone();
         let service = tower::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            // Counted from the head's arrival until the answer's body is dropped (written, or
+            // the call given up): while it is, the connection waits for no head.
+            let serving = Serving::start(&requests, request.version());
             let mut request = request.map(|body| {
                 Body::new(ReadTimeoutBody {
                     body,
@@ -247,7 +259,14 @@ impl Connection {
                 })
             });
             request.extensions_mut().insert(ConnectInfo(peer));
-            router.clone().oneshot(request)
+            let answer = router.clone().oneshot(request);
+            async move {
+                let response = answer.await?;
+                Ok::<_, std::convert::Infallible>(response.map(|body| Served {
+                    body,
+                    _serving: serving,
+                }))
+            }
         });
         let connection = self.watcher.watch(
             self.builder
@@ -260,8 +279,8 @@ impl Connection {
                     tracing::debug!("connection from {peer} ended: {e}");
                 }
             }
-            () = activity.idle_for(self.idle_timeout) => {
-                tracing::debug!("closing connection from {peer}: idle");
+            why = activity.watch(self.header_read_timeout, self.idle_timeout) => {
+                tracing::debug!("closing connection from {peer}: {why}");
             }
         }
     }
@@ -326,36 +345,136 @@ where
     }
 }
 
-/// When the connection last read or wrote a byte (ms since `start`).
+/// What a connection did and when (ms since `start`): its last byte read or written, how many
+/// requests it is serving, since when it serves none, and whether it speaks HTTP/2.
 #[derive(Clone)]
 struct Activity {
     start: Instant,
-    last_ms: Arc<AtomicU64>,
+    shared: Arc<ActivityState>,
+}
+
+#[derive(Default)]
+struct ActivityState {
+    last_ms: AtomicU64,
+    serving: AtomicU32,
+    /// When `serving` last went to 0 (or the connection opened): since then the connection
+    /// has been waiting for a request head.
+    waiting_since_ms: AtomicU64,
+    http2: AtomicBool,
+}
+
+/// Why the watchdog closed a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Closed {
+    Idle,
+    HeaderTimeout,
+}
+
+impl std::fmt::Display for Closed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Closed::Idle => "idle",
+            Closed::HeaderTimeout => "no whole request head within the header-read timeout",
+        })
+    }
 }
 
 impl Activity {
     fn new() -> Self {
         Activity {
             start: Instant::now(),
-            last_ms: Arc::new(AtomicU64::new(0)),
+            shared: Arc::default(),
         }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     fn touch(&self) {
-        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(ms, Ordering::Relaxed);
+        self.shared.last_ms.store(self.now_ms(), Ordering::Relaxed);
     }
 
-    /// Resolves once nothing happened for `idle`.
-    async fn idle_for(&self, idle: Duration) {
+    /// Resolves when the connection must close: nothing read or written for `idle`, or, on
+    /// HTTP/1, no request served and no whole head received for `header` (a slow or absent
+    /// head, or a keep-alive connection that sends no next request). One timer per
+    /// connection, woken every quarter of the shorter timeout, so a connection is closed
+    /// within 1.25 times its timeout and a request costs no timer of its own.
+    async fn watch(&self, header: Duration, idle: Duration) -> Closed {
+        let tick = (header.min(idle) / 4).max(Duration::from_millis(5));
+        let (header_ms, idle_ms) = (millis(header), millis(idle));
+        let state = &*self.shared;
         loop {
-            let last = self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
-            let deadline = last + idle;
-            if Instant::now() >= deadline {
-                return;
+            tokio::time::sleep(tick).await;
+            let now = self.now_ms();
+            if now.saturating_sub(state.last_ms.load(Ordering::Relaxed)) >= idle_ms {
+                return Closed::Idle;
             }
-            tokio::time::sleep_until(deadline.into()).await;
+            let waiting =
+                state.serving.load(Ordering::Acquire) == 0 && !state.http2.load(Ordering::Relaxed);
+            if waiting
+                && now.saturating_sub(state.waiting_since_ms.load(Ordering::Acquire)) >= header_ms
+            {
+                return Closed::HeaderTimeout;
+            }
         }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A request being served on its connection: counted from its head until dropped.
+struct Serving(Activity);
+
+impl Serving {
+    fn start(activity: &Activity, version: hyper::Version) -> Self {
+        let state = &activity.shared;
+        if version == hyper::Version::HTTP_2 {
+            // Streams come and go on HTTP/2 without a head to wait for: only idle applies.
+            state.http2.store(true, Ordering::Relaxed);
+        }
+        state.serving.fetch_add(1, Ordering::AcqRel);
+        Serving(activity.clone())
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let state = &self.0.shared;
+        // The time first: the watchdog reads `serving` then the time.
+        state
+            .waiting_since_ms
+            .store(self.0.now_ms(), Ordering::Release);
+        state.serving.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// An answer's body that keeps its request counted as served until hyper drops it.
+struct Served<B> {
+    body: B,
+    /// Dropped with the body.
+    _serving: Serving,
+}
+
+impl<B: hyper::body::Body + Unpin> hyper::body::Body for Served<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }
 
