@@ -48,7 +48,7 @@ var Render = (function () {
     var keys = array ? value.map(function (_, i) { return i; }) : Object.keys(value);
     var size = keys.length;
     var box = h('div', { 'class': 'kids' });
-    var node = h('details', { 'class': 'node', 'data-path': path, open: depth < 2 || undefined },
+    var node = h('details', { 'class': 'node', 'data-path': path, open: depth < 3 || undefined },
       h('summary', {}, key, h('span', { 'class': 'm', text: array ? '[' + size + ']' : '{' + size + '}' })), box);
     var shown = 0;
     function page() {

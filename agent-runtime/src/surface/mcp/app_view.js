@@ -7,7 +7,7 @@
   var h = Render.h, clip = Render.clip;
   var config = {};
   try { config = JSON.parse(document.getElementById('agent-config').textContent) || {}; } catch (e) { config = {}; }
-  var calls = {}, nextId = 1, stopped = false, seq = null, failures = 0, refreshing = null, again = false;
+  var calls = {}, nextId = 1, stopped = false, seq = null, failures = 0, refreshing = null, again = false, lag = {};
 
   function $(id) { return document.getElementById(id); }
   function status(text, error) { var s = $('status'); s.textContent = text; s.className = error ? 'status error' : 'status'; }
@@ -83,15 +83,21 @@
     box.replaceChildren(Render.tree(answer.state, '/state', opts));
     $('seq').textContent = seq === null || seq === undefined ? '' : 'seq ' + seq;
   }
+  // Running work, each card kept while it runs (its Cancel stays where it is), its bar updated.
   function renderWork(work) {
+    var box = $('work'), cards = {};
     $('work-count').textContent = String(work.length);
-    $('work').replaceChildren.apply($('work'), work.length ? work.map(function (w) {
-      return h('div', { 'class': 'card', 'data-work-id': String(w.id) },
+    Array.prototype.forEach.call(box.querySelectorAll('[data-work-id]'), function (el) { cards[el.getAttribute('data-work-id')] = el; });
+    var next = work.map(function (w) {
+      var card = cards[String(w.id)] || h('div', { 'class': 'card', 'data-work-id': String(w.id) },
         h('div', { text: (w.intent || w.variant || 'work') + ' (commit ' + w.seq + ')' }),
-        h('div', { 'class': 'who', text: 'started by ' + (w.startedBy || '?') + (w.cancelling ? ', stopping' : '') }),
-        Render.progress(w.progress),
+        h('div', { 'class': 'who' }), h('div', { 'class': 'bar' }),
         h('div', {}, decideButtons('/work/' + encodeURIComponent(w.id), 'cancel it', ['Cancel'])));
-    }) : [h('p', { 'class': 'empty', text: 'Nothing runs.' })]);
+      card.querySelector('.who').textContent = 'started by ' + (w.startedBy || '?') + (w.cancelling ? ', stopping' : '');
+      card.querySelector('.bar').replaceChildren(Render.progress(w.progress));
+      return card;
+    });
+    box.replaceChildren.apply(box, next.length ? next : [h('p', { 'class': 'empty', text: 'Nothing runs.' })]);
   }
   function renderPending(list) {
     $('pending-count').textContent = String(list.length);
@@ -123,6 +129,17 @@
     }) : [h('p', { 'class': 'empty', text: 'No commit yet.' })]);
   }
 
+  // The pending proposals and the log, without the state.
+  function sideReads() {
+    if (refreshing) return refreshing;
+    return Promise.all([tool('describe_recent_actions', { n: 40 }), tool('list_pending', {})]).then(function (r) {
+      renderCommits(r[0].entries || []);
+      renderPending(r[1].pending || []);
+      status('Live \u00b7 updated ' + new Date().toLocaleTimeString());
+    });
+  }
+  var WAIT_MS = 10000;
+
   // Reads everything again (one read at a time; a request meanwhile reads once more after).
   function refresh() {
     if (refreshing) { again = true; return refreshing; }
@@ -133,7 +150,15 @@
       renderWork(o.work || []);
       return Promise.all([tool('describe_recent_actions', { n: 40 }), tool('list_pending', {})]);
     }).then(function (r) {
-      renderCommits(r[0].entries || []);
+      var entries = r[0].entries || [];
+      renderCommits(entries);
+      // The log may record a commit just after its state is published: read it again a few
+      // times when the newest commit is not in it yet (an effect's commits never are).
+      var logged = entries.reduce(function (m, e) { return typeof e.seq === 'number' && e.seq > m ? e.seq : m; }, -1);
+      if (typeof seq === 'number' && logged < seq) {
+        lag = lag.seq === seq ? { seq: seq, tries: lag.tries + 1 } : { seq: seq, tries: 1 };
+        if (lag.tries <= 3) setTimeout(soon, 300 * lag.tries);
+      }
       renderPending(r[1].pending || []);
       status('Live \u00b7 updated ' + new Date().toLocaleTimeString());
     }).then(function () {
@@ -148,9 +173,11 @@
   // Waits for the next change or progress through wait_for_change, then reads again.
   function loop() {
     if (stopped) return;
-    tool('wait_for_change', { sinceSeq: seq === null ? undefined : seq, timeoutMs: 25000, progress: true }, 60000)
+    tool('wait_for_change', { sinceSeq: seq === null ? undefined : seq, timeoutMs: WAIT_MS, progress: true }, WAIT_MS + 30000)
       .then(function (w) {
         if (w.status === 'progress' && w.work) { renderWork(w.work); return; }
+        // A proposal, a decision or an undo record changes no state: read them at each timeout.
+        if (w.status === 'timeout') return sideReads();
         return refresh();
       })
       .then(function () { failures = 0; loop(); }, function (e) { if (failed(e)) setTimeout(loop, Math.min(30000, 1000 * Math.pow(2, failures))); });
