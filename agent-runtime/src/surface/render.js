@@ -1,5 +1,6 @@
-/* Rendering helpers shared by the pages served from the binary (the session view of
-   surface/mcp/app_view.rs; docs/mcp.md §The session view in the chat). Every value from a
+/* Rendering helpers shared by the two pages served from the binary: the human console
+   (surface/console) and the session view of an MCP client (surface/mcp/app_view.rs; docs/mcp.md
+   §The session view in the chat). Every value from a
    state, a payload or a log is written as text (textContent), never parsed as HTML. */
 var Render = (function () {
   'use strict';
@@ -16,10 +17,14 @@ var Render = (function () {
     for (var i = 2; i < arguments.length; i++) append(el, arguments[i]);
     return el;
   }
-  function append(el, child) {
-    if (child === undefined || child === null || child === false) return;
-    if (Array.isArray(child)) { child.forEach(function (c) { append(el, c); }); return; }
-    el.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));
+  // append(el, child, child, ...): strings become text nodes; arrays are flattened.
+  function append(el) {
+    for (var i = 1; i < arguments.length; i++) {
+      var child = arguments[i];
+      if (child === undefined || child === null || child === false) continue;
+      if (Array.isArray(child)) { child.forEach(function (c) { append(el, c); }); continue; }
+      el.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));
+    }
   }
   function clip(s, n) { s = String(s); return s.length > n ? s.slice(0, n - 1) + '\u2026' : s; }
   function isContainer(v) { return v !== null && typeof v === 'object'; }
@@ -117,5 +122,5 @@ var Render = (function () {
     var label = [p.done !== undefined ? p.done + (p.total ? '/' + p.total : '') : '', p.text || ''].join(' ').trim();
     return h('span', { 'class': 'prog' }, bar, label ? h('span', { 'class': 'm', text: ' ' + clip(label, 200) }) : null);
   }
-  return { h: h, clip: clip, seg: seg, tree: tree, patch: patch, progress: progress };
+  return { h: h, append: append, clip: clip, seg: seg, tree: tree, patch: patch, progress: progress };
 })();

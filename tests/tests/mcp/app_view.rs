@@ -15,7 +15,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{json, Value};
 
-use super::actions::{config, legacy, server, stateless};
+use super::actions::{config, legacy, server, server_of, stateless};
 
 const VIEW: &str = "ui://agent/session";
 const MIME: &str = "text/html;profile=mcp-app";
@@ -263,5 +263,64 @@ async fn the_view_only_calls_tools_that_read() {
         "/undo",
     ] {
         assert!(!text.contains(deciding), "{deciding}");
+    }
+}
+
+/// The deciding tools an app-only surface could offer: none is declared, so an agent token
+/// calling one, from the view's host or anywhere, decides nothing.
+const DECIDING: &[&str] = &[
+    "approve_proposal",
+    "reject_proposal",
+    "decide_proposal",
+    "undo_commit",
+    "cancel_work_as_human",
+];
+
+#[tokio::test]
+async fn no_app_only_tool_exists_whether_the_app_opted_in_to_client_confirmation_or_not() {
+    for confirm_in_client in [false, true] {
+        let t = server_of(TodoApp::default())
+            .options(|o| o.mcp.confirm_in_client = confirm_in_client)
+            .start()
+            .await;
+        let m = t.mint("alice", None).await;
+        let client = apps_stateless(&t, &m.token).await;
+        let listed = tools(&client).await;
+        for tool in &listed {
+            let ui = tool.meta.as_ref().and_then(|m| m.0.get("ui"));
+            assert!(
+                ui.is_none_or(|ui| ui.get("visibility").is_none()),
+                "{}: {ui:?}",
+                tool.name
+            );
+        }
+        for name in DECIDING {
+            assert!(listed.iter().all(|t| t.name != *name), "{name} is listed");
+            let refused = client
+                .peer()
+                .call_tool(rmcp::model::CallToolRequestParams::new(*name))
+                .await
+                .expect_err("an undeclared tool is refused");
+            let text = refused.to_string();
+            assert!(
+                text.contains(name) || text.to_lowercase().contains("tool"),
+                "{name}: {text}"
+            );
+        }
+        // Nothing was decided or dispatched: the log holds no commit.
+        let (_, log) =
+            agent_tests::process::lap(&t.base, &m.token, "/recent-actions", json!({})).await;
+        let kinds: Vec<&str> = log["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .filter_map(|e| e["kind"].as_str())
+            .collect();
+        assert!(
+            kinds.iter().all(
+                |k| !["dispatched", "confirmed", "rejected", "undone", "cancelled"].contains(k)
+            ),
+            "{kinds:?}"
+        );
     }
 }
