@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::todo::TodoApp;
+use agent_runtime::store::Stores;
 use agent_tests::chromium::{click, wait_for, wait_text, with_browser};
 use agent_tests::process::lap;
 use agent_tests::TestServer;
@@ -229,6 +230,24 @@ async fn enter_view(c: &Client) {
     view.enter_frame().await.expect("the view");
 }
 
+/// Like `wait_text`, for what the view shows at its next quiet wait (15 s) after its calls
+/// took their turn in its share of the rate limit: 40 s at most.
+async fn wait_longer(c: &Client, css: &str, ok: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(40);
+    loop {
+        if let Some(text) = agent_tests::chromium::text(c, css).await {
+            if ok(&text) {
+                return text;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for the text of {css}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// The URLs the view asked the host to open (`ui/open-link`).
 async fn opened(c: &Client) -> Vec<String> {
     top(c).await;
@@ -254,8 +273,15 @@ fn artifact(name: &str) -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromium, chromedriver and the ext-apps bundle (.ci/test makes them)"]
 async fn the_view_in_a_host_shows_the_session_and_sends_decisions_to_the_console() {
+    // A store keeps the undo records the human's Undo needs.
+    let stores = Stores::open("memory").await.expect("stores");
+    // The agent's calls and the view's share the token's bucket; the view takes a third of it
+    // (100 calls a minute here), so it follows the import's progress closely enough for the
+    // human to cancel it while it runs.
     let t = TestServer::builder(TodoApp::default())
         .anonymous()
+        .stores(&stores)
+        .rate_limit("300/minute")
         .start()
         .await;
     let base = t.base.clone();
@@ -320,7 +346,10 @@ async fn the_view_in_a_host_shows_the_session_and_sends_decisions_to_the_console
         assert_eq!(status, 200, "{proposed}");
         let confirm_id = proposed["confirmId"].as_str().expect("confirmId").to_owned();
         let card = format!("[data-testid=pending] [data-confirm-id=\"{confirm_id}\"]");
-        let shown = wait_text(&c, &card, |s| s.contains("the user bought it")).await;
+        // Made outside the chat (over LAP), it changes no state: the view sees it at its next
+        // quiet wait, within 15 s (a proposal the host's model makes shows at once, in the view
+        // of that call).
+        let shown = wait_longer(&c, &card, |s| s.contains("the user bought it")).await;
         assert!(shown.contains("delete"), "{shown}");
         wait_text(&c, "[data-testid=pending-count]", |s| s == "1").await;
         click(&c, &format!("{card} [data-action=approve]")).await;
@@ -354,6 +383,40 @@ async fn the_view_in_a_host_shows_the_session_and_sends_decisions_to_the_console
         })
         .await;
 
+        // The agent toggles a todo: the view offers the human's Undo, which opens the console at
+        // that commit; the human undoes it there and the view shows the undo.
+        let (status, toggled) = lap(
+            &base,
+            &token,
+            "/message",
+            json!({"msg": {"type": "toggle", "id": "t1"}}),
+        )
+        .await;
+        assert_eq!(status, 200, "{toggled}");
+        let seq = toggled["seq"].as_u64().expect("the toggle's commit");
+        let card = format!("[data-testid=commits] [data-seq=\"{seq}\"]");
+        wait_text(&c, &card, |s| s.contains("/todos/0/done")).await;
+        click(&c, &format!("{card} [data-action=undo]")).await;
+        let undo_url = format!("{base}/agent/console#{session_id}/commit/{seq}");
+        let urls = wait_for("the view to open the console at the commit", || async {
+            let urls = opened(&c).await;
+            (urls.len() == 2).then_some(urls)
+        })
+        .await;
+        assert_eq!(urls[1], undo_url);
+        c.switch_to_window(console_window.clone())
+            .await
+            .expect("the console's tab");
+        c.goto(&undo_url).await.expect("the commit URL");
+        click(&c, &format!("#log [data-seq=\"{seq}\"].focused [data-testid=log-undo]")).await;
+        c.switch_to_window(host_window.clone())
+            .await
+            .expect("the host's tab");
+        enter_view(&c).await;
+        wait_text(&c, "[data-testid=commits]", |s| s.contains("undone by the human")).await;
+        wait_text(&c, &card, |s| s.contains("undone")).await;
+        assert!(c.find(Locator::Css(&format!("{card} [data-action=undo]"))).await.is_err());
+
         // Running work: a progress bar, and Cancel opens the console at it.
         let (status, answer) = lap(
             &base,
@@ -380,11 +443,11 @@ async fn the_view_in_a_host_shows_the_session_and_sends_decisions_to_the_console
         click(&c, "[data-testid=work] [data-action=cancel]").await;
         let urls = wait_for("the view to open the console at the work", || async {
             let urls = opened(&c).await;
-            (urls.len() == 2).then_some(urls)
+            (urls.len() == 3).then_some(urls)
         })
         .await;
         let cancel_url = format!("{base}/agent/console#{session_id}/work/{work_id}");
-        assert_eq!(urls[1], cancel_url);
+        assert_eq!(urls[2], cancel_url);
         c.switch_to_window(console_window.clone()).await.expect("the console's tab");
         c.goto(&cancel_url).await.expect("the work URL");
         click(&c, &format!("[data-work-id=\"{work_id}\"].focused [data-testid=work-cancel]")).await;

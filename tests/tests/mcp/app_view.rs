@@ -206,9 +206,11 @@ async fn the_view_is_a_resource_for_every_client_within_its_budget() {
     // The console of the reader's session, where the human decides.
     let console = format!("{}/agent/console#{}", t.base, m.session_id);
     assert!(
-        text.contains(&format!(r#"{{"console":"{console}"}}"#)),
+        text.contains(&format!(r#""console":"{console}""#)),
         "{console}"
     );
+    // Its calls take a third of the token's rate limit (100,000 a minute here).
+    assert!(text.contains(r#""callsPerMinute":33333"#));
     // Nothing loaded from elsewhere; text written as text.
     for external in [
         "src=\"http",
@@ -225,7 +227,7 @@ async fn the_view_is_a_resource_for_every_client_within_its_budget() {
     // A legacy session that has not connected reads it too, without a session block.
     let (unbound, _) = legacy(&t, None).await;
     let (text, _) = read_view(unbound.peer()).await;
-    assert!(text.contains(r#"{"console":null}"#));
+    assert!(text.contains(r#""console":null"#));
 }
 
 #[tokio::test]

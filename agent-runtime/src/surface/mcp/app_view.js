@@ -7,7 +7,7 @@
   var h = Render.h, clip = Render.clip;
   var config = {};
   try { config = JSON.parse(document.getElementById('agent-config').textContent) || {}; } catch (e) { config = {}; }
-  var calls = {}, nextId = 1, stopped = false, seq = null, failures = 0, refreshing = null, again = false, lag = {};
+  var calls = {}, nextId = 1, stopped = false, seq = null, failures = 0, lag = {}, proposals = null;
 
   function $(id) { return document.getElementById(id); }
   function status(text, error) { var s = $('status'); s.textContent = text; s.className = error ? 'status error' : 'status'; }
@@ -34,7 +34,7 @@
       else call.resolve(m.result);
       return;
     }
-    if (m.method === 'ui/notifications/tool-result') { soon(); return; }
+    if (m.method === 'ui/notifications/tool-result') { shown(m.params); return; }
     if (m.method === 'ui/resource-teardown') { stop('The view was closed.'); reply(m, {}); return; }
     if (m.method === 'ping') { reply(m, {}); return; }
     if (m.method && m.id !== undefined) post({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'Method not found' } });
@@ -42,8 +42,22 @@
   function reply(m, result) { if (m.id !== undefined) post({ jsonrpc: '2.0', id: m.id, result: result }); }
 
   // A tool of the server, through the host: its structured answer, or an error with its text.
+  // The view's calls share the agent token's rate limit: it takes at most a third of it
+  // (`callsPerMinute` from the server), a few at once, so the agent is never starved.
+  var perMinute = Math.max(1, Number(config.callsPerMinute) || 10);
+  var bucket = { tokens: Math.min(4, perMinute), max: Math.min(4, perMinute), at: Date.now() };
+  function budget() {
+    var now = Date.now();
+    bucket.tokens = Math.min(bucket.max, bucket.tokens + (now - bucket.at) * perMinute / 60000);
+    bucket.at = now;
+    if (bucket.tokens >= 1) { bucket.tokens -= 1; return Promise.resolve(); }
+    var wait = Math.ceil((1 - bucket.tokens) * 60000 / perMinute);
+    return new Promise(function (resolve) { setTimeout(resolve, wait); }).then(budget);
+  }
   function tool(name, args, ms) {
-    return rpc('tools/call', { name: name, arguments: args || {} }, ms).then(function (r) {
+    return budget().then(function () {
+      return rpc('tools/call', { name: name, arguments: args || {} }, ms);
+    }).then(function (r) {
       var text = ((r && r.content) || []).map(function (c) { return c && c.type === 'text' ? c.text : ''; }).join('\n');
       if (!r || r.isError) throw new Error(text || name + ' failed');
       if (r.structuredContent) return r.structuredContent;
@@ -75,12 +89,13 @@
     });
   }
 
-  function renderState(answer) {
+  // The state at `root` of an answer (`/state` of observe, `/stateAfter` of wait_for_change),
+  // the parts the server left out readable page by page.
+  function renderState(answer, root) {
     var elided = {};
     (answer.elided || []).forEach(function (e) { if (e && typeof e.path === 'string') elided[e.path] = e; });
     var opts = { elided: elided, load: function (args) { return tool('query_state', args); } };
-    var box = $('state');
-    box.replaceChildren(Render.tree(answer.state, '/state', opts));
+    $('state').replaceChildren(Render.tree(answer[root.slice(1)], root, opts));
     $('seq').textContent = seq === null || seq === undefined ? '' : 'seq ' + seq;
   }
   // Running work, each card kept while it runs (its Cancel stays where it is), its bar updated.
@@ -118,6 +133,8 @@
   }
   function renderCommits(entries) {
     var list = entries.filter(function (e) { return e && COMMITS[e.kind]; }).slice(0, 10);
+    var undone = {};
+    entries.forEach(function (e) { (e && e.kind === 'undone' && e.undid || []).forEach(function (n) { undone[n] = true; }); });
     $('commits').replaceChildren.apply($('commits'), list.length ? list.map(function (e) {
       var undo = e.tid && e.seq !== undefined && !e.noUndo && (e.kind === 'dispatched' || e.kind === 'confirmed');
       return h('div', { 'class': 'card', 'data-seq': e.seq === undefined ? null : String(e.seq) },
@@ -125,63 +142,69 @@
         h('div', { 'class': 'who', text: e.kind + ' \u00b7 ' + who(e) + ' \u00b7 ' + new Date(e.at).toLocaleTimeString() }),
         e.detail && !e.stateDiff ? h('div', { 'class': 'who', text: clip(e.detail, 300) }) : null,
         e.stateDiff ? Render.patch(e.stateDiff) : null,
-        undo ? h('div', {}, decideButtons('/commit/' + e.seq, 'undo it', ['Undo'])) : null);
+        undo && undone[e.seq] ? h('div', { 'class': 'who', text: 'undone' }) : null,
+        undo && !undone[e.seq] ? h('div', {}, decideButtons('/commit/' + e.seq, 'undo it', ['Undo'])) : null,
+        e.noUndo && e.tid ? h('div', { 'class': 'who', text: 'No undo: ' + clip(e.noUndo, 200) }) : null);
     }) : [h('p', { 'class': 'empty', text: 'No commit yet.' })]);
   }
 
-  // The pending proposals and the log, without the state.
-  function sideReads() {
-    if (refreshing) return refreshing;
-    return Promise.all([tool('describe_recent_actions', { n: 40 }), tool('list_pending', {})]).then(function (r) {
-      renderCommits(r[0].entries || []);
-      renderPending(r[1].pending || []);
-      status('Live \u00b7 updated ' + new Date().toLocaleTimeString());
-    });
-  }
-  var WAIT_MS = 10000;
-
-  // Reads everything again (one read at a time; a request meanwhile reads once more after).
-  function refresh() {
-    if (refreshing) { again = true; return refreshing; }
-    refreshing = tool('observe', {}).then(function (o) {
-      seq = o.seq === undefined ? null : o.seq;
-      $('app-name').textContent = (o.description && o.description.name) || 'App';
-      renderState(o);
-      renderWork(o.work || []);
-      return Promise.all([tool('describe_recent_actions', { n: 40 }), tool('list_pending', {})]);
-    }).then(function (r) {
-      var entries = r[0].entries || [];
+  // The log, and the pending proposals when the log shows a proposal, a decision or a
+  // withdrawal since the last read (a first read reads them).
+  function readLog() {
+    return tool('describe_recent_actions', { n: 40 }).then(function (r) {
+      var entries = r.entries || [];
       renderCommits(entries);
-      // The log may record a commit just after its state is published: read it again a few
-      // times when the newest commit is not in it yet (an effect's commits never are).
+      var key = entries.filter(function (e) { return e && (e.confirmId || e.kind === 'proposed'); })
+        .map(function (e) { return e.id; }).join(',');
       var logged = entries.reduce(function (m, e) { return typeof e.seq === 'number' && e.seq > m ? e.seq : m; }, -1);
+      // The log records a commit just after its state is published: read it again (three
+      // times at most) when the newest commit is not in it yet (an effect's never are).
       if (typeof seq === 'number' && logged < seq) {
         lag = lag.seq === seq ? { seq: seq, tries: lag.tries + 1 } : { seq: seq, tries: 1 };
-        if (lag.tries <= 3) setTimeout(soon, 300 * lag.tries);
+        if (lag.tries <= 3) setTimeout(function () { if (!stopped) readLog().catch(failed); }, 300 * lag.tries);
       }
-      renderPending(r[1].pending || []);
-      status('Live \u00b7 updated ' + new Date().toLocaleTimeString());
-    }).then(function () {
-      refreshing = null;
-      if (again) { again = false; return refresh(); }
-    }, function (e) { refreshing = null; again = false; throw e; });
-    return refreshing;
+      if (key === proposals) return;
+      proposals = key;
+      return tool('list_pending', {}).then(function (p) { renderPending(p.pending || []); });
+    }).then(function () { status('Live \u00b7 updated ' + new Date().toLocaleTimeString()); });
   }
-  var timer = null;
-  function soon() { if (!stopped && !timer) timer = setTimeout(function () { timer = null; refresh().catch(failed); }, 100); }
 
-  // Waits for the next change or progress through wait_for_change, then reads again.
+  // The first read: the app's name, the state, the work, the log and the pending proposals.
+  function first() {
+    return tool('observe', {}).then(function (o) {
+      seq = o.seq === undefined ? null : o.seq;
+      $('app-name').textContent = (o.description && o.description.name) || 'App';
+      renderState(o, '/state');
+      renderWork(o.work || []);
+      return readLog();
+    });
+  }
+
+  // Waits for a change or progress (wait_for_change through the host), draws what it brought,
+  // and reads the log after a change or a quiet wait (a proposal, a decision or an undo record
+  // changes no state).
+  var WAIT_MS = 15000;
   function loop() {
     if (stopped) return;
     tool('wait_for_change', { sinceSeq: seq === null ? undefined : seq, timeoutMs: WAIT_MS, progress: true }, WAIT_MS + 30000)
       .then(function (w) {
-        if (w.status === 'progress' && w.work) { renderWork(w.work); return; }
-        // A proposal, a decision or an undo record changes no state: read them at each timeout.
-        if (w.status === 'timeout') return sideReads();
-        return refresh();
+        if (stopped) return;
+        if (w.status === 'changed') {
+          if (w.seq !== undefined) seq = w.seq;
+          renderState(w, '/stateAfter');
+        }
+        renderWork(w.work || []);
+        if (w.status !== 'progress') return readLog();
       })
       .then(function () { failures = 0; loop(); }, function (e) { if (failed(e)) setTimeout(loop, Math.min(30000, 1000 * Math.pow(2, failures))); });
   }
+  // A later result the host shows (a call of the model's): its state, without a call.
+  function shown(result) {
+    var o = result && result.structuredContent;
+    if (!o || stopped) return;
+    if (o.state !== undefined && typeof o.seq === 'number' && (seq === null || o.seq >= seq)) { seq = o.seq; renderState(o, '/state'); }
+  }
+
   // Whether to go on after `e`.
   function failed(e) {
     var text = String((e && e.message) || e);
@@ -204,6 +227,6 @@
   }).then(function () {
     notify('ui/notifications/initialized');
     status('Reading the session\u2026');
-    return refresh();
-  }).then(loop, function (e) { if (failed(e)) setTimeout(function () { refresh().then(loop, failed); }, 2000); });
+    return first();
+  }).then(loop, function (e) { if (failed(e)) setTimeout(function () { first().then(loop, failed); }, 2000); });
 })();

@@ -17,7 +17,7 @@ use rmcp::model::{
 };
 use serde_json::{json, Value};
 
-use crate::security::TokenRecord;
+use crate::security::{RateLimitSpec, TokenRecord};
 
 /// The view's URI.
 pub(crate) const VIEW_URI: &str = "ui://agent/session";
@@ -98,16 +98,24 @@ fn console_url(origin: &str, session: &str) -> Option<String> {
         .then(|| format!("{origin}/agent/console#{session}"))
 }
 
-/// The document for a reader whose token verified as `record` (`None`: not bound, or no
-/// longer valid: the view then says so from its first call).
-pub(crate) fn document(record: Option<&TokenRecord>) -> String {
-    let console = record.and_then(|r| console_url(&r.origin, &r.session_id));
-    with_console(console)
+/// How many calls a minute the view may make: a third of the token's rate limit (its calls
+/// take the agent's bucket), at least one.
+pub(crate) fn calls_per_minute(rate: &RateLimitSpec) -> u64 {
+    let window_ms = rate.window().as_millis().max(1);
+    let per_minute = u128::from(rate.count()) * 60_000 / window_ms;
+    u64::try_from(per_minute / 3).unwrap_or(u64::MAX).max(1)
 }
 
-/// The document with `console` in its session block.
-fn with_console(console: Option<String>) -> String {
-    let config = json!({ "console": console });
+/// The document for a reader whose token verified as `record` (`None`: not bound, or no
+/// longer valid: the view then says so from its first call), its calls held to `rate`'s share.
+pub(crate) fn document(record: Option<&TokenRecord>, rate: &RateLimitSpec) -> String {
+    let console = record.and_then(|r| console_url(&r.origin, &r.session_id));
+    with_config(console, calls_per_minute(rate))
+}
+
+/// The document with `console` and `calls_per_minute` in its session block.
+fn with_config(console: Option<String>, calls_per_minute: u64) -> String {
+    let config = json!({ "console": console, "callsPerMinute": calls_per_minute });
     // `<` escaped: the block cannot end its script element.
     let block = format!(
         "<script type=\"application/json\" id=\"agent-config\">{}</script>",
@@ -179,11 +187,20 @@ mod tests {
             "http://a.example:8787",
             "s</script><img src=x onerror=alert(1)>",
         );
-        let doc = with_console(url);
+        let doc = with_config(url, 10);
         assert!(doc.contains("http://a.example:8787/agent/console#s\\u003c/script>"));
         assert!(!doc.contains("#s</script>"));
         assert_eq!(console_url("javascript:alert(1)", "s"), None);
         assert_eq!(console_url("https://a.example\"><x", "s"), None);
-        assert!(with_console(None).contains(r#"{"console":null}"#));
+        assert!(with_config(None, 10).contains(r#"{"console":null,"callsPerMinute":10}"#));
+    }
+
+    #[test]
+    fn the_view_takes_a_third_of_the_rate_limit() {
+        let rate = |s: &str| s.parse::<RateLimitSpec>().expect("a spec");
+        assert_eq!(calls_per_minute(&rate("30/minute")), 10);
+        assert_eq!(calls_per_minute(&rate("5/second")), 100);
+        assert_eq!(calls_per_minute(&rate("2/minute")), 1);
+        assert_eq!(calls_per_minute(&rate("60/hour")), 1);
     }
 }

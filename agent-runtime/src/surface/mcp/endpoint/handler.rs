@@ -480,7 +480,8 @@ impl<A: App> McpHandler<A> {
             .ok(),
             None => None,
         };
-        app_view::contents(app_view::document(record.as_ref()))
+        let rate = &self.server.options().rate_limit;
+        app_view::contents(app_view::document(record.as_ref(), rate))
     }
 
     /// `connect_session` / `disconnect_session` on a sessionless revision: the binding is the
