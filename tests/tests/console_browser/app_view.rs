@@ -164,8 +164,7 @@ async fn forward(http: &reqwest::Client, mcp: &str, bearer: &str, mut request: V
         text.lines()
             .filter_map(|l| l.strip_prefix("data:"))
             .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .filter(|m| m.get("result").is_some() || m.get("error").is_some())
-            .next_back()
+            .rfind(|m| m.get("result").is_some() || m.get("error").is_some())
             .unwrap_or_else(|| failed(text.clone()))
     })
 }
