@@ -228,6 +228,33 @@ async fn the_view_is_a_resource_for_every_client_within_its_budget() {
     let (unbound, _) = legacy(&t, None).await;
     let (text, _) = read_view(unbound.peer()).await;
     assert!(text.contains(r#""console":null"#));
+    // It does not change: a subscription to it is refused, saying so.
+    let refused = unbound
+        .peer()
+        .subscribe(rmcp::model::SubscribeRequestParams::new(VIEW))
+        .await
+        .expect_err("nothing to subscribe to");
+    assert!(refused.to_string().contains("does not change"), "{refused}");
+
+    // A token revoked: its requests are refused before any read (a view already shown says so
+    // at its next call and stops: `console_browser/app_view.rs`).
+    let revoked = t.mint("alice", None).await;
+    let client = legacy(&t, Some(&revoked.token)).await.0;
+    let r = t
+        .post_json(
+            "/agent/revoke",
+            Some("alice"),
+            None,
+            &json!({"tid": revoked.tid}),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let refused = client
+        .peer()
+        .read_resource(ReadResourceRequestParams::new(VIEW))
+        .await
+        .expect_err("a revoked token reads nothing");
+    assert!(refused.to_string().contains("revoked"), "{refused}");
 }
 
 #[tokio::test]

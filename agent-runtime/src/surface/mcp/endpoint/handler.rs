@@ -388,6 +388,15 @@ impl<A: App> ServerHandler for McpHandler<A> {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if request.uri == app_view::VIEW_URI {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "{} does not change: there is nothing to subscribe to",
+                    app_view::VIEW_URI
+                ),
+                Some(json!({ "uri": request.uri })),
+            ));
+        }
         resources::operation(&request.uri)?;
         self.interest.resources.lock().insert(request.uri);
         Ok(())
