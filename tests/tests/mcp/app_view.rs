@@ -228,7 +228,9 @@ async fn the_view_is_a_resource_for_every_client_within_its_budget() {
     let (unbound, _) = legacy(&t, None).await;
     let (text, _) = read_view(unbound.peer()).await;
     assert!(text.contains(r#""console":null"#));
-    // It does not change: a subscription to it is refused, saying so.
+    // It does not change: a subscription to it is refused, saying so (the legacy generation's
+    // subscription; a 2026-07-28 `subscriptions/listen` filter leaves unknown URIs out).
+    #[allow(deprecated)]
     let refused = unbound
         .peer()
         .subscribe(rmcp::model::SubscribeRequestParams::new(VIEW))
