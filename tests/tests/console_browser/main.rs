@@ -7,6 +7,7 @@
 //! transcript-export, OAuth consent, cross-origin minting, running-work and owner's-own-data scenarios are modules
 //! of their own.
 
+mod app_view;
 #[cfg(feature = "full")]
 mod consent;
 mod cross_origin;

@@ -4,6 +4,7 @@
 //! test binary; each module was a test file of its own.
 
 mod actions;
+mod app_view;
 mod bounds;
 mod bounds_durable;
 mod budget;

@@ -11,8 +11,16 @@ use crate::app::App;
 use crate::ops::error::ApiError;
 use crate::ops::ServerState;
 
-/// The page: HTML, CSS and script inline; nothing loaded from elsewhere, no embedded data.
-const CONSOLE_HTML: &str = include_str!("console.html");
+/// The page: HTML, CSS and script inline; nothing loaded from elsewhere, no embedded data. Its
+/// rendering helpers (`surface/render.js`) are the session view's too (`docs/mcp.md` §The
+/// session view in the chat).
+const CONSOLE_HTML: &str = concat!(
+    include_str!("console.html"),
+    "<script>\n",
+    include_str!("../render.js"),
+    "</script>\n",
+    include_str!("console_script.html")
+);
 
 pub(crate) fn console_routes<A: App>(server: &ServerState<A>) -> Router {
     let server = server.clone();

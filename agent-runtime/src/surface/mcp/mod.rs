@@ -11,6 +11,7 @@
 //! formatting (`format`) and the forwarding logic behind the `Forwarder` trait (`forward`).
 
 pub(crate) mod action_tools;
+pub(crate) mod app_view;
 pub(crate) mod args;
 #[cfg(feature = "bridge")]
 pub(crate) mod bridge;

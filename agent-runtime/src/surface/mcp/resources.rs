@@ -1,6 +1,7 @@
 //! The session as MCP resources (`docs/mcp.md` §Resources): `agent://state` (the redacted
 //! state, as `get_state` answers it) and `agent://describe` (the app description, as
-//! `describe_app` answers it), with the caching hints of MCP 2026-07-28.
+//! `describe_app` answers it), with the caching hints of MCP 2026-07-28; beside them the
+//! session view `ui://agent/session` ([`super::app_view`]).
 
 use rmcp::model::{
     CacheScope, ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
@@ -32,7 +33,8 @@ pub(crate) fn operation(uri: &str) -> Result<Operation, ErrorData> {
     }
 }
 
-/// `resources/list`: the same two resources for everyone.
+/// `resources/list`: the same three resources for everyone (the view too: a host that did not
+/// declare the extension may read it anyway, it is a resource).
 pub(crate) fn list() -> ListResourcesResult {
     let resource = |uri: &str, name: &str, description: &str| -> Resource {
         let mut resource = Resource::new(uri, name).with_description(description);
@@ -50,6 +52,7 @@ pub(crate) fn list() -> ListResourcesResult {
             "state",
             "The app's state as the agent sees it (redacted); updated after every commit.",
         ),
+        super::app_view::resource(),
     ])
     .with_ttl_ms(STATIC_TTL_MS)
     .with_cache_scope(CacheScope::Public)

@@ -33,7 +33,9 @@ use super::McpState;
 use crate::app::App;
 use crate::ops::budget::Asked;
 use crate::ops::Operation;
+use crate::security::verify_tid;
 use crate::security::{request_client_address, verify_bearer, AuthError};
+use crate::surface::mcp::app_view;
 use crate::surface::mcp::calls;
 use crate::surface::mcp::format::{
     failure, forwarded_failure, success, NOT_CONNECTED_SERVER, TOKEN_INVALID,
@@ -266,7 +268,12 @@ impl<A: App> ServerHandler for McpHandler<A> {
                 Err(_) => fixed = false,
             }
         }
-        let tools = tools.unwrap_or_else(|| self.runner.tools().list().tools);
+        let mut tools = tools.unwrap_or_else(|| self.runner.tools().list().tools);
+        // A client that renders MCP Apps (declared at initialize, or per request on 2026-07-28)
+        // sees the tools the view shows tied to it; any other sees the list unchanged.
+        if app_view::declared(context.client_capabilities().as_ref()) {
+            app_view::tie(&mut tools);
+        }
         // The list depends on the caller's token and its app's schema, never on the state: a
         // sessionless client may keep it while nothing can change it; a session may bind or
         // unbind (`connect_session`), a paired app pair again, so theirs stays fresh.
@@ -351,6 +358,9 @@ impl<A: App> ServerHandler for McpHandler<A> {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri == app_view::VIEW_URI {
+            return Ok(self.read_view(parts(&context)).await.into());
+        }
         let op = resources::operation(&request.uri)?;
         let Some(binding) = self.binding(parts(&context)) else {
             // The hosted app's description is the same for every caller.
@@ -378,6 +388,15 @@ impl<A: App> ServerHandler for McpHandler<A> {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if request.uri == app_view::VIEW_URI {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "{} does not change: there is nothing to subscribe to",
+                    app_view::VIEW_URI
+                ),
+                Some(json!({ "uri": request.uri })),
+            ));
+        }
         resources::operation(&request.uri)?;
         self.interest.resources.lock().insert(request.uri);
         Ok(())
@@ -456,6 +475,24 @@ impl<A: App> ServerHandler for McpHandler<A> {
 }
 
 impl<A: App> McpHandler<A> {
+    /// The session view, for the reader's session when its binding still verifies (a store
+    /// that fails leaves it out too: the view then says what its first call answers).
+    async fn read_view(&self, parts: Option<&Parts>) -> rmcp::model::ReadResourceResult {
+        let record = match self.binding(parts) {
+            Some(binding) => verify_tid(
+                &binding.tid,
+                &**self.server.tokens(),
+                self.server.now(),
+                self.server.options().sliding_ttl_ms(),
+            )
+            .await
+            .ok(),
+            None => None,
+        };
+        let rate = &self.server.options().rate_limit;
+        app_view::contents(app_view::document(record.as_ref(), rate))
+    }
+
     /// `connect_session` / `disconnect_session` on a sessionless revision: the binding is the
     /// request's bearer; there is nothing to connect or disconnect (`docs/mcp.md` §Two
     /// generations).
