@@ -353,7 +353,7 @@ impl Gemini {
     }
 }
 
-/// The number of tools a Ready line reports (`🟢 todo - Ready (29 tools, 2 resources)`): the
+/// The number of tools a Ready line reports (`🟢 todo - Ready (29 tools, 3 resources)`): the
 /// 19 of `docs/mcp.md` and a `do_<action>` tool for each of the todo example's actions.
 fn tools_of(line: &str) -> usize {
     line.split("Ready (")
