@@ -38,10 +38,8 @@ use std::future::{Future, IntoFuture};
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
@@ -49,9 +47,14 @@ use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt as _;
+
+mod body_timeout;
+mod watchdog;
+
+use body_timeout::ReadTimeoutBody;
+use watchdog::{Activity, ActivityIo, Served, Serving};
 
 /// Default of [`Serve::header_read_timeout`].
 pub(crate) const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -286,257 +289,6 @@ impl Connection {
     }
 }
 
-/// A request body that fails when it produces no data for `timeout` while it is read.
-///
-/// The timer is armed when the body has nothing ready and dropped as soon as a frame comes,
-/// so a body already in the connection's buffer never registers one (unlike
-/// `tower_http::timeout::TimeoutBody`, which arms it before every read).
-struct ReadTimeoutBody<B> {
-    body: B,
-    timeout: Duration,
-    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
-}
-
-/// The error of a request body that produced no data within the body-read timeout.
-#[derive(Debug)]
-struct BodyReadTimedOut(Duration);
-
-impl std::fmt::Display for BodyReadTimedOut {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the request body sent nothing for {:?}", self.0)
-    }
-}
-
-impl std::error::Error for BodyReadTimedOut {}
-
-impl<B> hyper::body::Body for ReadTimeoutBody<B>
-where
-    B: hyper::body::Body + Unpin,
-    B::Error: Into<axum::BoxError>,
-{
-    type Data = B::Data;
-    type Error = axum::BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        let this = &mut *self;
-        if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
-            this.sleep = None;
-            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
-        }
-        let timeout = this.timeout;
-        let sleep = this
-            .sleep
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
-        match sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyReadTimedOut(timeout))))),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// What a connection did and when (ms since `start`): its last byte read or written, how many
-/// requests it is serving, since when it serves none, and whether it speaks HTTP/2.
-#[derive(Clone)]
-struct Activity {
-    start: Instant,
-    shared: Arc<ActivityState>,
-}
-
-#[derive(Default)]
-struct ActivityState {
-    last_ms: AtomicU64,
-    serving: AtomicU32,
-    /// When `serving` last went to 0 (or the connection opened): since then the connection
-    /// has been waiting for a request head.
-    waiting_since_ms: AtomicU64,
-    http2: AtomicBool,
-}
-
-/// Why the watchdog closed a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Closed {
-    Idle,
-    HeaderTimeout,
-}
-
-impl std::fmt::Display for Closed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Closed::Idle => "idle",
-            Closed::HeaderTimeout => "no whole request head within the header-read timeout",
-        })
-    }
-}
-
-impl Activity {
-    fn new() -> Self {
-        Activity {
-            start: Instant::now(),
-            shared: Arc::default(),
-        }
-    }
-
-    fn now_ms(&self) -> u64 {
-        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    fn touch(&self) {
-        self.shared.last_ms.store(self.now_ms(), Ordering::Relaxed);
-    }
-
-    /// Resolves when the connection must close: nothing read or written for `idle`, or, on
-    /// HTTP/1, no request served and no whole head received for `header` (a slow or absent
-    /// head, or a keep-alive connection that sends no next request). One timer per
-    /// connection, woken every quarter of the shorter timeout, so a connection is closed
-    /// within 1.25 times its timeout and a request costs no timer of its own.
-    async fn watch(&self, header: Duration, idle: Duration) -> Closed {
-        let tick = (header.min(idle) / 4).max(Duration::from_millis(5));
-        let (header_ms, idle_ms) = (millis(header), millis(idle));
-        let state = &*self.shared;
-        loop {
-            tokio::time::sleep(tick).await;
-            let now = self.now_ms();
-            if now.saturating_sub(state.last_ms.load(Ordering::Relaxed)) >= idle_ms {
-                return Closed::Idle;
-            }
-            let waiting =
-                state.serving.load(Ordering::Acquire) == 0 && !state.http2.load(Ordering::Relaxed);
-            if waiting
-                && now.saturating_sub(state.waiting_since_ms.load(Ordering::Acquire)) >= header_ms
-            {
-                return Closed::HeaderTimeout;
-            }
-        }
-    }
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// A request being served on its connection: counted from its head until dropped.
-struct Serving(Activity);
-
-impl Serving {
-    fn start(activity: &Activity, version: hyper::Version) -> Self {
-        let state = &activity.shared;
-        if version == hyper::Version::HTTP_2 {
-            // Streams come and go on HTTP/2 without a head to wait for: only idle applies.
-            state.http2.store(true, Ordering::Relaxed);
-        }
-        state.serving.fetch_add(1, Ordering::AcqRel);
-        Serving(activity.clone())
-    }
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let state = &self.0.shared;
-        // The time first: the watchdog reads `serving` then the time.
-        state
-            .waiting_since_ms
-            .store(self.0.now_ms(), Ordering::Release);
-        state.serving.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// An answer's body that keeps its request counted as served until hyper drops it.
-struct Served<B> {
-    body: B,
-    /// Dropped with the body.
-    _serving: Serving,
-}
-
-impl<B: hyper::body::Body + Unpin> hyper::body::Body for Served<B> {
-    type Data = B::Data;
-    type Error = B::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// A socket that records its activity.
-struct ActivityIo {
-    inner: TcpStream,
-    activity: Activity,
-}
-
-impl AsyncRead for ActivityIo {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if matches!(poll, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.activity.touch();
-        }
-        poll
-    }
-}
-
-impl AsyncWrite for ActivityIo {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        poll
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        poll
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
 /// Resolves when the process is asked to stop: SIGTERM (an orchestrator, `kill`) or Ctrl-C
 /// (SIGINT), whichever comes first. For [`Serve::with_graceful_shutdown`]. If a handler
 /// cannot be installed, only the other one is waited for (and a warning is logged).
@@ -566,61 +318,4 @@ pub async fn shutdown_signal() {
         () = terminate => {}
     }
     tracing::info!("stop signal received: shutting down");
-}
-
-#[cfg(test)]
-mod tests {
-    use std::future::poll_fn;
-
-    use axum::body::Bytes;
-    use http_body_util::Full;
-    use hyper::body::{Body as _, Frame};
-
-    use super::*;
-
-    /// A body that never produces anything: a client that stopped sending.
-    struct Stalled;
-
-    impl hyper::body::Body for Stalled {
-        type Data = Bytes;
-        type Error = std::convert::Infallible;
-
-        fn poll_frame(
-            self: Pin<&mut Self>,
-            _: &mut Context<'_>,
-        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-            Poll::Pending
-        }
-    }
-
-    fn bounded<B>(body: B) -> ReadTimeoutBody<B> {
-        ReadTimeoutBody {
-            body,
-            timeout: Duration::from_millis(50),
-            sleep: None,
-        }
-    }
-
-    #[tokio::test]
-    async fn a_body_already_read_arms_no_timer() {
-        let mut body = bounded(Full::new(Bytes::from_static(b"{\"msg\":1}")));
-        let frame = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
-        let data = frame.expect("a frame").expect("no error").into_data();
-        assert_eq!(data.expect("data").as_ref(), b"{\"msg\":1}");
-        assert!(body.sleep.is_none(), "a ready body registered a timer");
-        assert!(poll_fn(|cx| Pin::new(&mut body).poll_frame(cx))
-            .await
-            .is_none());
-        assert!(body.sleep.is_none());
-    }
-
-    #[tokio::test]
-    async fn a_stalled_body_fails_after_the_timeout() {
-        let mut body = bounded(Stalled);
-        let started = Instant::now();
-        let frame = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
-        let error = frame.expect("an end").expect_err("a timeout");
-        assert!(started.elapsed() >= Duration::from_millis(50));
-        assert_eq!(error.to_string(), "the request body sent nothing for 50ms");
-    }
 }

@@ -21,6 +21,19 @@ pub(crate) enum Expect {
     Invalid { what: String },
 }
 
+impl Expect {
+    /// What the agent expected, as the report's lines say it.
+    pub(crate) fn described(&self) -> String {
+        match self {
+            Expect::Accepted { .. } => "listed available".into(),
+            Expect::Unavailable { reason: Some(r) } => format!("listed unavailable: {r}"),
+            Expect::Unavailable { reason: None } => "not listed".into(),
+            Expect::HumanOnly => "@humanOnly".into(),
+            Expect::Invalid { what } => format!("outside its schema: {what}"),
+        }
+    }
+}
+
 /// Checks the gate's `answer` (status, body) to a message sent expecting `expect`: why it
 /// broke [`Property::GateTellsTheTruth`](super::report::Property::GateTellsTheTruth), if it
 /// did.

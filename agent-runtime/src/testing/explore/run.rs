@@ -331,7 +331,7 @@ impl<'c, A: App> Case<'c, A> {
         self.lines.push(format!(
             "the agent sends {} ({}) → {status} {outcome}{}",
             body["msg"],
-            expect_text(&expect),
+            expect.described(),
             answer
                 .get("reason")
                 .and_then(Value::as_str)
@@ -596,14 +596,4 @@ fn round_trip<A: App>(state: &A::State) -> Result<String, String> {
         return Err(format!("{v} deserializes and serializes as {again}"));
     }
     Ok(v.to_string())
-}
-
-fn expect_text(expect: &Expect) -> String {
-    match expect {
-        Expect::Accepted { .. } => "listed available".into(),
-        Expect::Unavailable { reason: Some(r) } => format!("listed unavailable: {r}"),
-        Expect::Unavailable { reason: None } => "not listed".into(),
-        Expect::HumanOnly => "@humanOnly".into(),
-        Expect::Invalid { what } => format!("outside its schema: {what}"),
-    }
 }
