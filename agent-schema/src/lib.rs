@@ -12,6 +12,36 @@
 //! - [`startup`]: the start-up checks of an app's types, every error at once.
 //!
 //! No async and no HTTP live here.
+//!
+//! # Quick start
+//!
+//! Apps use this crate through `tea-agent-runtime`, which re-exports it. On its own, it builds
+//! the describe document agents read of a message enum and a state type:
+//!
+//! ```
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//! use tea_agent_derive::AgentMsg;
+//!
+//! #[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
+//! #[serde(tag = "type", rename_all = "camelCase")]
+//! enum Msg {
+//!     /// @intent("add one")
+//!     Inc,
+//!     /// @intent("start again") @requiresConfirm
+//!     Reset,
+//! }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Counter {
+//!     count: i64,
+//! }
+//!
+//! let doc = tea_agent_schema::describe::<Msg, Counter>("counter", "1.0.0", None).unwrap();
+//! let described = doc.to_value();
+//! assert_eq!(described["name"], "counter");
+//! assert!(described.to_string().contains("start again"));
+//! ```
 
 #![warn(missing_docs)]
 
@@ -37,8 +67,8 @@ pub use msg::{AgentMsg, VariantDescriptor, VariantKind};
 pub use shape::{MsgModel, SchemaError};
 pub use startup::{StartupError, StartupErrors};
 
-// Lets `#[derive(AgentMsg)]` name this crate as `::agent_schema` inside its own tests.
-extern crate self as agent_schema;
+// Lets `#[derive(AgentMsg)]` name this crate as `::tea_agent_schema` inside its own tests.
+extern crate self as tea_agent_schema;
 
 /// What the code emitted by `#[derive(AgentMsg)]` names; not a public API.
 #[doc(hidden)]

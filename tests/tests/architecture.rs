@@ -1,19 +1,20 @@
-//! Architecture checks on agent-runtime's sources, read with `syn` (see
+//! Architecture checks on tea-agent-runtime's sources, read with `syn` (see
 //! `agent_tests::architecture`): no import cycles between its modules, no surface importing
 //! another, and its public API as a snapshot under a ceiling. The fixture test proves the
 //! checker can fail.
 
 use std::path::Path;
 
+use agent_tests::api_version;
 use agent_tests::architecture::{Crate, Cycle};
 
-/// The most public items (`PublicApi::items`) agent-runtime may export.
+/// The most public items (`PublicApi::items`) tea-agent-runtime may export.
 const MAX_PUBLIC_ITEMS: usize = 200;
 
-/// agent-runtime's sources.
+/// tea-agent-runtime's sources.
 fn runtime() -> Crate {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent-runtime/src");
-    let krate = Crate::from_dir(&src).expect("agent-runtime's sources");
+    let krate = Crate::from_dir(&src).expect("tea-agent-runtime's sources");
     assert!(krate.warnings.is_empty(), "{:#?}", krate.warnings);
     krate
 }
@@ -22,7 +23,7 @@ fn describe(cycles: &[Cycle]) -> String {
     cycles.iter().map(ToString::to_string).collect()
 }
 
-/// No cycles among agent-runtime's top-level modules, nor among the files of any folder.
+/// No cycles among tea-agent-runtime's top-level modules, nor among the files of any folder.
 /// Prints the module map (each module and the modules it imports, with an example `file:line`).
 #[test]
 fn module_graph_has_no_cycles() {
@@ -57,20 +58,57 @@ fn surfaces_do_not_import_each_other() {
     );
 }
 
-/// agent-runtime's public API, every path, field and method of it, as a snapshot; and no more
+/// tea-agent-runtime's public API, every path, field and method of it, as a snapshot; and no more
 /// than [`MAX_PUBLIC_ITEMS`] items.
 #[test]
 fn public_api_is_small() {
-    let api = runtime().public_api("agent_runtime");
+    let api = runtime().public_api("tea_agent_runtime");
     println!("{}", api.counts());
     let listing = format!("{}\n\n{}", api.counts(), api.lines().join("\n"));
     insta::assert_snapshot!("public_api", listing);
     assert!(
         api.items.len() <= MAX_PUBLIC_ITEMS,
-        "agent-runtime exports {} public items, more than {MAX_PUBLIC_ITEMS} ({})",
+        "tea-agent-runtime exports {} public items, more than {MAX_PUBLIC_ITEMS} ({})",
         api.items.len(),
         api.counts()
     );
+}
+
+/// The public API as released last (`tests/tests/api/released.txt`, refreshed by each release)
+/// differs from today's only with a version bump or an `[Unreleased]` entry of `CHANGELOG.md`
+/// naming every changed item (`docs/versioning.md`).
+#[test]
+fn public_api_changes_follow_the_version_policy() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |path: &str| {
+        std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let changelog = read("CHANGELOG.md");
+    let released = read("tests/tests/api/released.txt");
+    let (header, released_api) = released
+        .split_once('\n')
+        .expect("a version line, then the API");
+    let released_version = header
+        .strip_prefix("version: ")
+        .expect("`version: x.y.z` first");
+    assert_eq!(
+        api_version::released_versions(&changelog)
+            .first()
+            .map(String::as_str),
+        Some(released_version),
+        "tests/tests/api/released.txt is the API of the last release CHANGELOG.md records"
+    );
+    let api = runtime().public_api("tea_agent_runtime");
+    let listing = api.lines().join("\n");
+    let version = env!("CARGO_PKG_VERSION");
+    if let Err(missing) = api_version::check(&changelog, version, released_api, &listing) {
+        panic!(
+            "the public API changed since {released_version} and {version} is still the \
+             released version: bump it, or name each changed item under `## [Unreleased]` in \
+             CHANGELOG.md:\n  {}",
+            missing.join("\n  ")
+        );
+    }
 }
 
 /// A small crate, file by file.
