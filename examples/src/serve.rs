@@ -136,8 +136,8 @@ pub async fn run<A: App>(app: A, default_port: u16) {
 /// Runs `app` as [`run`] does, with OAuth on `/agent/mcp` (`docs/authorization.md`): an MCP
 /// client (Claude's connectors, Claude Code) connects by the person's consent in the browser,
 /// no token pasted. The issuer is the request's origin unless the config file names one
-/// (`[server.oauth] issuer`); `agt_` bearers keep working beside it.
-#[cfg(feature = "full")]
+/// (`[server.oauth] issuer`); `agt_` bearers keep working beside it. Feature `oauth`.
+#[cfg(feature = "oauth")]
 pub async fn run_with_oauth<A: App>(app: A, default_port: u16) {
     let mut opts = command_line(default_port);
     opts.server.oauth.enabled = true;
