@@ -6,5 +6,7 @@ mod counter;
 #[cfg(feature = "full")]
 mod relay;
 mod todo;
+mod todo_explore;
+mod todo_transcript;
 #[cfg(feature = "full")]
 mod tui_todo;

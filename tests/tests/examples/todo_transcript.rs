@@ -95,7 +95,7 @@ async fn a_run_kept_beside_the_tests_replays() -> Result<(), ReplayError> {
 /// The README's example is the test above, as it is written there.
 #[test]
 fn the_readme_shows_the_kept_runs_test() {
-    let readme = include_str!("../../README.md");
+    let readme = include_str!("../../../README.md");
     let example = readme
         .split("### An agent's run, replayed as a test")
         .nth(1)
@@ -110,12 +110,13 @@ fn the_readme_shows_the_kept_runs_test() {
 }
 
 /// Records the run kept in `runs/clear.json` again (after a change the run should show):
-/// `cargo test -p agent-examples --test todo_transcript -- --ignored record_the_kept_run_again`,
+/// `cargo test -p agent-tests --test examples -- --ignored record_the_kept_run_again`,
 /// then review the file and the snapshot.
 #[tokio::test]
-#[ignore = "writes tests/runs/clear.json"]
+#[ignore = "writes tests/tests/examples/runs/clear.json"]
 async fn record_the_kept_run_again() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/runs/clear.json");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/examples/runs/clear.json");
     std::fs::write(path, record_run().await + "\n").expect("written");
 }
 
