@@ -301,7 +301,10 @@ fn a_fold_reads_of_its_element_only_what_its_predicate_reads() {
     let read = |text: &str, c: &[&[&str]]| super::eval::picked(text, &chains(c).unwrap());
     let text = r#"{"a":1,"b":{"c":[2],"d":3},"k\"ey":4}"#;
     assert_eq!(read(text, &[&["b", "c"]]), json!({"b": {"c": [2]}}));
-    assert_eq!(read(text, &[&["k\"ey"], &["a"]]), json!({"k\"ey": 4, "a": 1}));
+    assert_eq!(
+        read(text, &[&["k\"ey"], &["a"]]),
+        json!({"k\"ey": 4, "a": 1})
+    );
     assert_eq!(read(text, &[&["z"]]), json!({}));
     assert_eq!(read("[1,2]", &[&["a"]]), json!([1, 2]));
     assert_eq!(read(r#"{"b":5}"#, &[&["b", "c"]]), json!({"b": 5}));

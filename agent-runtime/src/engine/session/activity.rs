@@ -125,7 +125,13 @@ impl ActivityLog {
     /// is an entry serialized by serde_json), not parsed and written again. The same text as
     /// `serde_json::to_string` of [`Self::recent`] reversed.
     pub(crate) fn tail_json(&self, n: usize) -> String {
-        let texts: Vec<&str> = self.entries.iter().rev().take(n).map(|e| &*e.text).collect();
+        let texts: Vec<&str> = self
+            .entries
+            .iter()
+            .rev()
+            .take(n)
+            .map(|e| &*e.text)
+            .collect();
         let mut json = String::with_capacity(2 + texts.iter().map(|t| t.len() + 1).sum::<usize>());
         json.push('[');
         for (i, text) in texts.iter().rev().enumerate() {
