@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use cel::common::types::{CelList, CelMap, CelMapKey};
 use cel::common::value::Val;
 use cel::Context;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::shape::{Reads, Shape};
@@ -54,6 +55,105 @@ fn pruned(node: &Node, chains: &[&[String]]) -> Value {
         fields.insert(key.clone(), pruned(v, &rest));
     }
     Value::Object(fields)
+}
+
+/// What the predicate reads of a list element (`reads`: the chains of the macro's variable)
+/// from the element's compact `text`: the fields a chain goes through, at each level, the
+/// value at the end of a chain whole (as [`pruned`] does for a state). Fields that are not
+/// read are skipped in the text, not parsed. Not an object (or not JSON): the value whole.
+pub(super) fn picked(text: &str, reads: &Reads) -> Value {
+    match reads {
+        Reads::Whole => serde_json::from_str(text).unwrap_or(Value::Null),
+        Reads::Chains(chains) => {
+            let chains: Vec<&[String]> = chains.iter().map(Vec::as_slice).collect();
+            pick(text, &chains)
+        }
+    }
+}
+
+fn pick(text: &str, chains: &[&[String]]) -> Value {
+    let whole = || serde_json::from_str(text).unwrap_or(Value::Null);
+    if chains.iter().any(|c| c.is_empty()) {
+        return whole();
+    }
+    let mut firsts: Vec<&str> = Vec::new();
+    for c in chains {
+        if !firsts.contains(&c[0].as_str()) {
+            firsts.push(&c[0]);
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let Ok(found) = serde::de::DeserializeSeed::deserialize(Fields(&firsts), &mut de) else {
+        return whole();
+    };
+    let mut fields = serde_json::Map::new();
+    for (k, raw) in found {
+        let rest: Vec<&[String]> = chains
+            .iter()
+            .filter(|c| c[0] == firsts[k])
+            .map(|c| &c[1..])
+            .collect();
+        fields.insert(firsts[k].to_string(), pick(raw.get(), &rest));
+    }
+    Value::Object(fields)
+}
+
+/// The members of a JSON object named in `.0` (their index there, their text), the others
+/// skipped; an error for anything but an object.
+struct Fields<'w>(&'w [&'w str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Fields<'_> {
+    type Value = Vec<(usize, &'de RawValue)>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Fields<'_> {
+    type Value = Vec<(usize, &'de RawValue)>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+        let mut found = Vec::new();
+        while let Some(key) = map.next_key_seed(Key(self.0))? {
+            match key {
+                Some(k) if !found.iter().any(|(f, _)| *f == k) => {
+                    found.push((k, map.next_value::<&'de RawValue>()?));
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// An object's key: its index among the wanted ones, if it is one (compared unescaped).
+struct Key<'w>(&'w [&'w str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Key<'_> {
+    type Value = Option<usize>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for Key<'_> {
+    type Value = Option<usize>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(self.0.iter().position(|w| *w == key))
+    }
 }
 
 /// Evaluates a list fold's predicate on single elements: the gate's program runs on a state

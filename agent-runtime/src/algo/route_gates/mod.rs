@@ -13,7 +13,12 @@
 //!   ([`table::Table`]); a commit re-evaluates `P` only on the elements its ops touched, and
 //!   the gate's result follows from the counts (exactly the interpreter's fold, errors
 //!   included). `P` is evaluated by running the gate's own program on a state holding just
-//!   that element, so no second program or re-implementation of CEL is involved;
+//!   that element, so no second program or re-implementation of CEL is involved. `P` is
+//!   given only what it reads of the element (the chains of the macro's variable, read from
+//!   the element's packed text without parsing the rest), and its outcome on a value it
+//!   already met (`{"done":true}` of another todo, an element shifted by a removal ahead of
+//!   it or restored by an undo, a table rebuilt) is taken from the session's
+//!   [`table::Seen`] instead;
 //! - **any other gate** keeps its previous result when no op of the patch touches a chain it
 //!   reads; otherwise it is evaluated again, on first read, against a state pruned to the
 //!   chains it reads (nothing else of the state is converted for the interpreter).
@@ -43,7 +48,7 @@ use crate::algo::cel_eval::{CompiledPredicate, PredicateCache};
 use crate::algo::diff::PatchOp;
 use crate::algo::tree::Node;
 use shape::{Reads, Shape};
-use table::{Moved, Table};
+use table::{Moved, Seen, Table};
 
 /// A gate's result on one state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,6 +221,8 @@ enum Track {
 pub(crate) struct GateBook {
     set: Arc<GateSet>,
     tracks: Vec<Option<Track>>,
+    /// Per gate: the outcomes of its list fold's predicate by element (kept across rebuilds).
+    seen: Vec<Seen>,
     /// The tables do not follow the published state: rebuild them at the next commit.
     stale: bool,
     /// The session's "failure logged" flags (see [`GateValues::verdict`]).
@@ -227,10 +234,12 @@ impl GateBook {
     /// first commit.
     pub(crate) fn new(set: Arc<GateSet>) -> Self {
         let tracks = set.gates.iter().map(|_| None).collect();
+        let seen = set.gates.iter().map(|_| Seen::default()).collect();
         let logged = set.fresh_flags();
         GateBook {
             set,
             tracks,
+            seen,
             stale: true,
             logged,
         }
@@ -269,7 +278,8 @@ impl GateBook {
                     (false, Some(Track::List(t))) => t.apply(&shape.path, patch),
                     _ => Moved::Rebuild,
                 };
-                if let Some(passes) = fold_result(track, moved, shape, compiled, tree) {
+                let seen = &mut self.seen[id];
+                if let Some(passes) = fold_result(track, seen, moved, shape, compiled, tree) {
                     let _ = next.values[id].set(passes);
                     continue;
                 }
@@ -288,8 +298,10 @@ impl GateBook {
 const EVAL_BATCH: usize = 1024;
 
 /// Brings a list fold's track up to `tree` and returns its result (`None`: not a list).
+/// Elements met before take their outcome from `seen`.
 fn fold_result(
     track: &mut Option<Track>,
+    seen: &mut Seen,
     moved: Moved,
     shape: &Shape,
     compiled: &CompiledPredicate,
@@ -312,10 +324,24 @@ fn fold_result(
     };
     // The elements are parsed a bounded batch at a time (a list's elements are packed).
     for batch in t.dirty_indices().chunks(EVAL_BATCH) {
-        let values: Vec<_> = batch.iter().map(|&i| items[i].to_value()).collect();
+        // What the predicate reads of each element (a packed one read from its text, its
+        // other fields skipped), known by its text when met before.
+        let mut unseen = Vec::with_capacity(batch.len());
+        for &i in batch {
+            let read = match &items[i] {
+                Node::Packed(raw) => eval::picked(raw.get(), &shape.item),
+                node => node.to_value(),
+            };
+            let key = seen.key(&read.to_string());
+            match seen.get(key) {
+                Some(outcome) => t.settle(i, outcome),
+                None => unseen.push((i, key, read)),
+            }
+        }
         let mut element = eval::Element::new(compiled, shape);
-        let outcomes: Vec<_> = values.iter().map(|v| element.outcome(v)).collect();
-        for (&i, outcome) in batch.iter().zip(outcomes) {
+        let outcomes: Vec<_> = unseen.iter().map(|(_, _, v)| element.outcome(v)).collect();
+        for (&(i, key, _), outcome) in unseen.iter().zip(outcomes) {
+            seen.put(key, outcome, items.len());
             t.settle(i, outcome);
         }
     }

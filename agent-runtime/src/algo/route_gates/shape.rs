@@ -39,24 +39,37 @@ pub(crate) struct Shape {
     pub negated: bool,
     /// The list's field chain under `state` (never empty).
     pub path: Vec<String>,
+    /// What `P` reads of the element (the macro's variable): only these chains of it are
+    /// converted for the interpreter, and its outcome is known by them.
+    pub item: Reads,
 }
 
 /// The read chains of `expr` under [`STATE_VAR`]; `state` bound by a macro inside does not
 /// count (it is the macro's variable there).
 pub(crate) fn reads(expr: &Expression) -> Reads {
+    reads_of(expr, STATE_VAR, Vec::new())
+}
+
+/// The read chains of `expr` under the free variable `var` (`bound`: names bound around it).
+fn reads_of(expr: &Expression, var: &str, mut bound: Vec<String>) -> Reads {
     let mut chains = Vec::new();
-    if collect(expr, &mut Vec::new(), &mut chains) {
+    if collect(expr, var, &mut bound, &mut chains) {
         Reads::Chains(chains)
     } else {
         Reads::Whole
     }
 }
 
-/// Pushes the chains under a free `state` to `chains`; false when `state` is read bare.
-fn collect(expr: &Expression, bound: &mut Vec<String>, chains: &mut Vec<Vec<String>>) -> bool {
+/// Pushes the chains under a free `var` to `chains`; false when `var` is read bare.
+fn collect(
+    expr: &Expression,
+    var: &str,
+    bound: &mut Vec<String>,
+    chains: &mut Vec<Vec<String>>,
+) -> bool {
     // A `has()` test reads its operand's chain, which includes the tested field.
     if let Some((root, path)) = select_chain(expr) {
-        if root != STATE_VAR || bound.iter().any(|b| b == root) {
+        if root != var || bound.iter().any(|b| b == root) {
             return true;
         }
         if path.is_empty() {
@@ -69,7 +82,9 @@ fn collect(expr: &Expression, bound: &mut Vec<String>, chains: &mut Vec<Vec<Stri
     }
     match &expr.expr {
         Expr::Comprehension(c) => {
-            if !collect(&c.iter_range, bound, chains) || !collect(&c.accu_init, bound, chains) {
+            if !collect(&c.iter_range, var, bound, chains)
+                || !collect(&c.accu_init, var, bound, chains)
+            {
                 return false;
             }
             let before = bound.len();
@@ -78,13 +93,13 @@ fn collect(expr: &Expression, bound: &mut Vec<String>, chains: &mut Vec<Vec<Stri
             bound.push(c.accu_var.clone());
             let ok = [&c.loop_cond, &c.loop_step, &c.result]
                 .into_iter()
-                .all(|e| collect(e, bound, chains));
+                .all(|e| collect(e, var, bound, chains));
             bound.truncate(before);
             ok
         }
         _ => children(expr)
             .into_iter()
-            .all(|child| collect(child, bound, chains)),
+            .all(|child| collect(child, var, bound, chains)),
     }
 }
 
@@ -111,13 +126,16 @@ pub(crate) fn shape(expr: &Expression) -> Option<Shape> {
     let step_reads = {
         let mut bound = vec![c.iter_var.clone(), c.accu_var.clone()];
         let mut chains = Vec::new();
-        let bare_ok = collect(&c.loop_step, &mut bound, &mut chains);
+        let bare_ok = collect(&c.loop_step, STATE_VAR, &mut bound, &mut chains);
         bare_ok && chains.is_empty()
     };
+    // What it reads of the element: the step's reads of `iter_var` (the accumulator bound).
+    let item = reads_of(&c.loop_step, &c.iter_var, vec![c.accu_var.clone()]);
     step_reads.then_some(Shape {
         fold,
         negated,
         path,
+        item,
     })
 }
 

@@ -3,6 +3,9 @@
 //! or `remove` of element `i` inserts or drops its entry, and an op on the list itself or
 //! above it (or one that does not fit) rebuilds the table.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+
 use crate::algo::tree::Node;
 
 use super::shape::Fold;
@@ -28,6 +31,44 @@ pub(crate) struct Table {
     falses: usize,
     others: usize,
     dirty: usize,
+}
+
+/// Outcomes of one list gate's predicate by what it reads of an element, kept across
+/// commits and rebuilds of its [`Table`], so a value met before (`{"done":true}` of another
+/// element, an element shifted by a removal ahead of it or restored by an undo, a table
+/// rebuilt) is not evaluated again: the predicate does not read `state`
+/// ([`super::shape::Shape`]), so its outcome is a function of what it reads of the element.
+/// Keyed by a 128-bit keyed hash of that value's compact text (two SipHash keys of this
+/// process): no text is kept. At most `max(SEEN_MIN, 2 × the list's length)` entries; past
+/// that it starts over.
+#[derive(Debug, Default)]
+pub(crate) struct Seen {
+    keys: (RandomState, RandomState),
+    outcomes: HashMap<u128, Outcome>,
+}
+
+/// The entries a [`Seen`] keeps, at least.
+const SEEN_MIN: usize = 128;
+
+impl Seen {
+    /// The key of an element's compact text.
+    pub(crate) fn key(&self, text: &str) -> u128 {
+        let high = u128::from(self.keys.0.hash_one(text));
+        high << 64 | u128::from(self.keys.1.hash_one(text))
+    }
+
+    /// The outcome recorded for `key`.
+    pub(crate) fn get(&self, key: u128) -> Option<Outcome> {
+        self.outcomes.get(&key).copied()
+    }
+
+    /// Records `outcome` for `key`, for a list of `len` elements.
+    pub(crate) fn put(&mut self, key: u128, outcome: Outcome, len: usize) {
+        if self.outcomes.len() >= SEEN_MIN.max(len.saturating_mul(2)) {
+            self.outcomes.clear();
+        }
+        self.outcomes.insert(key, outcome);
+    }
 }
 
 /// What a patch does to a table.

@@ -261,3 +261,51 @@ fn a_gate_that_cannot_be_evaluated_fails_not_closes() {
     );
     assert!(book.unknown().logged[1].load(std::sync::atomic::Ordering::Relaxed));
 }
+
+#[test]
+fn seen_outcomes_are_known_by_text_and_bounded() {
+    use super::table::{Outcome, Seen};
+    let mut seen = Seen::default();
+    let (a, b) = (seen.key(r#"{"done":true}"#), seen.key(r#"{"done":false}"#));
+    assert_eq!(a, seen.key(r#"{"done":true}"#));
+    assert_ne!(a, b);
+    seen.put(a, Outcome::True, 1);
+    assert_eq!(seen.get(a), Some(Outcome::True));
+    assert_eq!(seen.get(b), None);
+    // Past its bound it starts over.
+    for n in 0..1000u32 {
+        seen.put(seen.key(&n.to_string()), Outcome::False, 1);
+    }
+    assert_eq!(seen.get(a), None);
+}
+
+#[test]
+fn a_fold_reads_of_its_element_only_what_its_predicate_reads() {
+    let item = |src| analysed(src).0.map(|s| s.item);
+    let chains = |c: &[&[&str]]| {
+        Some(Reads::Chains(
+            c.iter()
+                .map(|c| c.iter().map(|s| s.to_string()).collect())
+                .collect(),
+        ))
+    };
+    assert_eq!(
+        item("state.todos.exists(t, t.done && t.n > 2)"),
+        chains(&[&["done"], &["n"]])
+    );
+    assert_eq!(item("state.box.items.exists(i, i > 1)"), Some(Reads::Whole));
+    assert_eq!(
+        item("state.todos.all(t, t.d.e || [1].exists(t, t > 0))"),
+        chains(&[&["d", "e"]])
+    );
+    let read = |text: &str, c: &[&[&str]]| super::eval::picked(text, &chains(c).unwrap());
+    let text = r#"{"a":1,"b":{"c":[2],"d":3},"k\"ey":4}"#;
+    assert_eq!(read(text, &[&["b", "c"]]), json!({"b": {"c": [2]}}));
+    assert_eq!(
+        read(text, &[&["k\"ey"], &["a"]]),
+        json!({"k\"ey": 4, "a": 1})
+    );
+    assert_eq!(read(text, &[&["z"]]), json!({}));
+    assert_eq!(read("[1,2]", &[&["a"]]), json!([1, 2]));
+    assert_eq!(read(r#"{"b":5}"#, &[&["b", "c"]]), json!({"b": 5}));
+}

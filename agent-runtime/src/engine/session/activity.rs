@@ -121,6 +121,29 @@ impl ActivityLog {
             .collect()
     }
 
+    /// The newest `n` entries, oldest first, as one JSON array: the kept texts joined (each
+    /// is an entry serialized by serde_json), not parsed and written again. The same text as
+    /// `serde_json::to_string` of [`Self::recent`] reversed.
+    pub(crate) fn tail_json(&self, n: usize) -> String {
+        let texts: Vec<&str> = self
+            .entries
+            .iter()
+            .rev()
+            .take(n)
+            .map(|e| &*e.text)
+            .collect();
+        let mut json = String::with_capacity(2 + texts.iter().map(|t| t.len() + 1).sum::<usize>());
+        json.push('[');
+        for (i, text) in texts.iter().rev().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            json.push_str(text);
+        }
+        json.push(']');
+        json
+    }
+
     /// Bytes kept.
     #[cfg(test)]
     fn bytes(&self) -> usize {
@@ -326,6 +349,10 @@ mod tests {
             log.push(e);
         }
         assert_eq!(log.len(), 100);
+        let mut tail = log.recent(3, None);
+        tail.reverse();
+        assert_eq!(log.tail_json(3), serde_json::to_string(&tail).unwrap());
+        assert_eq!(ActivityLog::default().tail_json(3), "[]");
         let all = log.recent(1000, None);
         assert_eq!(all[0].at, 100);
         assert_eq!(all.last().unwrap().at, 1);

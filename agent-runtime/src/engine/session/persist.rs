@@ -384,9 +384,7 @@ pub(crate) fn spawn_log_saver<A: App>(core: &Arc<SessionCore<A>>) {
                 _ = closed.wait_for(|c| *c) => return,
                 _ = tokio::time::sleep(LOG_SAVE_DELAY) => {}
             }
-            let mut tail = core.log.lock().recent(LOG_TAIL_ENTRIES, None);
-            tail.reverse();
-            let json = serde_json::to_string(&tail).unwrap_or_else(|_| "[]".into());
+            let json = core.log.lock().tail_json(LOG_TAIL_ENTRIES);
             if let Err(e) = p.store.save_log_tail(&core.id, &json).await {
                 tracing::error!(target: "tea_agent_runtime::store", "storing the log of {} failed: {e}", core.id);
             }

@@ -143,9 +143,10 @@ pub(crate) fn leaked<'a>(secrets: &'a BTreeSet<String>, text: &str) -> Option<&'
 }
 
 /// `doc` with the JSON Patch `ops` applied (`add`, `remove`, `replace`, `move`, `copy`,
-/// `test`), or why it does not apply.
-pub(crate) fn apply_patch(doc: &Value, ops: &Value) -> Result<Value, String> {
-    let mut doc = doc.clone();
+/// `test`), or why it does not apply. `doc` is taken (the previous state is not copied); a
+/// `replace` changes the value where it stands (an object's member keeps its place, as in
+/// the document the server serialized).
+pub(crate) fn apply_patch(mut doc: Value, ops: &Value) -> Result<Value, String> {
     let ops = ops.as_array().ok_or("stateDiff is not an array")?;
     for op in ops {
         let path = op
@@ -155,8 +156,9 @@ pub(crate) fn apply_patch(doc: &Value, ops: &Value) -> Result<Value, String> {
         match op.get("op").and_then(Value::as_str) {
             Some("add") => add(&mut doc, path, value_of(op)?)?,
             Some("replace") => {
-                remove(&mut doc, path)?;
-                add(&mut doc, path, value_of(op)?)?;
+                // An array index is digits without a leading zero (`-` names nothing).
+                let target = doc.pointer_mut(path).ok_or(format!("nothing at {path}"))?;
+                *target = value_of(op)?;
             }
             Some("remove") => {
                 remove(&mut doc, path)?;
@@ -186,6 +188,32 @@ pub(crate) fn apply_patch(doc: &Value, ops: &Value) -> Result<Value, String> {
         }
     }
     Ok(doc)
+}
+
+/// Whether `value` serializes (serde_json's compact text) to exactly `text`, compared as it
+/// is written: no second text is allocated.
+pub(crate) fn writes_as<T: serde::Serialize + ?Sized>(value: &T, text: &str) -> bool {
+    struct Against<'t> {
+        rest: &'t [u8],
+        same: bool,
+    }
+    impl std::io::Write for Against<'_> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            match self.rest.strip_prefix(buf) {
+                Some(rest) if self.same => self.rest = rest,
+                _ => self.same = false,
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut w = Against {
+        rest: text.as_bytes(),
+        same: true,
+    };
+    serde_json::to_writer(&mut w, value).is_ok() && w.same && w.rest.is_empty()
 }
 
 fn value_of(op: &Value) -> Result<Value, String> {
@@ -262,10 +290,28 @@ mod tests {
             {"op": "move", "from": "/a/0", "path": "/b/m"}
         ]);
         assert_eq!(
-            apply_patch(&doc, &ops).unwrap(),
+            apply_patch(doc.clone(), &ops).unwrap(),
             json!({"a": [9, 2, 3], "b": {"m": "x"}})
         );
-        assert!(apply_patch(&doc, &json!([{"op": "remove", "path": "/z"}])).is_err());
+        assert!(apply_patch(doc.clone(), &json!([{"op": "remove", "path": "/z"}])).is_err());
+        let replace = |path: &str| json!([{"op": "replace", "path": path, "value": 0}]);
+        assert!(apply_patch(doc.clone(), &replace("/a/2")).is_err());
+        assert!(apply_patch(doc.clone(), &replace("/a/-")).is_err());
+        assert!(apply_patch(doc.clone(), &replace("/a/01")).is_err());
+        assert!(apply_patch(doc.clone(), &replace("/q")).is_err());
+        // A replaced member keeps its place among the object's members.
+        let first = json!({"x": 1, "y": 2});
+        let replaced = apply_patch(first, &json!([{"op": "replace", "path": "/x", "value": 3}]));
+        assert_eq!(replaced.unwrap().to_string(), r#"{"x":3,"y":2}"#);
+    }
+
+    #[test]
+    fn writes_as_compares_the_text_as_written() {
+        let v = json!({"a": [1, "é"], "b": null});
+        assert!(writes_as(&v, r#"{"a":[1,"é"],"b":null}"#));
+        assert!(!writes_as(&v, r#"{"a":[1,"é"],"b":null} "#));
+        assert!(!writes_as(&v, r#"{"a":[1,"é"]"#));
+        assert!(!writes_as(&v, r#"{"a":[1,"e"],"b":null}"#));
     }
 
     #[test]

@@ -18,6 +18,13 @@ use crate::app::App;
 use crate::engine::session::DispatchOptions;
 use crate::ops::Operation;
 
+/// What the agent reads of a `confirm_result` answer.
+#[derive(Default, serde::Deserialize)]
+struct Outcome {
+    status: Option<Value>,
+    seq: Option<Value>,
+}
+
 impl<A: App> Case<'_, A> {
     /// The human decides the proposal the answer names; the agent reads the outcome.
     pub(super) async fn decide(
@@ -61,12 +68,14 @@ impl<A: App> Case<'_, A> {
         };
         self.lines.push(line);
         let poll = json!({"confirmId": id, "timeoutMs": 60_000});
-        let (_, result) = self.call(step, Operation::ConfirmResult, poll).await?;
-        let status = result.get("status").and_then(Value::as_str).unwrap_or("");
+        let (_, text) = self.call_text(step, Operation::ConfirmResult, poll).await?;
+        // The agent reads the outcome's status and seq (its `stateAfter` is not parsed).
+        let result: Outcome = serde_json::from_str(&text).unwrap_or_default();
+        let status = result.status.as_ref().and_then(Value::as_str).unwrap_or("");
         self.lines
             .push(format!("the agent reads the outcome: {status}"));
         if status == "confirmed" {
-            let seq = result.get("seq").and_then(Value::as_u64).unwrap_or(0);
+            let seq = result.seq.as_ref().and_then(Value::as_u64).unwrap_or(0);
             if seq == before.0 + 1 {
                 self.last_agent = Some((seq, before.1));
             }
@@ -131,7 +140,7 @@ impl<A: App> Case<'_, A> {
     /// The human undoes the agent's last commit, when it is the newest one.
     pub(super) async fn undo(&mut self, step: usize) -> Result<(), Violation> {
         let Some((seq, before)) = self.last_agent.take().filter(|(seq, _)| *seq == self.seq) else {
-            self.call(step, Operation::Observe, json!({})).await?;
+            self.call_text(step, Operation::Observe, json!({})).await?;
             self.lines.push("the agent observes".into());
             return Ok(());
         };
@@ -142,8 +151,7 @@ impl<A: App> Case<'_, A> {
                 self.settle().await;
                 self.checked(Property::UndoRestores);
                 // The same text is the same state; another text is compared as values.
-                let text = self.session.with_state(|s| serde_json::to_string(s).ok());
-                if text.as_deref() == Some(&*before) {
+                if self.session.with_state(|s| check::writes_as(s, &before)) {
                     return Ok(());
                 }
                 let now = self.session.with_state(|s| serde_json::to_value(s).ok());

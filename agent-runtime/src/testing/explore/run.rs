@@ -11,7 +11,7 @@ use tea_agent_schema::shape::VariantModel;
 use tea_agent_schema::synth::payload_hint;
 use tea_agent_schema::DispatchMode;
 
-use super::answers::{listed_in, read_answer, read_message, ActionsRead, Listed};
+use super::answers::{listed_in, read_message, ActionsRead, Listed};
 use super::check::{self, Expect};
 use super::generate::{self, Pool};
 use super::plan::{Draws, StepKind, StepPlan};
@@ -181,10 +181,11 @@ pub(super) struct Case<'c, A: App> {
     /// The agent's view of it, and its `seq`.
     pub(super) view: Arc<Value>,
     pub(super) seq: u64,
-    /// The agent's view at a `seq` as the step's dispatched answer gave it (its `stateAfter`,
-    /// which the `stateDiff` check found equal to the previous view with the diff applied):
-    /// the view at that `seq`, read without building it again from the snapshot's tree.
-    fresh: Option<(u64, Value)>,
+    /// The `seq` whose view [`Case::view`] holds as the step's dispatched answer gave it (its
+    /// `stateAfter`, which the `stateDiff` check found equal to the previous view with the
+    /// diff applied): the view at that `seq`, read without building it again from the
+    /// snapshot's tree.
+    fresh: Option<u64>,
     /// The actions the agent read last, and the snapshot they were read on.
     read: Option<ActionsRead>,
     /// The agent's last commit, and the whole state before it (as [`Case::whole`]).
@@ -202,20 +203,9 @@ impl<'c, A: App> Case<'c, A> {
         }
     }
 
-    /// Calls `op` as the agent; a secret in the answer breaks its property.
-    pub(super) async fn call(
-        &mut self,
-        step: usize,
-        op: Operation,
-        body: Value,
-    ) -> Result<(u16, Value), Violation> {
-        let (status, text) = self.call_text(step, op, body).await?;
-        Ok((status, read_answer(&text)))
-    }
-
     /// Calls `op` as the agent: the answer's status and its JSON text (as `Reply::recorded`
     /// reads it, `null` when it is not JSON), checked for secrets.
-    async fn call_text(
+    pub(super) async fn call_text(
         &mut self,
         step: usize,
         op: Operation,
@@ -297,7 +287,8 @@ impl<'c, A: App> Case<'c, A> {
         let mut draws = Draws::new(&plan.draws);
         let Some((variant, expect, msg)) = self.choose(kind, plan, &listed, &pool, &mut draws)
         else {
-            self.call(step, Operation::Observe, json!({})).await?;
+            // The answer is not read past its text (checked for secrets).
+            self.call_text(step, Operation::Observe, json!({})).await?;
             self.lines
                 .push("the agent observes (nothing to send)".into());
             return Ok(());
@@ -318,7 +309,7 @@ impl<'c, A: App> Case<'c, A> {
             // Within the server's byte budgets: the synthesized payload instead.
             body = request(&payload_hint(variant));
         }
-        let (prev_seq, prev_view) = (self.seq, self.view.clone());
+        let prev_seq = self.seq;
         let (status, text) = self
             .call_text(step, Operation::Message, body.clone())
             .await?;
@@ -346,7 +337,7 @@ impl<'c, A: App> Case<'c, A> {
         check::gate(&expect, status, &answer)
             .map_err(|why| violation(Property::GateTellsTheTruth, step, why))?;
         match outcome {
-            "dispatched" => self.dispatched(step, prev_seq, &prev_view, &answer, after),
+            "dispatched" => self.dispatched(step, prev_seq, &answer, after),
             "pending-confirmation" => self.decide(step, plan, variant, &answer, &mut draws).await,
             _ => Ok(()),
         }
@@ -422,12 +413,13 @@ impl<'c, A: App> Case<'c, A> {
         Some((v, Expect::Accepted { exact: g.exact }, g.msg))
     }
 
-    /// Checks a `dispatched` answer's `stateDiff` against its `stateAfter`.
+    /// Checks a `dispatched` answer's `stateDiff`, applied to the agent's view read before
+    /// the message (taken, not copied: on success the view becomes `stateAfter`), against its
+    /// `stateAfter`.
     fn dispatched(
         &mut self,
         step: usize,
         prev_seq: u64,
-        prev_view: &Value,
         answer: &Value,
         after: Option<&str>,
     ) -> Result<(), Violation> {
@@ -451,14 +443,17 @@ impl<'c, A: App> Case<'c, A> {
                 "a dispatched answer without stateDiff or stateAfter",
             ));
         };
-        match check::apply_patch(prev_view, diff) {
+        let prev = std::mem::replace(&mut self.view, Arc::new(Value::Null));
+        let prev = Arc::try_unwrap(prev).unwrap_or_else(|shared| (*shared).clone());
+        match check::apply_patch(prev, diff) {
             // The same text is the same value; another text is compared as a value.
             Ok(applied)
-                if serde_json::to_string(&applied).is_ok_and(|text| text == after)
+                if check::writes_as(&applied, after)
                     || serde_json::from_str::<Value>(after).is_ok_and(|v| v == applied) =>
             {
                 // `stateAfter` is the snapshot of `seq` as the agent reads it: the view there.
-                self.fresh = Some((seq, applied));
+                self.view = Arc::new(applied);
+                self.fresh = Some(seq);
                 Ok(())
             }
             Ok(applied) => Err(violation(
@@ -529,10 +524,9 @@ impl<'c, A: App> Case<'c, A> {
             return Ok(false);
         }
         self.seq = published.seq;
-        self.view = Arc::new(match fresh {
-            Some((seq, view)) if seq == published.seq => view,
-            _ => published.state(),
-        });
+        if fresh != Some(published.seq) {
+            self.view = Arc::new(published.state());
+        }
         let app = self.ctx.server.host().app();
         self.checked(Property::StateRoundTrips);
         self.checked(Property::InvariantHolds);
@@ -581,10 +575,7 @@ impl<'c, A: App> Case<'c, A> {
 /// values, `serde_json::Value`s compared.
 fn round_trip<A: App>(state: &A::State) -> Result<String, String> {
     let fast = serde_json::to_string(state).ok().filter(|text| {
-        serde_json::from_str::<A::State>(text)
-            .ok()
-            .and_then(|back| serde_json::to_string(&back).ok())
-            .is_some_and(|again| &again == text)
+        serde_json::from_str::<A::State>(text).is_ok_and(|back| check::writes_as(&back, text))
     });
     if let Some(text) = fast {
         return Ok(text);
