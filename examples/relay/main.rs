@@ -4,5 +4,5 @@
 
 #[tokio::main]
 async fn main() {
-    agent_examples::serve::run_relay(8789).await;
+    agent_examples::serve::run_relay(agent_examples::relay::Relay, 8789).await;
 }

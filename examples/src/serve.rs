@@ -144,14 +144,16 @@ pub async fn run_with_oauth<A: App>(app: A, default_port: u16) {
     serve_until_interrupted(app, opts).await;
 }
 
-/// Runs the relay example: the command line of the others, paired sessions only.
+/// Runs the relay example (`app` is [`crate::relay::Relay`]): the command line of the others,
+/// paired sessions only. Generic, so the server is compiled for the relay where it runs, not in
+/// this library for every example.
 #[cfg(feature = "full")]
-pub async fn run_relay(default_port: u16) {
+pub async fn run_relay<A: App>(app: A, default_port: u16) {
     let opts = ExampleOptions {
         paired_only: true,
         ..command_line(default_port)
     };
-    serve_until_interrupted(crate::relay::Relay, opts).await;
+    serve_until_interrupted(app, opts).await;
 }
 
 /// The command line's options. `--help` and `--version` print and exit 0; a setting that does
