@@ -8,6 +8,7 @@ mod capacity;
 mod chaos_keys;
 mod commit_log;
 mod conformance;
+mod fleet_confirm;
 mod fleet_limits;
 mod fleet_postgres;
 mod fleet_resume;

@@ -79,7 +79,7 @@ impl Drop for SocketLock {
 }
 
 /// A statement's future bounded by [`STATEMENT_TIMEOUT`].
-async fn timed<T>(
+pub(super) async fn timed<T>(
     what: &str,
     f: impl std::future::Future<Output = Result<T, sqlx::Error>>,
 ) -> Result<T, StoreError> {
