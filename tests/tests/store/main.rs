@@ -15,6 +15,7 @@ mod fleet_postgres;
 mod fleet_resume;
 mod health;
 mod lb_fleet;
+mod lb_keyed;
 mod lb_mcp;
 mod migration;
 mod postgres_tls;

@@ -219,6 +219,20 @@ impl Fleet {
         }
     }
 
+    /// The app on this replica's socket of `tid` said (`hello`) whether it deduplicates keyed
+    /// messages: recorded in the lease, for the replicas that carry calls to it.
+    pub(crate) async fn app_dedupes(&self, tid: &str, dedupes: bool) -> Result<(), StoreError> {
+        let held = self.held.lock().get(tid).copied();
+        match held {
+            Some(held) => {
+                self.leases
+                    .set_dedupes(tid, &self.replica, held.epoch, dedupes)
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Forgets `tid`'s socket without touching its lease (its close could not take the lock:
     /// the lease ages out, and its token stays as it was).
     pub(crate) fn forget(&self, tid: &str) {

@@ -423,6 +423,7 @@ impl Hub {
     }
 
     /// The outcome of confirmation `id` of `tid`, when known and decided.
+    #[cfg(feature = "fleet")]
     pub(crate) fn outcome(&self, tid: &str, id: &str) -> Option<Resolution> {
         self.links().get(tid)?.outcome(id).cloned()
     }
@@ -430,6 +431,7 @@ impl Hub {
     /// Takes confirmation `id` of `tid` as one the server waits on, relayed by another replica
     /// of a fleet (`docs/pairing.md` §A fleet of replicas), with its decision when the fleet
     /// recorded one. Nothing without a link (no socket was ever paired here).
+    #[cfg(feature = "fleet")]
     pub(crate) fn adopt_confirm(&self, tid: &str, id: &str, decided: Option<Resolution>) {
         let mut links = self.links();
         let Some(link) = links.get_mut(tid) else {

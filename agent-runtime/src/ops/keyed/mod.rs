@@ -38,6 +38,8 @@ use crate::engine::store::IdempotencyRecords;
 use crate::security::TokenRecord;
 
 pub(crate) use detached::run_keyed;
+#[cfg(feature = "pairing-client")]
+pub(crate) use idempotency::Claim;
 pub(crate) use idempotency::IdempotencyStore;
 pub use idempotency::IDEMPOTENCY_WINDOW;
 

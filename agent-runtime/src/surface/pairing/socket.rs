@@ -265,7 +265,21 @@ async fn run<A: App>(
                     Some(Ok(Message::Text(text))) => {
                         match inbound(&server, &tid, conn, text.as_str(), &mut warnings) {
                             Read::Frame => {}
-                            Read::Hello => awaiting_hello = false,
+                            Read::Hello => {
+                                awaiting_hello = false;
+                                // In a fleet, whether the app deduplicates keyed messages
+                                // goes in its lease (`docs/pairing.md` §A fleet of replicas).
+                                #[cfg(feature = "fleet")]
+                                if let Some(fleet) = &pairing.fleet {
+                                    let dedupes = hub.hello(&tid).is_some_and(|h| {
+                                        h.takes(crate::engine::paired::frames::IDEMPOTENCY_KEYS)
+                                    });
+                                    if let Err(e) = fleet.app_dedupes(&tid, dedupes).await {
+                                        tracing::error!(tid = %tid, "fleet: the app's keys not recorded in its lease: {e}");
+                                        crate::telemetry::fleet_hop_failed("store");
+                                    }
+                                }
+                            }
                             // Recorded before the next frame is read: an app's flood of
                             // decisions waits on the store, it does not pile up.
                             #[cfg(feature = "fleet")]
