@@ -11,6 +11,7 @@ mod conformance;
 mod fleet_confirm;
 mod fleet_faults;
 mod fleet_limits;
+mod fleet_pg_restart;
 mod fleet_postgres;
 mod fleet_resume;
 mod health;

@@ -166,11 +166,18 @@ CREATE INDEX IF NOT EXISTS agent_paired_sockets_replica ON agent_paired_sockets 
 /// confirmation id, when it was proposed and, once decided, the decision
 /// (`confirmed`, `user-cancelled`, `withdrawn`), the `stateAfter` as the app sent it (within
 /// its budget) and when. So `/confirm-result` answers after the app re-paired with another
-/// replica. Created by every build, like `agent_paired_sockets`, which gains `dedupes`: the app
-/// holding the socket answers a repeated `idempotencyKey` with its first answer (its `hello`
-/// said `idempotency-keys`), so a keyed message whose hop broke may be sent to it again.
+/// replica. Created by every build, like `agent_paired_sockets`, which is made again with
+/// `dedupes`: the app holding the socket answers a repeated `idempotencyKey` with its first
+/// answer (its `hello` said `idempotency-keys`), so a keyed message whose hop broke may be sent
+/// to it again. Its rows are leases of live sockets, and no replica of an older version runs
+/// while the database is upgraded (`docs/stores.md` §Schema versions): none is lost.
 const PAIRED_PROPOSALS_MIGRATION: &str = "
-ALTER TABLE agent_paired_sockets ADD COLUMN dedupes BOOLEAN NOT NULL DEFAULT FALSE;
+DROP TABLE IF EXISTS agent_paired_sockets;
+CREATE TABLE agent_paired_sockets (
+    tid TEXT PRIMARY KEY, replica TEXT NOT NULL, address TEXT NOT NULL,
+    epoch BIGINT NOT NULL, heartbeat BIGINT NOT NULL,
+    dedupes BOOLEAN NOT NULL DEFAULT FALSE);
+CREATE INDEX IF NOT EXISTS agent_paired_sockets_replica ON agent_paired_sockets (replica);
 CREATE TABLE IF NOT EXISTS agent_paired_proposals (
     tid TEXT NOT NULL, confirm_id TEXT NOT NULL, at BIGINT NOT NULL,
     decision TEXT, state_after TEXT, decided_at BIGINT,
