@@ -1,11 +1,11 @@
-//! Where the `agent_schema` crate is: `#[agent(crate = "path")]` on the enum, else found in
-//! the app's `Cargo.toml` (a direct `agent-schema` dependency, or its re-export
-//! `agent_runtime::agent_schema`), else `::agent_schema`.
+//! Where the `tea_agent_schema` crate is: `#[agent(crate = "path")]` on the enum, else found in
+//! the app's `Cargo.toml` (a direct `tea-agent-schema` dependency, or its re-export
+//! `tea_agent_runtime::tea_agent_schema`), else `::tea_agent_schema`.
 
-use agent_schema::tags::TagErrorKind;
 use proc_macro2::Span;
 use proc_macro_crate::{crate_name, FoundCrate};
 use syn::{Attribute, Ident, LitStr, Path};
+use tea_agent_schema::tags::TagErrorKind;
 
 use crate::errors::Errors;
 
@@ -42,21 +42,21 @@ pub(crate) fn crate_path(attrs: &[Attribute], errors: &mut Errors) -> Option<Pat
     ok.then(|| path.unwrap_or_else(found_crate))
 }
 
-/// The path of `agent_schema` from the app's dependencies.
+/// The path of `tea_agent_schema` from the app's dependencies.
 fn found_crate() -> Path {
-    match crate_name("agent-schema") {
-        Ok(FoundCrate::Itself) => return syn::parse_quote!(::agent_schema),
+    match crate_name("tea-agent-schema") {
+        Ok(FoundCrate::Itself) => return syn::parse_quote!(::tea_agent_schema),
         Ok(FoundCrate::Name(name)) => {
             let name = Ident::new(&name, Span::call_site());
             return syn::parse_quote!(::#name);
         }
         Err(_) => {}
     }
-    if let Ok(FoundCrate::Name(name)) = crate_name("agent-runtime") {
+    if let Ok(FoundCrate::Name(name)) = crate_name("tea-agent-runtime") {
         let name = Ident::new(&name, Span::call_site());
-        return syn::parse_quote!(::#name::agent_schema);
+        return syn::parse_quote!(::#name::tea_agent_schema);
     }
-    syn::parse_quote!(::agent_schema)
+    syn::parse_quote!(::tea_agent_schema)
 }
 
 #[cfg(test)]
@@ -89,20 +89,20 @@ mod tests {
     #[test]
     fn the_schema_crate_is_found_directly_or_through_the_runtime() {
         assert_eq!(
-            found_with("direct", "agent-schema = \"0.1\"\n"),
-            "::agent_schema"
+            found_with("direct", "tea-agent-schema = \"0.1\"\n"),
+            "::tea_agent_schema"
         );
         assert_eq!(
             found_with(
                 "renamed",
-                "schema = { package = \"agent-schema\", version = \"0.1\" }\n"
+                "schema = { package = \"tea-agent-schema\", version = \"0.1\" }\n"
             ),
             "::schema"
         );
         assert_eq!(
-            found_with("runtime_only", "agent-runtime = \"0.1\"\n"),
-            "::agent_runtime::agent_schema"
+            found_with("runtime_only", "tea-agent-runtime = \"0.1\"\n"),
+            "::tea_agent_runtime::tea_agent_schema"
         );
-        assert_eq!(found_with("neither", ""), "::agent_schema");
+        assert_eq!(found_with("neither", ""), "::tea_agent_schema");
     }
 }

@@ -1,13 +1,13 @@
 //! Compile-time check of CEL expressions (`@routeGated`, `@validates`): syntax, nesting depth
-//! and scope, through `agent_schema::tags::cel` (which parses on a big-stack thread, so no
+//! and scope, through `tea_agent_schema::tags::cel` (which parses on a big-stack thread, so no
 //! expression can crash the compiler); and the types of a `@validates` on a field whose Rust
 //! type the derive can read, through the start-up type checker
-//! (`agent_schema::shape::validates_type_errors`).
+//! (`tea_agent_schema::shape::validates_type_errors`).
 
-use agent_schema::shape::{validates_type_errors, TypeKind, TypeNode};
-use agent_schema::tags::cel::check_expression;
-use agent_schema::tags::{Tag, TagErrorKind};
 use syn::{GenericArgument, PathArguments, Type};
+use tea_agent_schema::shape::{validates_type_errors, TypeKind, TypeNode};
+use tea_agent_schema::tags::cel::check_expression;
+use tea_agent_schema::tags::{Tag, TagErrorKind};
 
 /// The error of `tag`'s expression `source`, or `None` when it can be used.
 pub(crate) fn cel_error(tag: Tag, source: &str) -> Option<TagErrorKind> {
@@ -89,8 +89,8 @@ fn only_argument(arguments: &PathArguments) -> Option<&Type> {
 #[cfg(test)]
 mod tests {
     use super::{cel_error, cel_type_errors, plain_type};
-    use agent_schema::shape::TypeKind;
-    use agent_schema::tags::Tag;
+    use tea_agent_schema::shape::TypeKind;
+    use tea_agent_schema::tags::Tag;
 
     /// The E28 codes and first lines of `source` on a field of Rust type `ty`.
     fn type_errors(ty: &str, source: &str) -> Vec<String> {

@@ -1,12 +1,12 @@
 //! Reading and checking the tags of every variant and field, collecting every error with the
 //! span of the doc line that holds it.
 
-use agent_schema::shape::TypeNode;
-use agent_schema::tags::{
+use tea_agent_schema::shape::TypeNode;
+use tea_agent_schema::tags::{
     cel_sources, check_enum_doc, parse_field_doc, parse_variant_doc, written_tags, Tag, TagError,
     TagErrorKind,
 };
-use agent_schema::{FieldTags, MessageAnnotations};
+use tea_agent_schema::{FieldTags, MessageAnnotations};
 
 use crate::cel_check::{cel_error, cel_type_errors};
 use crate::docs::Docs;

@@ -3,8 +3,8 @@
 
 use std::fmt::Display;
 
-use agent_schema::tags::{doc_text, DocText, TagError};
 use syn::{Attribute, Expr, ExprLit, Lit, Meta};
+use tea_agent_schema::tags::{doc_text, DocText, TagError};
 
 /// The string-literal `#[doc = …]` attributes of one item, in source order.
 pub(crate) struct Docs {

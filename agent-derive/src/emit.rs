@@ -2,10 +2,10 @@
 //! `kind` match) and `impl VariantKind` (a `wire_name` match). No doc text is parsed at run
 //! time.
 
-use agent_schema::{DispatchMode, FieldTags, MessageAnnotations};
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::Path;
+use tea_agent_schema::{DispatchMode, FieldTags, MessageAnnotations};
 
 use crate::checks::Record;
 use crate::model::Model;

@@ -1,5 +1,5 @@
 //! `#[derive(AgentMsg)]`: reads agent tags from the doc comments of a serde-internally-tagged
-//! `Msg` enum, checks them at compile time, and implements `agent_schema::AgentMsg`.
+//! `Msg` enum, checks them at compile time, and implements `tea_agent_schema::AgentMsg`.
 //!
 //! ```ignore
 //! #[derive(AgentMsg, Serialize, Deserialize, JsonSchema)]
@@ -14,11 +14,11 @@
 //! Beside `Msg` it generates `MsgKind`, the variants without their payloads, that
 //! `App::bindings` names them with.
 //!
-//! The grammar of the tags and the exact error texts are those of `agent_schema::tags`; every
+//! The grammar of the tags and the exact error texts are those of `tea_agent_schema::tags`; every
 //! error of one enum is reported at once, each on the `///` line holding the offending `@`.
 //!
-//! Emitted code names the runtime types through `::agent_schema`, so the app depends on
-//! `agent-schema`. An app that only depends on a crate re-exporting it writes
+//! Emitted code names the runtime types through `::tea_agent_schema`, so the app depends on
+//! `tea-agent-schema`. An app that only depends on a crate re-exporting it writes
 //! `#[agent(crate = "that_crate::schema")]` on the enum.
 
 #![warn(missing_docs)]
@@ -37,9 +37,9 @@ use syn::{parse_macro_input, DeriveInput};
 use crate::errors::Errors;
 use crate::model::Model;
 
-/// Implements `agent_schema::AgentMsg` for a `#[serde(tag = "type")]` enum, and generates
+/// Implements `tea_agent_schema::AgentMsg` for a `#[serde(tag = "type")]` enum, and generates
 /// beside it `<Enum>Kind` (`MsgKind` for `Msg`): a fieldless `Copy` enum with the same variant
-/// names and visibility, implementing `agent_schema::VariantKind`, that bindings name variants
+/// names and visibility, implementing `tea_agent_schema::VariantKind`, that bindings name variants
 /// with (a misspelt one does not compile).
 ///
 /// Wire names follow serde: `rename` (the deserialize name), `rename_all`, `rename_all_fields`;

@@ -3,14 +3,14 @@
 //! attributes (`serde_derive_internals`, as schemars uses). Building it reports the
 //! structural errors (E12 … E16, E22 … E25).
 
-use agent_schema::shape::TypeNode;
-use agent_schema::tags::TagErrorKind;
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
 use serde_derive_internals::ast::{self, Container, Style};
 use serde_derive_internals::attr::TagType;
 use serde_derive_internals::{Ctxt, Derive};
 use syn::{Data, DeriveInput, GenericParam, Generics, Ident, Path, Type, Visibility};
+use tea_agent_schema::shape::TypeNode;
+use tea_agent_schema::tags::TagErrorKind;
 
 use crate::docs::Docs;
 use crate::errors::Errors;
@@ -25,7 +25,7 @@ pub(crate) struct Model {
     pub(crate) kind: Ident,
     /// Its generics (passed through to the impl).
     pub(crate) generics: Generics,
-    /// The path of the `agent_schema` crate in emitted code.
+    /// The path of the `tea_agent_schema` crate in emitted code.
     pub(crate) krate: Path,
     /// The enum's own docs (E11).
     pub(crate) docs: Docs,

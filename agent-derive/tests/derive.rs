@@ -1,10 +1,10 @@
 //! `#[derive(AgentMsg)]`: compile-fail cases (trybuild) and the behaviour of the emitted impl.
 
-use agent_derive::AgentMsg;
-use agent_schema::{AgentMsg as _, DispatchMode, StaticFieldTags};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tea_agent_derive::AgentMsg;
+use tea_agent_schema::{AgentMsg as _, DispatchMode, StaticFieldTags};
 
 #[test]
 fn compile_fail() {
@@ -173,7 +173,7 @@ fn variant_name_of_every_value() {
 /// wire name `variant_name` answers.
 #[test]
 fn kinds() {
-    use agent_schema::VariantKind as _;
+    use tea_agent_schema::VariantKind as _;
     let kinds = [
         MsgKind::Inc,
         MsgKind::DeleteRow,
@@ -285,7 +285,7 @@ fn fields() {
 /// A generic enum with the bounds the trait needs, and the crate path named explicitly.
 #[derive(Serialize, Deserialize, JsonSchema, AgentMsg)]
 #[serde(tag = "type", rename_all = "kebab-case", bound = "")]
-#[agent(crate = "agent_schema")]
+#[agent(crate = "tea_agent_schema")]
 pub enum Generic<T>
 where
     T: Serialize + serde::de::DeserializeOwned + JsonSchema + Send + 'static,

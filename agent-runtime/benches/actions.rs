@@ -11,11 +11,11 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use agent_runtime::affordances::Affordances;
-use agent_runtime::cel_eval::PredicateCache;
-use agent_schema::{Bindings, DispatchMode, MsgModel, StaticAnnotations, VariantDescriptor};
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
+use tea_agent_runtime::affordances::Affordances;
+use tea_agent_runtime::cel_eval::PredicateCache;
+use tea_agent_schema::{Bindings, DispatchMode, MsgModel, StaticAnnotations, VariantDescriptor};
 
 const VARIANTS: usize = 50;
 
@@ -76,7 +76,7 @@ fn benches(c: &mut Criterion) {
     let large = json!({"mode": "view", "level": 20, "items": items});
 
     // Sanity: 25 actions with the hook (5 gates closed at level 20), 28 without.
-    let closed = |actions: &[agent_schema::protocol::Action]| {
+    let closed = |actions: &[tea_agent_schema::protocol::Action]| {
         actions
             .iter()
             .filter(|a| a.available == Some(false))

@@ -5,9 +5,9 @@
 
 use std::hint::black_box;
 
-use agent_runtime::diff::diff;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
+use tea_agent_runtime::diff::diff;
 
 fn list_state(n: usize) -> Value {
     let items: Vec<Value> = (0..n)

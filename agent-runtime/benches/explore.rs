@@ -4,13 +4,13 @@
 //! of up to 64 steps (its server, runtime and sessions included); the throughput is its
 //! steps, counted by a first run (the same seed makes the same runs).
 //!
-//! `cargo bench -p agent-runtime --features explore --bench explore`
+//! `cargo bench -p tea-agent-runtime --features explore --bench explore`
 
 use std::hint::black_box;
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::testing::explore;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use tea_agent_runtime::testing::explore;
 
 fn run() -> u64 {
     let report = explore(TodoApp::default())

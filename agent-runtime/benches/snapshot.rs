@@ -1,4 +1,4 @@
-//! Session-level benchmarks of issue 12 (`cargo bench -p agent-runtime --bench snapshot`), on
+//! Session-level benchmarks of issue 12 (`cargo bench -p tea-agent-runtime --bench snapshot`), on
 //! the todo example with 10, 1k, 10k and 50k todos (kept in a `TrackedVec`, so the walk of a
 //! commit visits only the chunk of 16 todos the toggle changed):
 //!
@@ -28,16 +28,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_examples::todo::{Msg, MsgKind, NewTodo, State, TodoApp};
-use agent_runtime::app::{App, Bindings, EffectContext, EffectError};
-use agent_runtime::config::HostConfig;
-use agent_runtime::security::TracingAuditSink;
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::store::MemoryStore;
-use agent_runtime::Host;
-use agent_runtime::Session;
-use agent_schema::protocol::{ObserveResponse, WaitFor};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use serde_json::{json, Value};
+use tea_agent_runtime::app::{App, Bindings, EffectContext, EffectError};
+use tea_agent_runtime::config::HostConfig;
+use tea_agent_runtime::security::TracingAuditSink;
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::store::MemoryStore;
+use tea_agent_runtime::Host;
+use tea_agent_runtime::Session;
+use tea_agent_schema::protocol::{ObserveResponse, WaitFor};
 
 /// Counts live heap bytes.
 struct Counting;

@@ -1,4 +1,4 @@
-//! A keyed state at the session level (`cargo bench -p agent-runtime --bench tracked_map`):
+//! A keyed state at the session level (`cargo bench -p tea-agent-runtime --bench tracked_map`):
 //! `send_message` setting one entry's quantity, with `waitFor: "idle"` and the answer
 //! serialized, in a map of 10, 1k, 10k and 50k entries kept in a `TrackedMap` (walked only in
 //! the changed chunk) and, as the baseline, in a plain `BTreeMap` (walked whole).
@@ -7,16 +7,16 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
-use agent_runtime::app::EffectContext;
-use agent_runtime::app::{App, EffectError};
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::Session;
-use agent_runtime::{AgentMsg, Host, TrackedMap};
-use agent_schema::protocol::WaitFor;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tea_agent_runtime::app::EffectContext;
+use tea_agent_runtime::app::{App, EffectError};
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::Session;
+use tea_agent_runtime::{AgentMsg, Host, TrackedMap};
+use tea_agent_schema::protocol::WaitFor;
 
 /// One item.
 #[derive(Clone, Serialize, Deserialize, JsonSchema)]

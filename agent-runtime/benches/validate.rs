@@ -11,15 +11,15 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use agent_derive::AgentMsg;
-use agent_runtime::cel_eval::PredicateCache;
-use agent_runtime::config::DispatchPolicy;
-use agent_runtime::validate::Validator;
-use agent_schema::MsgModel;
 use criterion::{criterion_group, criterion_main, Criterion};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tea_agent_derive::AgentMsg;
+use tea_agent_runtime::cel_eval::PredicateCache;
+use tea_agent_runtime::config::DispatchPolicy;
+use tea_agent_runtime::validate::Validator;
+use tea_agent_schema::MsgModel;
 
 #[derive(JsonSchema, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -5,12 +5,12 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-pub use agent_schema::protocol::Progress;
-pub use agent_schema::Bindings;
-use agent_schema::{AgentContext, AgentDocs, AgentMsg};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+pub use tea_agent_schema::protocol::Progress;
+pub use tea_agent_schema::Bindings;
+use tea_agent_schema::{AgentContext, AgentDocs, AgentMsg};
 
 /// The error an effect task returns; its `Display` ends up in `drain.errors`
 /// (`effect failed: <error>`).
@@ -257,7 +257,7 @@ impl<E: JsonSchema> EffectPreview<E> {
     /// belong to types, not to values. A tag that does not parse fails host construction.
     pub fn redacted() -> Self {
         EffectPreview {
-            schema: Some(agent_schema::describe::state_schema::<E>()),
+            schema: Some(tea_agent_schema::describe::state_schema::<E>()),
             effect: PhantomData,
         }
     }
@@ -275,7 +275,7 @@ impl<E> std::fmt::Debug for EffectPreview<E> {
 }
 
 /// What the default [`App::redact`] turns the probe into (see [`overrides_redact`]).
-const REDACT_PROBE: &str = "\u{0}agent-runtime: is App::redact the default?";
+const REDACT_PROBE: &str = "\u{0}tea-agent-runtime: is App::redact the default?";
 
 /// The body of the default [`App::redact`]: leaves every state alone (it answers the probe
 /// of [`overrides_redact`] only).
@@ -461,8 +461,8 @@ mod defaults_tests {
     use crate::engine::session::DispatchOptions;
     use crate::security::MemoryAuditSink;
     use crate::{AgentMsg, Host};
-    use agent_schema::protocol::{SendResult, WaitFor};
     use serde_json::json;
+    use tea_agent_schema::protocol::{SendResult, WaitFor};
 
     #[derive(Clone, Serialize, Deserialize, JsonSchema)]
     struct State {

@@ -11,15 +11,15 @@
 //! # Embedding
 //!
 //! ```
-//! use agent_runtime::app::{App, EffectContext, EffectError};
-//! use agent_runtime::{AgentMsg, AgentServer};
+//! use tea_agent_runtime::app::{App, EffectContext, EffectError};
+//! use tea_agent_runtime::{AgentMsg, AgentServer};
 //! use std::future::IntoFuture as _;
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //!
 //! #[derive(Clone, Serialize, Deserialize, JsonSchema, AgentMsg)]
 //! #[serde(tag = "type", rename_all = "camelCase")]
-//! #[agent(crate = "agent_runtime::agent_schema")]
+//! #[agent(crate = "tea_agent_runtime::tea_agent_schema")]
 //! enum Msg {
 //!     /// @intent("add one")
 //!     Inc,
@@ -72,9 +72,9 @@
 //!     .route("/", axum::routing::get(|| async { "my app" }))
 //!     .merge(agent.router()); // /agent/... ; everything else is yours
 //! // Header-read, body-read and idle timeouts, TCP_NODELAY and the peer address
-//! // (`ConnectInfo<SocketAddr>`, read for rate limits): see `agent_runtime::serve`.
+//! // (`ConnectInfo<SocketAddr>`, read for rate limits): see `tea_agent_runtime::serve`.
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-//! let serve = agent_runtime::serve(listener, app).into_future();
+//! let serve = tea_agent_runtime::serve(listener, app).into_future();
 //! # let serve = async move { tokio::select! { r = serve => r, _ = tokio::task::yield_now() => Ok(()) } };
 //! serve.await?;
 //! # Ok(())
@@ -107,8 +107,6 @@ mod surface;
 pub mod telemetry;
 pub mod testing;
 
-pub use agent_derive::AgentMsg;
-pub use agent_schema::{self, AgentContext, AgentDocs, DispatchMode, MessageAnnotations};
 pub use algo::catalog::describe;
 pub use algo::tracked::{TrackedMap, TrackedVec};
 pub use engine::host::Host;
@@ -116,6 +114,8 @@ pub use engine::session::Session;
 pub use listener::{serve, shutdown_signal, Serve};
 pub use ops::{ApiError, Operation, ServerOptions, DEFAULT_RATE_LIMIT, IDEMPOTENCY_WINDOW};
 pub use server::{AgentServer, AgentServerBuilder, BuildError};
+pub use tea_agent_derive::AgentMsg;
+pub use tea_agent_schema::{self, AgentContext, AgentDocs, DispatchMode, MessageAnnotations};
 
 // The public modules below are facades: each re-exports what an embedder uses from the
 // layer where it lives (`docs/architecture.md`, public API). Nothing inside the crate imports

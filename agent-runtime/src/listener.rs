@@ -28,7 +28,7 @@
 //! # async fn run(app: axum::Router) -> std::io::Result<()> {
 //! use std::time::Duration;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
-//! agent_runtime::serve(listener, app)
+//! tea_agent_runtime::serve(listener, app)
 //!     .header_read_timeout(Duration::from_secs(10))
 //!     .await
 //! # }

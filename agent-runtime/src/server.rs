@@ -53,8 +53,8 @@ impl<A: App> std::fmt::Debug for AgentServer<A> {
 /// has an in-memory default.
 ///
 /// ```no_run
-/// # async fn wire<A: agent_runtime::app::App>(app: A) -> Result<(), Box<dyn std::error::Error>> {
-/// use agent_runtime::{store::Stores, AgentServer, ServerOptions};
+/// # async fn wire<A: tea_agent_runtime::app::App>(app: A) -> Result<(), Box<dyn std::error::Error>> {
+/// use tea_agent_runtime::{store::Stores, AgentServer, ServerOptions};
 /// let stores = Stores::open("app.db").await?;
 /// let mut options = ServerOptions::default();
 /// options.allow_anonymous = true;

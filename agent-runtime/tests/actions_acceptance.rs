@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use agent_runtime::affordances::Affordances;
-use agent_runtime::cel_eval::PredicateCache;
-use agent_schema::protocol::Action;
-use agent_schema::{AgentMsg, Bindings, MsgModel};
 use serde::Serialize;
 use serde_json::{json, Value};
+use tea_agent_runtime::affordances::Affordances;
+use tea_agent_runtime::cel_eval::PredicateCache;
+use tea_agent_schema::protocol::Action;
+use tea_agent_schema::{AgentMsg, Bindings, MsgModel};
 
 fn lister<M: AgentMsg>() -> Affordances {
     let model = MsgModel::build::<M>().expect("fixture model");

@@ -5,12 +5,12 @@
 use std::time::Duration;
 
 use agent_examples::todo::{Msg, NewTodo, TodoApp};
-use agent_runtime::cel_eval::evaluate_gate;
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::Host;
-use agent_schema::protocol::WaitFor;
-use agent_schema::MsgModel;
 use proptest::prelude::*;
+use tea_agent_runtime::cel_eval::evaluate_gate;
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::Host;
+use tea_agent_schema::protocol::WaitFor;
+use tea_agent_schema::MsgModel;
 
 #[derive(Debug, Clone)]
 enum Edit {

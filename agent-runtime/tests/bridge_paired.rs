@@ -6,14 +6,14 @@
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::pairing::client::{mint, PairingClient, PairingStatus};
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::Host;
 use agent_tests::mcp::{call, ok};
 use agent_tests::{TestServer, USER_HEADER};
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt as _;
 use serde_json::json;
+use tea_agent_runtime::pairing::client::{mint, PairingClient, PairingStatus};
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::Host;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bridge_drives_a_paired_app() {

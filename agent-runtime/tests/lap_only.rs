@@ -1,4 +1,4 @@
-//! The runtime without its default features (`cargo test -p agent-runtime
+//! The runtime without its default features (`cargo test -p tea-agent-runtime
 //! --no-default-features`): an app that embeds only LAP gets every LAP operation, its
 //! OpenAPI document and the human routes, and no `/agent/mcp` or `/agent/console`.
 //! With the default features on, this file is empty.

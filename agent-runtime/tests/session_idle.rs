@@ -1,14 +1,14 @@
 //! Idle expiry never closes a session someone holds (`docs/semantics.md` §0): a
-//! [`SessionHold`](agent_runtime::session::SessionHold) (what the pairing client and an app's
+//! [`SessionHold`](tea_agent_runtime::session::SessionHold) (what the pairing client and an app's
 //! own UI keep) or a live subscription keeps it open past the idle time; once released it is
 //! closed as idle like any other.
 
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::clock::ManualClock;
-use agent_runtime::security::{AuditEvent, MemoryAuditSink};
-use agent_runtime::{config::HostConfig, Host};
+use tea_agent_runtime::clock::ManualClock;
+use tea_agent_runtime::security::{AuditEvent, MemoryAuditSink};
+use tea_agent_runtime::{config::HostConfig, Host};
 
 const IDLE_MS: u64 = 1_000;
 

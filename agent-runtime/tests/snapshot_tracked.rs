@@ -6,11 +6,11 @@
 use std::time::Duration;
 
 use agent_examples::todo::{Msg, NewTodo, TodoApp};
-use agent_runtime::diff::diff;
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::Host;
-use agent_schema::protocol::WaitFor;
 use proptest::prelude::*;
+use tea_agent_runtime::diff::diff;
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::Host;
+use tea_agent_schema::protocol::WaitFor;
 
 #[derive(Debug, Clone)]
 enum Edit {

@@ -3,15 +3,15 @@
 //! full serialization of the typed state without the redacted field, and its patch is exactly
 //! the diff from the snapshot before.
 
-use agent_runtime::app::EffectContext;
-use agent_runtime::app::{App, EffectError};
-use agent_runtime::diff::diff;
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::{AgentMsg, Host, TrackedMap};
-use agent_schema::protocol::WaitFor;
 use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tea_agent_runtime::app::EffectContext;
+use tea_agent_runtime::app::{App, EffectError};
+use tea_agent_runtime::diff::diff;
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::{AgentMsg, Host, TrackedMap};
+use tea_agent_schema::protocol::WaitFor;
 
 /// Stock by SKU.
 #[derive(Clone, Serialize, Deserialize, JsonSchema)]

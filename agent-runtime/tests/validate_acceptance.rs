@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use agent_runtime::cel_eval::PredicateCache;
-use agent_runtime::config::DispatchPolicy::{self, Lenient, Strict};
-use agent_runtime::validate::Validator;
-use agent_schema::protocol::{IssueCode, ValidationOutcome};
-use agent_schema::{AgentMsg, MsgModel};
 use serde_json::{json, Value};
+use tea_agent_runtime::cel_eval::PredicateCache;
+use tea_agent_runtime::config::DispatchPolicy::{self, Lenient, Strict};
+use tea_agent_runtime::validate::Validator;
+use tea_agent_schema::protocol::{IssueCode, ValidationOutcome};
+use tea_agent_schema::{AgentMsg, MsgModel};
 
 #[path = "validate_acceptance/fixtures.rs"]
 mod fixtures;

@@ -6,16 +6,16 @@
 
 use std::sync::Arc;
 
-use agent_derive::AgentMsg;
-use agent_runtime::cel_eval::PredicateCache;
-use agent_runtime::config::DispatchPolicy::{Lenient, Strict};
-use agent_runtime::validate::Validator;
-use agent_schema::protocol::{IssueCode, ValidationIssue};
-use agent_schema::MsgModel;
 use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use tea_agent_derive::AgentMsg;
+use tea_agent_runtime::cel_eval::PredicateCache;
+use tea_agent_runtime::config::DispatchPolicy::{Lenient, Strict};
+use tea_agent_runtime::validate::Validator;
+use tea_agent_schema::protocol::{IssueCode, ValidationIssue};
+use tea_agent_schema::MsgModel;
 
 #[derive(Debug, Clone, JsonSchema, Serialize, Deserialize)]
 struct Point {

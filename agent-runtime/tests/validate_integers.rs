@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use agent_derive::AgentMsg;
-use agent_runtime::cel_eval::PredicateCache;
-use agent_runtime::config::DispatchPolicy::Lenient;
-use agent_runtime::validate::Validator;
-use agent_schema::MsgModel;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tea_agent_derive::AgentMsg;
+use tea_agent_runtime::cel_eval::PredicateCache;
+use tea_agent_runtime::config::DispatchPolicy::Lenient;
+use tea_agent_runtime::validate::Validator;
+use tea_agent_schema::MsgModel;
 
 #[derive(AgentMsg, JsonSchema, Serialize, Deserialize)]
 #[serde(tag = "type")]

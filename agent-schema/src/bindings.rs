@@ -2,7 +2,7 @@
 //! (`docs/semantics.md` §4).
 
 /// Which variants the app's UI lets the user trigger now: what `App::bindings` (in
-/// `agent-runtime`) returns, as variant kinds (`K` is the `MsgKind` enum `#[derive(AgentMsg)]`
+/// `tea-agent-runtime`) returns, as variant kinds (`K` is the `MsgKind` enum `#[derive(AgentMsg)]`
 /// generates, so a misspelt variant does not compile).
 ///
 /// - [`Bindings::all`] (the default): every variant an agent may send, in declaration order,
@@ -12,7 +12,7 @@
 ///   `#[serde(skip)]` one) is allowed: it stays hidden from agents.
 ///
 /// ```
-/// # use agent_schema::Bindings;
+/// # use tea_agent_schema::Bindings;
 /// # #[derive(Debug, Clone, Copy, PartialEq)]
 /// # enum MsgKind { Add, Clear }
 /// let narrowed = Bindings::only([MsgKind::Add, MsgKind::Clear]);

@@ -35,7 +35,7 @@ enum Place<'a> {
 ///     "properties": {"count": {"title": "count", "description": "", "type": "integer"}},
 /// });
 /// assert_eq!(
-///     agent_schema::compact::compact_schema(schema),
+///     tea_agent_schema::compact::compact_schema(schema),
 ///     json!({"type": "object", "properties": {"count": {"type": "integer"}}}),
 /// );
 /// ```

@@ -149,7 +149,7 @@ pub fn state_schema<S: JsonSchema>() -> Value {
 /// fields or `@redact` tags on the state, examples that do not deserialize or fail
 /// `@validates`, expressions that read fields the schema does not have. Host construction
 /// runs the same checks, plus two that need the runtime (the constraint keywords its
-/// validator compiles, the effect type's `@redact` tags): `agent_runtime::describe(&app)`
+/// validator compiles, the effect type's `@redact` tags): `tea_agent_runtime::describe(&app)`
 /// runs all of them, for a snapshot test that fails exactly when the host's start would.
 pub fn describe<M: AgentMsg, S: JsonSchema>(
     name: &str,

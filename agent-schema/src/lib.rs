@@ -37,8 +37,8 @@ pub use msg::{AgentMsg, VariantDescriptor, VariantKind};
 pub use shape::{MsgModel, SchemaError};
 pub use startup::{StartupError, StartupErrors};
 
-// Lets `#[derive(AgentMsg)]` name this crate as `::agent_schema` inside its own tests.
-extern crate self as agent_schema;
+// Lets `#[derive(AgentMsg)]` name this crate as `::tea_agent_schema` inside its own tests.
+extern crate self as tea_agent_schema;
 
 /// What the code emitted by `#[derive(AgentMsg)]` names; not a public API.
 #[doc(hidden)]

@@ -31,7 +31,7 @@ pub trait AgentMsg:
     /// The kind of a variant without its payload: `#[derive(AgentMsg)]` generates, beside the
     /// enum `Msg`, a fieldless enum `MsgKind` with the same variant names (every variant, the
     /// `#[serde(skip)]` ones included) and the enum's visibility. An app names the variants
-    /// its UI offers with it (`App::bindings` in `agent-runtime`), so a misspelt name does not
+    /// its UI offers with it (`App::bindings` in `tea-agent-runtime`), so a misspelt name does not
     /// compile.
     type Kind: VariantKind;
 

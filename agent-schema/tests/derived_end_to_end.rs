@@ -3,12 +3,12 @@
 
 #![allow(dead_code)]
 
-use agent_derive::AgentMsg;
-use agent_schema::synth::{field_hints, payload_hint};
-use agent_schema::{describe, DispatchMode, MsgModel};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tea_agent_derive::AgentMsg;
+use tea_agent_schema::synth::{field_hints, payload_hint};
+use tea_agent_schema::{describe, DispatchMode, MsgModel};
 
 #[derive(JsonSchema, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -159,6 +159,6 @@ fn derived_describe_document() {
         .all(|a| a.as_object().unwrap().len() == 9));
     assert_eq!(
         doc.schema_hash,
-        agent_schema::hash::schema_hash(&v["annotations"], &v["messages"], &v["stateSchema"])
+        tea_agent_schema::hash::schema_hash(&v["annotations"], &v["messages"], &v["stateSchema"])
     );
 }

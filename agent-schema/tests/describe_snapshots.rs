@@ -7,12 +7,12 @@
 
 #![allow(dead_code)]
 
-use agent_schema::annotations::{StaticAnnotations, StaticFieldTags};
-use agent_schema::{
-    describe, AgentDocs, AgentMsg, DispatchMode, MsgModel, VariantDescriptor, VariantKind,
-};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tea_agent_schema::annotations::{StaticAnnotations, StaticFieldTags};
+use tea_agent_schema::{
+    describe, AgentDocs, AgentMsg, DispatchMode, MsgModel, VariantDescriptor, VariantKind,
+};
 
 #[derive(JsonSchema, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -255,7 +255,7 @@ fn a59_a60_discriminated_unions() {
     assert_eq!(p["strict"], expected);
     let model = model_of::<Formats>(&[d("v")]).unwrap();
     let strict = &model.variants[0].payload.field("strict").unwrap().ty.kind;
-    let agent_schema::shape::TypeKind::Union(u) = strict else {
+    let tea_agent_schema::shape::TypeKind::Union(u) = strict else {
         panic!("not a union: {strict:?}")
     };
     assert!(u.branch("range").unwrap().payload.deny_unknown);

@@ -7,13 +7,13 @@ mod common;
 
 use std::borrow::Cow;
 
-use agent_schema::annotations::{StaticAnnotations, StaticFieldTags};
-use agent_schema::shape::SchemaError;
-use agent_schema::VariantDescriptor;
 use common::{assert_draft07_same, d, model_of, payload, wire_of};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tea_agent_schema::annotations::{StaticAnnotations, StaticFieldTags};
+use tea_agent_schema::shape::SchemaError;
+use tea_agent_schema::VariantDescriptor;
 
 // #63, #63a
 #[derive(JsonSchema, Serialize, Deserialize)]
@@ -123,10 +123,10 @@ fn a65_a66_nested_tags() {
     );
     let model = model_of::<Nested>(&[d("v")]).unwrap();
     let cells = &model.variants[0].fields()[0];
-    let agent_schema::shape::TypeKind::Array(cell) = &cells.ty.kind else {
+    let tea_agent_schema::shape::TypeKind::Array(cell) = &cells.ty.kind else {
         panic!("{cells:?}")
     };
-    let agent_schema::shape::TypeKind::Object(cell) = &cell.kind else {
+    let tea_agent_schema::shape::TypeKind::Object(cell) = &cell.kind else {
         panic!("{cell:?}")
     };
     let url = cell.field("url").unwrap();

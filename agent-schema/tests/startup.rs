@@ -1,10 +1,10 @@
 //! Start-up checks of `describe` against the real types (issue 11): examples deserialize and
 //! pass `@validates`, and expressions read only field paths the schemas have.
 
-use agent_derive::AgentMsg;
-use agent_schema::{describe, SchemaError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tea_agent_derive::AgentMsg;
+use tea_agent_schema::{describe, SchemaError};
 
 #[derive(Serialize, Deserialize, JsonSchema)]
 struct State {
@@ -19,7 +19,7 @@ struct Filter {
 }
 
 /// The error text of `describe::<M, State>`.
-fn error_of<M: agent_schema::AgentMsg>() -> String {
+fn error_of<M: tea_agent_schema::AgentMsg>() -> String {
     describe::<M, State>("app", "1", None)
         .unwrap_err()
         .to_string()
@@ -265,7 +265,7 @@ fn every_error_is_reported_at_once() {
         ]
     );
     // Where: the variant, the field and the tag.
-    let Some(agent_schema::StartupError::Msg(SchemaError::Startup {
+    let Some(tea_agent_schema::StartupError::Msg(SchemaError::Startup {
         variant,
         field,
         tag,
@@ -278,7 +278,7 @@ fn every_error_is_reported_at_once() {
         (variant.as_str(), field.as_deref()),
         ("addNote", Some("note.tags"))
     );
-    assert_eq!(*tag, agent_schema::tags::Tag::Validates);
+    assert_eq!(*tag, tea_agent_schema::tags::Tag::Validates);
     let text = errors.to_string();
     assert!(
         text.starts_with("7 start-up errors:\n- agent tag error"),
@@ -311,7 +311,7 @@ fn malformed_redact_tags_fail_describe() {
         .errors()
         .iter()
         .map(|e| match e {
-            agent_schema::StartupError::State(e) => e.pointer.as_str(),
+            tea_agent_schema::StartupError::State(e) => e.pointer.as_str(),
             other => panic!("not a state error: {other}"),
         })
         .collect();

@@ -2,13 +2,13 @@
 
 #![allow(dead_code)]
 
-use agent_schema::annotations::{StaticAnnotations, StaticFieldTags};
-use agent_schema::shape::MsgModel;
-use agent_schema::synth::{field_hints, payload_hint, FieldHint};
-use agent_schema::VariantDescriptor;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tea_agent_schema::annotations::{StaticAnnotations, StaticFieldTags};
+use tea_agent_schema::shape::MsgModel;
+use tea_agent_schema::synth::{field_hints, payload_hint, FieldHint};
+use tea_agent_schema::VariantDescriptor;
 
 const fn d(wire_name: &'static str, fields: &'static [StaticFieldTags]) -> VariantDescriptor {
     VariantDescriptor {

@@ -11,11 +11,11 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agent_runtime::config::HostConfig;
-use agent_runtime::security::{RateLimitSpec, TrustProxy};
-use agent_runtime::ServerOptions;
 use clap::Parser;
 use serde::Deserialize;
+use tea_agent_runtime::config::HostConfig;
+use tea_agent_runtime::security::{RateLimitSpec, TrustProxy};
+use tea_agent_runtime::ServerOptions;
 
 /// The command line of `counter`, `todo` and `relay` (`--help` lists it with the environment
 /// variables).

@@ -202,12 +202,15 @@ log_total_bytes = 65536
     assert!(o.server.allow_anonymous, "the examples' default kept");
     assert!(o.host.transcripts, "the examples' default kept");
     assert_eq!(o.host.session_idle, Duration::from_secs(45 * 60));
-    assert_eq!(o.host.policy, agent_runtime::config::DispatchPolicy::Strict);
+    assert_eq!(
+        o.host.policy,
+        tea_agent_runtime::config::DispatchPolicy::Strict
+    );
     assert_eq!(o.host.budgets.log_total_bytes, 65536);
     // What the file does not say keeps its default.
     assert_eq!(
         o.host.budgets.event_bytes,
-        agent_runtime::config::Budgets::default().event_bytes
+        tea_agent_runtime::config::Budgets::default().event_bytes
     );
 
     let (_dir, off) = file("[server]\nallow_anonymous = false\n[host]\ntranscripts = false\n");

@@ -2,13 +2,13 @@
 
 use std::future::Future;
 
-use agent_runtime::app::EffectContext;
-use agent_runtime::app::{
-    App, Bindings, EffectError, EffectPreview, OutlineNode, Region, VisibleContent,
-};
-use agent_runtime::{AgentContext, AgentDocs, AgentMsg};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tea_agent_runtime::app::EffectContext;
+use tea_agent_runtime::app::{
+    App, Bindings, EffectError, EffectPreview, OutlineNode, Region, VisibleContent,
+};
+use tea_agent_runtime::{AgentContext, AgentDocs, AgentMsg};
 
 /// Which page the counter shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

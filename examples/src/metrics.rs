@@ -36,7 +36,7 @@ pub async fn serve_metrics(addr: SocketAddr) -> Result<MetricsEndpoint, String> 
     let handle = PrometheusBuilder::new()
         .install_recorder()
         .map_err(|e| format!("--metrics-bind {addr}: {e}"))?;
-    agent_runtime::telemetry::describe_metrics();
+    tea_agent_runtime::telemetry::describe_metrics();
     let upkeep = handle.clone();
     tokio::spawn(async move {
         let mut every = tokio::time::interval(UPKEEP_EVERY);

@@ -9,11 +9,11 @@
 
 use std::future::Future;
 
-use agent_runtime::app::EffectContext;
-use agent_runtime::app::{App, EffectError};
-use agent_runtime::AgentMsg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tea_agent_runtime::app::EffectContext;
+use tea_agent_runtime::app::{App, EffectError};
+use tea_agent_runtime::AgentMsg;
 
 /// The relay's own app type: the server needs one, but never hosts it (every session of a
 /// relay is paired, and its app answers from where it runs).
@@ -27,7 +27,7 @@ pub struct State {}
 /// The one message of an app that is never hosted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, AgentMsg)]
 #[serde(tag = "type", rename_all = "camelCase")]
-#[agent(crate = "agent_runtime::agent_schema")]
+#[agent(crate = "tea_agent_runtime::tea_agent_schema")]
 pub enum Msg {
     /// @intent("nothing: every session of a relay is paired and its app answers") @humanOnly
     Noop,

@@ -8,10 +8,10 @@
 use std::future::IntoFuture as _;
 use std::net::SocketAddr;
 
-use agent_runtime::app::App;
-use agent_runtime::store::Stores;
-use agent_runtime::{AgentServer, ServerOptions};
 use clap::Parser as _;
+use tea_agent_runtime::app::App;
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::{AgentServer, ServerOptions};
 
 pub use crate::config::{parse_args, ExampleArgs, ExampleOptions};
 
@@ -119,7 +119,7 @@ pub async fn start_until<A: App>(
     let stopping = server.clone();
     // Header-read, body-read and idle timeouts, TCP_NODELAY, the peer address for rate limits.
     let serve =
-        agent_runtime::serve(listener, server.router()).with_graceful_shutdown(async move {
+        tea_agent_runtime::serve(listener, server.router()).with_graceful_shutdown(async move {
             stop.await;
             stopping.begin_shutdown();
         });
@@ -181,7 +181,7 @@ async fn serve_until_interrupted<A: App>(app: A, opts: ExampleOptions) {
         None => None,
     };
     // SIGTERM (an orchestrator, `kill`) or Ctrl-C: a graceful shutdown.
-    let running = match start_until(app, &opts, agent_runtime::shutdown_signal()).await {
+    let running = match start_until(app, &opts, tea_agent_runtime::shutdown_signal()).await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");

@@ -5,11 +5,11 @@
 use std::future::Future;
 use std::time::Duration;
 
-use agent_runtime::app::{App, Bindings, EffectError, OutlineNode, Region, VisibleContent};
-use agent_runtime::app::{EffectContext, Progress};
-use agent_runtime::{AgentContext, AgentDocs, AgentMsg, TrackedVec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tea_agent_runtime::app::{App, Bindings, EffectError, OutlineNode, Region, VisibleContent};
+use tea_agent_runtime::app::{EffectContext, Progress};
+use tea_agent_runtime::{AgentContext, AgentDocs, AgentMsg, TrackedVec};
 
 /// How urgent a todo is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

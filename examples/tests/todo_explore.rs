@@ -1,11 +1,11 @@
-//! A generated agent tries everything on the todo app (`agent_runtime::testing::explore`):
+//! A generated agent tries everything on the todo app (`tea_agent_runtime::testing::explore`):
 //! a few hundred steps of actions listed available, unavailable and `@humanOnly`, payloads
 //! inside and just outside their schemas, the human approving, rejecting, editing, dispatching
 //! and undoing; every property holds at every step. Failing seeds would be kept under
 //! `proptest-regressions/`, the shrunk run's transcript beside them.
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::testing::{explore, Property};
+use tea_agent_runtime::testing::{explore, Property};
 
 #[test]
 fn an_agent_that_tries_everything_finds_nothing() {

@@ -1,4 +1,4 @@
-//! An agent's run on the todo app, recorded and replayed as a test (`agent_runtime::testing`):
+//! An agent's run on the todo app, recorded and replayed as a test (`tea_agent_runtime::testing`):
 //! the run adds a todo, toggles it, clears the completed ones with the user's approval, and
 //! proposes a delete the user rejects. The replay's report is a snapshot: a change to the
 //! app that changes what the agent is answered shows in review.
@@ -7,12 +7,12 @@ use std::future::Future;
 use std::time::Duration;
 
 use agent_examples::todo::{Msg, MsgKind, State, TodoApp};
-use agent_runtime::app::{App, Bindings, EffectContext, EffectError, Region, VisibleContent};
-use agent_runtime::config::HostConfig;
-use agent_runtime::session::{Transcript, TranscriptEntry};
-use agent_runtime::testing::{self, Agent, ReplayError};
-use agent_runtime::{AgentContext, AgentDocs, AgentServer, Operation, Session};
 use serde_json::{json, Value};
+use tea_agent_runtime::app::{App, Bindings, EffectContext, EffectError, Region, VisibleContent};
+use tea_agent_runtime::config::HostConfig;
+use tea_agent_runtime::session::{Transcript, TranscriptEntry};
+use tea_agent_runtime::testing::{self, Agent, ReplayError};
+use tea_agent_runtime::{AgentContext, AgentDocs, AgentServer, Operation, Session};
 
 /// Waits for the first proposal of `session` and decides it.
 async fn decide_first(session: &Session<TodoApp>, approve: bool) {
@@ -85,8 +85,8 @@ async fn a_recorded_run_replays_as_it_was() {
 /// by [`record_run`] and kept beside the tests ([`record_the_kept_run_again`] writes it).
 #[tokio::test]
 async fn a_run_kept_beside_the_tests_replays() -> Result<(), ReplayError> {
-    let transcript = agent_runtime::testing::read_transcript(include_str!("runs/clear.json"))?;
-    let report = agent_runtime::testing::replay(TodoApp::default(), &transcript).await?;
+    let transcript = tea_agent_runtime::testing::read_transcript(include_str!("runs/clear.json"))?;
+    let report = tea_agent_runtime::testing::replay(TodoApp::default(), &transcript).await?;
     insta::assert_json_snapshot!(report);
     assert!(report.matches(), "{:?}", report.differences());
     Ok(())

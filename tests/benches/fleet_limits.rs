@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::security::GovernorRateLimiter;
-use agent_runtime::store::Stores;
 use agent_tests::load::{check_lap_sent, env_or, interleaved, report, Target, CONCURRENCY};
 use agent_tests::postgres::PgServer;
 use agent_tests::TestServer;
 use serde_json::json;
+use tea_agent_runtime::security::GovernorRateLimiter;
+use tea_agent_runtime::store::Stores;
 
 const SPEC: &str = "100000/second";
 

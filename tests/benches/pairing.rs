@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::pairing::client::{PairingClient, PairingConfig, PairingStatus};
-use agent_runtime::Host;
 use agent_tests::TestServer;
 use criterion::{criterion_group, criterion_main, Criterion};
+use tea_agent_runtime::pairing::client::{PairingClient, PairingConfig, PairingStatus};
+use tea_agent_runtime::Host;
 
 const BODY: &str = r#"{"msg":{"type":"inc"},"waitFor":"idle"}"#;
 

@@ -19,16 +19,16 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 
 use agent_examples::todo::{Msg, NewTodo, State, TodoApp};
-use agent_runtime::agent_schema::protocol::WaitFor;
-use agent_runtime::security::TracingAuditSink;
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::store::Stores;
-use agent_runtime::{config::HostConfig, Host};
 use agent_tests::process::ServerProcess;
 use agent_tests::resident::resident_bytes;
 use agent_tests::temp::TempDir;
 use agent_tests::{bench_runtime, host_on};
 use serde_json::{json, Value};
+use tea_agent_runtime::security::TracingAuditSink;
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::tea_agent_schema::protocol::WaitFor;
+use tea_agent_runtime::{config::HostConfig, Host};
 
 /// The system allocator, counting the bytes allocated now and the most ever at once.
 struct Counting;

@@ -20,8 +20,6 @@ use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_examples::todo::TodoApp;
-use agent_runtime::store::{SessionRecord, Stores};
-use agent_runtime::{config::HostConfig, Host};
 use agent_tests::postgres::PgServer;
 use agent_tests::resident::resident_bytes;
 use agent_tests::temp::TempDir;
@@ -29,6 +27,8 @@ use agent_tests::TestServer;
 use agent_tests::{bench_runtime, host_on};
 use criterion::{criterion_group, BatchSize, Criterion};
 use serde_json::json;
+use tea_agent_runtime::store::{SessionRecord, Stores};
+use tea_agent_runtime::{config::HostConfig, Host};
 
 /// A SQLite file in a fresh directory, removed with the [`TempDir`].
 fn temp_db(name: &str) -> (TempDir, String) {

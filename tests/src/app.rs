@@ -17,11 +17,11 @@
 
 #[doc(hidden)]
 pub mod __private {
-    pub use agent_runtime::app::EffectContext;
-    pub use agent_runtime::app::{App, EffectError};
+    pub use tea_agent_runtime::app::EffectContext;
+    pub use tea_agent_runtime::app::{App, EffectError};
 }
 
-/// Implements `agent_runtime::app::App` for a test app: see [the module](crate::app).
+/// Implements `tea_agent_runtime::app::App` for a test app: see [the module](crate::app).
 #[macro_export]
 macro_rules! test_app {
     (

@@ -2,8 +2,8 @@
 //! human (cookie-carrying client, anonymous identity) and the agent token that human minted.
 
 use agent_examples::serve::{parse_args, start, RunningExample};
-use agent_runtime::app::App;
 use serde_json::{json, Value};
+use tea_agent_runtime::app::App;
 
 /// The running example, a human (a browser-like client keeping the identity cookie) and the
 /// agent token that human minted.

@@ -25,14 +25,14 @@ pub mod token_faults;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use agent_runtime::app::App;
-use agent_runtime::security::TracingAuditSink;
-use agent_runtime::store::Stores;
-use agent_runtime::AgentServer;
-use agent_runtime::{config::HostConfig, Host};
 use axum::serve::ListenerExt;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
+use tea_agent_runtime::app::App;
+use tea_agent_runtime::security::TracingAuditSink;
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::AgentServer;
+use tea_agent_runtime::{config::HostConfig, Host};
 
 pub use server::ServerBuilder;
 
@@ -101,7 +101,7 @@ pub async fn serve_stoppable<A: App>(
 }
 
 /// The identity resolver of the tests: a request carrying [`USER_HEADER`] is that user.
-pub fn header_identity() -> Arc<dyn agent_runtime::security::IdentityResolver> {
+pub fn header_identity() -> Arc<dyn tea_agent_runtime::security::IdentityResolver> {
     Arc::new(|parts: &axum::http::request::Parts| {
         parts
             .headers

@@ -9,7 +9,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{Peer, ServiceExt as _};
 use serde_json::{json, Value};
 
-use agent_runtime::app::App;
+use tea_agent_runtime::app::App;
 
 use crate::{Minted, TestServer};
 

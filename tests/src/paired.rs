@@ -100,7 +100,7 @@ pub struct AppProcess {
 impl AppProcess {
     /// Mints a token for `alice` on `t` (whose options mint paired sessions) and starts `exe`
     /// with it: the token and the app once it says it is paired.
-    pub async fn paired<A: agent_runtime::app::App>(
+    pub async fn paired<A: tea_agent_runtime::app::App>(
         t: &TestServer<A>,
         exe: &str,
     ) -> (String, AppProcess) {

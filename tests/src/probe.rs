@@ -4,11 +4,11 @@
 use std::future::Future;
 use std::time::Duration;
 
-use agent_runtime::app::EffectContext;
-use agent_runtime::app::{App, Bindings, EffectError};
-use agent_runtime::AgentMsg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tea_agent_runtime::app::EffectContext;
+use tea_agent_runtime::app::{App, Bindings, EffectError};
+use tea_agent_runtime::AgentMsg;
 
 /// Probe state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -95,7 +95,7 @@ impl Launch {
     }
 
     fn spawn(&self, port: Option<u16>) -> ServerProcess {
-        // `AGENT_TEST_SERVER_LOG=rmcp=debug,agent_runtime=debug` (a `RUST_LOG` filter) shows
+        // `AGENT_TEST_SERVER_LOG=rmcp=debug,tea_agent_runtime=debug` (a `RUST_LOG` filter) shows
         // the server's log with a failing test's output.
         let log = std::env::var("AGENT_TEST_SERVER_LOG").ok();
         let echo = log.is_some();

@@ -13,13 +13,13 @@
 
 use std::sync::Arc;
 
-use agent_runtime::app::App;
-use agent_runtime::config::HostConfig;
+use tea_agent_runtime::app::App;
+use tea_agent_runtime::config::HostConfig;
 #[cfg(feature = "full")]
-use agent_runtime::pairing::PairingOptions;
-use agent_runtime::security::{AuditSink, ConfigError, TracingAuditSink};
-use agent_runtime::store::{SessionStore, Stores, TokenStore};
-use agent_runtime::{AgentServer, AgentServerBuilder, BuildError, ServerOptions};
+use tea_agent_runtime::pairing::PairingOptions;
+use tea_agent_runtime::security::{AuditSink, ConfigError, TracingAuditSink};
+use tea_agent_runtime::store::{SessionStore, Stores, TokenStore};
+use tea_agent_runtime::{AgentServer, AgentServerBuilder, BuildError, ServerOptions};
 
 use crate::{header_identity, serve, serve_stoppable, TestServer};
 
@@ -83,7 +83,7 @@ impl<A: App> ServerBuilder<A> {
         self.options(|o| o.rate_limit = limit)
     }
 
-    /// Audits to `sink` (a [`agent_runtime::security::MemoryAuditSink`] to read back).
+    /// Audits to `sink` (a [`tea_agent_runtime::security::MemoryAuditSink`] to read back).
     pub fn audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
         self.audit = sink;
         self

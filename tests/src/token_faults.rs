@@ -6,10 +6,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agent_runtime::security::{TokenChange, TokenRecord};
-use agent_runtime::store::TokenStore;
-use agent_runtime::store::{StoreError, StoreResult};
 use futures::future::BoxFuture;
+use tea_agent_runtime::security::{TokenChange, TokenRecord};
+use tea_agent_runtime::store::TokenStore;
+use tea_agent_runtime::store::{StoreError, StoreResult};
 use tokio::sync::Notify;
 
 /// A token operation, as [`FaultyTokens::fail`] names it.

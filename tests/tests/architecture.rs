@@ -1,4 +1,4 @@
-//! Architecture checks on agent-runtime's sources, read with `syn` (see
+//! Architecture checks on tea-agent-runtime's sources, read with `syn` (see
 //! `agent_tests::architecture`): no import cycles between its modules, no surface importing
 //! another, and its public API as a snapshot under a ceiling. The fixture test proves the
 //! checker can fail.
@@ -7,13 +7,13 @@ use std::path::Path;
 
 use agent_tests::architecture::{Crate, Cycle};
 
-/// The most public items (`PublicApi::items`) agent-runtime may export.
+/// The most public items (`PublicApi::items`) tea-agent-runtime may export.
 const MAX_PUBLIC_ITEMS: usize = 200;
 
-/// agent-runtime's sources.
+/// tea-agent-runtime's sources.
 fn runtime() -> Crate {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent-runtime/src");
-    let krate = Crate::from_dir(&src).expect("agent-runtime's sources");
+    let krate = Crate::from_dir(&src).expect("tea-agent-runtime's sources");
     assert!(krate.warnings.is_empty(), "{:#?}", krate.warnings);
     krate
 }
@@ -22,7 +22,7 @@ fn describe(cycles: &[Cycle]) -> String {
     cycles.iter().map(ToString::to_string).collect()
 }
 
-/// No cycles among agent-runtime's top-level modules, nor among the files of any folder.
+/// No cycles among tea-agent-runtime's top-level modules, nor among the files of any folder.
 /// Prints the module map (each module and the modules it imports, with an example `file:line`).
 #[test]
 fn module_graph_has_no_cycles() {
@@ -57,17 +57,17 @@ fn surfaces_do_not_import_each_other() {
     );
 }
 
-/// agent-runtime's public API, every path, field and method of it, as a snapshot; and no more
+/// tea-agent-runtime's public API, every path, field and method of it, as a snapshot; and no more
 /// than [`MAX_PUBLIC_ITEMS`] items.
 #[test]
 fn public_api_is_small() {
-    let api = runtime().public_api("agent_runtime");
+    let api = runtime().public_api("tea_agent_runtime");
     println!("{}", api.counts());
     let listing = format!("{}\n\n{}", api.counts(), api.lines().join("\n"));
     insta::assert_snapshot!("public_api", listing);
     assert!(
         api.items.len() <= MAX_PUBLIC_ITEMS,
-        "agent-runtime exports {} public items, more than {MAX_PUBLIC_ITEMS} ({})",
+        "tea-agent-runtime exports {} public items, more than {MAX_PUBLIC_ITEMS} ({})",
         api.items.len(),
         api.counts()
     );

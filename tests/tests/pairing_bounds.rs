@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex as StdMutex, OnceLock};
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::pairing::PairingOptions;
 use agent_tests::resident::resident_mib;
 use agent_tests::tab::{ws_url, Tab};
 use agent_tests::{Minted, TestServer};
 use serde_json::{json, Value};
+use tea_agent_runtime::pairing::PairingOptions;
 use tokio::sync::Mutex;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::frame::Frame;

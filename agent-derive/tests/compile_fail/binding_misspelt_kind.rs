@@ -1,6 +1,6 @@
 //! A binding names a variant through the generated kind enum: a misspelt one does not compile.
-use agent_derive::AgentMsg;
-use agent_schema::Bindings;
+use tea_agent_derive::AgentMsg;
+use tea_agent_schema::Bindings;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

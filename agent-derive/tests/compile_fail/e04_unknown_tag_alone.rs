@@ -1,6 +1,6 @@
 //! An unknown tag is the only error: the derive still implements `AgentMsg`, so the app's
 //! use of the enum as its `Msg` adds no "`Msg: AgentMsg` is not satisfied".
-use agent_derive::AgentMsg;
+use tea_agent_derive::AgentMsg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +14,7 @@ enum Msg {
 }
 
 trait App {
-    type Msg: agent_schema::AgentMsg;
+    type Msg: tea_agent_schema::AgentMsg;
 }
 
 struct Counter;
@@ -24,7 +24,7 @@ impl App for Counter {
 }
 
 fn kind_of(msg: &Msg) -> MsgKind {
-    agent_schema::AgentMsg::kind(msg)
+    tea_agent_schema::AgentMsg::kind(msg)
 }
 
 fn main() {

@@ -1,4 +1,4 @@
-use agent_derive::AgentMsg;
+use tea_agent_derive::AgentMsg;
 
 #[derive(AgentMsg)]
 #[serde(tag = "type")]

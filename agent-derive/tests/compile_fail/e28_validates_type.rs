@@ -1,6 +1,6 @@
 //! E28: a `@validates` on a field whose Rust type the derive can read is type-checked where it
 //! is written; fields of other types are left to the start-up checks.
-use agent_derive::AgentMsg;
+use tea_agent_derive::AgentMsg;
 
 #[derive(AgentMsg)]
 #[serde(tag = "type")]

@@ -1,6 +1,6 @@
 //! A generic message enum: the derive adds the bounds `AgentMsg` needs.
-use agent_derive::AgentMsg;
-use agent_schema::AgentMsg as _;
+use tea_agent_derive::AgentMsg;
+use tea_agent_schema::AgentMsg as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -21,9 +21,9 @@ fn main() {
 
 /// The kind enum is not generic: bindings name it the same whatever the parameters.
 #[allow(dead_code)]
-fn kinds() -> agent_schema::Bindings<MsgKind> {
-    use agent_schema::VariantKind as _;
+fn kinds() -> tea_agent_schema::Bindings<MsgKind> {
+    use tea_agent_schema::VariantKind as _;
     assert_eq!(Msg::<u8, 2>::Reset.kind(), MsgKind::Reset);
     assert_eq!(MsgKind::Set.wire_name(), "set");
-    agent_schema::Bindings::only([MsgKind::Set])
+    tea_agent_schema::Bindings::only([MsgKind::Set])
 }

@@ -1,8 +1,8 @@
 //! Valid but unusual: several examples, renames and aliases, `rename_all` on a variant,
 //! block comments, hand-written `#[doc]` attributes, tags mentioned in backticks, list
 //! markers, emails and handles in prose, and tags between fenced code blocks.
-use agent_derive::AgentMsg;
-use agent_schema::AgentMsg as _;
+use tea_agent_derive::AgentMsg;
+use tea_agent_schema::AgentMsg as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -48,10 +48,10 @@ fn main() {
     assert!(Msg::variants()[4].annotations.requires_confirm);
     assert_eq!(
         Msg::variants()[4].annotations.dispatch_mode,
-        agent_schema::DispatchMode::Shared
+        tea_agent_schema::DispatchMode::Shared
     );
     // Renamed and skipped variants have kinds too; a skipped one answers its serialize name.
-    use agent_schema::VariantKind as _;
+    use tea_agent_schema::VariantKind as _;
     assert_eq!(MsgKind::Reset.wire_name(), "Matrix/Reset");
     assert_eq!(MsgKind::Internal.wire_name(), "internal");
     assert_eq!(Msg::Hand.kind(), MsgKind::Hand);

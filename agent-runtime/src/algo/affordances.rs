@@ -27,10 +27,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use agent_schema::protocol::{Action, ActionList, ActionSource};
-use agent_schema::synth::{field_hints, payload_hint};
-use agent_schema::{Bindings, DispatchMode, MsgModel};
 use serde_json::{Map, Value};
+use tea_agent_schema::protocol::{Action, ActionList, ActionSource};
+use tea_agent_schema::synth::{field_hints, payload_hint};
+use tea_agent_schema::{Bindings, DispatchMode, MsgModel};
 
 use crate::algo::cel_eval::PredicateCache;
 use crate::algo::route_gates::{GateSet, GateValues, Verdict};
@@ -405,10 +405,10 @@ impl Affordances {
 
 #[cfg(test)]
 mod tests {
-    use agent_schema::{Bindings, MsgModel};
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
     use serde_json::{json, Value};
+    use tea_agent_schema::{Bindings, MsgModel};
 
     use super::Affordances;
     use crate::algo::cel_eval::PredicateCache;
@@ -519,7 +519,7 @@ mod tests {
 
     #[test]
     fn typed_bindings_map_to_wire_names() {
-        use agent_schema::VariantKind as _;
+        use tea_agent_schema::VariantKind as _;
         let typed = Bindings::only([MsgKind::Clear, MsgKind::Import, MsgKind::Tick]);
         let names = typed.map(|k| k.wire_name());
         assert_eq!(names.kinds(), Some(&["Notes/Clear", "import", "tick"][..]));

@@ -4,14 +4,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agent_schema::describe::DescribeDocument;
-use agent_schema::protocol::{Action, ValidationOutcome};
-use agent_schema::redact::RedactPlan;
-use agent_schema::shape::StartupNote;
-use agent_schema::startup::{CheckedTypes, StartupError, StartupErrors};
-use agent_schema::{Bindings, MessageAnnotations, MsgModel};
 use serde_json::value::RawValue;
 use serde_json::Value;
+use tea_agent_schema::describe::DescribeDocument;
+use tea_agent_schema::protocol::{Action, ValidationOutcome};
+use tea_agent_schema::redact::RedactPlan;
+use tea_agent_schema::shape::StartupNote;
+use tea_agent_schema::startup::{CheckedTypes, StartupError, StartupErrors};
+use tea_agent_schema::{Bindings, MessageAnnotations, MsgModel};
 
 use crate::algo::affordances::{Affordances, Listed, Offer};
 use crate::algo::cel_eval::PredicateCache;
@@ -26,7 +26,7 @@ pub type CatalogError = StartupErrors;
 /// The describe document of `app`, after every start-up check [`Host::new`](crate::Host::new)
 /// runs (the same code: it builds the host's [`Catalog`]). A snapshot test of it fails
 /// exactly when the host's start would, with the same errors: those of
-/// [`agent_schema::describe()`] (the `Msg` schema, nested tags, the state's `@redact` tags,
+/// [`tea_agent_schema::describe()`] (the `Msg` schema, nested tags, the state's `@redact` tags,
 /// examples, the field paths and CEL of expressions), plus the constraint keywords of the
 /// messages (compiled by the validator) and the effect type's `@redact` tags (when
 /// [`App::effect_preview`] shows effects). Name, version and docs are the app's.
@@ -212,14 +212,14 @@ impl Catalog {
     }
 
     /// The describe document as the `/describe` answer (shares the serialized text).
-    pub fn description(&self) -> agent_schema::protocol::Description {
-        agent_schema::protocol::Description(self.describe_json.clone())
+    pub fn description(&self) -> tea_agent_schema::protocol::Description {
+        tea_agent_schema::protocol::Description(self.describe_json.clone())
     }
 
     /// The lean describe document `/observe` embeds: no `annotations` (each action carries
     /// its own); shares the serialized text.
-    pub fn observe_description(&self) -> agent_schema::protocol::Description {
-        agent_schema::protocol::Description(self.observe_json.clone())
+    pub fn observe_description(&self) -> tea_agent_schema::protocol::Description {
+        tea_agent_schema::protocol::Description(self.observe_json.clone())
     }
 
     /// The `schemaHash`.

@@ -9,7 +9,7 @@
 //!   a non-boolean result, an evaluation error and a program that does not compile all fail.
 //! - Programs are compiled once per source string and cached, failures included
 //!   ([`PredicateCache`]).
-//! - **Stack**: an expression nested deeper than `agent_schema::tags::cel::MAX_CEL_DEPTH`
+//! - **Stack**: an expression nested deeper than `tea_agent_schema::tags::cel::MAX_CEL_DEPTH`
 //!   does not compile (so it fails). An expression whose tree is deeper than
 //!   [`INLINE_DEPTH`] is evaluated on a dedicated thread with a large stack, so evaluation
 //!   never depends on the stack size of the caller (a 2 MiB tokio worker included).
@@ -19,7 +19,6 @@ use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 
-use agent_schema::tags::cel as cel_check;
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
 };
@@ -27,6 +26,7 @@ use cel::common::value::Val;
 use cel::objects::{Key, Map};
 use cel::{Context, Env, Program};
 use serde_json::Value;
+use tea_agent_schema::tags::cel as cel_check;
 
 /// The variable a route gate sees.
 pub(crate) const STATE_VAR: &str = "state";
@@ -107,7 +107,7 @@ pub(crate) fn decide(program: &Program, context: &Context<'_, '_>) -> Option<boo
 }
 
 /// Compiles `src` with the standard environment, on a thread with a big stack. The source
-/// is first checked for depth (see `agent_schema::tags::cel`); a panic inside the parser
+/// is first checked for depth (see `tea_agent_schema::tags::cel`); a panic inside the parser
 /// counts as a compile error.
 fn compile(src: &str) -> Result<CompiledPredicate, String> {
     let reads = match cel_check::analyze(src) {
@@ -143,7 +143,7 @@ fn first_line(message: &str) -> String {
 
 /// Checks that `src` parses as CEL; on failure returns the first line of the parse error
 /// (`ERROR: <input>:1:3: …`). (Host start-up checks expressions with
-/// `agent_schema::tags::cel`, which parses them the same way.)
+/// `tea_agent_schema::tags::cel`, which parses them the same way.)
 pub fn check_syntax(src: &str) -> Result<(), String> {
     compile(src).map(|_| ())
 }
@@ -539,7 +539,7 @@ mod tests {
     #[test]
     fn evaluation_does_not_depend_on_the_caller_stack() {
         // The deepest expression that compiles, evaluated on a thread with a small stack.
-        let max = agent_schema::tags::cel::MAX_CEL_DEPTH;
+        let max = tea_agent_schema::tags::cel::MAX_CEL_DEPTH;
         let deep = format!("{}v{} + 1 == 2", "(".repeat(max), ")".repeat(max));
         let sum = format!("{} == 100", vec!["v"; 100].join(" + "));
         let too_deep = format!("{}v{} == 1", "(".repeat(max + 1), ")".repeat(max + 1));

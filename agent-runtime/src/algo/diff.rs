@@ -19,14 +19,14 @@
 
 use serde_json::{Map, Value};
 
-pub use agent_schema::protocol::PatchOp;
+pub use tea_agent_schema::protocol::PatchOp;
 
 /// Returns the JSON Patch operations that turn `prev` into `next` (semantics §1).
 ///
 /// Equal values give `[]`. The cost is linear in the size of the two values.
 ///
 /// ```
-/// use agent_runtime::diff::{diff, PatchOp};
+/// use tea_agent_runtime::diff::{diff, PatchOp};
 /// use serde_json::json;
 ///
 /// let ops = diff(&json!({"count": 0}), &json!({"count": 5}));

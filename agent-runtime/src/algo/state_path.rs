@@ -14,8 +14,8 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::sync::Arc;
 
-use agent_schema::protocol::{QueryStateResponse, StateResponse};
 use serde_json::Value;
+use tea_agent_schema::protocol::{QueryStateResponse, StateResponse};
 
 use crate::algo::tree::{unpack, Node};
 

@@ -95,8 +95,10 @@ async fn main() -> ExitCode {
             eprintln!("agent-bridge: {e}");
             return ExitCode::from(2);
         }
-        Ok(None) => agent_runtime::mcp::bridge::serve_stdio().await,
-        Ok(Some((url, token))) => agent_runtime::mcp::bridge::serve_stdio_bound(&url, &token).await,
+        Ok(None) => tea_agent_runtime::mcp::bridge::serve_stdio().await,
+        Ok(Some((url, token))) => {
+            tea_agent_runtime::mcp::bridge::serve_stdio_bound(&url, &token).await
+        }
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use agent_schema::protocol::{
+use futures::future::BoxFuture;
+use tea_agent_schema::protocol::{
     CancelRequest, ConfirmResultRequest, EmptyRequest, LogEntry, MessageRequest, NarrateRequest,
     QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest,
     WithdrawRequest, WouldDispatchRequest,
 };
-use futures::future::BoxFuture;
 
 use super::context::{Call, ProposalSlot, Serialized};
 use super::error::ApiError;
@@ -138,7 +138,7 @@ pub(crate) trait SessionBackend: Send + Sync {
     fn available_actions<'a>(
         &'a self,
         record: &'a TokenRecord,
-    ) -> BoxFuture<'a, Result<Vec<agent_schema::protocol::Action>, ApiError>>;
+    ) -> BoxFuture<'a, Result<Vec<tea_agent_schema::protocol::Action>, ApiError>>;
 
     /// The app description, as `/describe` answers it (`super::watch`).
     #[cfg(feature = "mcp")]

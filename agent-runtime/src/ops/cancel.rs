@@ -1,8 +1,8 @@
 //! `/cancel` (MCP `cancel_work`, `docs/lap.md` §5.9): an agent stops the running effects its
 //! own messages started, on a hosted session. A paired session relays it to the app.
 
-use agent_schema::protocol::{CancelRequest, CancelResponse, CancelStatus};
 use serde_json::json;
+use tea_agent_schema::protocol::{CancelRequest, CancelResponse, CancelStatus};
 
 use super::context::{AnswerResult, Answered, Call};
 use super::error::ApiError;

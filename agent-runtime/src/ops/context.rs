@@ -2,9 +2,9 @@
 //! besides its request ([`Call`]) and what it answers ([`Answered`], its body serialized in
 //! [`Serialized`]).
 
-use agent_schema::protocol::{LogEntry, WithdrawResponse, WithdrawnStatus};
 use serde::Serialize;
 use serde_json::Value;
+use tea_agent_schema::protocol::{LogEntry, WithdrawResponse, WithdrawnStatus};
 
 use std::sync::Arc;
 
@@ -156,7 +156,7 @@ pub(crate) struct Serialized {
 
 /// A log entry of `kind` for the caller `tid`.
 pub(crate) fn log_entry(
-    kind: agent_schema::protocol::LogKind,
+    kind: tea_agent_schema::protocol::LogKind,
     intent: String,
     tid: &str,
     at: u64,

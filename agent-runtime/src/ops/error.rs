@@ -3,10 +3,10 @@
 //! protocol's [`ErrorResponse`], serialized from here; the OpenAPI document describes the same
 //! type.
 
-use agent_schema::protocol::{ErrorCode, ErrorDetail, ErrorResponse};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
+use tea_agent_schema::protocol::{ErrorCode, ErrorDetail, ErrorResponse};
 
 use crate::config::OverBudget;
 use crate::security::{
@@ -395,7 +395,7 @@ impl From<crate::security::Refusal> for ApiError {
         match refusal {
             crate::security::Refusal::Limited(limited) => limited.into(),
             crate::security::Refusal::Unavailable(e) => {
-                tracing::error!(target: "agent_runtime::store", "the fleet's rate limit could not be read: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "the fleet's rate limit could not be read: {e}");
                 ApiError::internal(
                     "the rate limit could not be checked: the store shared by the replicas did \
                      not answer; the call was refused",

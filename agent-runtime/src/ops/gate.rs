@@ -8,9 +8,9 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use agent_schema::protocol::{ErrorCode, LogKind};
 use futures::FutureExt;
 use serde_json::Value;
+use tea_agent_schema::protocol::{ErrorCode, LogKind};
 
 use super::backend::{Caller, Served, SessionBackend};
 use super::context::{log_entry, Call, Serialized};

@@ -11,7 +11,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_schema::protocol::{
+use serde::Serialize;
+use serde_json::json;
+use serde_json::value::RawValue;
+use tea_agent_schema::protocol::{
     ActionList, ActionsResponse, ConfirmResultRequest, ConfirmResultResponse, ContextResponse,
     DescribeVisibleResponse, Description, DispatchRequest, LogKind, MessageRequest, NarrateRequest,
     NarrateResponse, ObserveResponse, PendingResponse, QueryDomRequest, QueryDomResponse,
@@ -19,10 +22,7 @@ use agent_schema::protocol::{
     StateRequest, StateResponse, WaitRequest, WaitResponse, WithdrawRequest, WithdrawResponse,
     WouldDispatchRequest, WouldDispatchResult,
 };
-use agent_schema::AgentContext;
-use serde::Serialize;
-use serde_json::json;
-use serde_json::value::RawValue;
+use tea_agent_schema::AgentContext;
 
 use super::context::{log_entry, AnswerResult, Answered, Call};
 use super::error::ApiError;

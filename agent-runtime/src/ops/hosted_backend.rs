@@ -2,17 +2,17 @@
 //! [`HostedSession`]'s methods (`super::hosted`), its typed answer serialized here, so its text
 //! is serde_json's (canonical).
 
-use agent_schema::protocol::{
+use serde::Serialize;
+use tea_agent_schema::protocol::{
     CancelRequest, ConfirmResultRequest, EmptyRequest, LogEntry, MessageRequest, NarrateRequest,
     QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest,
     WithdrawRequest, WouldDispatchRequest,
 };
-use serde::Serialize;
 
 #[cfg(feature = "mcp")]
-use agent_schema::protocol::Action;
-#[cfg(feature = "mcp")]
 use futures::future::BoxFuture;
+#[cfg(feature = "mcp")]
+use tea_agent_schema::protocol::Action;
 
 use super::backend::{Served, SessionBackend};
 use super::context::{AnswerResult, Call};

@@ -10,14 +10,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_schema::protocol::{
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tea_agent_schema::protocol::{
     ConfirmResultRequest, EmptyRequest, ErrorCode, LogKind, MessageRequest, NarrateRequest,
     NarrateResponse, QueryDomRequest, QueryStateRequest, QueryStateResponse, RecentActionsRequest,
     StateRequest, WaitRequest, WaitStatus, WouldDispatchRequest,
 };
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
-use serde_json::{json, Value};
 
 use super::context::{AnswerResult, Answered};
 use super::error::ApiError;
@@ -160,7 +160,7 @@ pub(crate) struct Description<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     annotations: Option<&'a RawValue>,
     docs: &'a RawValue,
-    conventions: agent_schema::describe::Conventions,
+    conventions: tea_agent_schema::describe::Conventions,
     schema_hash: &'a str,
 }
 
@@ -177,7 +177,7 @@ pub(crate) fn description(hello: &Hello) -> Description<'_> {
             .docs
             .as_deref()
             .unwrap_or_else(|| serde_json::from_str(NULL).unwrap_or_else(|_| unreachable!())),
-        conventions: agent_schema::describe::Conventions::default(),
+        conventions: tea_agent_schema::describe::Conventions::default(),
         schema_hash: &hello.schema_hash,
     }
 }

@@ -2,17 +2,17 @@
 //! operation is one of `super::paired`'s (or `super::paired_proposals`'), its answer relayed
 //! as the app sent it (never canonical: the text is the app's).
 
-use agent_schema::protocol::{
+use serde::Serialize;
+use tea_agent_schema::protocol::{
     CancelRequest, ConfirmResultRequest, EmptyRequest, LogEntry, MessageRequest, NarrateRequest,
     QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest,
     WithdrawRequest, WouldDispatchRequest,
 };
-use serde::Serialize;
 
 #[cfg(feature = "mcp")]
-use agent_schema::protocol::{Action, ActionsResponse};
-#[cfg(feature = "mcp")]
 use futures::future::BoxFuture;
+#[cfg(feature = "mcp")]
+use tea_agent_schema::protocol::{Action, ActionsResponse};
 
 #[cfg(feature = "mcp")]
 use super::backend::Change;

@@ -3,10 +3,10 @@
 //! resolves it; a withdrawal is recorded as the outcome and pushed to the app as
 //! `confirm-expire`, which voids the proposal in the app's UI.
 
-use agent_schema::protocol::{
+use serde_json::json;
+use tea_agent_schema::protocol::{
     EmptyRequest, PendingProposal, PendingResponse, WithdrawRequest, WithdrawResponse,
 };
-use serde_json::json;
 
 use super::context::{AnswerResult, Answered};
 use super::error::ApiError;

@@ -367,7 +367,7 @@ impl IntoResponse for Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_schema::protocol::ErrorCode;
+    use tea_agent_schema::protocol::ErrorCode;
 
     async fn sent(reply: Reply) -> (StatusCode, Vec<(String, String)>, String) {
         let response = reply.into_response();

@@ -5,7 +5,10 @@
 //! document are all generated from [`OPERATIONS`]; [`perform`] reads an operation's typed
 //! request and runs it through the gate on the caller's backend.
 
-use agent_schema::protocol::{
+use futures::future::BoxFuture;
+use schemars::SchemaGenerator;
+use serde_json::Value;
+use tea_agent_schema::protocol::{
     ActionsResponse, CancelRequest, CancelResponse, ConfirmResultRequest, ConfirmResultResponse,
     ContextResponse, DescribeVisibleResponse, Description, EmptyRequest, MessageRequest,
     NarrateRequest, NarrateResponse, ObserveResponse, PendingResponse, QueryDomRequest,
@@ -13,9 +16,6 @@ use agent_schema::protocol::{
     RecentActionsResponse, SendResult, StateRequest, StateResponse, WaitRequest, WaitResponse,
     WithdrawRequest, WithdrawResponse, WouldDispatchRequest, WouldDispatchResult,
 };
-use futures::future::BoxFuture;
-use schemars::SchemaGenerator;
-use serde_json::Value;
 
 use super::backend::Caller;
 use super::error::ApiError;

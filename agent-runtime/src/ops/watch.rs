@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_schema::protocol::Action;
 use serde_json::Value;
+use tea_agent_schema::protocol::Action;
 
 pub(crate) use super::backend::Change;
 use super::backend::{Caller, SessionBackend};

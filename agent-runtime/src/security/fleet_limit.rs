@@ -173,7 +173,7 @@ impl FleetLimiter {
             let store = self.store.clone();
             tokio::spawn(async move {
                 if let Err(e) = store.sweep_budgets().await {
-                    tracing::warn!(target: "agent_runtime::store", "sweeping the rate budgets failed: {e}");
+                    tracing::warn!(target: "tea_agent_runtime::store", "sweeping the rate budgets failed: {e}");
                 }
             });
         }

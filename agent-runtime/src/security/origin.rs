@@ -6,8 +6,8 @@
 //! serves TLS) and the host is the `Host` header (the URI authority for HTTP/2 requests that
 //! carry none).
 
-use agent_schema::protocol::ErrorCode;
 use std::fmt;
+use tea_agent_schema::protocol::ErrorCode;
 
 use axum::http::header::{HOST, ORIGIN};
 use axum::http::request::Parts;

@@ -16,7 +16,7 @@
 //! [`LifecycleError::Revoked`], and the caller answers 403); a store that fails answers
 //! [`LifecycleError::Store`], which the caller answers as an error, never as success.
 
-use agent_schema::protocol::ErrorCode;
+use tea_agent_schema::protocol::ErrorCode;
 
 use super::store_error::StoreError;
 use super::token_record::{TokenRecord, TokenStatus};
@@ -61,7 +61,7 @@ impl LifecycleError {
         match self {
             LifecycleError::Moved(status) => Some(format!("the token is {status}")),
             LifecycleError::Store(e) => {
-                tracing::error!(target: "agent_runtime::store", "token store: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "token store: {e}");
                 Some(STORE_FAILED_DETAIL.to_owned())
             }
             _ => None,

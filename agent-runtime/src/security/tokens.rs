@@ -5,8 +5,8 @@
 //! its SHA-256 hash is stored; the token itself is handed out once, by mint, wrapped in
 //! [`SecretToken`] whose `Debug` never shows it.
 
-use agent_schema::protocol::ErrorCode;
 use std::fmt;
+use tea_agent_schema::protocol::ErrorCode;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -202,7 +202,7 @@ pub(crate) async fn verify_tid(
 
 /// A failed lookup: logged for the operator, answered as [`AuthError::StoreFailed`].
 pub(super) fn lookup_failed(e: super::StoreError) -> AuthError {
-    tracing::error!(target: "agent_runtime::store", "token lookup failed: {e}");
+    tracing::error!(target: "tea_agent_runtime::store", "token lookup failed: {e}");
     AuthError::StoreFailed
 }
 

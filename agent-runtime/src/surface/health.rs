@@ -140,11 +140,11 @@ impl StoreProbe {
         let answered = match tokio::time::timeout(STORE_PROBE_TIMEOUT, store.ping()).await {
             Ok(Ok(())) => StoreAnswer::Ok,
             Ok(Err(e)) => {
-                tracing::warn!(target: "agent_runtime::health", "readiness: the store failed: {e}");
+                tracing::warn!(target: "tea_agent_runtime::health", "readiness: the store failed: {e}");
                 StoreAnswer::Unreachable
             }
             Err(_) => {
-                tracing::warn!(target: "agent_runtime::health", "readiness: the store did not answer within {STORE_PROBE_TIMEOUT:?}");
+                tracing::warn!(target: "tea_agent_runtime::health", "readiness: the store did not answer within {STORE_PROBE_TIMEOUT:?}");
                 StoreAnswer::Timeout
             }
         };

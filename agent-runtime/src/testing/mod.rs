@@ -9,9 +9,9 @@
 //! so that a snapshot of it changes only when the app answers differently.
 //!
 //! ```no_run
-//! # async fn t<A: agent_runtime::app::App>(app: A) -> Result<(), agent_runtime::testing::ReplayError> {
-//! let transcript = agent_runtime::testing::read_transcript(r#"{"format":"agent-transcript"}"#)?;
-//! let report = agent_runtime::testing::replay(app, &transcript).await?;
+//! # async fn t<A: tea_agent_runtime::app::App>(app: A) -> Result<(), tea_agent_runtime::testing::ReplayError> {
+//! let transcript = tea_agent_runtime::testing::read_transcript(r#"{"format":"agent-transcript"}"#)?;
+//! let report = tea_agent_runtime::testing::replay(app, &transcript).await?;
 //! assert!(report.matches(), "{:?}", report.differences());
 //! # Ok(()) }
 //! ```

@@ -35,7 +35,7 @@ pub enum ReplayError {
 }
 
 /// The result of a replay: each step of the transcript made again, its answer normalised
-/// (ids and times replaced by placeholders, `agent_runtime::testing` module docs), and
+/// (ids and times replaced by placeholders, `tea_agent_runtime::testing` module docs), and
 /// compared with the recorded one. It serializes for a snapshot test (`insta`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

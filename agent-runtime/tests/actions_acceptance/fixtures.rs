@@ -1,10 +1,10 @@
 //! The fixture message enums of the `list_actions` acceptance list: each derives `AgentMsg`
 //! with the tags one case needs.
 
-use agent_derive::AgentMsg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tea_agent_derive::AgentMsg;
 
 #[derive(AgentMsg, JsonSchema, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]

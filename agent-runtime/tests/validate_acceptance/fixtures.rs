@@ -1,10 +1,10 @@
 //! The fixture message enums of the payload validation acceptance list: each derives
 //! `AgentMsg` with the shapes and tags one case needs.
 
-use agent_derive::AgentMsg;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tea_agent_derive::AgentMsg;
 
 #[derive(JsonSchema, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]

@@ -147,7 +147,7 @@ pub enum TagErrorKind {
         /// The Rust name of the later variant.
         second: String,
     },
-    /// E26: the `agent_schema` crate path could not be used.
+    /// E26: the `tea_agent_schema` crate path could not be used.
     CratePath {
         /// What was found wrong.
         problem: String,
@@ -299,7 +299,7 @@ impl TagErrorKind {
             }
             TagErrorKind::CratePath { problem } => {
                 format!(
-                    "cannot use the `agent_schema` crate path: {}",
+                    "cannot use the `tea_agent_schema` crate path: {}",
                     shorten(problem, 50)
                 )
             }
@@ -399,7 +399,7 @@ impl TagErrorKind {
                 "give one of them another #[serde(rename = \"…\")]".into()
             }
             TagErrorKind::CratePath { .. } => {
-                "write #[agent(crate = \"path::to::agent_schema\")], e.g. \"agent_runtime::agent_schema\"".into()
+                "write #[agent(crate = \"path::to::tea_agent_schema\")], e.g. \"tea_agent_runtime::tea_agent_schema\"".into()
             }
             TagErrorKind::StateTagInMsg { tag } => format!(
                 "put `{tag}` on the field of the state (or of a struct inside it) to hide from agents"

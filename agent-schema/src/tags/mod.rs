@@ -29,7 +29,7 @@
 //! - any other name (`@alice`, `@see`): prose.
 //!
 //! ```
-//! use agent_schema::tags::{doc_text, parse_variant_doc};
+//! use tea_agent_schema::tags::{doc_text, parse_variant_doc};
 //!
 //! let doc = doc_text([" Removes a row.", " @intent(\"Delete a row\") @requiresConfirm"]);
 //! let ann = parse_variant_doc(&doc.text, "deleteRow").unwrap();

@@ -112,7 +112,7 @@ pub fn parse_nested_field_doc(doc: &str) -> Result<FieldTags, Vec<TagError>> {
 /// Other tags, known or not, are ignored: state types may be shared with messages.
 ///
 /// ```
-/// use agent_schema::tags::parse_state_field_doc;
+/// use tea_agent_schema::tags::parse_state_field_doc;
 ///
 /// assert_eq!(parse_state_field_doc("The API key.\n@redact"), Ok(true));
 /// assert_eq!(parse_state_field_doc("Send to support@example.com"), Ok(false));

@@ -3,11 +3,11 @@
 
 #![allow(dead_code)]
 
-use agent_schema::annotations::StaticAnnotations;
-use agent_schema::shape::{MsgModel, SchemaError};
-use agent_schema::VariantDescriptor;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::Value;
+use tea_agent_schema::annotations::StaticAnnotations;
+use tea_agent_schema::shape::{MsgModel, SchemaError};
+use tea_agent_schema::VariantDescriptor;
 
 /// A descriptor with the default record and no field tags.
 pub const fn d(wire_name: &'static str) -> VariantDescriptor {

@@ -1,9 +1,9 @@
 //! A notes app an agent can drive: the `State`, the tagged `Msg` and the `App`.
 
-use agent_runtime::app::App;
-use agent_runtime::AgentMsg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tea_agent_runtime::app::App;
+use tea_agent_runtime::AgentMsg;
 
 /// One session's notes.
 #[derive(Clone, Default, Serialize, Deserialize, JsonSchema)]

@@ -1,9 +1,9 @@
 //! The notes app's server: its own routes, and the agent surface (LAP, MCP, the console)
 //! with its sessions in a SQLite file.
 
-use agent_runtime::store::Stores;
-use agent_runtime::AgentServer;
 use notes_app::Notes;
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::AgentServer;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -23,9 +23,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Header-read, body-read and idle timeouts (`axum::serve` has none). On SIGTERM or
     // Ctrl-C a graceful shutdown: long polls and event streams end with a hint to reconnect.
     let stopping = agent.clone();
-    agent_runtime::serve(listener, app)
+    tea_agent_runtime::serve(listener, app)
         .with_graceful_shutdown(async move {
-            agent_runtime::shutdown_signal().await;
+            tea_agent_runtime::shutdown_signal().await;
             stopping.begin_shutdown();
         })
         .await?;

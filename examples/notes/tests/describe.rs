@@ -6,6 +6,6 @@ use notes_app::Notes;
 
 #[test]
 fn what_agents_see_is_stable() {
-    let doc = agent_runtime::describe(&Notes).unwrap();
+    let doc = tea_agent_runtime::describe(&Notes).unwrap();
     insta::assert_json_snapshot!(doc.to_value());
 }

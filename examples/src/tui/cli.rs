@@ -4,8 +4,8 @@
 //! the example servers allow anonymously) and keeps the identity cookie, so after a long outage
 //! it can claim the session again (`/agent/resume/claim`, a rotated token).
 
-use agent_runtime::pairing::client::{mint, PairingClient, PairingConfig, PairingStatus};
-use agent_runtime::Host;
+use tea_agent_runtime::pairing::client::{mint, PairingClient, PairingConfig, PairingStatus};
+use tea_agent_runtime::Host;
 use tokio::sync::watch;
 
 use crate::todo::TodoApp;

@@ -12,11 +12,11 @@ mod view;
 
 use std::io;
 
-use agent_runtime::agent_schema::protocol::WaitFor;
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::Session;
 use crossterm::event::{Event, EventStream, KeyEvent, KeyEventKind};
 use futures::StreamExt as _;
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::tea_agent_schema::protocol::WaitFor;
+use tea_agent_runtime::Session;
 use tokio::sync::watch;
 
 pub use keys::{command, Command, Mode};
@@ -213,8 +213,8 @@ async fn event_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_runtime::Host;
     use serde_json::json;
+    use tea_agent_runtime::Host;
 
     #[tokio::test]
     async fn the_person_types_a_todo_and_approves_the_agents_delete() {

@@ -1,11 +1,11 @@
 //! What the terminal todo app shows (pure: a [`Screen`] drawn into a ratatui frame).
 
-use agent_runtime::agent_schema::protocol::{ConfirmEntry, LogEntry};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
 use ratatui::Frame;
+use tea_agent_runtime::tea_agent_schema::protocol::{ConfirmEntry, LogEntry};
 
 use super::keys::Mode;
 use crate::todo::{Priority, State};
@@ -123,10 +123,10 @@ pub fn render(screen: &Screen, frame: &mut Frame) {
 mod tests {
     use super::*;
     use crate::todo::{Details, Filter, SaveStatus, Todo};
-    use agent_runtime::agent_schema::protocol::ConfirmStatus;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
     use serde_json::json;
+    use tea_agent_runtime::tea_agent_schema::protocol::ConfirmStatus;
 
     fn screen() -> Screen {
         Screen {

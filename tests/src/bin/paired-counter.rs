@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::pairing::client::{Backoff, PairingClient, PairingConfig};
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::Host;
 use serde_json::json;
+use tea_agent_runtime::pairing::client::{Backoff, PairingClient, PairingConfig};
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::Host;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 #[tokio::main(flavor = "current_thread")]

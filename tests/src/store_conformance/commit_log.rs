@@ -2,7 +2,7 @@
 //! patches and snapshots, compaction, reads of the changes after a commit, and the keys
 //! recorded by commits.
 
-use agent_runtime::store::{
+use tea_agent_runtime::store::{
     CommitKey, CommitWrite, Committed, IdempotencyEntry, SessionChanges, SessionRecord, Stores,
 };
 

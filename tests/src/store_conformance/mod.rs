@@ -5,8 +5,8 @@ mod commit_log;
 
 pub use commit_log::{commit_keys, commit_log};
 
-use agent_runtime::security::{SessionKind, TokenChange, TokenRecord, TokenStatus};
-use agent_runtime::store::{
+use tea_agent_runtime::security::{SessionKind, TokenChange, TokenRecord, TokenStatus};
+use tea_agent_runtime::store::{
     ConfirmsSwap, IdempotencyEntry, McpBinding, SessionRecord, StoreError, Stores,
 };
 

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::store::Stores;
 use agent_tests::chromium::{click, wait_for, wait_text, with_browser};
 use agent_tests::process::lap;
 use agent_tests::TestServer;
@@ -23,6 +22,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use fantoccini::{Client, Locator};
 use serde_json::{json, Value};
+use tea_agent_runtime::store::Stores;
 
 /// The host page: the official `AppBridge`, the view in a sandbox proxy (`SANDBOX` is replaced
 /// by its URL), every MCP request through `/mcp` (the test forwards it to `/agent/mcp`).

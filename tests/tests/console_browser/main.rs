@@ -17,12 +17,12 @@ mod undo;
 mod work;
 
 use agent_examples::counter::Counter;
-use agent_runtime::app::App;
 use agent_tests::chromium::{click, text, wait_for, wait_text, with_browser, WAIT};
 use agent_tests::process::lap;
 use agent_tests::TestServer;
 use fantoccini::{Client, Locator};
 use serde_json::{json, Value};
+use tea_agent_runtime::app::App;
 
 async fn anonymous_counter() -> TestServer<Counter> {
     TestServer::builder(Counter).anonymous().start().await

@@ -1,5 +1,5 @@
 //! The transcript export in the console: the human clicks "Export transcript" and the file
-//! the button downloads is a transcript `agent_runtime::testing::read_transcript` accepts,
+//! the button downloads is a transcript `tea_agent_runtime::testing::read_transcript` accepts,
 //! holding the agent's calls as they were answered.
 //!
 //! Headless Chromium saves a download where the test cannot see it, so the page's
@@ -8,12 +8,12 @@
 //! `window.__exported` instead of saving it. Anything else the page clicks goes through.
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::session::TranscriptEntry;
-use agent_runtime::testing::read_transcript;
 use agent_tests::chromium::{click, wait_for, with_browser};
 use agent_tests::process::lap;
 use agent_tests::TestServer;
 use serde_json::json;
+use tea_agent_runtime::session::TranscriptEntry;
+use tea_agent_runtime::testing::read_transcript;
 
 /// Keeps the next download's name and text in `window.__exported`.
 const CATCH_DOWNLOAD: &str = r#"

@@ -3,12 +3,12 @@
 //! effects shows why it has no undo; a later commit in the way offers "Undo back to here".
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::store::Stores;
 use agent_tests::chromium::{click, wait_for, wait_text, with_browser};
 use agent_tests::process::lap;
 use agent_tests::TestServer;
 use fantoccini::Locator;
 use serde_json::json;
+use tea_agent_runtime::store::Stores;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromium and chromedriver (.ci/test installs them)"]

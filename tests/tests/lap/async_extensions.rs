@@ -9,17 +9,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::security::{
-    AuditEntry, AuditEvent, AuditSink, Bucket, IdentityResolver, RateLimited, RateLimiter,
-    TokenChange, TokenRecord, TokenStatus,
-};
-use agent_runtime::store::InMemoryTokenStore;
-use agent_runtime::store::StoreResult;
-use agent_runtime::store::TokenStore;
 use agent_tests::{serve, TestServer, USER_HEADER};
 use axum::http::request::Parts;
 use futures::future::BoxFuture;
 use serde_json::json;
+use tea_agent_runtime::security::{
+    AuditEntry, AuditEvent, AuditSink, Bucket, IdentityResolver, RateLimited, RateLimiter,
+    TokenChange, TokenRecord, TokenStatus,
+};
+use tea_agent_runtime::store::InMemoryTokenStore;
+use tea_agent_runtime::store::StoreResult;
+use tea_agent_runtime::store::TokenStore;
 use tokio::sync::{Mutex, RwLock};
 use tokio::task::yield_now;
 

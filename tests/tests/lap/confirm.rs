@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::clock::ManualClock;
-use agent_runtime::security::MemoryAuditSink;
 use agent_tests::{start_app, Answer, Minted, TestServer, USER_HEADER};
 use serde_json::{json, Value};
+use tea_agent_runtime::clock::ManualClock;
+use tea_agent_runtime::security::MemoryAuditSink;
 
 /// Sends `delete` as the agent on a task; returns the join handle of its answer.
 fn propose(

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_examples::todo::TodoApp;
-use agent_runtime::config::ActionGates;
 use agent_tests::probe::Probe;
 use agent_tests::{start_app, TestServer};
 use serde_json::json;
+use tea_agent_runtime::config::ActionGates;
 
 #[tokio::test]
 async fn dispatched_envelope_and_human_only_gate() {
@@ -407,8 +407,8 @@ async fn idempotency_keys_replay_the_first_answer() {
 
 #[tokio::test]
 async fn idle_counts_the_commits_queued_ahead_and_their_errors() {
-    use agent_runtime::session::DispatchOptions;
-    use agent_schema::protocol::{SendResult, WaitFor};
+    use tea_agent_runtime::session::DispatchOptions;
+    use tea_agent_schema::protocol::{SendResult, WaitFor};
 
     let t = start_app(Probe).await;
     let session = t

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::clock::ManualClock;
-use agent_runtime::security::{GovernorRateLimiter, TokenStatus};
 use agent_tests::{serve, start_app, TestServer, USER_HEADER};
 use serde_json::{json, Value};
+use tea_agent_runtime::clock::ManualClock;
+use tea_agent_runtime::security::{GovernorRateLimiter, TokenStatus};
 
 #[tokio::test]
 async fn mint_gives_a_token_bound_to_a_live_session() {
@@ -172,7 +172,7 @@ async fn expired_and_idle_tokens_are_auth_failed() {
     let clock = ManualClock::new(1_000_000);
     let t = TestServer::builder(Counter)
         .config(|c| c.clock = Arc::new(clock.clone()))
-        .audit(Arc::new(agent_runtime::security::MemoryAuditSink::new()))
+        .audit(Arc::new(tea_agent_runtime::security::MemoryAuditSink::new()))
         .options(|o| o.sliding_ttl = Some(std::time::Duration::from_millis(60_000)))
         .start()
         .await;
@@ -383,7 +383,7 @@ async fn with_session_caps(per_host: usize, per_owner: usize) -> TestServer<Coun
             c.max_sessions = per_host;
             c.max_sessions_per_owner = per_owner;
         })
-        .audit(Arc::new(agent_runtime::security::MemoryAuditSink::new()))
+        .audit(Arc::new(tea_agent_runtime::security::MemoryAuditSink::new()))
         .start()
         .await
 }

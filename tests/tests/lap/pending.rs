@@ -7,13 +7,13 @@
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::security::MemoryAuditSink;
-use agent_runtime::store::Stores;
 use agent_tests::mcp::McpAgent;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
 use agent_tests::{start_app, Minted, TestServer};
 use serde_json::{json, Value};
+use tea_agent_runtime::security::MemoryAuditSink;
+use tea_agent_runtime::store::Stores;
 
 /// Proposes `delete {id}` as `m`, answered `pending-confirmation` after a short wait.
 async fn propose(t: &TestServer<Counter>, m: &Minted, id: &str, reason: Option<&str>) -> String {

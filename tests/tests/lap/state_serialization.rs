@@ -2,11 +2,11 @@
 //! answer's `drain.errors` and as an `error` log entry — and agents keep the last state that
 //! did serialize; never a silent `null`.
 
-use agent_runtime::AgentMsg;
 use agent_tests::start_app;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::json;
+use tea_agent_runtime::AgentMsg;
 
 #[derive(Clone, Serialize, Deserialize, JsonSchema)]
 struct Fragile {

@@ -5,11 +5,11 @@
 //! agent's bearer cannot undo.
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::security::{AuditEvent, MemoryAuditSink};
-use agent_runtime::store::Stores;
 use agent_tests::{Minted, TestServer};
 use serde_json::{json, Value};
 use std::sync::Arc;
+use tea_agent_runtime::security::{AuditEvent, MemoryAuditSink};
+use tea_agent_runtime::store::Stores;
 
 async fn server(audit: Arc<MemoryAuditSink>) -> TestServer<TodoApp> {
     let stores = Stores::open("memory").await.expect("stores");

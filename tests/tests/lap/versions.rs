@@ -6,11 +6,11 @@
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::security::MemoryAuditSink;
-use agent_runtime::Host;
 use agent_tests::mcp::McpAgent;
 use agent_tests::{start_app, Minted, TestServer};
 use serde_json::{json, Value};
+use tea_agent_runtime::security::MemoryAuditSink;
+use tea_agent_runtime::Host;
 
 /// Applies JSON Patch `ops` (the subset the diff emits) to `doc`.
 fn apply(doc: &mut Value, ops: &Value) {
@@ -282,9 +282,9 @@ async fn mcp_tools_carry_the_seq() {
 /// own `seq`, and `/state {sinceSeq}` is answered by the app (`docs/pairing.md` §LAP → frames).
 #[tokio::test]
 async fn a_rust_paired_app_answers_with_its_own_seq() {
-    use agent_runtime::pairing::client::{PairingClient, PairingConfig, PairingStatus};
-    use agent_runtime::session::DispatchOptions;
     use std::time::Duration;
+    use tea_agent_runtime::pairing::client::{PairingClient, PairingConfig, PairingStatus};
+    use tea_agent_runtime::session::DispatchOptions;
 
     let t = TestServer::builder(Counter)
         .pairing(|p| {

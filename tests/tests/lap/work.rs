@@ -11,13 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::app::{App, EffectContext, EffectError};
-use agent_runtime::security::MemoryAuditSink;
-use agent_runtime::AgentMsg;
 use agent_tests::{Minted, TestServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tea_agent_runtime::app::{App, EffectContext, EffectError};
+use tea_agent_runtime::security::MemoryAuditSink;
+use tea_agent_runtime::AgentMsg;
 
 /// Polls `/observe` as `m` until its `work` has an entry `pick` accepts.
 async fn work_until<A: App>(t: &TestServer<A>, m: &Minted, pick: impl Fn(&Value) -> bool) -> Value {

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_examples::todo::TodoApp;
-use agent_runtime::app::App;
 use agent_tests::mcp::{call, err, ok, text};
 use agent_tests::paired::AppProcess;
 use agent_tests::{ServerBuilder, TestServer};
@@ -24,6 +23,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{json, Value};
+use tea_agent_runtime::app::App;
 use tokio::sync::mpsc;
 
 /// A server of `app` with the rate limit out of the way.

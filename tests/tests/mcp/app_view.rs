@@ -4,7 +4,6 @@
 //! and a view that decides nothing (`docs/security.md` §The session view decides nothing).
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::app::App;
 use agent_tests::TestServer;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ListToolsResult, ProtocolVersion, ReadResourceRequestParams,
@@ -14,6 +13,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{json, Value};
+use tea_agent_runtime::app::App;
 
 use super::actions::{config, legacy, server, server_of, stateless};
 

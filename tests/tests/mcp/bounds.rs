@@ -7,15 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::clock::ManualClock;
-use agent_runtime::mcp::McpOptions;
-use agent_runtime::security::MemoryAuditSink;
 use agent_tests::mcp::{send_raw, RawAnswer};
 use agent_tests::TestServer;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt as _;
 use serde_json::{json, Value};
+use tea_agent_runtime::clock::ManualClock;
+use tea_agent_runtime::mcp::McpOptions;
+use tea_agent_runtime::security::MemoryAuditSink;
 
 const MIN: u64 = 60_000;
 

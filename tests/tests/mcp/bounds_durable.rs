@@ -11,9 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::clock::ManualClock;
-use agent_runtime::mcp::McpOptions;
-use agent_runtime::store::Stores;
 use agent_tests::counter_server;
 use agent_tests::mcp::send_raw;
 use agent_tests::postgres::PgServer;
@@ -21,6 +18,9 @@ use agent_tests::process::mint;
 use agent_tests::temp::TempDir;
 use agent_tests::TestServer;
 use serde_json::{json, Value};
+use tea_agent_runtime::clock::ManualClock;
+use tea_agent_runtime::mcp::McpOptions;
+use tea_agent_runtime::store::Stores;
 
 /// A raw MCP POST to `base`, with the bearer and the session id when given; the status and
 /// the `mcp-session-id` of the answer.

@@ -9,8 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::clock::ManualClock;
-use agent_runtime::security::{AuditEvent, MemoryAuditSink};
 use agent_tests::mcp::{call, err, ok};
 use agent_tests::{Minted, TestServer};
 use rmcp::model::{
@@ -21,6 +19,8 @@ use rmcp::service::{RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, ServiceExt as _};
 use serde_json::{json, Value};
+use tea_agent_runtime::clock::ManualClock;
+use tea_agent_runtime::security::{AuditEvent, MemoryAuditSink};
 use tokio::sync::{mpsc, oneshot};
 
 const USER: &str = "alice";

@@ -3,8 +3,6 @@
 //! payload hints, MCP has a `do_*` tool for each, and a `@humanOnly` variant is never among
 //! them. An app that names its bindings (`Bindings::only`, by `MsgKind`) narrows the list.
 
-use agent_runtime::app::Bindings;
-use agent_runtime::AgentMsg;
 use agent_tests::mcp::{call, ok};
 use agent_tests::TestServer;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -12,6 +10,8 @@ use rmcp::ServiceExt as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tea_agent_runtime::app::Bindings;
+use tea_agent_runtime::AgentMsg;
 
 #[derive(Clone, Default, Serialize, Deserialize, JsonSchema)]
 struct Notes {
@@ -60,7 +60,7 @@ agent_tests::test_app! {
 }
 
 /// `(variant, source, payloadHint)` of each action of `/actions`.
-async fn actions<A: agent_runtime::app::App>(t: &TestServer<A>, token: &str) -> Vec<Value> {
+async fn actions<A: tea_agent_runtime::app::App>(t: &TestServer<A>, token: &str) -> Vec<Value> {
     let answer = t.lap(token, "/actions", &json!({})).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     answer.body["actions"]
@@ -72,7 +72,10 @@ async fn actions<A: agent_runtime::app::App>(t: &TestServer<A>, token: &str) -> 
 }
 
 /// The `do_*` tools an MCP client bound to `token` lists.
-async fn action_tools<A: agent_runtime::app::App>(t: &TestServer<A>, token: &str) -> Vec<String> {
+async fn action_tools<A: tea_agent_runtime::app::App>(
+    t: &TestServer<A>,
+    token: &str,
+) -> Vec<String> {
     let transport = StreamableHttpClientTransport::from_uri(format!("{}/agent/mcp", t.base));
     let client = ().serve(transport).await.expect("MCP initialize");
     let connected = ok(&call(client.peer(), "connect_session", json!({ "token": token })).await);

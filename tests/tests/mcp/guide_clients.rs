@@ -15,10 +15,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_runtime::security::{AuditEvent, MemoryAuditSink};
 use agent_tests::TestServer;
 use notes_app::Notes;
 use serde_json::{json, Value};
+use tea_agent_runtime::security::{AuditEvent, MemoryAuditSink};
 
 /// The notes app's server as `examples/notes/src/main.rs` builds it, on a free port, auditing
 /// to `audit`.

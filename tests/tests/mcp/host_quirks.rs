@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use agent_examples::counter::Counter;
 use agent_examples::todo::TodoApp;
-use agent_runtime::app::App;
 use agent_tests::mcp::{call, ok, send_raw, RawAnswer};
 use agent_tests::TestServer;
 use serde_json::{json, Value};
+use tea_agent_runtime::app::App;
 
 use super::actions::{action_names, legacy, read, server, stateless, tools};
 

@@ -3,9 +3,9 @@
 //! token endpoint, and `/agent/mcp` as the resource server (401 with the metadata URL, 403
 //! `insufficient_scope`, a revoked grant 401). Each bad input is refused with its own error.
 
-use agent_runtime::security::AuditEvent;
 use agent_tests::USER_HEADER;
 use serde_json::json;
+use tea_agent_runtime::security::AuditEvent;
 
 use super::oauth_flow::{
     pkce, query_of, sealed_of, send, server, server_with, tool_text, value, Http, REDIRECT,

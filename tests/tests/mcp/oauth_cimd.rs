@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use agent_runtime::security::AuditEvent;
 use agent_tests::USER_HEADER;
 use serde_json::{json, Value};
+use tea_agent_runtime::security::AuditEvent;
 
 use super::document_server::{document, DocumentServer, Reply};
 use super::oauth_flow::{pkce, server_with, tool_text, value, OAuthTest, REDIRECT};

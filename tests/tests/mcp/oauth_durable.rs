@@ -8,12 +8,12 @@
 use std::sync::Arc;
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::security::{AuditEvent, MemoryAuditSink};
-use agent_runtime::store::Stores;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
 use agent_tests::{TestServer, USER_HEADER};
 use serde_json::json;
+use tea_agent_runtime::security::{AuditEvent, MemoryAuditSink};
+use tea_agent_runtime::store::Stores;
 
 use agent_tests::mcp::stateless_tool_call;
 use agent_tests::todo_server;

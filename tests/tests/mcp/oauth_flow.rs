@@ -3,14 +3,14 @@
 //! token endpoint, `/agent/mcp` calls with a bearer.
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::security::{AuditEvent, MemoryAuditSink};
-use agent_runtime::ServerOptions;
 use agent_tests::mcp::stateless_tool_call;
 pub(crate) use agent_tests::oauth::pkce;
 use agent_tests::{TestServer, USER_HEADER};
 use reqwest::redirect::Policy;
 use serde_json::{json, Value};
 use std::sync::Arc;
+use tea_agent_runtime::security::{AuditEvent, MemoryAuditSink};
+use tea_agent_runtime::ServerOptions;
 
 pub(crate) const REDIRECT: &str = "http://localhost:4567/callback";
 

@@ -90,7 +90,7 @@ async fn rmcp_registers_gets_consent_and_calls_tools() {
     let text = format!("{:?}", state.structured_content);
     assert!(text.contains("from rmcp"), "{text}");
     assert_eq!(
-        o.events(agent_runtime::security::AuditEvent::OauthGranted),
+        o.events(tea_agent_runtime::security::AuditEvent::OauthGranted),
         1
     );
     peer.cancel().await.expect("closed");

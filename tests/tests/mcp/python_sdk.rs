@@ -16,7 +16,11 @@ use agent_tests::TestServer;
 
 /// Runs `tests/python/<script>` with the SDK's python against `/agent/mcp` of `t` with a fresh
 /// token; checks its exit status and that it printed `ok <case>` for each of `cases`.
-async fn run_python<A: agent_runtime::app::App>(t: &TestServer<A>, script: &str, cases: &[&str]) {
+async fn run_python<A: tea_agent_runtime::app::App>(
+    t: &TestServer<A>,
+    script: &str,
+    cases: &[&str],
+) {
     let python = std::env::var("MCP_PYTHON")
         .expect("MCP_PYTHON: the venv python of .ci/mcp-python, with the `mcp` package");
     let m = t.mint("alice", None).await;
@@ -130,7 +134,7 @@ async fn python_sdk_connects_by_oauth_consent() {
 #[ignore = "needs the Python MCP SDK: run .ci/mcp-python"]
 async fn python_sdk_connects_by_a_client_metadata_document() {
     use super::document_server::{document, DocumentServer, Reply};
-    use agent_runtime::security::{AuditEvent, MemoryAuditSink};
+    use tea_agent_runtime::security::{AuditEvent, MemoryAuditSink};
     let docs = DocumentServer::start().await;
     let url = docs.url("/python/client.json");
     let doc = document(&url, "Python SDK (cimd)", "http://localhost:3999/callback");
@@ -168,7 +172,7 @@ const OAUTH_CASES: [&str; 4] = [
 
 /// Runs `tests/python/mcp_oauth.py` against `t` (with the document URL `document`, if any) and
 /// checks its cases, named with `prefix`.
-async fn run_oauth<A: agent_runtime::app::App>(
+async fn run_oauth<A: tea_agent_runtime::app::App>(
     t: &TestServer<A>,
     document: Option<&str>,
     prefix: &str,

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::mcp::McpOptions;
 use agent_tests::mcp::send_raw;
 use agent_tests::TestServer;
 use rmcp::model::{ProtocolVersion, SubscriptionFilter};
@@ -14,6 +13,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{json, Value};
+use tea_agent_runtime::mcp::McpOptions;
 
 async fn server() -> TestServer<Counter> {
     TestServer::builder(Counter)

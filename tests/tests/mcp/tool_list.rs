@@ -4,8 +4,8 @@
 
 use agent_examples::counter::Counter;
 use agent_examples::todo::TodoApp;
-use agent_runtime::app::App;
 use std::time::Duration;
+use tea_agent_runtime::app::App;
 
 use agent_tests::mcp::{call, ok};
 use agent_tests::paired::AppProcess;

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::store::Stores;
 use agent_tests::mcp::{call, ok};
 use rmcp::model::SubscribeRequestParams;
 use serde_json::json;
+use tea_agent_runtime::store::Stores;
 
 use super::actions::{heard, legacy, read, server_of};
 

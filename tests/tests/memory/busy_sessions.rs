@@ -1,6 +1,6 @@
 //! A thousand busy sessions within the host's budget (issue 49, `docs/stores.md` §Memory):
 //! 1,000 counter sessions, each with an agent calling `/message` through the operation table
-//! in this process (`agent_runtime::testing::Agent`: the gate, the transcript, the log, the
+//! in this process (`tea_agent_runtime::testing::Agent`: the gate, the transcript, the log, the
 //! events, the commit ring, as over LAP), with transcripts on. The rings' entries (a
 //! `/message` answer is about 2 KB of JSON, a transcript holds one per call) outgrow the
 //! budget: it binds, and this process grows by no more than the budget plus its slack. What
@@ -15,12 +15,12 @@
 use std::time::Instant;
 
 use agent_examples::counter::Counter;
-use agent_runtime::config::HostConfig;
-use agent_runtime::testing::Agent;
-use agent_runtime::{AgentServer, Operation};
 use agent_tests::load::env_or;
 use agent_tests::resident::{resident_bytes, MIB};
 use serde_json::json;
+use tea_agent_runtime::config::HostConfig;
+use tea_agent_runtime::testing::Agent;
+use tea_agent_runtime::{AgentServer, Operation};
 
 const SESSIONS: usize = 1_000;
 /// What the process may grow by beyond the budget: the sessions themselves (about 15 KiB each

@@ -6,11 +6,11 @@
 //! applies its message again; the newest answers are still replayed.
 
 use agent_examples::counter::Counter;
-use agent_runtime::config::HostConfig;
-use agent_runtime::testing::Agent;
-use agent_runtime::{AgentServer, Operation};
 use agent_tests::resident::MIB;
 use serde_json::json;
+use tea_agent_runtime::config::HostConfig;
+use tea_agent_runtime::testing::Agent;
+use tea_agent_runtime::{AgentServer, Operation};
 
 const SESSIONS: usize = 20;
 const MESSAGES: u64 = 150;

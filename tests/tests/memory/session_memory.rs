@@ -14,13 +14,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::security::TracingAuditSink;
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::{config::HostConfig, Host};
 use agent_tests::process::{lap, mint, ServerProcess};
 use agent_tests::resident::{resident_bytes, MIB};
 use agent_tests::temp::TempDir;
 use serde_json::{json, Value};
+use tea_agent_runtime::security::TracingAuditSink;
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::{config::HostConfig, Host};
 
 /// The growth allowed, as a multiple of the state's JSON size (issue 23).
 const CEILING: f64 = 8.0;
@@ -133,7 +133,7 @@ async fn a_thousand_sessions_retain_no_more_than_the_host_budget() {
                 assert!(
                     matches!(
                         sent,
-                        agent_runtime::agent_schema::protocol::SendResult::Dispatched { .. }
+                        tea_agent_runtime::tea_agent_schema::protocol::SendResult::Dispatched { .. }
                     ),
                     "{sent:?}"
                 );

@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::Host;
 use agent_tests::mcp::McpAgent;
 use agent_tests::paired::AppProcess;
 use agent_tests::{Answer, TestServer};
 use serde_json::{json, Value};
+use tea_agent_runtime::Host;
 
 async fn lap(t: &TestServer<Counter>, token: &str, tail: &str, body: Value) -> Answer {
     t.lap(token, tail, &body).await
@@ -147,9 +147,9 @@ async fn a_paired_app_process_is_driven_killed_and_resumed() {
 
 #[tokio::test]
 async fn a_client_without_a_valid_token_claims_its_session_again() {
-    use agent_runtime::pairing::client::{Claim, PairingClient, PairingConfig, PairingStatus};
     use agent_tests::tab::Tab;
     use agent_tests::USER_HEADER;
+    use tea_agent_runtime::pairing::client::{Claim, PairingClient, PairingConfig, PairingStatus};
 
     let t = TestServer::builder(Counter)
         .pairing(|p| {
@@ -206,12 +206,12 @@ async fn a_client_without_a_valid_token_claims_its_session_again() {
 /// session goes on.
 #[tokio::test]
 async fn the_client_claims_its_session_back_after_a_sleep_past_the_grace() {
-    use agent_runtime::clock::ManualClock;
-    use agent_runtime::pairing::client::{Claim, PairingClient, PairingConfig, PairingStatus};
     use agent_tests::paired::status_of;
     use agent_tests::tab::Tab;
     use agent_tests::USER_HEADER;
     use std::sync::Arc;
+    use tea_agent_runtime::clock::ManualClock;
+    use tea_agent_runtime::pairing::client::{Claim, PairingClient, PairingConfig, PairingStatus};
 
     let clock = ManualClock::new(1_000_000);
     let server_clock = clock.clone();

@@ -3,12 +3,12 @@
 //! calls reach it (the token record says the session is paired; nothing else is needed).
 
 use agent_examples::counter::Counter;
-use agent_runtime::store::Stores;
 use agent_tests::paired::{assert_paused, call, mint};
 use agent_tests::tab::Tab;
 use agent_tests::temp::TempDir;
 use agent_tests::TestServer;
 use serde_json::json;
+use tea_agent_runtime::store::Stores;
 
 async fn server_on(stores: &Stores) -> TestServer<Counter> {
     TestServer::builder(Counter)

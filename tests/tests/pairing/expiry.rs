@@ -5,17 +5,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::clock::ManualClock;
 use agent_tests::tab::Tab;
 use agent_tests::TestServer;
 use serde_json::json;
+use tea_agent_runtime::clock::ManualClock;
 
 #[tokio::test]
 async fn an_expired_token_closes_its_socket() {
     let clock = ManualClock::new(1_000_000);
     let t = TestServer::builder(Counter)
         .config(|c| c.clock = Arc::new(clock.clone()))
-        .audit(Arc::new(agent_runtime::security::MemoryAuditSink::new()))
+        .audit(Arc::new(tea_agent_runtime::security::MemoryAuditSink::new()))
         .pairing(|p| {
             p.native_apps = true;
             p.mint_paired = true;

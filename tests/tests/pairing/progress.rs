@@ -9,10 +9,6 @@
 use std::time::Duration;
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::pairing::client::{PairingClient, PairingConfig, PairingStatus};
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::{Host, Session};
-use agent_schema::protocol::WaitFor;
 use agent_tests::TestServer;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam,
@@ -22,6 +18,10 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{json, Value};
+use tea_agent_runtime::pairing::client::{PairingClient, PairingConfig, PairingStatus};
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::{Host, Session};
+use tea_agent_schema::protocol::WaitFor;
 use tokio::sync::mpsc;
 
 /// An MCP client that keeps the progress it hears.

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::clock::ManualClock;
 use agent_tests::paired::{assert_paused, call, status_of};
 use agent_tests::tab::{ws_url, Tab};
 use agent_tests::{Answer, TestServer};
 use serde_json::{json, Value};
+use tea_agent_runtime::clock::ManualClock;
 
 const HOUR_MS: u64 = 3600 * 1000;
 

@@ -7,16 +7,16 @@
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::security::MemoryAuditSink;
-use agent_runtime::security::TrustProxy;
-use agent_runtime::store::InMemoryTokenStore;
-use agent_runtime::store::Stores;
-use agent_runtime::ServerOptions;
 use agent_tests::tab::{ws_url, Tab};
 use agent_tests::temp::TempDir;
 use agent_tests::token_faults::{FaultyTokens, TokenOp};
 use agent_tests::TestServer;
 use serde_json::{json, Value};
+use tea_agent_runtime::security::MemoryAuditSink;
+use tea_agent_runtime::security::TrustProxy;
+use tea_agent_runtime::store::InMemoryTokenStore;
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::ServerOptions;
 
 /// Failures an address may have per minute in these tests.
 const ALLOWED: usize = 5;

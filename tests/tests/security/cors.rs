@@ -5,11 +5,11 @@
 //! `console_browser.rs`.
 
 use agent_examples::counter::Counter;
-use agent_runtime::security::ConfigError;
 use agent_tests::TestServer;
 use reqwest::header::{HeaderMap, ORIGIN};
 use reqwest::Method;
 use serde_json::{json, Value};
+use tea_agent_runtime::security::ConfigError;
 
 const PAGE: &str = "http://localhost:5173";
 const OTHER: &str = "http://evil.example";

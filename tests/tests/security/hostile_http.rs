@@ -1,4 +1,4 @@
-//! Issue 13, against a real server on 127.0.0.1:0 served by `agent_runtime::serve`: stalled
+//! Issue 13, against a real server on 127.0.0.1:0 served by `tea_agent_runtime::serve`: stalled
 //! headers and bodies are closed within the timeout, a foreign `Host` is refused on every
 //! route, every 429 carries `retry-after`, anonymous mints have their own bucket, the console
 //! cannot be framed, idle sessions free their slot, and the owner closes a session.
@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_examples::counter::Counter;
-use agent_runtime::AgentServer;
 use agent_tests::{ServerBuilder, TestServer};
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
+use tea_agent_runtime::AgentServer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -34,7 +34,7 @@ async fn run_with(builder: ServerBuilder<Counter>) -> Running {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let serve = agent_runtime::serve(listener, server.router())
+    let serve = tea_agent_runtime::serve(listener, server.router())
         .header_read_timeout(HEADER_TIMEOUT)
         .body_read_timeout(BODY_TIMEOUT)
         .idle_timeout(Duration::from_secs(2));
@@ -451,13 +451,13 @@ struct RecordingLimiter {
     mint_keys: std::sync::Mutex<Vec<String>>,
 }
 
-impl agent_runtime::security::RateLimiter for RecordingLimiter {
+impl tea_agent_runtime::security::RateLimiter for RecordingLimiter {
     fn check<'a>(
         &'a self,
         key: &'a str,
-        bucket: agent_runtime::security::Bucket,
-    ) -> futures::future::BoxFuture<'a, Result<(), agent_runtime::security::RateLimited>> {
-        if bucket == agent_runtime::security::Bucket::Mint {
+        bucket: tea_agent_runtime::security::Bucket,
+    ) -> futures::future::BoxFuture<'a, Result<(), tea_agent_runtime::security::RateLimited>> {
+        if bucket == tea_agent_runtime::security::Bucket::Mint {
             self.mint_keys.lock().expect("lock").push(key.to_owned());
         }
         Box::pin(async { Ok(()) })
@@ -478,10 +478,9 @@ async fn serve_hands_the_peer_address_to_the_runtime() {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    tokio::spawn(std::future::IntoFuture::into_future(agent_runtime::serve(
-        listener,
-        server.router(),
-    )));
+    tokio::spawn(std::future::IntoFuture::into_future(
+        tea_agent_runtime::serve(listener, server.router()),
+    ));
     let resp = reqwest::Client::new()
         .post(format!("http://{addr}/agent/mint"))
         .json(&json!({}))

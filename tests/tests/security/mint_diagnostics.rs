@@ -3,8 +3,8 @@
 //! 401 with a detail that names the options; the local-development preset mints.
 
 use agent_examples::counter::Counter;
-use agent_runtime::AgentServer;
 use reqwest::Method;
+use tea_agent_runtime::AgentServer;
 
 async fn mint(t: &agent_tests::TestServer<Counter>) -> agent_tests::Answer {
     t.send(

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::security::{AuditEvent, MemoryAuditSink};
 use agent_tests::tab::{ws_url, Tab};
 use agent_tests::TestServer;
 use serde_json::json;
+use tea_agent_runtime::security::{AuditEvent, MemoryAuditSink};
 
 async fn server() -> (TestServer<Counter>, Arc<MemoryAuditSink>) {
     let audit = Arc::new(MemoryAuditSink::new());

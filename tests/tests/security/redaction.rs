@@ -9,13 +9,13 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use agent_runtime::app::{App, EffectPreview};
-use agent_runtime::{AgentContext, AgentMsg, Host};
 use agent_tests::mcp::McpAgent;
 use agent_tests::TestServer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tea_agent_runtime::app::{App, EffectPreview};
+use tea_agent_runtime::{AgentContext, AgentMsg, Host};
 
 /// Every redacted value holds it; nothing agents may see does.
 const SECRET: &str = "S3CRET";

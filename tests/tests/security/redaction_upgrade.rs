@@ -13,15 +13,15 @@
 //! 5. version 1, still running, commits on the session version 2 moved on: it cannot read the
 //!    stored state back, and the drain error and the log entry saying so do not quote the pin.
 
-use agent_runtime::app::{App, MigrationError};
-use agent_runtime::store::Stores;
-use agent_runtime::AgentMsg;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
 use agent_tests::{Answer, TestServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tea_agent_runtime::app::{App, MigrationError};
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::AgentMsg;
 
 /// The pin version 1 starts with (a word: version 2 cannot read it).
 const WORD_PIN: &str = "S3CRET-pin";

@@ -5,13 +5,13 @@
 use std::sync::Arc;
 
 use agent_examples::counter::Counter;
-use agent_runtime::clock::ManualClock;
-use agent_runtime::ServerOptions;
 use agent_tests::mcp::{call, err};
 use agent_tests::TestServer;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt as _;
 use serde_json::json;
+use tea_agent_runtime::clock::ManualClock;
+use tea_agent_runtime::ServerOptions;
 
 const MINUTE_MS: u64 = 60 * 1000;
 const HOUR_MS: u64 = 60 * MINUTE_MS;

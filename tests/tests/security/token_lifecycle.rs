@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::Counter;
-use agent_runtime::security::{AuditEvent, MemoryAuditSink, TokenStatus};
-use agent_runtime::store::Stores;
-use agent_runtime::store::TokenStore;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
 use agent_tests::token_faults::{FaultyTokens, TokenOp};
 use agent_tests::{Answer, TestServer};
 use serde_json::{json, Value};
+use tea_agent_runtime::security::{AuditEvent, MemoryAuditSink, TokenStatus};
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::store::TokenStore;
 
 /// A counter server on `stores`, its token store optionally replaced (a wrapper of the
 /// stores' own), auditing into `audit`.

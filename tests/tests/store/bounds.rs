@@ -6,14 +6,14 @@
 use std::sync::Arc;
 
 use agent_examples::counter::{Counter, Msg};
-use agent_runtime::clock::ManualClock;
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::store::Stores;
-use agent_runtime::{config::HostConfig, Host};
 use agent_tests::host_on;
 use agent_tests::temp::TempDir;
 use agent_tests::TestServer;
 use serde_json::json;
+use tea_agent_runtime::clock::ManualClock;
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::{config::HostConfig, Host};
 
 const TTL: u64 = 86_400_000;
 
@@ -202,7 +202,7 @@ async fn stored_idempotency_answers_past_the_window_go_without_a_mint() {
     };
     assert!(stored("k1").await);
     // Past the 10-minute window, the next keyed call deletes it (no mint in between).
-    clock.advance(agent_runtime::IDEMPOTENCY_WINDOW.as_millis() as u64 + 1);
+    clock.advance(tea_agent_runtime::IDEMPOTENCY_WINDOW.as_millis() as u64 + 1);
     assert_eq!(t.lap(&m.token, "/message", &keyed("k2")).await.status, 200);
     assert!(!stored("k1").await);
     assert!(stored("k2").await);

@@ -10,19 +10,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_examples::counter::{Counter, Msg};
-use agent_runtime::clock::ManualClock;
-use agent_runtime::security::{AuditEvent, MemoryAuditSink, TrustProxy};
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::store::{
-    CommitWrite, Committed, ConfirmsSwap, SessionChanges, SessionRecord, SessionStore, StoreError,
-    StoreResult, Stores,
-};
-use agent_runtime::{config::HostConfig, Host, ServerOptions};
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
 use agent_tests::{host_on, TestServer};
 use futures::future::BoxFuture;
 use serde_json::json;
+use tea_agent_runtime::clock::ManualClock;
+use tea_agent_runtime::security::{AuditEvent, MemoryAuditSink, TrustProxy};
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::store::{
+    CommitWrite, Committed, ConfirmsSwap, SessionChanges, SessionRecord, SessionStore, StoreError,
+    StoreResult, Stores,
+};
+use tea_agent_runtime::{config::HostConfig, Host, ServerOptions};
 
 const IDLE_MS: u64 = 1_000;
 

@@ -142,7 +142,7 @@ async fn keyed_incs_apply_exactly_once_while_replicas_are_killed() {
     let kills = killer.await.expect("killer");
 
     // What the store holds is the truth every replica loads.
-    let stores = agent_runtime::store::Stores::open(&url)
+    let stores = tea_agent_runtime::store::Stores::open(&url)
         .await
         .expect("store");
     let record = stores

@@ -252,13 +252,13 @@ async fn a_replica_down_through_a_compaction_catches_up() {
 #[tokio::test]
 async fn a_toggle_appends_a_small_patch_not_a_snapshot() {
     use agent_examples::todo::{Msg, NewTodo, TodoApp};
-    use agent_runtime::config::HostConfig;
-    use agent_runtime::session::DispatchOptions;
-    use agent_schema::protocol::WaitFor;
+    use tea_agent_runtime::config::HostConfig;
+    use tea_agent_runtime::session::DispatchOptions;
+    use tea_agent_schema::protocol::WaitFor;
 
     let dir = TempDir::new("log");
     let db = dir.file("counter.db");
-    let stores = agent_runtime::store::Stores::open(&db)
+    let stores = tea_agent_runtime::store::Stores::open(&db)
         .await
         .expect("store");
     let app = TodoApp {

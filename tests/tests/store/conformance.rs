@@ -1,10 +1,10 @@
 //! The store conformance bodies (`agent_tests::store_conformance`) against the three
 //! implementations; the durable ones are also reopened and read back.
 
-use agent_runtime::store::{StoreKind, Stores};
 use agent_tests::postgres::PgServer;
 use agent_tests::store_conformance as conformance;
 use agent_tests::temp::TempDir;
+use tea_agent_runtime::store::{StoreKind, Stores};
 
 #[tokio::test]
 async fn in_memory_store_conforms() {

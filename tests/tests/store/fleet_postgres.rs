@@ -6,11 +6,11 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use agent_runtime::store::Stores;
 use agent_tests::counter_server;
 use agent_tests::postgres::PgServer;
 use agent_tests::process::ServerProcess;
 use serde_json::{json, Value};
+use tea_agent_runtime::store::Stores;
 
 const AGENTS: usize = 20;
 

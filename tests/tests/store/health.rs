@@ -6,10 +6,10 @@
 use std::time::{Duration, Instant};
 
 use agent_examples::counter::Counter;
-use agent_runtime::store::Stores;
 use agent_tests::postgres::PgServer;
 use agent_tests::TestServer;
 use serde_json::{json, Value};
+use tea_agent_runtime::store::Stores;
 
 /// A probe as a kubelet sends it: to the pod's address, which no allow-list names.
 async fn probe(t: &TestServer<Counter>, path: &str) -> (u16, Value, String) {

@@ -4,14 +4,14 @@
 //! was, goes on committing through the log, and an old idempotency answer still replays.
 
 use agent_examples::counter::{Counter, Msg};
-use agent_runtime::security::SessionKind;
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::store::Stores;
-use agent_runtime::{config::HostConfig, Host};
-use agent_schema::protocol::WaitFor;
 use agent_tests::host_on;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
+use tea_agent_runtime::security::SessionKind;
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::{config::HostConfig, Host};
+use tea_agent_schema::protocol::WaitFor;
 
 /// Version 7: the OAuth records' tables; version 8: the fleet's rate budgets; version 9: the
 /// paired sockets' leases; version 10: the paired proposals; all empty (on a pool of either

@@ -6,13 +6,13 @@
 use std::time::{Duration, Instant};
 
 use agent_examples::counter::Counter;
-use agent_runtime::store::{PostgresOptions, PostgresStore, StoreKind, Stores};
 use agent_tests::postgres::{PgServer, PgTls};
 use agent_tests::temp::TempDir;
 use agent_tests::TestServer;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use serde_json::json;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use tea_agent_runtime::store::{PostgresOptions, PostgresStore, StoreKind, Stores};
 
 /// A CA (its certificate, PEM) and a server certificate it signed for `localhost` and
 /// `127.0.0.1`, with the server's key.
@@ -78,7 +78,7 @@ async fn listening(stores: &Stores) {
         .changes()
         .expect("PostgreSQL announces changes");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while stores.sessions.listener() != agent_runtime::store::ChangesListener::Listening {
+    while stores.sessions.listener() != tea_agent_runtime::store::ChangesListener::Listening {
         assert!(Instant::now() < deadline, "the LISTEN task never listened");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -8,13 +8,13 @@
 //! that won, and the approved message commits at most once, only when the approval won.
 
 use agent_examples::counter::Counter;
-use agent_runtime::agent_schema::protocol::SendResult;
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::store::Stores;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
 use agent_tests::{Minted, TestServer};
 use serde_json::{json, Value};
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::tea_agent_schema::protocol::SendResult;
 
 /// Proposals raced per test: one race may go either way, several make a double decision
 /// certain to show on code that allows one.

@@ -60,7 +60,7 @@ async fn token_state_and_identity_survive_sigkill() {
     send(&first.base, &token, json!({"type": "nav", "to": "reports"})).await;
     assert_eq!(count(&first.base, &token).await, 3);
     // The log tail is written shortly after the entries (at most one write per half second).
-    let stores = agent_runtime::store::Stores::open(&db)
+    let stores = tea_agent_runtime::store::Stores::open(&db)
         .await
         .expect("store");
     let mut stored_log = String::new();

@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use agent_examples::counter::{Counter, Msg};
-use agent_runtime::clock::ManualClock;
-use agent_runtime::session::DispatchOptions;
-use agent_runtime::store::{SessionRecord, Stores};
-use agent_runtime::{config::HostConfig, Host};
 use agent_tests::host_on;
 use agent_tests::temp::TempDir;
+use tea_agent_runtime::clock::ManualClock;
+use tea_agent_runtime::session::DispatchOptions;
+use tea_agent_runtime::store::{SessionRecord, Stores};
+use tea_agent_runtime::{config::HostConfig, Host};
 
 fn host(stores: &Stores, clock: Arc<ManualClock>, idle_ms: u64) -> Host<Counter> {
     let mut config = HostConfig::default();

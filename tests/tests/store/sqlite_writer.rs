@@ -7,10 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_runtime::store::{CommitWrite, Committed, SessionRecord, SessionStore, Stores};
 use agent_tests::temp::TempDir;
 use serde_json::json;
 use sqlx::Connection as _;
+use tea_agent_runtime::store::{CommitWrite, Committed, SessionRecord, SessionStore, Stores};
 
 const HASH: &str = "h";
 
@@ -43,7 +43,7 @@ async fn release(mut conn: sqlx::SqliteConnection) {
 fn spawn_insert(
     sessions: &Arc<dyn SessionStore>,
     id: String,
-) -> tokio::task::JoinHandle<Result<(), agent_runtime::store::StoreError>> {
+) -> tokio::task::JoinHandle<Result<(), tea_agent_runtime::store::StoreError>> {
     let sessions = sessions.clone();
     tokio::spawn(async move { sessions.insert_session(record(&id)).await })
 }

@@ -3,13 +3,13 @@
 //! effects refused, a human's commit refused, an undo after a restart.
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::config::HostConfig;
-use agent_runtime::session::{DispatchOptions, UndoError};
-use agent_runtime::store::Stores;
-use agent_runtime::{Host, Session};
 use agent_tests::host_on;
 use agent_tests::temp::TempDir;
 use serde_json::{json, Value};
+use tea_agent_runtime::config::HostConfig;
+use tea_agent_runtime::session::{DispatchOptions, UndoError};
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::{Host, Session};
 
 fn done(session: &Session<TodoApp>, i: usize) -> Value {
     session.state()["todos"][i]["done"].clone()

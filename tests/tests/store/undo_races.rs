@@ -4,16 +4,16 @@
 //! `State` changes nothing; and the undo rules on PostgreSQL, with an undo after a restart.
 
 use agent_examples::todo::TodoApp;
-use agent_runtime::config::HostConfig;
-use agent_runtime::session::{DispatchOptions, UndoError};
-use agent_runtime::store::Stores;
-use agent_runtime::{AgentMsg, Host, Session};
 use agent_tests::host_on;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Value};
+use tea_agent_runtime::config::HostConfig;
+use tea_agent_runtime::session::{DispatchOptions, UndoError};
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::{AgentMsg, Host, Session};
 
 fn done(session: &Session<TodoApp>, i: usize) -> Value {
     session.state()["todos"][i]["done"].clone()
@@ -26,7 +26,7 @@ fn id(session: &Session<TodoApp>, i: usize) -> String {
         .to_owned()
 }
 
-async fn agent<A: agent_runtime::app::App>(session: &Session<A>, msg: Value, tid: &str) -> u64 {
+async fn agent<A: tea_agent_runtime::app::App>(session: &Session<A>, msg: Value, tid: &str) -> u64 {
     session
         .send_message(&msg, None, DispatchOptions::default(), Some(tid))
         .await

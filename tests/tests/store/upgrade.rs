@@ -11,16 +11,16 @@
 
 use std::sync::Arc;
 
-use agent_runtime::app::{App, MigrationError};
-use agent_runtime::security::{AuditEvent, MemoryAuditSink};
-use agent_runtime::store::Stores;
-use agent_runtime::AgentMsg;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
 use agent_tests::TestServer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tea_agent_runtime::app::{App, MigrationError};
+use tea_agent_runtime::security::{AuditEvent, MemoryAuditSink};
+use tea_agent_runtime::store::Stores;
+use tea_agent_runtime::AgentMsg;
 
 #[derive(Clone, Serialize, Deserialize, JsonSchema, AgentMsg)]
 #[serde(tag = "type", rename_all = "camelCase")]
@@ -127,7 +127,7 @@ agent_tests::test_app! {
                 Ok(serde_json::from_value(state)?)
             }
             // Without it: what the default hook does.
-            _ => agent_runtime::app::fill_missing_fields(&self.init().0, stored),
+            _ => tea_agent_runtime::app::fill_missing_fields(&self.init().0, stored),
         }
     }
 }
@@ -353,7 +353,8 @@ fn the_default_migration_fills_only_what_is_missing() {
         "mode": {"Fancy": {"colour": "red"}},
         "tags": {"mine": 2},
     });
-    let state: State = agent_runtime::app::fill_missing_fields(&initial, stored).expect("filled");
+    let state: State =
+        tea_agent_runtime::app::fill_missing_fields(&initial, stored).expect("filled");
     assert_eq!(
         state,
         State {
@@ -367,5 +368,5 @@ fn the_default_migration_fills_only_what_is_missing() {
     );
     // A stored value of another type is never replaced: no migration.
     let wrong = json!({"inner": {"a": "seven"}, "mode": {"Plain": {"size": 1}}, "tags": {}});
-    assert!(agent_runtime::app::fill_missing_fields(&initial, wrong).is_err());
+    assert!(tea_agent_runtime::app::fill_missing_fields(&initial, wrong).is_err());
 }

@@ -2,9 +2,9 @@
 //! chains under `state` (to know which patch ops can change its result), and whether it has
 //! one of the list shapes kept incrementally ([`Shape`]).
 
-use agent_schema::tags::cel::{children, select_chain};
 use cel::common::ast::{operators, Expr, LiteralValue};
 use cel::parser::Expression;
+use tea_agent_schema::tags::cel::{children, select_chain};
 
 use crate::algo::cel_eval::STATE_VAR;
 

@@ -39,9 +39,9 @@ pub(crate) mod walk;
 
 use std::sync::Arc;
 
-use agent_schema::redact::RedactPlan;
 use serde::Serialize;
 use serde_json::Value;
+use tea_agent_schema::redact::RedactPlan;
 
 use crate::algo::diff::{diff, PatchOp};
 use crate::algo::route_gates::{GateBook, GateSet, GateValues};

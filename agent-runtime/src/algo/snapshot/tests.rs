@@ -6,13 +6,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use agent_schema::describe::state_schema;
-use agent_schema::redact::RedactPlan;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{json, Value};
+use tea_agent_schema::describe::state_schema;
+use tea_agent_schema::redact::RedactPlan;
 
 use super::olds::Olds;
 use super::walk::{build, walk, Ctx};

@@ -7,11 +7,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent_schema::describe::state_schema;
-use agent_schema::redact::RedactPlan;
 use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::Serialize;
+use tea_agent_schema::describe::state_schema;
+use tea_agent_schema::redact::RedactPlan;
 
 use super::walk::build;
 use super::Snapshots;

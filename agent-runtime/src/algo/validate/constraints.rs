@@ -11,9 +11,9 @@
 
 use std::fmt;
 
-use agent_schema::shape::{Constraints, TypeKind, TypeNode};
 use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
+use tea_agent_schema::shape::{Constraints, TypeKind, TypeNode};
 
 use super::messages::{number_text, value_text};
 

@@ -18,10 +18,10 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use agent_runtime::cel_eval::PredicateCache;
-//! use agent_runtime::config::DispatchPolicy;
-//! use agent_runtime::validate::Validator;
-//! use agent_schema::{MsgModel, StaticAnnotations, VariantDescriptor};
+//! use tea_agent_runtime::cel_eval::PredicateCache;
+//! use tea_agent_runtime::config::DispatchPolicy;
+//! use tea_agent_runtime::validate::Validator;
+//! use tea_agent_schema::{MsgModel, StaticAnnotations, VariantDescriptor};
 //! use serde_json::json;
 //!
 //! let schema = json!({"oneOf": [{
@@ -51,10 +51,10 @@ mod walk;
 use std::fmt;
 use std::sync::Arc;
 
-use agent_schema::protocol::{IssueCode, ValidationIssue, ValidationOutcome};
-use agent_schema::startup::StartupError;
-use agent_schema::MsgModel;
 use serde_json::Value;
+use tea_agent_schema::protocol::{IssueCode, ValidationIssue, ValidationOutcome};
+use tea_agent_schema::startup::StartupError;
+use tea_agent_schema::MsgModel;
 
 use crate::algo::cel_eval::PredicateCache;
 use crate::config::DispatchPolicy;
@@ -209,8 +209,8 @@ mod tests {
 
     #[test]
     fn a_validation_that_cannot_be_evaluated_says_so() {
-        use agent_schema::{StaticAnnotations, StaticFieldTags, VariantDescriptor};
         use serde_json::json;
+        use tea_agent_schema::{StaticAnnotations, StaticFieldTags, VariantDescriptor};
 
         let schema = json!({"oneOf": [{
             "type": "object",

@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
-use agent_schema::shape::{FieldModel, ObjectModel, TypeKind, TypeNode, UnionModel};
-use agent_schema::MsgModel;
 use serde_json::Value;
+use tea_agent_schema::shape::{FieldModel, ObjectModel, TypeKind, TypeNode, UnionModel};
+use tea_agent_schema::MsgModel;
 
 use super::constraints::ConstraintCheck;
 use super::messages::{literal_list, quoted_list};
@@ -69,7 +69,7 @@ pub(crate) enum IntegerKind {
 }
 
 impl IntegerKind {
-    fn of(constraints: &agent_schema::shape::Constraints) -> IntegerKind {
+    fn of(constraints: &tea_agent_schema::shape::Constraints) -> IntegerKind {
         let non_negative = constraints
             .minimum
             .as_ref()

@@ -7,8 +7,8 @@
 
 use std::fmt::Write as _;
 
-use agent_schema::protocol::{IssueCode, ValidationIssue, ValidationOutcome};
 use serde_json::{Map, Value};
+use tea_agent_schema::protocol::{IssueCode, ValidationIssue, ValidationOutcome};
 
 use super::messages as m;
 use super::tree::{KindTree, NodeTree, ObjectTree, UnionTree};

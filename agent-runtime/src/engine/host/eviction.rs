@@ -7,7 +7,7 @@
 //! conditional delete (still unused since it was chosen), taken under the reload lock, and
 //! audited (`session-evicted`).
 
-use agent_schema::protocol::ConfirmStatus;
+use tea_agent_schema::protocol::ConfirmStatus;
 
 use super::{counting_failed, CreateSessionError, Host, STALE_BATCH, STALE_ROUNDS};
 use crate::app::App;
@@ -32,7 +32,7 @@ impl LiveAgents<'_> {
         let tokens = match self.tokens.list_by_session(id).await {
             Ok(tokens) => tokens,
             Err(e) => {
-                tracing::error!(target: "agent_runtime::store", "listing tokens failed: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "listing tokens failed: {e}");
                 return true;
             }
         };
@@ -48,7 +48,7 @@ impl LiveAgents<'_> {
                     Ok(ids) if ids.is_empty() => {}
                     Ok(_) => return true,
                     Err(e) => {
-                        tracing::error!(target: "agent_runtime::store", "listing MCP sessions failed: {e}");
+                        tracing::error!(target: "tea_agent_runtime::store", "listing MCP sessions failed: {e}");
                         return true;
                     }
                 }
@@ -145,7 +145,7 @@ impl<A: App> Host<A> {
             Ok(Some(record)) => record,
             Ok(None) => return false,
             Err(e) => {
-                tracing::error!(target: "agent_runtime::store", "reading session {id} failed: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "reading session {id} failed: {e}");
                 return false;
             }
         };
@@ -161,7 +161,7 @@ impl<A: App> Host<A> {
             Ok(true) => {}
             Ok(false) => return false,
             Err(e) => {
-                tracing::error!(target: "agent_runtime::store", "evicting session {id} failed: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "evicting session {id} failed: {e}");
                 return false;
             }
         }

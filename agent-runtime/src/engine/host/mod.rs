@@ -85,7 +85,7 @@ const STALE_ROUNDS: usize = 16;
 
 /// The refusal of a creation whose caps could not be counted (logged for the operator).
 fn counting_failed(e: &dyn std::fmt::Display) -> CreateSessionError {
-    tracing::error!(target: "agent_runtime::store", "counting sessions failed: {e}");
+    tracing::error!(target: "tea_agent_runtime::store", "counting sessions failed: {e}");
     CreateSessionError::Store(
         "the session store could not count its sessions; try again later".into(),
     )
@@ -243,12 +243,12 @@ impl<A: App> Host<A> {
     }
 
     /// The describe document as the `/describe` answer (shares the serialized text).
-    pub fn description(&self) -> agent_schema::protocol::Description {
+    pub fn description(&self) -> tea_agent_schema::protocol::Description {
         self.inner.catalog.description()
     }
 
     /// The lean describe document `/observe` embeds (no `annotations`).
-    pub fn observe_description(&self) -> agent_schema::protocol::Description {
+    pub fn observe_description(&self) -> tea_agent_schema::protocol::Description {
         self.inner.catalog.observe_description()
     }
 
@@ -439,7 +439,7 @@ impl<A: App> Host<A> {
         let was_open = self.forget_deleted(id);
         if let Some(store) = &self.inner.store {
             if let Err(e) = store.delete_session(id).await {
-                tracing::error!(target: "agent_runtime::store", "deleting session {id} failed: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "deleting session {id} failed: {e}");
                 self.inner.deleted.remove(id);
                 return Err(e);
             }

@@ -40,7 +40,7 @@ impl<A: App> Host<A> {
             Ok(Some(record)) => record,
             Ok(None) => return Ok(None),
             Err(e) => {
-                tracing::error!(target: "agent_runtime::store", "loading session {id} failed: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "loading session {id} failed: {e}");
                 return Ok(None);
             }
         };
@@ -56,7 +56,7 @@ impl<A: App> Host<A> {
                 return Err(Refused { owner, reason });
             }
             Err(e) => {
-                tracing::error!(target: "agent_runtime::store", "restoring session {id} failed: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "restoring session {id} failed: {e}");
                 return Ok(None);
             }
         };
@@ -69,7 +69,7 @@ impl<A: App> Host<A> {
         // they delete only a session still unused, so once marked used it stays; one deleted
         // between the read and the mark is gone, and is not served from memory.
         if let Err(e) = store.touch_session(id, now).await {
-            tracing::error!(target: "agent_runtime::store", "touching session {id} failed: {e}");
+            tracing::error!(target: "tea_agent_runtime::store", "touching session {id} failed: {e}");
         }
         match store.load_since(id, seq).await {
             Ok(Some(_)) => {}
@@ -78,7 +78,7 @@ impl<A: App> Host<A> {
                 return Ok(None);
             }
             Err(e) => {
-                tracing::error!(target: "agent_runtime::store", "reading session {id} failed: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "reading session {id} failed: {e}");
                 session.close();
                 return Ok(None);
             }
@@ -95,7 +95,7 @@ impl<A: App> Host<A> {
 
     /// Logs a stored session refused as not migrated, and audits it the first time.
     async fn refused(&self, id: &str, owner: Option<String>, reason: &str) {
-        tracing::error!(target: "agent_runtime::store", session = %id, "{reason}");
+        tracing::error!(target: "tea_agent_runtime::store", session = %id, "{reason}");
         if self.inner.refused.insert(id) {
             let entry = AuditEntry::new(
                 self.inner.config.clock.now_ms(),
@@ -116,7 +116,7 @@ impl<A: App> Host<A> {
         let ids = match store.sessions_of(owner).await {
             Ok(ids) => ids,
             Err(e) => {
-                tracing::error!(target: "agent_runtime::store", "listing sessions failed: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "listing sessions failed: {e}");
                 return self.sessions_of(owner);
             }
         };

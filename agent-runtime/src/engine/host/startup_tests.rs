@@ -108,7 +108,7 @@ test_app!(VaultApp, Vault, VaultMsg, (), EffectPreview::hidden());
 #[test]
 fn describe_and_host_new_report_the_same_errors() {
     let host = Host::new(VaultApp).unwrap_err();
-    let schema = agent_schema::describe::<VaultMsg, Vault>("todo", "1", None).unwrap_err();
+    let schema = tea_agent_schema::describe::<VaultMsg, Vault>("todo", "1", None).unwrap_err();
     let runtime = crate::describe(&VaultApp).unwrap_err();
     assert_eq!(host.errors().len(), 3, "{host}");
     assert_eq!(host, schema);
@@ -167,7 +167,7 @@ fn the_runtime_checks_join_the_list() {
         "{host}"
     );
     // The types alone pass: the runtime's checks are what fails.
-    assert!(agent_schema::describe::<PatternMsg, State>("todo", "1", None).is_ok());
+    assert!(tea_agent_schema::describe::<PatternMsg, State>("todo", "1", None).is_ok());
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, AgentMsg)]

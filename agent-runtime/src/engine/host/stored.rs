@@ -90,7 +90,7 @@ impl<A: App> Host<A> {
             let stale = match store.stale_sessions(before, STALE_BATCH).await {
                 Ok(stale) => stale,
                 Err(e) => {
-                    tracing::error!(target: "agent_runtime::store", "listing stale sessions failed: {e}");
+                    tracing::error!(target: "tea_agent_runtime::store", "listing stale sessions failed: {e}");
                     break;
                 }
             };
@@ -107,7 +107,7 @@ impl<A: App> Host<A> {
                     })
                 };
                 if let Err(e) = done {
-                    tracing::error!(target: "agent_runtime::store", "expiring session {id} failed: {e}");
+                    tracing::error!(target: "tea_agent_runtime::store", "expiring session {id} failed: {e}");
                 }
             }
             if (stale.len() as u64) < STALE_BATCH {
@@ -115,7 +115,7 @@ impl<A: App> Host<A> {
             }
         }
         if deleted > 0 {
-            tracing::debug!(target: "agent_runtime::store", "deleted {deleted} expired stored sessions");
+            tracing::debug!(target: "tea_agent_runtime::store", "deleted {deleted} expired stored sessions");
         }
         deleted
     }

@@ -5,10 +5,10 @@
 // The pairing client alone (feature `pairing-client` without `pairing`) reads only its half.
 #![cfg_attr(not(feature = "pairing"), allow(dead_code))]
 
-use agent_schema::protocol::Progress;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
+use tea_agent_schema::protocol::Progress;
 
 /// The LAP version this side speaks (`hello-ack.lapVersion`).
 pub(crate) const LAP_VERSION: u32 = 2;
@@ -290,7 +290,7 @@ impl ServerFrame {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_schema::protocol::PROGRESS_TEXT_CHARS;
+    use tea_agent_schema::protocol::PROGRESS_TEXT_CHARS;
 
     #[test]
     fn wire_spellings() {

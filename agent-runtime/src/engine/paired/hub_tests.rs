@@ -97,7 +97,7 @@ fn hello(extensions: &[&str]) -> ClientFrame {
 /// the caller's cancel is told to an app that takes `rpc-cancel`, never to LLui's.
 #[tokio::test]
 async fn a_followed_rpc_hears_progress_and_tells_its_cancel_to_apps_that_take_it() {
-    use agent_schema::protocol::Progress;
+    use tea_agent_schema::protocol::Progress;
     for takes in [true, false] {
         let hub = hub();
         let mut socket = hub.register("t");

@@ -4,8 +4,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use agent_schema::protocol::{LogEntry, LogKind, PatchOp};
 use serde_json::Value;
+use tea_agent_schema::protocol::{LogEntry, LogKind, PatchOp};
 
 use super::retained::{self, Retained, RetainedRing, RingCharge};
 use crate::config::{json_len, Budgets};

@@ -2,9 +2,9 @@
 //! detail, and the action gate (`HostConfig::action_gates`) checked when a message is sent and
 //! again at its turn in the session's queue.
 
-use agent_schema::protocol::LogKind;
-use agent_schema::{AgentMsg as _, MessageAnnotations};
 use serde_json::json;
+use tea_agent_schema::protocol::LogKind;
+use tea_agent_schema::{AgentMsg as _, MessageAnnotations};
 
 use super::{Session, SessionError};
 use crate::algo::affordances::{Offer, DEFAULT_UNAVAILABLE_REASON, GATE_FAILED_REASON};

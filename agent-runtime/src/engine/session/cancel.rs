@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Weak};
 
-use agent_schema::protocol::{CancelledWork, LogKind, StartedBy, Work};
 use serde_json::json;
+use tea_agent_schema::protocol::{CancelledWork, LogKind, StartedBy, Work};
 
 use super::work::{End, WorkSlot};
 use super::{activity, Session, SessionCore};

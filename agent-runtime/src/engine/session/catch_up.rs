@@ -27,7 +27,7 @@ pub(crate) async fn refresh<A: App>(core: &SessionCore<A>) {
             return;
         }
         Err(e) => {
-            tracing::error!(target: "agent_runtime::store", "reloading session {} failed: {e}", core.id);
+            tracing::error!(target: "tea_agent_runtime::store", "reloading session {} failed: {e}", core.id);
             return;
         }
     };

@@ -5,9 +5,11 @@
 
 use std::sync::Arc;
 
-use agent_schema::protocol::{ConfirmEntry, ConfirmResultResponse, ConfirmStatus, RejectReason};
 use serde_json::value::RawValue;
 use serde_json::Value;
+use tea_agent_schema::protocol::{
+    ConfirmEntry, ConfirmResultResponse, ConfirmStatus, RejectReason,
+};
 
 use crate::config::{json_len, OverBudget};
 

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_schema::protocol::ConfirmEntry;
+use tea_agent_schema::protocol::ConfirmEntry;
 
 use super::confirm::{ConfirmStore, Decision, WithdrawError};
 use super::persist::{log_error, Persistence};

@@ -4,13 +4,13 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use agent_schema::protocol::{
+use serde::Deserialize as _;
+use serde_json::{json, Map, Value};
+use tea_agent_schema::protocol::{
     ConfirmEntry, ConfirmResultResponse, ConfirmStatus, LogKind, RejectReason, SendResult,
     ValidationIssue, WaitFor, WouldDispatchResult,
 };
-use agent_schema::DispatchMode;
-use serde::Deserialize as _;
-use serde_json::{json, Map, Value};
+use tea_agent_schema::DispatchMode;
 
 use super::confirm::{DecisionError, WithdrawError};
 use super::decisions::DecideError;
@@ -171,7 +171,7 @@ impl<A: App> Session<A> {
         kind: LogKind,
         msg: &Value,
         tid: Option<&str>,
-    ) -> agent_schema::protocol::LogEntry {
+    ) -> tea_agent_schema::protocol::LogEntry {
         let variant = variant_of(msg);
         let intent = variant
             .and_then(|v| self.core.catalog.annotations(v))

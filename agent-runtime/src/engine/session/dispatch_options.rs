@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use agent_schema::protocol::WaitFor;
+use tea_agent_schema::protocol::WaitFor;
 
 /// Wait options of a dispatch (`send_message` and the human dispatch). Start from
 /// `DispatchOptions::default()` and set what differs (`#[non_exhaustive]`).

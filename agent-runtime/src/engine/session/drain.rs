@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_schema::protocol::{DrainError, DrainReport, WaitFor};
+use tea_agent_schema::protocol::{DrainError, DrainReport, WaitFor};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::time::Instant;
 

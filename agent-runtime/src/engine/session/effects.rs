@@ -4,8 +4,8 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use agent_schema::protocol::{DrainError, DrainErrorKind};
 use futures::FutureExt;
+use tea_agent_schema::protocol::{DrainError, DrainErrorKind};
 
 use super::cancel;
 use super::queue::{CommitNote, Origin};

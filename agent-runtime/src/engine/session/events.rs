@@ -6,9 +6,9 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use agent_schema::protocol::ConfirmEntry;
 use serde_json::value::RawValue;
 use serde_json::Value;
+use tea_agent_schema::protocol::ConfirmEntry;
 use tokio::sync::broadcast;
 
 use super::retained::{self, RetainedRing, RingCharge};

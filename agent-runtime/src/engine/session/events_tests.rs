@@ -3,7 +3,7 @@
 use super::*;
 use crate::engine::session::activity::entry;
 use crate::engine::session::SessionHold;
-use agent_schema::protocol::LogKind;
+use tea_agent_schema::protocol::LogKind;
 
 use serde_json::json;
 

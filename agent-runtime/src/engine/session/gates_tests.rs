@@ -6,11 +6,11 @@
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use agent_schema::protocol::{LogKind, RejectReason, SendResult, WaitFor, WouldDispatchResult};
 use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tea_agent_schema::protocol::{LogKind, RejectReason, SendResult, WaitFor, WouldDispatchResult};
 
 use super::{DispatchOptions, Session};
 use crate::app::{App, Bindings};

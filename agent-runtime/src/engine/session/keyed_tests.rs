@@ -5,10 +5,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use agent_schema::protocol::{SendResult, WaitFor};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tea_agent_schema::protocol::{SendResult, WaitFor};
 
 use super::keyed::{KeyOutcome, KeyReceipt, KeyedDispatch};
 use super::{DispatchOptions, Session};

@@ -23,10 +23,10 @@ pub(crate) struct Unread {
 }
 
 impl Unread {
-    /// Writes the full text to the operator's log (`tracing`, target `agent_runtime::store`)
+    /// Writes the full text to the operator's log (`tracing`, target `tea_agent_runtime::store`)
     /// under `what` happened to `session`.
     pub(crate) fn log(&self, session: &str, what: &str) {
-        tracing::error!(target: "agent_runtime::store", session = %session, "{what}: {}", self.full);
+        tracing::error!(target: "tea_agent_runtime::store", session = %session, "{what}: {}", self.full);
     }
 }
 

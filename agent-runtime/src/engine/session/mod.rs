@@ -53,8 +53,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use agent_schema::protocol::LogEntry;
 use serde_json::Value;
+use tea_agent_schema::protocol::LogEntry;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::algo::catalog::Catalog;
@@ -466,7 +466,7 @@ impl<A: App> SessionCore<A> {
 /// `state failed to serialize: `), never a silent `null`.
 pub(crate) fn redact<A: App>(
     app: &A,
-    plan: &agent_schema::redact::RedactPlan,
+    plan: &tea_agent_schema::redact::RedactPlan,
     state: &A::State,
 ) -> Result<Value, String> {
     crate::algo::snapshot::serialize_full(app, plan, state)

@@ -1,7 +1,7 @@
 //! The last dispatch outcome of each token, which `describe_context` turns into a hint
 //! (`docs/semantics.md` §8.4).
 
-use agent_schema::protocol::{DrainError, ValidationIssue};
+use tea_agent_schema::protocol::{DrainError, ValidationIssue};
 
 /// What the last `send_message` of a token ended with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +89,7 @@ impl LastOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_schema::protocol::{DrainErrorKind, IssueCode};
+    use tea_agent_schema::protocol::{DrainErrorKind, IssueCode};
 
     #[test]
     fn hints_follow_the_spec() {

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use agent_schema::protocol::{DrainError, DrainErrorKind, LogEntry, LogKind};
+use tea_agent_schema::protocol::{DrainError, DrainErrorKind, LogEntry, LogKind};
 
 use super::commit_log::{Change, CommitLog};
 use super::keyed::{KeyOutcome, KeyedDispatch};
@@ -350,7 +350,7 @@ async fn reapply<A: App>(
 }
 
 pub(super) fn log_error<A: App>(core: &SessionCore<A>, intent: &str, detail: String) {
-    tracing::error!(target: "agent_runtime::store", session = %core.id, "{intent}: {detail}");
+    tracing::error!(target: "tea_agent_runtime::store", session = %core.id, "{intent}: {detail}");
     let mut entry = activity::entry(LogKind::Error, core.now());
     entry.intent = Some(intent.into());
     entry.detail = Some(detail);
@@ -388,7 +388,7 @@ pub(crate) fn spawn_log_saver<A: App>(core: &Arc<SessionCore<A>>) {
             tail.reverse();
             let json = serde_json::to_string(&tail).unwrap_or_else(|_| "[]".into());
             if let Err(e) = p.store.save_log_tail(&core.id, &json).await {
-                tracing::error!(target: "agent_runtime::store", "storing the log of {} failed: {e}", core.id);
+                tracing::error!(target: "tea_agent_runtime::store", "storing the log of {} failed: {e}", core.id);
             }
         }
     });
@@ -440,7 +440,7 @@ pub(crate) fn restore<A: App>(
         }
         Read::Migrated { state, why } => {
             tracing::warn!(
-                target: "agent_runtime::store",
+                target: "tea_agent_runtime::store",
                 session = %record.id,
                 "session migrated from commit {}: {}",
                 record.seq,

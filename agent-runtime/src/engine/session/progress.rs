@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use agent_schema::protocol::{CancelledWork, Progress};
 use futures::future::select_all;
 use parking_lot::Mutex;
+use tea_agent_schema::protocol::{CancelledWork, Progress};
 use tokio::sync::watch;
 
 use super::work::{End, SlotState, WorkSlot};

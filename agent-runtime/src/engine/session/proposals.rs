@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use agent_schema::protocol::{ConfirmEntry, ConfirmResultResponse, PendingProposal};
 use serde_json::{Map, Value};
+use tea_agent_schema::protocol::{ConfirmEntry, ConfirmResultResponse, PendingProposal};
 
 use super::confirm::{Decision, WithdrawError};
 use super::decisions::DecideError;

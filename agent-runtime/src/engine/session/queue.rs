@@ -3,8 +3,8 @@
 //! waiters after each commit ([`CommitNote`]). Plain types; the task, the effects, the drain
 //! and the persistence all use them.
 
-use agent_schema::protocol::DrainError;
 use serde_json::Value;
+use tea_agent_schema::protocol::DrainError;
 use tokio::sync::oneshot;
 
 use std::sync::Arc;

@@ -4,13 +4,13 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-use agent_schema::protocol::{
+use serde_json::Value;
+use std::sync::Arc;
+use tea_agent_schema::protocol::{
     Action, ActionList, ContextResponse, DescribeVisibleResponse, DomElement, QueryDomResponse,
     QueryStateResponse, StateResponse, WaitResponse, WaitStatus,
 };
-use agent_schema::{AgentContext, VariantKind as _};
-use serde_json::Value;
-use std::sync::Arc;
+use tea_agent_schema::{AgentContext, VariantKind as _};
 
 use super::patches::Since;
 use super::{Published, Session, SessionError};

@@ -4,8 +4,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_schema::protocol::{DrainError, DrainErrorKind, LogKind, StartedBy};
-use agent_schema::AgentMsg as _;
+use tea_agent_schema::protocol::{DrainError, DrainErrorKind, LogKind, StartedBy};
+use tea_agent_schema::AgentMsg as _;
 use tokio::sync::mpsc;
 
 use super::cancel::{self, Canceller};

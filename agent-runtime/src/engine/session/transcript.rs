@@ -1,6 +1,6 @@
 //! Transcripts (`docs/security.md` §Transcripts): what the agents of a session called and were
 //! answered, kept in a ring bounded in entries and bytes, and the human's decisions on their
-//! proposals, so that `agent_runtime::testing` can replay a run against the next version of
+//! proposals, so that `tea_agent_runtime::testing` can replay a run against the next version of
 //! the app. The gate records every call of a hosted session (`ops/transcript.rs`), in the form
 //! the agent sent and was answered, redaction already applied; the session records decisions.
 //! The ring lives in memory only and gives way to the host's budget of what sessions retain

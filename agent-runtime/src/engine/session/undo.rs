@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent_schema::protocol::LogKind;
 use serde_json::json;
+use tea_agent_schema::protocol::LogKind;
 use tokio::sync::oneshot;
 
 use super::commit_log::Change;
@@ -122,7 +122,7 @@ pub(crate) fn author<A: App>(core: &SessionCore<A>, env: &Envelope<A::Msg>) -> A
     Authored {
         by,
         tid,
-        variant: agent_schema::AgentMsg::variant_name(&env.msg).to_string(),
+        variant: tea_agent_schema::AgentMsg::variant_name(&env.msg).to_string(),
     }
 }
 

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use agent_schema::protocol::{RejectReason, SendResult, WaitFor};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tea_agent_schema::protocol::{RejectReason, SendResult, WaitFor};
 
 use super::{DispatchOptions, Session};
 use crate::app::{App, Bindings};

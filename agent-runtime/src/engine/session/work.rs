@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use agent_schema::protocol::{CancelledWork, Progress, StartedBy, Work};
 use parking_lot::Mutex;
+use tea_agent_schema::protocol::{CancelledWork, Progress, StartedBy, Work};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
@@ -34,7 +34,7 @@ pub(crate) fn slot_cost(starter: &Starter) -> usize {
         + text(&starter.key)
         + text(&starter.variant)
         + text(&starter.intent)
-        + block(4 * agent_schema::protocol::PROGRESS_TEXT_CHARS)
+        + block(4 * tea_agent_schema::protocol::PROGRESS_TEXT_CHARS)
         // Its node in the board's map.
         + 2 * std::mem::size_of::<(u64, Arc<WorkSlot>)>(),
     )
@@ -210,7 +210,7 @@ impl EffectWork for WorkSlot {
     fn progress(&self, progress: Progress) {
         let progress = match progress.text {
             Some(ref text)
-                if text.chars().count() > agent_schema::protocol::PROGRESS_TEXT_CHARS =>
+                if text.chars().count() > tea_agent_schema::protocol::PROGRESS_TEXT_CHARS =>
             {
                 let text = text.clone();
                 progress.with_text(text)

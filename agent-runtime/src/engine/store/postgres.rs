@@ -224,13 +224,13 @@ async fn listen_until_closed(
         let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
             Ok(l) => l,
             Err(e) => {
-                tracing::error!(target: "agent_runtime::store", "LISTEN connect failed: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "LISTEN connect failed: {e}");
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
         };
         if let Err(e) = listener.listen_all([CHANGES_CHANNEL, MCP_CHANNEL]).await {
-            tracing::error!(target: "agent_runtime::store", "LISTEN failed: {e}");
+            tracing::error!(target: "tea_agent_runtime::store", "LISTEN failed: {e}");
             tokio::time::sleep(Duration::from_secs(1)).await;
             continue;
         }
@@ -255,7 +255,7 @@ async fn listen_until_closed(
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(target: "agent_runtime::store", "LISTEN lost: {e}");
+                    tracing::warn!(target: "tea_agent_runtime::store", "LISTEN lost: {e}");
                     crate::telemetry::listener_reconnect();
                     set(LISTENER_RECONNECTING);
                     break;

@@ -108,7 +108,7 @@ pub(crate) fn check_tls(mode: PgSslMode) -> Result<(), StoreError> {
     if demands_tls(mode) && !cfg!(feature = "postgres-tls") {
         return Err(StoreError::Unsupported(format!(
             "the PostgreSQL connection asks for TLS (sslmode={}) but this build has no TLS for \
-             PostgreSQL: enable the cargo feature `postgres-tls` of agent-runtime",
+             PostgreSQL: enable the cargo feature `postgres-tls` of tea-agent-runtime",
             mode_name(mode)
         )));
     }

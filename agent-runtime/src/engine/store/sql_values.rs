@@ -40,7 +40,7 @@ impl From<sqlx::Error> for StoreError {
 /// Logs a failed background write of the token store (the coalesced touches, which no caller
 /// waits for; every other call answers its failure).
 pub(crate) fn token_failure(op: &str, e: &dyn std::fmt::Display) {
-    tracing::error!(target: "agent_runtime::store", "token store {op} failed: {e}");
+    tracing::error!(target: "tea_agent_runtime::store", "token store {op} failed: {e}");
 }
 
 /// A value bound to a write's `$N` parameter (`N` = its position, from 1).

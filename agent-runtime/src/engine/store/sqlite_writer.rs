@@ -145,7 +145,7 @@ impl SqliteWriter {
         if let Some(thread) = thread {
             // It has ended: the join does not wait (on a blocking thread all the same).
             if let Ok(Err(_)) = tokio::task::spawn_blocking(move || thread.join()).await {
-                tracing::error!(target: "agent_runtime::store", "the SQLite writer thread panicked");
+                tracing::error!(target: "tea_agent_runtime::store", "the SQLite writer thread panicked");
             }
         }
     }
@@ -203,7 +203,7 @@ impl SqliteWriter {
                 .execute(&readers)
                 .await;
             if let Err(e) = done {
-                tracing::warn!(target: "agent_runtime::store", "WAL checkpoint failed: {e}");
+                tracing::warn!(target: "tea_agent_runtime::store", "WAL checkpoint failed: {e}");
             }
             running.store(false, Ordering::Release);
         });

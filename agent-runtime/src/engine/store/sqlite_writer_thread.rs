@@ -163,7 +163,7 @@ fn run_batch(conn: &mut Connection, writes: Vec<Write>, orphaned: &(dyn Fn() + S
         Err(Failed::Begin(e)) => writes.iter().map(|_| Err(e.clone())).collect(),
         // A commit or savepoint that failed: each write again, alone.
         Err(Failed::Batch(e)) if writes.len() > 1 => {
-            tracing::warn!(target: "agent_runtime::store", "SQLite batch failed ({e}); writing one by one");
+            tracing::warn!(target: "tea_agent_runtime::store", "SQLite batch failed ({e}); writing one by one");
             writes
                 .iter()
                 .map(|w| match in_transaction(conn, std::slice::from_ref(w)) {

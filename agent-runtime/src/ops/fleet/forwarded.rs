@@ -8,12 +8,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_schema::protocol::{
+use serde_json::Value;
+use tea_agent_schema::protocol::{
     CancelRequest, ConfirmResultRequest, EmptyRequest, LogEntry, MessageRequest, NarrateRequest,
     QueryDomRequest, QueryStateRequest, RecentActionsRequest, StateRequest, WaitRequest,
     WithdrawRequest, WouldDispatchRequest,
 };
-use serde_json::Value;
 
 use super::wire::{
     HopCall, HopLine, HopNote, Watching, ACTIVATED_PATH, CALL_PATH, CANCEL_PATH, MAX_LINE_BYTES,
@@ -430,10 +430,11 @@ impl<A: App> SessionBackend for ForwardedRelay<A> {
     fn available_actions<'a>(
         &'a self,
         record: &'a TokenRecord,
-    ) -> futures::future::BoxFuture<'a, Result<Vec<agent_schema::protocol::Action>, ApiError>> {
+    ) -> futures::future::BoxFuture<'a, Result<Vec<tea_agent_schema::protocol::Action>, ApiError>>
+    {
         Box::pin(async move {
             let actions = self.watching(record, Watching::Actions).await?;
-            serde_json::from_value::<agent_schema::protocol::ActionsResponse>(actions)
+            serde_json::from_value::<tea_agent_schema::protocol::ActionsResponse>(actions)
                 .map(|r| r.actions.actions())
                 .map_err(|e| ApiError::internal(format!("the app's actions: {e}")))
         })

@@ -3,10 +3,10 @@
 //! the answer, a stream of JSON lines: `alive` while the holder waits, the latest `progress`
 //! of a `/message`'s work, then one `answer` or `error` that ends it.
 
-use agent_schema::protocol::Progress;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
+use tea_agent_schema::protocol::Progress;
 
 use crate::ops::error::ErrorParts;
 use crate::security::AuditEvent;

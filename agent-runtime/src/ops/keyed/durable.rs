@@ -10,9 +10,9 @@
 
 use std::time::Duration;
 
-use agent_schema::protocol::{DrainReport, ErrorCode, SendResult};
 use axum::http::StatusCode;
 use serde_json::Value;
+use tea_agent_schema::protocol::{DrainReport, ErrorCode, SendResult};
 
 use super::idempotency::WINDOW_MS;
 use super::KeyedServer;
@@ -74,7 +74,7 @@ pub(super) async fn answered<S: KeyedServer>(
     let entry = match store.get_idempotent(&record.tid, key).await {
         Ok(entry) => entry?,
         Err(e) => {
-            tracing::error!(target: "agent_runtime::store", "idempotency lookup failed: {e}");
+            tracing::error!(target: "tea_agent_runtime::store", "idempotency lookup failed: {e}");
             return None;
         }
     };
@@ -113,7 +113,7 @@ pub(super) async fn claim_or_replay<S: KeyedServer>(
         let entry = match store.get_idempotent(tid, key).await {
             Ok(entry) => entry,
             Err(e) => {
-                tracing::error!(target: "agent_runtime::store", "idempotency lookup failed: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "idempotency lookup failed: {e}");
                 return Durable::Unavailable;
             }
         };
@@ -152,7 +152,7 @@ pub(super) async fn claim_or_replay<S: KeyedServer>(
             // Another call claimed it meanwhile: look again.
             Ok(false) => {}
             Err(e) => {
-                tracing::error!(target: "agent_runtime::store", "idempotency claim failed: {e}");
+                tracing::error!(target: "tea_agent_runtime::store", "idempotency claim failed: {e}");
                 return Durable::Unavailable;
             }
         }
@@ -231,7 +231,7 @@ pub(super) async fn store_answer<S: KeyedServer>(
         claimed_at: created_at,
     };
     if let Err(e) = store.put_idempotent(entry).await {
-        tracing::error!(target: "agent_runtime::store", "storing an idempotency answer failed: {e}");
+        tracing::error!(target: "tea_agent_runtime::store", "storing an idempotency answer failed: {e}");
     }
     // The stored answers past the window go at least every sweep period while keyed calls
     // come, not only at mints (`docs/stores.md` §Bounds on disk).
@@ -251,7 +251,7 @@ pub(super) async fn store_answer<S: KeyedServer>(
     {
         let before = now.saturating_sub(WINDOW_MS);
         if let Err(e) = store.sweep_idempotent(before).await {
-            tracing::error!(target: "agent_runtime::store", "idempotency sweep failed: {e}");
+            tracing::error!(target: "tea_agent_runtime::store", "idempotency sweep failed: {e}");
         }
     }
 }

@@ -30,7 +30,7 @@ use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use agent_schema::protocol::Action;
+use tea_agent_schema::protocol::Action;
 
 use super::error::ApiError;
 use super::reply::Reply;

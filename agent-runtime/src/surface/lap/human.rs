@@ -23,8 +23,8 @@ use crate::ops::error::{json_ok, json_text_ok, ApiError};
 use crate::ops::ServerState;
 use crate::ops::{dispatch_options, Operation};
 use crate::security::{AgentSession, TokenRecord, TokenStatus};
-use agent_schema::protocol::ErrorCode;
-use agent_schema::protocol::{DispatchRequest, Fields, SendResult, WaitFor};
+use tea_agent_schema::protocol::ErrorCode;
+use tea_agent_schema::protocol::{DispatchRequest, Fields, SendResult, WaitFor};
 
 /// The human routes.
 pub(crate) fn human_routes<A: App>(server: &ServerState<A>) -> Router {
@@ -174,13 +174,13 @@ struct HumanView {
     /// Whether agents see less than `state` at all (the app redacts): the event stream's
     /// states are then the agents' view, and a console reads this view again on each.
     redacts: bool,
-    actions: Vec<agent_schema::protocol::Action>,
-    pending: Vec<agent_schema::protocol::ConfirmEntry>,
-    log: Vec<agent_schema::protocol::LogEntry>,
+    actions: Vec<tea_agent_schema::protocol::Action>,
+    pending: Vec<tea_agent_schema::protocol::ConfirmEntry>,
+    log: Vec<tea_agent_schema::protocol::LogEntry>,
     last_event_id: u64,
     agents: Vec<AgentSession>,
     /// The running effects (`docs/semantics.md` §5.6).
-    work: Vec<agent_schema::protocol::Work>,
+    work: Vec<tea_agent_schema::protocol::Work>,
 }
 
 async fn human_dispatch<A: App>(server: ServerState<A>, id: String, req: Request) -> Response {

@@ -9,7 +9,7 @@ use crate::app::App;
 use crate::engine::session::Session;
 use crate::ops::error::ApiError;
 use crate::ops::ServerState;
-use agent_schema::protocol::ErrorCode;
+use tea_agent_schema::protocol::ErrorCode;
 
 /// The refusal of a session that is unknown or another identity's.
 pub(super) const NOT_YOURS: &str = "unknown session or not yours";

@@ -21,7 +21,7 @@ use crate::app::App;
 use crate::engine::session::UndoError;
 use crate::ops::error::{json_ok, ApiError};
 use crate::ops::ServerState;
-use agent_schema::protocol::ErrorCode;
+use tea_agent_schema::protocol::ErrorCode;
 
 /// The undo route.
 pub(crate) fn undo_routes<A: App>(server: &ServerState<A>) -> Router {

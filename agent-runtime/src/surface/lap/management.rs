@@ -17,8 +17,8 @@ use crate::security::{
     lifecycle, mint_token, request_client_address, AgentSession, AuditEntry, Bucket,
     LifecycleError, TokenRecord, TokenStatus, SWEEP_RETENTION_MS,
 };
-use agent_schema::protocol::ErrorCode;
-use agent_schema::protocol::Fields;
+use tea_agent_schema::protocol::ErrorCode;
+use tea_agent_schema::protocol::Fields;
 
 /// `/agent/mint`, `/agent/revoke`, `/agent/sessions`.
 pub(crate) fn management_routes<A: App>(server: &ServerState<A>) -> Router {
@@ -164,7 +164,7 @@ async fn mint_inner<A: App>(server: &ServerState<A>, req: Request) -> Result<Res
     if let Some(store) = server.durable_idempotency() {
         let before = now.saturating_sub(crate::clock::millis(crate::IDEMPOTENCY_WINDOW));
         if let Err(e) = store.sweep_idempotent(before).await {
-            tracing::error!(target: "agent_runtime::store", "idempotency sweep failed: {e}");
+            tracing::error!(target: "tea_agent_runtime::store", "idempotency sweep failed: {e}");
         }
     }
     let (token, hash) = mint_token();
@@ -209,7 +209,7 @@ async fn session_token_cap<A: App>(
 /// refuse the mint (nothing is granted by a record that was not swept).
 async fn sweep<A: App>(server: &ServerState<A>, now: u64) {
     if let Err(e) = lifecycle::sweep_expired(&**server.tokens(), now, SWEEP_RETENTION_MS).await {
-        tracing::error!(target: "agent_runtime::store", "token sweep failed: {e}");
+        tracing::error!(target: "tea_agent_runtime::store", "token sweep failed: {e}");
     }
 }
 

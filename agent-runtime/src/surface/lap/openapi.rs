@@ -3,9 +3,9 @@
 //! schemars (JSON Schema 2020-12, the dialect of OpenAPI 3.1), and the error answers of the gate
 //! (`docs/lap.md` §5.1, §5.3, §10), all with the [`ErrorResponse`] body.
 
-use agent_schema::protocol::{ErrorCode, ErrorResponse};
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{json, Map, Value};
+use tea_agent_schema::protocol::{ErrorCode, ErrorResponse};
 
 use crate::ops::budget::{bounded_answer_schema, budget_schema, takes_budget};
 use crate::ops::{OperationSpec, OPERATIONS};

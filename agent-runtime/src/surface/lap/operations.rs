@@ -23,7 +23,7 @@ use crate::ops::traced::{Traced, Via};
 use crate::ops::ServerState;
 use crate::ops::{self, Caller};
 use crate::security::request_client_address;
-use agent_schema::protocol::ErrorCode;
+use tea_agent_schema::protocol::ErrorCode;
 
 /// The LAP routes: one per operation under the base path; anything else falls through.
 pub(crate) fn lap_routes<A: App>(server: &ServerState<A>) -> Router {

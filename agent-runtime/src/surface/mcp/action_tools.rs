@@ -12,13 +12,13 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use agent_schema::protocol::{Action, SendResult};
-use agent_schema::tags::prose_of;
-use agent_schema::{DispatchMode, MessageAnnotations};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
+use tea_agent_schema::protocol::{Action, SendResult};
+use tea_agent_schema::tags::prose_of;
+use tea_agent_schema::{DispatchMode, MessageAnnotations};
 
 use super::tools::annotations;
 use crate::algo::affordances::DEFAULT_UNAVAILABLE_REASON;

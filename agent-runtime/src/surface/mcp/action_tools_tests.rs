@@ -135,7 +135,7 @@ fn an_unavailable_call_is_a_tool_error_naming_what_is_available() {
         intent: None,
         requires_confirm: false,
         dispatch_mode: DispatchMode::Shared,
-        source: agent_schema::protocol::ActionSource::Binding,
+        source: tea_agent_schema::protocol::ActionSource::Binding,
         selector_hint: None,
         payload_hint: None,
         available,

@@ -94,7 +94,7 @@ mod tests {
         );
         let a = ApiError::answered(502, &Value::Null);
         assert_eq!(summary(&a), "status=502 code=502");
-        let a = ApiError::new(agent_schema::protocol::ErrorCode::Network)
+        let a = ApiError::new(tea_agent_schema::protocol::ErrorCode::Network)
             .with_detail("request to /message timed out after 7000ms");
         assert_eq!(
             summary(&a),

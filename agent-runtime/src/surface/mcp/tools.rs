@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ops::{Operation, ToolHints};
-use agent_schema::protocol::EmptyRequest;
+use tea_agent_schema::protocol::EmptyRequest;
 
 /// Which MCP surface serves the tools: only `connect_session` differs between them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -277,7 +277,7 @@ mod tests {
 
     #[test]
     fn input_schemas_are_the_request_types_schemas() {
-        use agent_schema::protocol::*;
+        use tea_agent_schema::protocol::*;
         let expected = [
             ("observe", schemars_schema::<EmptyRequest>()),
             ("describe_app", schemars_schema::<EmptyRequest>()),

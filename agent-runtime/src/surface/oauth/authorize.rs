@@ -178,7 +178,7 @@ async fn store_failed_page<A: App>(
     server: &ServerState<A>,
     e: &crate::security::StoreError,
 ) -> Response {
-    tracing::error!(target: "agent_runtime::store", "oauth: {e}");
+    tracing::error!(target: "tea_agent_runtime::store", "oauth: {e}");
     let detail = "the server's store failed: try again";
     refused_page(
         server,

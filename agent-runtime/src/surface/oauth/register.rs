@@ -46,7 +46,7 @@ pub(super) async fn register<A: App>(server: ServerState<A>, req: Request) -> Re
             let status = match &e {
                 RegistrationError::Full(_) => StatusCode::SERVICE_UNAVAILABLE,
                 RegistrationError::Store(e) => {
-                    tracing::error!(target: "agent_runtime::store", "oauth: {e}");
+                    tracing::error!(target: "tea_agent_runtime::store", "oauth: {e}");
                     StatusCode::INTERNAL_SERVER_ERROR
                 }
                 _ => StatusCode::BAD_REQUEST,

@@ -98,7 +98,7 @@ async fn store_failed<A: App>(
     server: &ServerState<A>,
     e: &crate::security::StoreError,
 ) -> Response {
-    tracing::error!(target: "agent_runtime::store", "oauth: {e}");
+    tracing::error!(target: "tea_agent_runtime::store", "oauth: {e}");
     OAuthError::new(
         StatusCode::INTERNAL_SERVER_ERROR,
         "server_error",

@@ -236,7 +236,7 @@ async fn exchange_code<A: App>(
     };
     if let Err(e) = oauth.clients.used(&client_id, now).await {
         // The grant stands; the registration may expire early (then ask for consent again).
-        tracing::error!(target: "agent_runtime::store", "oauth: client use not stored: {e}");
+        tracing::error!(target: "tea_agent_runtime::store", "oauth: client use not stored: {e}");
     }
     let detail = json!({"clientId": client_id, "grant": issued.grant.id, "sessionId": session_id,
         "scope": scope});
@@ -341,7 +341,7 @@ async fn refresh<A: App>(
 
 /// 500 `server_error`, the store's text logged only.
 fn server_error(detail: &str) -> OAuthError {
-    tracing::error!(target: "agent_runtime::store", "oauth: {detail}");
+    tracing::error!(target: "tea_agent_runtime::store", "oauth: {detail}");
     OAuthError::new(
         StatusCode::INTERNAL_SERVER_ERROR,
         "server_error",
@@ -362,7 +362,7 @@ pub(super) async fn revoke_grant<A: App>(
         }
         Ok(None) => {}
         Err(e) => {
-            tracing::error!(target: "agent_runtime::store", "oauth: revoking {id} failed: {e}")
+            tracing::error!(target: "tea_agent_runtime::store", "oauth: revoking {id} failed: {e}")
         }
     }
 }
@@ -377,7 +377,7 @@ pub(super) async fn revoke_record<A: App>(
     reason: &str,
 ) {
     if let Err(e) = lifecycle::revoke(&**server.tokens(), tid).await {
-        tracing::error!(target: "agent_runtime::store", "oauth: revoking {tid} failed: {e}");
+        tracing::error!(target: "tea_agent_runtime::store", "oauth: revoking {tid} failed: {e}");
     }
     let _ = server.revocations().send(tid.to_owned());
     let detail = json!({"clientId": client_id, "grant": grant, "reason": reason});

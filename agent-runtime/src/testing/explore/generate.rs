@@ -1,14 +1,14 @@
 //! Payloads from a variant's schema: the synthesizer of `payloadHint`
-//! (`agent_schema::synth`), widened into a generator driven by [`Draws`]. Choice 0 of every
+//! (`tea_agent_schema::synth`), widened into a generator driven by [`Draws`]. Choice 0 of every
 //! value is the synthesized one (or an existing id for an id field), so a shrunk run sends the
 //! plainest payload that still fails; the other choices are boundaries (the constraints'
 //! limits, integer widths, empty and long strings), unicode, the variant's `@example`s and
 //! values read from the agent's state. A payload just outside the schema is a valid one with
 //! one thing broken ([`outside`]).
 
-use agent_schema::shape::{FieldModel, ObjectModel, TypeKind, TypeNode, VariantModel};
-use agent_schema::synth::synth_type;
 use serde_json::{Map, Number, Value};
+use tea_agent_schema::shape::{FieldModel, ObjectModel, TypeKind, TypeNode, VariantModel};
+use tea_agent_schema::synth::synth_type;
 
 use super::plan::Draws;
 
@@ -443,7 +443,7 @@ pub(crate) fn outside(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_schema::shape::{Constraints, TagSource};
+    use tea_agent_schema::shape::{Constraints, TagSource};
 
     fn field(name: &str, ty: TypeNode) -> FieldModel {
         FieldModel {

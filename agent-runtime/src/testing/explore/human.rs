@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use agent_schema::protocol::{SendResult, WaitFor};
-use agent_schema::shape::VariantModel;
-use agent_schema::DispatchMode;
 use serde_json::{json, Value};
+use tea_agent_schema::protocol::{SendResult, WaitFor};
+use tea_agent_schema::shape::VariantModel;
+use tea_agent_schema::DispatchMode;
 
 use super::check;
 use super::generate::{self, Pool};

@@ -16,8 +16,8 @@
 //! transcript, which `testing::replay` runs.
 //!
 //! ```no_run
-//! # fn t<A: agent_runtime::app::App>(app: A) -> Result<(), agent_runtime::testing::ExploreError> {
-//! let report = agent_runtime::testing::explore(app).cases(10).steps(30).run()?;
+//! # fn t<A: tea_agent_runtime::app::App>(app: A) -> Result<(), tea_agent_runtime::testing::ExploreError> {
+//! let report = tea_agent_runtime::testing::explore(app).cases(10).steps(30).run()?;
 //! report.assert_passed();
 //! # Ok(()) }
 //! ```

@@ -5,11 +5,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_schema::shape::VariantModel;
-use agent_schema::synth::payload_hint;
-use agent_schema::DispatchMode;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tea_agent_schema::shape::VariantModel;
+use tea_agent_schema::synth::payload_hint;
+use tea_agent_schema::DispatchMode;
 
 use super::answers::{listed_in, read_answer, read_message, ActionsRead, Listed};
 use super::check::{self, Expect};

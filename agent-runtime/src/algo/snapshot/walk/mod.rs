@@ -24,10 +24,10 @@
 
 use std::sync::Arc;
 
-use agent_schema::redact::{PlanNode, Step};
 use serde::ser::{self, Serialize};
 use serde_json::value::Serializer as ValueSer;
 use serde_json::Value;
+use tea_agent_schema::redact::{PlanNode, Step};
 
 use super::marks::{Mark, Marks};
 use crate::algo::diff::{diff_into, push_key, PatchOp};

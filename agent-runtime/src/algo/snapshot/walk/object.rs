@@ -2,10 +2,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agent_schema::redact::{PlanNode, Step};
 use serde::ser::{self, Serialize, SerializeMap as _, Serializer as _};
 use serde_json::value::Serializer as ValueSer;
 use serde_json::Value;
+use tea_agent_schema::redact::{PlanNode, Step};
 
 use super::{
     apply, build, field_step, plan_of, Ctx, Done, Error, ValueMap, ValueStructVariant, Walker,

@@ -1,8 +1,8 @@
 //! Arrays (sequences, tuples, tuple structs and tuple variants) walked in place.
 
-use agent_schema::redact::PlanNode;
 use serde::ser::{self, Serialize};
 use serde_json::Value;
+use tea_agent_schema::redact::PlanNode;
 
 use super::{apply, build, Ctx, Done, Error, ValueSeq, ValueTupleVariant, Walker};
 use crate::algo::diff::{diff_into, push_index, PatchOp};

@@ -5,8 +5,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use agent_schema::protocol::ConfirmEntry;
 use serde_json::value::RawValue;
+use tea_agent_schema::protocol::ConfirmEntry;
 use tokio::sync::{broadcast, watch};
 
 use super::{commit_of, state_text, Kept, NumberedEvent, SessionEvent, SharedHub, LIVE_CAPACITY};

@@ -6,9 +6,9 @@ use std::time::Duration;
 use reqwest::header;
 use serde_json::Value;
 
-use agent_schema::protocol::Fields;
+use tea_agent_schema::protocol::Fields;
 
-use agent_schema::protocol::ErrorCode;
+use tea_agent_schema::protocol::ErrorCode;
 
 use crate::ops::{from_http, ApiError, Operation, Outcome};
 use crate::surface::mcp::forward::Forwarder;

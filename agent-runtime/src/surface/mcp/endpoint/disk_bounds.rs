@@ -26,7 +26,7 @@ pub(crate) async fn trim(
 ) -> StoreResult<()> {
     let trimmed = trim_to_caps(store, sessions, tid).await;
     if let Err(e) = &trimmed {
-        tracing::error!(target: "agent_runtime::store", "trimming the stored MCP sessions failed: {e}");
+        tracing::error!(target: "tea_agent_runtime::store", "trimming the stored MCP sessions failed: {e}");
     }
     trimmed
 }

@@ -21,7 +21,7 @@ use super::McpState;
 use crate::app::App;
 use crate::ops::watch::{Change, Watched};
 use crate::surface::mcp::resources::{DESCRIBE_URI, STATE_URI};
-use agent_schema::protocol::ErrorCode;
+use tea_agent_schema::protocol::ErrorCode;
 
 /// How long one notification may take to reach the client.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);

@@ -6,10 +6,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use agent_schema::protocol::Progress;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
+use tea_agent_schema::protocol::Progress;
 use tokio::sync::watch;
 
 use super::run::ToolAnswer;

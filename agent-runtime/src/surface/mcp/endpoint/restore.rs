@@ -49,7 +49,7 @@ pub(crate) async fn binding(
 /// Deletes MCP session `id` from the store (logged on failure): it is never rebuilt.
 pub(crate) async fn delete(store: &Arc<dyn McpBindings>, id: &str) {
     if let Err(e) = store.delete_mcp(&stored_id(id)).await {
-        tracing::error!(target: "agent_runtime::store", "deleting MCP session {id} failed: {e}");
+        tracing::error!(target: "tea_agent_runtime::store", "deleting MCP session {id} failed: {e}");
     }
 }
 
@@ -116,7 +116,7 @@ pub(crate) async fn remember(
     };
     let stored = store.bind_mcp(binding).await;
     if let Err(e) = &stored {
-        tracing::error!(target: "agent_runtime::store", "storing MCP session {id} failed: {e}");
+        tracing::error!(target: "tea_agent_runtime::store", "storing MCP session {id} failed: {e}");
     }
     stored
 }
@@ -125,7 +125,7 @@ pub(crate) async fn remember(
 /// it is not rebuilt bound.
 pub(crate) async fn forget(store: &Arc<dyn McpBindings>, id: &str) {
     if let Err(e) = store.unbind_mcp(&stored_id(id)).await {
-        tracing::error!(target: "agent_runtime::store", "unbinding MCP session {id} failed: {e}");
+        tracing::error!(target: "tea_agent_runtime::store", "unbinding MCP session {id} failed: {e}");
     }
 }
 
@@ -188,7 +188,7 @@ async fn verdict<A: App>(
             return Verdict::Refused;
         }
         Err(e) => {
-            tracing::error!(target: "agent_runtime::store", "loading MCP session {id} failed: {e}");
+            tracing::error!(target: "tea_agent_runtime::store", "loading MCP session {id} failed: {e}");
             return Verdict::Unavailable;
         }
     };

@@ -9,10 +9,10 @@
 
 use std::sync::Arc;
 
-use agent_schema::protocol::{
+use serde_json::{json, Value};
+use tea_agent_schema::protocol::{
     CancelRequest, LogEntry, LogKind, MessageRequest, RejectReason, SendResult, StateRequest,
 };
-use serde_json::{json, Value};
 
 use crate::app::App;
 use crate::engine::session::progress::DispatchWatch;

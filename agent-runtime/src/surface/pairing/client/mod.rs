@@ -10,8 +10,8 @@
 //! with `/agent/resume/claim` when [`PairingConfig::claim`] says how.
 //!
 //! ```no_run
-//! # use agent_runtime::{app::App, Host};
-//! # use agent_runtime::pairing::client::{PairingClient, PairingConfig};
+//! # use tea_agent_runtime::{app::App, Host};
+//! # use tea_agent_runtime::pairing::client::{PairingClient, PairingConfig};
 //! # async fn pair<A: App>(app: A) -> Result<(), Box<dyn std::error::Error>> {
 //! let host = Host::new(app)?;
 //! let session = host.create_session(None)?;

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_schema::protocol::{ConfirmResultResponse, LogEntry};
 use futures::{SinkExt as _, StreamExt as _};
 use serde_json::{json, Value};
+use tea_agent_schema::protocol::{ConfirmResultResponse, LogEntry};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;

@@ -14,7 +14,7 @@ use crate::ops::error::ApiError;
 use crate::security::{AuditEntry, AuditEvent};
 use crate::surface::mcp::endpoint::{disk_bounds, restore};
 use crate::surface::mcp::MCP_PATH;
-use agent_schema::protocol::ErrorCode;
+use tea_agent_schema::protocol::ErrorCode;
 
 impl<A: App, S: McpService> McpAdmission<A, S> {
     pub(super) async fn initialize(&self, parts: Parts, bytes: Bytes) -> Response {

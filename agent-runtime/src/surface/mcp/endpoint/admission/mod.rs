@@ -51,7 +51,7 @@ use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
 use crate::ops::error::ApiError;
 use crate::security::AllowedHosts;
-use agent_schema::protocol::ErrorCode;
+use tea_agent_schema::protocol::ErrorCode;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 

@@ -3,9 +3,9 @@
 //! the variant's `@warning`, the agent's reason and the payload; the form asks for a decision
 //! (approve or reject) and the payload as JSON text, the proposed one by default.
 
-use agent_schema::protocol::ConfirmEntry;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use serde_json::{json, Map, Value};
+use tea_agent_schema::protocol::ConfirmEntry;
 
 /// The form's fields.
 const DECISION: &str = "decision";
@@ -130,7 +130,7 @@ pub(super) fn result_of(value: &Value) -> Option<ElicitResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_schema::protocol::ConfirmStatus;
+    use tea_agent_schema::protocol::ConfirmStatus;
 
     fn entry() -> ConfirmEntry {
         ConfirmEntry {

@@ -13,7 +13,6 @@
 mod form;
 mod state;
 
-use agent_schema::protocol::{ConfirmEntry, ConfirmResultResponse, ConfirmStatus};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelledNotificationParam, ClientCapabilities,
     ClientResult, ElicitRequest, InputRequest, InputRequests, InputRequiredResult, InputResponses,
@@ -22,6 +21,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
 use rmcp::RoleServer;
 use serde_json::Value;
+use tea_agent_schema::protocol::{ConfirmEntry, ConfirmResultResponse, ConfirmStatus};
 
 use self::form::Answer;
 use self::state::{Claims, Refusal, StateSeal};
