@@ -28,6 +28,8 @@ pub struct PgServer {
     child: Child,
     dir: PathBuf,
     port: u16,
+    /// The `-c` settings it runs with (kept for a restart).
+    settings: Vec<&'static str>,
 }
 
 impl PgServer {
@@ -97,30 +99,28 @@ impl PgServer {
             }
         }
         let port = free_port();
-        let log = std::fs::File::create(dir.join("server.log")).expect("log file");
-        if let Some((uid, gid)) = user {
-            std::os::unix::fs::chown(dir.join("server.log"), Some(uid), Some(gid)).expect("chown");
-        }
-        let child = as_user(Command::new(bin.join("postgres")), user, &dir)
-            .args([
-                "-D",
-                path_str(&data),
-                "-p",
-                &port.to_string(),
-                "-k",
-                path_str(&dir),
-            ])
-            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
-            .args(["-c", "max_connections=100"])
-            .args(settings.iter().flat_map(|setting| ["-c", setting]))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("postgres starts");
-        let server = PgServer { child, dir, port };
+        let child = spawn_postgres(&dir, port, &settings);
+        let server = PgServer {
+            child,
+            dir,
+            port,
+            settings,
+        };
         server.wait_ready();
         server
+    }
+
+    /// Restarts the server on the same port and data, as an operator's restart does: a fast
+    /// shutdown (SIGINT: the connections are closed, transactions in flight rolled back), down
+    /// for `down`, then started again; returns once it accepts connections.
+    pub fn restart(&mut self, down: Duration) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+        std::thread::sleep(down);
+        self.child = spawn_postgres(&self.dir, self.port, &self.settings);
+        self.wait_ready();
     }
 
     fn wait_ready(&self) {
@@ -150,6 +150,39 @@ impl Drop for PgServer {
 
 /// Writes `text` to `path`, readable by its owner only (PostgreSQL refuses a key file that its
 /// group or others can read), owned by `user` when the server runs as one.
+/// Starts `postgres` on the data in `dir`, on `port`, with `settings`; its log appended to
+/// `dir/server.log`.
+fn spawn_postgres(dir: &Path, port: u16, settings: &[&'static str]) -> Child {
+    let bin = bin_dir().expect("PostgreSQL binaries");
+    let user = unprivileged_user();
+    let data = dir.join("data");
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("server.log"))
+        .expect("log file");
+    if let Some((uid, gid)) = user {
+        std::os::unix::fs::chown(dir.join("server.log"), Some(uid), Some(gid)).expect("chown");
+    }
+    as_user(Command::new(bin.join("postgres")), user, dir)
+        .args([
+            "-D",
+            path_str(&data),
+            "-p",
+            &port.to_string(),
+            "-k",
+            path_str(dir),
+        ])
+        .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+        .args(["-c", "max_connections=100"])
+        .args(settings.iter().flat_map(|setting| ["-c", *setting]))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .spawn()
+        .expect("postgres starts")
+}
+
 fn write_private(path: &Path, text: &str, user: Option<(u32, u32)>) {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::write(path, text).expect("write a TLS file");

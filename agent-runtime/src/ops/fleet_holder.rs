@@ -128,6 +128,16 @@ async fn run<A: App>(
     let follow = (call.follow && op == Operation::Message).then(DispatchWatch::new);
     let _kept = follow.as_ref().map(|w| fleet.follow(&call.hop, w.clone()));
     let mut progress = follow.as_ref().map(|w| w.follow());
+    // A keyed message to an app that deduplicates keys: said before it is relayed.
+    if op == Operation::Message && args.get("idempotencyKey").is_some() {
+        let dedupes = pairing
+            .hub
+            .hello(&record.tid)
+            .is_some_and(|h| h.takes(crate::engine::paired::frames::IDEMPOTENCY_KEYS));
+        if dedupes && tx.send(HopLine::Alive { dedupes }.to_line()).await.is_err() {
+            return error_line(&ApiError::internal("the caller went away"), false);
+        }
+    }
     let relay = PairedRelay::new(server.clone());
     // Only a `/message` sends an rpc whose work the app follows.
     let local = Call {
@@ -148,7 +158,7 @@ async fn run<A: App>(
         tokio::select! {
             answered = &mut served => return answered_line(answered),
             _ = alive.tick() => {
-                if tx.send(HopLine::Alive.to_line()).await.is_err() {
+                if tx.send(HopLine::Alive { dedupes: false }.to_line()).await.is_err() {
                     // The caller went away: the call ends here, as a local one would.
                     return error_line(&ApiError::internal("the caller went away"), false);
                 }

@@ -63,6 +63,8 @@ pub(crate) use gate::{find_caller, Credential};
 pub(crate) use hosted::dispatch_options;
 #[cfg(feature = "mcp")]
 pub(crate) use hosted::message_answer;
+#[cfg(feature = "pairing-client")]
+pub(crate) use keyed::Claim;
 pub(crate) use keyed::IdempotencyStore;
 pub use keyed::IDEMPOTENCY_WINDOW;
 #[cfg(feature = "mcp")]
@@ -75,6 +77,8 @@ pub use options::{ServerOptions, DEFAULT_RATE_LIMIT};
 #[cfg(feature = "bridge")]
 pub(crate) use reply::from_http;
 pub(crate) use reply::Reply;
+#[cfg(feature = "pairing-client")]
+pub(crate) use reply::StoredAnswer;
 #[cfg(feature = "mcp")]
 pub(crate) use reply::{Outcome, Success};
 pub(crate) use spec::OperationSpec;

@@ -330,7 +330,25 @@ pub(super) async fn message<A: App>(
     // The hub knew the id before relaying the answer (an outcome sent with it is kept);
     // what was proposed is kept for `/pending` (`docs/lap.md` §5.8).
     hub.expect_proposal(tid, &id, proposal(call, &req));
+    // In a fleet, recorded for the replica the app may re-pair with (`docs/pairing.md` §A
+    // fleet of replicas).
+    #[cfg(feature = "fleet")]
+    if let Some(fleet) = &call.server.pairing().fleet {
+        fleet
+            .record_proposal(hub, tid, &id, recorded_state_budget(call))
+            .await;
+    }
     await_outcome(call, &id, timeout, false).await
+}
+
+/// The most bytes of a `stateAfter` the fleet records.
+#[cfg(feature = "fleet")]
+pub(super) fn recorded_state_budget<A: App>(call: &Relaying<'_, A>) -> usize {
+    let options = &call.server.pairing().options;
+    crate::engine::paired::fleet::recorded_state_budget(
+        options.outcome_bytes,
+        options.outcomes_bytes,
+    )
 }
 
 /// What `/message` proposed, as `/pending` lists it: the message itself only within
@@ -360,10 +378,30 @@ pub(super) async fn confirm_result<A: App>(
     let tid = call.record.tid.as_str();
     let timeout = wait_ms(call, req.timeout_ms);
     let id = req.confirm_id;
-    if !hub.knows_confirm(tid, &id) {
+    if !hub.knows_confirm(tid, &id) && !relayed_elsewhere(call, &id).await? {
         return Err(ApiError::invalid(format!("unknown confirmId: {id}")));
     }
     await_outcome(call, &id, timeout, true).await
+}
+
+/// In a fleet, whether another replica relayed proposal `id` (before the app re-paired
+/// here): then this relay takes it over, with its decision if the fleet recorded one
+/// (`docs/pairing.md` §A fleet of replicas). A store that cannot say: 500.
+async fn relayed_elsewhere<A: App>(call: &Relaying<'_, A>, id: &str) -> Result<bool, ApiError> {
+    #[cfg(feature = "fleet")]
+    if let Some(fleet) = &call.server.pairing().fleet {
+        let (hub, tid) = (&call.server.pairing().hub, call.record.tid.as_str());
+        return fleet
+            .adopt(hub, tid, id, call.server.now())
+            .await
+            .map_err(|e| {
+                tracing::error!(tid, confirm_id = id, "fleet: a proposal not read: {e}");
+                crate::telemetry::fleet_hop_failed("store");
+                ApiError::from(e)
+            });
+    }
+    let _ = (call, id);
+    Ok(false)
 }
 
 /// Waits up to `timeout_ms` for the outcome of proposal `id` and answers it: `poll` for

@@ -48,6 +48,18 @@ pub(super) async fn withdraw<A: App>(
             WithdrawRefusal::Unknown => ApiError::invalid(format!("unknown confirmId: {id}")),
             WithdrawRefusal::Decided(status) => ApiError::already_decided(&id, status),
         })?;
+    // In a fleet, the withdrawal is recorded for the replica the app may re-pair with.
+    #[cfg(feature = "fleet")]
+    if let Some(fleet) = &call.server.pairing().fleet {
+        let tid = call.record.tid.as_str();
+        if let Some(r) = hub.outcome(tid, &id) {
+            let budget = super::paired::recorded_state_budget(call);
+            if let Err(e) = fleet.decided(tid, &id, &r, budget).await {
+                tracing::error!(tid, confirm_id = %id, "fleet: a withdrawal not recorded: {e}");
+                crate::telemetry::fleet_hop_failed("store");
+            }
+        }
+    }
     Ok(Answered::withdrawn(
         json!({"confirmId": id, "paired": true}),
     ))

@@ -147,3 +147,120 @@ async fn a_stream_and_since_seq_resume_on_another_replica() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["full"], true, "{body}");
 }
+
+/// `/wait {path, sinceSeq}` on a replica that did not make the commits since `sinceSeq` (it
+/// loaded the session after them, or caught up with another replica's jump): whether they
+/// touched the path is read from the store's commit log, so an untouched path waits (and
+/// answers the next change) instead of answering `changed` at once (`docs/semantics.md` §8.5).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn wait_since_seq_reads_the_commit_log_on_another_replica() {
+    let pg = PgServer::start();
+    let url = pg.url();
+    let args = ["--db", url.as_str(), "--rate-limit", "100000/second"];
+    let a = counter_server!().args(args).start();
+    let b = counter_server!().args(args).start();
+    let human = agent_tests::browser();
+    let minted = mint(&human, &a.base, json!({})).await;
+    let token = minted["token"].as_str().expect("token").to_owned();
+
+    // Three commits on A; B has never loaded the session.
+    incs(&a.base, &token, 3).await;
+
+    // `/view` did not change since commit 1: B waits (its timeout), where it used to answer
+    // `changed` at once for want of the patches.
+    let started = std::time::Instant::now();
+    let (status, body) = lap(
+        &b.base,
+        &token,
+        "/wait",
+        json!({"sinceSeq": 1, "path": "/view", "timeoutMs": 1500}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "timeout", "{body}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1400));
+
+    // `/count` did: at once, with the state at commit 3.
+    let (status, body) = lap(
+        &b.base,
+        &token,
+        "/wait",
+        json!({"sinceSeq": 1, "path": "/count", "timeoutMs": 5000}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "changed", "{body}");
+    assert_eq!(body["seq"], 3, "{body}");
+    assert_eq!(body["stateAfter"]["count"], 3, "{body}");
+
+    // Two more commits on A: B catches up in one jump (its ring holds no patch from 4).
+    incs(&a.base, &token, 2).await;
+    for _ in 0..200 {
+        let (_, body) = lap(&b.base, &token, "/state", json!({})).await;
+        if body["seq"] == 5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // A wait on `/view` since commit 4 waits, and answers the next change of the view,
+    // made through A.
+    let waiting = {
+        let (base, token) = (b.base.clone(), token.clone());
+        tokio::spawn(async move {
+            lap(
+                &base,
+                &token,
+                "/wait",
+                json!({"sinceSeq": 4, "path": "/view", "timeoutMs": 10000}),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the wait answered before the view changed"
+    );
+    let (status, body) = lap(
+        &a.base,
+        &token,
+        "/message",
+        json!({"msg": {"type": "nav", "to": "reports"}, "waitFor": "idle"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = waiting.await.expect("the wait");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "changed", "{body}");
+    assert_eq!(body["seq"], 6, "{body}");
+    assert_eq!(body["stateAfter"]["view"], "reports", "{body}");
+
+    // A version B has not caught up with yet (A's commit, announced by NOTIFY): B reads the
+    // store and waits from that version, never answering an older state as `changed`.
+    for round in 0..10 {
+        incs(&a.base, &token, 1).await;
+        let seq = 7 + round;
+        let (status, body) = lap(
+            &b.base,
+            &token,
+            "/wait",
+            json!({"sinceSeq": seq, "path": "/count", "timeoutMs": 200}),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["status"], "timeout", "round {round}: {body}");
+    }
+
+    // Past what the log keeps: the commit since which is gone, so `changed` at once (the
+    // caller's copy is too old to tell), as without the store.
+    incs(&a.base, &token, 280).await;
+    let (status, body) = lap(
+        &b.base,
+        &token,
+        "/wait",
+        json!({"sinceSeq": 2, "path": "/view", "timeoutMs": 5000}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "changed", "{body}");
+}

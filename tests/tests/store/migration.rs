@@ -14,7 +14,8 @@ use tea_agent_runtime::{config::HostConfig, Host};
 use tea_agent_schema::protocol::WaitFor;
 
 /// Version 7: the OAuth records' tables; version 8: the fleet's rate budgets; version 9: the
-/// paired sockets' leases; all empty (on a pool of either database).
+/// paired sockets' leases; version 10: the paired proposals; all empty (on a pool of either
+/// database).
 macro_rules! oauth_tables_exist {
     ($pool:expr) => {
         for table in [
@@ -25,6 +26,7 @@ macro_rules! oauth_tables_exist {
             "agent_oauth_access",
             "agent_rate_budgets",
             "agent_paired_sockets",
+            "agent_paired_proposals",
         ] {
             let sql = format!("SELECT COUNT(*) FROM {table}");
             let (rows,): (i64,) = sqlx::query_as(&sql)
@@ -151,7 +153,7 @@ async fn a_version_1_sqlite_file_is_migrated() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     // Version 5: the undo records' table (the commits after the migration write to it).
     let (records,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_session_undo")
         .fetch_one(&pool)
@@ -231,7 +233,7 @@ async fn a_version_2_postgres_database_gets_the_delete_trigger() {
         .fetch_one(&pool)
         .await
         .expect("version row");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     oauth_tables_exist!(&pool);
     pool.close().await;
 }

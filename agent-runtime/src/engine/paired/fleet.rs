@@ -12,8 +12,12 @@ use hmac::{Hmac, Mac};
 use parking_lot::Mutex;
 use sha2::Sha256;
 
+use crate::engine::paired::frames::ConfirmDecision;
+use crate::engine::paired::hub::Hub;
+use crate::engine::paired::link::Resolution;
 use crate::engine::session::progress::DispatchWatch;
 use crate::engine::store::fleet_leases::{FleetLeases, Lease, SocketLock};
+use crate::engine::store::fleet_proposals::FleetProposals;
 use crate::engine::store::StoreError;
 
 /// The header carrying a hop's time (milliseconds since the epoch, the signer's clock).
@@ -57,6 +61,7 @@ pub(crate) struct Fleet {
     address: String,
     key: Vec<u8>,
     leases: FleetLeases,
+    proposals: FleetProposals,
     heartbeat: Duration,
     held: Mutex<HashMap<String, Held>>,
     /// When the last heartbeat reached the store (ms since the epoch; 0: never).
@@ -103,7 +108,8 @@ impl Fleet {
             replica: uuid::Uuid::new_v4().to_string(),
             address: address.to_owned(),
             key: secret.as_bytes().to_vec(),
-            leases: FleetLeases::new(pool),
+            leases: FleetLeases::new(pool.clone()),
+            proposals: FleetProposals::new(pool),
             heartbeat: heartbeat
                 .filter(|d| !d.is_zero())
                 .unwrap_or(DEFAULT_HEARTBEAT),
@@ -213,6 +219,20 @@ impl Fleet {
         }
     }
 
+    /// The app on this replica's socket of `tid` said (`hello`) whether it deduplicates keyed
+    /// messages: recorded in the lease, for the replicas that carry calls to it.
+    pub(crate) async fn app_dedupes(&self, tid: &str, dedupes: bool) -> Result<(), StoreError> {
+        let held = self.held.lock().get(tid).copied();
+        match held {
+            Some(held) => {
+                self.leases
+                    .set_dedupes(tid, &self.replica, held.epoch, dedupes)
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Forgets `tid`'s socket without touching its lease (its close could not take the lock:
     /// the lease ages out, and its token stays as it was).
     pub(crate) fn forget(&self, tid: &str) {
@@ -271,6 +291,119 @@ impl Fleet {
         Ok(lost)
     }
 
+    /// Records proposal `id` of `tid`, relayed by this replica (`docs/pairing.md` §A fleet of
+    /// replicas), so a replica the app re-pairs with knows it.
+    pub(crate) async fn proposed(&self, tid: &str, id: &str) -> Result<(), StoreError> {
+        self.proposals.proposed(tid, id, wall_ms()).await
+    }
+
+    /// Records the decision `r` on proposal `id` of `tid` (its `stateAfter` only within
+    /// `state_budget` bytes): whether the fleet had the proposal undecided.
+    pub(crate) async fn decided(
+        &self,
+        tid: &str,
+        id: &str,
+        r: &Resolution,
+        state_budget: usize,
+    ) -> Result<bool, StoreError> {
+        let decision = match (r.withdrawn, r.decision) {
+            (true, _) => "withdrawn",
+            (false, ConfirmDecision::Confirmed) => "confirmed",
+            (false, ConfirmDecision::UserCancelled) => "user-cancelled",
+        };
+        let state = r
+            .state_after
+            .as_ref()
+            .map(|s| s.get())
+            .filter(|s| s.len() <= state_budget);
+        self.proposals
+            .decided(tid, id, decision, state, wall_ms())
+            .await
+    }
+
+    /// Proposal `id` of `tid` as the fleet recorded it: `None` when no replica relayed it (or
+    /// it was forgotten), else its decision, if made, as a [`Resolution`] decided `now` (the
+    /// caller's clock).
+    pub(crate) async fn stored_proposal(
+        &self,
+        tid: &str,
+        id: &str,
+        now: u64,
+    ) -> Result<Option<Option<Resolution>>, StoreError> {
+        let Some(stored) = self.proposals.proposal(tid, id).await? else {
+            return Ok(None);
+        };
+        let resolution = stored.decision.as_deref().and_then(|d| {
+            let (decision, withdrawn) = match d {
+                "confirmed" => (ConfirmDecision::Confirmed, false),
+                "user-cancelled" => (ConfirmDecision::UserCancelled, false),
+                "withdrawn" => (ConfirmDecision::UserCancelled, true),
+                _ => return None,
+            };
+            let state_after = stored
+                .state_after
+                .and_then(|s| serde_json::value::RawValue::from_string(s).ok());
+            Some(Resolution {
+                decision,
+                state_after,
+                at: now,
+                withdrawn,
+            })
+        });
+        Ok(Some(resolution))
+    }
+
+    /// Proposal `id` of `tid`, answered `pending-confirmation` by the app on this replica's
+    /// socket, recorded for the fleet, with its decision when the app sent it already (with
+    /// the answer). A store failure is logged and counted: the proposal is still waited on
+    /// here, only a re-pair with another replica would not know it.
+    pub(crate) async fn record_proposal(&self, hub: &Hub, tid: &str, id: &str, budget: usize) {
+        let recorded = async {
+            self.proposed(tid, id).await?;
+            // A decision the app sent before the row existed was not recorded by its frame.
+            if let Some(r) = hub.outcome(tid, id) {
+                self.decided(tid, id, &r, budget).await?;
+            }
+            Ok::<_, StoreError>(())
+        };
+        if let Err(e) = recorded.await {
+            tracing::error!(tid, confirm_id = id, "fleet: a proposal not recorded: {e}");
+            crate::telemetry::fleet_hop_failed("store");
+        }
+    }
+
+    /// Confirmation `id` of `tid`, unknown to this replica's relay: when another replica
+    /// relayed it (the app re-paired here since), it is taken over, with its decision if the
+    /// fleet recorded one, and the answer is true; false when no replica of the fleet
+    /// relayed it. `now` is the relay's clock.
+    pub(crate) async fn adopt(
+        &self,
+        hub: &Hub,
+        tid: &str,
+        id: &str,
+        now: u64,
+    ) -> Result<bool, StoreError> {
+        let Some(decided) = self.stored_proposal(tid, id, now).await? else {
+            return Ok(false);
+        };
+        let undecided = decided.is_none();
+        hub.adopt_confirm(tid, id, decided);
+        if undecided {
+            // A decision the app sent on this socket before the relay knew the id was
+            // recorded in the store only: read it once more, now that the relay keeps any.
+            if let Some(Some(r)) = self.stored_proposal(tid, id, now).await? {
+                hub.adopt_confirm(tid, id, Some(r));
+            }
+        }
+        Ok(true)
+    }
+
+    /// Forgets the proposals proposed and decided more than `ttl` ago.
+    pub(crate) async fn sweep_proposals(&self, ttl: Duration) -> Result<u64, StoreError> {
+        let before = wall_ms().saturating_sub(crate::clock::millis(ttl));
+        self.proposals.sweep(before).await
+    }
+
     /// Keeps the work of `/message` hop `hop` for its caller's `cancel` hop while it runs.
     pub(crate) fn follow(&self, hop: &str, watch: Arc<DispatchWatch>) -> FollowGuard<'_> {
         self.follows.lock().insert(hop.to_owned(), watch);
@@ -303,6 +436,12 @@ impl Drop for FollowGuard<'_> {
     fn drop(&mut self) {
         self.fleet.follows.lock().remove(&self.hop);
     }
+}
+
+/// The most bytes of a decision's `stateAfter` the fleet records: one outcome's budget, and
+/// a token's 64 proposals within the budget of all its outcomes (`docs/pairing.md` §Bounds).
+pub(crate) fn recorded_state_budget(outcome_bytes: usize, outcomes_bytes: usize) -> usize {
+    outcome_bytes.min(outcomes_bytes / crate::engine::paired::link::MAX_KNOWN_CONFIRMS)
 }
 
 /// The wall clock in milliseconds since the epoch: leases and signatures are compared across

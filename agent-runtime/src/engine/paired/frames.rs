@@ -22,7 +22,12 @@ pub(crate) const SERVER_TAKES: &[&str] = &["progress"];
 /// The frames beyond the reference the Rust pairing client takes from a server
 /// (`hello.extensions`).
 #[cfg_attr(not(feature = "pairing-client"), allow(dead_code))]
-pub(crate) const CLIENT_TAKES: &[&str] = &["rpc-cancel"];
+pub(crate) const CLIENT_TAKES: &[&str] = &["rpc-cancel", IDEMPOTENCY_KEYS];
+
+/// The `hello.extensions` word of a client that answers a `send_message` whose
+/// `idempotencyKey` it answered already with that first answer, without applying it again
+/// (the Rust pairing client; `docs/pairing.md` §A fleet of replicas).
+pub(crate) const IDEMPOTENCY_KEYS: &str = "idempotency-keys";
 
 /// The most `extensions` a `hello` may name (more are ignored).
 const MAX_EXTENSIONS: usize = 16;

@@ -422,6 +422,29 @@ impl Hub {
             .is_some_and(|l| l.known_confirms.iter().any(|k| k == id))
     }
 
+    /// The outcome of confirmation `id` of `tid`, when known and decided.
+    #[cfg(feature = "fleet")]
+    pub(crate) fn outcome(&self, tid: &str, id: &str) -> Option<Resolution> {
+        self.links().get(tid)?.outcome(id).cloned()
+    }
+
+    /// Takes confirmation `id` of `tid` as one the server waits on, relayed by another replica
+    /// of a fleet (`docs/pairing.md` §A fleet of replicas), with its decision when the fleet
+    /// recorded one. Nothing without a link (no socket was ever paired here).
+    #[cfg(feature = "fleet")]
+    pub(crate) fn adopt_confirm(&self, tid: &str, id: &str, decided: Option<Resolution>) {
+        let mut links = self.links();
+        let Some(link) = links.get_mut(tid) else {
+            return;
+        };
+        link.expect_confirm(id);
+        if let Some(r) = decided {
+            if link.outcome(id).is_none() {
+                link.resolve(id.to_owned(), r, &self.limits);
+            }
+        }
+    }
+
     /// Waits up to `timeout` for the outcome of confirmation `id` (kept once known); `None`
     /// at the deadline or as soon as no socket is paired.
     pub(crate) async fn wait_confirm(

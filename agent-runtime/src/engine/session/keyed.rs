@@ -21,6 +21,10 @@ pub(crate) enum KeyOutcome {
     /// Another commit had recorded the key: the message applied there, and this application
     /// was dropped (not stored, no effects).
     UsedElsewhere,
+    /// A paired app's relay gives the key back (`docs/pairing.md` §A fleet of replicas): the
+    /// message did not reach the app, or reached one that answers a repeated key with its
+    /// first answer; the call's answer is not stored as the key's, so a retry runs it again.
+    Released,
 }
 
 /// A keyed message's key, as its commit records it, and where the commit reports back.
@@ -78,6 +82,14 @@ impl KeyedDispatch {
     pub(crate) fn report(self, outcome: KeyOutcome) {
         // The call may have answered and gone already (`waitFor: "none"`): nobody to tell.
         let _ = self.outcome.send(outcome);
+    }
+}
+
+#[cfg(feature = "fleet")]
+impl KeyedDispatch {
+    /// Gives the key back ([`KeyOutcome::Released`]).
+    pub(crate) fn release(self) {
+        self.report(KeyOutcome::Released);
     }
 }
 

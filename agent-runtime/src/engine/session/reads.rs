@@ -13,13 +13,17 @@ use tea_agent_schema::protocol::{
 use tea_agent_schema::{AgentContext, VariantKind as _};
 
 use super::patches::Since;
-use super::{Session, SessionError};
+use super::{Published, Session, SessionError};
 use crate::algo::affordances::{Listed, Listing};
 use crate::algo::state_path::{
     get_state_response, query_state, query_state_page, query_state_response, Page,
 };
 use crate::algo::tree::Node;
 use crate::app::App;
+
+/// How long a `/wait {sinceSeq}` ahead of this replica waits for it to catch up with the
+/// store (`docs/semantics.md` §8.5).
+const CATCH_UP_MS: u64 = 1_000;
 
 impl<A: App> Session<A> {
     /// Runs an app hook on the typed state; a panic becomes [`SessionError::Internal`].
@@ -249,24 +253,7 @@ impl<A: App> Session<A> {
         timeout_ms: u64,
         progress: bool,
     ) -> Result<WaitResponse, SessionError> {
-        if let Some(since) = since {
-            let published = self.published();
-            if published.seq != since {
-                let touched = match path.filter(|p| !p.is_empty()) {
-                    None => Some(true),
-                    Some(p) => self.core.patches.lock().touched(since, published.seq, p),
-                };
-                // Not held (or not a version of this session): the caller's copy is stale.
-                if touched != Some(false) {
-                    return Ok(WaitResponse {
-                        status: WaitStatus::Changed,
-                        state_after: published.state(),
-                        seq: Some(published.seq),
-                        work: self.running_work(),
-                    });
-                }
-            }
-        }
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
         // Without a path, the whole trees are compared (packed elements by their text).
         let resolve = |state: &Arc<Node>| -> Result<Arc<Node>, Option<Value>> {
             match path {
@@ -274,12 +261,28 @@ impl<A: App> Session<A> {
                 Some(p) => Err(query_state(state, p).ok()),
             }
         };
+        if let Some(since) = since {
+            if since > self.published().seq && self.core.events.lock().by_commit() {
+                self.catch_up_to(since, deadline).await;
+            }
+        }
+        // The baseline is the snapshot seen now: a commit published after it wakes the loop.
         let mut rx = self.core.published.subscribe();
-        let baseline = resolve(&rx.borrow_and_update().state);
+        let base = rx.borrow_and_update().clone();
+        if let Some(since) = since {
+            if self.stale_since(&base, path, since, deadline).await {
+                return Ok(WaitResponse {
+                    status: WaitStatus::Changed,
+                    state_after: base.state(),
+                    seq: Some(base.seq),
+                    work: self.running_work(),
+                });
+            }
+        }
+        let baseline = resolve(&base.state);
         let mut closed = self.core.closed.subscribe();
         let mut work = self.core.work.follow();
         work.borrow_and_update();
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
         loop {
             tokio::select! {
                 _ = closed.wait_for(|c| *c) => return Err(SessionError::Closed),
@@ -318,5 +321,51 @@ impl<A: App> Session<A> {
                 }
             }
         }
+    }
+
+    /// Whether a caller holding version `since` is behind `base` where it looks (`path`, or the
+    /// whole state): `since` is not `base`'s version and a commit since then touched the path
+    /// (the recent patches say so), or its patches are no longer held. On a fleet's store
+    /// (PostgreSQL) a `since` older than the patches held here (the commits were made, or the
+    /// session loaded, on another replica) is read from the store's commit log: the value at
+    /// the path in the view at `since` against `base`'s (`docs/semantics.md` §8.5).
+    /// A store that does not answer by `deadline` (the wait's): behind.
+    async fn stale_since(
+        &self,
+        base: &Published,
+        path: Option<&str>,
+        since: u64,
+        deadline: tokio::time::Instant,
+    ) -> bool {
+        if base.seq == since {
+            return false;
+        }
+        let Some(p) = path.filter(|p| !p.is_empty()) else {
+            return true;
+        };
+        let touched = self.core.patches.lock().touched(since, base.seq, p);
+        if let Some(touched) = touched {
+            return touched;
+        }
+        if since > base.seq || !self.core.events.lock().by_commit() {
+            return true;
+        }
+        let then = super::resume::view_at(&self.core, since);
+        match tokio::time::timeout_at(deadline, then).await {
+            Ok(Some((_, then))) => query_state(&then, p).ok() != query_state(&base.state, p).ok(),
+            Ok(None) | Err(_) => true,
+        }
+    }
+
+    /// On a fleet's store, a `since` newer than the commit published here is another
+    /// replica's commit this one has not caught up with yet: the session reads the store, and
+    /// the call waits for that commit at most [`CATCH_UP_MS`] (and until `deadline`). A `since`
+    /// that is no version of the session (the store has no such commit) is left to the caller,
+    /// which then answers at once as without a store.
+    async fn catch_up_to(&self, since: u64, deadline: tokio::time::Instant) {
+        self.refresh_from_store();
+        let mut rx = self.core.published.subscribe();
+        let bound = deadline.min(tokio::time::Instant::now() + Duration::from_millis(CATCH_UP_MS));
+        let _ = tokio::time::timeout_at(bound, rx.wait_for(|p| p.seq >= since)).await;
     }
 }

@@ -22,13 +22,29 @@ pub(crate) async fn view_patch_since<A: App>(
     core: &SessionCore<A>,
     since: u64,
 ) -> Option<(Published, Vec<PatchOp>)> {
-    let p = core.persist.as_ref()?;
+    core.persist.as_ref()?;
     let published = core.published.borrow().clone();
     if since > published.seq {
         return None;
     }
     if since == published.seq {
         return Some((published, Vec::new()));
+    }
+    let (published, then) = view_at(core, since).await?;
+    let diff = crate::algo::tree::diff_nodes(&then, &published.state);
+    Some((published, diff))
+}
+
+/// The snapshot published now and the agents' view (redacted) at commit `since`, older than
+/// it, rebuilt from the store; `None` as for [`view_patch_since`].
+pub(crate) async fn view_at<A: App>(
+    core: &SessionCore<A>,
+    since: u64,
+) -> Option<(Published, Node)> {
+    let p = core.persist.as_ref()?;
+    let published = core.published.borrow().clone();
+    if since >= published.seq {
+        return None;
     }
     let record = p.store.load_session(&core.id).await.ok()??;
     if record.seq != published.seq {
@@ -49,6 +65,5 @@ pub(crate) async fn view_patch_since<A: App>(
     }
     let state: A::State = serde_json::from_value(tree.to_value()).ok()?;
     let view = super::redact(&*core.app, core.catalog.redact_plan(), &state).ok()?;
-    let diff = crate::algo::tree::diff_nodes(&Node::from_value(view), &published.state);
-    Some((published, diff))
+    Some((published, Node::from_value(view)))
 }

@@ -32,6 +32,8 @@ pub(crate) struct Lease {
     pub(crate) epoch: i64,
     /// Its last heartbeat, in milliseconds.
     pub(crate) heartbeat: i64,
+    /// The app on the socket deduplicates keyed messages (its `hello` said so).
+    pub(crate) dedupes: bool,
 }
 
 /// The lease rows, on the shared PostgreSQL pool.
@@ -79,7 +81,7 @@ impl Drop for SocketLock {
 }
 
 /// A statement's future bounded by [`STATEMENT_TIMEOUT`].
-async fn timed<T>(
+pub(super) async fn timed<T>(
     what: &str,
     f: impl std::future::Future<Output = Result<T, sqlx::Error>>,
 ) -> Result<T, StoreError> {
@@ -92,14 +94,15 @@ async fn timed<T>(
     }
 }
 
-type LeaseRow = (String, String, i64, i64);
+type LeaseRow = (String, String, i64, i64, bool);
 
-fn lease((replica, address, epoch, heartbeat): LeaseRow) -> Lease {
+fn lease((replica, address, epoch, heartbeat, dedupes): LeaseRow) -> Lease {
     Lease {
         replica,
         address,
         epoch,
         heartbeat,
+        dedupes,
     }
 }
 
@@ -144,7 +147,8 @@ impl FleetLeases {
         let row: Option<LeaseRow> = timed(
             "the socket's lease",
             sqlx::query_as(
-                "SELECT replica, address, epoch, heartbeat FROM agent_paired_sockets WHERE tid = $1",
+                "SELECT replica, address, epoch, heartbeat, dedupes FROM agent_paired_sockets \
+                 WHERE tid = $1",
             )
             .bind(tid)
             .fetch_optional(&self.pool),
@@ -170,7 +174,8 @@ impl FleetLeases {
                 "INSERT INTO agent_paired_sockets (tid, replica, address, epoch, heartbeat) \
                  VALUES ($1, $2, $3, 1, $4) ON CONFLICT (tid) DO UPDATE SET \
                  replica = excluded.replica, address = excluded.address, \
-                 epoch = agent_paired_sockets.epoch + 1, heartbeat = excluded.heartbeat \
+                 epoch = agent_paired_sockets.epoch + 1, heartbeat = excluded.heartbeat, \
+                 dedupes = FALSE \
                  RETURNING epoch",
             )
             .bind(tid)
@@ -204,6 +209,30 @@ impl FleetLeases {
         )
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// The app on `replica`'s socket of `tid` at `epoch` deduplicates keyed messages (or not).
+    pub(crate) async fn set_dedupes(
+        &self,
+        tid: &str,
+        replica: &str,
+        epoch: i64,
+        dedupes: bool,
+    ) -> Result<(), StoreError> {
+        timed(
+            "the socket's lease",
+            sqlx::query(
+                "UPDATE agent_paired_sockets SET dedupes = $4 \
+                 WHERE tid = $1 AND replica = $2 AND epoch = $3",
+            )
+            .bind(tid)
+            .bind(replica)
+            .bind(epoch)
+            .bind(dedupes)
+            .execute(&self.pool),
+        )
+        .await?;
+        Ok(())
     }
 
     /// `replica`'s heartbeat at `now` for the sockets it holds (`tids`): their rows touched

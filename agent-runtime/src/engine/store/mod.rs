@@ -39,6 +39,8 @@ pub(crate) mod touches;
 
 #[cfg(feature = "fleet")]
 pub(crate) mod fleet_leases;
+#[cfg(feature = "fleet")]
+pub(crate) mod fleet_proposals;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]

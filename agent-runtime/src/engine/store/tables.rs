@@ -41,7 +41,7 @@ pub(super) use tables;
 
 /// The schema version this build reads and writes (`agent_meta`, name `schema`). A database
 /// without the row is at version 1: the tables above as version 1 created them.
-pub(super) const SCHEMA_VERSION: i64 = 9;
+pub(super) const SCHEMA_VERSION: i64 = 10;
 
 /// The migrations, each with the version it reaches, in order; each runs once, in the
 /// transaction that opens the store (`docs/stores.md` §Schema versions).
@@ -133,6 +133,7 @@ CREATE INDEX IF NOT EXISTS agent_oauth_access_grant ON agent_oauth_access (grant
     ),
     (8, FLEET_LIMITS_MIGRATION),
     (9, PAIRED_SOCKETS_MIGRATION),
+    (10, PAIRED_PROPOSALS_MIGRATION),
 ];
 
 /// Limits shared by a fleet (issue 50, `docs/stores.md` §Limits across replicas): one token
@@ -158,6 +159,30 @@ CREATE TABLE IF NOT EXISTS agent_paired_sockets (
     tid TEXT PRIMARY KEY, replica TEXT NOT NULL, address TEXT NOT NULL,
     epoch BIGINT NOT NULL, heartbeat BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS agent_paired_sockets_replica ON agent_paired_sockets (replica);
+";
+
+/// The proposals a fleet's replicas relayed for paired sessions, and the human's decisions on
+/// them (issue 50, `docs/pairing.md` §A fleet of replicas): one row per token id and
+/// confirmation id, when it was proposed and, once decided, the decision
+/// (`confirmed`, `user-cancelled`, `withdrawn`), the `stateAfter` as the app sent it (within
+/// its budget) and when. So `/confirm-result` answers after the app re-paired with another
+/// replica. Created by every build, like `agent_paired_sockets`, which is made again with
+/// `dedupes`: the app holding the socket answers a repeated `idempotencyKey` with its first
+/// answer (its `hello` said `idempotency-keys`), so a keyed message whose hop broke may be sent
+/// to it again. Its rows are leases of live sockets, and no replica of an older version runs
+/// while the database is upgraded (`docs/stores.md` §Schema versions): none is lost.
+const PAIRED_PROPOSALS_MIGRATION: &str = "
+DROP TABLE IF EXISTS agent_paired_sockets;
+CREATE TABLE agent_paired_sockets (
+    tid TEXT PRIMARY KEY, replica TEXT NOT NULL, address TEXT NOT NULL,
+    epoch BIGINT NOT NULL, heartbeat BIGINT NOT NULL,
+    dedupes BOOLEAN NOT NULL DEFAULT FALSE);
+CREATE INDEX IF NOT EXISTS agent_paired_sockets_replica ON agent_paired_sockets (replica);
+CREATE TABLE IF NOT EXISTS agent_paired_proposals (
+    tid TEXT NOT NULL, confirm_id TEXT NOT NULL, at BIGINT NOT NULL,
+    decision TEXT, state_after TEXT, decided_at BIGINT,
+    PRIMARY KEY (tid, confirm_id));
+CREATE INDEX IF NOT EXISTS agent_paired_proposals_at ON agent_paired_proposals (at);
 ";
 
 /// Whether the database behind `$pool` is at [`SCHEMA_VERSION`] already (then opening it

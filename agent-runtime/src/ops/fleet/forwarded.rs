@@ -40,7 +40,9 @@ pub(crate) struct ForwardedRelay<A: App> {
 
 /// Why a hop ended without the holder's answer.
 enum HopFailure {
-    /// No connection, or it broke (the holder died).
+    /// No connection could be made (nothing was sent: the holder is gone).
+    NotConnected(String),
+    /// The connection broke (the holder died), or the answer ended without its last line.
     Unreachable(String),
     /// Nothing heard within the ping interval.
     Silent,
@@ -53,7 +55,7 @@ enum HopFailure {
 impl HopFailure {
     fn reason(&self) -> &'static str {
         match self {
-            HopFailure::Unreachable(_) => "unreachable",
+            HopFailure::NotConnected(_) | HopFailure::Unreachable(_) => "unreachable",
             HopFailure::Silent => "silent",
             HopFailure::Refused(_) => "refused",
             HopFailure::Malformed(_) => "malformed",
@@ -62,7 +64,9 @@ impl HopFailure {
 
     fn detail(&self) -> String {
         match self {
-            HopFailure::Unreachable(why) | HopFailure::Malformed(why) => why.clone(),
+            HopFailure::NotConnected(why)
+            | HopFailure::Unreachable(why)
+            | HopFailure::Malformed(why) => why.clone(),
             HopFailure::Silent => "nothing heard within the ping interval".into(),
             HopFailure::Refused(status) => format!("answered {status}"),
         }
@@ -145,11 +149,13 @@ impl<A: App> ForwardedRelay<A> {
             "fleet: the hop to the socket's replica failed"
         );
         match failure {
-            HopFailure::Unreachable(_) | HopFailure::Silent => crate::ops::paired::paused(
-                Some(record),
-                self.server.now(),
-                self.server.pairing().options.retry_after.as_secs(),
-            ),
+            HopFailure::NotConnected(_) | HopFailure::Unreachable(_) | HopFailure::Silent => {
+                crate::ops::paired::paused(
+                    Some(record),
+                    self.server.now(),
+                    self.server.pairing().options.retry_after.as_secs(),
+                )
+            }
             HopFailure::Refused(status) => ApiError::internal(format!(
                 "the replica holding the paired socket refused this replica's hop (status \
                  {status}): check that every replica shares pairing.fleet_secret"
@@ -161,13 +167,17 @@ impl<A: App> ForwardedRelay<A> {
     }
 
     /// Carries the operation of `spec` with `args` to the holder; `follow` when the caller
-    /// follows a `/message`'s work.
+    /// follows a `/message`'s work. A keyed `/message`'s `key` is given back when the hop
+    /// failed without its message reaching the app (no connection was made), or when the
+    /// holder said the app deduplicates keys and the hop broke (`docs/pairing.md` §A fleet
+    /// of replicas): its 503 is then not the key's answer, and a retry runs it again.
     async fn hop(
         &self,
         record: &TokenRecord,
         spec: Result<&'static OperationSpec, Watching>,
         args: Value,
         follow: Option<Arc<DispatchWatch>>,
+        key: Option<KeyedDispatch>,
     ) -> Result<Serialized, ApiError> {
         let started = Instant::now();
         let hop = uuid::Uuid::new_v4().to_string();
@@ -191,13 +201,27 @@ impl<A: App> ForwardedRelay<A> {
                 send_note(fleet, address, CANCEL_PATH, note)
             }));
         }
-        let answered = self.exchange(&call, follow.as_deref()).await;
+        let mut dedupes = false;
+        let answered = self.exchange(&call, follow.as_deref(), &mut dedupes).await;
         let seconds = started.elapsed().as_secs_f64();
         crate::telemetry::fleet_forwarded(label, answered.is_ok(), seconds);
         match answered {
             Ok(Ok(served)) => Ok(served),
             Ok(Err(e)) => Err(e),
-            Err(failure) => Err(self.failed(record, &failure)),
+            Err(failure) => {
+                let released = match failure {
+                    HopFailure::NotConnected(_) => true,
+                    HopFailure::Unreachable(_) | HopFailure::Silent => {
+                        dedupes || self.lease.dedupes
+                    }
+                    HopFailure::Refused(_) | HopFailure::Malformed(_) => false,
+                };
+                if let (true, Some(key)) = (released, key) {
+                    tracing::info!(tid = %record.tid, key = key.key(), "fleet: the keyed message's hop failed before an answer; its key is given back");
+                    key.release();
+                }
+                Err(self.failed(record, &failure))
+            }
         }
     }
 
@@ -206,6 +230,7 @@ impl<A: App> ForwardedRelay<A> {
         &self,
         call: &HopCall,
         follow: Option<&DispatchWatch>,
+        dedupes: &mut bool,
     ) -> Result<Result<Serialized, ApiError>, HopFailure> {
         let body = serde_json::to_vec(call).map_err(|e| HopFailure::Malformed(e.to_string()))?;
         let silence = self.silence();
@@ -216,6 +241,7 @@ impl<A: App> ForwardedRelay<A> {
         let request = signed_post(&self.fleet, &self.lease.address, CALL_PATH, body).send();
         let mut response = match tokio::time::timeout(silence, request).await {
             Err(_) => return Err(HopFailure::Silent),
+            Ok(Err(e)) if e.is_connect() => return Err(HopFailure::NotConnected(e.to_string())),
             Ok(Err(e)) => return Err(HopFailure::Unreachable(e.to_string())),
             Ok(Ok(r)) => r,
         };
@@ -227,7 +253,7 @@ impl<A: App> ForwardedRelay<A> {
             while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = buffer.drain(..=end).collect();
                 match HopLine::parse(&line[..end]) {
-                    Ok(HopLine::Alive) => {}
+                    Ok(HopLine::Alive { dedupes: said }) => *dedupes |= said,
                     Ok(HopLine::Progress { progress }) => {
                         if let Some(follow) = follow {
                             follow.report(progress);
@@ -279,13 +305,15 @@ impl<A: App> ForwardedRelay<A> {
     /// of a `/message`).
     fn carried<'a>(&'a self, call: &'a Call<'a>) -> Served<'a> {
         let follow = call.follow.clone();
-        Box::pin(self.hop(call.record, Ok(call.spec), call.args.clone(), follow))
+        Box::pin(self.hop(call.record, Ok(call.spec), call.args.clone(), follow, None))
     }
 
     /// A watcher's hop (not a call of the gate): the answer's value.
     #[cfg(feature = "mcp")]
     async fn watching(&self, record: &TokenRecord, watch: Watching) -> Result<Value, ApiError> {
-        let served = self.hop(record, Err(watch), Value::Null, None).await?;
+        let served = self
+            .hop(record, Err(watch), Value::Null, None, None)
+            .await?;
         Ok(served.body.into_parts().0)
     }
 }
@@ -323,9 +351,10 @@ impl<A: App> SessionBackend for ForwardedRelay<A> {
         &'a self,
         call: &'a Call<'a>,
         _: MessageRequest,
-        _: Option<KeyedDispatch>,
+        key: Option<KeyedDispatch>,
     ) -> Served<'a> {
-        self.carried(call)
+        let follow = call.follow.clone();
+        Box::pin(self.hop(call.record, Ok(call.spec), call.args.clone(), follow, key))
     }
 
     fn confirm_result<'a>(&'a self, call: &'a Call<'a>, _: ConfirmResultRequest) -> Served<'a> {

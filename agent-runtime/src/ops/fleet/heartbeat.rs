@@ -1,6 +1,7 @@
 //! The heartbeat of a replica in its fleet: every period it renews the leases of the sockets
 //! it holds (so the others keep hopping to it) and removes the rows of replicas that stopped
-//! renewing theirs (they died); a socket whose lease is gone or names another replica lost its
+//! renewing theirs (they died), and forgets the proposals recorded for the fleet past the
+//! outcomes' time to live; a socket whose lease is gone or names another replica lost its
 //! session to a newer socket there, and is closed (1000), in case that replica's `supersede`
 //! note did not arrive. The task holds the server weakly: it ends with it.
 
@@ -40,6 +41,11 @@ pub(crate) fn spawn<A: App>(server: &ServerState<A>, fleet: Arc<Fleet>) {
                     for tid in lost {
                         tracing::info!(tid = %tid, "fleet: the socket's lease is another replica's; closing");
                         server.pairing().hub.drop_current(&tid, close_code::NORMAL, server.now());
+                    }
+                    // The proposals recorded for the fleet live as long as outcomes do.
+                    let ttl = server.pairing().options.outcome_ttl;
+                    if let Err(e) = fleet.sweep_proposals(ttl).await {
+                        tracing::warn!("fleet: old proposals not swept: {e}");
                     }
                 }
                 Err(e) => {

@@ -82,8 +82,15 @@ pub(crate) struct HopNote {
 #[derive(Debug, Serialize)]
 #[serde(tag = "k", rename_all = "kebab-case")]
 pub(crate) enum HopLine {
-    /// The holder still works on the call (sent every third of the ping interval).
-    Alive,
+    /// The holder still works on the call (sent every third of the ping interval). First, with
+    /// `dedupes`, before a keyed `/message` is relayed to an app that answers a repeated key
+    /// with its first answer (`idempotency-keys` in its `hello`): the caller may then give the
+    /// key back if the hop breaks (`docs/pairing.md` §A fleet of replicas).
+    Alive {
+        /// The app deduplicates keyed messages.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        dedupes: bool,
+    },
     /// The latest progress of the `/message`'s work.
     Progress {
         /// The report.
@@ -139,6 +146,8 @@ struct WireLine {
     error: Option<ErrorParts>,
     #[serde(default)]
     not_holder: bool,
+    #[serde(default)]
+    dedupes: bool,
 }
 
 impl HopLine {
@@ -147,7 +156,9 @@ impl HopLine {
         let wire: WireLine = serde_json::from_slice(line).map_err(|e| e.to_string())?;
         let missing = |what: &str| format!("a line of kind {:?} without its {what}", wire.k);
         Ok(match wire.k {
-            LineKind::Alive => HopLine::Alive,
+            LineKind::Alive => HopLine::Alive {
+                dedupes: wire.dedupes,
+            },
             LineKind::Progress => HopLine::Progress {
                 progress: wire.progress.clone().ok_or_else(|| missing("progress"))?,
             },
@@ -185,7 +196,8 @@ mod tests {
     fn every_line_reads_back_as_it_was_written() {
         let body = RawValue::from_string(r#"{"state": {"n" :1}}"#.into()).unwrap();
         let lines = [
-            HopLine::Alive,
+            HopLine::Alive { dedupes: false },
+            HopLine::Alive { dedupes: true },
             HopLine::Progress {
                 progress: Progress {
                     fraction: Some(0.5),

@@ -109,9 +109,16 @@ where
         let mut reply = reply;
         let mut ours = true;
         if let (Some(receipt), Some((key, msg))) = (receipt, &keyed) {
+            let outcome = receipt.outcome();
+            // The relay gave the key back: this answer is not the key's (its claim in the
+            // store lapses with its lease), and a retry runs the message again.
+            if outcome == KeyOutcome::Released {
+                first.release(reply.clone().into_stored());
+                return reply;
+            }
             // Another commit recorded the key: that one is the first call; its answer
             // (or one rebuilt from its commit) is this call's too.
-            if receipt.outcome() == KeyOutcome::UsedElsewhere {
+            if outcome == KeyOutcome::UsedElsewhere {
                 if let Durable::Replay(first) =
                     claim_or_replay(&task_server, &task_record, key, msg).await
                 {

@@ -146,6 +146,22 @@ impl FirstCall {
     }
 }
 
+impl FirstCall {
+    /// Gives the key back: the repeats waiting now get `answer`, and the record is forgotten,
+    /// so the next call with the key is a first call again (`KeyOutcome::Released`).
+    pub(crate) fn release(self, answer: StoredAnswer) {
+        self.tx.send_replace(Some(answer));
+        if let Some(ring) = self.ring.upgrade() {
+            let mut ring = ring.lock();
+            if let Some(index) = ring.records.iter().position(|k| k.id == self.id) {
+                if let Some(kept) = ring.records.remove(index) {
+                    ring.refund(&kept);
+                }
+            }
+        }
+    }
+}
+
 /// What a kept record is.
 #[derive(Debug)]
 enum State {

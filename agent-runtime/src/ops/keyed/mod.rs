@@ -4,7 +4,7 @@
 //!
 //! 1. `detached` runs the call on its own task (so it completes even when its caller goes
 //!    away) after claiming its key: in this process first (`idempotency`: the in-memory
-//!    records, whose [`Claim`](idempotency::Claim) is the first call or a repeat to replay),
+//!    records, whose [`idempotency::Claim`] is the first call or a repeat to replay),
 //!    then, with a durable store, in the store (`durable`: what the store says of the key, a
 //!    `Durable` to run or replay).
 //! 2. A call that claimed its key in the store builds a
@@ -38,6 +38,8 @@ use crate::engine::store::IdempotencyRecords;
 use crate::security::TokenRecord;
 
 pub(crate) use detached::run_keyed;
+#[cfg(feature = "pairing-client")]
+pub(crate) use idempotency::Claim;
 pub(crate) use idempotency::IdempotencyStore;
 pub use idempotency::IDEMPOTENCY_WINDOW;
 

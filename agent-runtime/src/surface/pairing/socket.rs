@@ -265,7 +265,32 @@ async fn run<A: App>(
                     Some(Ok(Message::Text(text))) => {
                         match inbound(&server, &tid, conn, text.as_str(), &mut warnings) {
                             Read::Frame => {}
-                            Read::Hello => awaiting_hello = false,
+                            Read::Hello => {
+                                awaiting_hello = false;
+                                // In a fleet, whether the app deduplicates keyed messages
+                                // goes in its lease (`docs/pairing.md` §A fleet of replicas).
+                                #[cfg(feature = "fleet")]
+                                if let Some(fleet) = &pairing.fleet {
+                                    let dedupes = hub.hello(&tid).is_some_and(|h| {
+                                        h.takes(crate::engine::paired::frames::IDEMPOTENCY_KEYS)
+                                    });
+                                    if let Err(e) = fleet.app_dedupes(&tid, dedupes).await {
+                                        tracing::error!(tid = %tid, "fleet: the app's keys not recorded in its lease: {e}");
+                                        crate::telemetry::fleet_hop_failed("store");
+                                    }
+                                }
+                            }
+                            // Recorded before the next frame is read: an app's flood of
+                            // decisions waits on the store, it does not pile up.
+                            #[cfg(feature = "fleet")]
+                            Read::Decided(d) => {
+                                if let Some(fleet) = &pairing.fleet {
+                                    if let Err(e) = fleet.decided(&tid, &d.id, &d.resolution, d.budget).await {
+                                        tracing::error!(tid = %tid, confirm_id = %d.id, "fleet: a decision not recorded: {e}");
+                                        crate::telemetry::fleet_hop_failed("store");
+                                    }
+                                }
+                            }
                             Read::Close(code) => {
                                 hub.close_conn(&tid, conn, code);
                                 break;
@@ -399,6 +424,17 @@ enum Read {
     Hello,
     /// The socket must close with this code.
     Close(u16),
+    /// A decision on a proposal, for the fleet's record (feature `fleet`).
+    #[cfg(feature = "fleet")]
+    Decided(Decided),
+}
+
+/// A decision the app sent, to record for the fleet.
+#[cfg(feature = "fleet")]
+struct Decided {
+    id: String,
+    resolution: crate::engine::paired::link::Resolution,
+    budget: usize,
 }
 
 /// One inbound text frame: invalid ones are dropped with a warning (escaped, rate-limited per
@@ -442,7 +478,41 @@ fn inbound<A: App>(
         }
         _ => None,
     };
+    // In a fleet, a decision is recorded for the replicas (`docs/pairing.md` §A fleet of
+    // replicas), whether this relay knows the proposal or another replica relayed it.
+    #[cfg(feature = "fleet")]
+    let decided = match (&frame, &pairing.fleet) {
+        (
+            ClientFrame::ConfirmResolved {
+                confirm_id,
+                outcome,
+                state_after,
+            },
+            Some(_),
+        ) => {
+            let options = &pairing.options;
+            let budget = crate::engine::paired::fleet::recorded_state_budget(
+                options.outcome_bytes,
+                options.outcomes_bytes,
+            );
+            Some(Decided {
+                id: confirm_id.clone(),
+                resolution: crate::engine::paired::link::Resolution {
+                    decision: *outcome,
+                    state_after: state_after.clone().filter(|s| s.get().len() <= budget),
+                    at: server.now(),
+                    withdrawn: false,
+                },
+                budget,
+            })
+        }
+        _ => None,
+    };
     let current = hub.inbound(tid, conn, frame, server.now());
+    #[cfg(feature = "fleet")]
+    if let (true, Some(decided)) = (current, decided) {
+        return Read::Decided(decided);
+    }
     match (current, version) {
         (true, Some(version)) => {
             let _ = hub.push(

@@ -19,7 +19,8 @@ use crate::engine::session::progress::DispatchWatch;
 use crate::engine::session::{activity, SendError, Session};
 use crate::ops::cancel::cancel_own;
 use crate::ops::hosted::{Asking, HostedSession};
-use crate::ops::{ApiError, Operation};
+use crate::ops::{ApiError, Claim, IdempotencyStore, Operation, StoredAnswer};
+use axum::http::StatusCode;
 
 /// Why a tool could not answer: `(code, detail)` of an `rpc-error`.
 pub(crate) type ToolError = (String, Option<String>);
@@ -65,6 +66,7 @@ pub(crate) fn hello<A: App>(describe: &Value, session: &Session<A>) -> Value {
 /// `rpc-cancel` of it.
 pub(crate) async fn answer<A: App>(
     hosted: &HostedSession<A>,
+    keys: &IdempotencyStore,
     session: &Session<A>,
     id: &str,
     tool: &str,
@@ -73,7 +75,7 @@ pub(crate) async fn answer<A: App>(
 ) -> (Result<Value, ToolError>, Vec<LogEntry>) {
     let op = Operation::from_tool(tool);
     if op == Some(Operation::Message) {
-        return send_message(hosted, session, args, follow).await;
+        return send_message(hosted, keys, session, args, follow).await;
     }
     let result = match op {
         Some(Operation::Cancel) => cancel_work(session, args),
@@ -152,19 +154,92 @@ fn cancel_work<A: App>(session: &Session<A>, args: Value) -> Result<Value, ToolE
     to_value(cancel_own(session, None, &request).map_err(failed)?)
 }
 
-/// `send_message`: the hosted dispatch, a proposal answered pending (the server waits on it);
-/// the entries it logs are the ones appended.
+/// `send_message`. With an `idempotencyKey` (`docs/pairing.md` §A fleet of replicas): a key
+/// answered already (within 10 minutes, the keys' budgets) gets its first answer and is not
+/// applied again, so a server may send it again after the replica that relayed it died; a
+/// key still running waits for its first answer; a different message under an answered key
+/// is `rpc-error` `conflict`.
 async fn send_message<A: App>(
     hosted: &HostedSession<A>,
+    keys: &IdempotencyStore,
     session: &Session<A>,
     args: Value,
     follow: Arc<DispatchWatch>,
 ) -> (Result<Value, ToolError>, Vec<LogEntry>) {
-    let newest = session.recent_log(1, None).first().map(|e| e.id.clone());
     let request: MessageRequest = match request(args) {
         Ok(r) => r,
         Err(e) => return (Err(e), Vec::new()),
     };
+    let Some(key) = request.idempotency_key.clone() else {
+        return dispatch(hosted, session, &request, follow).await;
+    };
+    let msg = request.dispatch.msg.0.clone();
+    let conflict = |detail: String| (Err(("conflict".to_string(), Some(detail))), Vec::new());
+    match keys.claim(KEYS_OF, &key, &msg, session.now_ms()) {
+        Err(over) => (
+            Err(("invalid".to_string(), Some(over.to_string()))),
+            Vec::new(),
+        ),
+        Ok(Claim::Shed(_)) => conflict(format!(
+            "idempotencyKey {key} was answered, and its answer is no longer kept"
+        )),
+        Ok(Claim::Repeat(first)) if !first.same_message(&msg) => conflict(format!(
+            "idempotencyKey {key} was used with a different message"
+        )),
+        Ok(Claim::Repeat(first)) => match first.answer().await {
+            Some(kept) => (read_kept(&kept), Vec::new()),
+            None => (
+                Err(internal(
+                    "the first call with this idempotencyKey ended without an answer",
+                )),
+                Vec::new(),
+            ),
+        },
+        Ok(Claim::First(first)) => {
+            let (result, entries) = dispatch(hosted, session, &request, follow).await;
+            first.answer(kept(&result));
+            (result, entries)
+        }
+    }
+}
+
+/// The one "token" of the client's keys: a paired session has one token.
+const KEYS_OF: &str = "paired";
+
+/// An rpc's answer as a key keeps it: 200 and the result, or 500 and the error.
+fn kept(result: &Result<Value, ToolError>) -> StoredAnswer {
+    let (status, body) = match result {
+        Ok(v) => (StatusCode::OK, v.to_string()),
+        Err((code, detail)) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"code": code, "detail": detail}).to_string(),
+        ),
+    };
+    StoredAnswer {
+        status,
+        body,
+        headers: Vec::new(),
+    }
+}
+
+/// A kept answer read back.
+fn read_kept(kept: &StoredAnswer) -> Result<Value, ToolError> {
+    let body: Value = serde_json::from_str(&kept.body).map_err(internal)?;
+    if kept.status == StatusCode::OK {
+        return Ok(body);
+    }
+    let code = body["code"].as_str().unwrap_or("internal").to_string();
+    Err((code, body["detail"].as_str().map(str::to_string)))
+}
+
+/// The dispatch of `request`; the entries it logs are the ones appended.
+async fn dispatch<A: App>(
+    hosted: &HostedSession<A>,
+    session: &Session<A>,
+    request: &MessageRequest,
+    follow: Arc<DispatchWatch>,
+) -> (Result<Value, ToolError>, Vec<LogEntry>) {
+    let newest = session.recent_log(1, None).first().map(|e| e.id.clone());
     let ask = Asking {
         spec: Operation::Message.spec(),
         tid: None,

@@ -36,6 +36,7 @@ use crate::app::App;
 use crate::engine::host::Host;
 use crate::engine::session::Session;
 use crate::ops::hosted::HostedSession;
+use crate::ops::IdempotencyStore;
 use crate::ops::ServerOptions;
 
 /// Reconnection delays: doubling from `initial` up to `max`, giving up after `give_up`
@@ -214,6 +215,8 @@ pub struct PairingClient<A: App> {
     session: Session<A>,
     /// The operations of `session`, as a server hosting it would answer them.
     hosted: Arc<HostedSession<A>>,
+    /// The keyed messages answered, so a repeated key gets its first answer.
+    keys: Arc<IdempotencyStore>,
     describe: Value,
     config: PairingConfig,
 }
@@ -229,6 +232,10 @@ impl<A: App> PairingClient<A> {
                 host.clone(),
                 max_wait_ms,
             )),
+            keys: Arc::new(IdempotencyStore::new(
+                host.config(),
+                host.retained().clone(),
+            )),
             session,
             describe: host.describe().clone(),
             config,
@@ -243,6 +250,7 @@ impl<A: App> PairingClient<A> {
         let task = tokio::spawn(socket::run(
             self.session,
             self.hosted,
+            self.keys,
             self.describe,
             self.config,
             socket::Reports {

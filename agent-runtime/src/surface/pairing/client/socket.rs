@@ -20,6 +20,7 @@ use crate::engine::paired::frames::MAX_FRAME_BYTES;
 use crate::engine::session::progress::DispatchWatch;
 use crate::engine::session::Session;
 use crate::ops::hosted::HostedSession;
+use crate::ops::IdempotencyStore;
 
 /// How long the client follows a proposal it reported as pending.
 const CONFIRM_FOLLOW_MS: u64 = 10 * 60_000;
@@ -58,6 +59,7 @@ pub(super) struct Reports {
 pub(super) async fn run<A: App>(
     session: Session<A>,
     hosted: Arc<HostedSession<A>>,
+    keys: Arc<IdempotencyStore>,
     describe: Value,
     mut config: PairingConfig,
     reports: Reports,
@@ -79,7 +81,7 @@ pub(super) async fn run<A: App>(
             Ok(ws) => {
                 delay = config.backoff.initial;
                 claimed = false;
-                match serve(&session, &hosted, &describe, ws, &status, &mut stop).await {
+                match serve(&session, &hosted, &keys, &describe, ws, &status, &mut stop).await {
                     Ended::Dropped => since = tokio::time::Instant::now(),
                     Ended::Revoked => {
                         status.send_replace(PairingStatus::Revoked);
@@ -200,6 +202,7 @@ impl Out {
 async fn serve<A: App>(
     session: &Session<A>,
     hosted: &Arc<HostedSession<A>>,
+    keys: &Arc<IdempotencyStore>,
     describe: &Value,
     ws: Ws,
     status: &watch::Sender<PairingStatus>,
@@ -249,7 +252,7 @@ async fn serve<A: App>(
                         }
                         "active" => { status.send_replace(PairingStatus::Active); }
                         "revoked" => break Ended::Revoked,
-                        "rpc" => tasks.push(rpc(session, hosted, &out, &following, frame)),
+                        "rpc" => tasks.push(rpc(session, hosted, keys, &out, &following, frame)),
                         "rpc-cancel" => {
                             let id = frame.get("id").and_then(Value::as_str).unwrap_or("");
                             let follow = following.rpcs.lock().get(id).cloned();
@@ -310,12 +313,14 @@ async fn serve<A: App>(
 fn rpc<A: App>(
     session: &Session<A>,
     hosted: &Arc<HostedSession<A>>,
+    keys: &Arc<IdempotencyStore>,
     out: &Out,
     following: &Following,
     frame: Value,
 ) -> JoinHandle<()> {
     let session = session.clone();
     let hosted = hosted.clone();
+    let keys = keys.clone();
     let out = out.clone();
     let following = following.clone();
     tokio::spawn(async move {
@@ -334,7 +339,7 @@ fn rpc<A: App>(
         if followed {
             following.rpcs.lock().insert(id.clone(), follow.clone());
         }
-        let answering = answer(&hosted, &session, &id, tool, args, follow.clone());
+        let answering = answer(&hosted, &keys, &session, &id, tool, args, follow.clone());
         let (result, entries) = if followed && following.takes_progress() {
             report_progress(&out, &id, &follow, answering).await
         } else {
