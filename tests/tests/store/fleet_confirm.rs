@@ -7,61 +7,13 @@
 //! crash, `still-pending`, then the decision the app sends on its new socket; an id no
 //! replica relayed is still 400 `unknown confirmId`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_tests::lb::{mint_paired, RelayFleet};
 use agent_tests::tab::Tab;
-use serde_json::{json, Value};
+use serde_json::json;
 
-const PAIRING: &str = "ping_interval = \"2s\"\nforward_timeout = \"3s\"\ngrace = \"60s\"";
-
-async fn lap(base: &str, token: &str, tail: &str, body: Value) -> (u16, Option<String>, Value) {
-    let resp = reqwest::Client::new()
-        .post(format!("{base}/agent/lap/v1{tail}"))
-        .bearer_auth(token)
-        .json(&body)
-        .timeout(Duration::from_secs(30))
-        .send()
-        .await
-        .expect("LAP call");
-    let status = resp.status().as_u16();
-    let reconnect = resp
-        .headers()
-        .get("x-llui-reconnect")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    (status, reconnect, resp.json().await.unwrap_or(Value::Null))
-}
-
-fn spawn_lap(
-    base: &str,
-    token: &str,
-    tail: &'static str,
-    body: Value,
-) -> tokio::task::JoinHandle<(u16, Option<String>, Value)> {
-    let (base, token) = (base.to_owned(), token.to_owned());
-    tokio::spawn(async move { lap(&base, &token, tail, body).await })
-}
-
-/// Waits until replica `i` holds `tid`'s socket (its lease).
-async fn held_by(fleet: &RelayFleet, tid: &str, i: usize) {
-    let pool = sqlx::PgPool::connect(&fleet.pg.url()).await.expect("db");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let address: Option<(String,)> =
-            sqlx::query_as("SELECT address FROM agent_paired_sockets WHERE tid = $1")
-                .bind(tid)
-                .fetch_optional(&pool)
-                .await
-                .expect("lease");
-        if address.is_some_and(|(a,)| a == fleet.base(i)) {
-            pool.close().await;
-            return;
-        }
-        assert!(Instant::now() < deadline, "replica {i} does not hold {tid}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use super::fleet_calls::{holder_where, lap, spawn_lap, PAIRING};
 
 /// The agent proposes through `base`; the app (on `tab`) answers `pending-confirmation` with
 /// `id`; the call answers the same once its `timeoutMs` is over.
@@ -99,7 +51,7 @@ async fn confirm_result_answers_after_the_app_re_pairs_with_another_replica() {
     let mut fleet = RelayFleet::start(env!("CARGO_BIN_EXE_relay-server"), 3, PAIRING, "1s");
     let (token, tid) = mint_paired(&fleet.base(0)).await;
     let mut tab = Tab::pair(&fleet.base(0), &token).await;
-    held_by(&fleet, &tid, 0).await;
+    holder_where(&fleet, &tid, Duration::from_secs(10), |i| i == 0).await;
 
     // Two proposals relayed to the app on replica 0 through replica 1; the human decides the
     // second there, before the crash.
@@ -142,7 +94,7 @@ async fn confirm_result_answers_after_the_app_re_pairs_with_another_replica() {
     // The app re-pairs with replica 1. The decision made before the crash, read on any
     // replica; the undecided proposal is still pending (not an unknown id).
     let mut tab = Tab::pair(&fleet.base(1), &token).await;
-    held_by(&fleet, &tid, 1).await;
+    holder_where(&fleet, &tid, Duration::from_secs(10), |i| i == 1).await;
     for base in [fleet.base(2), fleet.base(1)] {
         let (status, _, body) =
             lap(&base, &token, "/confirm-result", json!({"confirmId": "c2"})).await;
@@ -199,7 +151,7 @@ async fn confirm_result_answers_after_the_app_re_pairs_with_another_replica() {
     fleet.kill(1);
     drop(tab);
     let _tab = Tab::pair(&fleet.base(2), &token).await;
-    held_by(&fleet, &tid, 2).await;
+    holder_where(&fleet, &tid, Duration::from_secs(10), |i| i == 2).await;
     let (status, _, body) = lap(
         &fleet.base(2),
         &token,

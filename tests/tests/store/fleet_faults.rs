@@ -17,7 +17,7 @@ use axum::response::Response;
 use serde_json::{json, Value};
 use std::sync::Mutex;
 
-const PAIRING: &str = "ping_interval = \"2s\"\nforward_timeout = \"3s\"\ngrace = \"60s\"";
+use super::fleet_calls::PAIRING;
 
 /// How the fake holder answers the next hop.
 #[derive(Clone)]

@@ -16,7 +16,7 @@ use agent_tests::lb::{mint_paired, RelayFleet};
 use agent_tests::paired::AppProcess;
 use serde_json::{json, Value};
 
-const PAIRING: &str = "ping_interval = \"2s\"\nforward_timeout = \"3s\"\ngrace = \"60s\"";
+use super::fleet_calls::{count, PAIRING};
 
 /// `inc` keyed `key` through `base`: status (0: no answer within 25 s) and the error code.
 async fn keyed_inc(http: &reqwest::Client, base: &str, token: &str, key: &str) -> (u16, String) {
@@ -35,27 +35,6 @@ async fn keyed_inc(http: &reqwest::Client, base: &str, token: &str, key: &str) -
             (status, code)
         }
         Err(_) => (0, String::new()),
-    }
-}
-
-async fn count(http: &reqwest::Client, base: &str, token: &str) -> i64 {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let resp = http
-            .post(format!("{base}/agent/lap/v1/state"))
-            .bearer_auth(token)
-            .json(&json!({}))
-            .timeout(Duration::from_secs(10))
-            .send()
-            .await;
-        if let Ok(r) = resp {
-            if r.status().as_u16() == 200 {
-                let body: Value = r.json().await.expect("json");
-                return body["state"]["count"].as_i64().expect("count");
-            }
-        }
-        assert!(Instant::now() < deadline, "no state within 30 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -115,6 +94,9 @@ async fn a_postgres_restart_mid_run_answers_clear_errors_and_loses_nothing() {
         );
     }
     // Nothing lost, nothing applied twice.
-    assert_eq!(count(&http, &fleet.base(1), &token).await, keys);
+    assert_eq!(
+        count(&http, &fleet.base(1), &token, Duration::from_secs(30)).await,
+        keys
+    );
     app.say("quit").await;
 }

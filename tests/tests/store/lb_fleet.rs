@@ -18,55 +18,9 @@ use agent_tests::paired::AppProcess;
 use agent_tests::tab::{ws_url, Tab};
 use serde_json::{json, Value};
 
-/// The replicas' pairing options: a short ping interval (the longest silence of a hop), a
-/// short forward timeout (the 504 below), and their fleet's heartbeat.
-const PAIRING: &str = "ping_interval = \"2s\"\nforward_timeout = \"3s\"\ngrace = \"60s\"";
+use super::fleet_calls::{holder_where, lap, spawn_lap, PAIRING};
+
 const PING: Duration = Duration::from_secs(2);
-
-/// An agent's LAP call at `base` with `token`: status, headers we read, body.
-async fn lap(base: &str, token: &str, tail: &str, body: Value) -> (u16, Option<String>, Value) {
-    let resp = reqwest::Client::new()
-        .post(format!("{base}/agent/lap/v1{tail}"))
-        .bearer_auth(token)
-        .json(&body)
-        .timeout(Duration::from_secs(30))
-        .send()
-        .await
-        .expect("LAP call");
-    let status = resp.status().as_u16();
-    let reconnect = resp
-        .headers()
-        .get("x-llui-reconnect")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    (status, reconnect, resp.json().await.unwrap_or(Value::Null))
-}
-
-/// The replica (index) whose lease holds `tid`'s socket, waiting up to 10 s for one that is
-/// not `not`.
-async fn holder(fleet: &RelayFleet, tid: &str, not: Option<usize>) -> usize {
-    let pool = sqlx::PgPool::connect(&fleet.pg.url()).await.expect("db");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let address: Option<(String,)> =
-            sqlx::query_as("SELECT address FROM agent_paired_sockets WHERE tid = $1")
-                .bind(tid)
-                .fetch_optional(&pool)
-                .await
-                .expect("lease");
-        if let Some((address,)) = address {
-            let i = (0..fleet.ports.len())
-                .find(|i| address == fleet.base(*i))
-                .expect("a replica's address");
-            if Some(i) != not {
-                pool.close().await;
-                return i;
-            }
-        }
-        assert!(Instant::now() < deadline, "no lease for {tid} within 10 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// The token's status in the store.
 async fn token_status(fleet: &RelayFleet, tid: &str) -> String {
@@ -104,17 +58,6 @@ async fn next_of(tab: &mut Tab, t: &str) -> Value {
     }
 }
 
-/// A LAP call on its own task.
-fn spawn_lap(
-    base: &str,
-    token: &str,
-    tail: &'static str,
-    body: Value,
-) -> tokio::task::JoinHandle<(u16, Option<String>, Value)> {
-    let (base, token) = (base.to_owned(), token.to_owned());
-    tokio::spawn(async move { lap(&base, &token, tail, body).await })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_llui_app_is_driven_through_any_replica_behind_a_load_balancer() {
     let fleet = RelayFleet::start(env!("CARGO_BIN_EXE_relay-server"), 3, PAIRING, "1s");
@@ -129,7 +72,7 @@ async fn an_llui_app_is_driven_through_any_replica_behind_a_load_balancer() {
 
     // The app pairs through the load balancer, landing on one replica.
     let mut tab = Tab::pair(&lb.base, &token).await;
-    let held = holder(&fleet, &tid, None).await;
+    let held = holder_where(&fleet, &tid, Duration::from_secs(10), |_| true).await;
     for i in 0..3 {
         let ready: Value = reqwest::get(format!("{}/agent/readyz", fleet.base(i)))
             .await
@@ -257,7 +200,10 @@ async fn an_llui_app_is_driven_through_any_replica_behind_a_load_balancer() {
     // older one is closed (1000) and the calls go to the newer one, wherever they arrive.
     let mut newer = Tab::pair(&b, &token).await;
     assert_eq!(tab.close_code(Duration::from_secs(5)).await, Some(1000));
-    assert_eq!(holder(&fleet, &tid, Some(held)).await, others[0]);
+    assert_eq!(
+        holder_where(&fleet, &tid, Duration::from_secs(10), |i| i != held).await,
+        others[0]
+    );
     for base in [fleet.base(held), c.clone(), lb.base.clone()] {
         let call = spawn_lap(&base, &token, "/state", json!({}));
         let (id, _) = next_rpc(&mut newer, "get_state").await;
@@ -329,7 +275,7 @@ async fn a_rust_app_survives_the_sigkill_of_its_sockets_replica_behind_a_load_ba
     let (token, tid) = mint_paired(&lb.base).await;
     let mut app = AppProcess::start(env!("CARGO_BIN_EXE_paired-counter"), &lb.base, &token);
     app.expect("status Paired").await;
-    let held = holder(&fleet, &tid, None).await;
+    let held = holder_where(&fleet, &tid, Duration::from_secs(10), |_| true).await;
     let http = reqwest::Client::new();
 
     // Keyed messages through the load balancer, each answered once; a repeat replays.
@@ -421,7 +367,7 @@ async fn a_rust_app_survives_the_sigkill_of_its_sockets_replica_behind_a_load_ba
 
     // The app re-pairs through the load balancer, on a live replica; the agent goes on.
     app.expect("status Paired").await;
-    let repaired = holder(&fleet, &tid, Some(held)).await;
+    let repaired = holder_where(&fleet, &tid, Duration::from_secs(10), |i| i != held).await;
     assert_ne!(repaired, held);
     tokio::time::sleep(Duration::from_secs(1)).await;
     stop.store(true, Ordering::SeqCst);

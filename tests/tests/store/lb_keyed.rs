@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use agent_tests::lb::{mint_paired, Haproxy, RelayFleet};
 use agent_tests::paired::AppProcess;
-use serde_json::{json, Value};
+use serde_json::json;
 
-const PAIRING: &str = "ping_interval = \"2s\"\nforward_timeout = \"3s\"\ngrace = \"60s\"";
+use super::fleet_calls::{count, holder_where, PAIRING};
 
 /// `inc` keyed `key` through `base`: the status (0: no answer), whether it was a replay.
 async fn keyed_inc(http: &reqwest::Client, base: &str, token: &str, key: &str) -> (u16, bool) {
@@ -36,50 +36,6 @@ async fn keyed_inc(http: &reqwest::Client, base: &str, token: &str, key: &str) -
     }
 }
 
-/// The app's count through `base`, retrying while the app re-pairs.
-async fn count(http: &reqwest::Client, base: &str, token: &str) -> i64 {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let resp = http
-            .post(format!("{base}/agent/lap/v1/state"))
-            .bearer_auth(token)
-            .json(&json!({}))
-            .timeout(Duration::from_secs(10))
-            .send()
-            .await;
-        if let Ok(r) = resp {
-            if r.status().as_u16() == 200 {
-                let body: Value = r.json().await.expect("json");
-                return body["state"]["count"].as_i64().expect("count");
-            }
-        }
-        assert!(Instant::now() < deadline, "no state within 20 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// The replica whose lease holds `tid`'s socket, other than `not`.
-async fn holder(fleet: &RelayFleet, tid: &str, not: Option<usize>) -> usize {
-    let pool = sqlx::PgPool::connect(&fleet.pg.url()).await.expect("db");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let row: Option<(String,)> =
-            sqlx::query_as("SELECT address FROM agent_paired_sockets WHERE tid = $1")
-                .bind(tid)
-                .fetch_optional(&pool)
-                .await
-                .expect("lease");
-        if let Some(i) = row.and_then(|(a,)| (0..fleet.ports.len()).find(|i| fleet.base(*i) == a)) {
-            if Some(i) != not {
-                pool.close().await;
-                return i;
-            }
-        }
-        assert!(Instant::now() < deadline, "no lease for {tid}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn keyed_messages_apply_exactly_once_across_the_sigkill_of_the_sockets_replica() {
     let mut fleet = RelayFleet::start(env!("CARGO_BIN_EXE_relay-server"), 3, PAIRING, "1s");
@@ -87,7 +43,7 @@ async fn keyed_messages_apply_exactly_once_across_the_sigkill_of_the_sockets_rep
     let (token, tid) = mint_paired(&lb.base).await;
     let mut app = AppProcess::start(env!("CARGO_BIN_EXE_paired-counter"), &lb.base, &token);
     app.expect("status Paired").await;
-    let held = holder(&fleet, &tid, None).await;
+    let held = holder_where(&fleet, &tid, Duration::from_secs(15), |_| true).await;
     let http = reqwest::Client::new();
 
     // The agent: key after key, each retried (every 200 ms) until answered 200.
@@ -123,12 +79,12 @@ async fn keyed_messages_apply_exactly_once_across_the_sigkill_of_the_sockets_rep
     tokio::time::sleep(Duration::from_millis(800)).await;
     fleet.kill(held);
     app.expect("status Paired").await;
-    let repaired = holder(&fleet, &tid, Some(held)).await;
+    let repaired = holder_where(&fleet, &tid, Duration::from_secs(15), |i| i != held).await;
     assert_ne!(repaired, held);
     tokio::time::sleep(Duration::from_secs(2)).await;
     stop.store(true, Ordering::SeqCst);
     let (keys, retried) = agent.await.expect("agent");
-    let applied = count(&http, &lb.base, &token).await;
+    let applied = count(&http, &lb.base, &token, Duration::from_secs(20)).await;
     eprintln!(
         "{} keys answered 200 ({retried} retries); the app applied {applied}",
         keys.len()
@@ -143,6 +99,9 @@ async fn keyed_messages_apply_exactly_once_across_the_sigkill_of_the_sockets_rep
             assert_eq!((status, replayed), (200, true), "{key} on replica {i}");
         }
     }
-    assert_eq!(count(&http, &lb.base, &token).await, applied);
+    assert_eq!(
+        count(&http, &lb.base, &token, Duration::from_secs(20)).await,
+        applied
+    );
     app.say("quit").await;
 }

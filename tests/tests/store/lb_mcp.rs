@@ -17,28 +17,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt as _;
 use serde_json::json;
 
-const PAIRING: &str = "ping_interval = \"2s\"\nforward_timeout = \"3s\"\ngrace = \"60s\"";
-
-/// Which replica holds `tid`'s socket.
-async fn holder(fleet: &RelayFleet, tid: &str) -> usize {
-    let pool = sqlx::PgPool::connect(&fleet.pg.url()).await.expect("db");
-    for _ in 0..200 {
-        let row: Option<(String,)> =
-            sqlx::query_as("SELECT address FROM agent_paired_sockets WHERE tid = $1")
-                .bind(tid)
-                .fetch_optional(&pool)
-                .await
-                .expect("lease");
-        if let Some((address,)) = row {
-            pool.close().await;
-            return (0..fleet.ports.len())
-                .find(|i| fleet.base(*i) == address)
-                .expect("a replica's address");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("no lease for {tid}");
-}
+use super::fleet_calls::{holder_where, PAIRING};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_legacy_mcp_session_is_served_by_every_replica_behind_a_load_balancer() {
@@ -47,7 +26,7 @@ async fn a_legacy_mcp_session_is_served_by_every_replica_behind_a_load_balancer(
     let (token, tid) = mint_paired(&lb.base).await;
     let mut app = AppProcess::start(env!("CARGO_BIN_EXE_paired-counter"), &lb.base, &token);
     app.expect("status Paired").await;
-    let held = holder(&fleet, &tid).await;
+    let held = holder_where(&fleet, &tid, Duration::from_secs(10), |_| true).await;
 
     // One session, its bearer bound at `initialize`; re-initializing after a 404 is off, so
     // a replica that did not know the session would fail the calls below.

@@ -8,6 +8,7 @@ mod capacity;
 mod chaos_keys;
 mod commit_log;
 mod conformance;
+mod fleet_calls;
 mod fleet_confirm;
 mod fleet_faults;
 mod fleet_limits;
