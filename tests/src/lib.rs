@@ -4,6 +4,7 @@
 pub mod api_version;
 pub mod app;
 pub mod architecture;
+pub mod build_graph;
 pub mod busy;
 pub mod chromium;
 pub mod example;

@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use agent_tests::api_version;
 use agent_tests::architecture::{Crate, Cycle};
+use agent_tests::{api_version, build_graph};
 
 /// The most public items (`PublicApi::items`) tea-agent-runtime may export.
 const MAX_PUBLIC_ITEMS: usize = 200;
@@ -317,4 +317,38 @@ fn included_files(text: &str) -> Vec<(String, String)> {
         found.push((path.to_owned(), block));
     }
     found
+}
+
+/// A first `cargo build --example todo` compiles each crate once: the derive's side (a proc
+/// macro's dependencies are resolved apart) enables the features the runtime's side enables, so
+/// cel, the schema model and the ~30 crates under them are shared (`docs/architecture.md`
+/// §Build). A dependency that turns on another feature on one side shows here by name.
+#[test]
+fn first_build_compiles_each_crate_once() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .current_dir(&root)
+        .args(["tree", "--offline", "--locked", "-p", "agent-examples"])
+        .args(["-e", "normal,build", "-f", "{p}|{f}", "--prefix", "none"])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "cargo tree: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8(out.stdout).expect("cargo tree prints UTF-8");
+    assert!(
+        tree.contains("tea-agent-derive v"),
+        "the tree lists the derive"
+    );
+    // The examples' config parser (`toml`) and the derive's crate-name look-up
+    // (`proc-macro-crate`) read TOML with different features of these three small crates.
+    let twice = build_graph::compiled_twice(&tree, &["toml_datetime", "toml_parser", "winnow"]);
+    assert!(
+        twice.is_empty(),
+        "compiled twice, once per feature set (enable the runtime side's features in \
+         agent-derive/Cargo.toml): {twice:#?}"
+    );
 }
