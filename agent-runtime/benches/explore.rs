@@ -1,8 +1,9 @@
 //! `testing::explore` on the todo example (feature `explore`): steps per second of a generated
 //! agent through the gate, every property checked at every step (goal: 5,000 steps/s in
 //! release on the project's 2-core machine). One iteration is a whole exploration of 8 cases
-//! of up to 64 steps (its server, runtime and sessions included); the throughput is its
-//! steps, counted by a first run (the same seed makes the same runs).
+//! of up to 64 steps (its servers, runtimes and sessions included), on one worker and on two
+//! (`Explorer::workers`); the throughput is its steps, counted by a first run (the same seed
+//! makes the same runs, whatever the workers).
 //!
 //! `cargo bench -p tea-agent-runtime --features explore --bench explore`
 
@@ -12,11 +13,12 @@ use agent_examples::todo::TodoApp;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tea_agent_runtime::testing::explore;
 
-fn run() -> u64 {
+fn run(workers: usize) -> u64 {
     let report = explore(TodoApp::default())
         .cases(8)
         .steps(64)
         .seed(1)
+        .workers(workers)
         .run()
         .expect("the exploration runs");
     report.assert_passed();
@@ -24,11 +26,15 @@ fn run() -> u64 {
 }
 
 fn bench(c: &mut Criterion) {
-    let steps = run();
+    let steps = run(1);
     let mut group = c.benchmark_group("explore");
     group.throughput(Throughput::Elements(steps));
     group.sample_size(10);
-    group.bench_function("todo", |b| b.iter(|| black_box(run())));
+    for workers in [1, 2] {
+        group.bench_function(format!("todo/{workers}-workers"), |b| {
+            b.iter(|| black_box(run(workers)))
+        });
+    }
     group.finish();
 }
 

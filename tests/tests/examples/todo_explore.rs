@@ -12,6 +12,7 @@ fn an_agent_that_tries_everything_finds_nothing() {
     let report = explore(TodoApp::default())
         .cases(12)
         .steps(30)
+        .workers(2)
         .persist(file!())
         .run()
         .unwrap();

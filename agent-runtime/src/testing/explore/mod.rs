@@ -10,7 +10,8 @@
 //! every step.
 //!
 //! Runs are generated and shrunk by proptest, deterministically under a seed
-//! ([`Explorer::seed`]); [`Explorer::persist`] keeps failing seeds under
+//! ([`Explorer::seed`]; case `i` from the seed and `i` alone, so [`Explorer::workers`] spreads
+//! the cases over threads without changing the report); [`Explorer::persist`] keeps failing seeds under
 //! `proptest-regressions/` (replayed first on the next run). A failure is reported on the
 //! shrunk run ([`ExploreFailure`]): the property, the step, the run line by line and its
 //! transcript, which `testing::replay` runs.
@@ -32,23 +33,14 @@ mod human;
 mod plan;
 mod report;
 mod run;
+mod workers;
 
 pub use report::{ExploreError, ExploreFailure, ExploreReport, Property};
 
-use std::cell::{Cell, RefCell};
-
-use proptest::test_runner::{
-    Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
-};
-
 use crate::app::App;
 use crate::config::HostConfig;
-use crate::engine::session::{Transcript, TranscriptApp, TRANSCRIPT_FORMAT, TRANSCRIPT_VERSION};
-use crate::engine::store::Stores;
 use crate::ops::ServerOptions;
-use crate::server::AgentServer;
-use report::Violation;
-use run::Ctx;
+use workers::{Board, Setup, Worker};
 
 /// Explores `app` with the defaults ([`Explorer`]): 32 cases of up to 32 steps, seed 0, the
 /// default [`HostConfig`] and [`ServerOptions`], no persistence.
@@ -61,6 +53,8 @@ pub fn explore<A: App>(app: A) -> Explorer<A> {
         config: HostConfig::default(),
         options: ServerOptions::default(),
         persist: None,
+        workers: 1,
+        copy_app: None,
     }
 }
 
@@ -74,6 +68,9 @@ pub struct Explorer<A: App> {
     config: HostConfig,
     options: ServerOptions,
     persist: Option<&'static str>,
+    workers: usize,
+    /// How a worker gets its own app ([`Explorer::workers`], when the app is `Clone`).
+    copy_app: Option<fn(&A) -> A>,
 }
 
 impl<A: App> std::fmt::Debug for Explorer<A> {
@@ -82,6 +79,7 @@ impl<A: App> std::fmt::Debug for Explorer<A> {
             .field("cases", &self.cases)
             .field("steps", &self.steps)
             .field("seed", &self.seed)
+            .field("workers", &self.workers)
             .finish_non_exhaustive()
     }
 }
@@ -130,117 +128,92 @@ impl<A: App> Explorer<A> {
     }
 
     /// Runs the exploration: the report of the first failing property (shrunk), or of every
-    /// case passing.
+    /// case passing. With [`Explorer::workers`], cases run on that many threads; the report is
+    /// the same as on one (the lowest failing case's).
     pub fn run(self) -> Result<ExploreReport, ExploreError> {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err(ExploreError::InsideRuntime);
         }
         paired(&self.options)?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .map_err(|e| ExploreError::Setup(e.to_string()))?;
         let name = self.app.name().to_string();
-        let mut config = self.config;
-        config.transcripts = true;
-        let server = runtime
-            .block_on(
-                AgentServer::builder(self.app)
-                    .host_config(config)
-                    .options(self.options)
-                    .stores(&Stores::in_memory())
-                    .build(),
-            )
-            .map_err(|e| ExploreError::Setup(e.to_string()))?;
-        let (ctx, skipped) = Ctx::new(server.state().clone());
-        if !ctx.has_variants() {
-            return Err(ExploreError::NothingToSend(skipped.join("; ")));
-        }
-        let mut proptest = Config {
-            cases: self.cases,
-            max_shrink_iters: 1024,
-            max_shrink_time: 120_000,
-            failure_persistence: None,
-            source_file: None,
-            ..Config::default()
-        };
-        if let Some(source) = self.persist {
+        let persist = self.persist.map(|source| {
             // proptest names the file by a `&'static str`: one short path per exploration.
             let path: &'static str = Box::leak(regressions(source, "txt").into_boxed_str());
-            proptest.failure_persistence = Some(Box::new(FileFailurePersistence::Direct(path)));
-            proptest.source_file = Some(source);
-        }
-        let mut seed = [0u8; 32];
-        seed[..8].copy_from_slice(&self.seed.to_le_bytes());
-        let mut runner =
-            TestRunner::new_with_rng(proptest, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
-        let steps_run = Cell::new(0u64);
-        let checks = Cell::new([0u64; 8]);
-        let last: RefCell<Option<Violation>> = RefCell::new(None);
-        let outcome = runner.run(&plan::runs(self.steps), |plans| {
-            let case = runtime.block_on(ctx.case(&plans, false));
-            steps_run.set(steps_run.get() + case.steps);
-            let mut sum = checks.get();
-            sum.iter_mut().zip(case.checks).for_each(|(s, c)| *s += c);
-            checks.set(sum);
-            match case.violation {
-                None => Ok(()),
-                Some(v) => {
-                    let text = v.to_string();
-                    *last.borrow_mut() = Some(v);
-                    Err(TestCaseError::fail(text))
-                }
-            }
+            (source, path)
         });
-        let failure = match outcome {
-            Ok(()) => None,
-            Err(TestError::Abort(why)) => return Err(ExploreError::Setup(why.to_string())),
-            Err(TestError::Fail(_, minimal)) => {
-                let case = runtime.block_on(ctx.case(&minimal, true));
-                let violation = case.violation.or_else(|| last.borrow_mut().take());
-                violation.map(|v| ExploreFailure {
-                    property: v.property,
-                    step: v.step,
-                    detail: v.detail,
-                    run: case.lines,
-                    transcript: case.transcript.unwrap_or_else(|| empty(&server)),
-                })
-            }
+        let setup = Setup {
+            config: self.config,
+            options: self.options,
+            cases: self.cases,
+            steps: self.steps,
+            seed: self.seed,
+            persist,
         };
-        if let (Some(failure), Some(source)) = (&failure, self.persist) {
+        let copies: Vec<A> = match self.copy_app {
+            Some(copy) => (1..self.workers.min(self.cases as usize))
+                .map(|_| copy(&self.app))
+                .collect(),
+            None => Vec::new(),
+        };
+        let first = Worker::new(self.app, &setup)?;
+        if !first.ctx.has_variants() {
+            return Err(ExploreError::NothingToSend(first.skipped.join("; ")));
+        }
+        let skipped = first.skipped.clone();
+        let kept = first.replay_kept(&setup);
+        let outcome = if matches!(kept.failure, Ok(None)) {
+            let board = Board::new();
+            std::thread::scope(|scope| {
+                let others: Vec<_> = copies
+                    .into_iter()
+                    .map(|app| {
+                        let (setup, board) = (&setup, &board);
+                        scope.spawn(move || -> Result<(), ExploreError> {
+                            Worker::new(app, setup)?.work(setup, board);
+                            Ok(())
+                        })
+                    })
+                    .collect();
+                first.work(&setup, &board);
+                others
+                    .into_iter()
+                    .try_for_each(|t| t.join().unwrap_or_else(|_| Err(worker_panicked())))
+            })?;
+            board.outcome()
+        } else {
+            kept
+        };
+        let failure = outcome.failure?;
+        if let (Some(failure), Some((source, _))) = (&failure, setup.persist) {
             write_transcript(source, failure);
         }
         Ok(ExploreReport {
             app: name,
-            seed: self.seed,
-            cases: self.cases,
-            steps_per_case: self.steps,
+            seed: setup.seed,
+            cases: setup.cases,
+            steps_per_case: setup.steps,
             properties: Property::ALL.to_vec(),
             skipped,
             failure,
-            steps_run: steps_run.get(),
-            checks: Property::ALL.into_iter().zip(checks.get()).collect(),
+            steps_run: outcome.steps,
+            checks: Property::ALL.into_iter().zip(outcome.checks).collect(),
         })
     }
 }
 
-/// A transcript of no entries (the shrunk run could not start a session).
-fn empty<A: App>(server: &AgentServer<A>) -> Transcript {
-    let app = server.host().app();
-    Transcript {
-        format: TRANSCRIPT_FORMAT.into(),
-        version: TRANSCRIPT_VERSION,
-        app: TranscriptApp::new(
-            app.name().into(),
-            app.version().into(),
-            server.host().catalog().schema_hash().into(),
-        ),
-        session_id: String::new(),
-        tid: None,
-        dropped: 0,
-        entries: Vec::new(),
+impl<A: App + Clone> Explorer<A> {
+    /// Runs the cases on `workers` threads (at most one per case), each with its own copy of
+    /// the app, runtime and server: about `workers` times the steps per second on as many
+    /// cores. The runs and the report do not depend on it. The default is 1.
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers.max(1);
+        self.copy_app = Some(A::clone);
+        self
     }
+}
+
+fn worker_panicked() -> ExploreError {
+    ExploreError::Setup("a worker thread panicked".into())
 }
 
 /// [`ExploreError::Paired`] when the server's options pair its apps.

@@ -49,6 +49,7 @@ enum Bug {
     DuplicateIds,
 }
 
+#[derive(Clone)]
 struct NotesApp(Bug);
 
 impl App for NotesApp {
@@ -202,6 +203,42 @@ fn the_same_seed_makes_the_same_report() {
         serde_json::to_value(&a).unwrap(),
         serde_json::to_value(&b).unwrap()
     );
+}
+
+#[test]
+fn workers_change_neither_the_runs_nor_the_report() {
+    // A failure among later cases, so the workers race to it: the lowest failing case wins.
+    let run = |workers| {
+        explore(NotesApp(Bug::DuplicateIds))
+            .cases(24)
+            .steps(12)
+            .seed(3)
+            .workers(workers)
+            .run()
+            .unwrap()
+    };
+    let one = run(1);
+    assert!(one.failure.is_some(), "{one:?}");
+    for workers in [2, 3] {
+        let many = run(workers);
+        assert_eq!(
+            serde_json::to_value(&one).unwrap(),
+            serde_json::to_value(&many).unwrap(),
+            "{workers} workers"
+        );
+    }
+    // Every case of a passing exploration runs, whichever worker takes it.
+    let sound = |workers| {
+        explore(NotesApp(Bug::None))
+            .cases(9)
+            .steps(10)
+            .workers(workers)
+            .run()
+            .unwrap()
+    };
+    let (a, b) = (sound(1), sound(2));
+    a.assert_passed();
+    assert_eq!((a.steps_run, &a.checks), (b.steps_run, &b.checks));
 }
 
 #[cfg(feature = "pairing")]
