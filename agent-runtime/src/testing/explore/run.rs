@@ -497,9 +497,10 @@ impl<'c, A: App> Case<'c, A> {
     async fn after(&mut self, step: usize) -> Result<(), Violation> {
         self.settle().await;
         let changed = self.refresh(step)?;
-        if self.canaries > 0 && changed {
+        if self.canaries > 0 && changed && self.whole.contains(CANARY) {
             // The human's seeded values that landed where agents do not see them (on a state
-            // not read before: an unchanged state hides what it hid at the last read).
+            // not read before: an unchanged state hides what it hid at the last read; a state
+            // whose text holds no seeded value hides none: serde_json writes it unescaped).
             let hidden = check::hidden(&self.whole_value(), &self.view);
             self.secrets
                 .extend(hidden.into_iter().filter(|s| s.contains(CANARY)));

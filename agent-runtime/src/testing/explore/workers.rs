@@ -34,18 +34,21 @@ pub(super) struct Setup {
     pub(super) persist: Option<(&'static str, &'static str)>,
 }
 
+/// How a case ended: its shrunk failure, if any, or why it could not run.
+type CaseEnd = Result<Option<ExploreFailure>, ExploreError>;
+
 /// What the workers share: the next case to take, the lowest failure found so far, and the
 /// counts of the cases run.
 pub(super) struct Board {
     next: AtomicU32,
-    failed: Mutex<Option<(u32, Result<Option<ExploreFailure>, ExploreError>)>>,
+    failed: Mutex<Option<(u32, CaseEnd)>>,
     steps: AtomicU64,
     checks: Mutex<[u64; 8]>,
 }
 
 /// How the cases ended.
 pub(super) struct Outcome {
-    pub(super) failure: Result<Option<ExploreFailure>, ExploreError>,
+    pub(super) failure: CaseEnd,
     pub(super) steps: u64,
     pub(super) checks: [u64; 8],
 }
@@ -71,7 +74,7 @@ impl Board {
     }
 
     /// Records case `i`'s failure (or why it could not run), kept when it is the lowest.
-    fn fail(&self, i: u32, failure: Result<Option<ExploreFailure>, ExploreError>) {
+    fn fail(&self, i: u32, failure: CaseEnd) {
         let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
         if failed.as_ref().is_none_or(|(lowest, _)| i < *lowest) {
             *failed = Some((i, failure));
