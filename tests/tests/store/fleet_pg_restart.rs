@@ -57,14 +57,19 @@ async fn a_postgres_restart_mid_run_answers_clear_errors_and_loses_nothing() {
                 let key = format!("p{keys}");
                 let deadline = Instant::now() + Duration::from_secs(60);
                 let mut attempt = 0;
+                let mut answers: Vec<(u16, String)> = Vec::new();
                 loop {
                     let base = &bases[(keys as usize + attempt) % 2];
                     let (status, code) = keyed_inc(&http, base, &token, &key).await;
                     if status == 200 {
                         break;
                     }
-                    *refusals.entry((status, code)).or_default() += 1;
-                    assert!(Instant::now() < deadline, "{key} not answered within 60 s");
+                    *refusals.entry((status, code.clone())).or_default() += 1;
+                    answers.push((status, code));
+                    assert!(
+                        Instant::now() < deadline,
+                        "{key} not answered within 60 s; its answers: {answers:?}"
+                    );
                     attempt += 1;
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
