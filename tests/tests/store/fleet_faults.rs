@@ -17,7 +17,7 @@ use axum::response::Response;
 use serde_json::{json, Value};
 use std::sync::Mutex;
 
-use super::fleet_calls::PAIRING;
+use super::fleet_calls::{lap, PAIRING};
 
 /// How the fake holder answers the next hop.
 #[derive(Clone)]
@@ -115,21 +115,7 @@ async fn lease_to(pool: &sqlx::PgPool, tid: &str, address: &str) {
 
 async fn state(base: &str, token: &str) -> (u16, Option<String>, Value, Duration) {
     let started = Instant::now();
-    let resp = reqwest::Client::new()
-        .post(format!("{base}/agent/lap/v1/state"))
-        .bearer_auth(token)
-        .json(&json!({}))
-        .timeout(Duration::from_secs(30))
-        .send()
-        .await
-        .expect("LAP call");
-    let status = resp.status().as_u16();
-    let reconnect = resp
-        .headers()
-        .get("x-llui-reconnect")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let body = resp.json().await.unwrap_or(Value::Null);
+    let (status, reconnect, body) = lap(base, token, "/state", json!({})).await;
     (status, reconnect, body, started.elapsed())
 }
 
