@@ -177,7 +177,8 @@ impl<A: App> Explorer<A> {
                 first.work(&setup, &board);
                 others
                     .into_iter()
-                    .try_for_each(|t| t.join().unwrap_or_else(|_| Err(worker_panicked())))
+                    // A worker's panic goes on as the first worker's would, on this thread.
+                    .try_for_each(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             })?;
             board.outcome()
         } else {
@@ -210,10 +211,6 @@ impl<A: App + Clone> Explorer<A> {
         self.copy_app = Some(A::clone);
         self
     }
-}
-
-fn worker_panicked() -> ExploreError {
-    ExploreError::Setup("a worker thread panicked".into())
 }
 
 /// [`ExploreError::Paired`] when the server's options pair its apps.
