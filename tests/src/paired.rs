@@ -147,6 +147,16 @@ impl AppProcess {
             .unwrap_or_else(|_| panic!("no {prefix:?} line within 10 s"))
     }
 
+    /// The lines it printed since the last read, waiting at most `quiet` for each next one
+    /// (what a failing test shows of the app: its status changes and decisions).
+    pub async fn printed(&mut self, quiet: Duration) -> Vec<String> {
+        let mut lines = Vec::new();
+        while let Ok(Ok(Some(line))) = tokio::time::timeout(quiet, self.stdout.next_line()).await {
+            lines.push(line);
+        }
+        lines
+    }
+
     /// Writes `line` to its stdin.
     pub async fn say(&mut self, line: &str) {
         self.stdin

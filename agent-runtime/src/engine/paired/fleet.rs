@@ -66,6 +66,8 @@ pub(crate) struct Fleet {
     held: Mutex<HashMap<String, Held>>,
     /// When the last heartbeat reached the store (ms since the epoch; 0: never).
     last_beat: AtomicU64,
+    /// When the heartbeats started reaching the store again after a gap (or at start).
+    beating_since: AtomicU64,
     client: reqwest::Client,
     /// The work of `/message` hops served here, by hop id, for the caller's `cancel` hop.
     follows: Mutex<HashMap<String, Arc<DispatchWatch>>>,
@@ -115,6 +117,7 @@ impl Fleet {
                 .unwrap_or(DEFAULT_HEARTBEAT),
             held: Mutex::new(HashMap::new()),
             last_beat: AtomicU64::new(0),
+            beating_since: AtomicU64::new(0),
             client,
             follows: Mutex::new(HashMap::new()),
         })
@@ -269,9 +272,25 @@ impl Fleet {
     /// One heartbeat: the leases renewed, the dead replicas' rows removed; answers
     /// the token ids whose socket this replica holds but whose lease is gone or another's
     /// (their sockets must close). Sockets claimed after `started` are not judged by it.
+    ///
+    /// A replica that was itself cut off from the store (at start, or after an outage) cannot
+    /// tell a dead replica from a live one cut off as well: it removes the others' rows only
+    /// once it has been beating for three periods again, which gives every live replica the
+    /// time to renew its leases first.
     pub(crate) async fn beat(&self, started: Instant) -> Result<Vec<String>, StoreError> {
         let now = wall_ms();
-        let stale_before = now.saturating_sub(self.stale_ms());
+        let last = self.last_beat.load(Ordering::Relaxed);
+        if last == 0 || now.saturating_sub(last) > self.stale_ms() {
+            self.beating_since.store(now, Ordering::Relaxed);
+        }
+        let sweeps =
+            now.saturating_sub(self.beating_since.load(Ordering::Relaxed)) >= self.stale_ms();
+        // No row's heartbeat is below 0: a replica back from a gap removes none yet.
+        let stale_before = if sweeps {
+            now.saturating_sub(self.stale_ms())
+        } else {
+            0
+        };
         let tids: Vec<String> = self.held.lock().keys().cloned().collect();
         let renewed = self
             .leases

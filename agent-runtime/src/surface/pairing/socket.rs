@@ -17,7 +17,9 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
+use futures::future::OptionFuture;
 use futures::StreamExt as _;
+use tokio::task::JoinHandle;
 
 use crate::app::App;
 use crate::engine::paired::frames::{
@@ -247,6 +249,7 @@ async fn run<A: App>(
     let mut pinged: Option<Instant> = None;
     let mut warnings = WarnLimit::default();
     let mut writer_done = false;
+    let mut token_check: Option<JoinHandle<bool>> = None;
     // A server shutting down closes the socket with 1001 (going away): the app resumes on the
     // next instance (`docs/operations.md` §Shutdown).
     let stopped = server.stopped();
@@ -320,26 +323,13 @@ async fn run<A: App>(
             }
             _ = ticker.tick() => {
                 // A token that expired or was revoked (by another replica) closes its socket.
-                let now = server.now();
-                // A store that cannot answer keeps the socket until it can (the revocation
-                // channel still ends it at once on this replica).
-                let gone = match server.tokens().find_by_tid(&tid).await {
-                    Ok(found) => found
-                        .is_none_or(|r| r.status == TokenStatus::Revoked || r.expires_at <= now),
-                    Err(_) => false,
-                };
-                // The app holding its socket uses the token: the sliding TTL runs from when
-                // the socket closed, or from the agent's last call, not while the app is open.
-                if !gone && server.options().sliding_ttl_ms().is_some_and(|ttl| ttl > 0) {
-                    if let Err(e) = lifecycle::touch(&**server.tokens(), &tid, now).await {
-                        tracing::warn!(tid = %tid, "pairing: the token's use not stored: {e}");
-                    }
+                // The check runs beside the loop: a store slow to answer (down, restarting)
+                // must not keep the socket from reading the app's frames and pongs.
+                if token_check.is_none() {
+                    token_check = Some(tokio::spawn(token_gone(server.clone(), tid.clone())));
                 }
                 let silent = last_heard.elapsed();
-                if gone {
-                    tracing::info!(tid = %tid, "pairing: the token expired or was revoked; closing");
-                    hub.revoke(&tid);
-                } else if options.ping_interval.is_zero() {
+                if options.ping_interval.is_zero() {
                     // No liveness check.
                 } else if let Some(at) = pinged.filter(|at| *at > last_heard) {
                     if at.elapsed() >= ping_every {
@@ -349,6 +339,13 @@ async fn run<A: App>(
                 } else if silent >= ping_every {
                     pinged = Some(Instant::now());
                     hub.ping_conn(&tid, conn);
+                }
+            }
+            checked = OptionFuture::from(token_check.as_mut()), if token_check.is_some() => {
+                token_check = None;
+                if matches!(checked, Some(Ok(true))) {
+                    tracing::info!(tid = %tid, "pairing: the token expired or was revoked; closing");
+                    hub.revoke(&tid);
                 }
             }
             revoked = revocations.recv() => {
@@ -361,6 +358,9 @@ async fn run<A: App>(
                 break;
             }
         }
+    }
+    if let Some(check) = token_check {
+        check.abort();
     }
     // The writer has been told to close (or is told by `unregister` below): it ends within
     // its close grace, which lets the peer read the close frame; past that it is aborted.
@@ -402,6 +402,25 @@ async fn run<A: App>(
                 .with_uid(record.uid.clone()),
         )
         .await;
+}
+
+/// Whether `tid`'s token is gone (revoked, expired or swept): the periodic check of a paired
+/// socket. A store that cannot answer keeps the socket until it can (the revocation channel
+/// still ends it at once on this replica). The app holding its socket uses the token: the
+/// sliding TTL runs from when the socket closed, or from the agent's last call, not while the
+/// app is open.
+async fn token_gone<A: App>(server: ServerState<A>, tid: String) -> bool {
+    let now = server.now();
+    let gone = match server.tokens().find_by_tid(&tid).await {
+        Ok(found) => found.is_none_or(|r| r.status == TokenStatus::Revoked || r.expires_at <= now),
+        Err(_) => false,
+    };
+    if !gone && server.options().sliding_ttl_ms().is_some_and(|ttl| ttl > 0) {
+        if let Err(e) = lifecycle::touch(&**server.tokens(), &tid, now).await {
+            tracing::warn!(tid = %tid, "pairing: the token's use not stored: {e}");
+        }
+    }
+    gone
 }
 
 /// The close code for a read error's text: 1009 for a message over the cap, 1007 for text

@@ -25,6 +25,9 @@ use crate::ops::IdempotencyStore;
 /// How long the client follows a proposal it reported as pending.
 const CONFIRM_FOLLOW_MS: u64 = 10 * 60_000;
 
+/// How long a connection attempt (TCP, TLS and the upgrade's answer) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How long a `watch` may stay armed.
 const WATCH_MAX_MS: u64 = 60 * 60_000;
 
@@ -139,10 +142,14 @@ async fn connect(config: &PairingConfig) -> Result<Ws, Refused> {
     let ws_config = WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME_BYTES))
         .max_frame_size(Some(MAX_FRAME_BYTES));
-    match tokio_tungstenite::connect_async_with_config(url, Some(ws_config), true).await {
-        Ok((ws, _)) => Ok(ws),
-        Err(WsError::Http(response)) => Err(Refused::Status(response.status().as_u16())),
-        Err(e) => Err(Refused::Unreachable(e.to_string())),
+    let attempt = tokio_tungstenite::connect_async_with_config(url, Some(ws_config), true);
+    match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
+        Ok(Ok((ws, _))) => Ok(ws),
+        Ok(Err(WsError::Http(response))) => Err(Refused::Status(response.status().as_u16())),
+        Ok(Err(e)) => Err(Refused::Unreachable(e.to_string())),
+        Err(_) => Err(Refused::Unreachable(format!(
+            "no answer within {CONNECT_TIMEOUT:?}"
+        ))),
     }
 }
 
