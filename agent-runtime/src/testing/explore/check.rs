@@ -103,6 +103,9 @@ pub(crate) fn panics(answer: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The shortest string taken for a secret.
+const MIN_SECRET_CHARS: usize = 8;
+
 /// The strings of `whole` (the state as the owner sees it) that `agent` (the agent's view)
 /// does not hold anywhere: the values redaction hides. Short strings are left out (they
 /// would be found by chance in any answer).
@@ -113,9 +116,99 @@ pub(crate) fn hidden(whole: &Value, agent: &Value) -> BTreeSet<String> {
     let mut all = HashSet::new();
     strings(whole, &mut all);
     all.into_iter()
-        .filter(|s| !seen.contains(s) && s.chars().count() >= 8)
+        .filter(|s| !seen.contains(s) && s.chars().count() >= MIN_SECRET_CHARS)
         .map(str::to_string)
         .collect()
+}
+
+/// The strings of the JSON `text` that hold `needle` and that `agent` (the agent's view) does
+/// not hold anywhere: what [`hidden`] finds of them, read from the text without building its
+/// value (only the strings holding `needle` are copied; object keys are not values, left out
+/// as [`hidden`] leaves them).
+pub(crate) fn hidden_containing(text: &str, needle: &str, agent: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut de = serde_json::Deserializer::from_str(text);
+    if serde::de::DeserializeSeed::deserialize(
+        Containing {
+            needle,
+            found: &mut found,
+        },
+        &mut de,
+    )
+    .is_err()
+    {
+        return Vec::new();
+    }
+    if found.is_empty() {
+        return found;
+    }
+    let mut seen = HashSet::new();
+    strings(agent, &mut seen);
+    found.retain(|s| !seen.contains(s.as_str()) && s.chars().count() >= MIN_SECRET_CHARS);
+    found
+}
+
+/// Collects the strings holding `needle` of what it reads (serde's `IgnoredAny`, keeping some
+/// strings).
+struct Containing<'n, 'f> {
+    needle: &'n str,
+    found: &'f mut Vec<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Containing<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Containing<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        if v.contains(self.needle) {
+            self.found.push(v.to_owned());
+        }
+        Ok(())
+    }
+    fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
+        let (needle, found) = (self.needle, self.found);
+        while seq
+            .next_element_seed(Containing {
+                needle,
+                found: &mut *found,
+            })?
+            .is_some()
+        {}
+        Ok(())
+    }
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+        let (needle, found) = (self.needle, self.found);
+        while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+            map.next_value_seed(Containing {
+                needle,
+                found: &mut *found,
+            })?;
+        }
+        Ok(())
+    }
 }
 
 fn strings<'v>(v: &'v Value, out: &mut HashSet<&'v str>) {
@@ -339,5 +432,26 @@ mod tests {
         let agent = json!({"t": "visible title", "s": "short"});
         let secrets = hidden(&whole, &agent);
         assert_eq!(secrets.into_iter().collect::<Vec<_>>(), vec!["sk-secret-1"]);
+    }
+
+    #[test]
+    fn hidden_strings_holding_a_needle_are_read_from_the_text() {
+        let whole = json!({
+            "todos": [{"title": "a ⟦x-secret-1⟧ b", "note": "⟦x-secret-2⟧"}, {"title": "plain", "n": 3.5}],
+            "⟦x-secret-key⟧": null, "short": "⟦x-5⟧", "seen": "⟦x-secret-3⟧", "deep": {"k": [["⟦x-secret-4⟧", true]]}
+        });
+        let agent = json!({"todos": [{"title": "a ⟦x-secret-1⟧ b"}], "seen": "⟦x-secret-3⟧"});
+        let text = whole.to_string();
+        let mut found = hidden_containing(&text, "⟦x-", &agent);
+        found.sort();
+        assert_eq!(found, vec!["⟦x-secret-2⟧", "⟦x-secret-4⟧"]);
+        // The same as `hidden` keeps of them.
+        let mut kept: Vec<String> = hidden(&whole, &agent)
+            .into_iter()
+            .filter(|s| s.contains("⟦x-"))
+            .collect();
+        kept.sort();
+        assert_eq!(found, kept);
+        assert!(hidden_containing("not json", "⟦x-", &agent).is_empty());
     }
 }

@@ -501,9 +501,8 @@ impl<'c, A: App> Case<'c, A> {
             // The human's seeded values that landed where agents do not see them (on a state
             // not read before: an unchanged state hides what it hid at the last read; a state
             // whose text holds no seeded value hides none: serde_json writes it unescaped).
-            let hidden = check::hidden(&self.whole_value(), &self.view);
-            self.secrets
-                .extend(hidden.into_iter().filter(|s| s.contains(CANARY)));
+            let hidden = check::hidden_containing(&self.whole, CANARY, &self.view);
+            self.secrets.extend(hidden);
         }
         Ok(())
     }
