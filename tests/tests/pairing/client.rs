@@ -277,3 +277,43 @@ async fn the_client_claims_its_session_back_after_a_sleep_past_the_grace() {
     assert_eq!(lap(&t, &token, "/state", json!({})).await.status, 401);
     client.stop().await;
 }
+
+/// A server that accepts the connection and never answers the upgrade does not hold the
+/// client: the attempt ends after 30 s (`docs/pairing.md` §The Rust pairing client), counts as
+/// failed, and the client goes on with its backoff (here: gives up, its window being short).
+#[tokio::test]
+async fn an_upgrade_never_answered_ends_the_attempt() {
+    use tea_agent_runtime::pairing::client::{
+        Backoff, PairingClient, PairingConfig, PairingStatus,
+    };
+
+    // Accepts, reads nothing, answers nothing; the connections are held open.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let host = Host::new(Counter).unwrap();
+    let session = host.create_session(None).unwrap();
+    let mut config = PairingConfig::new(&base, "agt_never-answered");
+    config.backoff = Backoff {
+        initial: Duration::from_millis(100),
+        max: Duration::from_millis(100),
+        give_up: Duration::from_secs(1),
+    };
+    let client = PairingClient::new(&host, session, config).spawn();
+    let status = client
+        .wait_for(Duration::from_secs(45), |s| {
+            matches!(s, PairingStatus::Stopped(_))
+        })
+        .await;
+    assert_eq!(
+        status,
+        PairingStatus::Stopped("gave up reconnecting".into())
+    );
+    client.stop().await;
+    silent.abort();
+}
