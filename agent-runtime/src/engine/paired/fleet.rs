@@ -16,7 +16,7 @@ use crate::engine::paired::frames::ConfirmDecision;
 use crate::engine::paired::hub::Hub;
 use crate::engine::paired::link::Resolution;
 use crate::engine::session::progress::DispatchWatch;
-use crate::engine::store::fleet_leases::{FleetLeases, Lease, SocketLock};
+use crate::engine::store::fleet_leases::{FleetLeases, Lease, SocketLock, STATEMENT_TIMEOUT};
 use crate::engine::store::fleet_proposals::FleetProposals;
 use crate::engine::store::StoreError;
 
@@ -66,8 +66,9 @@ pub(crate) struct Fleet {
     held: Mutex<HashMap<String, Held>>,
     /// When the last heartbeat reached the store (ms since the epoch; 0: never).
     last_beat: AtomicU64,
-    /// When the heartbeats started reaching the store again after a gap (or at start).
-    beating_since: AtomicU64,
+    /// From when (ms since the epoch) this replica's heartbeats may remove the other replicas'
+    /// stale rows: set at start and whenever its heartbeats reach the store again after a gap.
+    sweeps_from: AtomicU64,
     client: reqwest::Client,
     /// The work of `/message` hops served here, by hop id, for the caller's `cancel` hop.
     follows: Mutex<HashMap<String, Arc<DispatchWatch>>>,
@@ -117,7 +118,7 @@ impl Fleet {
                 .unwrap_or(DEFAULT_HEARTBEAT),
             held: Mutex::new(HashMap::new()),
             last_beat: AtomicU64::new(0),
-            beating_since: AtomicU64::new(0),
+            sweeps_from: AtomicU64::new(0),
             client,
             follows: Mutex::new(HashMap::new()),
         })
@@ -276,17 +277,22 @@ impl Fleet {
     /// A replica that was itself cut off from the store (at start, or after an outage) cannot
     /// tell a dead replica from a live one cut off as well: it removes the others' rows only
     /// once it has been beating for three periods again, which gives every live replica the
-    /// time to renew its leases first.
+    /// time to renew its leases first. After an outage, also for [`STATEMENT_TIMEOUT`] more:
+    /// another replica's heartbeat may have been waiting on the store for that long when it
+    /// came back.
     pub(crate) async fn beat(&self, started: Instant) -> Result<Vec<String>, StoreError> {
         let now = wall_ms();
         let last = self.last_beat.load(Ordering::Relaxed);
-        if last == 0 || now.saturating_sub(last) > self.stale_ms() {
-            self.beating_since.store(now, Ordering::Relaxed);
+        if last == 0 {
+            self.sweeps_from
+                .store(now.saturating_add(self.stale_ms()), Ordering::Relaxed);
+        } else if now.saturating_sub(last) > self.stale_ms() {
+            let wait = self.stale_ms() + crate::clock::millis(STATEMENT_TIMEOUT);
+            self.sweeps_from
+                .store(now.saturating_add(wait), Ordering::Relaxed);
         }
-        let sweeps =
-            now.saturating_sub(self.beating_since.load(Ordering::Relaxed)) >= self.stale_ms();
         // No row's heartbeat is below 0: a replica back from a gap removes none yet.
-        let stale_before = if sweeps {
+        let stale_before = if now >= self.sweeps_from.load(Ordering::Relaxed) {
             now.saturating_sub(self.stale_ms())
         } else {
             0
