@@ -116,7 +116,7 @@ pub(crate) fn hidden(whole: &Value, agent: &Value) -> BTreeSet<String> {
     let mut all = HashSet::new();
     strings(whole, &mut all);
     all.into_iter()
-        .filter(|s| !seen.contains(s) && s.chars().count() >= MIN_SECRET_CHARS)
+        .filter(|s| hides(s, &seen))
         .map(str::to_string)
         .collect()
 }
@@ -144,8 +144,14 @@ pub(crate) fn hidden_containing(text: &str, needle: &str, agent: &Value) -> Vec<
     }
     let mut seen = HashSet::new();
     strings(agent, &mut seen);
-    found.retain(|s| !seen.contains(s.as_str()) && s.chars().count() >= MIN_SECRET_CHARS);
+    found.retain(|s| hides(s, &seen));
     found
+}
+
+/// Whether `s`, a string of the whole state, is one redaction hides: not among the agent's
+/// strings `seen`, and long enough not to be found by chance.
+fn hides(s: &str, seen: &HashSet<&str>) -> bool {
+    !seen.contains(s) && s.chars().count() >= MIN_SECRET_CHARS
 }
 
 /// Collects the strings holding `needle` of what it reads (serde's `IgnoredAny`, keeping some

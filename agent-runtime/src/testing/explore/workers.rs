@@ -83,8 +83,10 @@ impl Board {
 
     fn count(&self, steps: u64, checks: [u64; 8]) {
         self.steps.fetch_add(steps, Ordering::Relaxed);
-        let mut sum = self.checks.lock().unwrap_or_else(|p| p.into_inner());
-        sum.iter_mut().zip(checks).for_each(|(s, c)| *s += c);
+        add_checks(
+            &mut self.checks.lock().unwrap_or_else(|p| p.into_inner()),
+            checks,
+        );
     }
 
     pub(super) fn outcome(self) -> Outcome {
@@ -190,7 +192,7 @@ impl<A: App> Worker<A> {
             let case = self.runtime.block_on(self.ctx.case(&plans, false));
             steps.set(steps.get() + case.steps);
             let mut sum = checks.get();
-            sum.iter_mut().zip(case.checks).for_each(|(s, c)| *s += c);
+            add_checks(&mut sum, case.checks);
             checks.set(sum);
             match case.violation {
                 None => Ok(()),
@@ -222,6 +224,11 @@ impl<A: App> Worker<A> {
             checks: checks.get(),
         }
     }
+}
+
+/// Adds the counts of checks `more` (indexed as `Property::ALL`) to `sum`.
+fn add_checks(sum: &mut [u64; 8], more: [u64; 8]) {
+    sum.iter_mut().zip(more).for_each(|(s, c)| *s += c);
 }
 
 /// The shrinking limits of every runner.
