@@ -39,14 +39,12 @@ async fn keyed_inc(http: &reqwest::Client, base: &str, token: &str, key: &str) -
     }
 }
 
-// Ignored while an open defect stands: in about one full test run in three (never alone), a
-// hop that went silent during the 13 s outage (its holder waiting on the store) is not given
-// its key back, and every retry of that key answers 503 `paused` for 60 s while the app stays
-// `Active` (the paused answer apparently kept as the key's first answer). Run it with
-// `cargo test -p agent-tests --test store fleet_pg_restart -- --ignored`; a failure prints what
-// the app printed, and `AGENT_TEST_SERVER_LOG=tea_agent_runtime=info` adds the replicas' logs.
+// A failure prints what the app printed; `AGENT_TEST_SERVER_LOG=tea_agent_runtime=info` adds the
+// replicas' logs. It once failed in about one full run in three: a keyed call whose claim the
+// store refused went on without it, and the hop that carried it went silent with no key to give
+// back, so its 503 `paused` became the key's answer (now the call answers 500 and applies
+// nothing: `keyed_claim_refused.rs`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "intermittent: a keyed retry after a silent hop answers 503 paused for 60 s (open defect)"]
 async fn a_postgres_restart_mid_run_answers_clear_errors_and_loses_nothing() {
     let mut fleet = RelayFleet::start(env!("CARGO_BIN_EXE_relay-server"), 2, PAIRING, "1s");
     let (token, _) = mint_paired(&fleet.base(0)).await;

@@ -16,6 +16,7 @@ mod fleet_pg_restart;
 mod fleet_postgres;
 mod fleet_resume;
 mod health;
+mod keyed_claim_refused;
 mod lb_fleet;
 mod lb_keyed;
 mod lb_mcp;

@@ -81,6 +81,14 @@ where
         match claim_or_replay(server, record, key, msg).await {
             Durable::Claimed => durable = true,
             Durable::Unavailable => {}
+            // Nothing ran: the key is given back here too, so a retry asks the store again.
+            Durable::Failed(e) => {
+                let reply = Reply::error(e);
+                if let Some(first) = first.take() {
+                    first.release(reply.clone().into_stored());
+                }
+                return reply;
+            }
             Durable::Replay(reply) => {
                 if let Some(first) = first.take() {
                     first.answer(reply.clone().into_stored());
@@ -119,11 +127,18 @@ where
             // Another commit recorded the key: that one is the first call; its answer
             // (or one rebuilt from its commit) is this call's too.
             if outcome == KeyOutcome::UsedElsewhere {
-                if let Durable::Replay(first) =
-                    claim_or_replay(&task_server, &task_record, key, msg).await
-                {
-                    reply = first;
-                    ours = false;
+                match claim_or_replay(&task_server, &task_record, key, msg).await {
+                    Durable::Replay(answer) => {
+                        reply = answer;
+                        ours = false;
+                    }
+                    // That answer is not to be read now: this one is not the key's either.
+                    Durable::Failed(e) => {
+                        let reply = Reply::error(e);
+                        first.release(reply.clone().into_stored());
+                        return reply;
+                    }
+                    Durable::Claimed | Durable::Unavailable => {}
                 }
             }
         }

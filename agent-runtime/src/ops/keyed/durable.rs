@@ -39,8 +39,21 @@ pub(super) enum Durable {
     Claimed,
     /// Answer this (the first call's answer, a rebuilt one, or an error).
     Replay(Reply),
-    /// No durable store, or it failed: go on with the in-process claim alone.
+    /// No durable store: go on with the in-process claim alone.
     Unavailable,
+    /// The durable store failed to look the key up or to claim it: nothing was run, and the
+    /// call answers this error (a retry with the key runs it then). Going on without the claim
+    /// would let another replica apply the message again.
+    Failed(ApiError),
+}
+
+/// 500: the store failed while this call looked its key up or claimed it (`detail` logged).
+fn claim_failed(key: &str, what: &str, e: &crate::engine::store::StoreError) -> ApiError {
+    tracing::error!(target: "tea_agent_runtime::store", key, "idempotency {what} failed: {e}");
+    ApiError::new(ErrorCode::Internal).with_detail(format!(
+        "the store failed to claim idempotencyKey {key}; nothing was changed (retry with the \
+         same key)"
+    ))
 }
 
 /// 409: the key was used for another message.
@@ -112,10 +125,7 @@ pub(super) async fn claim_or_replay<S: KeyedServer>(
         }
         let entry = match store.get_idempotent(tid, key).await {
             Ok(entry) => entry,
-            Err(e) => {
-                tracing::error!(target: "tea_agent_runtime::store", "idempotency lookup failed: {e}");
-                return Durable::Unavailable;
-            }
+            Err(e) => return Durable::Failed(claim_failed(key, "lookup", &e)),
         };
         if let Some(e) = entry.filter(|e| e.created_at + WINDOW_MS > now) {
             if serde_json::from_str::<Value>(&e.msg).ok().as_ref() != Some(msg) {
@@ -151,10 +161,7 @@ pub(super) async fn claim_or_replay<S: KeyedServer>(
             Ok(true) => return Durable::Claimed,
             // Another call claimed it meanwhile: look again.
             Ok(false) => {}
-            Err(e) => {
-                tracing::error!(target: "tea_agent_runtime::store", "idempotency claim failed: {e}");
-                return Durable::Unavailable;
-            }
+            Err(e) => return Durable::Failed(claim_failed(key, "claim", &e)),
         }
     }
 }
