@@ -217,10 +217,9 @@ pub(crate) async fn serve<A: App, R: Send + 'static>(
     }
     let record = caller.record.clone();
     let task_server = server.clone();
-    super::keyed::run_keyed(server, &record, keyed, move |key| {
-        run(task_server, spec, caller, request, args, key, handler)
-    })
-    .await
+    let work: super::keyed::KeyedWork =
+        Box::new(move |key| Box::pin(run(task_server, spec, caller, request, args, key, handler)));
+    super::keyed::run_keyed(server, &record, keyed, work).await
 }
 
 /// Runs the handler with `key` (a panic is a 500) and the success tail; a failure inside the

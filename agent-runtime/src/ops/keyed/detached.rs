@@ -5,6 +5,7 @@
 //! paired sessions share this.
 
 use std::future::Future;
+use std::pin::Pin;
 
 use axum::http::StatusCode;
 use serde_json::Value;
@@ -19,21 +20,21 @@ use crate::ops::error::ApiError;
 use crate::ops::reply::Reply;
 use crate::security::TokenRecord;
 
+/// A keyed call's work, given the key to hand to its dispatch. Boxed: this module's code is
+/// then compiled once per server type, not once per operation (`docs/architecture.md` §Build).
+pub(crate) type KeyedWork =
+    Box<dyn FnOnce(Option<KeyedDispatch>) -> Pin<Box<dyn Future<Output = Reply> + Send>> + Send>;
+
 /// Runs `work` on its own task for the caller `record`, under `keyed` = `(idempotencyKey,
 /// msg)` when the call carries a key. With a durable store the key is claimed there too, and
 /// `work` is given the [`KeyedDispatch`] to hand to the dispatch of its message, whose commit
 /// records the key (`docs/stores.md` §Exactly once); otherwise it is given `None`.
-pub(crate) async fn run_keyed<S, W, F>(
+pub(crate) async fn run_keyed<S: KeyedServer>(
     server: &S,
     record: &TokenRecord,
     keyed: Option<(String, Value)>,
-    work: W,
-) -> Reply
-where
-    S: KeyedServer,
-    W: FnOnce(Option<KeyedDispatch>) -> F,
-    F: Future<Output = Reply> + Send + 'static,
-{
+    work: KeyedWork,
+) -> Reply {
     let tid = record.tid.clone();
     if let Some((key, msg)) = &keyed {
         if let Some(replay) = answered(server, record, key, msg).await {

@@ -37,7 +37,7 @@ use super::reply::Reply;
 use crate::engine::store::IdempotencyRecords;
 use crate::security::TokenRecord;
 
-pub(crate) use detached::run_keyed;
+pub(crate) use detached::{run_keyed, KeyedWork};
 #[cfg(feature = "pairing-client")]
 pub(crate) use idempotency::Claim;
 pub(crate) use idempotency::IdempotencyStore;

@@ -13,6 +13,7 @@ mod bound_token;
 mod client_confirm;
 mod deletions;
 mod disk_bounds;
+mod erased;
 mod fast_call;
 mod handler;
 mod in_process;
@@ -31,7 +32,7 @@ mod run;
 use std::sync::Arc;
 
 use axum::Router;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 
 pub use crate::ops::McpOptions;
 pub(crate) use admission::McpAdmissionLayer;
@@ -97,12 +98,12 @@ pub(crate) fn mcp_routes<A: App>(server: &ServerState<A>, sessions: Arc<McpSessi
     let runner = Arc::new(run::ToolRunner::new(server.clone(), tools, hosted));
     let handler_server = server.clone();
     let handler_runner = runner.clone();
-    let factory = move || {
-        Ok(McpHandler::new(
+    let factory = Box::new(move || {
+        erased::ErasedHandler::new(McpHandler::new(
             handler_server.clone(),
             handler_runner.clone(),
         ))
-    };
+    });
     let mut config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(true)
         // A 2026-07-28 call that sends nothing before its result is answered as plain JSON,
@@ -116,7 +117,7 @@ pub(crate) fn mcp_routes<A: App>(server: &ServerState<A>, sessions: Arc<McpSessi
             server.clock().clone(),
         )));
     }
-    let service = StreamableHttpService::new(factory, server.sessions.manager(), config);
+    let service = erased::rmcp_service(factory, server.sessions.manager(), config);
     let admission = tower::Layer::layer(&McpAdmissionLayer::new(server.clone(), runner), service);
     Router::new().route_service(MCP_PATH, admission)
 }
