@@ -122,6 +122,21 @@ pub fn browser() -> reqwest::Client {
         .expect("client")
 }
 
+/// The state of `session` as the store at `url` (a SQLite file or a `postgres://` URL) holds
+/// it: the truth every replica loads.
+pub async fn stored_state(url: &str, session: &str) -> serde_json::Value {
+    let stores = tea_agent_runtime::store::Stores::open(url)
+        .await
+        .expect("store");
+    let record = stores
+        .sessions
+        .load_session(session)
+        .await
+        .expect("load")
+        .expect("the session");
+    serde_json::from_str(&record.state).expect("json")
+}
+
 /// Sets `TCP_NODELAY` on an accepted socket (for [`ListenerExt::tap_io`]): without it the end
 /// of a streamed answer (MCP's SSE) waits for the peer's delayed ACK, ~40 ms per call.
 pub fn nodelay(tcp: &mut tokio::net::TcpStream) {

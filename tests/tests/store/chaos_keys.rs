@@ -12,7 +12,7 @@ use agent_tests::browser;
 use agent_tests::counter_server;
 use agent_tests::postgres::PgServer;
 use agent_tests::process::{mint, ServerProcess};
-use serde_json::{json, Value};
+use serde_json::json;
 
 const REPLICAS: usize = 3;
 const AGENTS: usize = 8;
@@ -141,17 +141,7 @@ async fn keyed_incs_apply_exactly_once_while_replicas_are_killed() {
     }
     let kills = killer.await.expect("killer");
 
-    // What the store holds is the truth every replica loads.
-    let stores = tea_agent_runtime::store::Stores::open(&url)
-        .await
-        .expect("store");
-    let record = stores
-        .sessions
-        .load_session(&session)
-        .await
-        .expect("load")
-        .expect("the session");
-    let state: Value = serde_json::from_str(&record.state).expect("json");
+    let state = agent_tests::stored_state(&url, &session).await;
     let retried = retries.load(Ordering::Relaxed);
     eprintln!(
         "{keys} keys, {kills} kills, {retried} retries, count {}",

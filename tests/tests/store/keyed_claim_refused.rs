@@ -79,15 +79,6 @@ async fn a_keyed_claim_the_store_refuses_applies_nothing_and_its_retry_applies_o
         "the first replica replays the key's answer: {body}"
     );
 
-    let stores = tea_agent_runtime::store::Stores::open(&url)
-        .await
-        .expect("store");
-    let record = stores
-        .sessions
-        .load_session(&session)
-        .await
-        .expect("load")
-        .expect("the session");
-    let state: Value = serde_json::from_str(&record.state).expect("json");
+    let state = agent_tests::stored_state(&url, &session).await;
     assert_eq!(state["count"], 1, "k1 applied once");
 }
