@@ -76,7 +76,8 @@ pub(super) fn answer_not_kept(key: &str) -> ApiError {
 }
 
 /// The first call's stored answer under `(record.tid, key)`, replayed (409 for another
-/// message under the key); `None` when there is none yet, or no durable store.
+/// message under the key); `None` when there is none yet, or no durable store. A lookup the
+/// store fails is the call's answer (500), as in [`claim_or_replay`].
 pub(super) async fn answered<S: KeyedServer>(
     server: &S,
     record: &TokenRecord,
@@ -86,10 +87,7 @@ pub(super) async fn answered<S: KeyedServer>(
     let store = server.durable_idempotency()?;
     let entry = match store.get_idempotent(&record.tid, key).await {
         Ok(entry) => entry?,
-        Err(e) => {
-            tracing::error!(target: "tea_agent_runtime::store", "idempotency lookup failed: {e}");
-            return None;
-        }
+        Err(e) => return Some(Reply::error(claim_failed(key, "lookup", &e))),
     };
     if entry.created_at + WINDOW_MS <= server.now() || entry.status == 0 {
         return None;
