@@ -48,8 +48,8 @@ fn spawn_insert(
     tokio::spawn(async move { sessions.insert_session(record(&id)).await })
 }
 
-// Ignored while an open defect stands: in two runs of the whole `store` binary out of about
-// eight (never alone, nor in 125 runs of this test alone or beside a busy machine or the fleet
+// Ignored while an open defect stands: in two runs of the whole `store` binary out of six
+// (never alone, nor in 125 runs of this test alone or beside a busy machine or the fleet
 // tests), one task's eighth commit was refused (its compare-and-set changed no row) and then
 // read back as `SnapshotDue` with the seventh commit stored: either a write ran ahead of the
 // one queued before it, or it ran twice and a pooled read saw the state before the first run.
