@@ -50,9 +50,10 @@ fn spawn_insert(
 
 // Ignored while an open defect stands: in two runs of the whole `store` binary out of six
 // (never alone, nor in 125 runs of this test alone or beside a busy machine or the fleet
-// tests), one task's eighth commit was refused (its compare-and-set changed no row) and then
-// read back as `SnapshotDue` with the seventh commit stored: either a write ran ahead of the
-// one queued before it, or it ran twice and a pooled read saw the state before the first run.
+// tests), one task's commit (its 8th once, its 5th once) was refused (its compare-and-set
+// changed no row) and then read back as `SnapshotDue` with the commit before it stored: either
+// a write ran ahead of the one queued before it, or it ran twice and a pooled read saw the
+// state before the first run.
 // Run it with `cargo test -p agent-tests --test store -- --include-ignored` (the whole binary).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "intermittent inside the whole store binary: a commit refused out of order (open defect)"]
