@@ -122,9 +122,9 @@ pub fn browser() -> reqwest::Client {
         .expect("client")
 }
 
-/// The state of `session` as the store at `url` (a SQLite file or a `postgres://` URL) holds
-/// it: the truth every replica loads.
-pub async fn stored_state(url: &str, session: &str) -> serde_json::Value {
+/// The sequence number and state of `session` as the store at `url` (a SQLite file or a
+/// `postgres://` URL) holds them: the truth every replica loads.
+pub async fn stored_session(url: &str, session: &str) -> (u64, serde_json::Value) {
     let stores = tea_agent_runtime::store::Stores::open(url)
         .await
         .expect("store");
@@ -133,8 +133,9 @@ pub async fn stored_state(url: &str, session: &str) -> serde_json::Value {
         .load_session(session)
         .await
         .expect("load")
-        .expect("the session");
-    serde_json::from_str(&record.state).expect("json")
+        .expect("the session is stored");
+    let state = serde_json::from_str(&record.state).expect("state JSON");
+    (record.seq, state)
 }
 
 /// Sets `TCP_NODELAY` on an accepted socket (for [`ListenerExt::tap_io`]): without it the end

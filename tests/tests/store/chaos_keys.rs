@@ -141,7 +141,7 @@ async fn keyed_incs_apply_exactly_once_while_replicas_are_killed() {
     }
     let kills = killer.await.expect("killer");
 
-    let state = agent_tests::stored_state(&url, &session).await;
+    let (_, state) = agent_tests::stored_session(&url, &session).await;
     let retried = retries.load(Ordering::Relaxed);
     eprintln!(
         "{keys} keys, {kills} kills, {retried} retries, count {}",

@@ -10,7 +10,6 @@ use agent_tests::counter_server;
 use agent_tests::postgres::PgServer;
 use agent_tests::process::ServerProcess;
 use serde_json::{json, Value};
-use tea_agent_runtime::store::Stores;
 
 const AGENTS: usize = 20;
 
@@ -81,15 +80,8 @@ async fn pending_on(human: &reqwest::Client, base: &str, session: &str) -> Strin
 }
 
 async fn stored_count(url: &str, session: &str) -> (i64, u64) {
-    let stores = Stores::open(url).await.expect("store");
-    let record = stores
-        .sessions
-        .load_session(session)
-        .await
-        .expect("load")
-        .expect("the session is stored");
-    let state: Value = serde_json::from_str(&record.state).expect("state JSON");
-    (state["count"].as_i64().expect("count"), record.seq)
+    let (seq, state) = agent_tests::stored_session(url, session).await;
+    (state["count"].as_i64().expect("count"), seq)
 }
 
 /// Runs `AGENTS` agents sending `each` `inc`s; `kill_after` kills replica 0 once that many

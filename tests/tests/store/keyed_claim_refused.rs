@@ -79,6 +79,6 @@ async fn a_keyed_claim_the_store_refuses_applies_nothing_and_its_retry_applies_o
         "the first replica replays the key's answer: {body}"
     );
 
-    let state = agent_tests::stored_state(&url, &session).await;
+    let (_, state) = agent_tests::stored_session(&url, &session).await;
     assert_eq!(state["count"], 1, "k1 applied once");
 }

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::durable::{
     answer_not_kept, answered, claim_or_replay, different_message, store_answer, Durable,
 };
-use super::idempotency::Claim;
+use super::idempotency::{Claim, FirstCall};
 use super::KeyedServer;
 use crate::engine::session::keyed::{KeyOutcome, KeyReceipt, KeyedDispatch};
 use crate::ops::error::ApiError;
@@ -84,11 +84,10 @@ pub(crate) async fn run_keyed<S: KeyedServer>(
             Durable::Unavailable => {}
             // Nothing ran: the key is given back here too, so a retry asks the store again.
             Durable::Failed(e) => {
-                let reply = Reply::error(e);
-                if let Some(first) = first.take() {
-                    first.release(reply.clone().into_stored());
-                }
-                return reply;
+                return match first.take() {
+                    Some(first) => given_back(first, e),
+                    None => Reply::error(e),
+                };
             }
             Durable::Replay(reply) => {
                 if let Some(first) = first.take() {
@@ -134,11 +133,7 @@ pub(crate) async fn run_keyed<S: KeyedServer>(
                         ours = false;
                     }
                     // That answer is not to be read now: this one is not the key's either.
-                    Durable::Failed(e) => {
-                        let reply = Reply::error(e);
-                        first.release(reply.clone().into_stored());
-                        return reply;
-                    }
+                    Durable::Failed(e) => return given_back(first, e),
                     Durable::Claimed | Durable::Unavailable => {}
                 }
             }
@@ -168,4 +163,12 @@ pub(crate) async fn run_keyed<S: KeyedServer>(
             })
         })
         .await
+}
+
+/// The store failed this call's key (`e`): the in-process claim `first` is given back with
+/// the error, which is the call's answer, so a retry with the key asks the store again.
+fn given_back(first: FirstCall, e: ApiError) -> Reply {
+    let reply = Reply::error(e);
+    first.release(reply.clone().into_stored());
+    reply
 }
