@@ -45,13 +45,7 @@ fn chromedriver_path() -> PathBuf {
         .expect("chromedriver not found on PATH (Debian: apt-get install chromium chromium-driver)")
 }
 
-/// A port nothing listens on now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
+pub use crate::ports::free_port;
 
 async fn start_driver() -> Driver {
     let port = free_port();

@@ -5,7 +5,6 @@
 //! (`tests/store/lb_fleet.rs`) and the forwarded-call benchmark (`benches/fleet_hop.rs`).
 
 use std::io::Write as _;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,13 +15,7 @@ use crate::process::{Launch, ServerProcess};
 /// The key every replica of the test fleet shares.
 pub const FLEET_SECRET: &str = "the test fleet's shared key, 32+ characters long";
 
-/// A free loopback port (bound, then released for a process to take).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
+pub use crate::ports::free_port;
 
 /// The `haproxy` binary: `$HAPROXY`, or Debian's.
 fn haproxy_binary() -> PathBuf {

@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod oauth;
 #[cfg(feature = "full")]
 pub mod paired;
+pub mod ports;
 pub mod postgres;
 pub mod probe;
 pub mod process;

@@ -7,7 +7,6 @@
 //! [`PgServer::start_with_tls`] starts one that also speaks TLS, with a certificate the test
 //! made.
 
-use std::net::TcpListener;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -204,12 +203,7 @@ fn uuid_like() -> String {
     format!("{}-{nanos}", std::process::id())
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
+use crate::ports::free_port;
 
 /// `Some((uid, gid))` of `nobody` when running as root, `None` otherwise.
 fn unprivileged_user() -> Option<(u32, u32)> {
