@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use super::fleet_calls::{count, PAIRING};
 
 /// `inc` keyed `key` through `base`: status (0: no answer within 25 s) and the error code.
-async fn keyed_inc(http: &reqwest::Client, base: &str, token: &str, key: &str) -> (u16, String) {
+async fn keyed_inc(http: &reqwest::Client, base: &str, token: &str, key: &str) -> Answer {
     let resp = http
         .post(format!("{base}/agent/lap/v1/message"))
         .bearer_auth(token)
@@ -31,12 +31,34 @@ async fn keyed_inc(http: &reqwest::Client, base: &str, token: &str, key: &str) -
     match resp {
         Ok(r) => {
             let status = r.status().as_u16();
+            let replayed = r.headers().contains_key("idempotent-replayed");
             let body: Value = r.json().await.unwrap_or(Value::Null);
             let code = body["error"]["code"].as_str().unwrap_or("").to_owned();
-            (status, code)
+            let message = body["error"]["detail"].as_str().unwrap_or("").to_owned();
+            Answer {
+                status,
+                code,
+                message,
+                replayed,
+            }
         }
-        Err(_) => (0, String::new()),
+        Err(e) => Answer {
+            status: 0,
+            code: String::new(),
+            message: e.to_string(),
+            replayed: false,
+        },
     }
+}
+
+/// One answer to a keyed `inc`.
+struct Answer {
+    status: u16,
+    code: String,
+    /// The error's message (what a failure prints).
+    message: String,
+    /// Whether it carried `idempotent-replayed`.
+    replayed: bool,
 }
 
 // A failure prints what the app printed; `AGENT_TEST_SERVER_LOG=tea_agent_runtime=info` adds the
@@ -64,20 +86,34 @@ async fn a_postgres_restart_mid_run_answers_clear_errors_and_loses_nothing() {
                 let key = format!("p{keys}");
                 let deadline = Instant::now() + Duration::from_secs(60);
                 let mut attempt = 0;
-                let mut answers: Vec<(u16, String)> = Vec::new();
+                let mut answers: Vec<Answer> = Vec::new();
                 loop {
                     let base = &bases[(keys as usize + attempt) % 2];
                     let sent = Instant::now();
-                    let (status, code) = keyed_inc(&http, base, &token, &key).await;
+                    let answer = keyed_inc(&http, base, &token, &key).await;
                     slowest = slowest.max(sent.elapsed());
-                    if status == 200 {
+                    if answer.status == 200 {
                         break;
                     }
-                    *refusals.entry((status, code.clone())).or_default() += 1;
-                    answers.push((status, code));
+                    *refusals
+                        .entry((answer.status, answer.code.clone()))
+                        .or_default() += 1;
+                    answers.push(answer);
                     if Instant::now() >= deadline {
+                        // The first answers and the last: a stuck key repeats itself.
+                        let shown: Vec<String> = answers
+                            .iter()
+                            .take(3)
+                            .chain(answers.last())
+                            .map(|a| {
+                                let replayed = if a.replayed { " (replayed)" } else { "" };
+                                format!("{} {}{replayed}: {}", a.status, a.code, a.message)
+                            })
+                            .collect();
                         return Err(format!(
-                            "{key} not answered within 60 s; its answers: {answers:?}"
+                            "{key} not answered within 60 s ({} answers; the first three and \
+                             the last): {shown:#?}",
+                            answers.len()
                         ));
                     }
                     attempt += 1;
