@@ -4,16 +4,15 @@
 //!
 //! The runtime records through the `metrics` facade; this installs the Prometheus exporter as
 //! the process's recorder, which is the embedder's choice to make (an app may install an
-//! OpenTelemetry exporter instead, see the README).
+//! OpenTelemetry exporter instead, see the README). The exporter is the cargo feature
+//! `metrics` (`cargo run --example todo --features metrics -- --metrics-bind 127.0.0.1:9100`);
+//! without it the flag is refused, naming the feature.
 
 use std::net::SocketAddr;
-use std::time::Duration;
-
-use axum::routing::get;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 /// How often histograms are drained into their buckets between scrapes.
-const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+#[cfg(feature = "metrics")]
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The metrics endpoint, serving until the process ends.
 pub struct MetricsEndpoint {
@@ -26,7 +25,11 @@ pub struct MetricsEndpoint {
 /// Installs the Prometheus recorder, describes the runtime's metrics, binds `addr` and serves
 /// `GET /metrics` there. Fails (naming `--metrics-bind`) when the address does not bind or a
 /// recorder is already installed.
+#[cfg(feature = "metrics")]
 pub async fn serve_metrics(addr: SocketAddr) -> Result<MetricsEndpoint, String> {
+    use axum::routing::get;
+    use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--metrics-bind {addr}: {e}"))?;
@@ -63,4 +66,13 @@ pub async fn serve_metrics(addr: SocketAddr) -> Result<MetricsEndpoint, String> 
         }
     });
     Ok(MetricsEndpoint { addr, task })
+}
+
+/// Without the feature `metrics`: the flag is refused, naming the feature.
+#[cfg(not(feature = "metrics"))]
+pub async fn serve_metrics(addr: SocketAddr) -> Result<MetricsEndpoint, String> {
+    Err(format!(
+        "--metrics-bind {addr}: this build has no metrics exporter (the examples' cargo feature \
+         `metrics`: cargo run --example todo --features metrics -- --metrics-bind {addr})"
+    ))
 }
