@@ -13,6 +13,8 @@ use futures::FutureExt;
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
 
+pub use crate::ports::free_port;
+
 /// How long a wait lasts before it fails.
 pub const WAIT: Duration = Duration::from_secs(20);
 
@@ -44,8 +46,6 @@ fn chromedriver_path() -> PathBuf {
         })
         .expect("chromedriver not found on PATH (Debian: apt-get install chromium chromium-driver)")
 }
-
-pub use crate::ports::free_port;
 
 async fn start_driver() -> Driver {
     let port = free_port();

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use crate::postgres::PgServer;
 use crate::process::{Launch, ServerProcess};
 
+pub use crate::ports::free_port;
+
 /// The key every replica of the test fleet shares.
 pub const FLEET_SECRET: &str = "the test fleet's shared key, 32+ characters long";
-
-pub use crate::ports::free_port;
 
 /// The `haproxy` binary: `$HAPROXY`, or Debian's.
 fn haproxy_binary() -> PathBuf {

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::ports::free_port;
+
 /// TLS for a test server ([`PgServer::start_with_tls`]).
 pub struct PgTls {
     /// The server's certificate (chain), PEM.
@@ -202,8 +204,6 @@ fn uuid_like() -> String {
         .unwrap_or(0);
     format!("{}-{nanos}", std::process::id())
 }
-
-use crate::ports::free_port;
 
 /// `Some((uid, gid))` of `nobody` when running as root, `None` otherwise.
 fn unprivileged_user() -> Option<(u32, u32)> {
