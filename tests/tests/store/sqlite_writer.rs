@@ -57,8 +57,8 @@ fn spawn_insert(
 // included, and in none of 3 with `--skip keyed_claim_refused`; the tree before that test was
 // added passed 5 of 5 (fleet_pg_restart included or not). That test runs well before this one
 // in the binary's order, so what links them (the schedule of the other tests, or something left in
-// the process) is the lead. The stop after that, it passed in all 14 whole-binary runs (9 with
-// the writer's order of queueing and running each write recorded, 5 without), so the trigger
+// the process) is the lead. The stop after that, it passed in all 21 whole-binary runs (9 with
+// the writer's order of queueing and running each write recorded, 12 without), so the trigger
 // is not found yet.
 // Run it with `cargo test -p agent-tests --test store -- --include-ignored` (the whole binary).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
