@@ -126,9 +126,12 @@ pub fn browser() -> reqwest::Client {
 /// The sequence number and state of `session` as the store at `url` (a SQLite file or a
 /// `postgres://` URL) holds them: the truth every replica loads.
 pub async fn stored_session(url: &str, session: &str) -> (u64, serde_json::Value) {
-    let stores = tea_agent_runtime::store::Stores::open(url)
-        .await
-        .expect("store");
+    let stores = Stores::open(url).await.expect("store");
+    stored_in(&stores, session).await
+}
+
+/// [`stored_session`] through stores already open.
+pub async fn stored_in(stores: &Stores, session: &str) -> (u64, serde_json::Value) {
     let record = stores
         .sessions
         .load_session(session)

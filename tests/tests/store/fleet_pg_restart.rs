@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use super::fleet_calls::{count, PAIRING};
 
-/// `inc` keyed `key` through `base`: status (0: no answer within 25 s) and the error code.
+/// `inc` keyed `key` through `base`, answered (status 0: no answer within 25 s).
 async fn keyed_inc(http: &reqwest::Client, base: &str, token: &str, key: &str) -> Answer {
     let resp = http
         .post(format!("{base}/agent/lap/v1/message"))
@@ -34,18 +34,18 @@ async fn keyed_inc(http: &reqwest::Client, base: &str, token: &str, key: &str) -
             let replayed = r.headers().contains_key("idempotent-replayed");
             let body: Value = r.json().await.unwrap_or(Value::Null);
             let code = body["error"]["code"].as_str().unwrap_or("").to_owned();
-            let message = body["error"]["detail"].as_str().unwrap_or("").to_owned();
+            let detail = body["error"]["detail"].as_str().unwrap_or("").to_owned();
             Answer {
                 status,
                 code,
-                message,
+                detail,
                 replayed,
             }
         }
         Err(e) => Answer {
             status: 0,
             code: String::new(),
-            message: e.to_string(),
+            detail: e.to_string(),
             replayed: false,
         },
     }
@@ -55,8 +55,8 @@ async fn keyed_inc(http: &reqwest::Client, base: &str, token: &str, key: &str) -
 struct Answer {
     status: u16,
     code: String,
-    /// The error's message (what a failure prints).
-    message: String,
+    /// The error's detail, or why no answer came.
+    detail: String,
     /// Whether it carried `idempotent-replayed`.
     replayed: bool,
 }
@@ -107,7 +107,7 @@ async fn a_postgres_restart_mid_run_answers_clear_errors_and_loses_nothing() {
                             .chain(answers.last())
                             .map(|a| {
                                 let replayed = if a.replayed { " (replayed)" } else { "" };
-                                format!("{} {}{replayed}: {}", a.status, a.code, a.message)
+                                format!("{} {}{replayed}: {}", a.status, a.code, a.detail)
                             })
                             .collect();
                         return Err(format!(

@@ -10,7 +10,7 @@
 use agent_examples::counter::Counter;
 use agent_tests::postgres::PgServer;
 use agent_tests::temp::TempDir;
-use agent_tests::{Minted, TestServer};
+use agent_tests::{stored_in, Minted, TestServer};
 use serde_json::{json, Value};
 use tea_agent_runtime::session::DispatchOptions;
 use tea_agent_runtime::store::Stores;
@@ -41,20 +41,6 @@ async fn pair(spec: &str) -> ([TestServer<Counter>; 2], Stores) {
         Stores::open(spec).await.expect("store")
     };
     ([replica(&first).await, replica(&second).await], reader)
-}
-
-/// The stored sequence number and state of `session`.
-async fn stored(stores: &Stores, session: &str) -> (u64, Value) {
-    let record = stores
-        .sessions
-        .load_session(session)
-        .await
-        .expect("load")
-        .expect("stored");
-    (
-        record.seq,
-        serde_json::from_str(&record.state).expect("state"),
-    )
 }
 
 /// Proposes `delete {id}` through `t`; answers the confirmation id.
@@ -95,10 +81,10 @@ async fn pending_on(t: &TestServer<Counter>, stores: &Stores, m: &Minted, confir
 
 /// Waits until the committed sequence number of `session` stops moving; answers it.
 async fn settled(stores: &Stores, session: &str) -> (u64, Value) {
-    let mut last = stored(stores, session).await;
+    let mut last = stored_in(stores, session).await;
     for _ in 0..10 {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        let now = stored(stores, session).await;
+        let now = stored_in(stores, session).await;
         if now.0 == last.0 {
             return now;
         }
@@ -115,7 +101,7 @@ async fn two_approvals_commit_once(spec: &str) {
         let m = a.mint("alice", None).await;
         let id = propose(&a, &m, &format!("row-{round}")).await;
         pending_on(&b, &stores, &m, &id).await;
-        let (before, _) = stored(&stores, &m.session_id).await;
+        let (before, _) = stored_in(&stores, &m.session_id).await;
         let approve = json!({"decision": "approve"});
         let (on_a, on_b) = tokio::join!(
             a.decide("alice", &m, &id, approve.clone()),
@@ -146,7 +132,7 @@ async fn approve_or_withdraw_never_both(spec: &str) {
         let m = a.mint("alice", None).await;
         let id = propose(&a, &m, &format!("row-{round}")).await;
         pending_on(&b, &stores, &m, &id).await;
-        let (before, _) = stored(&stores, &m.session_id).await;
+        let (before, _) = stored_in(&stores, &m.session_id).await;
         // The human approves on B while the agent withdraws on A.
         let withdrawal = json!({"confirmId": id});
         let (approve, withdraw) = tokio::join!(
